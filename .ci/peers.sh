@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs the real third-party peers the test suite talks to, cached by version under
+# ~/.cache/steward-ci so that a second run on the same machine rebuilds nothing.
+#   - llama-cpp-python's OpenAI-compatible server (compiled from source), in a venv
+#   - aimock (npm @copilotkit/aimock), a canned OpenAI/Anthropic wire server
+# Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
+# STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL) as `export` lines on stdout.
+set -euo pipefail
+
+CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
+LLAMA_VERSION=0.3.36
+AIMOCK_VERSION=1.43.0
+mkdir -p "$CACHE"
+
+log() { echo "[peers] $*" >&2; }
+
+# --- llama-cpp-python server -------------------------------------------------------------
+LLAMA_VENV="$CACHE/llama-cpp-python-$LLAMA_VERSION"
+if ! "$LLAMA_VENV/bin/python" -c 'import llama_cpp.server, uvicorn' >/dev/null 2>&1; then
+  log "building llama-cpp-python $LLAMA_VERSION from source (about 11 minutes on 2 cores)"
+  rm -rf "$LLAMA_VENV"
+  python3 -m venv "$LLAMA_VENV"
+  export PIP_CACHE_DIR="$CACHE/pip"
+  "$LLAMA_VENV/bin/pip" install --quiet --upgrade pip >&2
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+  CMAKE_BUILD_PARALLEL_LEVEL=2 \
+    "$LLAMA_VENV/bin/pip" install --quiet --no-binary llama-cpp-python \
+      "llama-cpp-python[server]==$LLAMA_VERSION" >&2
+else
+  log "llama-cpp-python $LLAMA_VERSION cached"
+fi
+
+# --- aimock ------------------------------------------------------------------------------
+AIMOCK_DIR="$CACHE/aimock-$AIMOCK_VERSION"
+if [ ! -x "$AIMOCK_DIR/node_modules/.bin/llmock" ]; then
+  log "installing @copilotkit/aimock@$AIMOCK_VERSION"
+  rm -rf "$AIMOCK_DIR"
+  mkdir -p "$AIMOCK_DIR"
+  (cd "$AIMOCK_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
+     "@copilotkit/aimock@$AIMOCK_VERSION" >&2)
+else
+  log "aimock $AIMOCK_VERSION cached"
+fi
+
+echo "export STEWARD_TEST_LLAMA_PYTHON=$LLAMA_VENV/bin/python"
+echo "export STEWARD_TEST_AIMOCK=$AIMOCK_DIR/node_modules/.bin/llmock"

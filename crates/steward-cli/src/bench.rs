@@ -1,0 +1,174 @@
+//! `steward bench`: the harness's own overhead per tool-call step.
+//!
+//! One step = one planner call (the scripted fake provider, no network) + context assembly +
+//! policy decision + the durable `approved` audit record + a no-op tool + the `completed`
+//! audit record + the step's events. Measured as the time between consecutive
+//! `stage_started` events of a run, so it is wall time per step as a user would see it.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use async_trait::async_trait;
+use clap::Args;
+use serde_json::{Value, json};
+use steward_core::approval::{ApprovalKey, NoApprover};
+use steward_core::config::Config;
+use steward_core::events::EventObserver;
+use steward_core::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use steward_core::{PlannerChoice, RunRequest, Runtime};
+use steward_policy::Redactor;
+use steward_protocol::{Event, EventKind, RiskLevel, ToolChoice, ToolSpec};
+use steward_provider::fake::{FakeProvider, FakeToolCall, Round, Scenario};
+use steward_store::{Durability, SqliteStore, Store, StoreOptions};
+use tokio_util::sync::CancellationToken;
+
+/// `steward bench` options.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Tool-call steps per run.
+    #[arg(long, default_value_t = 20)]
+    steps: u32,
+    /// Runs per measurement.
+    #[arg(long, default_value_t = 25)]
+    runs: u32,
+    /// Concurrent runs in the group-commit measurement.
+    #[arg(long, default_value_t = 8)]
+    concurrency: u32,
+}
+
+struct NoopRead(ToolSpec);
+
+#[async_trait]
+impl Tool for NoopRead {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    async fn run(&self, _args: &Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput { content: "ok".into(), ..Default::default() })
+    }
+}
+
+/// Records the instant of every `stage_started` event.
+#[derive(Default)]
+struct StepClock(Mutex<Vec<Instant>>);
+
+impl EventObserver for StepClock {
+    fn on_event(&self, event: &Event) {
+        if matches!(event.kind, EventKind::StageStarted { .. })
+            && let Ok(mut v) = self.0.lock()
+        {
+            v.push(Instant::now());
+        }
+    }
+}
+
+/// Runs the benchmark and prints what it measured.
+pub async fn run(args: BenchArgs) -> Result<u8> {
+    println!(
+        "steward bench: wall time per tool-call step (fake planner call + context + policy + audit 'approved' + \
+         no-op tool + audit 'completed' + events), {} steps x {} runs per line",
+        args.steps, args.runs
+    );
+    for (label, durability, concurrency) in [
+        ("audit not forced to disk (synchronous=NORMAL)", Durability::Relaxed, 1),
+        ("durable audit (synchronous=FULL), one run at a time", Durability::Full, 1),
+        ("durable audit (synchronous=FULL), concurrent runs share commits", Durability::Full, args.concurrency.max(1)),
+    ] {
+        let (steps, elapsed) = measure(&args, durability, concurrency).await?;
+        print_line(label, concurrency, &steps, elapsed);
+    }
+    Ok(0)
+}
+
+async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> Result<(Vec<Duration>, Duration)> {
+    let dir = tempfile::tempdir()?;
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace)?;
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("bench.db"), StoreOptions { durability }).await?);
+    let runtime = Runtime {
+        store,
+        redactor: Arc::new(Redactor::new(Vec::new())),
+        approval_key: ApprovalKey::generate(),
+        outputs_dir: dir.path().join("outputs"),
+    };
+    let mut tools = ToolRegistry::new();
+    tools.insert(Arc::new(NoopRead(ToolSpec {
+        name: "noop_read".into(),
+        description: "Returns ok.".into(),
+        input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        risk: RiskLevel::Safe,
+        writes: false,
+        path_inputs: Vec::new(),
+    })));
+    let mut config = Config::default();
+    config.limits.max_rounds = args.steps + 1;
+    config.limits.max_tool_calls_per_run = args.steps + 1;
+
+    let clocks: Vec<Arc<StepClock>> = (0..args.runs).map(|_| Arc::new(StepClock::default())).collect();
+    let started = Instant::now();
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency as usize));
+    let mut handles = Vec::new();
+    for clock in &clocks {
+        let permit = semaphore.clone().acquire_owned().await?;
+        let runtime = runtime.clone();
+        let request = RunRequest {
+            task: "benchmark".into(),
+            owner_id: "local:bench".into(),
+            workspace: workspace.clone(),
+            planner: planner(args.steps),
+            config: config.clone(),
+            tools: tools.clone(),
+            approver: Arc::new(NoApprover),
+            observer: clock.clone(),
+            cancel: CancellationToken::new(),
+        };
+        handles.push(tokio::spawn(async move {
+            let result = steward_core::run_task(&runtime, request).await;
+            drop(permit);
+            result
+        }));
+    }
+    for handle in handles {
+        handle.await??;
+    }
+    let elapsed = started.elapsed();
+    let mut steps = Vec::new();
+    for clock in clocks {
+        let instants = clock.0.lock().map(|v| v.clone()).unwrap_or_default();
+        steps.extend(instants.windows(2).map(|w| w[1] - w[0]));
+    }
+    Ok((steps, elapsed))
+}
+
+fn planner(steps: u32) -> PlannerChoice {
+    let mut rounds: Vec<Round> = (0..steps)
+        .map(|_| Round {
+            tool_calls: vec![FakeToolCall { name: "noop_read".into(), arguments: Some(json!({})), ..Default::default() }],
+            ..Default::default()
+        })
+        .collect();
+    rounds.push(Round { text: Some("done".into()), ..Default::default() });
+    PlannerChoice {
+        kind: "model".into(),
+        provider: Arc::new(FakeProvider::new(Scenario { rounds })),
+        model: "fake".into(),
+        tool_choice: ToolChoice::Auto,
+        max_tokens: None,
+    }
+}
+
+fn print_line(label: &str, concurrency: u32, steps: &[Duration], elapsed: Duration) {
+    let mut sorted = steps.to_vec();
+    sorted.sort();
+    let pick = |q: f64| sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "{label}: concurrency {concurrency}, {} steps: p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs; throughput {:.0} steps/s",
+        sorted.len(),
+        us(pick(0.5)),
+        us(pick(0.99)),
+        us(pick(1.0)),
+        sorted.len() as f64 / elapsed.as_secs_f64()
+    );
+}

@@ -1,0 +1,351 @@
+//! The subcommands.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::Args;
+use steward_core::config::Config;
+use steward_core::planner::PlannerOverrides;
+use steward_core::tools::ToolRegistry;
+use steward_core::{RunRequest, Runtime};
+use steward_policy::Redactor;
+use steward_protocol::{EventKind, StopReason};
+use steward_store::{AuditVerification, RunStatus, StoreOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::home::{Home, local_owner};
+use crate::ui;
+
+/// A usage or configuration error: exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
+}
+
+/// The redactor for this process: pattern rules plus the values of secret-looking
+/// environment variables.
+pub fn redactor() -> Redactor {
+    Redactor::from_env_vars(std::env::vars())
+}
+
+fn env_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// `$XDG_CONFIG_HOME/steward`, else `~/.config/steward`.
+fn user_config_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .map(|d| d.join("steward"))
+}
+
+fn load_config(workspace: &Path) -> Result<Config> {
+    Config::load(user_config_dir().as_deref(), workspace).map_err(|e| usage(e.to_string()))
+}
+
+/// `steward run` arguments.
+#[derive(Args)]
+pub struct RunArgs {
+    /// The task, in plain words.
+    task: String,
+    /// Workspace directory (default: the current directory).
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Provider: a preset (openai, openrouter, xai, anthropic, ollama, lmstudio, llamacpp, fake) or a [providers.NAME] entry. Implies --planner model.
+    #[arg(long)]
+    provider: Option<String>,
+    /// Model id (default: the provider's default model).
+    #[arg(long)]
+    model: Option<String>,
+    /// Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1. Implies --planner model.
+    #[arg(long)]
+    base_url: Option<String>,
+    /// Tool choice for the first planner call: auto, none, required, or a tool name.
+    #[arg(long)]
+    tool_choice: Option<String>,
+    /// classic (keyword rules, no model) or model.
+    #[arg(long, value_parser = ["classic", "model"])]
+    planner: Option<String>,
+    /// Rounds with tool calls before the run stops with `max_rounds` (default 5).
+    #[arg(long)]
+    max_rounds: Option<u32>,
+    /// Output token limit per planner call.
+    #[arg(long)]
+    max_tokens: Option<u32>,
+    /// Scenario file for `--provider fake` (see README).
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// Print events as JSON lines on stdout (diagnostics go to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+/// `steward run`.
+pub async fn run(args: RunArgs) -> Result<u8> {
+    let workspace = std::fs::canonicalize(&args.workspace)
+        .map_err(|e| usage(format!("workspace {}: {e}", args.workspace.display())))?;
+    let mut config = load_config(&workspace)?;
+    if let Some(n) = args.max_rounds {
+        if n == 0 {
+            return Err(usage("--max-rounds must be at least 1"));
+        }
+        config.limits.max_rounds = n;
+    }
+    let overrides = PlannerOverrides {
+        planner: args.planner.clone(),
+        provider: args.provider.clone(),
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        tool_choice: args.tool_choice.clone(),
+        scenario: args.scenario.clone(),
+        max_tokens: args.max_tokens,
+    };
+    let planner = steward_core::planner::resolve(&config, &overrides, &env_lookup).map_err(usage)?;
+
+    let home = Home::locate()?;
+    let runtime = Runtime {
+        store: home.open_store(StoreOptions::default()).await?,
+        redactor: Arc::new(redactor()),
+        approval_key: home.approval_key()?,
+        outputs_dir: home.outputs_dir(),
+    };
+    let owner_id = local_owner();
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nsteward: cancelling (Ctrl-C again to quit at once)");
+            on_interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    let observer: Arc<dyn steward_core::events::EventObserver> =
+        if args.json { Arc::new(ui::JsonLines) } else { Arc::new(ui::Human::default()) };
+    let request = RunRequest {
+        task: args.task,
+        owner_id: owner_id.clone(),
+        workspace,
+        planner,
+        config,
+        tools: ToolRegistry::builtin(),
+        approver: Arc::new(ui::TerminalApprover { owner_id }),
+        observer,
+        cancel,
+    };
+    let run = steward_core::run_task(&runtime, request).await.map_err(|e| match e {
+        steward_core::RunError::Config(msg) => usage(msg),
+        other => anyhow::Error::new(other),
+    })?;
+    Ok(exit_code(run.status, run.stop_reason))
+}
+
+fn exit_code(status: RunStatus, stop: Option<StopReason>) -> u8 {
+    match (status, stop) {
+        (RunStatus::Completed, Some(StopReason::Answered)) => 0,
+        (RunStatus::Completed, _) => 3,
+        (RunStatus::Cancelled, _) => 4,
+        _ => 1,
+    }
+}
+
+/// `steward models`.
+pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
+    let config = load_config(workspace)?;
+    let mut names: Vec<String> = config.providers.keys().cloned().collect();
+    for preset in steward_provider::PRESETS {
+        let Some(cfg) = steward_provider::preset(preset) else { continue };
+        let local = !cfg.key_required();
+        let key_names = cfg.api_key_env.as_ref().map(|k| k.names()).unwrap_or_default();
+        let has_key = key_names.iter().any(|n| env_lookup(n).is_some_and(|v| !v.is_empty()));
+        if *preset != "fake" && (local || has_key) && !names.iter().any(|n| n == preset) {
+            names.push(preset.to_string());
+        }
+    }
+    let checks = names.iter().map(|name| {
+        let cfg = config.providers.get(name).cloned().or_else(|| steward_provider::preset(name));
+        async move {
+            let result = match cfg {
+                None => Err(format!("unknown provider `{name}`")),
+                Some(cfg) => match steward_provider::build_provider(name, &cfg, &env_lookup) {
+                    Err(e) => Err(format!("{}: {}", e.class, e.message)),
+                    Ok(p) => match tokio::time::timeout(std::time::Duration::from_secs(5), p.list_models()).await {
+                        Err(_) => Err("unreachable: no answer within 5 s".to_string()),
+                        Ok(Err(e)) => Err(format!("unreachable ({}): {}", e.class, e.message)),
+                        Ok(Ok(models)) => Ok(models),
+                    },
+                },
+            };
+            (name.clone(), result)
+        }
+    });
+    let redactor = redactor();
+    for (name, result) in futures::future::join_all(checks).await {
+        match (&result, json) {
+            (Ok(models), true) => println!("{}", serde_json::json!({"provider": name, "reachable": true, "models": models})),
+            (Err(e), true) => println!("{}", serde_json::json!({"provider": name, "reachable": false, "error": redactor.redact(e)})),
+            (Ok(models), false) => {
+                println!("{name}: {} model{}", models.len(), if models.len() == 1 { "" } else { "s" });
+                for m in models {
+                    println!("  {m}");
+                }
+            }
+            (Err(e), false) => println!("{name}: {}", redactor.redact(e)),
+        }
+    }
+    Ok(0)
+}
+
+/// `steward runs`.
+pub async fn runs(limit: u32, json: bool) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    for run in store.list_runs(limit).await? {
+        if json {
+            println!("{}", serde_json::to_string(&run)?);
+        } else {
+            let stop = run.stop_reason.map(|s| s.as_str()).unwrap_or("-");
+            let task = steward_protocol::truncate_chars(&run.task, 60);
+            println!(
+                "{}  {:<11} {:<14} {}  {}",
+                run.id,
+                run.status.as_str(),
+                stop,
+                run.created_at.format("%Y-%m-%d %H:%M:%S"),
+                task.replace('\n', " ")
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// `steward show RUN_ID`.
+pub async fn show(run_id: &str, json: bool) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    let run = store.get_run(run_id).await?.ok_or_else(|| usage(format!("no run `{run_id}`; `steward runs` lists them")))?;
+    let events = store.events(run_id, 0).await?;
+    if json {
+        println!("{}", serde_json::json!({"run": run, "events": events}));
+        return Ok(0);
+    }
+    println!("run {} · {} · {}", run.id, run.status.as_str(), run.stop_reason.map(|s| s.as_str()).unwrap_or("-"));
+    println!("task: {}", run.task);
+    let who = if run.planner == "classic" { "classic planner".to_string() } else { format!("{} · {}", run.provider, run.model) };
+    println!("planner: {who} · owner {} · workspace {}", run.owner_id, run.workspace);
+    let mut asked_at = std::collections::HashMap::new();
+    for event in &events {
+        match &event.kind {
+            EventKind::StageCompleted { round, duration_ms, usage, tool_calls, .. } => println!(
+                "  planner round {round:<3} {duration_ms:>7} ms  {:>6} tokens ({} in, {} out)  {tool_calls} tool call(s)",
+                usage.total(),
+                usage.input_tokens,
+                usage.output_tokens
+            ),
+            EventKind::StageFailed { round, duration_ms, class, error, .. } => {
+                println!("  planner round {round:<3} {duration_ms:>7} ms  failed [{class}]: {error}")
+            }
+            EventKind::ToolDenied { tool, rule, reason, .. } => println!("    {tool:<12} denied by `{rule}`: {reason}"),
+            EventKind::ToolApprovalRequired { call_id, tool, rule, .. } => {
+                asked_at.insert(call_id.clone(), event.at);
+                println!("    {tool:<12} asked the owner (`{rule}`)");
+            }
+            EventKind::ToolApproved { call_id, .. } | EventKind::ToolRejected { call_id, .. } | EventKind::ToolApprovalExpired { call_id, .. } => {
+                let waited = asked_at.get(call_id).map(|t| (event.at - *t).num_milliseconds()).unwrap_or(0);
+                println!("    {:<12} {} after waiting {waited} ms", "approval", event.kind.name());
+            }
+            EventKind::ToolCompleted { tool, duration_ms, output_chars, .. } => {
+                println!("    {tool:<12} {duration_ms:>7} ms  completed ({output_chars} chars)")
+            }
+            EventKind::ToolFailed { tool, duration_ms, error, .. } => println!("    {tool:<12} {duration_ms:>7} ms  failed: {error}"),
+            EventKind::RunCompleted { final_text, .. } => println!("final:\n{final_text}"),
+            EventKind::RunFailed { error, class, .. } => println!("failed [{class}]: {error}"),
+            _ => {}
+        }
+    }
+    let took = run.finished_at.map(|f| (f - run.created_at).num_milliseconds()).unwrap_or(0);
+    println!(
+        "total: {} rounds · {} tool calls · {} tokens ({} in, {} out) · {} ms",
+        run.rounds,
+        run.tool_calls,
+        run.input_tokens + run.output_tokens,
+        run.input_tokens,
+        run.output_tokens,
+        took
+    );
+    Ok(0)
+}
+
+/// `steward audit verify`.
+pub async fn audit_verify() -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    match store.verify_audit().await? {
+        AuditVerification::Valid { records } => {
+            println!("audit chain valid: {records} records");
+            Ok(0)
+        }
+        AuditVerification::Broken { seq, id, problem } => {
+            println!("audit chain broken at record {seq} ({id}): {problem}");
+            Ok(1)
+        }
+    }
+}
+
+/// `steward audit list`.
+pub async fn audit_list(run: Option<&str>) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    for record in store.audit_records(run).await? {
+        println!("{}", serde_json::to_string(&record)?);
+    }
+    Ok(0)
+}
+
+/// `steward policy check`.
+pub fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool) -> Result<u8> {
+    let arguments: serde_json::Value = serde_json::from_str(args).map_err(|e| usage(format!("--args is not JSON: {e}")))?;
+    if !arguments.is_object() {
+        return Err(usage("--args must be a JSON object"));
+    }
+    let config = load_config(workspace)?;
+    let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage(e.to_string()))?;
+    let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
+    let registry = ToolRegistry::builtin();
+    let call = steward_protocol::ToolCall { id: "check".into(), name: tool.to_string(), arguments };
+    let decision = policy.decide(registry.get(tool).map(|t| t.spec()), &call, &ws);
+    if json {
+        println!("{}", serde_json::to_string(&decision)?);
+    } else {
+        println!("{} (rule `{}`, risk {:.2})", decision.decision.as_str(), decision.rule, decision.risk);
+        for reason in &decision.reasons {
+            println!("  {reason}");
+        }
+    }
+    Ok(0)
+}
+
+/// `steward config show`.
+pub fn config_show(workspace: &Path) -> Result<u8> {
+    let config = load_config(workspace)?;
+    for source in &config.sources {
+        println!("# from {}", source.display());
+    }
+    let text = format!("{config:#?}");
+    println!("{}", redactor().redact(&text));
+    Ok(0)
+}

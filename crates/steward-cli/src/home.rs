@@ -1,0 +1,112 @@
+//! Where Steward keeps its state: `$STEWARD_HOME` (default `~/.steward`), created with
+//! owner-only permissions.
+
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use steward_core::approval::ApprovalKey;
+use steward_store::{SqliteStore, Store, StoreOptions};
+
+/// The state directory and what lives in it.
+pub struct Home {
+    pub dir: PathBuf,
+}
+
+impl Home {
+    /// `$STEWARD_HOME`, else `$HOME/.steward`.
+    pub fn locate() -> Result<Home> {
+        let dir = match std::env::var_os("STEWARD_HOME").filter(|v| !v.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => {
+                let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).context("neither STEWARD_HOME nor HOME is set")?;
+                PathBuf::from(home).join(".steward")
+            }
+        };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(Home { dir })
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.join("steward.db")
+    }
+
+    pub fn outputs_dir(&self) -> PathBuf {
+        self.dir.join("outputs")
+    }
+
+    /// Opens the database and marks runs of dead processes as interrupted.
+    pub async fn open_store(&self, options: StoreOptions) -> Result<Arc<dyn Store>> {
+        let store = SqliteStore::open(&self.db_path(), options).await.with_context(|| format!("cannot open {}", self.db_path().display()))?;
+        let store: Arc<dyn Store> = Arc::new(store);
+        let recovered = steward_core::recovery::recover_interrupted(store.as_ref(), &process_alive).await?;
+        for run in &recovered.runs {
+            eprintln!("steward: run {run} was interrupted by a crash; marked `interrupted` (not resumed)");
+        }
+        for (run, call) in &recovered.unknown_calls {
+            eprintln!("steward: tool call {call} of run {run} has an unknown outcome (recorded in the audit log)");
+        }
+        Ok(store)
+    }
+
+    /// The approval key: `$STEWARD_APPROVAL_KEY` (hex, at least 16 bytes), else
+    /// `approval.key` in the state directory, generated with mode 0600 at first use.
+    pub fn approval_key(&self) -> Result<ApprovalKey> {
+        if let Ok(hex_key) = std::env::var("STEWARD_APPROVAL_KEY") {
+            let bytes = hex_decode(hex_key.trim()).context("STEWARD_APPROVAL_KEY is not hex")?;
+            return ApprovalKey::new(bytes).context("STEWARD_APPROVAL_KEY must be at least 16 bytes (32 hex characters)");
+        }
+        let path = self.dir.join("approval.key");
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                anyhow::bail!("{} is readable by others (mode {mode:o}); run chmod 600 on it", path.display());
+            }
+            let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
+            return ApprovalKey::new(bytes).with_context(|| format!("{} holds a key shorter than 16 bytes", path.display()));
+        }
+        let key = ApprovalKey::generate();
+        write_private(&path, key.to_hex().as_bytes())?;
+        Ok(key)
+    }
+}
+
+fn hex_decode(text: &str) -> Option<Vec<u8>> {
+    hex::decode(text).ok()
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(bytes)?;
+    Ok(())
+}
+
+/// True when a process with this id exists (signal 0 succeeds or is merely not permitted).
+pub fn process_alive(pid: u32) -> bool {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission; it sends nothing.
+    let rc = unsafe { libc::kill(pid as i32, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The CLI's owner id: `local:<user name>`.
+pub fn local_owner() -> String {
+    let user = std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| {
+        // SAFETY: getuid has no preconditions.
+        format!("uid{}", unsafe { libc::getuid() })
+    });
+    format!("local:{user}")
+}

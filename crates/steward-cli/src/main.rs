@@ -1,0 +1,151 @@
+//! `steward`: a local-first agent harness whose execution control layer decides what a
+//! model's proposed tool calls may do.
+
+mod bench;
+mod commands;
+mod home;
+mod ui;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code: usage or configuration error.
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Parser)]
+#[command(name = "steward", version, about = "A local-first AI agent harness: models propose tool calls, Steward decides.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a task in a workspace (exit 0 answered, 1 failed, 2 usage/config error, 3 stopped by a limit, 4 cancelled).
+    Run(commands::RunArgs),
+    /// List each configured provider's models, saying which providers are unreachable.
+    Models {
+        /// Workspace whose `.steward/` configuration to read.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// One JSON object per provider.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List recent runs, newest first.
+    Runs {
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a run's trace: each planner call and tool step with duration and tokens, and totals.
+    Show {
+        /// The run id (`run_…`).
+        run_id: String,
+        /// The run record and its events as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The hash-chained audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+    /// Judge a tool call with the policy without running anything (exit 0 whenever it decided).
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Measure the harness's own overhead per tool-call step (fake provider, no-op tool).
+    Bench(bench::BenchArgs),
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Recompute the hash chain; exit 1 naming the first record that was changed, removed or reordered.
+    Verify,
+    /// Print audit records (optionally of one run) as JSON lines.
+    List {
+        /// Only this run.
+        #[arg(long)]
+        run: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Print the decision, the deciding rule and the risk score for TOOL with ARGS.
+    Check {
+        /// Tool name.
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Workspace whose configuration and paths apply.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// One JSON object with decision, rule, risk and reasons.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Print the merged configuration with secrets redacted.
+    Show {
+        /// Workspace whose `.steward/` configuration to read.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("STEWARD_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("steward: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Run(args) => commands::run(args).await,
+            Command::Models { workspace, json } => commands::models(&workspace, json).await,
+            Command::Runs { limit, json } => commands::runs(limit, json).await,
+            Command::Show { run_id, json } => commands::show(&run_id, json).await,
+            Command::Audit { command: AuditCommand::Verify } => commands::audit_verify().await,
+            Command::Audit { command: AuditCommand::List { run } } => commands::audit_list(run.as_deref()).await,
+            Command::Policy { command: PolicyCommand::Check { tool, args, workspace, json } } => {
+                commands::policy_check(&tool, &args, &workspace, json)
+            }
+            Command::Config { command: ConfigCommand::Show { workspace } } => commands::config_show(&workspace),
+            Command::Bench(args) => bench::run(args).await,
+        }
+    });
+    // Do not wait for a blocked stdin reader (an approval prompt) after the run ended.
+    runtime.shutdown_background();
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            let redactor = commands::redactor();
+            eprintln!("steward: {}", redactor.redact(&format!("{err:#}")));
+            ExitCode::from(err.downcast_ref::<commands::UsageError>().map_or(1, |_| EXIT_USAGE))
+        }
+    }
+}

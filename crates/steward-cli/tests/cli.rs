@@ -1,0 +1,257 @@
+//! End-to-end tests of the `steward` binary: classic planner offline, the JSON event
+//! interface, the gate's refusals, limits and exit codes, crash recovery and the audit chain.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use common::*;
+
+#[test]
+fn classic_planner_shows_git_status_offline() {
+    let env = Env::new();
+    env.write("tracked.txt", "one\n");
+    env.git_init();
+    env.write("new_file.txt", "two\n");
+    let out = env.steward(&["run", "show the git status"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("new_file.txt"), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("answered") && err.contains("1 tool call"), "trace summary missing: {err}");
+}
+
+#[test]
+fn json_events_are_numbered_timestamped_and_end_with_the_answer() {
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    env.git_init();
+    let out = env.steward(&["run", "--json", "read a.txt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let run_id = evs[0]["run_id"].as_str().unwrap().to_string();
+    assert!(run_id.starts_with("run_"));
+    for (i, e) in evs.iter().enumerate() {
+        assert_eq!(e["seq"], (i + 1) as u64, "seq of {e}");
+        assert_eq!(e["run_id"], run_id.as_str());
+        let at = e["at"].as_str().unwrap();
+        chrono::DateTime::parse_from_rfc3339(at).unwrap_or_else(|_| panic!("bad at {at}"));
+    }
+    assert_eq!(evs[0]["event"], "run_started");
+    let last = evs.last().unwrap();
+    assert_eq!(last["event"], "run_completed");
+    assert_eq!(last["stop_reason"], "answered");
+    assert!(last["final"].as_str().unwrap().contains("alpha"));
+    let n = names(&evs);
+    for expected in ["stage_started", "stage_completed", "tool_requested", "tool_started", "tool_completed"] {
+        assert!(n.iter().any(|x| x == expected), "missing {expected} in {n:?}");
+    }
+    // The run is listed and its trace can be shown.
+    let runs = env.steward(&["runs"]);
+    assert!(stdout(&runs).contains(&run_id));
+    let show = env.steward(&["show", &run_id]);
+    assert_eq!(code(&show), 0);
+    let trace = stdout(&show);
+    assert!(trace.contains("planner round 1") && trace.contains("read") && trace.contains("total: 2 rounds"), "{trace}");
+}
+
+#[test]
+fn an_edit_without_a_terminal_is_denied_as_no_approver_and_changes_nothing() {
+    let env = Env::new();
+    env.write("note.txt", "old text\n");
+    let out = env.steward(&["run", "--json", "replace 'old' with 'new' in note.txt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let required = find(&evs, "tool_approval_required");
+    assert_eq!(required["tool"], "edit");
+    assert!(required["expires_at"].as_str().is_some());
+    assert!(find(&evs, "patch_proposed")["diff"].as_str().unwrap().contains("+new text"));
+    assert_eq!(find(&evs, "tool_rejected")["reason"], "no_approver");
+    assert!(!names(&evs).contains(&"tool_started".to_string()));
+    assert_eq!(env.read("note.txt"), "old text\n");
+    let run_id = evs[0]["run_id"].as_str().unwrap();
+    let outcomes: Vec<_> = audit(&env, run_id).iter().map(|r| (r["outcome"].clone(), r["policy"].clone())).collect();
+    assert!(outcomes.iter().any(|(o, _)| o == "escalated"), "{outcomes:?}");
+    assert!(outcomes.iter().any(|(o, p)| o == "blocked" && p == "no_approver"), "{outcomes:?}");
+}
+
+#[test]
+fn secret_files_are_refused_and_their_bytes_reach_no_output_or_state() {
+    let env = Env::new();
+    let secret = "sk-proj-TESTSECRETVALUE1234567890abcdef";
+    env.write(".env", &format!("OPENAI_API_KEY={secret}\n"));
+    env.write("app.py", "print('hi')\n");
+    env.git_init();
+    for task in ["read .env", "read ./sub/../.env", "search for OPENAI_API_KEY", "list files"] {
+        let out = env.steward(&["run", "--json", task]);
+        assert_eq!(code(&out), 0, "{task}: {}", stderr(&out));
+        assert!(!stdout(&out).contains(secret) && !stderr(&out).contains(secret), "{task} leaked");
+        if task.starts_with("read") {
+            let evs = events(&out);
+            let denied = find(&evs, "tool_denied");
+            assert!(["secret_path", "workspace_boundary"].contains(&denied["rule"].as_str().unwrap()), "{denied}");
+        }
+    }
+    let _ = env.steward(&["runs"]);
+    assert!(!contains_bytes(&db(&env), secret), "secret stored in the database");
+}
+
+#[test]
+fn max_rounds_stops_with_exit_3_and_what_it_had() {
+    let env = Env::new();
+    env.write("a.txt", "x\n");
+    let round = "[[round]]\n[[round.tool_call]]\nname = \"list\"\narguments = {}\n";
+    let path = scenario(&env, &round.repeat(6));
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "--max-rounds", "2", "loop"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let evs = events(&out);
+    let done = find(&evs, "run_completed");
+    assert_eq!(done["stop_reason"], "max_rounds");
+    assert_eq!(done["rounds"], 2);
+    assert!(done["final"].as_str().unwrap().contains("a.txt"));
+}
+
+#[test]
+fn a_missing_api_key_fails_classified_and_names_the_variable() {
+    let env = Env::new();
+    let out = env.steward(&["run", "--json", "--provider", "openai", "hello"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let evs = events(&out);
+    let failed = find(&evs, "run_failed");
+    assert_eq!(failed["class"], "missing_api_key");
+    assert!(failed["error"].as_str().unwrap().contains("OPENAI_API_KEY"));
+}
+
+#[test]
+fn unknown_provider_and_malformed_config_are_usage_errors() {
+    let env = Env::new();
+    let out = env.steward(&["run", "--provider", "nope", "hello"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("unknown provider `nope`"));
+    env.write(".steward/config.toml", "[limits]\nmax_rounds = \"five\"\n");
+    let out = env.steward(&["run", "hello"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("config.toml:2"), "{}", stderr(&out));
+}
+
+#[test]
+fn unknown_tasks_get_help_instead_of_a_guess() {
+    let env = Env::new();
+    let out = env.steward(&["run", "make me a sandwich"]);
+    assert_eq!(code(&out), 0);
+    let text = stdout(&out);
+    assert!(text.contains("--provider"), "{text}");
+}
+
+#[test]
+fn runtime_limit_stops_with_exit_3_timeout() {
+    let env = Env::new();
+    env.write(".steward/limits.toml", "[limits]\nmax_total_runtime_ms = 300\n");
+    let path = scenario(&env, "[[round]]\ndelay_ms = 20000\ntext = \"late\"\n");
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "slow"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_eq!(find(&events(&out), "run_completed")["stop_reason"], "timeout");
+}
+
+#[test]
+fn ctrl_c_cancels_cleanly_with_exit_4() {
+    let env = Env::new();
+    let path = scenario(&env, "[[round]]\ndelay_ms = 30000\ntext = \"late\"\n");
+    let mut child = env
+        .command(&["run", "--json", "--provider", "fake", "--scenario", &path, "slow"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("\"stage_started\"") {
+            break;
+        }
+    }
+    // SAFETY: sending SIGINT to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(4));
+    assert!(rest.iter().any(|l| l.contains("\"run_cancelled\"")), "{rest:?}");
+}
+
+#[test]
+fn audit_verify_names_the_first_tampered_record() {
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    assert_eq!(code(&env.steward(&["run", "read a.txt"])), 0);
+    assert_eq!(code(&env.steward(&["run", "list files"])), 0);
+    let ok = env.steward(&["audit", "verify"]);
+    assert_eq!(code(&ok), 0, "{}", stdout(&ok));
+    assert!(stdout(&ok).contains("valid: 4 records"), "{}", stdout(&ok));
+    let tamper = std::process::Command::new("python3")
+        .args(["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"update audit set detail='nothing to see' where seq=2\"); c.commit()"])
+        .arg(db(&env))
+        .status()
+        .unwrap();
+    assert!(tamper.success());
+    let bad = env.steward(&["audit", "verify"]);
+    assert_eq!(code(&bad), 1);
+    assert!(stdout(&bad).contains("record 2"), "{}", stdout(&bad));
+}
+
+#[test]
+fn a_crash_between_decision_and_outcome_leaves_the_decision_and_an_unknown_outcome() {
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    env.git_init();
+    // A `git` that never finishes stands in for a long tool; the process is killed meanwhile.
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let git = bin.join("git");
+    std::fs::write(&git, "#!/bin/sh\nsleep 60\n").unwrap();
+    std::fs::set_permissions(&git, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut child = env.command(&["run", "--json", "git status"]).env("PATH", &path).stdout(Stdio::piped()).spawn().unwrap();
+    let mut run_id = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        run_id = v["run_id"].as_str().unwrap().to_string();
+        if v["event"] == "tool_started" {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // The next start marks the run interrupted and the call's outcome unknown.
+    let out = env.steward(&["runs", "--json"]);
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    let run: serde_json::Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
+    assert_eq!(run["id"], run_id.as_str());
+    assert_eq!(run["status"], "interrupted");
+    let records = audit(&env, &run_id);
+    let outcomes: Vec<&str> = records.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["approved", "unknown"], "{records:?}");
+    assert!(records.iter().all(|r| r["action"] == "git_status"));
+    // Nothing is re-run, and the chain is intact.
+    assert_eq!(code(&env.steward(&["audit", "verify"])), 0);
+    let again = env.steward(&["runs", "--json"]);
+    assert!(!stderr(&again).contains("interrupted"));
+}
+
+#[test]
+fn policy_check_decides_without_running() {
+    let env = Env::new();
+    env.write(".env", "X=1\n");
+    let out = env.steward(&["policy", "check", "read", "--args", "{\"path\":\".env\"}", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["decision"], "deny");
+    assert_eq!(v["rule"], "secret_path");
+    let out = env.steward(&["policy", "check", "edit", "--args", "{\"path\":\"a.txt\",\"old\":\"x\",\"new\":\"y\"}", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["decision"], "ask");
+    assert_eq!(v["rule"], "default:medium");
+    let out = env.steward(&["policy", "check", "rm_rf", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["decision"], "deny");
+    assert_eq!(v["rule"], "unknown_tool");
+}

@@ -1,0 +1,391 @@
+//! The agent loop (SPEC A1–A3): plan → gate and run the proposed tool calls → show the
+//! results → plan again, until the planner answers or a limit stops the run.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use steward_policy::{Policy, Redactor, Workspace};
+use steward_protocol::{
+    AuditEntry, AuditOutcome, ChatRequest, ErrorClass, EventKind, StopReason, StreamDelta, ToolCall, ToolChoice, Usage,
+};
+use steward_provider::Provider;
+use steward_store::{RunRecord, RunStatus, Store, StoreError, new_id};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{ApprovalKey, Approver};
+use crate::config::Config;
+use crate::context::{self, RoundRecord};
+use crate::events::{ChunkRedactor, EventEmitter, EventObserver};
+use crate::interrupt::{Interrupt, Interruptible};
+use crate::orchestrator::{CallAbort, CallContext, handle_call};
+use crate::tools::{ToolContext, ToolRegistry};
+
+/// What every run of this process shares.
+#[derive(Clone)]
+pub struct Runtime {
+    /// Persistence.
+    pub store: Arc<dyn Store>,
+    /// Redactor for every boundary (S3).
+    pub redactor: Arc<Redactor>,
+    /// Key for approval decision tokens (C4).
+    pub approval_key: ApprovalKey,
+    /// Where full outputs of capped tool results are saved (`$STEWARD_HOME/outputs`).
+    pub outputs_dir: PathBuf,
+}
+
+/// The planner of a run: the classic planner or a model behind a provider.
+#[derive(Clone)]
+pub struct PlannerChoice {
+    /// `classic` or `model`.
+    pub kind: String,
+    /// The provider answering planner calls (the classic planner is one too).
+    pub provider: Arc<dyn Provider>,
+    /// Model id sent with each request.
+    pub model: String,
+    /// Tool choice for the first round; later rounds use `auto` unless this is `none`.
+    pub tool_choice: ToolChoice,
+    /// Output token limit per planner call.
+    pub max_tokens: Option<u32>,
+}
+
+/// One task to run.
+pub struct RunRequest {
+    /// The task text.
+    pub task: String,
+    /// Owner id (`local:<user>` for the CLI).
+    pub owner_id: String,
+    /// Workspace directory.
+    pub workspace: PathBuf,
+    /// Planner.
+    pub planner: PlannerChoice,
+    /// Resolved configuration.
+    pub config: Config,
+    /// Tools offered.
+    pub tools: ToolRegistry,
+    /// Who answers approval requests.
+    pub approver: Arc<dyn Approver>,
+    /// Who watches the events.
+    pub observer: Arc<dyn EventObserver>,
+    /// Cancelling it cancels the run (SPEC A7).
+    pub cancel: CancellationToken,
+}
+
+/// Errors before a run could start (nothing was recorded) or from storage while it ran.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The workspace or policy is invalid.
+    #[error("{0}")]
+    Config(String),
+    /// Persistence failed.
+    #[error(transparent)]
+    Storage(#[from] StoreError),
+}
+
+impl RunError {
+    /// Error class.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            RunError::Config(_) => ErrorClass::Config,
+            RunError::Storage(_) => ErrorClass::Storage,
+        }
+    }
+}
+
+/// How the loop ended.
+enum Ending {
+    Answered(String),
+    Limit(StopReason, String),
+    Interrupted(Interrupt),
+    Failed(ErrorClass, String),
+}
+
+/// Runs one task to its end and returns the final run record.
+pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunError> {
+    let workspace = Workspace::open(&req.workspace, &req.config.policy.deny_path).map_err(|e| RunError::Config(e.to_string()))?;
+    let workspace = Arc::new(workspace);
+    let policy = Policy::new(&req.config.policy).map_err(|e| RunError::Config(e.to_string()))?;
+    let limits = req.config.limits.clone();
+    let started = Instant::now();
+    let interrupt = Interruptible {
+        cancel: req.cancel.clone(),
+        deadline: tokio::time::Instant::now() + std::time::Duration::from_millis(limits.max_total_runtime_ms),
+    };
+
+    let mut run = RunRecord {
+        id: new_id("run_"),
+        owner_id: req.owner_id.clone(),
+        task: rt.redactor.redact(&req.task),
+        planner: req.planner.kind.clone(),
+        provider: req.planner.provider.name().to_string(),
+        model: req.planner.model.clone(),
+        workspace: workspace.root().display().to_string(),
+        status: RunStatus::Running,
+        stop_reason: None,
+        final_text: None,
+        error_class: None,
+        error: None,
+        created_at: chrono::Utc::now(),
+        finished_at: None,
+        rounds: 0,
+        tool_calls: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        pid: std::process::id(),
+    };
+    rt.store.insert_run(&run).await?;
+    let events = EventEmitter::new(&run.id, rt.store.clone(), req.observer.clone(), rt.redactor.clone());
+    events
+        .emit(EventKind::RunStarted {
+            task: req.task.clone(),
+            owner_id: run.owner_id.clone(),
+            planner: run.planner.clone(),
+            provider: if req.planner.kind == "classic" { String::new() } else { run.provider.clone() },
+            model: if req.planner.kind == "classic" { String::new() } else { run.model.clone() },
+            workspace: run.workspace.clone(),
+        })
+        .await?;
+
+    let tool_context = ToolContext {
+        workspace: workspace.clone(),
+        cancel: req.cancel.child_token(),
+        env_allow: req.config.sandbox.env_allow.clone(),
+        timeout_ms: limits.tool_timeout_ms,
+    };
+    let ttl_seconds = req.config.policy.approval_timeout_seconds.or(req.config.policy.token_ttl_seconds).unwrap_or(30 * 60);
+    let calls = CallContext {
+        run_id: &run.id,
+        owner_id: &run.owner_id,
+        store: &rt.store,
+        redactor: &rt.redactor,
+        approval_key: &rt.approval_key,
+        approval_ttl: chrono::Duration::seconds(ttl_seconds.min(i64::MAX as u64) as i64),
+        policy: &policy,
+        workspace: &workspace,
+        tools: &req.tools,
+        tool_context: &tool_context,
+        approver: &req.approver,
+        events: &events,
+        interrupt: &interrupt,
+        max_output_chars: limits.max_tool_output_chars,
+        outputs_dir: &rt.outputs_dir,
+    };
+
+    let specs = req.tools.specs();
+    let mut rounds: Vec<RoundRecord> = Vec::new();
+    let mut usage = Usage::default();
+    let mut planner_calls = 0u32;
+    let mut tool_calls = 0u32;
+
+    let ending = loop {
+        if let Some(i) = interrupt.check() {
+            break Ending::Interrupted(i);
+        }
+        planner_calls += 1;
+        let round = planner_calls;
+        let request = ChatRequest {
+            model: req.planner.model.clone(),
+            messages: context::assemble(req.config.instructions.as_deref(), &req.task, &rounds, limits.max_context_chars),
+            tools: specs.clone(),
+            tool_choice: match (&req.planner.tool_choice, round) {
+                (choice, 1) => choice.clone(),
+                (ToolChoice::None, _) => ToolChoice::None,
+                _ => ToolChoice::Auto,
+            },
+            max_tokens: req.planner.max_tokens,
+            temperature: None,
+        };
+        events.emit(EventKind::StageStarted { stage: "planner".into(), round }).await?;
+        let stage_started = Instant::now();
+        let reply = interrupt.run(stream_stage(req.planner.provider.as_ref(), &request, &events, rt.redactor.clone())).await;
+        let stage_ms = stage_started.elapsed().as_millis() as u64;
+        let reply = match reply {
+            Err(i) => break Ending::Interrupted(i),
+            Ok(Err(StageError::Storage(e))) => return Err(e.into()),
+            Ok(Err(StageError::Provider(err))) => {
+                let error = rt.redactor.redact(&err.message);
+                events
+                    .emit(EventKind::StageFailed { stage: "planner".into(), round, duration_ms: stage_ms, error: error.clone(), class: err.class })
+                    .await?;
+                break Ending::Failed(err.class, error);
+            }
+            Ok(Ok(reply)) => reply,
+        };
+        usage.add(reply.usage);
+        let proposed = (reply.tool_calls.len() + reply.invalid_tool_calls.len()) as u32;
+        events
+            .emit(EventKind::StageCompleted { stage: "planner".into(), round, duration_ms: stage_ms, usage: reply.usage, tool_calls: proposed })
+            .await?;
+        if proposed == 0 {
+            break Ending::Answered(reply.text);
+        }
+
+        // The round's calls, in order; every call gets exactly one result.
+        let mut record = RoundRecord { text: reply.text.clone(), ..Default::default() };
+        for invalid in &reply.invalid_tool_calls {
+            let call = ToolCall { id: invalid.id.clone(), name: invalid.name.clone(), arguments: serde_json::json!({}) };
+            let message = format!("Not run: {}", invalid.error);
+            record_invalid(rt, &run.id, &events, &call, &invalid.error).await?;
+            record.calls.push(call);
+            record.results.push((message, true));
+        }
+        let mut limit_hit = false;
+        let mut stop: Option<Interrupt> = None;
+        for call in &reply.tool_calls {
+            if stop.is_some() || limit_hit || tool_calls >= limits.max_tool_calls_per_run {
+                limit_hit = stop.is_none();
+                let why = if stop.is_some() { "the run stopped" } else { "max_tool_calls_per_run reached" };
+                record.calls.push(call.clone());
+                record.results.push((format!("Not run: {why}."), true));
+                continue;
+            }
+            tool_calls += 1;
+            record.calls.push(call.clone());
+            match handle_call(&calls, call).await {
+                Ok(result) => record.results.push((result.content, result.is_error)),
+                Err(CallAbort::Storage(e)) => return Err(e.into()),
+                Err(CallAbort::Interrupted(i)) => {
+                    record.results.push((format!("Not finished: the run was {}.", i.as_str()), true));
+                    stop = Some(i);
+                }
+            }
+        }
+        tool_calls += reply.invalid_tool_calls.len() as u32;
+        rounds.push(record);
+        if let Some(i) = stop {
+            break Ending::Interrupted(i);
+        }
+        if limit_hit {
+            break Ending::Limit(StopReason::MaxToolCalls, what_we_have(&rounds));
+        }
+        if rounds.len() as u32 >= limits.max_rounds {
+            break Ending::Limit(StopReason::MaxRounds, what_we_have(&rounds));
+        }
+    };
+
+    // The end: record it, publish it.
+    let duration_ms = started.elapsed().as_millis() as u64;
+    run.rounds = planner_calls;
+    run.tool_calls = tool_calls;
+    run.input_tokens = usage.input_tokens;
+    run.output_tokens = usage.output_tokens;
+    run.finished_at = Some(chrono::Utc::now());
+    let terminal = match ending {
+        Ending::Answered(text) | Ending::Limit(StopReason::Answered, text) => {
+            completed(&mut run, StopReason::Answered, rt.redactor.redact(&text), usage, duration_ms)
+        }
+        Ending::Limit(reason, text) => completed(&mut run, reason, rt.redactor.redact(&text), usage, duration_ms),
+        Ending::Interrupted(Interrupt::Timeout) => {
+            completed(&mut run, StopReason::Timeout, what_we_have(&rounds), usage, duration_ms)
+        }
+        Ending::Interrupted(Interrupt::Cancelled) => {
+            run.status = RunStatus::Cancelled;
+            run.stop_reason = Some(StopReason::Cancelled);
+            run.error_class = Some(ErrorClass::Cancelled);
+            EventKind::RunCancelled { reason: "cancelled by the user".into(), rounds: run.rounds, duration_ms }
+        }
+        Ending::Failed(class, error) => {
+            run.status = RunStatus::Failed;
+            run.stop_reason = Some(StopReason::Failed);
+            run.error_class = Some(class);
+            run.error = Some(error.clone());
+            EventKind::RunFailed { error, class, rounds: run.rounds, duration_ms }
+        }
+    };
+    rt.store.update_run(&run).await?;
+    events.emit(terminal).await?;
+    rt.store.flush().await?;
+    Ok(run)
+}
+
+fn completed(run: &mut RunRecord, reason: StopReason, text: String, usage: Usage, duration_ms: u64) -> EventKind {
+    run.status = RunStatus::Completed;
+    run.stop_reason = Some(reason);
+    run.final_text = Some(text.clone());
+    EventKind::RunCompleted { final_text: text, stop_reason: reason, rounds: run.rounds, tool_calls: run.tool_calls, usage, duration_ms }
+}
+
+/// The answer of a run stopped by a limit: the planner's last words and the last results.
+fn what_we_have(rounds: &[RoundRecord]) -> String {
+    let Some(last) = rounds.last() else { return "Stopped before the planner produced anything.".into() };
+    let mut text = String::from("Stopped by a limit before a final answer. ");
+    if !last.text.trim().is_empty() {
+        text.push_str(last.text.trim());
+        text.push('\n');
+    }
+    for (call, (result, is_error)) in last.calls.iter().zip(&last.results) {
+        let status = if *is_error { "failed" } else { "ok" };
+        text.push_str(&format!("\nLast step `{}` ({status}): {}", call.name, steward_protocol::truncate_chars(result, 1000)));
+    }
+    text
+}
+
+async fn record_invalid(rt: &Runtime, run_id: &str, events: &EventEmitter, call: &ToolCall, error: &str) -> Result<(), StoreError> {
+    rt.store
+        .append_audit(AuditEntry {
+            agent: "steward".into(),
+            run_id: run_id.to_string(),
+            call_id: call.id.clone(),
+            action: call.name.clone(),
+            input: serde_json::json!({}),
+            policy: "invalid_tool_call".into(),
+            risk: 1.0,
+            outcome: AuditOutcome::Blocked,
+            latency_ms: 0,
+            sandbox: String::new(),
+            approval_id: String::new(),
+            rollback_token: String::new(),
+            detail: rt.redactor.redact(error),
+        })
+        .await?;
+    events
+        .emit(EventKind::ToolDenied {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            rule: "invalid_tool_call".into(),
+            risk: 1.0,
+            reason: error.to_string(),
+        })
+        .await?;
+    Ok(())
+}
+
+enum StageError {
+    Provider(steward_provider::ProviderError),
+    Storage(StoreError),
+}
+
+/// One planner call, publishing its text as `stage_chunk` events while it streams.
+async fn stream_stage(
+    provider: &dyn Provider,
+    request: &ChatRequest,
+    events: &EventEmitter,
+    redactor: Arc<Redactor>,
+) -> Result<steward_protocol::ChatResponse, StageError> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let call = async move {
+        let mut sink = move |delta: StreamDelta| {
+            if let StreamDelta::Text { text } = delta {
+                let _ = tx.send(text);
+            }
+        };
+        provider.stream(request, &mut sink).await
+    };
+    let forward = async {
+        let mut chunks = ChunkRedactor::new(redactor);
+        while let Some(text) = rx.recv().await {
+            let ready = chunks.push(&text);
+            if !ready.is_empty() {
+                events.emit(EventKind::StageChunk { stage: "planner".into(), text: ready }).await?;
+            }
+        }
+        let rest = chunks.finish();
+        if !rest.is_empty() {
+            events.emit(EventKind::StageChunk { stage: "planner".into(), text: rest }).await?;
+        }
+        Ok::<(), StoreError>(())
+    };
+    let (reply, forwarded) = tokio::join!(call, forward);
+    forwarded.map_err(StageError::Storage)?;
+    reply.map_err(StageError::Provider)
+}

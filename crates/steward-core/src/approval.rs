@@ -1,0 +1,224 @@
+//! The human-in-the-loop gate (SPEC C4): approval requests bound to the run's owner, an
+//! HMAC decision token, and expiry.
+//!
+//! The orchestrator creates an [`ApprovalRequest`], signs it with [`ApprovalKey::token`] and
+//! hands both to an [`Approver`] (a terminal prompt, the web UI, or nobody). An approval only
+//! counts when it comes back before `expires_at`, from the run's owner, carrying the token
+//! that [`ApprovalKey::verify`] accepts for exactly this tool, arguments, approval id, call
+//! id, owner and expiry.
+
+use async_trait::async_trait;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use steward_protocol::ApprovalRequest;
+
+use crate::interrupt::{Interrupt, Interruptible};
+
+/// What an approver answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    /// Approved by `decided_by`, presenting the decision token it was given.
+    Approve {
+        /// Decision token from [`Approver::ask`].
+        token: String,
+        /// Owner id of whoever decided.
+        decided_by: String,
+    },
+    /// Rejected by `decided_by`.
+    Reject {
+        /// Why, shown to the model.
+        reason: String,
+        /// Owner id of whoever decided.
+        decided_by: String,
+    },
+    /// Nobody can answer (no terminal, no UI): fail closed with reason `no_approver`.
+    NoApprover,
+}
+
+/// Someone who can answer approval requests.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Asks about `request`; `token` is the decision token to present when approving. The
+    /// orchestrator enforces expiry by dropping this future at `expires_at`.
+    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer;
+}
+
+/// An approver for runs nobody watches: every request is denied with `no_approver`.
+pub struct NoApprover;
+
+#[async_trait]
+impl Approver for NoApprover {
+    async fn ask(&self, _request: &ApprovalRequest, _token: &str) -> ApprovalAnswer {
+        ApprovalAnswer::NoApprover
+    }
+}
+
+/// Waits for `approver`'s answer to `request` for at most `wait` (tokio time).
+///
+/// Returns `Ok(None)` when the request expired: proactively (nobody answered within `wait`)
+/// or reactively (an answer arrived, but only after the deadline). `Err` when the run was
+/// cancelled or timed out meanwhile.
+pub async fn wait_for_answer(
+    interrupt: &Interruptible,
+    approver: &dyn Approver,
+    request: &ApprovalRequest,
+    token: &str,
+    wait: std::time::Duration,
+) -> Result<Option<ApprovalAnswer>, Interrupt> {
+    let deadline = tokio::time::Instant::now() + wait;
+    match interrupt.run(tokio::time::timeout_at(deadline, approver.ask(request, token))).await? {
+        Err(_elapsed) => Ok(None),
+        Ok(_) if tokio::time::Instant::now() >= deadline => Ok(None),
+        Ok(answer) => Ok(Some(answer)),
+    }
+}
+
+/// The secret key for decision tokens (SPEC S4: from the environment or generated at first
+/// start into `$STEWARD_HOME` with owner-only permissions; never in source).
+#[derive(Clone)]
+pub struct ApprovalKey(Vec<u8>);
+
+impl std::fmt::Debug for ApprovalKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApprovalKey([REDACTED])")
+    }
+}
+
+impl ApprovalKey {
+    /// A key from raw bytes (at least 16).
+    pub fn new(bytes: Vec<u8>) -> Option<Self> {
+        (bytes.len() >= 16).then_some(ApprovalKey(bytes))
+    }
+
+    /// A fresh random 32-byte key.
+    pub fn generate() -> Self {
+        ApprovalKey(rand::random::<[u8; 32]>().to_vec())
+    }
+
+    /// The key as lowercase hex, for storing.
+    pub fn to_hex(&self) -> String {
+        hex::encode(&self.0)
+    }
+
+    /// Decision token: lowercase hex HMAC-SHA256 over the JSON array
+    /// `[tool, arguments, approval id, call id, owner id, expires_at (RFC 3339)]`.
+    pub fn token(&self, request: &ApprovalRequest) -> String {
+        hex::encode(self.mac(request).finalize().into_bytes())
+    }
+
+    /// True when `token` is the decision token of `request` (constant-time comparison).
+    pub fn verify(&self, request: &ApprovalRequest, token: &str) -> bool {
+        match hex::decode(token) {
+            Ok(bytes) => self.mac(request).verify_slice(&bytes).is_ok(),
+            Err(_) => false,
+        }
+    }
+
+    fn mac(&self, request: &ApprovalRequest) -> Hmac<Sha256> {
+        let bound = serde_json::json!([
+            request.tool,
+            request.arguments,
+            request.id,
+            request.call_id,
+            request.owner_id,
+            request.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        ]);
+        // HMAC accepts keys of any length, so this cannot fail.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        mac.update(bound.to_string().as_bytes());
+        mac
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use steward_protocol::ApprovalStatus;
+
+    fn request() -> ApprovalRequest {
+        let now = chrono::Utc::now();
+        ApprovalRequest {
+            id: "apr_1".into(),
+            run_id: "run_1".into(),
+            owner_id: "local:alice".into(),
+            call_id: "call_1".into(),
+            tool: "edit".into(),
+            arguments: serde_json::json!({"path": "a.txt", "old": "x", "new": "y"}),
+            reason: "writes ask".into(),
+            rule: "default:medium".into(),
+            risk: 0.6,
+            preview: String::new(),
+            created_at: now,
+            expires_at: now + chrono::Duration::minutes(30),
+            status: ApprovalStatus::Pending,
+        }
+    }
+
+    struct Slow(std::time::Duration);
+
+    #[async_trait]
+    impl Approver for Slow {
+        async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+            tokio::time::sleep(self.0).await;
+            ApprovalAnswer::Approve { token: token.to_string(), decided_by: "local:alice".into() }
+        }
+    }
+
+    fn interruptible() -> Interruptible {
+        Interruptible {
+            cancel: tokio_util::sync::CancellationToken::new(),
+            deadline: tokio::time::Instant::now() + std::time::Duration::from_secs(24 * 3600),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_in_time_counts() {
+        let minute = std::time::Duration::from_secs(60);
+        let got = wait_for_answer(&interruptible(), &Slow(29 * minute), &request(), "t", 30 * minute).await;
+        assert!(matches!(got, Ok(Some(ApprovalAnswer::Approve { .. }))));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nobody_answering_expires_at_the_deadline() {
+        let minute = std::time::Duration::from_secs(60);
+        let start = tokio::time::Instant::now();
+        let got = wait_for_answer(&interruptible(), &Slow(10 * 60 * minute), &request(), "t", 30 * minute).await;
+        assert_eq!(got, Ok(None));
+        assert_eq!(start.elapsed(), 30 * minute);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cancelling_the_run_ends_the_wait() {
+        let minute = std::time::Duration::from_secs(60);
+        let interrupt = interruptible();
+        let cancel = interrupt.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(minute).await;
+            cancel.cancel();
+        });
+        let got = wait_for_answer(&interrupt, &Slow(10 * minute), &request(), "t", 30 * minute).await;
+        assert_eq!(got, Err(Interrupt::Cancelled));
+    }
+
+    #[test]
+    fn token_is_bound_to_every_field() {
+        let key = ApprovalKey::generate();
+        let req = request();
+        let token = key.token(&req);
+        assert!(key.verify(&req, &token));
+        let mut other = req.clone();
+        other.owner_id = "local:mallory".into();
+        assert!(!key.verify(&other, &token));
+        let mut other = req.clone();
+        other.arguments = serde_json::json!({"path": "b.txt", "old": "x", "new": "y"});
+        assert!(!key.verify(&other, &token));
+        let mut other = req.clone();
+        other.expires_at += chrono::Duration::seconds(1);
+        assert!(!key.verify(&other, &token));
+        let mut other = req.clone();
+        other.call_id = "call_2".into();
+        assert!(!key.verify(&other, &token));
+        assert!(!ApprovalKey::generate().verify(&req, &token));
+        assert!(!key.verify(&req, "not hex"));
+    }
+}

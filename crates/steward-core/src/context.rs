@@ -1,0 +1,88 @@
+//! Context assembly (SPEC A3): the messages sent to the planner are rebuilt from scratch every
+//! round from the rules, the workspace instructions, the task and every step so far.
+
+use steward_protocol::{Message, Role, ToolCall};
+
+/// One planner round that proposed tool calls, with the results given back.
+#[derive(Debug, Clone, Default)]
+pub struct RoundRecord {
+    /// The planner's text in that round (may be empty).
+    pub text: String,
+    /// The calls it proposed, including invalid ones (with `{}` arguments).
+    pub calls: Vec<ToolCall>,
+    /// One result per call, in the same order: `(content, is_error)`.
+    pub results: Vec<(String, bool)>,
+}
+
+/// The rules every model planner is given.
+pub const RULES: &str = "You are Steward, a careful coding agent working in one workspace. \
+Use the tools to look before you change anything. Paths are relative to the workspace root. \
+Every tool call passes a policy gate: some are allowed, some need the owner's approval, some are \
+refused, and a refusal says why - do not retry a refused call unchanged. Secret files (.env, \
+keys, credentials) and files ignored by .gitignore cannot be read. When you have what you need, \
+answer the user directly and concisely without calling tools.";
+
+/// Builds the conversation for the next planner call.
+///
+/// When the text would exceed `max_context_chars`, the oldest tool results (never those of the
+/// latest round) are replaced by a note saying how many characters were left out.
+pub fn assemble(instructions: Option<&str>, task: &str, rounds: &[RoundRecord], max_context_chars: usize) -> Vec<Message> {
+    let mut system = RULES.to_string();
+    if let Some(text) = instructions.filter(|t| !t.trim().is_empty()) {
+        system.push_str("\n\nInstructions from the workspace's AGENTS.md:\n");
+        system.push_str(text);
+    }
+    let mut messages = vec![Message::system(system), Message::user(task)];
+    for round in rounds {
+        messages.push(Message::assistant(round.text.clone(), round.calls.clone()));
+        for (call, (content, is_error)) in round.calls.iter().zip(&round.results) {
+            messages.push(Message::tool_result(call.id.clone(), content.clone(), *is_error));
+        }
+    }
+    compact(&mut messages, max_context_chars);
+    messages
+}
+
+fn size(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .map(|m| m.content.chars().count() + m.tool_calls.iter().map(|c| c.arguments.to_string().len()).sum::<usize>())
+        .sum()
+}
+
+fn compact(messages: &mut [Message], max_chars: usize) {
+    let last_assistant = messages.iter().rposition(|m| m.role == Role::Assistant).unwrap_or(0);
+    let mut total = size(messages);
+    for m in messages.iter_mut().take(last_assistant) {
+        if total <= max_chars {
+            break;
+        }
+        if m.role == Role::Tool {
+            let chars = m.content.chars().count();
+            let note = format!("[earlier output of {chars} characters left out to fit the context]");
+            total = total + note.len() - chars.min(total);
+            m.content = note;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_call_gets_a_result_and_old_results_are_compacted() {
+        let call = |id: &str| ToolCall { id: id.into(), name: "read".into(), arguments: json!({"path": "a"}) };
+        let rounds = vec![
+            RoundRecord { text: String::new(), calls: vec![call("c1")], results: vec![("x".repeat(5000), false)] },
+            RoundRecord { text: "again".into(), calls: vec![call("c2")], results: vec![("y".repeat(3000), false)] },
+        ];
+        let msgs = assemble(Some("be brief"), "task", &rounds, 4000);
+        assert_eq!(msgs.len(), 6);
+        assert!(msgs[0].content.contains("be brief"));
+        assert_eq!(msgs[3].tool_call_id.as_deref(), Some("c1"));
+        assert!(msgs[3].content.starts_with("[earlier output of 5000"));
+        assert_eq!(msgs[5].content.len(), 3000, "latest round kept verbatim");
+    }
+}

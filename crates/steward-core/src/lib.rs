@@ -1,0 +1,16 @@
+//! The agent loop and its composition (SPEC A, C): planners, tools, configuration, and the
+//! orchestrator that runs policy → approval → sandboxed execution → audit for every tool call.
+#![deny(missing_docs)]
+
+pub mod agent;
+pub mod approval;
+pub mod config;
+pub mod context;
+pub mod events;
+pub mod interrupt;
+mod orchestrator;
+pub mod planner;
+pub mod recovery;
+pub mod tools;
+
+pub use agent::{PlannerChoice, RunError, RunRequest, Runtime, run_task};

@@ -1,0 +1,342 @@
+//! One tool call from proposal to result, top to bottom:
+//! request → policy and validation → approval → execution → audit → result for the model.
+//!
+//! Every decision is an audit record, and the record that lets a call run is durable before
+//! the call starts: a crash between the two leaves an `approved` record without an outcome,
+//! which the next start marks `unknown` and never re-runs.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use steward_policy::{Policy, Redactor, Workspace};
+use steward_protocol::{
+    ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, Decision, DecisionKind, EventKind, ToolCall, head_tail_chars,
+};
+use steward_store::{Store, StoreError, new_id};
+
+use crate::approval::{ApprovalAnswer, ApprovalKey, Approver, wait_for_answer};
+use crate::events::EventEmitter;
+use crate::interrupt::{Interrupt, Interruptible};
+use crate::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
+
+/// Everything one run's tool calls need.
+pub(crate) struct CallContext<'a> {
+    pub run_id: &'a str,
+    pub owner_id: &'a str,
+    pub store: &'a Arc<dyn Store>,
+    pub redactor: &'a Redactor,
+    pub approval_key: &'a ApprovalKey,
+    pub approval_ttl: chrono::Duration,
+    pub policy: &'a Policy,
+    pub workspace: &'a Arc<Workspace>,
+    pub tools: &'a ToolRegistry,
+    pub tool_context: &'a ToolContext,
+    pub approver: &'a Arc<dyn Approver>,
+    pub events: &'a EventEmitter,
+    pub interrupt: &'a Interruptible,
+    pub max_output_chars: usize,
+    pub outputs_dir: &'a std::path::Path,
+}
+
+/// What the model is told about one call.
+pub(crate) struct CallResult {
+    pub content: String,
+    pub is_error: bool,
+}
+
+/// Why a call could not finish and the run must stop.
+pub(crate) enum CallAbort {
+    Interrupted(Interrupt),
+    Storage(StoreError),
+}
+
+impl From<StoreError> for CallAbort {
+    fn from(err: StoreError) -> Self {
+        CallAbort::Storage(err)
+    }
+}
+
+/// Takes one proposed call through the control layer and, if allowed, runs it.
+pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result<CallResult, CallAbort> {
+    // 1. The request, as the model made it (redacted).
+    cx.events
+        .emit(EventKind::ToolRequested { call_id: call.id.clone(), tool: call.name.clone(), arguments: call.arguments.clone() })
+        .await?;
+
+    // 2. Policy and validation: pure, synchronous, strictest rule wins.
+    let tool = cx.tools.get(&call.name);
+    let mut decision = cx.policy.decide(tool.map(|t| t.spec()), call, cx.workspace);
+
+    // 3. The tool's own dry run: a change that cannot apply is refused before anyone is asked.
+    let mut preview = None;
+    if let (Some(tool), DecisionKind::Allow | DecisionKind::Ask) = (tool, decision.decision) {
+        match tool.preview(&call.arguments, cx.tool_context).await {
+            Ok(p) => preview = p,
+            Err(err) => {
+                let rule = err.rule.clone().unwrap_or_else(|| "preview_failed".into());
+                decision = Decision::new(DecisionKind::Deny, rule, decision.risk, err.message);
+            }
+        }
+    }
+
+    let approval_id = match decision.decision {
+        DecisionKind::Deny => return refuse(cx, call, &decision).await,
+        DecisionKind::Ask => {
+            let Some(tool) = tool else { return refuse(cx, call, &decision).await };
+            match ask_owner(cx, call, tool.as_ref(), &decision, preview.as_ref()).await? {
+                Ok(approval_id) => approval_id,
+                Err(refusal) => return Ok(refusal),
+            }
+        }
+        DecisionKind::Allow => {
+            audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Approved, "steward", "", 0, "", "").await?;
+            String::new()
+        }
+    };
+    let Some(tool) = tool else { return refuse(cx, call, &decision).await };
+
+    // 4. Execution. The `approved` record above is already durable.
+    execute(cx, call, tool.as_ref(), &decision, &approval_id).await
+}
+
+/// Records and reports a refusal by the gate.
+async fn refuse(cx: &CallContext<'_>, call: &ToolCall, decision: &Decision) -> Result<CallResult, CallAbort> {
+    let reason = decision.reason();
+    audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Blocked, "steward", "", 0, "", &reason).await?;
+    cx.events
+        .emit(EventKind::ToolDenied {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            rule: decision.rule.clone(),
+            risk: decision.risk,
+            reason: reason.clone(),
+        })
+        .await?;
+    Ok(CallResult { content: format!("Refused by rule `{}`: {reason}", decision.rule), is_error: true })
+}
+
+/// Asks the run's owner. `Ok(Ok(approval_id))` when approved in time with a valid token;
+/// `Ok(Err(result))` with the result for the model otherwise.
+async fn ask_owner(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    tool: &dyn Tool,
+    decision: &Decision,
+    preview: Option<&(String, String)>,
+) -> Result<Result<String, CallResult>, CallAbort> {
+    let created_at = chrono::Utc::now();
+    let wait = cx.approval_ttl.to_std().unwrap_or_default();
+    let mut request = ApprovalRequest {
+        id: new_id("apr_"),
+        run_id: cx.run_id.to_string(),
+        owner_id: cx.owner_id.to_string(),
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        arguments: cx.redactor.redact_value(&call.arguments),
+        reason: decision.reason(),
+        rule: decision.rule.clone(),
+        risk: decision.risk,
+        preview: preview.map(|(_, diff)| cx.redactor.redact(diff)).unwrap_or_default(),
+        created_at,
+        expires_at: created_at + cx.approval_ttl,
+        status: ApprovalStatus::Pending,
+    };
+    let token = cx.approval_key.token(&request);
+    cx.store.upsert_approval(&request).await?;
+    audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Escalated, "steward", &request.id, 0, "", &request.reason).await?;
+    if let Some((path, diff)) = preview {
+        cx.events.emit(EventKind::PatchProposed { call_id: call.id.clone(), path: path.clone(), diff: diff.clone() }).await?;
+    }
+    cx.events
+        .emit(EventKind::ToolApprovalRequired {
+            approval_id: request.id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            rule: decision.rule.clone(),
+            risk: decision.risk,
+            reason: request.reason.clone(),
+            preview: request.preview.clone(),
+            expires_at: request.expires_at,
+        })
+        .await?;
+
+    // Expiry is enforced proactively (the wait ends at `expires_at`) and reactively (a late
+    // answer counts for nothing).
+    let answer = match wait_for_answer(cx.interrupt, cx.approver.as_ref(), &request, &token, wait).await {
+        Ok(answer) => answer,
+        Err(interrupt) => {
+            expire(cx, &mut request).await?;
+            return Err(CallAbort::Interrupted(interrupt));
+        }
+    };
+    let (status, outcome_reason, decided_by) = match answer {
+        None => {
+            expire(cx, &mut request).await?;
+            audit(cx, call, "approval_expired", decision.risk, AuditOutcome::Blocked, "steward", &request.id, 0, "", "approval expired").await?;
+            let msg = format!("Not run: the approval request for `{}` expired before anyone decided.", tool.spec().name);
+            return Ok(Err(CallResult { content: msg, is_error: true }));
+        }
+        Some(ApprovalAnswer::Approve { token: presented, decided_by }) => {
+            if decided_by != cx.owner_id {
+                (ApprovalStatus::Denied, "not_owner: only the run's owner may approve".to_string(), decided_by)
+            } else if !cx.approval_key.verify(&request, &presented) {
+                (ApprovalStatus::Denied, "invalid decision token".to_string(), decided_by)
+            } else {
+                (ApprovalStatus::Approved, String::new(), decided_by)
+            }
+        }
+        Some(ApprovalAnswer::Reject { reason, decided_by }) => (ApprovalStatus::Denied, reason, decided_by),
+        Some(ApprovalAnswer::NoApprover) => (ApprovalStatus::Denied, "no_approver".to_string(), "steward".to_string()),
+    };
+    request.status = status;
+    cx.store.upsert_approval(&request).await?;
+    if status == ApprovalStatus::Approved {
+        audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Approved, &decided_by, &request.id, 0, "", "approved by owner").await?;
+        cx.events
+            .emit(EventKind::ToolApproved { approval_id: request.id.clone(), call_id: call.id.clone(), decided_by })
+            .await?;
+        return Ok(Ok(request.id));
+    }
+    let rule = if outcome_reason == "no_approver" { "no_approver" } else { "rejected_by_owner" };
+    audit(cx, call, rule, decision.risk, AuditOutcome::Blocked, &decided_by, &request.id, 0, "", &outcome_reason).await?;
+    cx.events
+        .emit(EventKind::ToolRejected { approval_id: request.id.clone(), call_id: call.id.clone(), reason: outcome_reason.clone() })
+        .await?;
+    let content = if rule == "no_approver" {
+        format!(
+            "Not run: `{}` needs the owner's approval ({}) and nobody can approve it here (no_approver).",
+            call.name,
+            decision.reason()
+        )
+    } else {
+        format!("Not run: the owner rejected `{}`: {outcome_reason}", call.name)
+    };
+    Ok(Err(CallResult { content, is_error: true }))
+}
+
+async fn expire(cx: &CallContext<'_>, request: &mut ApprovalRequest) -> Result<(), StoreError> {
+    request.status = ApprovalStatus::Expired;
+    cx.store.upsert_approval(request).await?;
+    cx.events
+        .emit(EventKind::ToolApprovalExpired { approval_id: request.id.clone(), call_id: request.call_id.clone() })
+        .await?;
+    Ok(())
+}
+
+/// Runs an approved call and records its outcome.
+async fn execute(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    tool: &dyn Tool,
+    decision: &Decision,
+    approval_id: &str,
+) -> Result<CallResult, CallAbort> {
+    cx.events.emit(EventKind::ToolStarted { call_id: call.id.clone(), tool: call.name.clone() }).await?;
+    let started = Instant::now();
+    let result = cx.interrupt.run(tool.run(&call.arguments, cx.tool_context)).await;
+    let ms = started.elapsed().as_millis() as u64;
+    match result {
+        Err(interrupt) => {
+            let detail = format!("{}: stopped while running; its effect is unknown", interrupt.as_str());
+            audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Unknown, "steward", approval_id, ms, "", &detail).await?;
+            cx.events
+                .emit(EventKind::ToolFailed { call_id: call.id.clone(), tool: call.name.clone(), duration_ms: ms, error: detail })
+                .await?;
+            Err(CallAbort::Interrupted(interrupt))
+        }
+        Ok(Err(err)) => {
+            let error = cx.redactor.redact(&err.message);
+            audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Failed, "steward", approval_id, ms, "", &error).await?;
+            cx.events
+                .emit(EventKind::ToolFailed { call_id: call.id.clone(), tool: call.name.clone(), duration_ms: ms, error: error.clone() })
+                .await?;
+            Ok(CallResult { content: format!("Error: {error}"), is_error: true })
+        }
+        Ok(Ok(output)) => completed(cx, call, decision, approval_id, ms, output).await,
+    }
+}
+
+async fn completed(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    decision: &Decision,
+    approval_id: &str,
+    ms: u64,
+    output: ToolOutput,
+) -> Result<CallResult, CallAbort> {
+    let full = cx.redactor.redact(&output.content);
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(output.content.as_bytes()));
+    let detail = format!("output sha256 {digest}, {} chars", output.content.chars().count());
+    audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Completed, "steward", approval_id, ms, &output.sandbox, &detail).await?;
+    if let Some((path, _diff)) = &output.patch {
+        cx.events
+            .emit(EventKind::PatchApplied { call_id: call.id.clone(), path: path.clone(), rollback_token: String::new() })
+            .await?;
+    }
+    let shown = cap_output(cx, call, &full);
+    cx.events
+        .emit(EventKind::ToolCompleted {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            duration_ms: ms,
+            output_chars: full.chars().count() as u64,
+            output: shown.clone(),
+        })
+        .await?;
+    Ok(CallResult { content: shown, is_error: false })
+}
+
+/// Caps a (redacted) output to `max_output_chars`, keeping head and tail; the full output is
+/// saved under `outputs_dir/RUN_ID/CALL_ID.txt` and the marker says so.
+fn cap_output(cx: &CallContext<'_>, call: &ToolCall, full: &str) -> String {
+    if full.chars().count() <= cx.max_output_chars {
+        return full.to_string();
+    }
+    let dir = cx.outputs_dir.join(cx.run_id);
+    let file = dir.join(format!("{}.txt", safe_file_name(&call.id)));
+    let note = match std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, full)) {
+        Ok(()) => format!("full output saved to {}", file.display()),
+        Err(e) => format!("full output could not be saved: {e}"),
+    };
+    head_tail_chars(full, cx.max_output_chars, &note).0
+}
+
+fn safe_file_name(id: &str) -> String {
+    id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).take(80).collect()
+}
+
+/// Appends one audit record for `call`; returns once it is durable.
+#[allow(clippy::too_many_arguments)]
+async fn audit(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    policy: &str,
+    risk: f64,
+    outcome: AuditOutcome,
+    agent: &str,
+    approval_id: &str,
+    latency_ms: u64,
+    sandbox: &str,
+    detail: &str,
+) -> Result<(), StoreError> {
+    cx.store
+        .append_audit(AuditEntry {
+            agent: agent.to_string(),
+            run_id: cx.run_id.to_string(),
+            call_id: call.id.clone(),
+            action: call.name.clone(),
+            input: cx.redactor.redact_value(&call.arguments),
+            policy: policy.to_string(),
+            risk,
+            outcome,
+            latency_ms,
+            sandbox: sandbox.to_string(),
+            approval_id: approval_id.to_string(),
+            rollback_token: String::new(),
+            detail: cx.redactor.redact(detail),
+        })
+        .await
+        .map(|_| ())
+}
+

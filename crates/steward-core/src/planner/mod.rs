@@ -1,0 +1,125 @@
+//! Planners (SPEC A4): the classic keyword planner (offline, no model) and the model planner,
+//! which is any [`steward_provider::Provider`]. Both answer through the same trait, so the
+//! loop, the gate and the events are identical for both.
+
+pub mod classic;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use steward_protocol::{ChatRequest, ChatResponse, ToolChoice};
+use steward_provider::{DeltaSink, Provider, ProviderConfig, ProviderError};
+
+use crate::agent::PlannerChoice;
+use crate::config::Config;
+
+/// Planner choices from the command line or a UI; each overrides the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct PlannerOverrides {
+    /// `classic` or `model`.
+    pub planner: Option<String>,
+    /// Provider name (a preset or `[providers.NAME]`); implies the model planner.
+    pub provider: Option<String>,
+    /// Model id.
+    pub model: Option<String>,
+    /// Base URL of an OpenAI-compatible server; implies the model planner.
+    pub base_url: Option<String>,
+    /// `auto`, `none`, `required` or a tool name.
+    pub tool_choice: Option<String>,
+    /// Scenario file for the `fake` provider.
+    pub scenario: Option<std::path::PathBuf>,
+    /// Output token limit per planner call.
+    pub max_tokens: Option<u32>,
+}
+
+/// Chooses the planner: classic unless a provider or base URL is named (here or in
+/// `[run]`), or `planner = "model"` is asked for.
+///
+/// Errors (usage/configuration, nothing was run): unknown planner kind, unknown provider, a
+/// model planner without a provider. A provider whose API key is missing is *not* an error
+/// here: the planner fails on its first call with `missing_api_key` before any request, so the
+/// run records the failure.
+pub fn resolve(config: &Config, overrides: &PlannerOverrides, env: &dyn Fn(&str) -> Option<String>) -> Result<PlannerChoice, String> {
+    let provider_name = overrides
+        .provider
+        .clone()
+        .or_else(|| overrides.base_url.as_ref().map(|_| "custom".to_string()))
+        .or_else(|| config.run.provider.clone());
+    let kind = overrides
+        .planner
+        .clone()
+        .or_else(|| (overrides.provider.is_some() || overrides.base_url.is_some()).then(|| "model".to_string()))
+        .or_else(|| config.run.planner.clone())
+        .unwrap_or_else(|| if provider_name.is_some() { "model".into() } else { "classic".into() });
+    match kind.as_str() {
+        "classic" => Ok(PlannerChoice {
+            kind,
+            provider: Arc::new(classic::ClassicPlanner),
+            model: "classic".into(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: None,
+        }),
+        "model" => {
+            let name = provider_name.ok_or_else(|| {
+                format!(
+                    "the model planner needs a provider: pass --provider NAME (presets: {}) or set [run] provider in .steward/config.toml",
+                    steward_provider::PRESETS.join(", ")
+                )
+            })?;
+            let mut cfg: ProviderConfig = match config.providers.get(&name).cloned().or_else(|| steward_provider::preset(&name)) {
+                Some(cfg) => cfg,
+                None if overrides.base_url.is_some() => steward_provider::preset("llamacpp").ok_or("the llamacpp preset is missing")?,
+                None => {
+                    return Err(format!(
+                        "unknown provider `{name}`: use a preset ({}) or declare [providers.{name}] in .steward/config.toml",
+                        steward_provider::PRESETS.join(", ")
+                    ));
+                }
+            };
+            if let Some(url) = &overrides.base_url {
+                cfg.base_url = Some(url.clone());
+            }
+            if let Some(scenario) = &overrides.scenario {
+                cfg.scenario = Some(scenario.clone());
+            }
+            let tool_choice = overrides.tool_choice.clone().or_else(|| cfg.tool_choice.clone());
+            let max_tokens = overrides.max_tokens.or(cfg.max_tokens);
+            let provider: Arc<dyn Provider> = match steward_provider::build_provider(&name, &cfg, env) {
+                Ok(provider) => provider,
+                Err(err) if err.class == steward_protocol::ErrorClass::MissingApiKey => Arc::new(Unavailable { name: name.clone(), error: err }),
+                Err(err) => return Err(format!("provider `{name}`: {}", err.message)),
+            };
+            let model = overrides
+                .model
+                .clone()
+                .or_else(|| config.run.model.clone())
+                .or_else(|| cfg.default_model.clone())
+                .unwrap_or_else(|| provider.default_model().to_string());
+            Ok(PlannerChoice { kind, provider, model, tool_choice: ToolChoice::parse(tool_choice.as_deref().unwrap_or("auto")), max_tokens })
+        }
+        other => Err(format!("unknown planner `{other}`: use `classic` or `model`")),
+    }
+}
+
+/// A provider that cannot be used (for example its API key is missing): every call fails with
+/// the stored error, before any request is made.
+pub struct Unavailable {
+    name: String,
+    error: ProviderError,
+}
+
+#[async_trait]
+impl Provider for Unavailable {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn default_model(&self) -> &str {
+        ""
+    }
+    async fn stream(&self, _request: &ChatRequest, _on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError> {
+        Err(self.error.clone())
+    }
+    async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        Err(self.error.clone())
+    }
+}

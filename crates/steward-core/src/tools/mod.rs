@@ -1,0 +1,130 @@
+//! The tool interface (SPEC T1) and the registry of tools offered to planners.
+//!
+//! A tool never decides whether it may run: the orchestrator asks the gate first. A tool
+//! validates its own arguments again (defence in depth) and resolves every path through
+//! [`steward_policy::Workspace`], so a refusal can happen in either place but never be skipped.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use steward_protocol::{ErrorClass, ToolSpec};
+use tokio_util::sync::CancellationToken;
+
+pub mod files;
+pub mod git;
+pub mod search;
+
+/// What a tool may use while it runs.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The workspace, with its path rules.
+    pub workspace: Arc<steward_policy::Workspace>,
+    /// Cancelled when the run is cancelled; long tools stop early.
+    pub cancel: CancellationToken,
+    /// Extra environment variable names subprocesses may receive (beyond the sandbox's
+    /// built-in allow-list).
+    pub env_allow: Vec<String>,
+    /// Per-call timeout for subprocesses, in ms.
+    pub timeout_ms: u64,
+}
+
+/// A successful tool result.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    /// Text shown to the model (before redaction and capping, which the orchestrator does).
+    pub content: String,
+    /// For writing tools: the change made, as `(workspace-relative path, unified diff)`.
+    pub patch: Option<(String, String)>,
+    /// Sandbox profile used, e.g. `env-scrub,netns,rlimits`; empty when no subprocess ran.
+    pub sandbox: String,
+}
+
+/// A tool failure: shown to the model as an error result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    /// Error class (`tool_failed`, `timeout`, `cancelled`, …).
+    pub class: ErrorClass,
+    /// What went wrong, for the user and the model. Never contains file content of a
+    /// refused path.
+    pub message: String,
+    /// The rule that refused it when the refusal came from a path or validation rule
+    /// (`workspace_boundary`, `secret_path`, `invalid_arguments`, …).
+    pub rule: Option<String>,
+}
+
+impl ToolError {
+    /// A `tool_failed` error.
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolError { class: ErrorClass::ToolFailed, message: message.into(), rule: None }
+    }
+
+    /// A refusal by a named rule (class `tool_failed`).
+    pub fn refused(rule: impl Into<String>, message: impl Into<String>) -> Self {
+        ToolError { class: ErrorClass::ToolFailed, message: message.into(), rule: Some(rule.into()) }
+    }
+}
+
+impl From<steward_policy::PathError> for ToolError {
+    fn from(err: steward_policy::PathError) -> Self {
+        ToolError::refused(err.rule(), err.to_string())
+    }
+}
+
+/// A tool (SPEC T1).
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// Name, description, input schema, risk and path inputs.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Shows what the call would do without doing it (for approval prompts and
+    /// `patch_proposed`): `Ok(Some((path, unified diff)))` for writing tools, `Ok(None)`
+    /// when there is nothing to preview. Errors mean the call cannot succeed (for example the
+    /// text to replace is not in the file) and are returned to the model before anyone is
+    /// asked.
+    async fn preview(&self, _args: &Value, _ctx: &ToolContext) -> Result<Option<(String, String)>, ToolError> {
+        Ok(None)
+    }
+
+    /// Runs the call.
+    async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// The tools a run may offer, by name, in a stable order.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The built-in file, search and git tools (SPEC T2, T3).
+    pub fn builtin() -> Self {
+        let mut registry = Self::new();
+        for tool in files::tools().into_iter().chain(search::tools()).chain(git::tools()) {
+            registry.insert(tool);
+        }
+        registry
+    }
+
+    /// Adds or replaces a tool.
+    pub fn insert(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.spec().name.clone(), tool);
+    }
+
+    /// Looks a tool up by name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Specs of every tool, sorted by name.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.values().map(|t| t.spec().clone()).collect()
+    }
+}

@@ -1,0 +1,252 @@
+//! The gate (SPEC C1, C2): turns a proposed tool call into allow / ask / deny with the rule
+//! that decided. Pure and synchronous; table-driven tests in `tests/`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+use serde_json::Value;
+use steward_protocol::{Decision, DecisionKind, RiskLevel, ToolCall, ToolSpec};
+
+use crate::config::PolicyConfig;
+use crate::paths::{Access, Workspace};
+
+/// A configuration the gate cannot use.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// A glob does not compile. `rule` is the `[[policy.rule]]` name, or `allowed_actions` /
+    /// `blocked_actions`.
+    #[error("policy rule `{rule}`: bad glob `{glob}`: {message}")]
+    BadGlob {
+        /// Where the glob is.
+        rule: String,
+        /// The glob.
+        glob: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A `[[policy.rule]]` has an empty name.
+    #[error("a policy rule has an empty name")]
+    EmptyRuleName,
+}
+
+struct CompiledRule {
+    name: String,
+    tool: GlobMatcher,
+    paths: Option<GlobSet>,
+    decision: DecisionKind,
+}
+
+/// The compiled policy. Thread-safe; JSON Schemas are compiled once per tool and cached.
+pub struct Policy {
+    default: Option<DecisionKind>,
+    allowed: GlobSet,
+    blocked: GlobSet,
+    rules: Vec<CompiledRule>,
+    /// Tool name → (schema it was compiled from, validator). Bounded by the registry size:
+    /// only specs of known tools reach it.
+    validators: Mutex<HashMap<String, (Value, Arc<jsonschema::Validator>)>>,
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy").field("default", &self.default).field("rules", &self.rules.len()).finish()
+    }
+}
+
+impl Policy {
+    /// Compiles a configuration. Errors: [`PolicyError::BadGlob`] naming the rule (or list)
+    /// with the bad glob, [`PolicyError::EmptyRuleName`].
+    pub fn new(config: &PolicyConfig) -> Result<Policy, PolicyError> {
+        let allowed = glob_set("allowed_actions", &config.allowed_actions)?;
+        let blocked = glob_set("blocked_actions", &config.blocked_actions)?;
+        let mut rules = Vec::with_capacity(config.rules.len());
+        for rule in &config.rules {
+            if rule.name.trim().is_empty() {
+                return Err(PolicyError::EmptyRuleName);
+            }
+            let tool = Glob::new(&rule.tool).map_err(|e| bad_glob(&rule.name, &rule.tool, &e))?.compile_matcher();
+            let paths = if rule.path.is_empty() { None } else { Some(glob_set(&rule.name, &rule.path)?) };
+            rules.push(CompiledRule { name: rule.name.clone(), tool, paths, decision: rule.decision });
+        }
+        Ok(Policy { default: config.default, allowed, blocked, rules, validators: Mutex::new(HashMap::new()) })
+    }
+
+    /// Decides one call. `spec` is `None` for an unknown tool.
+    ///
+    /// Order: unknown tool → deny `unknown_tool`; arguments not an object or not valid
+    /// against the tool's JSON Schema → deny `invalid_arguments`; each path input resolved
+    /// in `workspace` (write access for writing tools) → deny with the path rule
+    /// (`workspace_boundary`, `secret_path`, …); `blocked_actions` → deny; matching
+    /// `[[policy.rule]]`s → the strictest wins, named by the rule; `allowed_actions` → allow;
+    /// then the configured `default` (rule `default`) or by risk level (`default:<risk>`:
+    /// safe/low allow, medium/high/dangerous ask). Risk = the level's base score, +0.1 for
+    /// writing tools, at most 1; an unknown tool scores 1.
+    pub fn decide(&self, spec: Option<&ToolSpec>, call: &ToolCall, workspace: &Workspace) -> Decision {
+        let Some(spec) = spec else {
+            return Decision::new(
+                DecisionKind::Deny,
+                "unknown_tool",
+                1.0,
+                format!("There is no tool named `{}`.", call.name),
+            );
+        };
+        let risk = risk_score(spec);
+        let deny = |rule: &str, reason: String| Decision::new(DecisionKind::Deny, rule, risk, reason);
+
+        if let Err(message) = self.validate_arguments(spec, &call.arguments) {
+            return deny("invalid_arguments", format!("The arguments of `{}` are invalid: {message}", spec.name));
+        }
+        let paths = match self.resolve_paths(spec, &call.arguments, workspace) {
+            Ok(paths) => paths,
+            Err((rule, reason)) => return deny(rule, reason),
+        };
+        if self.blocked.is_match(&spec.name) {
+            return deny("blocked_actions", format!("`{}` is in blocked_actions.", spec.name));
+        }
+        if let Some(decision) = self.rule_decision(spec, &paths, risk) {
+            return decision;
+        }
+        if self.allowed.is_match(&spec.name) {
+            return Decision::new(
+                DecisionKind::Allow,
+                "allowed_actions",
+                risk,
+                format!("`{}` is in allowed_actions.", spec.name),
+            );
+        }
+        if let Some(kind) = self.default {
+            return Decision::new(
+                kind,
+                "default",
+                risk,
+                format!("The configured default for `{}` is {}.", spec.name, kind.as_str()),
+            );
+        }
+        let kind = match spec.risk {
+            RiskLevel::Safe | RiskLevel::Low => DecisionKind::Allow,
+            RiskLevel::Medium | RiskLevel::High | RiskLevel::Dangerous => DecisionKind::Ask,
+        };
+        let reason = match kind {
+            DecisionKind::Allow => {
+                format!("`{}` is a {}-risk tool, allowed by default.", spec.name, spec.risk.as_str())
+            }
+            _ => format!("`{}` is a {}-risk tool and needs approval by default.", spec.name, spec.risk.as_str()),
+        };
+        Decision::new(kind, format!("default:{}", spec.risk.as_str()), risk, reason)
+    }
+
+    /// Validates `args` against the tool's schema, compiling it on first use.
+    fn validate_arguments(&self, spec: &ToolSpec, args: &Value) -> Result<(), String> {
+        if !args.is_object() {
+            return Err("the arguments must be a JSON object".into());
+        }
+        let validator = self.validator(spec)?;
+        let messages: Vec<String> = validator
+            .iter_errors(args)
+            .take(3)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() { e.to_string() } else { format!("{e} (at {at})") }
+            })
+            .collect();
+        if messages.is_empty() { Ok(()) } else { Err(messages.join("; ")) }
+    }
+
+    fn validator(&self, spec: &ToolSpec) -> Result<Arc<jsonschema::Validator>, String> {
+        let mut cache = self.validators.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((schema, validator)) = cache.get(&spec.name)
+            && *schema == spec.input_schema
+        {
+            return Ok(Arc::clone(validator));
+        }
+        let validator = Arc::new(
+            jsonschema::validator_for(&spec.input_schema)
+                .map_err(|e| format!("the tool's own schema does not compile ({e})"))?,
+        );
+        cache.insert(spec.name.clone(), (spec.input_schema.clone(), Arc::clone(&validator)));
+        Ok(validator)
+    }
+
+    /// Resolves every present path input; returns the workspace-relative paths, or the
+    /// refusing rule and reason.
+    fn resolve_paths(
+        &self,
+        spec: &ToolSpec,
+        args: &Value,
+        workspace: &Workspace,
+    ) -> Result<Vec<String>, (&'static str, String)> {
+        let access = if spec.writes { Access::Write } else { Access::Read };
+        let mut out = Vec::new();
+        for name in &spec.path_inputs {
+            let values: Vec<&Value> = match args.get(name) {
+                None | Some(Value::Null) => continue,
+                Some(Value::Array(items)) => items.iter().collect(),
+                Some(other) => vec![other],
+            };
+            for value in values {
+                let Some(text) = value.as_str() else {
+                    return Err((
+                        "invalid_arguments",
+                        format!("The path input `{name}` of `{}` must be a string.", spec.name),
+                    ));
+                };
+                match workspace.resolve(text, access) {
+                    Ok(path) => out.push(path.rel),
+                    Err(err) => return Err((err.rule(), format!("Refused `{name}`: {err}."))),
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The strictest matching `[[policy.rule]]`, if any (first one listed among equals).
+    fn rule_decision(&self, spec: &ToolSpec, paths: &[String], risk: f64) -> Option<Decision> {
+        let mut best: Option<&CompiledRule> = None;
+        for rule in &self.rules {
+            if !rule.tool.is_match(&spec.name) {
+                continue;
+            }
+            if let Some(globs) = &rule.paths
+                && (paths.is_empty() || !paths.iter().all(|p| globs.is_match(p)))
+            {
+                continue;
+            }
+            if best.is_none_or(|b| rule.decision > b.decision) {
+                best = Some(rule);
+            }
+        }
+        let rule = best?;
+        let verb = match rule.decision {
+            DecisionKind::Allow => "allows",
+            DecisionKind::Ask => "requires approval for",
+            DecisionKind::Deny => "denies",
+        };
+        Some(Decision::new(
+            rule.decision,
+            rule.name.clone(),
+            risk,
+            format!("Policy rule `{}` {verb} `{}`.", rule.name, spec.name),
+        ))
+    }
+}
+
+/// The risk score of a tool in `[0, 1]`: its level's base score, plus 0.1 when it writes.
+fn risk_score(spec: &ToolSpec) -> f64 {
+    let bonus = if spec.writes { 0.1 } else { 0.0 };
+    (spec.risk.base_score() + bonus).min(1.0)
+}
+
+fn bad_glob(rule: &str, glob: &str, err: &globset::Error) -> PolicyError {
+    PolicyError::BadGlob { rule: rule.to_string(), glob: glob.to_string(), message: err.kind().to_string() }
+}
+
+/// A set of globs; `/` is matched only literally (`*` stays within one path component).
+fn glob_set(rule: &str, globs: &[String]) -> Result<GlobSet, PolicyError> {
+    let mut builder = GlobSetBuilder::new();
+    for glob in globs {
+        let compiled = GlobBuilder::new(glob).literal_separator(true).build().map_err(|e| bad_glob(rule, glob, &e))?;
+        builder.add(compiled);
+    }
+    builder.build().map_err(|e| bad_glob(rule, &globs.join(", "), &e))
+}

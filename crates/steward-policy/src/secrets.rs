@@ -1,0 +1,107 @@
+//! S1: the one predicate that says whether a workspace path holds secrets.
+
+use std::path::{Component, Path};
+
+/// True when `rel` (a workspace-relative path, ideally the canonical one) names a file or
+/// directory that holds secrets, or lies inside one. This is SPEC S1, the single predicate
+/// shared by the file tools, the patch validator, walkers and the search index.
+///
+/// The check is case-insensitive (so `SUB/.ENV.LOCAL` is caught on case-insensitive
+/// filesystems too) and looks at every component, so a directory named like a secret hides
+/// everything below it. What counts as secret, and why:
+///
+/// - `.env`, `.env.*`: dotenv files, the usual home of API keys and database passwords.
+/// - `*.pem`, `*.key`, `*.p12`, `*.pfx`: TLS/X.509 private keys and PKCS#12 key stores.
+/// - `id_rsa*`, `id_dsa*`, `id_ecdsa*`, `id_ed25519*` except `*.pub`: OpenSSH private keys
+///   (the `.pub` half is public).
+/// - `.ssh/` (anything inside): keys, `known_hosts`, agent config.
+/// - `.aws/credentials`: AWS access keys.
+/// - `.netrc`, `.npmrc`, `.pypirc`: login and registry tokens for curl/ftp, npm and PyPI.
+/// - `credentials.json`: Google/GCP service-account and OAuth client secrets.
+/// - `.docker/config.json`: registry auth tokens.
+/// - any `.git` component: repository internals (hooks, config with credentials, objects that
+///   may contain deleted secrets); git tools reach them through `git`, not file tools.
+pub fn is_secret_path(rel: &Path) -> bool {
+    let names: Vec<String> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_string_lossy().to_lowercase()),
+            _ => None,
+        })
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        if is_secret_name(name) {
+            return true;
+        }
+        let next = names.get(i + 1).map(String::as_str);
+        match (name.as_str(), next) {
+            (".aws", Some("credentials")) | (".docker", Some("config.json")) => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// One lower-cased path component on its own.
+fn is_secret_name(name: &str) -> bool {
+    const EXACT: &[&str] = &[".env", ".git", ".ssh", ".netrc", ".npmrc", ".pypirc", "credentials.json"];
+    const KEY_EXTENSIONS: &[&str] = &[".pem", ".key", ".p12", ".pfx"];
+    const SSH_KEY_PREFIXES: &[&str] = &["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
+    if EXACT.contains(&name) || name.starts_with(".env.") {
+        return true;
+    }
+    if KEY_EXTENSIONS.iter().any(|ext| name.ends_with(ext)) {
+        return true;
+    }
+    SSH_KEY_PREFIXES.iter().any(|p| name.starts_with(p)) && !name.ends_with(".pub")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_paths_table() {
+        let table = [
+            (".env", true),
+            ("sub/.env.local", true),
+            ("SUB/.ENV.LOCAL", true),
+            (".env.prod", true),
+            ("config/.env/anything.txt", true),
+            ("certs/server.pem", true),
+            ("certs/SERVER.KEY", true),
+            ("store.p12", true),
+            ("store.pfx", true),
+            ("keys/id_ed25519", true),
+            ("keys/id_rsa", true),
+            ("keys/id_rsa_backup", true),
+            ("keys/id_ecdsa", true),
+            ("keys/id_dsa", true),
+            ("keys/id_ed25519.pub", false),
+            ("keys/id_rsa.pub", false),
+            ("home/.ssh/config", true),
+            (".ssh", true),
+            (".aws/credentials", true),
+            (".aws/config", false),
+            (".netrc", true),
+            (".npmrc", true),
+            (".pypirc", true),
+            ("gcp/credentials.json", true),
+            (".docker/config.json", true),
+            ("docker/config.json", false),
+            (".git", true),
+            (".git/config", true),
+            ("vendor/lib/.git/HEAD", true),
+            (".gitignore", false),
+            (".github/workflows/ci.yml", false),
+            ("src/env.rs", false),
+            ("src/keyboard.rs", false),
+            ("environment.md", false),
+            ("README.md", false),
+            ("", false),
+        ];
+        for (path, expected) in table {
+            assert_eq!(is_secret_path(Path::new(path)), expected, "{path}");
+        }
+    }
+}

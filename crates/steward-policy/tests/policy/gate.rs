@@ -1,0 +1,203 @@
+use std::fs;
+
+use serde_json::{Value, json};
+use steward_policy::{Policy, PolicyConfig, PolicyError, Workspace};
+use steward_protocol::{DecisionKind, RiskLevel, ToolCall, ToolSpec};
+
+fn spec(name: &str, risk: RiskLevel, writes: bool) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path"],
+            "additionalProperties": false
+        }),
+        risk,
+        writes,
+        path_inputs: vec!["path".into()],
+    }
+}
+
+fn call(name: &str, args: Value) -> ToolCall {
+    ToolCall { id: "call_1".into(), name: name.into(), arguments: args }
+}
+
+fn workspace() -> (tempfile::TempDir, Workspace) {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("docs")).unwrap();
+    fs::create_dir_all(dir.path().join("src/deep")).unwrap();
+    fs::write(dir.path().join("docs/a.md"), "x").unwrap();
+    fs::write(dir.path().join("src/lib.rs"), "x").unwrap();
+    fs::write(dir.path().join(".env"), "K=v").unwrap();
+    let ws = Workspace::open(dir.path(), &["vault/".to_string()]).unwrap();
+    (dir, ws)
+}
+
+fn config(toml_text: &str) -> PolicyConfig {
+    #[derive(serde::Deserialize)]
+    struct Root {
+        policy: PolicyConfig,
+    }
+    toml::from_str::<Root>(toml_text).unwrap().policy
+}
+
+const CONFIG: &str = r#"
+[policy]
+allowed_actions = ["git_*", "edit"]
+blocked_actions = ["delete"]
+
+[[policy.rule]]
+name = "docs-edit"
+tool = "create"
+path = ["docs/**"]
+decision = "allow"
+
+[[policy.rule]]
+name = "src-ask"
+tool = "*"
+path = ["src/*.rs"]
+decision = "ask"
+
+[[policy.rule]]
+name = "no-lockfiles"
+tool = "*"
+path = ["**/Cargo.lock"]
+decision = "deny"
+
+[[policy.rule]]
+name = "edit-docs-ask"
+tool = "edit"
+path = ["docs/**"]
+decision = "ask"
+"#;
+
+/// (spec, called name, arguments, expected decision, expected rule, expected risk)
+type Row<'a> = (Option<&'a ToolSpec>, &'a str, Value, DecisionKind, &'a str, f64);
+
+#[test]
+fn decision_table() {
+    let (_dir, ws) = workspace();
+    let policy = Policy::new(&config(CONFIG)).unwrap();
+    let read = spec("read", RiskLevel::Low, false);
+    let list = spec("list", RiskLevel::Safe, false);
+    let create = spec("create", RiskLevel::Medium, true);
+    let edit = spec("edit", RiskLevel::Medium, true);
+    let delete = spec("delete", RiskLevel::High, true);
+    let shell = spec("shell_command", RiskLevel::High, false);
+    let nuke = spec("nuke", RiskLevel::Dangerous, true);
+    let git = spec("git_status", RiskLevel::Safe, false);
+    let table: Vec<Row<'_>> = vec![
+        (None, "frobnicate", json!({}), DecisionKind::Deny, "unknown_tool", 1.0),
+        (Some(&read), "read", json!("src/lib.rs"), DecisionKind::Deny, "invalid_arguments", 0.2),
+        (Some(&read), "read", json!({}), DecisionKind::Deny, "invalid_arguments", 0.2),
+        (Some(&read), "read", json!({"path": 3}), DecisionKind::Deny, "invalid_arguments", 0.2),
+        (Some(&read), "read", json!({"path": "a", "extra": 1}), DecisionKind::Deny, "invalid_arguments", 0.2),
+        (Some(&read), "read", json!({"path": "../x"}), DecisionKind::Deny, "workspace_boundary", 0.2),
+        (Some(&read), "read", json!({"path": ".env"}), DecisionKind::Deny, "secret_path", 0.2),
+        (Some(&create), "create", json!({"path": "vault/k.txt"}), DecisionKind::Deny, "deny_path", 0.6),
+        (Some(&read), "read", json!({"path": "src/lib.rs"}), DecisionKind::Ask, "src-ask", 0.2),
+        (Some(&read), "read", json!({"path": "src/deep/x.rs"}), DecisionKind::Allow, "default:low", 0.2),
+        (Some(&list), "list", json!({"path": "docs"}), DecisionKind::Allow, "default:safe", 0.0),
+        (Some(&create), "create", json!({"path": "docs/new.md"}), DecisionKind::Allow, "docs-edit", 0.6),
+        (Some(&create), "create", json!({"path": "notes.md"}), DecisionKind::Ask, "default:medium", 0.6),
+        (Some(&create), "create", json!({"path": "docs/Cargo.lock"}), DecisionKind::Deny, "no-lockfiles", 0.6),
+        (Some(&edit), "edit", json!({"path": "docs/a.md"}), DecisionKind::Ask, "edit-docs-ask", 0.6),
+        (Some(&edit), "edit", json!({"path": "README.md"}), DecisionKind::Allow, "allowed_actions", 0.6),
+        (Some(&delete), "delete", json!({"path": "docs/a.md"}), DecisionKind::Deny, "blocked_actions", 0.9),
+        (Some(&shell), "shell_command", json!({"path": "README.md"}), DecisionKind::Ask, "default:high", 0.8),
+        (Some(&nuke), "nuke", json!({"path": "README.md"}), DecisionKind::Ask, "default:dangerous", 1.0),
+        (Some(&git), "git_status", json!({"path": "."}), DecisionKind::Allow, "allowed_actions", 0.0),
+    ];
+    for (spec, name, args, kind, rule, risk) in table {
+        let d = policy.decide(spec, &call(name, args.clone()), &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (kind, rule), "{name} {args}: {:?}", d.reasons);
+        assert!((d.risk - risk).abs() < 1e-9, "{name} {args}: risk {}", d.risk);
+        assert!(!d.reason().is_empty());
+    }
+}
+
+#[test]
+fn validation_message_names_the_problem() {
+    let (_dir, ws) = workspace();
+    let policy = Policy::new(&PolicyConfig::default()).unwrap();
+    let d = policy.decide(Some(&spec("read", RiskLevel::Low, false)), &call("read", json!({})), &ws);
+    assert!(d.reason().contains("path"), "{}", d.reason());
+    let d = policy.decide(None, &call("frobnicate", json!({})), &ws);
+    assert!(d.reason().contains("frobnicate"));
+}
+
+#[test]
+fn configured_default_applies_after_rules() {
+    let (_dir, ws) = workspace();
+    let mut cfg = PolicyConfig { default: Some(DecisionKind::Deny), ..PolicyConfig::default() };
+    cfg.allowed_actions = vec!["read".into()];
+    let policy = Policy::new(&cfg).unwrap();
+    let read = spec("read", RiskLevel::Low, false);
+    let list = spec("list", RiskLevel::Safe, false);
+    let d = policy.decide(Some(&read), &call("read", json!({"path": "docs/a.md"})), &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (DecisionKind::Allow, "allowed_actions"));
+    let d = policy.decide(Some(&list), &call("list", json!({"path": "docs"})), &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (DecisionKind::Deny, "default"));
+}
+
+#[test]
+fn path_rules_need_a_path_and_tools_without_paths_skip_them() {
+    let (_dir, ws) = workspace();
+    let policy = Policy::new(&config(CONFIG)).unwrap();
+    let mut optional = spec("create", RiskLevel::Medium, true);
+    optional.input_schema = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+    // No path given: the path-restricted allow rule must not apply.
+    let d = policy.decide(Some(&optional), &call("create", json!({})), &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (DecisionKind::Ask, "default:medium"));
+}
+
+#[test]
+fn array_path_inputs_are_each_checked() {
+    let (_dir, ws) = workspace();
+    let policy = Policy::new(&PolicyConfig::default()).unwrap();
+    let mut multi = spec("cat", RiskLevel::Low, false);
+    multi.input_schema =
+        json!({"type": "object", "properties": {"path": {"type": "array", "items": {"type": "string"}}}});
+    let d = policy.decide(Some(&multi), &call("cat", json!({"path": ["docs/a.md", ".env"]})), &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (DecisionKind::Deny, "secret_path"));
+    let d = policy.decide(Some(&multi), &call("cat", json!({"path": ["docs/a.md", "src/lib.rs"]})), &ws);
+    assert_eq!(d.decision, DecisionKind::Allow);
+}
+
+#[test]
+fn bad_globs_name_the_rule() {
+    let cfg = config(
+        r#"
+[policy]
+[[policy.rule]]
+name = "broken"
+tool = "read"
+path = ["src/[a"]
+decision = "allow"
+"#,
+    );
+    match Policy::new(&cfg) {
+        Err(PolicyError::BadGlob { rule, glob, .. }) => {
+            assert_eq!(rule, "broken");
+            assert_eq!(glob, "src/[a");
+        }
+        other => panic!("expected a bad glob error, got {other:?}"),
+    }
+    let cfg = PolicyConfig { blocked_actions: vec!["{".into()], ..PolicyConfig::default() };
+    assert!(Policy::new(&cfg).unwrap_err().to_string().contains("blocked_actions"));
+}
+
+#[test]
+fn unknown_config_fields_are_refused() {
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Root {
+        policy: PolicyConfig,
+    }
+    assert!(toml::from_str::<Root>("[policy]\nallow = [\"x\"]\n").is_err());
+    assert!(
+        toml::from_str::<Root>("[policy]\n[[policy.rule]]\nname='a'\ntool='b'\ndecision='allow'\nwhen='x'\n").is_err()
+    );
+}

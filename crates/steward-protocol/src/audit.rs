@@ -1,0 +1,103 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Timestamp;
+
+/// Outcome of an audited decision or execution (SPEC C6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditOutcome {
+    /// The gate allowed the call, or the owner approved it; execution follows.
+    Approved,
+    /// The gate or the owner refused the call.
+    Blocked,
+    /// The gate asked a human.
+    Escalated,
+    /// The call ran and succeeded.
+    Completed,
+    /// The call ran and failed.
+    Failed,
+    /// The call was approved but no outcome was recorded (the process died); never re-run
+    /// automatically.
+    Unknown,
+}
+
+impl AuditOutcome {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditOutcome::Approved => "approved",
+            AuditOutcome::Blocked => "blocked",
+            AuditOutcome::Escalated => "escalated",
+            AuditOutcome::Completed => "completed",
+            AuditOutcome::Failed => "failed",
+            AuditOutcome::Unknown => "unknown",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "approved" => Self::Approved,
+            "blocked" => Self::Blocked,
+            "escalated" => Self::Escalated,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            "unknown" => Self::Unknown,
+            _ => return None,
+        })
+    }
+}
+
+/// What a caller submits to the audit log; the store adds the sequence number, id, time and
+/// hash chain to make an [`AuditRecord`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// Who acted (`steward`, an owner id for human decisions).
+    pub agent: String,
+    /// The run.
+    pub run_id: String,
+    /// The tool call id, empty when none.
+    pub call_id: String,
+    /// The action (tool name).
+    pub action: String,
+    /// Redacted input.
+    pub input: Value,
+    /// The rule that decided.
+    pub policy: String,
+    /// Risk score in `[0, 1]`.
+    pub risk: f64,
+    /// Outcome.
+    pub outcome: AuditOutcome,
+    /// Latency in ms (execution time for completed/failed, 0 otherwise).
+    pub latency_ms: u64,
+    /// Sandbox profile and id, empty when none.
+    pub sandbox: String,
+    /// Approval id, empty when none.
+    pub approval_id: String,
+    /// Rollback token, empty when none.
+    pub rollback_token: String,
+    /// Free-text detail (redacted error, reason).
+    pub detail: String,
+}
+
+/// One append-only audit record, hash-chained to its predecessor.
+///
+/// `hash = sha256(prev_hash || canonical JSON of every other field)` as lowercase hex; the
+/// first record's `prev_hash` is 64 zeros.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// 1-based position in the chain.
+    pub seq: u64,
+    /// `aud_…`
+    pub id: String,
+    /// When it was appended.
+    pub at: Timestamp,
+    /// The entry.
+    #[serde(flatten)]
+    pub entry: AuditEntry,
+    /// Hash of the previous record.
+    pub prev_hash: String,
+    /// Hash of this record.
+    pub hash: String,
+}

@@ -1,0 +1,63 @@
+use serde::{Deserialize, Serialize};
+
+/// Error classes shared by providers, tools, the loop and stores (SPEC P5, R3, E).
+///
+/// Serialised in snake_case (`missing_api_key`, `provider_unreachable`, …); these strings are
+/// part of the JSON event interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// A provider needs an API key and its environment variable is unset or empty.
+    MissingApiKey,
+    /// The provider could not be reached (connection refused, DNS, TLS).
+    ProviderUnreachable,
+    /// The provider answered 429 after every retry.
+    RateLimited,
+    /// The provider answered with an error status or a body that is not a valid reply.
+    ProviderError,
+    /// The provider's stream ended before the reply was complete.
+    StreamInterrupted,
+    /// A model proposed a tool call that is unknown, malformed or truncated.
+    InvalidToolCall,
+    /// A tool ran and failed.
+    ToolFailed,
+    /// A time limit ran out.
+    Timeout,
+    /// The run was cancelled.
+    Cancelled,
+    /// The configuration is invalid.
+    Config,
+    /// Persistence failed.
+    Storage,
+    /// An MCP server could not be used.
+    McpUnavailable,
+    /// Anything else.
+    Internal,
+}
+
+impl ErrorClass {
+    /// The wire name (`missing_api_key`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::MissingApiKey => "missing_api_key",
+            ErrorClass::ProviderUnreachable => "provider_unreachable",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::ProviderError => "provider_error",
+            ErrorClass::StreamInterrupted => "stream_interrupted",
+            ErrorClass::InvalidToolCall => "invalid_tool_call",
+            ErrorClass::ToolFailed => "tool_failed",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Cancelled => "cancelled",
+            ErrorClass::Config => "config",
+            ErrorClass::Storage => "storage",
+            ErrorClass::McpUnavailable => "mcp_unavailable",
+            ErrorClass::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,328 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{ErrorClass, Timestamp, Usage};
+
+/// Why a run stopped (SPEC A1). Serialised in snake_case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The planner gave a final answer.
+    Answered,
+    /// `max_rounds` rounds with tool calls were used up.
+    MaxRounds,
+    /// `max_tool_calls_per_run` was reached.
+    MaxToolCalls,
+    /// `max_total_runtime_ms` ran out.
+    Timeout,
+    /// The run was cancelled.
+    Cancelled,
+    /// The run failed (see the error class).
+    Failed,
+}
+
+impl StopReason {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Answered => "answered",
+            StopReason::MaxRounds => "max_rounds",
+            StopReason::MaxToolCalls => "max_tool_calls",
+            StopReason::Timeout => "timeout",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Failed => "failed",
+        }
+    }
+}
+
+/// One event of a run, as published and persisted (SPEC R2).
+///
+/// JSON shape: `{"event": "<name>", "run_id": "run_…", "seq": 3, "at": "<RFC 3339>", …fields}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The run.
+    pub run_id: String,
+    /// 1-based sequence number within the run; strictly increasing.
+    pub seq: u64,
+    /// When it happened (UTC).
+    pub at: Timestamp,
+    /// The event name and its fields.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Event names and fields (SPEC R2). Tagged by `event` in snake_case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A run began.
+    RunStarted {
+        /// The task text, redacted.
+        task: String,
+        /// Owner id (`local:<user>` for the CLI).
+        owner_id: String,
+        /// `classic` or `model`.
+        planner: String,
+        /// Provider name, empty for the classic planner.
+        provider: String,
+        /// Model id, empty for the classic planner.
+        model: String,
+        /// Canonical workspace path.
+        workspace: String,
+    },
+    /// A stage (a planner round) began.
+    StageStarted {
+        /// Stage name (`planner`).
+        stage: String,
+        /// Round number, 1-based.
+        round: u32,
+    },
+    /// Streamed text of a stage.
+    StageChunk {
+        /// Stage name.
+        stage: String,
+        /// The new text, redacted.
+        text: String,
+    },
+    /// A stage finished.
+    StageCompleted {
+        /// Stage name.
+        stage: String,
+        /// Round number.
+        round: u32,
+        /// Duration in ms.
+        duration_ms: u64,
+        /// Tokens used by this planner call.
+        usage: Usage,
+        /// Number of tool calls proposed.
+        tool_calls: u32,
+    },
+    /// A stage failed.
+    StageFailed {
+        /// Stage name.
+        stage: String,
+        /// Round number.
+        round: u32,
+        /// Duration in ms.
+        duration_ms: u64,
+        /// Redacted error message.
+        error: String,
+        /// Error class.
+        class: ErrorClass,
+    },
+    /// A planner proposed a tool call.
+    ToolRequested {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments, redacted.
+        arguments: Value,
+    },
+    /// The gate refused a tool call (or it was invalid).
+    ToolDenied {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Deciding rule.
+        rule: String,
+        /// Risk score.
+        risk: f64,
+        /// Why.
+        reason: String,
+    },
+    /// The gate asks the owner.
+    ToolApprovalRequired {
+        /// Approval id.
+        approval_id: String,
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments, redacted.
+        arguments: Value,
+        /// Deciding rule.
+        rule: String,
+        /// Risk score.
+        risk: f64,
+        /// Why it asks.
+        reason: String,
+        /// Effect preview (diff), redacted.
+        preview: String,
+        /// Expiry (RFC 3339).
+        expires_at: Timestamp,
+    },
+    /// The owner approved.
+    ToolApproved {
+        /// Approval id.
+        approval_id: String,
+        /// Call id.
+        call_id: String,
+        /// Who decided.
+        decided_by: String,
+    },
+    /// The owner (or the lack of one) rejected.
+    ToolRejected {
+        /// Approval id.
+        approval_id: String,
+        /// Call id.
+        call_id: String,
+        /// Why (`rejected by owner`, `no_approver`, …).
+        reason: String,
+    },
+    /// An approval expired without a decision.
+    ToolApprovalExpired {
+        /// Approval id.
+        approval_id: String,
+        /// Call id.
+        call_id: String,
+    },
+    /// A tool began executing.
+    ToolStarted {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+    },
+    /// A tool finished.
+    ToolCompleted {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Duration in ms.
+        duration_ms: u64,
+        /// Characters of output (before capping).
+        output_chars: u64,
+        /// Output as shown to the model, redacted and capped.
+        output: String,
+    },
+    /// A tool failed.
+    ToolFailed {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Duration in ms.
+        duration_ms: u64,
+        /// Redacted error.
+        error: String,
+    },
+    /// A change was proposed (diff), not yet applied.
+    PatchProposed {
+        /// Call id.
+        call_id: String,
+        /// Workspace-relative path.
+        path: String,
+        /// Unified diff, redacted.
+        diff: String,
+    },
+    /// A proposed change was written.
+    PatchApplied {
+        /// Call id.
+        call_id: String,
+        /// Workspace-relative path.
+        path: String,
+        /// Token for `steward rollback`.
+        rollback_token: String,
+    },
+    /// The run ended with an answer, or stopped by a limit with what it had.
+    RunCompleted {
+        /// Final text, redacted.
+        #[serde(rename = "final")]
+        final_text: String,
+        /// Why it stopped.
+        stop_reason: StopReason,
+        /// Planner rounds.
+        rounds: u32,
+        /// Tool calls proposed.
+        tool_calls: u32,
+        /// Total tokens.
+        usage: Usage,
+        /// Wall time in ms.
+        duration_ms: u64,
+    },
+    /// The run failed.
+    RunFailed {
+        /// Redacted error.
+        error: String,
+        /// Error class.
+        class: ErrorClass,
+        /// Planner rounds.
+        rounds: u32,
+        /// Wall time in ms.
+        duration_ms: u64,
+    },
+    /// The run was cancelled.
+    RunCancelled {
+        /// Why (`cancelled by user`, …).
+        reason: String,
+        /// Planner rounds.
+        rounds: u32,
+        /// Wall time in ms.
+        duration_ms: u64,
+    },
+}
+
+impl EventKind {
+    /// The event's wire name (`run_started`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::RunStarted { .. } => "run_started",
+            EventKind::StageStarted { .. } => "stage_started",
+            EventKind::StageChunk { .. } => "stage_chunk",
+            EventKind::StageCompleted { .. } => "stage_completed",
+            EventKind::StageFailed { .. } => "stage_failed",
+            EventKind::ToolRequested { .. } => "tool_requested",
+            EventKind::ToolDenied { .. } => "tool_denied",
+            EventKind::ToolApprovalRequired { .. } => "tool_approval_required",
+            EventKind::ToolApproved { .. } => "tool_approved",
+            EventKind::ToolRejected { .. } => "tool_rejected",
+            EventKind::ToolApprovalExpired { .. } => "tool_approval_expired",
+            EventKind::ToolStarted { .. } => "tool_started",
+            EventKind::ToolCompleted { .. } => "tool_completed",
+            EventKind::ToolFailed { .. } => "tool_failed",
+            EventKind::PatchProposed { .. } => "patch_proposed",
+            EventKind::PatchApplied { .. } => "patch_applied",
+            EventKind::RunCompleted { .. } => "run_completed",
+            EventKind::RunFailed { .. } => "run_failed",
+            EventKind::RunCancelled { .. } => "run_cancelled",
+        }
+    }
+
+    /// True for the three events that end a run.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, EventKind::RunCompleted { .. } | EventKind::RunFailed { .. } | EventKind::RunCancelled { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_json_has_flat_name_and_fields() {
+        let ev = Event {
+            run_id: "run_1".into(),
+            seq: 7,
+            at: chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05Z").unwrap().into(),
+            kind: EventKind::RunCompleted {
+                final_text: "done".into(),
+                stop_reason: StopReason::Answered,
+                rounds: 1,
+                tool_calls: 0,
+                usage: Usage::default(),
+                duration_ms: 3,
+            },
+        };
+        let v = serde_json::to_value(&ev).unwrap();
+        assert_eq!(v["event"], "run_completed");
+        assert_eq!(v["final"], "done");
+        assert_eq!(v["stop_reason"], "answered");
+        assert_eq!(v["seq"], 7);
+        assert_eq!(v["at"], "2026-01-02T03:04:05Z");
+        let back: Event = serde_json::from_value(v).unwrap();
+        assert_eq!(back, ev);
+    }
+}

@@ -1,0 +1,203 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Timestamp;
+
+/// A tool's risk level (SPEC T1), from `safe` to `dangerous`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RiskLevel {
+    /// Reads nothing sensitive and changes nothing.
+    Safe,
+    /// Reads workspace content.
+    Low,
+    /// Changes workspace content in a way that can be rolled back.
+    Medium,
+    /// Runs programs or changes things outside easy rollback.
+    High,
+    /// Irreversible or wide-reaching.
+    Dangerous,
+}
+
+impl RiskLevel {
+    /// The base risk score in `[0, 1]` for this level (SPEC C2).
+    pub fn base_score(self) -> f64 {
+        match self {
+            RiskLevel::Safe => 0.0,
+            RiskLevel::Low => 0.2,
+            RiskLevel::Medium => 0.5,
+            RiskLevel::High => 0.8,
+            RiskLevel::Dangerous => 1.0,
+        }
+    }
+
+    /// The wire name (`safe`, `low`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RiskLevel::Safe => "safe",
+            RiskLevel::Low => "low",
+            RiskLevel::Medium => "medium",
+            RiskLevel::High => "high",
+            RiskLevel::Dangerous => "dangerous",
+        }
+    }
+
+    /// Parses a wire name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<RiskLevel> {
+        Some(match name {
+            "safe" => RiskLevel::Safe,
+            "low" => RiskLevel::Low,
+            "medium" => RiskLevel::Medium,
+            "high" => RiskLevel::High,
+            "dangerous" => RiskLevel::Dangerous,
+            _ => return None,
+        })
+    }
+}
+
+/// What a model sees of a tool, plus what the control layer needs to judge it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Registry name, e.g. `read` (`^[a-zA-Z0-9_-]{1,64}$`).
+    pub name: String,
+    /// One or two sentences for the model.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub input_schema: Value,
+    /// Risk level; decides the default policy (reads allow, writes ask).
+    pub risk: RiskLevel,
+    /// True when the tool changes files or state.
+    pub writes: bool,
+    /// Names of arguments that are workspace paths; the gate resolves and checks each one
+    /// (workspace boundary, secret paths, ignore rules) before the tool runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_inputs: Vec<String>,
+}
+
+/// A tool call proposed by a planner, with parsed arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's call id (`call_…`, `toolu_…`), or one Steward made (`tc_…`).
+    pub id: String,
+    /// Tool name as the model wrote it.
+    pub name: String,
+    /// Arguments; always a JSON value that parsed completely.
+    pub arguments: Value,
+}
+
+/// The three decisions of the gate (SPEC C1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    /// Run without asking.
+    Allow,
+    /// Run only after the owner approves.
+    Ask,
+    /// Never run.
+    Deny,
+}
+
+impl DecisionKind {
+    /// The wire name (`allow`, `ask`, `deny`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionKind::Allow => "allow",
+            DecisionKind::Ask => "ask",
+            DecisionKind::Deny => "deny",
+        }
+    }
+}
+
+/// A decision of the control layer with the rule that decided it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// allow / ask / deny. Stricter wins when several rules match (deny > ask > allow).
+    pub decision: DecisionKind,
+    /// Name of the deciding rule: a `[[policy.rule]]` name, `default:<risk>`, or a built-in
+    /// refusal such as `workspace_boundary`, `secret_path`, `unknown_tool`, `no_approver`.
+    pub rule: String,
+    /// Risk score in `[0, 1]`.
+    pub risk: f64,
+    /// Human-readable reasons, shown to the user and the model.
+    pub reasons: Vec<String>,
+}
+
+impl Decision {
+    /// A decision with one reason.
+    pub fn new(decision: DecisionKind, rule: impl Into<String>, risk: f64, reason: impl Into<String>) -> Self {
+        Decision { decision, rule: rule.into(), risk, reasons: vec![reason.into()] }
+    }
+
+    /// All reasons joined with `; `.
+    pub fn reason(&self) -> String {
+        self.reasons.join("; ")
+    }
+}
+
+/// Status of an approval request (SPEC C4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for the owner.
+    Pending,
+    /// The owner approved before expiry.
+    Approved,
+    /// The owner denied, or nobody could answer.
+    Denied,
+    /// Expired before a decision, or the run ended.
+    Expired,
+}
+
+impl ApprovalStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Denied => "denied",
+            ApprovalStatus::Expired => "expired",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "pending" => Self::Pending,
+            "approved" => Self::Approved,
+            "denied" => Self::Denied,
+            "expired" => Self::Expired,
+            _ => return None,
+        })
+    }
+}
+
+/// A request for a human decision on one tool call (SPEC C4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// `apr_…`
+    pub id: String,
+    /// The run the call belongs to.
+    pub run_id: String,
+    /// Only this owner may decide.
+    pub owner_id: String,
+    /// The tool call awaiting a decision.
+    pub call_id: String,
+    /// Tool name.
+    pub tool: String,
+    /// Arguments, redacted.
+    pub arguments: Value,
+    /// Why the gate asks.
+    pub reason: String,
+    /// The deciding rule.
+    pub rule: String,
+    /// Risk score in `[0, 1]`.
+    pub risk: f64,
+    /// A preview of the effect (for example a diff), redacted; empty when none.
+    pub preview: String,
+    /// When the request was made.
+    pub created_at: Timestamp,
+    /// After this instant the request can no longer be approved.
+    pub expires_at: Timestamp,
+    /// Current status.
+    pub status: ApprovalStatus,
+}

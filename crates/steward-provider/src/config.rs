@@ -1,0 +1,307 @@
+//! Provider configuration, presets and construction (SPEC P2, P5, P9).
+//!
+//! TOML shape (one `[providers.NAME]` table per provider; the loader lives elsewhere):
+//!
+//! ```toml
+//! [providers.grok]
+//! kind = "openai"                       # "openai" | "anthropic" | "fake"
+//! base_url = "https://api.x.ai/v1"
+//! api_key_env = ["XAI_API_KEY", "GROK_API_KEY"]   # or one name; tried in order
+//! default_model = "grok-4"
+//! ```
+//!
+//! Keys are read only through the `env` function given to [`build_provider`], sent only in
+//! headers (`Authorization: Bearer …` or `x-api-key`), and never shown in messages or `Debug`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use steward_protocol::ErrorClass;
+
+use crate::anthropic::AnthropicProvider;
+use crate::fake::FakeProvider;
+use crate::http::{ApiKey, HttpCore, build_client};
+use crate::openai::OpenAiProvider;
+use crate::retry::{DEFAULT_BACKOFF_MS, DEFAULT_TRIES, RetryPolicy};
+use crate::{Provider, ProviderError};
+
+/// Which wire protocol a provider speaks.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions.
+    Openai,
+    /// Anthropic Messages API.
+    Anthropic,
+    /// The scripted fake provider.
+    Fake,
+}
+
+/// One environment variable name, or several tried in order.
+#[derive(Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum ApiKeyEnv {
+    /// `api_key_env = "OPENAI_API_KEY"`
+    One(String),
+    /// `api_key_env = ["XAI_API_KEY", "GROK_API_KEY"]`
+    Many(Vec<String>),
+}
+
+impl ApiKeyEnv {
+    /// The names in order.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            ApiKeyEnv::One(n) => vec![n.clone()],
+            ApiKeyEnv::Many(ns) => ns.clone(),
+        }
+    }
+}
+
+/// Settings of one provider. Unknown fields are rejected.
+#[derive(Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Wire protocol.
+    pub kind: ProviderKind,
+    /// Endpoint root, e.g. `https://api.openai.com/v1` (OpenAI-compatible: the path before
+    /// `/chat/completions`) or `https://api.anthropic.com` (Anthropic: before `/v1/messages`).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Environment variable(s) holding the key, tried in order; the first non-empty one wins.
+    #[serde(default)]
+    pub api_key_env: Option<ApiKeyEnv>,
+    /// Whether a missing key is an error; defaults to true when `api_key_env` is set.
+    #[serde(default)]
+    pub api_key_required: Option<bool>,
+    /// Model used when a request names none.
+    #[serde(default)]
+    pub default_model: Option<String>,
+    /// Default tool choice: `auto`, `none`, `required` or a tool name.
+    #[serde(default)]
+    pub tool_choice: Option<String>,
+    /// Stream replies over SSE (default true).
+    #[serde(default = "yes")]
+    pub stream: bool,
+    /// Recover tool calls written as text (SPEC P8; default true).
+    #[serde(default = "yes")]
+    pub text_tool_calls: bool,
+    /// Scenario file of the fake provider (TOML or JSON, by extension).
+    #[serde(default)]
+    pub scenario: Option<PathBuf>,
+    /// Output token limit when a request sets none (Anthropic requires one: default 4096).
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Connect timeout and longest silence while reading a reply, in ms (default: none).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Tries in total for a model call, first included (default 3).
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    /// Base of the exponential backoff between tries, in ms (default 500).
+    #[serde(default)]
+    pub retry_backoff_ms: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl ProviderConfig {
+    /// A config of `kind` with every option at its default.
+    pub fn new(kind: ProviderKind) -> Self {
+        ProviderConfig {
+            kind,
+            base_url: None,
+            api_key_env: None,
+            api_key_required: None,
+            default_model: None,
+            tool_choice: None,
+            stream: true,
+            text_tool_calls: true,
+            scenario: None,
+            max_tokens: None,
+            timeout_ms: None,
+            max_retries: None,
+            retry_backoff_ms: None,
+        }
+    }
+
+    /// Whether a key must be present: `api_key_required`, else true when `api_key_env` is set.
+    pub fn key_required(&self) -> bool {
+        self.api_key_required.unwrap_or(self.api_key_env.is_some())
+    }
+
+    /// The retry policy from `max_retries` and `retry_backoff_ms`.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            tries: self.max_retries.unwrap_or(DEFAULT_TRIES).max(1),
+            backoff: Duration::from_millis(self.retry_backoff_ms.unwrap_or(DEFAULT_BACKOFF_MS)),
+        }
+    }
+}
+
+/// Names of the built-in presets, for listings and `--provider` completion.
+pub const PRESETS: &[&str] = &["openai", "openrouter", "xai", "anthropic", "ollama", "lmstudio", "llamacpp", "fake"];
+
+/// The built-in settings of a preset (see [`PRESETS`]), or `None` for an unknown name.
+///
+/// | preset | base URL | key variable(s) | default model |
+/// |---|---|---|---|
+/// | `openai` | `https://api.openai.com/v1` | `OPENAI_API_KEY` | `gpt-4.1-mini` |
+/// | `openrouter` | `https://openrouter.ai/api/v1` | `OPENROUTER_API_KEY` | `openai/gpt-4.1-mini` |
+/// | `xai` | `https://api.x.ai/v1` | `XAI_API_KEY`, then `GROK_API_KEY` | `grok-4` |
+/// | `anthropic` | `https://api.anthropic.com` | `ANTHROPIC_API_KEY` | `claude-sonnet-4-5` |
+/// | `ollama` | `http://localhost:11434/v1` | `OLLAMA_API_KEY` (optional) | `qwen3:8b` |
+/// | `lmstudio` | `http://localhost:1234/v1` | `LMSTUDIO_API_KEY` (optional) | `local-model` |
+/// | `llamacpp` | `http://localhost:8080/v1` | none | `local-model` |
+/// | `fake` | – | none | `fake` |
+pub fn preset(name: &str) -> Option<ProviderConfig> {
+    let (kind, base, keys, required, model): (ProviderKind, Option<&str>, &[&str], bool, &str) = match name {
+        "openai" => (ProviderKind::Openai, Some("https://api.openai.com/v1"), &["OPENAI_API_KEY"], true, "gpt-4.1-mini"),
+        "openrouter" => (ProviderKind::Openai, Some("https://openrouter.ai/api/v1"), &["OPENROUTER_API_KEY"], true, "openai/gpt-4.1-mini"),
+        "xai" => (ProviderKind::Openai, Some("https://api.x.ai/v1"), &["XAI_API_KEY", "GROK_API_KEY"], true, "grok-4"),
+        "anthropic" => (ProviderKind::Anthropic, Some("https://api.anthropic.com"), &["ANTHROPIC_API_KEY"], true, "claude-sonnet-4-5"),
+        "ollama" => (ProviderKind::Openai, Some("http://localhost:11434/v1"), &["OLLAMA_API_KEY"], false, "qwen3:8b"),
+        "lmstudio" => (ProviderKind::Openai, Some("http://localhost:1234/v1"), &["LMSTUDIO_API_KEY"], false, "local-model"),
+        "llamacpp" => (ProviderKind::Openai, Some("http://localhost:8080/v1"), &[], false, "local-model"),
+        "fake" => (ProviderKind::Fake, None, &[], false, "fake"),
+        _ => return None,
+    };
+    let mut cfg = ProviderConfig::new(kind);
+    cfg.base_url = base.map(str::to_string);
+    cfg.api_key_env = match keys {
+        [] => None,
+        [one] => Some(ApiKeyEnv::One(one.to_string())),
+        many => Some(ApiKeyEnv::Many(many.iter().map(|s| s.to_string()).collect())),
+    };
+    cfg.api_key_required = Some(required);
+    cfg.default_model = Some(model.to_string());
+    Some(cfg)
+}
+
+/// Builds the provider `name` from `cfg`. `env` looks up environment variables (the only
+/// place keys come from).
+///
+/// Errors: `missing_api_key` naming the variable(s) when a required key is unset or empty
+/// (checked before any request); `config` when the base URL is missing or not `http(s)`, or
+/// the fake scenario cannot be read.
+pub fn build_provider(name: &str, cfg: &ProviderConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Provider>, ProviderError> {
+    if cfg.kind == ProviderKind::Fake {
+        let fake = match &cfg.scenario {
+            Some(path) => FakeProvider::from_file(path)?,
+            None => FakeProvider::new(crate::fake::Scenario::default()),
+        };
+        return Ok(Arc::new(fake.named(name).with_text_tool_calls(cfg.text_tool_calls)));
+    }
+    let names = cfg.api_key_env.as_ref().map(ApiKeyEnv::names).unwrap_or_default();
+    let key = names.iter().find_map(|n| env(n).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()));
+    if key.is_none() && cfg.key_required() {
+        let what = match names.as_slice() {
+            [] => "no api_key_env is configured".to_string(),
+            [one] => format!("{one} is not set"),
+            many => format!("none of {} is set", many.join(", ")),
+        };
+        return Err(ProviderError::new(ErrorClass::MissingApiKey, format!("provider '{name}' needs an API key: {what}")));
+    }
+    let base_url = cfg
+        .base_url
+        .as_deref()
+        .or_else(|| match cfg.kind {
+            ProviderKind::Anthropic => Some("https://api.anthropic.com"),
+            _ => None,
+        })
+        .ok_or_else(|| ProviderError::new(ErrorClass::Config, format!("provider '{name}' has no base_url")))?
+        .trim_end_matches('/')
+        .to_string();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(ProviderError::new(
+            ErrorClass::Config,
+            format!("provider '{name}': base_url must start with http:// or https:// (got {})", crate::redact::redact_url(&base_url)),
+        ));
+    }
+    let core = HttpCore {
+        name: name.to_string(),
+        base_url,
+        key: key.map(ApiKey::new),
+        key_env: names,
+        default_model: cfg.default_model.clone().unwrap_or_default(),
+        retry: cfg.retry_policy(),
+        client: build_client(cfg.timeout_ms.map(Duration::from_millis))?,
+    };
+    Ok(match cfg.kind {
+        ProviderKind::Anthropic => Arc::new(AnthropicProvider {
+            core,
+            stream: cfg.stream,
+            recover: cfg.text_tool_calls,
+            tool_choice: cfg.tool_choice.clone(),
+            max_tokens: cfg.max_tokens,
+        }),
+        _ => Arc::new(OpenAiProvider {
+            core,
+            stream: cfg.stream,
+            recover: cfg.text_tool_calls,
+            tool_choice: cfg.tool_choice.clone(),
+            max_tokens: cfg.max_tokens,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn every_preset_exists_and_parses_back() {
+        for name in PRESETS {
+            let cfg = preset(name).unwrap_or_else(|| panic!("{name}"));
+            assert!(cfg.default_model.is_some(), "{name}");
+        }
+        assert!(preset("nope").is_none());
+        assert_eq!(preset("xai").unwrap().api_key_env.unwrap().names(), vec!["XAI_API_KEY", "GROK_API_KEY"]);
+    }
+
+    #[test]
+    fn missing_key_names_the_variables_before_any_request() {
+        let err = build_provider("openai", &preset("openai").unwrap(), &no_env).err().unwrap();
+        assert_eq!(err.class, ErrorClass::MissingApiKey);
+        assert!(err.message.contains("OPENAI_API_KEY"), "{}", err.message);
+
+        let err = build_provider("xai", &preset("xai").unwrap(), &|_| Some("  ".into())).err().unwrap();
+        assert!(err.message.contains("XAI_API_KEY") && err.message.contains("GROK_API_KEY"), "{}", err.message);
+
+        // The second name is used when the first is unset.
+        let p = build_provider("xai", &preset("xai").unwrap(), &|n| (n == "GROK_API_KEY").then(|| "xai-secret-1".into())).unwrap();
+        assert_eq!(p.name(), "xai");
+    }
+
+    #[test]
+    fn local_presets_need_no_key() {
+        for name in ["ollama", "lmstudio", "llamacpp", "fake"] {
+            assert!(build_provider(name, &preset(name).unwrap(), &no_env).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn config_toml_accepts_one_or_many_key_names_and_rejects_unknown_fields() {
+        let cfg: ProviderConfig = toml::from_str("kind = \"openai\"\nbase_url = \"http://x\"\napi_key_env = \"K\"").unwrap();
+        assert!(cfg.key_required() && cfg.stream && cfg.text_tool_calls);
+        let cfg: ProviderConfig = toml::from_str("kind = \"anthropic\"\napi_key_env = [\"A\", \"B\"]\napi_key_required = false").unwrap();
+        assert!(!cfg.key_required());
+        assert!(toml::from_str::<ProviderConfig>("kind = \"openai\"\nbogus = 1").is_err());
+    }
+
+    #[test]
+    fn bad_base_url_is_a_config_error_without_the_key() {
+        let mut cfg = ProviderConfig::new(ProviderKind::Openai);
+        cfg.base_url = Some("ftp://h/?key=abcd1234".into());
+        let err = build_provider("x", &cfg, &no_env).err().unwrap();
+        assert_eq!(err.class, ErrorClass::Config);
+        assert!(!err.message.contains("abcd1234"));
+    }
+}

@@ -1,0 +1,99 @@
+//! Model providers (SPEC P1–P9).
+//!
+//! A [`Provider`] streams a reply to a [`ChatRequest`]: text deltas go to a callback as they
+//! arrive, and the complete [`ChatResponse`] (assembled tool calls, usage, finish reason) is
+//! returned at the end. The whole-reply [`Provider::chat`] is a default built on `stream`.
+//!
+//! Modules, top to bottom:
+//! - [`config`]: [`ProviderConfig`], presets and [`build_provider`];
+//! - `openai` / `anthropic`: the two wire protocols (Chat Completions, Messages API);
+//! - [`fake`]: the scripted provider used by tests and evals;
+//! - `assemble`: streamed tool-call assembly (cases B01, B03);
+//! - [`recover`]: tool calls written as text and `<think>` blocks (SPEC P8, case B04);
+//! - [`retry`]: which failures are retried and how long to wait (SPEC P7);
+//! - [`redact`]: keeping keys out of error messages (case B13).
+#![deny(missing_docs)]
+
+mod anthropic;
+mod assemble;
+pub mod config;
+pub mod fake;
+mod http;
+mod openai;
+pub mod recover;
+pub mod redact;
+mod reply;
+pub mod retry;
+
+use async_trait::async_trait;
+pub use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
+
+pub use config::{build_provider, preset, ApiKeyEnv, ProviderConfig, ProviderKind, PRESETS};
+pub use fake::{FakeProvider, Scenario};
+pub use recover::{recover_text_tool_calls, Recovered};
+
+/// A provider failure with its class (SPEC P5, P7).
+///
+/// `message` never contains an API key or a URL carrying one.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{class}: {message}")]
+pub struct ProviderError {
+    /// Error class, e.g. `missing_api_key`, `rate_limited`, `provider_unreachable`.
+    pub class: ErrorClass,
+    /// What went wrong, readable by a user and a model.
+    pub message: String,
+    /// HTTP status when the server answered with one.
+    pub status: Option<u16>,
+}
+
+impl ProviderError {
+    /// A new error.
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        ProviderError { class, message: message.into(), status: None }
+    }
+
+    /// The same error with an HTTP status attached.
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// True when trying the same request again may succeed (SPEC P7): the provider was
+    /// unreachable or timed out, the stream broke, or the status is 408, 429, 5xx or 529.
+    /// Whether a retry is actually allowed also depends on whether output was already shown.
+    pub fn is_retryable(&self) -> bool {
+        match self.class {
+            ErrorClass::ProviderUnreachable
+            | ErrorClass::StreamInterrupted
+            | ErrorClass::Timeout
+            | ErrorClass::RateLimited => true,
+            ErrorClass::ProviderError => self.status.is_some_and(retry::is_retryable_status),
+            _ => false,
+        }
+    }
+}
+
+/// Callback receiving stream deltas as they arrive.
+pub type DeltaSink<'a> = &'a mut (dyn FnMut(StreamDelta) + Send);
+
+/// A model provider (SPEC P1). Cancelling = dropping the returned future.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// The configured name (`ollama`, `openai`, `fake`, a `[providers.NAME]` name).
+    fn name(&self) -> &str;
+
+    /// The model used when the caller names none.
+    fn default_model(&self) -> &str;
+
+    /// Streams one reply. Deltas are passed to `on_delta` as they arrive; the assembled reply
+    /// is returned when the model has finished.
+    async fn stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError>;
+
+    /// The whole reply at once.
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        self.stream(request, &mut |_| {}).await
+    }
+
+    /// Model ids the provider serves.
+    async fn list_models(&self) -> Result<Vec<String>, ProviderError>;
+}

@@ -1,0 +1,338 @@
+//! OpenAI-compatible Chat Completions (SPEC P2): OpenAI, OpenRouter, xAI, Ollama, LM Studio,
+//! llama.cpp and any server speaking the same wire format.
+//!
+//! Wire format: <https://platform.openai.com/docs/api-reference/chat>. `POST
+//! {base_url}/chat/completions`, streamed as SSE `data:` lines of `chat.completion.chunk`
+//! objects ending with `data: [DONE]`, or one `chat.completion` object when not streaming.
+//! Response types are lenient: unknown fields are ignored, `null`/missing fields default,
+//! `finish_reason: ""` counts as absent, arguments may be a string or an object.
+
+use async_trait::async_trait;
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, Message, Role, ToolChoice, Usage};
+
+use crate::assemble::ToolCallAssembler;
+use crate::http::{Attempt, Failure, HttpCore, body_stream, sse_events, with_retries};
+use crate::reply::ReplyBuilder;
+use crate::{DeltaSink, Provider, ProviderError};
+
+/// A Chat Completions client.
+#[derive(Debug)]
+pub(crate) struct OpenAiProvider {
+    pub core: HttpCore,
+    pub stream: bool,
+    pub recover: bool,
+    pub tool_choice: Option<String>,
+    pub max_tokens: Option<u32>,
+}
+
+/// Renders the request body. `stream` adds `stream_options.include_usage`; `default_choice`
+/// applies when the request's choice is `auto`; tools and tool choice are left out when no
+/// tool is offered.
+pub(crate) fn render_request(request: &ChatRequest, model: &str, stream: bool, default_choice: Option<&str>, default_max_tokens: Option<u32>) -> Value {
+    let mut body = json!({
+        "model": model,
+        "messages": request.messages.iter().map(render_message).collect::<Vec<_>>(),
+        "stream": stream,
+    });
+    if stream {
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}))
+            .collect();
+        let choice = match (&request.tool_choice, default_choice) {
+            (ToolChoice::Auto, Some(d)) => ToolChoice::parse(d),
+            (c, _) => c.clone(),
+        };
+        body["tool_choice"] = match choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
+        };
+    }
+    if let Some(max) = request.max_tokens.or(default_max_tokens) {
+        body["max_tokens"] = json!(max);
+    }
+    if let Some(t) = request.temperature {
+        body["temperature"] = json!(t);
+    }
+    body
+}
+
+fn render_message(m: &Message) -> Value {
+    match m.role {
+        Role::System => json!({"role": "system", "content": m.content}),
+        Role::User => json!({"role": "user", "content": m.content}),
+        Role::Assistant => {
+            let mut v = json!({"role": "assistant", "content": m.content});
+            if !m.tool_calls.is_empty() {
+                if m.content.is_empty() {
+                    v["content"] = Value::Null;
+                }
+                v["tool_calls"] = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}}))
+                    .collect();
+            }
+            v
+        }
+        Role::Tool => json!({"role": "tool", "tool_call_id": m.tool_call_id.clone().unwrap_or_default(), "content": m.content}),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct Choice {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    message: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireToolCall {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<WireFunction>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireFunction {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn usage(&self) -> Usage {
+        Usage { input_tokens: self.prompt_tokens.unwrap_or(0), output_tokens: self.completion_tokens.unwrap_or(0) }
+    }
+}
+
+/// Text of a `content` value: a string, or an array of `{"type":"text","text":…}` parts.
+fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect(),
+        _ => String::new(),
+    }
+}
+
+/// Arguments as text: a string as is, any other JSON value serialised (some servers send an
+/// object).
+fn arguments_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn stream_error(provider: &str, err: &Value) -> ProviderError {
+    let message = err.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| err.to_string());
+    let status = err.get("code").and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok());
+    let e = ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' reported an error in the stream: {message}"));
+    match status {
+        Some(429) => ProviderError { class: ErrorClass::RateLimited, ..e.with_status(429) },
+        Some(s) => e.with_status(s),
+        None => e,
+    }
+}
+
+fn apply(reply: &mut ReplyBuilder, delta: &Delta, sink: DeltaSink<'_>) {
+    if let Some(r) = delta.reasoning_content.as_deref().or(delta.reasoning.as_deref()) {
+        reply.text.push_reasoning(r, sink);
+    }
+    if let Some(c) = &delta.content {
+        reply.text.push_text(&content_text(c), sink);
+    }
+    for (i, tc) in delta.tool_calls.iter().flatten().enumerate() {
+        let f = tc.function.as_ref();
+        let args = f.and_then(|f| f.arguments.as_ref()).map(arguments_text);
+        // A non-streamed message lists calls without indexes: position is the index.
+        let index = tc.index.or(if delta.tool_calls.as_ref().is_some_and(|v| v.len() > 1) { Some(i as u64) } else { None });
+        reply.calls.push(index, tc.id.as_deref(), f.and_then(|f| f.name.as_deref()), args.as_deref(), sink);
+    }
+}
+
+/// Reads a streamed reply from raw body bytes. Ends normally at `data: [DONE]`, or at the end
+/// of the body once a finish reason was received; any other end is `StreamInterrupted`, and
+/// no tool call of that stream is returned.
+pub(crate) async fn read_stream<S, E>(provider: &str, bytes: S, mut reply: ReplyBuilder, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure>
+where
+    S: Stream<Item = Result<bytes::Bytes, E>>,
+    E: std::fmt::Display,
+{
+    let events = sse_events(bytes);
+    futures::pin_mut!(events);
+    let mut done = false;
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(e) => e,
+            Err(cause) => return Err(reply.interrupted(provider, &cause).into()),
+        };
+        let data = event.data.trim();
+        if data.is_empty() {
+            continue;
+        }
+        if data == "[DONE]" {
+            done = true;
+            break;
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
+            ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent an unreadable stream chunk: {e}"))
+        })?;
+        if let Some(err) = &chunk.error {
+            return Err(stream_error(provider, err).into());
+        }
+        if let Some(m) = chunk.model.as_deref().filter(|m| !m.is_empty()) {
+            reply.model = m.to_string();
+        }
+        if let Some(u) = &chunk.usage {
+            reply.usage = u.usage();
+        }
+        for choice in chunk.choices.iter().filter(|c| c.index.unwrap_or(0) == 0) {
+            if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
+                apply(&mut reply, delta, sink);
+            }
+            reply.set_finish(choice.finish_reason.as_deref());
+        }
+    }
+    if !done && reply.finish.is_none() {
+        return Err(reply.interrupted(provider, "no finish_reason and no [DONE]").into());
+    }
+    Ok(reply.finish(sink))
+}
+
+/// Reads a non-streamed `chat.completion` body; the whole text is passed on as one delta.
+pub(crate) fn read_whole(provider: &str, body: &str, mut reply: ReplyBuilder, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure> {
+    let chunk: Chunk = serde_json::from_str(body)
+        .map_err(|e| ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent an unreadable reply: {e}")))?;
+    if let Some(err) = &chunk.error {
+        return Err(stream_error(provider, err).into());
+    }
+    let choice = chunk.choices.iter().find(|c| c.index.unwrap_or(0) == 0).ok_or_else(|| {
+        ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent a reply without choices"))
+    })?;
+    if let Some(m) = chunk.model.as_deref().filter(|m| !m.is_empty()) {
+        reply.model = m.to_string();
+    }
+    if let Some(u) = &chunk.usage {
+        reply.usage = u.usage();
+    }
+    if let Some(message) = choice.message.as_ref().or(choice.delta.as_ref()) {
+        apply(&mut reply, message, sink);
+    }
+    reply.set_finish(choice.finish_reason.as_deref().or(Some("stop")));
+    Ok(reply.finish(sink))
+}
+
+impl OpenAiProvider {
+    fn model<'a>(&'a self, request: &'a ChatRequest) -> &'a str {
+        if request.model.is_empty() { &self.core.default_model } else { &request.model }
+    }
+
+    fn authorised(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.core.key {
+            Some(k) => rb.bearer_auth(k.expose()),
+            None => rb,
+        }
+    }
+}
+
+#[async_trait]
+impl Attempt for OpenAiProvider {
+    fn core(&self) -> &HttpCore {
+        &self.core
+    }
+
+    async fn attempt(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure> {
+        let model = self.model(request).to_string();
+        let body = render_request(request, &model, self.stream, self.tool_choice.as_deref(), self.max_tokens);
+        let rb = self.authorised(self.core.client.post(self.core.url("/chat/completions")).json(&body));
+        let response = self.core.send(rb).await?;
+        let mut req = request.clone();
+        req.model = model;
+        let reply = ReplyBuilder::new(self.recover, &req, ToolCallAssembler::default());
+        let result = if self.stream {
+            read_stream(&self.core.name, body_stream(response), reply, sink).await
+        } else {
+            let text = response.text().await.map_err(|e| Failure::from(self.core.transport_error(&e, true)))?;
+            read_whole(&self.core.name, &text, reply, sink)
+        };
+        result.map_err(|mut f| {
+            f.error.message = self.core.redact(&f.error.message);
+            f
+        })
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        &self.core.name
+    }
+
+    fn default_model(&self) -> &str {
+        &self.core.default_model
+    }
+
+    async fn stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError> {
+        with_retries(self, request, on_delta).await
+    }
+
+    async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        self.core.list_ids(self.authorised(self.core.client.get(self.core.url("/models")))).await
+    }
+}
+
+#[cfg(test)]
+#[path = "openai_tests.rs"]
+mod tests;

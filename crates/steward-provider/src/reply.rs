@@ -1,0 +1,253 @@
+//! Streaming text of one reply: forwards text deltas, holding them back while the text could
+//! still be a tool call written as text or a leading `<think>` block (SPEC P8), and produces
+//! the final text, reasoning and recovered calls.
+
+use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, FinishReason, StreamDelta, ToolCall, Usage};
+
+use crate::assemble::{Ending, ToolCallAssembler};
+use crate::{DeltaSink, ProviderError};
+use crate::recover::{could_be_tool_call_prefix, leading_think, recover_text_tool_calls, split_think};
+
+/// Accumulates text and reasoning deltas of one reply.
+pub(crate) struct TextAccumulator {
+    recover: bool,
+    declared: Vec<String>,
+    text: String,
+    /// Reasoning from dedicated fields (`reasoning_content`, thinking blocks).
+    field_reasoning: String,
+    /// True once the text is known not to be a text tool call: deltas pass straight through.
+    passing: bool,
+    /// How many leading `<think>` blocks were already sent as reasoning deltas.
+    thoughts_sent: usize,
+}
+
+/// Final text, reasoning and recovered calls of a reply.
+pub(crate) struct FinishedText {
+    pub text: String,
+    pub reasoning: String,
+    pub recovered: Vec<ToolCall>,
+}
+
+impl TextAccumulator {
+    /// `recover`: whether text tool calls may be recovered; `declared`: the tool names offered.
+    pub fn new(recover: bool, declared: Vec<String>) -> Self {
+        TextAccumulator {
+            recover,
+            declared,
+            text: String::new(),
+            field_reasoning: String::new(),
+            passing: false,
+            thoughts_sent: 0,
+        }
+    }
+
+    /// A piece of reasoning from a dedicated field.
+    pub fn push_reasoning(&mut self, piece: &str, sink: DeltaSink<'_>) {
+        if piece.is_empty() {
+            return;
+        }
+        self.field_reasoning.push_str(piece);
+        sink(StreamDelta::Reasoning { text: piece.to_string() });
+    }
+
+    /// A piece of assistant text.
+    pub fn push_text(&mut self, piece: &str, sink: DeltaSink<'_>) {
+        if piece.is_empty() {
+            return;
+        }
+        self.text.push_str(piece);
+        if self.passing {
+                sink(StreamDelta::Text { text: piece.to_string() });
+            return;
+        }
+        let (thoughts, rest, think_open) = leading_think(&self.text);
+        for thought in thoughts.iter().skip(self.thoughts_sent) {
+            if !thought.is_empty() {
+                        sink(StreamDelta::Reasoning { text: thought.to_string() });
+            }
+        }
+        self.thoughts_sent = thoughts.len();
+        if think_open || rest.is_empty() || (self.recover && could_be_tool_call_prefix(rest)) {
+            return;
+        }
+        let rest = rest.to_string();
+        self.passing = true;
+        sink(StreamDelta::Text { text: rest });
+    }
+
+    /// Ends the reply: flushes held-back text unless it became tool calls. `allow_recovery`
+    /// is false when the reply already has native tool calls.
+    pub fn finish(self, allow_recovery: bool, sink: DeltaSink<'_>) -> FinishedText {
+        let (text, think, recovered) = if self.recover && allow_recovery {
+            let r = recover_text_tool_calls(&self.text, &self.declared);
+            (r.text, r.reasoning, r.tool_calls)
+        } else {
+            let (text, think) = split_think(&self.text);
+            (text, think, Vec::new())
+        };
+        if !self.passing {
+            let (thoughts, _, _) = leading_think(&self.text);
+            let sent: Vec<&str> = thoughts.iter().take(self.thoughts_sent).copied().filter(|t| !t.is_empty()).collect();
+            let sent = sent.join("\n");
+            let remaining = think.strip_prefix(sent.as_str()).unwrap_or(&think).trim();
+            if !remaining.is_empty() {
+                sink(StreamDelta::Reasoning { text: remaining.to_string() });
+            }
+            if recovered.is_empty() && !text.is_empty() {
+                sink(StreamDelta::Text { text: text.clone() });
+            }
+        }
+        let reasoning = match (self.field_reasoning.is_empty(), think.is_empty()) {
+            (true, _) => think,
+            (false, true) => self.field_reasoning,
+            (false, false) => format!("{}\n{}", self.field_reasoning, think),
+        };
+        FinishedText { text, reasoning, recovered }
+    }
+}
+
+/// Maps a wire finish reason (OpenAI `finish_reason`, Anthropic `stop_reason`).
+pub(crate) fn finish_reason(wire: &str) -> FinishReason {
+    match wire {
+        "stop" | "end_turn" | "stop_sequence" | "eos" => FinishReason::Stop,
+        "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
+        "length" | "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+        "content_filter" | "refusal" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_string()),
+    }
+}
+
+/// Everything received for one reply so far.
+pub(crate) struct ReplyBuilder {
+    pub text: TextAccumulator,
+    pub calls: ToolCallAssembler,
+    pub usage: Usage,
+    pub model: String,
+    /// The wire finish reason, once received.
+    pub finish: Option<String>,
+}
+
+impl ReplyBuilder {
+    /// A builder for a reply to `request`; `recover`: text tool-call recovery on.
+    pub fn new(recover: bool, request: &ChatRequest, calls: ToolCallAssembler) -> Self {
+        let declared = request.tools.iter().map(|t| t.name.clone()).collect();
+        ReplyBuilder { text: TextAccumulator::new(recover, declared), calls, usage: Usage::default(), model: request.model.clone(), finish: None }
+    }
+
+    /// Records a finish reason; empty strings (sent by some servers on every chunk) are ignored.
+    pub fn set_finish(&mut self, reason: Option<&str>) {
+        if let Some(r) = reason.filter(|r| !r.is_empty()) {
+            self.finish = Some(r.to_string());
+        }
+    }
+
+    /// The error for a stream that ended before the reply was complete. Names every tool call
+    /// that was being received; none of them is returned.
+    pub fn interrupted(&self, provider: &str, cause: &str) -> ProviderError {
+        let mut msg = format!("the stream from provider '{provider}' ended before the reply was complete ({cause})");
+        for call in self.calls.interrupted() {
+            msg.push_str("; ");
+            msg.push_str(&call);
+        }
+        ProviderError::new(ErrorClass::StreamInterrupted, msg)
+    }
+
+    /// Ends the reply normally: judges tool calls, recovers text tool calls, flushes text.
+    pub fn finish(self, sink: DeltaSink<'_>) -> ChatResponse {
+        let ending = match self.finish.as_deref() {
+            Some(r @ ("length" | "max_tokens")) => Ending::Length(r),
+            Some(r) => Ending::Finished(r),
+            None => Ending::Finished("none"),
+        };
+        let native = !self.calls.is_empty();
+        let (mut tool_calls, invalid_tool_calls) = self.calls.finish(ending);
+        let text = self.text.finish(!native, sink);
+        let mut finish_reason = self.finish.as_deref().map(finish_reason);
+        if !text.recovered.is_empty() {
+            for call in &text.recovered {
+                sink(StreamDelta::ToolCallStarted { id: call.id.clone(), name: call.name.clone() });
+            }
+            tool_calls = text.recovered;
+            finish_reason = Some(FinishReason::ToolCalls);
+        }
+        ChatResponse {
+            text: text.text,
+            reasoning: text.reasoning,
+            tool_calls,
+            invalid_tool_calls,
+            usage: self.usage,
+            finish_reason,
+            model: self.model,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(recover: bool, pieces: &[&str]) -> (Vec<StreamDelta>, FinishedText, Vec<usize>) {
+        let mut acc = TextAccumulator::new(recover, vec!["get_current_location".to_string()]);
+        let mut deltas = Vec::new();
+        let mut after_each = Vec::new();
+        for p in pieces {
+            acc.push_text(p, &mut |d| deltas.push(d));
+            after_each.push(deltas.len());
+        }
+        let done = acc.finish(true, &mut |d| deltas.push(d));
+        (deltas, done, after_each)
+    }
+
+    fn text(s: &str) -> StreamDelta {
+        StreamDelta::Text { text: s.to_string() }
+    }
+
+    #[test]
+    fn plain_text_flows_immediately() {
+        let (deltas, done, after) = run(true, &["Hello", " world"]);
+        assert_eq!(deltas, vec![text("Hello"), text(" world")]);
+        assert_eq!(after, vec![1, 2]);
+        assert_eq!(done.text, "Hello world");
+    }
+
+    #[test]
+    fn json_prefix_is_held_then_becomes_a_call() {
+        let (deltas, done, after) = run(true, &["{\"name\": \"get_current_", "location\", \"parameters\": {}}"]);
+        assert_eq!(after, vec![0, 0]);
+        assert!(deltas.is_empty());
+        assert_eq!(done.recovered.len(), 1);
+        assert_eq!(done.text, "");
+    }
+
+    #[test]
+    fn held_json_that_is_not_a_call_is_flushed_at_the_end() {
+        let (deltas, done, _) = run(true, &["{\"a\":", " 1}"]);
+        assert_eq!(deltas, vec![text("{\"a\": 1}")]);
+        assert!(done.recovered.is_empty());
+    }
+
+    #[test]
+    fn think_is_reasoning_and_then_text_flows() {
+        let (deltas, done, after) = run(true, &["<thi", "nk>ponder</think>", "\nAnswer", " more"]);
+        assert_eq!(after, vec![0, 1, 2, 3]);
+        assert_eq!(deltas, vec![StreamDelta::Reasoning { text: "ponder".into() }, text("Answer"), text(" more")]);
+        assert_eq!(done.text, "Answer more");
+        assert_eq!(done.reasoning, "ponder");
+    }
+
+    #[test]
+    fn without_recovery_json_flows_as_text() {
+        let (deltas, done, after) = run(false, &["{\"name\": \"get_current_location\", \"parameters\": {}}"]);
+        assert_eq!(after, vec![1]);
+        assert_eq!(deltas.len(), 1);
+        assert!(done.recovered.is_empty());
+    }
+
+    #[test]
+    fn unclosed_think_at_end_is_reasoning() {
+        let (deltas, done, _) = run(true, &["<think>out of tokens"]);
+        assert_eq!(deltas, vec![StreamDelta::Reasoning { text: "out of tokens".into() }]);
+        assert_eq!(done.text, "");
+        assert_eq!(done.reasoning, "out of tokens");
+    }
+}

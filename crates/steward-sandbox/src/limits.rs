@@ -1,0 +1,156 @@
+//! What runs in the child between `fork` and `exec`: rlimits and the network namespace.
+//! Only async-signal-safe calls happen there; everything is prepared in the parent.
+
+use std::ffi::CString;
+use std::io;
+use std::sync::OnceLock;
+
+/// How the network is cut off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NetMode {
+    /// `unshare(CLONE_NEWNET)` (needs `CAP_SYS_ADMIN`).
+    NetOnly,
+    /// `unshare(CLONE_NEWUSER | CLONE_NEWNET)` for unprivileged users.
+    UserAndNet,
+}
+
+impl NetMode {
+    pub(crate) fn profile(self) -> &'static str {
+        match self {
+            NetMode::NetOnly => "netns",
+            NetMode::UserAndNet => "netns+userns",
+        }
+    }
+}
+
+/// Finds out once per process which kind of network namespace this process may create, by
+/// trying both in a forked child. Errors name the OS refusal.
+pub(crate) fn net_mode() -> Result<NetMode, String> {
+    static MODE: OnceLock<Result<NetMode, String>> = OnceLock::new();
+    MODE.get_or_init(|| {
+        let net_err = match probe(libc::CLONE_NEWNET) {
+            Ok(()) => return Ok(NetMode::NetOnly),
+            Err(e) => e,
+        };
+        match probe(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) {
+            Ok(()) => Ok(NetMode::UserAndNet),
+            Err(user_err) => Err(format!(
+                "unshare(CLONE_NEWNET) failed ({net_err}) and unshare(CLONE_NEWUSER|CLONE_NEWNET) failed ({user_err})"
+            )),
+        }
+    })
+    .clone()
+}
+
+/// Forks a child that only calls `unshare(flags)` and exits with 0 on success or the errno.
+fn probe(flags: libc::c_int) -> Result<(), String> {
+    // SAFETY: the child calls only async-signal-safe functions (unshare, _exit) before
+    // exiting, as required after fork in a multi-threaded process.
+    unsafe {
+        let pid = libc::fork();
+        if pid < 0 {
+            return Err(io::Error::last_os_error().to_string());
+        }
+        if pid == 0 {
+            let code = if libc::unshare(flags) == 0 { 0 } else { *libc::__errno_location() };
+            libc::_exit(code.clamp(0, 255));
+        }
+        let mut status: libc::c_int = 0;
+        loop {
+            if libc::waitpid(pid, &mut status, 0) >= 0 {
+                break;
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err.to_string());
+            }
+        }
+        if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+            Ok(())
+        } else if libc::WIFEXITED(status) {
+            Err(io::Error::from_raw_os_error(libc::WEXITSTATUS(status)).to_string())
+        } else {
+            Err("the probe process was killed".into())
+        }
+    }
+}
+
+/// Everything the child does before `exec`, prepared in the parent.
+pub(crate) struct ChildSetup {
+    net: Option<NetMode>,
+    /// `(path, content)` of `/proc/self/{setgroups,uid_map,gid_map}` for a user namespace
+    /// that maps the caller's own ids (so created files keep their owner).
+    id_maps: Vec<(CString, Vec<u8>)>,
+    cpu_seconds: u64,
+    memory_bytes: Option<u64>,
+}
+
+impl ChildSetup {
+    pub(crate) fn new(net: Option<NetMode>, cpu_seconds: u64, memory_bytes: Option<u64>) -> ChildSetup {
+        let mut id_maps = Vec::new();
+        if net == Some(NetMode::UserAndNet) {
+            // SAFETY: getuid/getgid cannot fail.
+            let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+            let entries = [
+                ("/proc/self/setgroups", "deny".to_string()),
+                ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+                ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+            ];
+            for (path, content) in entries {
+                if let Ok(path) = CString::new(path) {
+                    id_maps.push((path, content.into_bytes()));
+                }
+            }
+        }
+        ChildSetup { net, id_maps, cpu_seconds, memory_bytes }
+    }
+
+    /// Runs in the child after `fork`: new network namespace (fails the spawn if refused),
+    /// then `RLIMIT_CORE = 0`, `RLIMIT_CPU`, `RLIMIT_AS`. Async-signal-safe only.
+    pub(crate) fn apply(&self) -> io::Result<()> {
+        if let Some(mode) = self.net {
+            let flags = match mode {
+                NetMode::NetOnly => libc::CLONE_NEWNET,
+                NetMode::UserAndNet => libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
+            };
+            // SAFETY: plain syscall; the child is single-threaded, as CLONE_NEWUSER needs.
+            if unsafe { libc::unshare(flags) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // Empty unless a user namespace was made. Best effort: without a map the child
+            // runs as the overflow uid, which only reduces what it can do.
+            for (path, content) in &self.id_maps {
+                // SAFETY: open/write/close on a valid C string and buffer.
+                unsafe {
+                    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                    if fd >= 0 {
+                        libc::write(fd, content.as_ptr().cast(), content.len());
+                        libc::close(fd);
+                    }
+                }
+            }
+        }
+        set_limit(libc::RLIMIT_CORE, 0)?;
+        set_limit(libc::RLIMIT_CPU, self.cpu_seconds)?;
+        if let Some(bytes) = self.memory_bytes {
+            set_limit(libc::RLIMIT_AS, bytes)?;
+        }
+        Ok(())
+    }
+}
+
+/// Lowers a limit to `value` (soft and hard), never above the current hard limit.
+fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
+    let mut current = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: valid pointer to a local struct.
+    if unsafe { libc::getrlimit(resource, &mut current) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let value = value.min(current.rlim_max);
+    let new = libc::rlimit { rlim_cur: value, rlim_max: value };
+    // SAFETY: valid pointer to a local struct.
+    if unsafe { libc::setrlimit(resource, &new) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,0 +1,281 @@
+//! The audit hash chain: the canonical form that is hashed, and verification of a chain.
+
+use chrono::SecondsFormat;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use steward_protocol::{AuditRecord, Timestamp};
+
+use crate::AuditVerification;
+
+/// `prev_hash` of the first record: 64 zeros.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The one text form of a timestamp used for storage and hashing: RFC 3339 in UTC with exactly
+/// nine fractional digits and a `Z` (`2026-01-02T03:04:05.000000000Z`). Fixed width, so text
+/// order is time order, and lossless for chrono's nanosecond precision.
+pub fn timestamp_text(at: &Timestamp) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Nanos, true)
+}
+
+/// The hash of an audit record, as lowercase hex of SHA-256 (FIPS 180-4).
+///
+/// The `hash` field of `record` is ignored. The hashed bytes are the UTF-8 of `prev_hash`
+/// (64 hex chars) immediately followed by a compact JSON array (RFC 8259) of the other fields
+/// in this fixed order:
+///
+/// `[seq, id, at, agent, run_id, call_id, action, input, policy, risk, outcome, latency_ms,
+///   sandbox, approval_id, rollback_token, detail]`
+///
+/// where `seq` and `latency_ms` are JSON integers, `at` is the string of [`timestamp_text`],
+/// `input` is the JSON value with object keys sorted by their UTF-8 bytes at every depth and no
+/// whitespace, `risk` is serde_json's shortest round-trip form of the `f64` (`null` when not
+/// finite; the store refuses those), `outcome` is its wire name, and the rest are JSON strings.
+/// The record's own `prev_hash` field is not part of the array: the `prev_hash` argument is.
+pub fn audit_hash(prev_hash: &str, record_without_hash: &AuditRecord) -> String {
+    let r = record_without_hash;
+    let e = &r.entry;
+    let fields = [
+        Value::from(r.seq),
+        Value::from(r.id.as_str()),
+        Value::from(timestamp_text(&r.at)),
+        Value::from(e.agent.as_str()),
+        Value::from(e.run_id.as_str()),
+        Value::from(e.call_id.as_str()),
+        Value::from(e.action.as_str()),
+        e.input.clone(),
+        Value::from(e.policy.as_str()),
+        serde_json::Number::from_f64(e.risk).map_or(Value::Null, Value::Number),
+        Value::from(e.outcome.as_str()),
+        Value::from(e.latency_ms),
+        Value::from(e.sandbox.as_str()),
+        Value::from(e.approval_id.as_str()),
+        Value::from(e.rollback_token.as_str()),
+        Value::from(e.detail.as_str()),
+    ];
+    let mut canonical = String::with_capacity(256);
+    write_canonical(&Value::Array(fields.to_vec()), &mut canonical);
+    let mut hasher = Sha256::new();
+    hasher.update(prev_hash.as_bytes());
+    hasher.update(canonical.as_bytes());
+    hex::encode(hasher.finalize())
+}
+
+/// Compact JSON with object keys sorted at every depth, whatever map order serde_json uses.
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(key.as_str()).to_string());
+                out.push(':');
+                write_canonical(item, out);
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// Checks a chain given in stored order (ascending `seq`); reports the first bad record.
+///
+/// For each record, in this order: its hash must recompute (else `reordered` when it would
+/// verify under another `seq`, `removed (gap after seq N)` when it verifies under a later `seq`
+/// and its predecessor is missing, otherwise `changed`); its `seq` must follow the previous one
+/// (else `removed (gap after seq N)`, or `reordered` when the missing `seq` is further on); its `prev_hash` must be the previous record's hash (64
+/// zeros for the first) — else `reordered` when it names another record of the chain, otherwise
+/// `prev_hash mismatch`. Removing the newest records leaves a valid shorter chain; that needs an
+/// external anchor (the last hash) to detect.
+pub fn verify_chain(records: &[AuditRecord]) -> AuditVerification {
+    let max_seq = records.iter().map(|r| r.seq).max().unwrap_or(0);
+    let known_hash = |hash: &str| records.iter().any(|r| r.hash == hash);
+    let mut prev_seq = 0u64;
+    let mut prev_hash = GENESIS_HASH.to_string();
+    for record in records {
+        let broken = |problem: String| AuditVerification::Broken { seq: record.seq, id: record.id.clone(), problem };
+        let gap = format!("removed (gap after seq {prev_seq})");
+        if audit_hash(&record.prev_hash, record) != record.hash {
+            let true_seq = (1..=max_seq.saturating_add(1)).find(|&s| {
+                s != record.seq && {
+                    let moved = AuditRecord { seq: s, ..record.clone() };
+                    audit_hash(&record.prev_hash, &moved) == record.hash
+                }
+            });
+            return broken(match true_seq {
+                Some(s) if s > prev_seq + 1 && record.prev_hash != prev_hash && !known_hash(&record.prev_hash) => gap,
+                Some(_) => "reordered".to_string(),
+                None => "changed".to_string(),
+            });
+        }
+        if record.seq != prev_seq + 1 {
+            let missing_is_elsewhere = records.iter().any(|r| r.seq == prev_seq + 1);
+            return broken(if record.seq > prev_seq + 1 && !missing_is_elsewhere {
+                gap
+            } else {
+                "reordered".to_string()
+            });
+        }
+        if record.prev_hash != prev_hash {
+            let problem = if known_hash(&record.prev_hash) { "reordered" } else { "prev_hash mismatch" };
+            return broken(problem.to_string());
+        }
+        prev_seq = record.seq;
+        prev_hash = record.hash.clone();
+    }
+    AuditVerification::Valid { records: records.len() as u64 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use steward_protocol::{AuditEntry, AuditOutcome};
+
+    fn entry(n: u64) -> AuditEntry {
+        AuditEntry {
+            agent: "steward".into(),
+            run_id: "run_a".into(),
+            call_id: format!("call_{n}"),
+            action: "read".into(),
+            input: json!({"path": "src/lib.rs", "n": n}),
+            policy: "default:low".into(),
+            risk: 0.2,
+            outcome: AuditOutcome::Completed,
+            latency_ms: n,
+            sandbox: String::new(),
+            approval_id: String::new(),
+            rollback_token: String::new(),
+            detail: String::new(),
+        }
+    }
+
+    fn chain(n: u64) -> Vec<AuditRecord> {
+        let at = chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05.123456789Z").unwrap().into();
+        let mut prev = GENESIS_HASH.to_string();
+        (1..=n)
+            .map(|seq| {
+                let mut r = AuditRecord {
+                    seq,
+                    id: format!("aud_{seq}"),
+                    at,
+                    entry: entry(seq),
+                    prev_hash: prev.clone(),
+                    hash: String::new(),
+                };
+                r.hash = audit_hash(&prev, &r);
+                prev = r.hash.clone();
+                r
+            })
+            .collect()
+    }
+
+    fn problem(v: AuditVerification) -> (u64, String) {
+        match v {
+            AuditVerification::Broken { seq, problem, .. } => (seq, problem),
+            AuditVerification::Valid { records } => panic!("expected broken, got valid {records}"),
+        }
+    }
+
+    #[test]
+    fn timestamp_text_is_fixed_width_utc() {
+        let at: Timestamp = chrono::DateTime::parse_from_rfc3339("2026-01-02T04:04:05+01:00").unwrap().into();
+        assert_eq!(timestamp_text(&at), "2026-01-02T03:04:05.000000000Z");
+    }
+
+    #[test]
+    fn hash_is_sha256_hex_and_ignores_key_order_and_hash_field() {
+        let mut a = chain(1).remove(0);
+        assert_eq!(a.hash.len(), 64);
+        assert!(a.hash.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        let mut b = a.clone();
+        b.entry.input = serde_json::from_str(r#"{"n":1,"path":"src/lib.rs"}"#).unwrap();
+        b.hash = "ignored".into();
+        assert_eq!(audit_hash(GENESIS_HASH, &b), a.hash);
+        a.entry.detail = "x".into();
+        assert_ne!(audit_hash(GENESIS_HASH, &a), b.hash);
+        assert_ne!(audit_hash(&"1".repeat(64), &b), audit_hash(GENESIS_HASH, &b));
+    }
+
+    #[test]
+    fn hash_of_a_known_record_is_stable() {
+        // Pins the documented canonical form: changing it breaks every stored chain.
+        let r = chain(1).remove(0);
+        let canonical = r#"[1,"aud_1","2026-01-02T03:04:05.123456789Z","steward","run_a","call_1","read",{"n":1,"path":"src/lib.rs"},"default:low",0.2,"completed",1,"","","",""]"#;
+        let mut hasher = Sha256::new();
+        hasher.update(GENESIS_HASH.as_bytes());
+        hasher.update(canonical.as_bytes());
+        assert_eq!(r.hash, hex::encode(hasher.finalize()));
+    }
+
+    #[test]
+    fn intact_and_empty_chains_are_valid() {
+        assert_eq!(verify_chain(&chain(5)), AuditVerification::Valid { records: 5 });
+        assert_eq!(verify_chain(&[]), AuditVerification::Valid { records: 0 });
+    }
+
+    #[test]
+    fn changed_field_is_detected() {
+        let mut c = chain(5);
+        c[2].entry.outcome = AuditOutcome::Blocked;
+        assert_eq!(problem(verify_chain(&c)), (3, "changed".into()));
+        let mut c = chain(5);
+        c[0].entry.risk = 0.1;
+        assert_eq!(problem(verify_chain(&c)), (1, "changed".into()));
+    }
+
+    #[test]
+    fn removed_record_is_detected() {
+        let mut c = chain(5);
+        c.remove(2);
+        assert_eq!(problem(verify_chain(&c)), (4, "removed (gap after seq 2)".into()));
+        let mut c = chain(5);
+        c.remove(0);
+        assert_eq!(problem(verify_chain(&c)), (2, "removed (gap after seq 0)".into()));
+        // Removed and the later records renumbered to hide the gap.
+        let mut c = chain(5);
+        c.remove(2);
+        for r in &mut c[2..] {
+            r.seq -= 1;
+        }
+        assert_eq!(problem(verify_chain(&c)), (3, "removed (gap after seq 2)".into()));
+    }
+
+    #[test]
+    fn reordered_records_are_detected() {
+        // Seqs swapped, so the stored order changes.
+        let mut c = chain(5);
+        c.swap(1, 2);
+        c[1].seq = 2;
+        c[2].seq = 3;
+        let v = verify_chain(&c);
+        assert_eq!(problem(v.clone()), (2, "reordered".into()));
+        assert!(matches!(v, AuditVerification::Broken { id, .. } if id == "aud_3"));
+        // Rows swapped whole (seq kept with the content).
+        let mut c = chain(5);
+        c.swap(1, 2);
+        assert_eq!(problem(verify_chain(&c)), (3, "reordered".into()));
+    }
+
+    #[test]
+    fn forged_link_is_a_prev_hash_mismatch() {
+        let mut c = chain(4);
+        // Record 3 replaced by a self-consistent forgery: record 4 no longer links to it.
+        c[2].entry.detail = "forged".into();
+        c[2].hash = audit_hash(&c[2].prev_hash, &c[2]);
+        assert_eq!(problem(verify_chain(&c)), (4, "prev_hash mismatch".into()));
+    }
+}

@@ -1,0 +1,98 @@
+//! Persistence for Steward behind the [`Store`] trait: runs, events, approvals and the
+//! hash-chained audit log.
+//!
+//! [`SqliteStore`] is the embedded default (one file, WAL mode, group commit through a single
+//! writer task). Its SQL is kept portable (RFC 3339 `TEXT` timestamps, JSON as `TEXT`) so that a
+//! PostgreSQL backend can implement the same trait.
+#![deny(missing_docs)]
+
+mod chain;
+mod error;
+mod record;
+mod sqlite;
+
+use async_trait::async_trait;
+use rand::Rng;
+use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
+
+pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
+pub use error::StoreError;
+pub use record::{AuditVerification, Durability, RunRecord, RunStatus, StoreOptions};
+pub use sqlite::SqliteStore;
+
+/// A new random id: `prefix` followed by 16 lowercase hex characters (64 random bits from the
+/// thread-local CSPRNG of the `rand` crate), e.g. `new_id("run_")` → `run_3f9a0c1e5b7d2468`.
+pub fn new_id(prefix: &str) -> String {
+    let bits: u64 = rand::rng().random();
+    format!("{prefix}{bits:016x}")
+}
+
+/// Persistence of runs, events, approvals and the audit chain.
+///
+/// Writes are ordered: every write is applied after every write queued before it on the same
+/// store. All methods return [`StoreError`] (class `storage`) on failure.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Stores a new run; fails if the id exists. Returns once committed.
+    async fn insert_run(&self, run: &RunRecord) -> Result<(), StoreError>;
+
+    /// Replaces every field of an existing run (matched by id); [`StoreError::NotFound`] when
+    /// there is none. Returns once committed.
+    async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError>;
+
+    /// The run with exactly this id.
+    async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError>;
+
+    /// At most `limit` runs, newest (`created_at`) first; `limit` 0 gives none.
+    async fn list_runs(&self, limit: u32) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// Every run with this status, oldest first (e.g. `running` ones for crash detection).
+    async fn runs_with_status(&self, status: RunStatus) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// Queues an event; returns once it is ordered after every earlier event of this store
+    /// (not necessarily on disk). A failure to write it (e.g. a duplicate `(run_id, seq)`) is
+    /// reported by the next [`Store::flush`].
+    async fn append_event(&self, event: &Event) -> Result<(), StoreError>;
+
+    /// Events of a run with `seq > after_seq`, in `seq` order; includes every event queued on
+    /// this store before the call.
+    async fn events(&self, run_id: &str, after_seq: u64) -> Result<Vec<Event>, StoreError>;
+
+    /// Inserts an approval request or replaces the one with the same id. Returns once committed.
+    async fn upsert_approval(&self, approval: &ApprovalRequest) -> Result<(), StoreError>;
+
+    /// Approval requests of a run, oldest first.
+    async fn approvals(&self, run_id: &str) -> Result<Vec<ApprovalRequest>, StoreError>;
+
+    /// Appends to the hash chain; returns only when the record is durable (committed with the
+    /// configured durability). `seq`, `prev_hash` and `hash` are computed inside the write
+    /// transaction from the last stored record, so several processes sharing one database
+    /// still build a single chain. Refuses a non-finite `risk` or a `latency_ms` above
+    /// `i64::MAX` ([`StoreError::Invalid`]).
+    async fn append_audit(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError>;
+
+    /// Audit records in chain order, all of them or those of one run.
+    async fn audit_records(&self, run_id: Option<&str>) -> Result<Vec<AuditRecord>, StoreError>;
+
+    /// Recomputes the whole chain; `Valid { records }` or the first bad record (see
+    /// [`verify_chain`] for the problems reported).
+    async fn verify_audit(&self) -> Result<AuditVerification, StoreError>;
+
+    /// Waits until everything queued so far is committed; reports a queued event that failed
+    /// since the last flush ([`StoreError::Deferred`]).
+    async fn flush(&self) -> Result<(), StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_id_has_prefix_and_16_lowercase_hex() {
+        let id = new_id("run_");
+        let rest = id.strip_prefix("run_").unwrap();
+        assert_eq!(rest.len(), 16);
+        assert!(rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        assert_ne!(new_id("run_"), new_id("run_"));
+    }
+}

@@ -1,0 +1,296 @@
+//! The embedded SQLite store.
+//!
+//! One file in WAL mode. Writes go through a single writer task ([`writer`]) with group commit;
+//! reads use a separate pool of connections. Several processes may open the same file: the
+//! writer takes the write lock with `BEGIN IMMEDIATE` (waiting up to [`BUSY_TIMEOUT`]) and reads
+//! the chain head inside that transaction.
+
+mod rows;
+mod writer;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::ConnectOptions;
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
+use tokio::sync::{mpsc, oneshot};
+
+use self::rows::{
+    APPROVAL_COLUMNS, AUDIT_COLUMNS, RUN_COLUMNS, approval_from_row, audit_from_row, event_from_row, run_from_row,
+};
+use self::writer::{Pending, Reply, Shared, Work};
+use crate::{AuditVerification, Durability, RunRecord, RunStatus, Store, StoreError, StoreOptions, verify_chain};
+
+/// How long a connection waits for another one's lock before failing (10 s).
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Read connections per store.
+const READ_POOL_SIZE: u32 = 4;
+
+/// The schema, applied on open (`migrations/sqlite/*.sql`).
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// A [`Store`] in one SQLite file (or in memory). Cheap to clone: clones share the writer.
+///
+/// Dropping the last clone lets the writer finish what is queued and stop; call
+/// [`Store::flush`] before the process exits so queued events are not lost.
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    shared: Arc<Shared>,
+    read: SqlitePool,
+    queue: mpsc::Sender<Pending>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and applies the schema migrations.
+    ///
+    /// A missing parent directory is created with mode 0700 and a new file with mode 0600; an
+    /// existing file readable by others is restricted to 0600 (the database holds run content).
+    /// Sets WAL mode, `synchronous` from `options.durability` and a [`BUSY_TIMEOUT`]. Must be
+    /// called inside a Tokio runtime (it spawns the writer task).
+    ///
+    /// Errors: [`StoreError::Io`] (directory, file or permissions), [`StoreError::Open`],
+    /// [`StoreError::Migrate`].
+    pub async fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
+        let display = path.display().to_string();
+        prepare_file(path).map_err(|source| StoreError::Io { path: display.clone(), source })?;
+        let synchronous = match options.durability {
+            Durability::Full => SqliteSynchronous::Full,
+            Durability::Relaxed => SqliteSynchronous::Normal,
+        };
+        let connect = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(synchronous)
+            .busy_timeout(BUSY_TIMEOUT)
+            .foreign_keys(false)
+            .disable_statement_logging();
+        let write = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(connect.clone())
+            .await
+            .map_err(|source| StoreError::Open { path: display.clone(), source })?;
+        migrate(&write, &display).await?;
+        let read = SqlitePoolOptions::new().max_connections(READ_POOL_SIZE).connect_lazy_with(connect);
+        Ok(Self::start(display, write, read))
+    }
+
+    /// A private database in memory, gone when the last clone is dropped. Reads and writes share
+    /// its single connection.
+    pub async fn open_in_memory() -> Result<Self, StoreError> {
+        let display = ":memory:".to_string();
+        let connect = SqliteConnectOptions::from_str("sqlite::memory:")
+            .map_err(|source| StoreError::Open { path: display.clone(), source })?
+            .foreign_keys(false)
+            .disable_statement_logging();
+        // One connection that never expires: closing it would drop the database.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(connect)
+            .await
+            .map_err(|source| StoreError::Open { path: display.clone(), source })?;
+        migrate(&pool, &display).await?;
+        Ok(Self::start(display, pool.clone(), pool))
+    }
+
+    fn start(path: String, write: SqlitePool, read: SqlitePool) -> Self {
+        let shared = Arc::new(Shared { path, deferred: Mutex::new(None) });
+        let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
+        tokio::spawn(writer::run(write, Arc::clone(&shared), receiver));
+        SqliteStore { shared, read, queue }
+    }
+
+    /// The database path as shown in messages (`:memory:` for an in-memory store).
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    fn db(&self) -> impl Fn(sqlx::Error) -> StoreError + '_ {
+        |source| StoreError::Database { path: self.shared.path.clone(), source }
+    }
+
+    fn closed(&self) -> StoreError {
+        StoreError::Closed { path: self.shared.path.clone() }
+    }
+
+    async fn enqueue(&self, work: Work, reply: Reply) -> Result<(), StoreError> {
+        self.queue.send(Pending { work, reply }).await.map_err(|_| self.closed())
+    }
+
+    /// Queues `work` and waits for its commit.
+    async fn write(&self, work: Work) -> Result<(), StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(work, Reply::Done(tx)).await?;
+        rx.await.map_err(|_| self.closed())?
+    }
+}
+
+/// Creates the parent directory (0700) and the file (0600) before SQLite does, so neither is
+/// ever readable by others; tightens an existing file that is.
+fn prepare_file(path: &Path) -> std::io::Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let mut dir = std::fs::DirBuilder::new();
+        dir.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
+        dir.create(parent)?;
+    }
+    let mut file = std::fs::OpenOptions::new();
+    file.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+    let handle = file.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = handle.metadata()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            handle.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies the migrations. SQLite migrations take no lock, so two processes opening a new
+/// file at once can collide; the loser retries and then finds the schema in place.
+async fn migrate(pool: &SqlitePool, path: &str) -> Result<(), StoreError> {
+    let mut attempt = 0;
+    loop {
+        match MIGRATOR.run(pool).await {
+            Ok(()) => return Ok(()),
+            Err(_) if attempt < 3 => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
+            }
+            Err(source) => return Err(StoreError::Migrate { path: path.to_string(), source }),
+        }
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn insert_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        self.write(Work::InsertRun(Box::new(run.clone()))).await
+    }
+
+    async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        self.write(Work::UpdateRun(Box::new(run.clone()))).await
+    }
+
+    async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(&self.read).await.map_err(self.db())?;
+        row.map(|row| run_from_row(self.path(), &row)).transpose()
+    }
+
+    async fn list_runs(&self, limit: u32) -> Result<Vec<RunRecord>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at DESC, id DESC LIMIT ?");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(i64::from(limit))
+            .fetch_all(&self.read)
+            .await
+            .map_err(self.db())?;
+        rows.iter().map(|row| run_from_row(self.path(), row)).collect()
+    }
+
+    async fn runs_with_status(&self, status: RunStatus) -> Result<Vec<RunRecord>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE status = ? ORDER BY created_at, id");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(status.as_str())
+            .fetch_all(&self.read)
+            .await
+            .map_err(self.db())?;
+        rows.iter().map(|row| run_from_row(self.path(), row)).collect()
+    }
+
+    async fn append_event(&self, event: &Event) -> Result<(), StoreError> {
+        self.enqueue(Work::Event(Box::new(event.clone())), Reply::Nobody).await
+    }
+
+    async fn events(&self, run_id: &str, after_seq: u64) -> Result<Vec<Event>, StoreError> {
+        // Read our own queued events: wait until they are committed.
+        self.write(Work::Barrier).await?;
+        let rows = sqlx::query("SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq")
+            .bind(run_id)
+            .bind(i64::try_from(after_seq).unwrap_or(i64::MAX))
+            .fetch_all(&self.read)
+            .await
+            .map_err(self.db())?;
+        rows.iter().map(|row| event_from_row(self.path(), row)).collect()
+    }
+
+    async fn upsert_approval(&self, approval: &ApprovalRequest) -> Result<(), StoreError> {
+        self.write(Work::Approval(Box::new(approval.clone()))).await
+    }
+
+    async fn approvals(&self, run_id: &str) -> Result<Vec<ApprovalRequest>, StoreError> {
+        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? ORDER BY created_at, id");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(run_id).fetch_all(&self.read).await.map_err(self.db())?;
+        rows.iter().map(|row| approval_from_row(self.path(), row)).collect()
+    }
+
+    async fn append_audit(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(Work::Audit(Box::new(entry)), Reply::Audit(tx)).await?;
+        rx.await.map_err(|_| self.closed())?
+    }
+
+    async fn audit_records(&self, run_id: Option<&str>) -> Result<Vec<AuditRecord>, StoreError> {
+        let rows = match run_id {
+            Some(run_id) => {
+                let sql = format!("SELECT {AUDIT_COLUMNS} FROM audit WHERE run_id = ? ORDER BY seq");
+                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(run_id).fetch_all(&self.read).await
+            }
+            None => {
+                let sql = format!("SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq");
+                sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(&self.read).await
+            }
+        }
+        .map_err(self.db())?;
+        rows.iter().map(|row| audit_from_row(self.path(), row)).collect()
+    }
+
+    async fn verify_audit(&self) -> Result<AuditVerification, StoreError> {
+        let sql = format!("SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(&self.read).await.map_err(self.db())?;
+        let mut records = Vec::with_capacity(rows.len());
+        for row in &rows {
+            match audit_from_row(self.path(), row) {
+                Ok(record) => records.push(record),
+                // A row that no longer decodes was edited: the first such row breaks the chain
+                // unless an earlier record is already bad.
+                Err(_) => {
+                    let seq: i64 = sqlx::Row::try_get(row, "seq").unwrap_or(0);
+                    let id: String = sqlx::Row::try_get(row, "id").unwrap_or_default();
+                    if let broken @ AuditVerification::Broken { .. } = verify_chain(&records) {
+                        return Ok(broken);
+                    }
+                    let seq = u64::try_from(seq).unwrap_or(0);
+                    return Ok(AuditVerification::Broken { seq, id, problem: "changed".into() });
+                }
+            }
+        }
+        Ok(verify_chain(&records))
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.write(Work::Barrier).await?;
+        let deferred = self.shared.deferred.lock().ok().and_then(|mut slot| slot.take());
+        match deferred {
+            Some(message) => Err(StoreError::Deferred { path: self.shared.path.clone(), message }),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! The single writer task: group commit of queued writes.
+//!
+//! Writes arrive over a bounded channel. The task takes the first one, drains whatever else is
+//! already queued (up to [`MAX_BATCH`]), applies them all in ONE `BEGIN IMMEDIATE` transaction,
+//! commits once and then answers every waiter, so concurrent runs share one fsync. When one
+//! write of a batch fails, the batch is rolled back and each write is retried in its own
+//! transaction, so a bad write fails alone.
+
+use std::sync::{Arc, Mutex};
+
+use chrono::Utc;
+use sqlx::pool::PoolConnection;
+use sqlx::{Connection, Sqlite, SqliteConnection, SqlitePool};
+use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
+use tokio::sync::{mpsc, oneshot};
+
+use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, RUN_COLUMNS, finite, to_i64};
+use crate::chain::{GENESIS_HASH, audit_hash, timestamp_text};
+use crate::{RunRecord, StoreError, new_id};
+
+/// Most writes committed in one transaction.
+pub const MAX_BATCH: usize = 256;
+
+/// Capacity of the write queue (writes); senders wait when it is full.
+pub const QUEUE_CAPACITY: usize = 1024;
+
+/// State shared by the store handles and the writer.
+#[derive(Debug)]
+pub struct Shared {
+    /// The database path for messages (`:memory:` for an in-memory store).
+    pub path: String,
+    /// The first failure of a queued event since the last flush.
+    pub deferred: Mutex<Option<String>>,
+}
+
+/// One queued write and who waits for its result.
+pub struct Pending {
+    /// What to write.
+    pub work: Work,
+    /// Who to answer after the commit.
+    pub reply: Reply,
+}
+
+/// What to write.
+pub enum Work {
+    /// `INSERT` a run.
+    InsertRun(Box<RunRecord>),
+    /// `UPDATE` a run by id.
+    UpdateRun(Box<RunRecord>),
+    /// `INSERT` an event.
+    Event(Box<Event>),
+    /// Insert or replace an approval.
+    Approval(Box<ApprovalRequest>),
+    /// Append to the audit chain.
+    Audit(Box<AuditEntry>),
+    /// Nothing: answered once everything queued before it is committed.
+    Barrier,
+}
+
+/// Who waits for a write.
+pub enum Reply {
+    /// Nobody (events): failures go to [`Shared::deferred`].
+    Nobody,
+    /// A caller waiting for the commit.
+    Done(oneshot::Sender<Result<(), StoreError>>),
+    /// A caller waiting for its audit record.
+    Audit(oneshot::Sender<Result<AuditRecord, StoreError>>),
+}
+
+/// What applying one write produced.
+enum Applied {
+    Nothing,
+    Audit(Box<AuditRecord>),
+}
+
+/// Why a batch did not commit.
+enum BatchError {
+    /// Starting or committing the transaction failed: every write of the batch failed.
+    Transaction(StoreError),
+    /// One write failed; the transaction was rolled back.
+    Write(StoreError),
+}
+
+/// Runs until every sender is gone, then returns after answering what was queued.
+pub async fn run(pool: SqlitePool, shared: Arc<Shared>, mut queue: mpsc::Receiver<Pending>) {
+    while let Some(first) = queue.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        process(&pool, &shared, batch).await;
+    }
+}
+
+async fn process(pool: &SqlitePool, shared: &Shared, batch: Vec<Pending>) {
+    if batch.iter().all(|p| matches!(p.work, Work::Barrier)) {
+        for pending in batch {
+            answer(shared, pending.reply, Ok(Applied::Nothing));
+        }
+        return;
+    }
+    let mut conn = match pool.acquire().await {
+        Ok(conn) => conn,
+        Err(source) => {
+            let message = StoreError::Database { path: shared.path.clone(), source }.to_string();
+            fail_all(shared, batch, &message);
+            return;
+        }
+    };
+    let works: Vec<&Work> = batch.iter().map(|p| &p.work).collect();
+    match apply_batch(&mut conn, &shared.path, &works).await {
+        Ok(results) => {
+            for (pending, result) in batch.into_iter().zip(results) {
+                answer(shared, pending.reply, Ok(result));
+            }
+        }
+        Err(BatchError::Transaction(error)) => fail_all(shared, batch, &error.to_string()),
+        Err(BatchError::Write(error)) if batch.len() == 1 => {
+            if let Some(pending) = batch.into_iter().next() {
+                answer(shared, pending.reply, Err(error));
+            }
+        }
+        Err(BatchError::Write(_)) => retry_one_by_one(&mut conn, shared, batch).await,
+    }
+}
+
+async fn retry_one_by_one(conn: &mut PoolConnection<Sqlite>, shared: &Shared, batch: Vec<Pending>) {
+    for pending in batch {
+        let result = match apply_batch(conn, &shared.path, &[&pending.work]).await {
+            Ok(mut results) => Ok(results.pop().unwrap_or(Applied::Nothing)),
+            Err(BatchError::Transaction(error) | BatchError::Write(error)) => Err(error),
+        };
+        answer(shared, pending.reply, result);
+    }
+}
+
+fn fail_all(shared: &Shared, batch: Vec<Pending>, message: &str) {
+    for pending in batch {
+        let error = StoreError::Write { path: shared.path.clone(), message: message.to_string() };
+        answer(shared, pending.reply, Err(error));
+    }
+}
+
+fn answer(shared: &Shared, reply: Reply, result: Result<Applied, StoreError>) {
+    // A waiter that went away (its future was dropped) no longer needs an answer.
+    match reply {
+        Reply::Nobody => {
+            if let Err(error) = result {
+                tracing::warn!(path = %shared.path, error = %error, "a queued event could not be stored");
+                if let Ok(mut slot) = shared.deferred.lock() {
+                    slot.get_or_insert_with(|| error.to_string());
+                }
+            }
+        }
+        Reply::Done(tx) => {
+            let _ = tx.send(result.map(|_| ()));
+        }
+        Reply::Audit(tx) => {
+            let _ = tx.send(result.and_then(|applied| match applied {
+                Applied::Audit(record) => Ok(*record),
+                Applied::Nothing => Err(StoreError::Write {
+                    path: shared.path.clone(),
+                    message: "the audit write produced no record".into(),
+                }),
+            }));
+        }
+    }
+}
+
+/// Applies `works` in one `BEGIN IMMEDIATE` transaction and commits.
+async fn apply_batch(
+    conn: &mut PoolConnection<Sqlite>,
+    path: &str,
+    works: &[&Work],
+) -> Result<Vec<Applied>, BatchError> {
+    let db = |source| StoreError::Database { path: path.to_string(), source };
+    let mut tx = (**conn).begin_with("BEGIN IMMEDIATE").await.map_err(|e| BatchError::Transaction(db(e)))?;
+    // Head of the chain, read inside this transaction on the first audit write: with the
+    // write lock held no other connection can append until the commit.
+    let mut head: Option<(u64, String)> = None;
+    let mut results = Vec::with_capacity(works.len());
+    for work in works {
+        let applied = apply(&mut tx, path, work, &mut head).await.map_err(BatchError::Write)?;
+        results.push(applied);
+    }
+    tx.commit().await.map_err(|e| BatchError::Transaction(db(e)))?;
+    Ok(results)
+}
+
+async fn apply(
+    conn: &mut SqliteConnection,
+    path: &str,
+    work: &Work,
+    head: &mut Option<(u64, String)>,
+) -> Result<Applied, StoreError> {
+    let db = |source| StoreError::Database { path: path.to_string(), source };
+    match work {
+        Work::InsertRun(run) => {
+            let sql = format!(
+                "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            );
+            bind_run(sqlx::query(sqlx::AssertSqlSafe(sql)), path, run)?.execute(&mut *conn).await.map_err(db)?;
+        }
+        Work::UpdateRun(run) => {
+            let sql = "UPDATE runs SET id = ?, owner_id = ?, task = ?, planner = ?, provider = ?, model = ?, \
+                       workspace = ?, status = ?, stop_reason = ?, final_text = ?, error_class = ?, error = ?, \
+                       created_at = ?, finished_at = ?, rounds = ?, tool_calls = ?, input_tokens = ?, \
+                       output_tokens = ?, pid = ? WHERE id = ?";
+            let done = bind_run(sqlx::query(sql), path, run)?.bind(&run.id).execute(&mut *conn).await.map_err(db)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound { path: path.to_string(), what: format!("run {}", run.id) });
+            }
+        }
+        Work::Event(event) => {
+            let body = serde_json::to_string(event).map_err(|e| StoreError::Invalid {
+                path: path.to_string(),
+                what: format!("event is not serialisable ({e})"),
+            })?;
+            sqlx::query("INSERT INTO events (run_id, seq, at, name, body) VALUES (?, ?, ?, ?, ?)")
+                .bind(&event.run_id)
+                .bind(to_i64(path, "event seq", event.seq)?)
+                .bind(timestamp_text(&event.at))
+                .bind(event.kind.name())
+                .bind(body)
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+        }
+        Work::Approval(a) => {
+            let sql = format!(
+                "INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, owner_id = excluded.owner_id, \
+                 call_id = excluded.call_id, tool = excluded.tool, arguments = excluded.arguments, \
+                 reason = excluded.reason, rule = excluded.rule, risk = excluded.risk, \
+                 preview = excluded.preview, created_at = excluded.created_at, \
+                 expires_at = excluded.expires_at, status = excluded.status"
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(&a.id)
+                .bind(&a.run_id)
+                .bind(&a.owner_id)
+                .bind(&a.call_id)
+                .bind(&a.tool)
+                .bind(a.arguments.to_string())
+                .bind(&a.reason)
+                .bind(&a.rule)
+                .bind(finite(path, "approval risk", a.risk)?)
+                .bind(&a.preview)
+                .bind(timestamp_text(&a.created_at))
+                .bind(timestamp_text(&a.expires_at))
+                .bind(a.status.as_str())
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+        }
+        Work::Audit(entry) => return append_audit(conn, path, entry, head).await.map(|r| Applied::Audit(Box::new(r))),
+        Work::Barrier => {}
+    }
+    Ok(Applied::Nothing)
+}
+
+async fn append_audit(
+    conn: &mut SqliteConnection,
+    path: &str,
+    entry: &AuditEntry,
+    head: &mut Option<(u64, String)>,
+) -> Result<AuditRecord, StoreError> {
+    let db = |source| StoreError::Database { path: path.to_string(), source };
+    let risk = finite(path, "audit risk", entry.risk)?;
+    let latency_ms = to_i64(path, "audit latency_ms", entry.latency_ms)?;
+    let (last_seq, prev_hash) = match head.take() {
+        Some(known) => known,
+        None => {
+            let last: Option<(i64, String)> = sqlx::query_as("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db)?;
+            match last {
+                Some((seq, hash)) => (
+                    u64::try_from(seq).map_err(|_| StoreError::Corrupt {
+                        path: path.to_string(),
+                        what: "audit.seq: negative".into(),
+                    })?,
+                    hash,
+                ),
+                None => (0, GENESIS_HASH.to_string()),
+            }
+        }
+    };
+    let mut record = AuditRecord {
+        seq: last_seq + 1,
+        id: new_id("aud_"),
+        at: Utc::now(),
+        entry: entry.clone(),
+        prev_hash,
+        hash: String::new(),
+    };
+    record.hash = audit_hash(&record.prev_hash, &record);
+    let sql =
+        format!("INSERT INTO audit ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(to_i64(path, "audit seq", record.seq)?)
+        .bind(&record.id)
+        .bind(timestamp_text(&record.at))
+        .bind(&entry.agent)
+        .bind(&entry.run_id)
+        .bind(&entry.call_id)
+        .bind(&entry.action)
+        .bind(entry.input.to_string())
+        .bind(&entry.policy)
+        .bind(risk)
+        .bind(entry.outcome.as_str())
+        .bind(latency_ms)
+        .bind(&entry.sandbox)
+        .bind(&entry.approval_id)
+        .bind(&entry.rollback_token)
+        .bind(&entry.detail)
+        .bind(&record.prev_hash)
+        .bind(&record.hash)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    *head = Some((record.seq, record.hash.clone()));
+    Ok(record)
+}
+
+type SqliteQuery<'q> = sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>;
+
+/// Binds the run's fields in [`RUN_COLUMNS`] order.
+fn bind_run<'q>(query: SqliteQuery<'q>, path: &str, run: &'q RunRecord) -> Result<SqliteQuery<'q>, StoreError> {
+    Ok(query
+        .bind(&run.id)
+        .bind(&run.owner_id)
+        .bind(&run.task)
+        .bind(&run.planner)
+        .bind(&run.provider)
+        .bind(&run.model)
+        .bind(&run.workspace)
+        .bind(run.status.as_str())
+        .bind(run.stop_reason.map(|s| s.as_str()))
+        .bind(run.final_text.as_deref())
+        .bind(run.error_class.map(|c| c.as_str()))
+        .bind(run.error.as_deref())
+        .bind(timestamp_text(&run.created_at))
+        .bind(run.finished_at.as_ref().map(timestamp_text))
+        .bind(i64::from(run.rounds))
+        .bind(i64::from(run.tool_calls))
+        .bind(to_i64(path, "run input_tokens", run.input_tokens)?)
+        .bind(to_i64(path, "run output_tokens", run.output_tokens)?)
+        .bind(i64::from(run.pid)))
+}

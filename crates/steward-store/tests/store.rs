@@ -1,0 +1,475 @@
+//! Integration tests of the SQLite store: round trips, the audit chain under concurrency and
+//! tampering, reopening, permissions.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{Duration, Utc};
+use serde_json::json;
+use sqlx::Connection;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use steward_protocol::{
+    ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, ErrorClass, Event, EventKind, StopReason, Timestamp,
+};
+use steward_store::{
+    AuditVerification, Durability, RunRecord, RunStatus, SqliteStore, Store, StoreError, StoreOptions, new_id,
+};
+
+fn db_path(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("state").join("steward.db")
+}
+
+async fn open(path: &Path) -> SqliteStore {
+    SqliteStore::open(path, StoreOptions::default()).await.unwrap()
+}
+
+fn run(id: &str, created_at: Timestamp) -> RunRecord {
+    RunRecord {
+        id: id.into(),
+        owner_id: "local:alice".into(),
+        task: "fix the tests".into(),
+        planner: "model".into(),
+        provider: "openai".into(),
+        model: "gpt-x".into(),
+        workspace: "/work/ws".into(),
+        status: RunStatus::Running,
+        stop_reason: None,
+        final_text: None,
+        error_class: None,
+        error: None,
+        created_at,
+        finished_at: None,
+        rounds: 0,
+        tool_calls: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        pid: 4242,
+    }
+}
+
+fn entry(run_id: &str, n: u64) -> AuditEntry {
+    AuditEntry {
+        agent: "steward".into(),
+        run_id: run_id.into(),
+        call_id: format!("call_{n}"),
+        action: "edit".into(),
+        input: json!({"path": "src/main.rs", "n": n, "nested": {"b": 1, "a": [true, null, 1.5]}}),
+        policy: "default:medium".into(),
+        risk: 0.5,
+        outcome: AuditOutcome::Completed,
+        latency_ms: n,
+        sandbox: "workspace-write".into(),
+        approval_id: String::new(),
+        rollback_token: format!("rb_{n}"),
+        detail: "ok".into(),
+    }
+}
+
+fn event(run_id: &str, seq: u64) -> Event {
+    let kind = match seq % 3 {
+        0 => EventKind::StageChunk { stage: "planner".into(), text: format!("chunk {seq} é漢") },
+        1 => EventKind::ToolRequested {
+            call_id: format!("call_{seq}"),
+            tool: "read".into(),
+            arguments: json!({"path": "a.txt"}),
+        },
+        _ => EventKind::StageStarted { stage: "planner".into(), round: seq as u32 },
+    };
+    Event { run_id: run_id.into(), seq, at: Utc::now(), kind }
+}
+
+async fn tamper(path: &Path, sql: &str) {
+    let mut conn = SqliteConnection::connect_with(&SqliteConnectOptions::new().filename(path)).await.unwrap();
+    for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        sqlx::query(sqlx::AssertSqlSafe(statement.to_string())).execute(&mut conn).await.unwrap();
+    }
+    conn.close().await.unwrap();
+}
+
+async fn chain_of(store: &SqliteStore, n: u64) {
+    for i in 1..=n {
+        store.append_audit(entry("run_a", i)).await.unwrap();
+    }
+}
+
+fn broken(v: AuditVerification) -> (u64, String, String) {
+    match v {
+        AuditVerification::Broken { seq, id, problem } => (seq, id, problem),
+        AuditVerification::Valid { records } => panic!("expected a broken chain, got {records} valid records"),
+    }
+}
+
+#[tokio::test]
+async fn runs_round_trip_update_list_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&db_path(&dir)).await;
+    let t0 = Utc::now();
+    let mut first = run(&new_id("run_"), t0);
+    let second = run(&new_id("run_"), t0 + Duration::seconds(1));
+    let third = run(&new_id("run_"), t0 + Duration::seconds(2));
+    for r in [&first, &second, &third] {
+        store.insert_run(r).await.unwrap();
+    }
+    assert_eq!(store.get_run(&first.id).await.unwrap().as_ref(), Some(&first));
+    assert_eq!(store.get_run(&first.id[..8]).await.unwrap(), None, "ids match exactly, not by prefix");
+
+    first.status = RunStatus::Failed;
+    first.stop_reason = Some(StopReason::Failed);
+    first.final_text = Some(String::new());
+    first.error_class = Some(ErrorClass::ProviderUnreachable);
+    first.error = Some("connection refused".into());
+    first.finished_at = Some(t0 + Duration::milliseconds(1500));
+    first.rounds = 3;
+    first.tool_calls = 7;
+    first.input_tokens = u64::from(u32::MAX) + 5;
+    first.output_tokens = 99;
+    store.update_run(&first).await.unwrap();
+    assert_eq!(store.get_run(&first.id).await.unwrap().as_ref(), Some(&first));
+
+    let listed: Vec<String> = store.list_runs(10).await.unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(listed, vec![third.id.clone(), second.id.clone(), first.id.clone()]);
+    assert_eq!(store.list_runs(2).await.unwrap().len(), 2);
+    assert!(store.list_runs(0).await.unwrap().is_empty());
+
+    let running: Vec<String> =
+        store.runs_with_status(RunStatus::Running).await.unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(running, vec![second.id.clone(), third.id.clone()]);
+    assert_eq!(store.runs_with_status(RunStatus::Failed).await.unwrap(), vec![first.clone()]);
+
+    let missing = store.update_run(&run("run_missing", t0)).await.unwrap_err();
+    assert!(matches!(missing, StoreError::NotFound { .. }));
+    assert_eq!(missing.class(), ErrorClass::Storage);
+    assert!(missing.to_string().contains("steward.db"), "{missing}");
+    assert!(store.insert_run(&second).await.is_err(), "duplicate id is refused");
+}
+
+#[tokio::test]
+async fn events_keep_order_and_filter_after_seq() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let mut expected = Vec::new();
+    for seq in 1..=120 {
+        let e = event("run_a", seq);
+        store.append_event(&e).await.unwrap();
+        store.append_event(&event("run_b", seq)).await.unwrap();
+        expected.push(e);
+    }
+    // Read-your-writes: no flush needed before reading.
+    let got = store.events("run_a", 0).await.unwrap();
+    assert_eq!(got, expected);
+    let tail = store.events("run_a", 117).await.unwrap();
+    assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![118, 119, 120]);
+    assert!(store.events("run_c", 0).await.unwrap().is_empty());
+    assert!(store.events("run_a", u64::MAX).await.unwrap().is_empty());
+    store.flush().await.unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_event_writers_keep_each_runs_order() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let mut tasks = Vec::new();
+    for r in 0..6 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            for seq in 1..=60 {
+                store.append_event(&event(&format!("run_{r}"), seq)).await.unwrap();
+                if seq % 7 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    store.flush().await.unwrap();
+    for r in 0..6 {
+        let seqs: Vec<u64> = store.events(&format!("run_{r}"), 0).await.unwrap().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=60).collect::<Vec<_>>());
+    }
+}
+
+#[tokio::test]
+async fn failed_queued_event_is_reported_by_flush_and_fails_alone() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    store.append_event(&event("run_a", 1)).await.unwrap();
+    store.append_event(&event("run_a", 1)).await.unwrap(); // duplicate (run_id, seq)
+    store.append_event(&event("run_a", 2)).await.unwrap();
+    let err = store.flush().await.unwrap_err();
+    assert!(matches!(err, StoreError::Deferred { .. }), "{err}");
+    assert!(err.to_string().contains(":memory:"));
+    assert_eq!(store.events("run_a", 0).await.unwrap().len(), 2, "the good events of the batch were kept");
+    store.flush().await.unwrap();
+}
+
+#[tokio::test]
+async fn approvals_upsert_and_list() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let now = Utc::now();
+    let mut a = ApprovalRequest {
+        id: new_id("apr_"),
+        run_id: "run_a".into(),
+        owner_id: "local:alice".into(),
+        call_id: "call_1".into(),
+        tool: "shell".into(),
+        arguments: json!({"command": "cargo test"}),
+        reason: "runs a program".into(),
+        rule: "default:high".into(),
+        risk: 0.8,
+        preview: String::new(),
+        created_at: now,
+        expires_at: now + Duration::minutes(5),
+        status: ApprovalStatus::Pending,
+    };
+    let mut b = a.clone();
+    b.id = new_id("apr_");
+    b.created_at = now + Duration::seconds(1);
+    store.upsert_approval(&b).await.unwrap();
+    store.upsert_approval(&a).await.unwrap();
+    assert_eq!(store.approvals("run_a").await.unwrap(), vec![a.clone(), b.clone()]);
+    a.status = ApprovalStatus::Approved;
+    store.upsert_approval(&a).await.unwrap();
+    assert_eq!(store.approvals("run_a").await.unwrap(), vec![a, b]);
+    assert!(store.approvals("run_other").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn audit_round_trip_and_valid_chain() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let mut appended = Vec::new();
+    for i in 1..=5 {
+        appended.push(store.append_audit(entry(if i % 2 == 0 { "run_b" } else { "run_a" }, i)).await.unwrap());
+    }
+    assert_eq!(appended[0].seq, 1);
+    assert_eq!(appended[0].prev_hash, steward_store::GENESIS_HASH);
+    assert_eq!(appended[1].prev_hash, appended[0].hash);
+    assert!(appended[0].id.starts_with("aud_"));
+    assert_eq!(store.audit_records(None).await.unwrap(), appended);
+    let run_b: Vec<u64> = store.audit_records(Some("run_b")).await.unwrap().iter().map(|r| r.seq).collect();
+    assert_eq!(run_b, vec![2, 4]);
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 5 });
+    for r in &appended {
+        assert_eq!(steward_store::audit_hash(&r.prev_hash, r), r.hash);
+    }
+}
+
+#[tokio::test]
+async fn audit_refuses_values_it_cannot_hash_back() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let mut bad = entry("run_a", 1);
+    bad.risk = f64::NAN;
+    assert!(matches!(store.append_audit(bad).await.unwrap_err(), StoreError::Invalid { .. }));
+    let mut big = entry("run_a", 1);
+    big.latency_ms = u64::MAX;
+    assert!(matches!(store.append_audit(big).await.unwrap_err(), StoreError::Invalid { .. }));
+    let ok = store.append_audit(entry("run_a", 2)).await.unwrap();
+    assert_eq!(ok.seq, 1, "refused entries take no seq");
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 1 });
+}
+
+#[tokio::test]
+async fn verify_detects_a_modified_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    chain_of(&store, 6).await;
+    tamper(&path, "UPDATE audit SET outcome = 'blocked' WHERE seq = 3").await;
+    let (seq, _, problem) = broken(store.verify_audit().await.unwrap());
+    assert_eq!((seq, problem.as_str()), (3, "changed"));
+}
+
+#[tokio::test]
+async fn verify_detects_an_edited_input_and_an_unreadable_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    chain_of(&store, 4).await;
+    tamper(&path, r#"UPDATE audit SET input = '{"path":"other.rs"}' WHERE seq = 2"#).await;
+    assert_eq!(broken(store.verify_audit().await.unwrap()).2, "changed");
+    tamper(&path, "UPDATE audit SET input = (SELECT input FROM audit WHERE seq = 1) WHERE seq = 2").await;
+    tamper(&path, "UPDATE audit SET at = 'yesterday' WHERE seq = 4").await;
+    let (seq, _, problem) = broken(store.verify_audit().await.unwrap());
+    assert_eq!((seq, problem.as_str()), (2, "changed"), "the earliest bad record is reported");
+}
+
+#[tokio::test]
+async fn verify_detects_a_deleted_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    chain_of(&store, 6).await;
+    tamper(&path, "DELETE FROM audit WHERE seq = 3").await;
+    let (seq, _, problem) = broken(store.verify_audit().await.unwrap());
+    assert_eq!((seq, problem.as_str()), (4, "removed (gap after seq 2)"));
+}
+
+#[tokio::test]
+async fn verify_detects_a_deletion_hidden_by_renumbering() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    chain_of(&store, 6).await;
+    tamper(&path, "DELETE FROM audit WHERE seq = 3; UPDATE audit SET seq = -(seq - 1) WHERE seq > 3; UPDATE audit SET seq = -seq WHERE seq < 0")
+        .await;
+    let (seq, _, problem) = broken(store.verify_audit().await.unwrap());
+    assert_eq!((seq, problem.as_str()), (3, "removed (gap after seq 2)"));
+}
+
+#[tokio::test]
+async fn verify_detects_reordered_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    chain_of(&store, 6).await;
+    let records = store.audit_records(None).await.unwrap();
+    tamper(&path, "UPDATE audit SET seq = -1 WHERE seq = 3; UPDATE audit SET seq = 3 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = -1").await;
+    let (seq, id, problem) = broken(store.verify_audit().await.unwrap());
+    assert_eq!((seq, problem.as_str()), (3, "reordered"));
+    assert_eq!(id, records[3].id, "the record that moved up is reported");
+}
+
+#[tokio::test]
+async fn concurrent_appends_build_one_chain_of_400() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&db_path(&dir)).await;
+    let mut tasks = Vec::new();
+    for t in 0..8u64 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut seqs = Vec::new();
+            for i in 0..50 {
+                seqs.push(store.append_audit(entry(&format!("run_{t}"), i)).await.unwrap().seq);
+            }
+            seqs
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        let seqs = t.await.unwrap();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "one task's appends are ordered");
+        all.extend(seqs);
+    }
+    all.sort_unstable();
+    assert_eq!(all, (1..=400).collect::<Vec<_>>());
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 400 });
+    let stored: Vec<u64> = store.audit_records(None).await.unwrap().iter().map(|r| r.seq).collect();
+    assert_eq!(stored, (1..=400).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_file_share_a_single_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let (a, b) = tokio::join!(open(&path), open(&path));
+    let stores = [Arc::new(a), Arc::new(b)];
+    let mut tasks = Vec::new();
+    for (s, store) in stores.iter().enumerate() {
+        for t in 0..4 {
+            let store = Arc::clone(store);
+            tasks.push(tokio::spawn(async move {
+                for i in 0..25 {
+                    store.append_audit(entry(&format!("run_{s}_{t}"), i)).await.unwrap();
+                    store.append_event(&event(&format!("run_{s}_{t}"), i + 1)).await.unwrap();
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    for store in &stores {
+        store.flush().await.unwrap();
+        assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 200 });
+    }
+    assert_eq!(stores[0].events("run_1_3", 0).await.unwrap().len(), 25, "sees the other store's events");
+}
+
+#[tokio::test]
+async fn reopening_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let r = run("run_keep", Utc::now());
+    let (records, events) = {
+        let store = open(&path).await;
+        store.insert_run(&r).await.unwrap();
+        let events: Vec<Event> = (1..=3).map(|s| event("run_keep", s)).collect();
+        for e in &events {
+            store.append_event(e).await.unwrap();
+        }
+        chain_of(&store, 3).await;
+        store.flush().await.unwrap();
+        (store.audit_records(None).await.unwrap(), events)
+    };
+    let store = SqliteStore::open(&path, StoreOptions { durability: Durability::Relaxed }).await.unwrap();
+    assert_eq!(store.get_run("run_keep").await.unwrap(), Some(r));
+    assert_eq!(store.events("run_keep", 0).await.unwrap(), events);
+    assert_eq!(store.audit_records(None).await.unwrap(), records);
+    let next = store.append_audit(entry("run_keep", 9)).await.unwrap();
+    assert_eq!((next.seq, next.prev_hash.as_str()), (4, records[2].hash.as_str()));
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 4 });
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn new_database_is_private_to_its_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a").join("b").join("steward.db");
+    let store = open(&path).await;
+    chain_of(&store, 1).await;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(path.parent().unwrap()), 0o700);
+    assert_eq!(mode(&dir.path().join("a")), 0o700);
+
+    let loose = dir.path().join("loose.db");
+    std::fs::write(&loose, b"").unwrap();
+    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let _store = open(&loose).await;
+    assert_eq!(mode(&loose), 0o600, "an existing world-readable file is tightened");
+}
+
+#[tokio::test]
+async fn open_errors_name_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not_a_dir");
+    std::fs::write(&blocker, b"x").unwrap();
+    let path = blocker.join("steward.db");
+    let err = SqliteStore::open(&path, StoreOptions::default()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Io { .. }), "{err}");
+    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+}
+
+/// Throughput of `append_audit` with `Durability::Full`: one task after another, then 16
+/// concurrent tasks sharing commits. Run with `--ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn audit_throughput() {
+    for durability in [Durability::Full, Durability::Relaxed] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&db_path(&dir), StoreOptions { durability }).await.unwrap();
+        let n = 300u64;
+        let start = Instant::now();
+        chain_of(&store, n).await;
+        let single = n as f64 / start.elapsed().as_secs_f64();
+
+        let tasks = 16u64;
+        let per_task = 200u64;
+        let start = Instant::now();
+        let mut handles = Vec::new();
+        for t in 0..tasks {
+            let store = store.clone();
+            handles.push(tokio::spawn(async move {
+                for i in 0..per_task {
+                    store.append_audit(entry(&format!("run_{t}"), i)).await.unwrap();
+                }
+            }));
+        }
+        for h in handles {
+            h.await.unwrap();
+        }
+        let concurrent = (tasks * per_task) as f64 / start.elapsed().as_secs_f64();
+        println!("{durability:?}: single {single:.0} records/s, {tasks} concurrent tasks {concurrent:.0} records/s");
+        assert!(store.verify_audit().await.unwrap().is_valid());
+    }
+}
