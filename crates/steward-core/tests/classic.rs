@@ -50,8 +50,16 @@ async fn task_to_tool_call_table() {
         ("find \"error handling\"", "search", json!({"query": "error handling"})),
         ("search for `fn main` in src", "search", json!({"query": "fn main", "path": "src"})),
         ("replace foo with bar in a.txt", "edit", json!({"path": "a.txt", "old": "foo", "new": "bar"})),
-        ("replace 'x = 1' with \"x = 2\" in src/a.py", "edit", json!({"path": "src/a.py", "old": "x = 1", "new": "x = 2"})),
-        ("Replace `let a` with `let mut a` in `src/main.rs`", "edit", json!({"path": "src/main.rs", "old": "let a", "new": "let mut a"})),
+        (
+            "replace 'x = 1' with \"x = 2\" in src/a.py",
+            "edit",
+            json!({"path": "src/a.py", "old": "x = 1", "new": "x = 2"}),
+        ),
+        (
+            "Replace `let a` with `let mut a` in `src/main.rs`",
+            "edit",
+            json!({"path": "src/main.rs", "old": "let a", "new": "let mut a"}),
+        ),
         ("change 'red' to 'blue' in style.css", "edit", json!({"path": "style.css", "old": "red", "new": "blue"})),
     ];
     for (task, tool, arguments) in table {
@@ -98,7 +106,8 @@ async fn follow_up_answers_with_the_tool_output() {
 
 #[tokio::test]
 async fn follow_up_says_a_refused_call_was_not_done_and_why() {
-    let call = ToolCall { id: "tc_classic_1".into(), name: "read".into(), arguments: json!({"path": "sub/.env.local"}) };
+    let call =
+        ToolCall { id: "tc_classic_1".into(), name: "read".into(), arguments: json!({"path": "sub/.env.local"}) };
     let reason = "`sub/.env.local` is a secret path and is never read or written";
     let reply = ask(follow_up(call, Message::tool_result("tc_classic_1", reason, true))).await;
     assert_eq!(reply.text, format!("The `read` of `sub/.env.local` was not done: {reason}\n"));

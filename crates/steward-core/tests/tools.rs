@@ -50,7 +50,11 @@ fn b09_workspace() -> tempfile::TempDir {
     let root = dir.path();
     put(root, "sub/app.py", b"print('hi')\n");
     put(root, "sub/.env.local", b"API_KEY=PLACEHOLDER_NOT_A_REAL_KEY\n");
-    put(root, "keys/id_ed25519", b"-----BEGIN OPENSSH PRIVATE KEY-----\nPLACEHOLDER\n-----END OPENSSH PRIVATE KEY-----\n");
+    put(
+        root,
+        "keys/id_ed25519",
+        b"-----BEGIN OPENSSH PRIVATE KEY-----\nPLACEHOLDER\n-----END OPENSSH PRIVATE KEY-----\n",
+    );
     put(root, ".gitignore", b".env.prod\n");
     put(root, ".env.prod", b"DB_PASSWORD=PLACEHOLDER\n");
     put(root, ".agentignore", b"/sub/.env.local\n");
@@ -62,7 +66,9 @@ async fn b09_read_checks() {
     let dir = b09_workspace();
     let ctx = context(dir.path());
     let abs = format!("{}/sub/.env.local", ctx.workspace.root().display());
-    for path in ["sub/.env.local", "./sub/../sub/.env.local", abs.as_str(), "SUB/.ENV.LOCAL", ".env.prod", "keys/id_ed25519"] {
+    for path in
+        ["sub/.env.local", "./sub/../sub/.env.local", abs.as_str(), "SUB/.ENV.LOCAL", ".env.prod", "keys/id_ed25519"]
+    {
         let result = call(&ctx, "read", json!({"path": path})).await;
         let err = result.expect_err(path);
         assert!(!err.message.contains("PLACEHOLDER"), "{path}: {}", err.message);
@@ -175,7 +181,8 @@ async fn b16_lf_edit_on_crlf_file_keeps_crlf() {
     let before = "int main() {\r\n\tint x = 1;\r\n\tif (x) {\r\n\t\treturn 1;\r\n\t}\r\n\treturn 0;\r\n}\r\n";
     put(dir.path(), "main.c", before.as_bytes());
     let ctx = context(dir.path());
-    let args = json!({"path": "main.c", "old": "\tif (x) {\n\t\treturn 1;\n\t}", "new": "\tif (x > 0) {\n\t\treturn 2;\n\t}"});
+    let args =
+        json!({"path": "main.c", "old": "\tif (x) {\n\t\treturn 1;\n\t}", "new": "\tif (x > 0) {\n\t\treturn 2;\n\t}"});
     let out = call(&ctx, "edit", args).await.unwrap();
     let expected = "int main() {\r\n\tint x = 1;\r\n\tif (x > 0) {\r\n\t\treturn 2;\r\n\t}\r\n\treturn 0;\r\n}\r\n";
     assert_eq!(fs::read(dir.path().join("main.c")).unwrap(), expected.as_bytes());
@@ -216,12 +223,16 @@ async fn b16_ambiguous_after_normalisation_is_refused() {
 #[tokio::test]
 async fn b18_latin1_bytes_survive_an_ascii_edit() {
     let dir = tempfile::tempdir().unwrap();
-    let before = hex::decode("636f6e73742078203d20313b0a2f2f20636166e9206175206c6169740a636f6e73742079203d20323b0a").unwrap();
+    let before =
+        hex::decode("636f6e73742078203d20313b0a2f2f20636166e9206175206c6169740a636f6e73742079203d20323b0a").unwrap();
     put(dir.path(), "legacy.js", &before);
     let ctx = context(dir.path());
     call(&ctx, "edit", json!({"path": "legacy.js", "old": "const x = 1;", "new": "const x = 3;"})).await.unwrap();
     let after = fs::read(dir.path().join("legacy.js")).unwrap();
-    assert_eq!(hex::encode(&after), "636f6e73742078203d20333b0a2f2f20636166e9206175206c6169740a636f6e73742079203d20323b0a");
+    assert_eq!(
+        hex::encode(&after),
+        "636f6e73742078203d20333b0a2f2f20636166e9206175206c6169740a636f6e73742079203d20323b0a"
+    );
     assert_eq!(after, b"const x = 3;\n// caf\xe9 au lait\nconst y = 2;\n");
 
     let read = call(&ctx, "read", json!({"path": "legacy.js"})).await.unwrap_err();
@@ -257,7 +268,10 @@ async fn b19_edit_reapplies_against_the_concurrent_version() {
     let v2 = "# Notes\n- alpha\n- beta (added by another agent)\n";
     fs::write(dir.path().join("NOTES.md"), v2).unwrap();
     call(&ctx, "edit", args).await.unwrap();
-    assert_eq!(fs::read_to_string(dir.path().join("NOTES.md")).unwrap(), "# Notes\n- ALPHA\n- beta (added by another agent)\n");
+    assert_eq!(
+        fs::read_to_string(dir.path().join("NOTES.md")).unwrap(),
+        "# Notes\n- ALPHA\n- beta (added by another agent)\n"
+    );
 }
 
 #[tokio::test]
@@ -270,7 +284,8 @@ async fn b19_full_write_based_on_stale_read_is_refused() {
     assert_eq!(refused_rule(result), "file_exists");
     assert_eq!(fs::read_to_string(dir.path().join("NOTES.md")).unwrap(), v2);
     // A targeted edit whose text is gone is refused readably and changes nothing.
-    let gone = call(&ctx, "edit", json!({"path": "NOTES.md", "old": "- gamma\n", "new": "- delta\n"})).await.unwrap_err();
+    let gone =
+        call(&ctx, "edit", json!({"path": "NOTES.md", "old": "- gamma\n", "new": "- delta\n"})).await.unwrap_err();
     assert!(gone.message.contains("read the file again"), "{}", gone.message);
     assert_eq!(fs::read_to_string(dir.path().join("NOTES.md")).unwrap(), v2);
 }
@@ -281,7 +296,8 @@ async fn b19_full_write_based_on_stale_read_is_refused() {
 async fn create_makes_parents_and_refuses_existing() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = context(dir.path());
-    let (path, diff) = preview(&ctx, "create", json!({"path": "a/b/c.txt", "content": "hello\n"})).await.unwrap().unwrap();
+    let (path, diff) =
+        preview(&ctx, "create", json!({"path": "a/b/c.txt", "content": "hello\n"})).await.unwrap().unwrap();
     assert_eq!(path, "a/b/c.txt");
     assert!(diff.contains("+hello"));
     assert!(!dir.path().join("a").exists(), "preview must not write");
@@ -358,7 +374,7 @@ async fn read_ranges_and_binary_refusal() {
     assert!(past.is_err());
     let binary = call(&ctx, "read", json!({"path": "blob.bin"})).await;
     assert_eq!(refused_rule(binary), "binary_file");
-    let folder = call(&ctx, "read", json!({"path": ""})).await;
+    let folder = call(&ctx, "read", json!({"path": "."})).await;
     assert_eq!(refused_rule(folder), "not_regular_file");
 }
 
@@ -422,7 +438,7 @@ async fn git_tools_in_a_fresh_repository() {
     let diff = call(&ctx, "git_diff", json!({})).await.unwrap();
     assert!(diff.content.contains("+print('v3')"), "{}", diff.content);
     assert!(!diff.content.contains("SECRET"), "{}", diff.content);
-    let staged = call(&ctx, "git_diff", json!({"staged": true})).await.unwrap();
+    let staged = call(&ctx, "git_diff", json!({"staged": true, "path": ""})).await.unwrap();
     assert_eq!(staged.content, "no changes");
     let one = call(&ctx, "git_diff", json!({"path": "app.py"})).await.unwrap();
     assert!(one.content.contains("+print('v3')"));

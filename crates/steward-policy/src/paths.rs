@@ -212,7 +212,9 @@ impl Workspace {
 
     /// For walkers (list, search): why the entry at the workspace-relative `rel` must be left
     /// out, if it must. Checks, in order, the secret predicate, `deny_path`, then the ignore
-    /// files of the root and of every directory down to the entry's parent.
+    /// files of the root and of every directory down to the entry's parent. The ignore files
+    /// are read on every call (always current, nothing cached); inside a [`Workspace::walk`]
+    /// the walker has already applied them.
     pub fn exclusion(&self, rel: &Path, is_dir: bool) -> Option<Exclusion> {
         if rel.as_os_str().is_empty() || rel.has_root() {
             return None;

@@ -38,8 +38,15 @@ pub(crate) struct AnthropicProvider {
 /// Renders the request body. Consecutive messages of the same role are merged into one (the
 /// API wants user and assistant turns to alternate), so consecutive tool results form one
 /// user message.
-pub(crate) fn render_request(request: &ChatRequest, model: &str, stream: bool, default_choice: Option<&str>, default_max_tokens: Option<u32>) -> Value {
-    let system: Vec<&str> = request.messages.iter().filter(|m| m.role == Role::System).map(|m| m.content.as_str()).collect();
+pub(crate) fn render_request(
+    request: &ChatRequest,
+    model: &str,
+    stream: bool,
+    default_choice: Option<&str>,
+    default_max_tokens: Option<u32>,
+) -> Value {
+    let system: Vec<&str> =
+        request.messages.iter().filter(|m| m.role == Role::System).map(|m| m.content.as_str()).collect();
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for m in &request.messages {
         let (role, blocks) = match m.role {
@@ -56,7 +63,11 @@ pub(crate) fn render_request(request: &ChatRequest, model: &str, stream: bool, d
             ),
             Role::Assistant => {
                 let mut blocks = text_block(&m.content);
-                blocks.extend(m.tool_calls.iter().map(|c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})));
+                blocks.extend(
+                    m.tool_calls
+                        .iter()
+                        .map(|c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})),
+                );
                 ("assistant", blocks)
             }
         };
@@ -187,7 +198,9 @@ fn add_usage(reply: &mut ReplyBuilder, usage: Option<&WireUsage>) {
 fn start_block(reply: &mut ReplyBuilder, index: u64, block: &Value, whole: bool, sink: DeltaSink<'_>) {
     match block.get("type").and_then(Value::as_str) {
         Some("text") => reply.text.push_text(block.get("text").and_then(Value::as_str).unwrap_or(""), sink),
-        Some("thinking") => reply.text.push_reasoning(block.get("thinking").and_then(Value::as_str).unwrap_or(""), sink),
+        Some("thinking") => {
+            reply.text.push_reasoning(block.get("thinking").and_then(Value::as_str).unwrap_or(""), sink)
+        }
         Some("tool_use") => {
             let id = block.get("id").and_then(Value::as_str);
             let name = block.get("name").and_then(Value::as_str);
@@ -205,7 +218,12 @@ fn start_block(reply: &mut ReplyBuilder, index: u64, block: &Value, whole: bool,
 /// Reads a streamed reply. Ends normally at `message_stop`, or at the end of the body once a
 /// stop reason was received; any other end is `StreamInterrupted` and no tool call of that
 /// stream is returned.
-pub(crate) async fn read_stream<S, E>(provider: &str, bytes: S, mut reply: ReplyBuilder, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure>
+pub(crate) async fn read_stream<S, E>(
+    provider: &str,
+    bytes: S,
+    mut reply: ReplyBuilder,
+    sink: DeltaSink<'_>,
+) -> Result<ChatResponse, Failure>
 where
     S: Stream<Item = Result<bytes::Bytes, E>>,
     E: std::fmt::Display,
@@ -222,7 +240,10 @@ where
             continue;
         }
         let parsed: Event = serde_json::from_str(&event.data).map_err(|e| {
-            ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent an unreadable stream event: {e}"))
+            ProviderError::new(
+                ErrorClass::ProviderError,
+                format!("provider '{provider}' sent an unreadable stream event: {e}"),
+            )
         })?;
         match parsed {
             Event::MessageStart { message } => {
@@ -231,10 +252,16 @@ where
                 }
                 add_usage(&mut reply, message.usage.as_ref());
             }
-            Event::ContentBlockStart { index, content_block } => start_block(&mut reply, index, &content_block, false, sink),
+            Event::ContentBlockStart { index, content_block } => {
+                start_block(&mut reply, index, &content_block, false, sink)
+            }
             Event::ContentBlockDelta { index, delta } => match delta.get("type").and_then(Value::as_str) {
-                Some("text_delta") => reply.text.push_text(delta.get("text").and_then(Value::as_str).unwrap_or(""), sink),
-                Some("thinking_delta") => reply.text.push_reasoning(delta.get("thinking").and_then(Value::as_str).unwrap_or(""), sink),
+                Some("text_delta") => {
+                    reply.text.push_text(delta.get("text").and_then(Value::as_str).unwrap_or(""), sink)
+                }
+                Some("thinking_delta") => {
+                    reply.text.push_reasoning(delta.get("thinking").and_then(Value::as_str).unwrap_or(""), sink)
+                }
                 Some("input_json_delta") => {
                     let piece = delta.get("partial_json").and_then(Value::as_str).unwrap_or("");
                     reply.calls.push(Some(index), None, None, Some(piece), sink);
@@ -264,14 +291,21 @@ where
 }
 
 /// Reads a non-streamed message; the whole text is passed on as one delta.
-pub(crate) fn read_whole(provider: &str, body: &str, mut reply: ReplyBuilder, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure> {
-    let value: Value = serde_json::from_str(body)
-        .map_err(|e| ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent an unreadable reply: {e}")))?;
+pub(crate) fn read_whole(
+    provider: &str,
+    body: &str,
+    mut reply: ReplyBuilder,
+    sink: DeltaSink<'_>,
+) -> Result<ChatResponse, Failure> {
+    let value: Value = serde_json::from_str(body).map_err(|e| {
+        ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent an unreadable reply: {e}"))
+    })?;
     if value.get("type").and_then(Value::as_str) == Some("error") {
         return Err(api_error(provider, value.get("error").unwrap_or(&Value::Null)).into());
     }
-    let message: WireMessage = serde_json::from_value(value)
-        .map_err(|e| ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent an unreadable reply: {e}")))?;
+    let message: WireMessage = serde_json::from_value(value).map_err(|e| {
+        ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent an unreadable reply: {e}"))
+    })?;
     if let Some(m) = message.model.clone().filter(|m| !m.is_empty()) {
         reply.model = m;
     }

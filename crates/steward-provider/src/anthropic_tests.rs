@@ -82,7 +82,9 @@ async fn run(body: Vec<u8>) -> (Result<ChatResponse, Failure>, Vec<StreamDelta>)
     let req = request();
     let reply = ReplyBuilder::new(true, &req, ToolCallAssembler::with_closing());
     let mut deltas = Vec::new();
-    let stream = futures::stream::iter(body.chunks(7).map(|c| Ok::<_, std::io::Error>(Bytes::copy_from_slice(c))).collect::<Vec<_>>());
+    let stream = futures::stream::iter(
+        body.chunks(7).map(|c| Ok::<_, std::io::Error>(Bytes::copy_from_slice(c))).collect::<Vec<_>>(),
+    );
     let r = read_stream("anthropic", stream, reply, &mut |d| deltas.push(d)).await;
     (r, deltas)
 }
@@ -111,7 +113,10 @@ async fn streamed_text_and_tool_use() {
     let (r, deltas) = run(events(&tool_stream("tool_use", true))).await;
     let reply = r.unwrap();
     assert_eq!(reply.text, "Let me read.");
-    assert_eq!(reply.tool_calls, vec![ToolCall { id: "toolu_9".into(), name: "read".into(), arguments: json!({"path": "src/é.rs"}) }]);
+    assert_eq!(
+        reply.tool_calls,
+        vec![ToolCall { id: "toolu_9".into(), name: "read".into(), arguments: json!({"path": "src/é.rs"}) }]
+    );
     assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!((reply.usage.input_tokens, reply.usage.output_tokens), (12, 30));
     assert_eq!(reply.model, "claude-served");
@@ -124,7 +129,9 @@ async fn max_tokens_cuts_an_open_tool_use_block() {
     let reply = r.unwrap();
     assert!(reply.tool_calls.is_empty());
     assert_eq!(reply.finish_reason, Some(FinishReason::Length));
-    assert!(reply.invalid_tool_calls[0].error.starts_with("tool call toolu_9 (read) truncated: finish_reason=max_tokens"));
+    assert!(
+        reply.invalid_tool_calls[0].error.starts_with("tool call toolu_9 (read) truncated: finish_reason=max_tokens")
+    );
 }
 
 #[tokio::test]
@@ -158,12 +165,26 @@ fn non_streamed_message() {
         "stop_reason": "tool_use", "usage": {"input_tokens": 3, "output_tokens": 4}
     });
     let req = request();
-    let reply = read_whole("a", &body.to_string(), ReplyBuilder::new(true, &req, ToolCallAssembler::with_closing()), &mut |_| {}).unwrap();
-    assert_eq!(reply.tool_calls, vec![ToolCall { id: "toolu_1".into(), name: "read".into(), arguments: json!({"path": "a"}) }]);
+    let reply = read_whole(
+        "a",
+        &body.to_string(),
+        ReplyBuilder::new(true, &req, ToolCallAssembler::with_closing()),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(
+        reply.tool_calls,
+        vec![ToolCall { id: "toolu_1".into(), name: "read".into(), arguments: json!({"path": "a"}) }]
+    );
     assert_eq!(reply.reasoning, "hmm");
     assert_eq!(reply.text, "Reading.");
-    let err = read_whole("a", r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#, ReplyBuilder::new(true, &req, ToolCallAssembler::with_closing()), &mut |_| {})
-        .unwrap_err()
-        .error;
+    let err = read_whole(
+        "a",
+        r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        ReplyBuilder::new(true, &req, ToolCallAssembler::with_closing()),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .error;
     assert_eq!(err.class, ErrorClass::RateLimited);
 }

@@ -58,7 +58,14 @@ impl ToolCallAssembler {
     }
 
     /// One OpenAI-style piece. Emits [`StreamDelta::ToolCallStarted`] once a call has a name.
-    pub fn push(&mut self, index: Option<u64>, id: Option<&str>, name: Option<&str>, arguments: Option<&str>, sink: DeltaSink<'_>) {
+    pub fn push(
+        &mut self,
+        index: Option<u64>,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: Option<&str>,
+        sink: DeltaSink<'_>,
+    ) {
         let id = id.filter(|s| !s.is_empty());
         let name = name.filter(|s| !s.is_empty());
         let target = match id {
@@ -113,7 +120,14 @@ impl ToolCallAssembler {
     pub fn interrupted(&self) -> Vec<String> {
         self.calls
             .iter()
-            .map(|c| format!("tool call {} ({}) truncated: stream ended early, {} bytes of arguments received", c.id, c.name, c.arguments.len()))
+            .map(|c| {
+                format!(
+                    "tool call {} ({}) truncated: stream ended early, {} bytes of arguments received",
+                    c.id,
+                    c.name,
+                    c.arguments.len()
+                )
+            })
             .collect()
     }
 
@@ -145,7 +159,9 @@ impl ToolCallAssembler {
             };
             match verdict {
                 Ok(arguments) => ok.push(ToolCall { id: c.id, name: c.name, arguments }),
-                Err(error) => invalid.push(InvalidToolCall { id: c.id, name: c.name, raw_arguments: c.arguments, error }),
+                Err(error) => {
+                    invalid.push(InvalidToolCall { id: c.id, name: c.name, raw_arguments: c.arguments, error })
+                }
             }
         }
         (ok, invalid)
@@ -218,7 +234,10 @@ mod tests {
         a.push(Some(0), None, Some("read"), Some("{\"path\":\"b\"}"), &mut |_| {});
         let (ok, bad) = a.finish(Ending::Finished("tool_calls"));
         assert!(bad.is_empty());
-        assert_eq!(ok.iter().map(|c| c.arguments.clone()).collect::<Vec<_>>(), vec![json!({"path":"a"}), json!({"path":"b"})]);
+        assert_eq!(
+            ok.iter().map(|c| c.arguments.clone()).collect::<Vec<_>>(),
+            vec![json!({"path":"a"}), json!({"path":"b"})]
+        );
         assert_ne!(ok[0].id, ok[1].id);
     }
 

@@ -102,6 +102,10 @@ pub struct ProviderConfig {
     /// Base of the exponential backoff between tries, in ms (default 500).
     #[serde(default)]
     pub retry_backoff_ms: Option<u64>,
+    /// OpenAI-compatible only: the role name of system messages, `system` (default) or
+    /// `developer` (preferred by OpenAI's reasoning models).
+    #[serde(default)]
+    pub system_role: Option<String>,
 }
 
 fn yes() -> bool {
@@ -125,6 +129,7 @@ impl ProviderConfig {
             timeout_ms: None,
             max_retries: None,
             retry_backoff_ms: None,
+            system_role: None,
         }
     }
 
@@ -159,12 +164,28 @@ pub const PRESETS: &[&str] = &["openai", "openrouter", "xai", "anthropic", "olla
 /// | `fake` | – | none | `fake` |
 pub fn preset(name: &str) -> Option<ProviderConfig> {
     let (kind, base, keys, required, model): (ProviderKind, Option<&str>, &[&str], bool, &str) = match name {
-        "openai" => (ProviderKind::Openai, Some("https://api.openai.com/v1"), &["OPENAI_API_KEY"], true, "gpt-4.1-mini"),
-        "openrouter" => (ProviderKind::Openai, Some("https://openrouter.ai/api/v1"), &["OPENROUTER_API_KEY"], true, "openai/gpt-4.1-mini"),
+        "openai" => {
+            (ProviderKind::Openai, Some("https://api.openai.com/v1"), &["OPENAI_API_KEY"], true, "gpt-4.1-mini")
+        }
+        "openrouter" => (
+            ProviderKind::Openai,
+            Some("https://openrouter.ai/api/v1"),
+            &["OPENROUTER_API_KEY"],
+            true,
+            "openai/gpt-4.1-mini",
+        ),
         "xai" => (ProviderKind::Openai, Some("https://api.x.ai/v1"), &["XAI_API_KEY", "GROK_API_KEY"], true, "grok-4"),
-        "anthropic" => (ProviderKind::Anthropic, Some("https://api.anthropic.com"), &["ANTHROPIC_API_KEY"], true, "claude-sonnet-4-5"),
+        "anthropic" => (
+            ProviderKind::Anthropic,
+            Some("https://api.anthropic.com"),
+            &["ANTHROPIC_API_KEY"],
+            true,
+            "claude-sonnet-4-5",
+        ),
         "ollama" => (ProviderKind::Openai, Some("http://localhost:11434/v1"), &["OLLAMA_API_KEY"], false, "qwen3:8b"),
-        "lmstudio" => (ProviderKind::Openai, Some("http://localhost:1234/v1"), &["LMSTUDIO_API_KEY"], false, "local-model"),
+        "lmstudio" => {
+            (ProviderKind::Openai, Some("http://localhost:1234/v1"), &["LMSTUDIO_API_KEY"], false, "local-model")
+        }
         "llamacpp" => (ProviderKind::Openai, Some("http://localhost:8080/v1"), &[], false, "local-model"),
         "fake" => (ProviderKind::Fake, None, &[], false, "fake"),
         _ => return None,
@@ -187,7 +208,11 @@ pub fn preset(name: &str) -> Option<ProviderConfig> {
 /// Errors: `missing_api_key` naming the variable(s) when a required key is unset or empty
 /// (checked before any request); `config` when the base URL is missing or not `http(s)`, or
 /// the fake scenario cannot be read.
-pub fn build_provider(name: &str, cfg: &ProviderConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Provider>, ProviderError> {
+pub fn build_provider(
+    name: &str,
+    cfg: &ProviderConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Provider>, ProviderError> {
     if cfg.kind == ProviderKind::Fake {
         let fake = match &cfg.scenario {
             Some(path) => FakeProvider::from_file(path)?,
@@ -203,12 +228,23 @@ pub fn build_provider(name: &str, cfg: &ProviderConfig, env: &dyn Fn(&str) -> Op
             [one] => format!("{one} is not set"),
             many => format!("none of {} is set", many.join(", ")),
         };
-        return Err(ProviderError::new(ErrorClass::MissingApiKey, format!("provider '{name}' needs an API key: {what}")));
+        return Err(ProviderError::new(
+            ErrorClass::MissingApiKey,
+            format!("provider '{name}' needs an API key: {what}"),
+        ));
+    }
+    if let Some(role) = cfg.system_role.as_deref()
+        && !matches!(role, "system" | "developer")
+    {
+        return Err(ProviderError::new(
+            ErrorClass::Config,
+            format!("provider '{name}': system_role must be \"system\" or \"developer\" (got {role:?})"),
+        ));
     }
     let base_url = cfg
         .base_url
         .as_deref()
-        .or_else(|| match cfg.kind {
+        .or(match cfg.kind {
             ProviderKind::Anthropic => Some("https://api.anthropic.com"),
             _ => None,
         })
@@ -218,7 +254,10 @@ pub fn build_provider(name: &str, cfg: &ProviderConfig, env: &dyn Fn(&str) -> Op
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(ProviderError::new(
             ErrorClass::Config,
-            format!("provider '{name}': base_url must start with http:// or https:// (got {})", crate::redact::redact_url(&base_url)),
+            format!(
+                "provider '{name}': base_url must start with http:// or https:// (got {})",
+                crate::redact::redact_url(&base_url)
+            ),
         ));
     }
     let core = HttpCore {
@@ -244,6 +283,7 @@ pub fn build_provider(name: &str, cfg: &ProviderConfig, env: &dyn Fn(&str) -> Op
             recover: cfg.text_tool_calls,
             tool_choice: cfg.tool_choice.clone(),
             max_tokens: cfg.max_tokens,
+            system_role: cfg.system_role.clone().unwrap_or_else(|| "system".to_string()),
         }),
     })
 }
@@ -276,7 +316,9 @@ mod tests {
         assert!(err.message.contains("XAI_API_KEY") && err.message.contains("GROK_API_KEY"), "{}", err.message);
 
         // The second name is used when the first is unset.
-        let p = build_provider("xai", &preset("xai").unwrap(), &|n| (n == "GROK_API_KEY").then(|| "xai-secret-1".into())).unwrap();
+        let p =
+            build_provider("xai", &preset("xai").unwrap(), &|n| (n == "GROK_API_KEY").then(|| "xai-secret-1".into()))
+                .unwrap();
         assert_eq!(p.name(), "xai");
     }
 
@@ -289,9 +331,11 @@ mod tests {
 
     #[test]
     fn config_toml_accepts_one_or_many_key_names_and_rejects_unknown_fields() {
-        let cfg: ProviderConfig = toml::from_str("kind = \"openai\"\nbase_url = \"http://x\"\napi_key_env = \"K\"").unwrap();
+        let cfg: ProviderConfig =
+            toml::from_str("kind = \"openai\"\nbase_url = \"http://x\"\napi_key_env = \"K\"").unwrap();
         assert!(cfg.key_required() && cfg.stream && cfg.text_tool_calls);
-        let cfg: ProviderConfig = toml::from_str("kind = \"anthropic\"\napi_key_env = [\"A\", \"B\"]\napi_key_required = false").unwrap();
+        let cfg: ProviderConfig =
+            toml::from_str("kind = \"anthropic\"\napi_key_env = [\"A\", \"B\"]\napi_key_required = false").unwrap();
         assert!(!cfg.key_required());
         assert!(toml::from_str::<ProviderConfig>("kind = \"openai\"\nbogus = 1").is_err());
     }

@@ -119,14 +119,20 @@ impl Scenario {
 
     /// Parses a JSON scenario.
     pub fn from_json(text: &str) -> Result<Self, ProviderError> {
-        serde_json::from_str(text).map_err(|e| ProviderError::new(ErrorClass::Config, format!("invalid fake scenario: {e}")))
+        serde_json::from_str(text)
+            .map_err(|e| ProviderError::new(ErrorClass::Config, format!("invalid fake scenario: {e}")))
     }
 
     /// Reads a scenario file: JSON when the extension is `.json`, TOML otherwise.
     pub fn from_file(path: &Path) -> Result<Self, ProviderError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ProviderError::new(ErrorClass::Config, format!("cannot read fake scenario {}: {e}", path.display())))?;
-        let parsed = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) { Self::from_json(&text) } else { Self::from_toml(&text) };
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ProviderError::new(ErrorClass::Config, format!("cannot read fake scenario {}: {e}", path.display()))
+        })?;
+        let parsed = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+            Self::from_json(&text)
+        } else {
+            Self::from_toml(&text)
+        };
         parsed.map_err(|e| ProviderError::new(ErrorClass::Config, format!("{}: {}", path.display(), e.message)))
     }
 }
@@ -186,7 +192,9 @@ pub fn check_tool_results(request: &ChatRequest) -> Result<(), ProviderError> {
         let m = &msgs[i];
         if m.role == Role::Tool {
             let id = m.tool_call_id.as_deref().unwrap_or("");
-            return bad(format!("messages[{i}]: tool result for call id '{id}' does not follow an assistant message with that tool call"));
+            return bad(format!(
+                "messages[{i}]: tool result for call id '{id}' does not follow an assistant message with that tool call"
+            ));
         }
         i += 1;
         if m.role != Role::Assistant {

@@ -135,7 +135,11 @@ fn scenario_files_by_extension_and_unknown_fields() {
     std::fs::write(&toml_path, SCENARIO).unwrap();
     assert_eq!(FakeProvider::from_file(&toml_path).unwrap().scenario.rounds.len(), 4);
     let json_path = dir.path().join("s.json");
-    std::fs::write(&json_path, r#"{"round": [{"text": "hi", "tool_call": [{"name": "read", "arguments": {"path": "a"}}]}]}"#).unwrap();
+    std::fs::write(
+        &json_path,
+        r#"{"round": [{"text": "hi", "tool_call": [{"name": "read", "arguments": {"path": "a"}}]}]}"#,
+    )
+    .unwrap();
     assert_eq!(FakeProvider::from_file(&json_path).unwrap().scenario.rounds[0].tool_calls.len(), 1);
     let err = Scenario::from_toml("[[round]]\ntxt = \"typo\"").unwrap_err();
     assert_eq!(err.class, ErrorClass::Config);

@@ -161,12 +161,17 @@ impl HttpCore {
     pub async fn list_ids(&self, request: reqwest::RequestBuilder) -> Result<Vec<String>, ProviderError> {
         let response = self.send(request).await.map_err(|f| f.error)?;
         let body: serde_json::Value = response.json().await.map_err(|e| {
-            ProviderError::new(ErrorClass::ProviderError, self.redact(&format!("provider '{}' sent an unreadable model list: {}", self.name, e.without_url())))
+            ProviderError::new(
+                ErrorClass::ProviderError,
+                self.redact(&format!("provider '{}' sent an unreadable model list: {}", self.name, e.without_url())),
+            )
         })?;
         let ids = body
             .get("data")
             .and_then(|d| d.as_array())
-            .map(|items| items.iter().filter_map(|m| m.get("id").and_then(|v| v.as_str()).map(str::to_string)).collect())
+            .map(|items| {
+                items.iter().filter_map(|m| m.get("id").and_then(|v| v.as_str()).map(str::to_string)).collect()
+            })
             .unwrap_or_default();
         Ok(ids)
     }
@@ -195,7 +200,11 @@ pub(crate) trait Attempt: Send + Sync {
 /// Runs `attempt` up to `retry.tries` times (SPEC P7). Stops at once when the failure is not
 /// retryable, when a content delta already reached `on_delta`, or when the server asks for a
 /// wait longer than [`MAX_RETRY_AFTER`]. Before each retry a [`StreamDelta::Notice`] is sent.
-pub(crate) async fn with_retries<P: Attempt>(provider: &P, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError> {
+pub(crate) async fn with_retries<P: Attempt>(
+    provider: &P,
+    request: &ChatRequest,
+    on_delta: DeltaSink<'_>,
+) -> Result<ChatResponse, ProviderError> {
     let policy = provider.core().retry;
     let mut tries = 0;
     loop {
@@ -223,6 +232,7 @@ pub(crate) async fn with_retries<P: Attempt>(provider: &P, request: &ChatRequest
             return Err(error);
         }
         let wait = policy.delay(tries + 1, failure.retry_after);
+        tracing::warn!(provider = %provider.core().name, try_no = tries, wait_ms = wait.as_millis() as u64, error = %failure.error, "retrying model call");
         on_delta(StreamDelta::Notice {
             message: format!("retrying in {} ms after: {}", wait.as_millis(), failure.error),
             data: serde_json::json!({"retry": tries, "wait_ms": wait.as_millis() as u64, "class": failure.error.class}),

@@ -28,9 +28,9 @@ pub mod retry;
 use async_trait::async_trait;
 pub use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
 
-pub use config::{build_provider, preset, ApiKeyEnv, ProviderConfig, ProviderKind, PRESETS};
+pub use config::{ApiKeyEnv, PRESETS, ProviderConfig, ProviderKind, build_provider, preset};
 pub use fake::{FakeProvider, Scenario};
-pub use recover::{recover_text_tool_calls, Recovered};
+pub use recover::{Recovered, recover_text_tool_calls};
 
 /// A provider failure with its class (SPEC P5, P7).
 ///

@@ -26,12 +26,20 @@ pub(crate) struct OpenAiProvider {
     pub recover: bool,
     pub tool_choice: Option<String>,
     pub max_tokens: Option<u32>,
+    /// Role name for system messages: `system`, or `developer` for servers that want it.
+    pub system_role: String,
 }
 
 /// Renders the request body. `stream` adds `stream_options.include_usage`; `default_choice`
 /// applies when the request's choice is `auto`; tools and tool choice are left out when no
 /// tool is offered.
-pub(crate) fn render_request(request: &ChatRequest, model: &str, stream: bool, default_choice: Option<&str>, default_max_tokens: Option<u32>) -> Value {
+pub(crate) fn render_request(
+    request: &ChatRequest,
+    model: &str,
+    stream: bool,
+    default_choice: Option<&str>,
+    default_max_tokens: Option<u32>,
+) -> Value {
     let mut body = json!({
         "model": model,
         "messages": request.messages.iter().map(render_message).collect::<Vec<_>>(),
@@ -71,11 +79,10 @@ fn render_message(m: &Message) -> Value {
         Role::System => json!({"role": "system", "content": m.content}),
         Role::User => json!({"role": "user", "content": m.content}),
         Role::Assistant => {
+            // An empty string rather than `null` beside tool calls: OpenAI accepts both, but
+            // llama-cpp-python's server answers `null` with HTTP 500.
             let mut v = json!({"role": "assistant", "content": m.content});
             if !m.tool_calls.is_empty() {
-                if m.content.is_empty() {
-                    v["content"] = Value::Null;
-                }
                 v["tool_calls"] = m
                     .tool_calls
                     .iter()
@@ -84,7 +91,9 @@ fn render_message(m: &Message) -> Value {
             }
             v
         }
-        Role::Tool => json!({"role": "tool", "tool_call_id": m.tool_call_id.clone().unwrap_or_default(), "content": m.content}),
+        Role::Tool => {
+            json!({"role": "tool", "tool_call_id": m.tool_call_id.clone().unwrap_or_default(), "content": m.content})
+        }
     }
 }
 
@@ -178,7 +187,10 @@ fn arguments_text(v: &Value) -> String {
 fn stream_error(provider: &str, err: &Value) -> ProviderError {
     let message = err.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| err.to_string());
     let status = err.get("code").and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok());
-    let e = ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' reported an error in the stream: {message}"));
+    let e = ProviderError::new(
+        ErrorClass::ProviderError,
+        format!("provider '{provider}' reported an error in the stream: {message}"),
+    );
     match status {
         Some(429) => ProviderError { class: ErrorClass::RateLimited, ..e.with_status(429) },
         Some(s) => e.with_status(s),
@@ -197,7 +209,8 @@ fn apply(reply: &mut ReplyBuilder, delta: &Delta, sink: DeltaSink<'_>) {
         let f = tc.function.as_ref();
         let args = f.and_then(|f| f.arguments.as_ref()).map(arguments_text);
         // A non-streamed message lists calls without indexes: position is the index.
-        let index = tc.index.or(if delta.tool_calls.as_ref().is_some_and(|v| v.len() > 1) { Some(i as u64) } else { None });
+        let index =
+            tc.index.or(if delta.tool_calls.as_ref().is_some_and(|v| v.len() > 1) { Some(i as u64) } else { None });
         reply.calls.push(index, tc.id.as_deref(), f.and_then(|f| f.name.as_deref()), args.as_deref(), sink);
     }
 }
@@ -205,7 +218,12 @@ fn apply(reply: &mut ReplyBuilder, delta: &Delta, sink: DeltaSink<'_>) {
 /// Reads a streamed reply from raw body bytes. Ends normally at `data: [DONE]`, or at the end
 /// of the body once a finish reason was received; any other end is `StreamInterrupted`, and
 /// no tool call of that stream is returned.
-pub(crate) async fn read_stream<S, E>(provider: &str, bytes: S, mut reply: ReplyBuilder, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure>
+pub(crate) async fn read_stream<S, E>(
+    provider: &str,
+    bytes: S,
+    mut reply: ReplyBuilder,
+    sink: DeltaSink<'_>,
+) -> Result<ChatResponse, Failure>
 where
     S: Stream<Item = Result<bytes::Bytes, E>>,
     E: std::fmt::Display,
@@ -227,7 +245,10 @@ where
             break;
         }
         let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent an unreadable stream chunk: {e}"))
+            ProviderError::new(
+                ErrorClass::ProviderError,
+                format!("provider '{provider}' sent an unreadable stream chunk: {e}"),
+            )
         })?;
         if let Some(err) = &chunk.error {
             return Err(stream_error(provider, err).into());
@@ -252,9 +273,15 @@ where
 }
 
 /// Reads a non-streamed `chat.completion` body; the whole text is passed on as one delta.
-pub(crate) fn read_whole(provider: &str, body: &str, mut reply: ReplyBuilder, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure> {
-    let chunk: Chunk = serde_json::from_str(body)
-        .map_err(|e| ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent an unreadable reply: {e}")))?;
+pub(crate) fn read_whole(
+    provider: &str,
+    body: &str,
+    mut reply: ReplyBuilder,
+    sink: DeltaSink<'_>,
+) -> Result<ChatResponse, Failure> {
+    let chunk: Chunk = serde_json::from_str(body).map_err(|e| {
+        ProviderError::new(ErrorClass::ProviderError, format!("provider '{provider}' sent an unreadable reply: {e}"))
+    })?;
     if let Some(err) = &chunk.error {
         return Err(stream_error(provider, err).into());
     }
@@ -295,7 +322,14 @@ impl Attempt for OpenAiProvider {
 
     async fn attempt(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure> {
         let model = self.model(request).to_string();
-        let body = render_request(request, &model, self.stream, self.tool_choice.as_deref(), self.max_tokens);
+        let mut body = render_request(request, &model, self.stream, self.tool_choice.as_deref(), self.max_tokens);
+        if self.system_role != "system"
+            && let Some(messages) = body["messages"].as_array_mut()
+        {
+            for m in messages.iter_mut().filter(|m| m["role"] == "system") {
+                m["role"] = Value::String(self.system_role.clone());
+            }
+        }
         let rb = self.authorised(self.core.client.post(self.core.url("/chat/completions")).json(&body));
         let response = self.core.send(rb).await?;
         let mut req = request.clone();

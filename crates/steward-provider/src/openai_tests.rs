@@ -40,7 +40,12 @@ fn sse_body(data_lines: &[String]) -> Vec<u8> {
 }
 
 /// Feeds `body` split at the given byte offsets.
-async fn run_split(body: &[u8], cuts: &[usize], tools: &[&str], recover: bool) -> (Result<ChatResponse, Failure>, Vec<StreamDelta>) {
+async fn run_split(
+    body: &[u8],
+    cuts: &[usize],
+    tools: &[&str],
+    recover: bool,
+) -> (Result<ChatResponse, Failure>, Vec<StreamDelta>) {
     let mut pieces = Vec::new();
     let mut start = 0;
     for &c in cuts.iter().chain(std::iter::once(&body.len())) {
@@ -67,8 +72,13 @@ fn read_file(id: &str, path: &str) -> ToolCall {
 async fn b01_same_index_parallel_calls() {
     let input = case("B01");
     for stream in ["stream_same_index", "stream_missing_index", "control_well_formed_interleaved"] {
-        let reply = run(&lines(&input[stream]), &["read_file"]).await.unwrap_or_else(|f| panic!("{stream}: {:?}", f.error));
-        assert_eq!(reply.tool_calls, vec![read_file("call_A", "src/a.rs"), read_file("call_B", "src/b.rs")], "{stream}");
+        let reply =
+            run(&lines(&input[stream]), &["read_file"]).await.unwrap_or_else(|f| panic!("{stream}: {:?}", f.error));
+        assert_eq!(
+            reply.tool_calls,
+            vec![read_file("call_A", "src/a.rs"), read_file("call_B", "src/b.rs")],
+            "{stream}"
+        );
         assert!(reply.invalid_tool_calls.is_empty(), "{stream}");
         assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
         assert_eq!(reply.model, "test-model");
@@ -86,7 +96,10 @@ async fn b03_truncated_arguments_finish_length() {
     assert_eq!((bad.id.as_str(), bad.name.as_str(), bad.raw_arguments.as_str()), ("call_w", "write_file", raw));
     assert_eq!(
         bad.error,
-        format!("tool call call_w (write_file) truncated: finish_reason=length, {} bytes of arguments received", raw.len())
+        format!(
+            "tool call call_w (write_file) truncated: finish_reason=length, {} bytes of arguments received",
+            raw.len()
+        )
     );
 }
 
@@ -117,7 +130,11 @@ async fn llama_cpp_cut_call_with_finish_tool_calls_is_invalid() {
     let reply = run(&data, &["read_file"]).await.unwrap();
     assert!(reply.tool_calls.is_empty());
     assert_eq!(reply.invalid_tool_calls[0].id, "call_x");
-    assert!(reply.invalid_tool_calls[0].error.contains("invalid JSON arguments"), "{}", reply.invalid_tool_calls[0].error);
+    assert!(
+        reply.invalid_tool_calls[0].error.contains("invalid JSON arguments"),
+        "{}",
+        reply.invalid_tool_calls[0].error
+    );
 }
 
 /// B04's NDJSON content pieces, re-sent as OpenAI-compatible content deltas (Ollama's `/v1`
@@ -155,7 +172,10 @@ async fn b04_tool_call_in_content() {
 
     let prose = run(&b04_as_sse(&input["variant_prose_with_json"]), &tools).await.unwrap();
     assert!(prose.tool_calls.is_empty());
-    assert_eq!(prose.text, "Here is an example payload: {\"name\": \"get_current_location\", \"parameters\": {}} - no call needed.");
+    assert_eq!(
+        prose.text,
+        "Here is an example payload: {\"name\": \"get_current_location\", \"parameters\": {}} - no call needed."
+    );
 
     for variant in ["stream", "variant_undeclared_name", "variant_prose_with_json"] {
         let (result, _) = run_split(&sse_body(&b04_as_sse(&input[variant])), &[], &tools, false).await;
@@ -280,7 +300,9 @@ fn request_rendering() {
     req.tool_choice = ToolChoice::Auto;
     assert_eq!(render_request(&req, "m", false, Some("required"), None)["tool_choice"], "required");
     let plain = render_request(&request(&[]), "m", false, Some("required"), Some(9));
-    assert!(plain.get("tools").is_none() && plain.get("tool_choice").is_none() && plain.get("stream_options").is_none());
+    assert!(
+        plain.get("tools").is_none() && plain.get("tool_choice").is_none() && plain.get("stream_options").is_none()
+    );
     assert_eq!(plain["max_tokens"], 9);
 }
 
@@ -289,7 +311,9 @@ fn non_streamed_reply() {
     let body = r#"{"id":"c","model":"served","choices":[{"index":0,"message":{"role":"assistant","content":"Hello","tool_calls":[{"id":"call_1","type":"function","function":{"name":"read_file","arguments":{"path":"a"}}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#;
     let req = request(&["read_file"]);
     let mut deltas = Vec::new();
-    let reply = read_whole("t", body, ReplyBuilder::new(true, &req, ToolCallAssembler::default()), &mut |d| deltas.push(d)).unwrap();
+    let reply =
+        read_whole("t", body, ReplyBuilder::new(true, &req, ToolCallAssembler::default()), &mut |d| deltas.push(d))
+            .unwrap();
     assert_eq!(reply.tool_calls, vec![read_file("call_1", "a")]);
     assert_eq!(reply.text, "Hello");
     assert_eq!(reply.model, "served");

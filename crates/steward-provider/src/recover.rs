@@ -42,11 +42,11 @@ pub fn split_think(text: &str) -> (String, String) {
     let mut shown = String::new();
     let mut rest = text;
     // A closing tag with no opening tag before it: the template opened the block.
-    if let Some(close) = rest.find(THINK_CLOSE) {
-        if !rest[..close].contains(THINK_OPEN) {
-            reasoning.push(rest[..close].trim());
-            rest = &rest[close + THINK_CLOSE.len()..];
-        }
+    if let Some(close) = rest.find(THINK_CLOSE)
+        && !rest[..close].contains(THINK_OPEN)
+    {
+        reasoning.push(rest[..close].trim());
+        rest = &rest[close + THINK_CLOSE.len()..];
     }
     while let Some(open) = rest.find(THINK_OPEN) {
         shown.push_str(&rest[..open]);
@@ -141,7 +141,7 @@ fn parse_calls(text: &str, declared: &[String]) -> Option<Vec<ToolCall>> {
     let mut calls = Vec::with_capacity(values.len());
     for (i, value) in values.into_iter().enumerate() {
         let (name, arguments) = call_shape(value)?;
-        if !declared.iter().any(|d| *d == name) {
+        if !declared.contains(&name) {
             return None;
         }
         calls.push(ToolCall { id: format!("call_recovered_{}", i + 1), name, arguments });
@@ -194,7 +194,10 @@ mod tests {
     fn object_array_tagged_and_fenced_shapes() {
         let d = declared(&["read", "list"]);
         let r = recover_text_tool_calls(r#" {"name": "read", "arguments": {"path": "a"}} "#, &d);
-        assert_eq!(r.tool_calls, vec![ToolCall { id: "call_recovered_1".into(), name: "read".into(), arguments: json!({"path": "a"}) }]);
+        assert_eq!(
+            r.tool_calls,
+            vec![ToolCall { id: "call_recovered_1".into(), name: "read".into(), arguments: json!({"path": "a"}) }]
+        );
         assert_eq!(r.text, "");
 
         let r = recover_text_tool_calls(r#"[{"name":"read","parameters":{"path":"a"}},{"name":"list"}]"#, &d);
@@ -238,7 +241,10 @@ mod tests {
     #[test]
     fn think_blocks_move_to_reasoning() {
         let d = declared(&["read"]);
-        let r = recover_text_tool_calls("<think>I should read a.</think>\n{\"name\":\"read\",\"arguments\":{\"path\":\"a\"}}", &d);
+        let r = recover_text_tool_calls(
+            "<think>I should read a.</think>\n{\"name\":\"read\",\"arguments\":{\"path\":\"a\"}}",
+            &d,
+        );
         assert_eq!(r.reasoning, "I should read a.");
         assert_eq!(r.tool_calls.len(), 1);
 

@@ -72,7 +72,8 @@ mod tests {
         // Pattern rules alone (the key is not known to this provider) give the same result.
         assert_eq!(redact_text(&error_text, &[]), shown);
 
-        let header = format!("DEBUG request headers: {{'x-goog-api-key': '{KEY}', 'content-type': 'application/json'}}");
+        let header =
+            format!("DEBUG request headers: {{'x-goog-api-key': '{KEY}', 'content-type': 'application/json'}}");
         let shown = redact_text(&header, &[]);
         assert!(!shown.contains(KEY), "{shown}");
         assert!(shown.contains("content-type"));
@@ -87,7 +88,10 @@ mod tests {
     #[test]
     fn bearer_tokens_userinfo_and_exact_values() {
         assert_eq!(redact_text("Authorization: Bearer sk-abc.def", &[]), "Authorization: Bearer [REDACTED]");
-        assert_eq!(redact_url("http://user:pw@localhost:8080/v1?token=t1"), "http://[REDACTED]@localhost:8080/v1?token=[REDACTED]");
+        assert_eq!(
+            redact_url("http://user:pw@localhost:8080/v1?token=t1"),
+            "http://[REDACTED]@localhost:8080/v1?token=[REDACTED]"
+        );
         assert_eq!(redact_text("the key sk-live-123456 leaked", &["sk-live-123456"]), "the key [REDACTED] leaked");
         assert_eq!(redact_url("http://localhost:11434/v1"), "http://localhost:11434/v1");
     }

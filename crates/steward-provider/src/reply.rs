@@ -5,8 +5,8 @@
 use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, FinishReason, StreamDelta, ToolCall, Usage};
 
 use crate::assemble::{Ending, ToolCallAssembler};
-use crate::{DeltaSink, ProviderError};
 use crate::recover::{could_be_tool_call_prefix, leading_think, recover_text_tool_calls, split_think};
+use crate::{DeltaSink, ProviderError};
 
 /// Accumulates text and reasoning deltas of one reply.
 pub(crate) struct TextAccumulator {
@@ -57,13 +57,13 @@ impl TextAccumulator {
         }
         self.text.push_str(piece);
         if self.passing {
-                sink(StreamDelta::Text { text: piece.to_string() });
+            sink(StreamDelta::Text { text: piece.to_string() });
             return;
         }
         let (thoughts, rest, think_open) = leading_think(&self.text);
         for thought in thoughts.iter().skip(self.thoughts_sent) {
             if !thought.is_empty() {
-                        sink(StreamDelta::Reasoning { text: thought.to_string() });
+                sink(StreamDelta::Reasoning { text: thought.to_string() });
             }
         }
         self.thoughts_sent = thoughts.len();
@@ -131,7 +131,13 @@ impl ReplyBuilder {
     /// A builder for a reply to `request`; `recover`: text tool-call recovery on.
     pub fn new(recover: bool, request: &ChatRequest, calls: ToolCallAssembler) -> Self {
         let declared = request.tools.iter().map(|t| t.name.clone()).collect();
-        ReplyBuilder { text: TextAccumulator::new(recover, declared), calls, usage: Usage::default(), model: request.model.clone(), finish: None }
+        ReplyBuilder {
+            text: TextAccumulator::new(recover, declared),
+            calls,
+            usage: Usage::default(),
+            model: request.model.clone(),
+            finish: None,
+        }
     }
 
     /// Records a finish reason; empty strings (sent by some servers on every chunk) are ignored.

@@ -45,11 +45,7 @@ impl RetryPolicy {
     pub fn delay(&self, next_try: u32, server_asked: Option<Duration>) -> Duration {
         let exp = next_try.saturating_sub(2).min(16);
         let base = self.backoff.saturating_mul(1u32 << exp).min(MAX_BACKOFF);
-        let jitter_ms = if base.is_zero() {
-            0
-        } else {
-            rand::random_range(0..=(base.as_millis() as u64 / 4))
-        };
+        let jitter_ms = if base.is_zero() { 0 } else { rand::random_range(0..=(base.as_millis() as u64 / 4)) };
         let computed = base + Duration::from_millis(jitter_ms);
         match server_asked {
             Some(asked) => asked.max(base),
@@ -62,10 +58,8 @@ impl RetryPolicy {
 /// then `Retry-After` as delta-seconds or as an HTTP date (IMF-fixdate, RFC 9110 §5.6.7).
 /// `now` is the current time, used for dates. Returns `None` when neither header is usable.
 pub fn retry_after(headers: &reqwest::header::HeaderMap, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
-    if let Some(ms) = headers.get("retry-after-ms").and_then(|v| v.to_str().ok()) {
-        if let Some(d) = parse_retry_after_ms(ms) {
-            return Some(d);
-        }
+    if let Some(d) = headers.get("retry-after-ms").and_then(|v| v.to_str().ok()).and_then(parse_retry_after_ms) {
+        return Some(d);
     }
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     parse_retry_after(value, now)

@@ -2,6 +2,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -58,8 +59,8 @@ pub async fn run(req: ExecRequest, cancel: CancellationToken) -> Result<ExecOutp
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|source| spawn_error(&program, net.is_some(), source))?;
     let group = GroupKiller { pgid: child.id().and_then(|id| i32::try_from(id).ok()) };
-    let stdout = tokio::spawn(read_capped(child.stdout.take(), req.max_output_bytes));
-    let stderr = tokio::spawn(read_capped(child.stderr.take(), req.max_output_bytes));
+    let stdout = Reader::start(child.stdout.take(), req.max_output_bytes);
+    let stderr = Reader::start(child.stderr.take(), req.max_output_bytes);
 
     enum End {
         Exited(std::io::Result<ExitStatus>),
@@ -83,8 +84,7 @@ pub async fn run(req: ExecRequest, cancel: CancellationToken) -> Result<ExecOutp
             return Err(SandboxError::Cancelled);
         }
     };
-    let (stdout, out_cut) = finish_reader(stdout).await;
-    let (stderr, err_cut) = finish_reader(stderr).await;
+    let ((stdout, out_cut), (stderr, err_cut)) = tokio::join!(stdout.finish(), stderr.finish());
 
     let mut profile = vec!["env-scrub".to_string()];
     profile.push(net.map_or("net=allowed", |m| m.profile()).to_string());
@@ -159,37 +159,51 @@ impl Drop for GroupKiller {
     }
 }
 
-/// Reads a stream to its end, keeping at most `cap` bytes. Returns `(bytes, truncated)`.
-async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, bool) {
-    let Some(mut stream) = stream else { return (Vec::new(), false) };
-    let mut kept = Vec::new();
-    let mut truncated = false;
-    let mut buf = [0u8; 8192];
-    loop {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = cap.saturating_sub(kept.len());
-                if n > room {
-                    truncated = true;
-                }
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-        }
-    }
-    (kept, truncated)
+/// Output captured so far: `(bytes, truncated)`.
+type Captured = Arc<Mutex<(Vec<u8>, bool)>>;
+
+/// A task reading one output stream into a shared buffer.
+struct Reader {
+    captured: Captured,
+    task: tokio::task::JoinHandle<()>,
 }
 
-/// Waits briefly for a reader; one that is still blocked (a process escaped the group and
-/// holds the pipe) is abandoned and its output counts as cut.
-async fn finish_reader(handle: tokio::task::JoinHandle<(Vec<u8>, bool)>) -> (Vec<u8>, bool) {
-    let abort = handle.abort_handle();
-    match tokio::time::timeout(READER_GRACE, handle).await {
-        Ok(Ok(result)) => result,
-        Ok(Err(_)) => (Vec::new(), true),
-        Err(_) => {
+impl Reader {
+    /// Starts reading `stream` to its end, keeping at most `cap` bytes.
+    fn start(stream: Option<impl AsyncRead + Unpin + Send + 'static>, cap: usize) -> Reader {
+        let captured: Captured = Arc::default();
+        let sink = Arc::clone(&captured);
+        let task = tokio::spawn(async move {
+            let Some(mut stream) = stream else { return };
+            let mut buf = [0u8; 8192];
+            loop {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let mut guard = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                        let room = cap.saturating_sub(guard.0.len());
+                        if n > room {
+                            guard.1 = true;
+                        }
+                        guard.0.extend_from_slice(&buf[..n.min(room)]);
+                    }
+                }
+            }
+        });
+        Reader { captured, task }
+    }
+
+    /// Waits briefly for the end of the stream and returns what was kept. A reader that is
+    /// still blocked (a process escaped the group and holds the pipe) is stopped and the
+    /// output counts as cut.
+    async fn finish(self) -> (Vec<u8>, bool) {
+        let abort = self.task.abort_handle();
+        let ended = tokio::time::timeout(READER_GRACE, self.task).await.is_ok_and(|joined| joined.is_ok());
+        if !ended {
             abort.abort();
-            (Vec::new(), true)
         }
+        let mut guard = self.captured.lock().unwrap_or_else(PoisonError::into_inner);
+        let (bytes, truncated) = std::mem::take(&mut *guard);
+        (bytes, truncated || !ended)
     }
 }

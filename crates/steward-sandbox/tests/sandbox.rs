@@ -201,3 +201,12 @@ async fn bad_requests_are_refused() {
     let err = run(req(&["/nonexistent/program"]), CancellationToken::new()).await.unwrap_err();
     assert!(matches!(err, SandboxError::Spawn { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn a_process_that_leaves_the_group_cannot_hold_the_call_open() {
+    let started = Instant::now();
+    let out = exec(req(&["sh", "-c", "setsid sleep 5 & echo hi"])).await;
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    assert_eq!(text(&out.stdout), "hi\n");
+    assert!(out.truncated, "held-open output counts as cut");
+}

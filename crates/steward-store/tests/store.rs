@@ -204,7 +204,8 @@ async fn failed_queued_event_is_reported_by_flush_and_fails_alone() {
 
 #[tokio::test]
 async fn approvals_upsert_and_list() {
-    let store = SqliteStore::open_in_memory().await.unwrap();
+    // Through the trait object, as the core uses it.
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
     let now = Utc::now();
     let mut a = ApprovalRequest {
         id: new_id("apr_"),

@@ -84,7 +84,11 @@ pub fn resolve(config: &Config, overrides: &PlannerOverrides, env: &dyn Fn(&str)
             }
             let tool_choice = overrides.tool_choice.clone().or_else(|| cfg.tool_choice.clone());
             let max_tokens = overrides.max_tokens.or(cfg.max_tokens);
-            let provider: Arc<dyn Provider> = match steward_provider::build_provider(&name, &cfg, env) {
+            // The loop applies the tool choice to the first planner call only; the provider must
+            // not force it on every call.
+            let mut build = cfg.clone();
+            build.tool_choice = None;
+            let provider: Arc<dyn Provider> = match steward_provider::build_provider(&name, &build, env) {
                 Ok(provider) => provider,
                 Err(err) if err.class == steward_protocol::ErrorClass::MissingApiKey => Arc::new(Unavailable { name: name.clone(), error: err }),
                 Err(err) => return Err(format!("provider `{name}`: {}", err.message)),

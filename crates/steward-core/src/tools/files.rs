@@ -14,9 +14,9 @@
 //! Latin-1 bytes that are not UTF-8), and the file is re-read at apply time so a concurrent
 //! change is never lost.
 
-use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::fs::{self, OpenOptions, Permissions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path};
 use std::sync::Arc;
 
@@ -25,14 +25,17 @@ use serde_json::{Value, json};
 use steward_policy::{Access, WorkspacePath};
 use steward_protocol::{RiskLevel, ToolSpec};
 
+use super::search::{MAX_FILE_BYTES, read_regular_file};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-
-/// Largest file, in bytes, that `read`, `edit` and `delete` (for its diff) load: 2 MiB.
-pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 
 /// The writing file tools: `create`, `edit`, `delete`, `move`.
 pub fn tools() -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(CreateTool::new()), Arc::new(EditTool::new()), Arc::new(DeleteTool::new()), Arc::new(MoveTool::new())]
+    vec![
+        Arc::new(CreateTool::default()),
+        Arc::new(EditTool::default()),
+        Arc::new(DeleteTool::default()),
+        Arc::new(MoveTool::default()),
+    ]
 }
 
 // ----- Helpers shared by the built-in tools -------------------------------------------------
@@ -118,37 +121,6 @@ pub(super) fn unified_diff(rel: &str, before: &[u8], after: &[u8]) -> String {
         .context_radius(3)
         .header(&format!("a/{rel}"), &format!("b/{rel}"))
         .to_string()
-}
-
-/// Reads a regular file of at most `limit` bytes without following a symbolic link at the
-/// final component: the file is `lstat`ed, opened, and refused unless the opened file is the
-/// same inode. Errors: a link or a non-regular file (`not_regular_file`), a file over `limit`
-/// bytes, or an I/O error.
-pub(super) fn read_regular_file(abs: &Path, rel: &str, limit: u64) -> Result<Vec<u8>, ToolError> {
-    let seen = fs::symlink_metadata(abs).map_err(|e| io_error("read", rel, &e))?;
-    if seen.file_type().is_symlink() {
-        return Err(ToolError::refused("not_regular_file", format!("`{rel}` is a symbolic link")));
-    }
-    if seen.is_dir() {
-        return Err(ToolError::refused("not_regular_file", format!("`{rel}` is a directory, not a file")));
-    }
-    if !seen.is_file() {
-        return Err(ToolError::refused("not_regular_file", format!("`{rel}` is not a regular file")));
-    }
-    if seen.len() > limit {
-        return Err(ToolError::failed(format!("`{rel}` is {} bytes; at most {limit} bytes are read", seen.len())));
-    }
-    let file = File::open(abs).map_err(|e| io_error("read", rel, &e))?;
-    let opened = file.metadata().map_err(|e| io_error("read", rel, &e))?;
-    if (opened.dev(), opened.ino()) != (seen.dev(), seen.ino()) {
-        return Err(ToolError::refused("not_regular_file", format!("`{rel}` changed while it was opened")));
-    }
-    let mut bytes = Vec::with_capacity(opened.len() as usize);
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| io_error("read", rel, &e))?;
-    if bytes.len() as u64 > limit {
-        return Err(ToolError::failed(format!("`{rel}` grew past {limit} bytes while it was read")));
-    }
-    Ok(bytes)
 }
 
 /// Creates the missing parent directories of `rel` below `root`, one component at a time,
@@ -240,9 +212,9 @@ pub struct CreateTool {
     spec: ToolSpec,
 }
 
-impl CreateTool {
+impl Default for CreateTool {
     /// The tool with its spec (risk `medium`, writes).
-    pub fn new() -> Self {
+    fn default() -> Self {
         let spec = spec(
             "create",
             "Create a new text file in the workspace (missing parent folders are created). Refuses when the file already exists; use `edit` to change a file.",
@@ -257,19 +229,15 @@ impl CreateTool {
         );
         CreateTool { spec }
     }
+}
 
+impl CreateTool {
     fn check(&self, args: &Value, ctx: &ToolContext) -> Result<(WorkspacePath, String), ToolError> {
         let path = ctx.workspace.resolve(str_arg(args, "path")?, Access::Write)?;
         let content = str_arg(args, "content")?;
         refuse_existing(&path.abs, &path.rel)?;
         let diff = unified_diff(&path.rel, b"", content.as_bytes());
         Ok((path, diff))
-    }
-}
-
-impl Default for CreateTool {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -324,9 +292,9 @@ struct PlannedEdit {
     after: Vec<u8>,
 }
 
-impl EditTool {
+impl Default for EditTool {
     /// The tool with its spec (risk `medium`, writes).
-    pub fn new() -> Self {
+    fn default() -> Self {
         let spec = spec(
             "edit",
             "Replace exactly one occurrence of `old` with `new` in a workspace file. `old` must match the current file text exactly (line endings may differ) and occur once; include surrounding lines to make it unique.",
@@ -342,7 +310,9 @@ impl EditTool {
         );
         EditTool { spec }
     }
+}
 
+impl EditTool {
     fn plan(&self, args: &Value, ctx: &ToolContext) -> Result<PlannedEdit, ToolError> {
         let path = ctx.workspace.resolve(str_arg(args, "path")?, Access::Write)?;
         let (old, new) = (str_arg(args, "old")?, str_arg(args, "new")?);
@@ -355,12 +325,6 @@ impl EditTool {
         }
         let after = replace_once(&before, old, new).map_err(|fault| fault.into_error(&path.rel))?;
         Ok(PlannedEdit { path, before, after })
-    }
-}
-
-impl Default for EditTool {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -498,9 +462,9 @@ pub struct DeleteTool {
     spec: ToolSpec,
 }
 
-impl DeleteTool {
+impl Default for DeleteTool {
     /// The tool with its spec (risk `high`, writes).
-    pub fn new() -> Self {
+    fn default() -> Self {
         let spec = spec(
             "delete",
             "Delete one file in the workspace. Directories are not deleted.",
@@ -512,7 +476,9 @@ impl DeleteTool {
         );
         DeleteTool { spec }
     }
+}
 
+impl DeleteTool {
     fn check(&self, args: &Value, ctx: &ToolContext) -> Result<(WorkspacePath, String), ToolError> {
         let path = ctx.workspace.resolve(str_arg(args, "path")?, Access::Write)?;
         let meta = fs::symlink_metadata(&path.abs).map_err(|e| io_error("delete", &path.rel, &e))?;
@@ -534,12 +500,6 @@ impl DeleteTool {
             ),
         };
         Ok((path, diff))
-    }
-}
-
-impl Default for DeleteTool {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -573,9 +533,9 @@ pub struct MoveTool {
     spec: ToolSpec,
 }
 
-impl MoveTool {
+impl Default for MoveTool {
     /// The tool with its spec (risk `medium`, writes).
-    pub fn new() -> Self {
+    fn default() -> Self {
         let spec = spec(
             "move",
             "Move or rename one file inside the workspace (missing parent folders are created). Refuses when the destination exists.",
@@ -590,7 +550,9 @@ impl MoveTool {
         );
         MoveTool { spec }
     }
+}
 
+impl MoveTool {
     fn check(&self, args: &Value, ctx: &ToolContext) -> Result<(WorkspacePath, WorkspacePath, String), ToolError> {
         let from = ctx.workspace.resolve(str_arg(args, "from")?, Access::Write)?;
         let to = ctx.workspace.resolve(str_arg(args, "to")?, Access::Write)?;
@@ -604,12 +566,6 @@ impl MoveTool {
         refuse_existing(&to.abs, &to.rel)?;
         let diff = format!("diff --git a/{f} b/{t}\nrename from {f}\nrename to {t}\n", f = from.rel, t = to.rel);
         Ok((from, to, diff))
-    }
-}
-
-impl Default for MoveTool {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

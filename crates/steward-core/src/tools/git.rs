@@ -193,7 +193,7 @@ impl Tool for GitTool {
     }
 
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let path = match opt_str(args, "path")? {
+        let path = match opt_str(args, "path")?.filter(|p| !p.is_empty()) {
             Some(p) => Some(ctx.workspace.resolve(p, Access::Read)?.rel),
             None => None,
         };
@@ -374,7 +374,7 @@ mod tests {
     #[test]
     fn secret_sections_are_dropped_and_counted() {
         let diff = "diff --git a/app.py b/app.py\n+ok\ndiff --git a/sub/.env b/sub/.env\n+API_KEY=x\ndiff --git \"a/we\\tird\" \"b/we\\tird\"\n+q\ndiff --cc .env.prod\n+P=1\n";
-        let shown = drop_hidden_sections(diff, |p| p.ends_with(".env"));
+        let shown = drop_hidden_sections(diff, |p| steward_policy::is_secret_path(Path::new(p)));
         assert_eq!(
             shown,
             "diff --git a/app.py b/app.py\n+ok\n[3 file(s) hidden: secret, ignored or denied paths are not shown]\n"

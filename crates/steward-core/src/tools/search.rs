@@ -6,6 +6,9 @@
 //! an ignored or secret file is never listed and its content never searched, whichever
 //! directory is named (case B09).
 
+use std::fs::{self, File};
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,8 +17,11 @@ use serde_json::{Value, json};
 use steward_policy::{Access, WorkspacePath};
 use steward_protocol::{ErrorClass, RiskLevel, ToolSpec};
 
-use super::files::{MAX_FILE_BYTES, opt_bool, opt_str, opt_u64, read_regular_file, spec, str_arg};
+use super::files::{io_error, opt_bool, opt_str, opt_u64, spec, str_arg};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
+
+/// Largest file, in bytes, that `read`, `edit` and `delete` (for its diff) load: 2 MiB.
+pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 
 /// Most entries a `list` call returns.
 pub const MAX_LIST_ENTRIES: usize = 2_000;
@@ -28,7 +34,7 @@ const BINARY_PROBE_BYTES: usize = 8 * 1024;
 
 /// The read-only tools: `list`, `read`, `search`.
 pub fn tools() -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(ListTool::new()), Arc::new(ReadTool::new()), Arc::new(SearchTool::new())]
+    vec![Arc::new(ListTool::default()), Arc::new(ReadTool::default()), Arc::new(SearchTool::default())]
 }
 
 fn cancelled() -> ToolError {
@@ -48,6 +54,37 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work).await.map_err(|e| ToolError::failed(format!("the tool's worker failed: {e}")))?
 }
 
+/// Reads a regular file of at most `limit` bytes without following a symbolic link at the
+/// final component: the file is `lstat`ed, opened, and refused unless the opened file is the
+/// same inode. Errors: a link or a non-regular file (`not_regular_file`), a file over `limit`
+/// bytes, or an I/O error.
+pub(super) fn read_regular_file(abs: &Path, rel: &str, limit: u64) -> Result<Vec<u8>, ToolError> {
+    let seen = fs::symlink_metadata(abs).map_err(|e| io_error("read", rel, &e))?;
+    if seen.file_type().is_symlink() {
+        return Err(ToolError::refused("not_regular_file", format!("`{rel}` is a symbolic link")));
+    }
+    if seen.is_dir() {
+        return Err(ToolError::refused("not_regular_file", format!("`{rel}` is a directory, not a file")));
+    }
+    if !seen.is_file() {
+        return Err(ToolError::refused("not_regular_file", format!("`{rel}` is not a regular file")));
+    }
+    if seen.len() > limit {
+        return Err(ToolError::failed(format!("`{rel}` is {} bytes; at most {limit} bytes are read", seen.len())));
+    }
+    let file = File::open(abs).map_err(|e| io_error("read", rel, &e))?;
+    let opened = file.metadata().map_err(|e| io_error("read", rel, &e))?;
+    if (opened.dev(), opened.ino()) != (seen.dev(), seen.ino()) {
+        return Err(ToolError::refused("not_regular_file", format!("`{rel}` changed while it was opened")));
+    }
+    let mut bytes = Vec::with_capacity(opened.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| io_error("read", rel, &e))?;
+    if bytes.len() as u64 > limit {
+        return Err(ToolError::failed(format!("`{rel}` grew past {limit} bytes while it was read")));
+    }
+    Ok(bytes)
+}
+
 // ----- list ---------------------------------------------------------------------------------
 
 /// `list {path?, recursive?}`: the entries of a workspace directory, directories with a
@@ -56,9 +93,9 @@ pub struct ListTool {
     spec: ToolSpec,
 }
 
-impl ListTool {
+impl Default for ListTool {
     /// The tool with its spec (risk `safe`).
-    pub fn new() -> Self {
+    fn default() -> Self {
         let spec = spec(
             "list",
             "List the files and folders of a workspace directory (folders end with `/`). Ignored and secret files are not shown.",
@@ -75,12 +112,6 @@ impl ListTool {
     }
 }
 
-impl Default for ListTool {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 #[async_trait]
 impl Tool for ListTool {
     fn spec(&self) -> &ToolSpec {
@@ -88,7 +119,8 @@ impl Tool for ListTool {
     }
 
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let dir = ctx.workspace.resolve(opt_str(args, "path")?.unwrap_or(""), Access::Read)?;
+        let dir =
+            ctx.workspace.resolve(opt_str(args, "path")?.filter(|p| !p.is_empty()).unwrap_or("."), Access::Read)?;
         let recursive = opt_bool(args, "recursive")?.unwrap_or(false);
         if !dir.abs.is_dir() {
             return Err(ToolError::failed(format!("`{}` is not a directory; use read for files", display(&dir))));
@@ -141,9 +173,9 @@ pub struct ReadTool {
     spec: ToolSpec,
 }
 
-impl ReadTool {
+impl Default for ReadTool {
     /// The tool with its spec (risk `low`).
-    pub fn new() -> Self {
+    fn default() -> Self {
         let spec = spec(
             "read",
             "Read a UTF-8 text file of the workspace, whole or a range of lines.",
@@ -158,12 +190,6 @@ impl ReadTool {
             &["path"],
         );
         ReadTool { spec }
-    }
-}
-
-impl Default for ReadTool {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -220,9 +246,9 @@ pub struct SearchTool {
     spec: ToolSpec,
 }
 
-impl SearchTool {
+impl Default for SearchTool {
     /// The tool with its spec (risk `low`).
-    pub fn new() -> Self {
+    fn default() -> Self {
         let spec = spec(
             "search",
             "Search the text of workspace files for a string or regular expression; returns `path:line: text` lines. Ignored and secret files are not searched.",
@@ -238,12 +264,6 @@ impl SearchTool {
             &["path"],
         );
         SearchTool { spec }
-    }
-}
-
-impl Default for SearchTool {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -273,7 +293,8 @@ impl Tool for SearchTool {
             .size_limit(1 << 20)
             .build()
             .map_err(|e| ToolError::refused("invalid_arguments", format!("invalid regular expression: {e}")))?;
-        let start = ctx.workspace.resolve(opt_str(args, "path")?.unwrap_or(""), Access::Read)?;
+        let start =
+            ctx.workspace.resolve(opt_str(args, "path")?.filter(|p| !p.is_empty()).unwrap_or("."), Access::Read)?;
         let (workspace, cancel) = (ctx.workspace.clone(), ctx.cancel.clone());
         let found = blocking(move || {
             let root = workspace.root();

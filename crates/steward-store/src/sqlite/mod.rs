@@ -51,7 +51,7 @@ impl SqliteStore {
     ///
     /// A missing parent directory is created with mode 0700 and a new file with mode 0600; an
     /// existing file readable by others is restricted to 0600 (the database holds run content).
-    /// Sets WAL mode, `synchronous` from `options.durability` and a [`BUSY_TIMEOUT`]. Must be
+    /// Sets WAL mode, `synchronous` from `options.durability` and a 10 s busy timeout. Must be
     /// called inside a Tokio runtime (it spawns the writer task).
     ///
     /// Errors: [`StoreError::Io`] (directory, file or permissions), [`StoreError::Open`],
@@ -76,6 +76,7 @@ impl SqliteStore {
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
+            .test_before_acquire(false)
             .connect_with(connect.clone())
             .await
             .map_err(|source| StoreError::Open { path: display.clone(), source })?;

@@ -1,0 +1,187 @@
+//! `steward run` against a real OpenAI-compatible model server: llama-cpp-python's server
+//! serving the TinyStories 260K model. Named `peer_*` so they run one at a time.
+//!
+//! Needs `STEWARD_TEST_LLAMA_PYTHON` (a Python with `llama_cpp.server`) and
+//! `STEWARD_TEST_MODEL` (the GGUF file); `scripts/test.sh` sets both.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A llama-cpp-python server on a free loopback port, killed on drop.
+struct LlamaServer {
+    child: Child,
+    port: u16,
+}
+
+impl LlamaServer {
+    fn start() -> LlamaServer {
+        let python = std::env::var("STEWARD_TEST_LLAMA_PYTHON")
+            .expect("STEWARD_TEST_LLAMA_PYTHON is not set: run the tests through scripts/test.sh");
+        let model = std::env::var("STEWARD_TEST_MODEL").expect("STEWARD_TEST_MODEL is not set: run the tests through scripts/test.sh");
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(python)
+            .args(["-m", "llama_cpp.server", "--model", &model, "--model_alias", "stories260k", "--host", "127.0.0.1"])
+            .args(["--port", &port.to_string(), "--n_ctx", "2048", "--n_threads", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start llama_cpp.server");
+        let server = LlamaServer { child, port };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "llama_cpp.server did not listen within 60 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
+    fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn peer_llama_streams_a_text_answer_to_the_final_output() {
+    let server = LlamaServer::start();
+    let env = Env::new();
+    let url = server.base_url();
+    let out = env.steward(&["run", "--json", "--base-url", &url, "--model", "stories260k", "--max-tokens", "60", "Once upon a time"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let chunks: Vec<&str> = evs.iter().filter(|e| e["event"] == "stage_chunk").map(|e| e["text"].as_str().unwrap()).collect();
+    assert!(chunks.len() >= 2, "the answer was not streamed: {chunks:?}");
+    let done = find(&evs, "run_completed");
+    let final_text = done["final"].as_str().unwrap();
+    assert!(!final_text.trim().is_empty());
+    assert_eq!(chunks.concat().trim(), final_text.trim());
+    assert_eq!(find(&evs, "run_started")["model"], "stories260k");
+}
+
+#[test]
+fn peer_llama_non_streamed_provider_from_config_reports_usage() {
+    let server = LlamaServer::start();
+    let env = Env::new();
+    env.write(
+        ".steward/config.toml",
+        &format!(
+            "[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nstream = false\ndefault_model = \"stories260k\"\nmax_tokens = 40\n",
+            server.base_url()
+        ),
+    );
+    let out = env.steward(&["run", "--json", "--provider", "tiny", "Once upon a time"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let done = find(&evs, "run_completed");
+    assert!(!done["final"].as_str().unwrap().trim().is_empty());
+    assert!(done["usage"]["output_tokens"].as_u64().unwrap() > 0, "usage tokens missing: {done}");
+    assert!(done["usage"]["input_tokens"].as_u64().unwrap() > 0, "usage tokens missing: {done}");
+    assert_eq!(find(&evs, "run_started")["provider"], "tiny");
+}
+
+#[test]
+fn peer_llama_http_500_is_retried_then_fails_classified() {
+    // llama-cpp-python answers the `developer` role with HTTP 500.
+    let server = LlamaServer::start();
+    let env = Env::new();
+    env.write(
+        ".steward/config.toml",
+        &format!(
+            "[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nsystem_role = \"developer\"\nretry_backoff_ms = 10\n",
+            server.base_url()
+        ),
+    );
+    let out = env.steward(&["run", "--json", "--provider", "tiny", "--model", "stories260k", "hello"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let evs = events(&out);
+    let failed = find(&evs, "run_failed");
+    assert_eq!(failed["class"], "provider_error");
+    let error = failed["error"].as_str().unwrap();
+    assert!(error.contains("500") && error.contains("3 tries"), "{error}");
+}
+
+#[test]
+fn peer_llama_named_tool_choice_yields_a_real_streamed_call_that_is_gated_and_run() {
+    let server = LlamaServer::start();
+    let env = Env::new();
+    env.write("tracked.txt", "one\n");
+    env.git_init();
+    env.write("fresh_untracked.txt", "two\n");
+    let url = server.base_url();
+    let out = env.steward(&[
+        "run", "--json", "--base-url", &url, "--model", "stories260k", "--tool-choice", "git_status", "--max-tokens", "200",
+        "What is the status of the repository?",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let requested = find(&evs, "tool_requested");
+    assert_eq!(requested["tool"], "git_status");
+    assert!(requested["call_id"].as_str().unwrap().starts_with("call_"), "{requested}");
+    let completed = find(&evs, "tool_completed");
+    assert!(completed["output"].as_str().unwrap().contains("fresh_untracked.txt"), "{completed}");
+    let run_id = evs[0]["run_id"].as_str().unwrap();
+    let outcomes: Vec<String> = audit(&env, run_id).iter().map(|r| r["outcome"].as_str().unwrap().to_string()).collect();
+    assert_eq!(outcomes, ["approved", "completed"]);
+    assert_eq!(find(&evs, "run_completed")["stop_reason"], "answered");
+}
+
+#[test]
+fn peer_llama_call_cut_by_max_tokens_is_never_executed_and_the_model_is_told() {
+    let server = LlamaServer::start();
+    let env = Env::new();
+    let url = server.base_url();
+    let out = env.steward(&[
+        "run", "--json", "--base-url", &url, "--model", "stories260k", "--tool-choice", "create", "--max-tokens", "25",
+        "--max-rounds", "1", "Write a story into story.txt",
+    ]);
+    let evs = events(&out);
+    let denied = find(&evs, "tool_denied");
+    assert_eq!(denied["rule"], "invalid_tool_call", "{denied}");
+    assert_eq!(denied["tool"], "create");
+    assert!(!names(&evs).iter().any(|n| n == "tool_started"), "a cut call ran");
+    assert!(!env.ws().join("story.txt").exists());
+    assert!(std::fs::read_dir(env.ws()).unwrap().next().is_none(), "something was written to the workspace");
+    // The run stops at its one round, with the refusal as what it had.
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(find(&evs, "run_completed")["final"].as_str().unwrap().contains("create"));
+}
+
+#[test]
+fn peer_llama_context_overflow_is_a_clear_error() {
+    // Non-streamed, the server says why (HTTP 400) and Steward does not retry it.
+    let server = LlamaServer::start();
+    let env = Env::new();
+    env.write(
+        ".steward/config.toml",
+        &format!("[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nstream = false\n", server.base_url()),
+    );
+    let task = "word ".repeat(3000);
+    let out = env.steward(&["run", "--json", "--provider", "tiny", "--model", "stories260k", &task]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let evs = events(&out);
+    let failed = find(&evs, "run_failed");
+    assert_eq!(failed["class"], "provider_error");
+    let error = failed["error"].as_str().unwrap();
+    assert!(error.contains("400") && error.contains("context length"), "{error}");
+    assert!(!error.contains("tries"), "a 400 was retried: {error}");
+
+    // Streamed, this server answers 200 with an empty stream: Steward says the stream ended
+    // early instead of reporting an empty answer.
+    let url = server.base_url();
+    let out = env.steward(&["run", "--json", "--base-url", &url, "--model", "stories260k", &task]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let failed = find(&events(&out), "run_failed").clone();
+    assert_eq!(failed["class"], "stream_interrupted");
+    assert!(failed["error"].as_str().unwrap().contains("ended before the reply was complete"), "{failed}");
+}

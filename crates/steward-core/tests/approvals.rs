@@ -1,0 +1,314 @@
+//! The agent loop with the scripted fake provider: approval outcomes as a scenario table,
+//! owner binding, forged tokens, expiry, limits, and calls that must never run.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::json;
+use steward_core::approval::{ApprovalAnswer, ApprovalKey, Approver};
+use steward_core::config::Config;
+use steward_core::events::EventObserver;
+use steward_core::tools::ToolRegistry;
+use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
+use steward_policy::Redactor;
+use steward_protocol::{ApprovalRequest, AuditOutcome, Event, EventKind, StopReason, ToolChoice};
+use steward_provider::fake::{FakeProvider, Scenario};
+use steward_store::{RunStatus, SqliteStore, Store};
+use tokio_util::sync::CancellationToken;
+
+/// What the scripted owner does when asked.
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    Approves,
+    Rejects,
+    ApprovesAsSomeoneElse,
+    ForgesToken,
+    NeverAnswers,
+}
+
+#[async_trait]
+impl Approver for Owner {
+    async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+        let me = "local:alice".to_string();
+        match self {
+            Owner::Approves => ApprovalAnswer::Approve { token: token.into(), decided_by: me },
+            Owner::Rejects => ApprovalAnswer::Reject { reason: "not today".into(), decided_by: me },
+            Owner::ApprovesAsSomeoneElse => ApprovalAnswer::Approve { token: token.into(), decided_by: "local:mallory".into() },
+            Owner::ForgesToken => ApprovalAnswer::Approve { token: "00".repeat(32), decided_by: me },
+            Owner::NeverAnswers => std::future::pending().await,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Event>>);
+
+impl EventObserver for Recorder {
+    fn on_event(&self, event: &Event) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+impl Recorder {
+    fn names(&self) -> Vec<&'static str> {
+        self.0.lock().unwrap().iter().map(|e| e.kind.name()).collect()
+    }
+}
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    ws: std::path::PathBuf,
+    runtime: Runtime,
+}
+
+async fn harness() -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("note.txt"), "old\n").unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
+    let runtime = Runtime {
+        store,
+        redactor: Arc::new(Redactor::new(Vec::new())),
+        approval_key: ApprovalKey::generate(),
+        outputs_dir: dir.path().join("outputs"),
+    };
+    Harness { _dir: dir, ws, runtime }
+}
+
+fn fake(toml: &str) -> (PlannerChoice, Arc<FakeProvider>) {
+    let provider = Arc::new(FakeProvider::new(Scenario::from_toml(toml).unwrap()));
+    let choice = PlannerChoice {
+        kind: "model".into(),
+        provider: provider.clone(),
+        model: "fake".into(),
+        tool_choice: ToolChoice::Auto,
+        max_tokens: None,
+    };
+    (choice, provider)
+}
+
+const EDIT_THEN_ANSWER: &str = r#"
+[[round]]
+text = "Editing."
+[[round.tool_call]]
+name = "edit"
+arguments = { path = "note.txt", old = "old", new = "new" }
+[[round]]
+text = "Finished."
+"#;
+
+async fn run(h: &Harness, planner: PlannerChoice, owner: Owner, config: Config) -> (steward_store::RunRecord, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let request = RunRequest {
+        task: "change the note".into(),
+        owner_id: "local:alice".into(),
+        workspace: h.ws.clone(),
+        planner,
+        config,
+        tools: ToolRegistry::builtin(),
+        approver: Arc::new(owner),
+        observer: recorder.clone(),
+        cancel: CancellationToken::new(),
+    };
+    (run_task(&h.runtime, request).await.unwrap(), recorder)
+}
+
+#[tokio::test]
+async fn approval_outcomes_scenario_table() {
+    // (owner behaviour, file afterwards, event that must occur, audit outcomes in order)
+    let table: &[(Owner, &str, &str, &[AuditOutcome])] = &[
+        (Owner::Approves, "new\n", "tool_approved", &[AuditOutcome::Escalated, AuditOutcome::Approved, AuditOutcome::Completed]),
+        (Owner::Rejects, "old\n", "tool_rejected", &[AuditOutcome::Escalated, AuditOutcome::Blocked]),
+        (Owner::ApprovesAsSomeoneElse, "old\n", "tool_rejected", &[AuditOutcome::Escalated, AuditOutcome::Blocked]),
+        (Owner::ForgesToken, "old\n", "tool_rejected", &[AuditOutcome::Escalated, AuditOutcome::Blocked]),
+    ];
+    for (owner, after, event, outcomes) in table {
+        let h = harness().await;
+        let (planner, provider) = fake(EDIT_THEN_ANSWER);
+        let (run, events) = run(&h, planner, *owner, Config::default()).await;
+        assert_eq!(run.status, RunStatus::Completed, "{owner:?}");
+        assert_eq!(run.final_text.as_deref(), Some("Finished."), "{owner:?}");
+        assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), *after, "{owner:?}");
+        let names = events.names();
+        assert!(names.contains(event), "{owner:?}: {names:?}");
+        assert!(names.contains(&"patch_proposed"), "{owner:?}: {names:?}");
+        assert_eq!(names.contains(&"patch_applied"), *after == "new\n", "{owner:?}");
+        let audit: Vec<AuditOutcome> = h.runtime.store.audit_records(Some(&run.id)).await.unwrap().iter().map(|r| r.entry.outcome).collect();
+        assert_eq!(&audit, outcomes, "{owner:?}");
+        // The model saw exactly one result for its call, in the next request.
+        let requests = provider.requests();
+        assert_eq!(requests.len(), 2);
+        let results: Vec<_> = requests[1].messages.iter().filter(|m| m.tool_call_id.is_some()).collect();
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].is_error, *after != "new\n", "{owner:?}: {}", results[0].content);
+        if matches!(owner, Owner::ApprovesAsSomeoneElse) {
+            assert!(results[0].content.contains("not_owner"), "{}", results[0].content);
+        }
+        // Approvals are persisted with their final status.
+        let approvals = h.runtime.store.approvals(&run.id).await.unwrap();
+        assert_eq!(approvals.len(), 1);
+        assert_eq!(approvals[0].owner_id, "local:alice");
+    }
+}
+
+#[tokio::test]
+async fn an_unanswered_approval_expires_and_nothing_runs() {
+    let h = harness().await;
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let mut config = Config::default();
+    config.policy.approval_timeout_seconds = Some(1);
+    let (run, events) = run(&h, planner, Owner::NeverAnswers, config).await;
+    assert_eq!(run.status, RunStatus::Completed);
+    assert!(events.names().contains(&"tool_approval_expired"));
+    assert!(!events.names().contains(&"tool_started"));
+    assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "old\n");
+    let approvals = h.runtime.store.approvals(&run.id).await.unwrap();
+    assert_eq!(approvals[0].status, steward_protocol::ApprovalStatus::Expired);
+}
+
+#[tokio::test]
+async fn cancelling_while_waiting_expires_the_approval_and_cancels_the_run() {
+    let h = harness().await;
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let recorder = Arc::new(Recorder::default());
+    let cancel = CancellationToken::new();
+    let request = RunRequest {
+        task: "change the note".into(),
+        owner_id: "local:alice".into(),
+        workspace: h.ws.clone(),
+        planner,
+        config: Config::default(),
+        tools: ToolRegistry::builtin(),
+        approver: Arc::new(Owner::NeverAnswers),
+        observer: recorder.clone(),
+        cancel: cancel.clone(),
+    };
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let run = run_task(&h.runtime, request).await.unwrap();
+    canceller.await.unwrap();
+    assert_eq!(run.status, RunStatus::Cancelled);
+    let names = recorder.names();
+    assert!(names.contains(&"tool_approval_expired"), "{names:?}");
+    assert_eq!(names.last(), Some(&"run_cancelled"));
+    let approvals = h.runtime.store.approvals(&run.id).await.unwrap();
+    assert_eq!(approvals[0].status, steward_protocol::ApprovalStatus::Expired);
+}
+
+#[tokio::test]
+async fn a_truncated_call_is_never_run_and_gets_an_error_result() {
+    let h = harness().await;
+    let (planner, provider) = fake(
+        r##"
+[[round]]
+finish_reason = "length"
+[[round.tool_call]]
+name = "create"
+id = "call_w"
+arguments_raw = "{\"path\":\"notes.md\",\"content\":\"# Title\\nline one"
+[[round]]
+text = "Sorry."
+"##,
+    );
+    let (run, events) = run(&h, planner, Owner::Approves, Config::default()).await;
+    assert_eq!(run.final_text.as_deref(), Some("Sorry."));
+    assert!(!h.ws.join("notes.md").exists());
+    let denied: Vec<Event> = events.0.lock().unwrap().iter().filter(|e| e.kind.name() == "tool_denied").cloned().collect();
+    assert_eq!(denied.len(), 1);
+    match &denied[0].kind {
+        EventKind::ToolDenied { rule, reason, call_id, .. } => {
+            assert_eq!(rule, "invalid_tool_call");
+            assert_eq!(call_id, "call_w");
+            assert!(reason.contains("call_w") && reason.contains("create"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let second = &provider.requests()[1];
+    let result = second.messages.iter().find(|m| m.tool_call_id.as_deref() == Some("call_w")).unwrap();
+    assert!(result.is_error);
+}
+
+#[tokio::test]
+async fn unknown_tools_are_denied_and_the_tool_call_limit_stops_the_run() {
+    let h = harness().await;
+    let (planner, _) = fake(
+        r#"
+[[round]]
+[[round.tool_call]]
+name = "phase9_unknown_tool"
+arguments = {}
+[[round.tool_call]]
+name = "list"
+arguments = {}
+[[round.tool_call]]
+name = "list"
+arguments = {}
+[[round]]
+text = "never reached"
+"#,
+    );
+    let mut config = Config::default();
+    config.limits.max_tool_calls_per_run = 2;
+    let (run, events) = run(&h, planner, Owner::Approves, config).await;
+    assert_eq!(run.stop_reason, Some(StopReason::MaxToolCalls));
+    let names = events.names();
+    assert_eq!(names.iter().filter(|n| **n == "tool_denied").count(), 1);
+    assert_eq!(names.iter().filter(|n| **n == "tool_completed").count(), 1);
+    let audit = h.runtime.store.audit_records(Some(&run.id)).await.unwrap();
+    assert_eq!(audit[0].entry.policy, "unknown_tool");
+    assert_eq!(audit[0].entry.outcome, AuditOutcome::Blocked);
+}
+
+#[tokio::test]
+async fn tool_output_is_capped_on_char_boundaries_and_saved_in_full() {
+    let h = harness().await;
+    let big: String = (0..4000).map(|i| format!("LINE {i:05} é漢\n")).collect();
+    std::fs::write(h.ws.join("big.txt"), &big).unwrap();
+    let (planner, provider) = fake(
+        r#"
+[[round]]
+[[round.tool_call]]
+name = "read"
+arguments = { path = "big.txt" }
+[[round]]
+text = "ok"
+"#,
+    );
+    let (run, _) = run(&h, planner, Owner::Approves, Config::default()).await;
+    let result = provider.requests()[1].messages.iter().find(|m| m.tool_call_id.is_some()).unwrap().content.clone();
+    assert!(result.chars().count() <= 8_000 + 200, "{}", result.chars().count());
+    assert!(result.contains("LINE 00000") && result.contains("LINE 03999"));
+    assert!(result.contains("cut") && result.contains("saved to"), "marker missing");
+    let saved = std::fs::read_dir(h.runtime.outputs_dir.join(&run.id)).unwrap().next().unwrap().unwrap().path();
+    assert!(std::fs::read_to_string(saved).unwrap().contains("LINE 02000"));
+}
+
+#[tokio::test]
+async fn secrets_in_model_text_and_tool_output_are_redacted_everywhere() {
+    let h = harness().await;
+    let secret = "sk-phase9dummysecret123456789";
+    std::fs::write(h.ws.join("config.txt"), format!("token: {secret}\n")).unwrap();
+    let (planner, provider) = fake(&format!(
+        r#"
+[[round]]
+[[round.tool_call]]
+name = "read"
+arguments = {{ path = "config.txt" }}
+[[round]]
+text = "OPENAI_API_KEY={secret}"
+"#
+    ));
+    let (run, events) = run(&h, planner, Owner::Approves, Config::default()).await;
+    assert!(run.final_text.as_deref().unwrap().contains("[REDACTED]"));
+    let all = serde_json::to_string(&*events.0.lock().unwrap()).unwrap();
+    assert!(!all.contains(secret), "secret in events");
+    let audit = serde_json::to_string(&h.runtime.store.audit_records(None).await.unwrap()).unwrap();
+    assert!(!audit.contains(secret), "secret in audit");
+    let stored = serde_json::to_string(&h.runtime.store.events(&run.id, 0).await.unwrap()).unwrap();
+    assert!(!stored.contains(secret), "secret in stored events");
+    let context = serde_json::to_string(&provider.requests()).unwrap();
+    assert!(!context.contains(secret), "secret reached the model");
+}
