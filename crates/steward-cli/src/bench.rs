@@ -85,7 +85,8 @@ async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> 
     let dir = tempfile::tempdir()?;
     let workspace = dir.path().join("ws");
     std::fs::create_dir(&workspace)?;
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("bench.db"), StoreOptions { durability }).await?);
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.path().join("bench.db"), StoreOptions { durability }).await?);
     let runtime = Runtime {
         store,
         redactor: Arc::new(Redactor::new(Vec::new())),
@@ -144,7 +145,11 @@ async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> 
 fn planner(steps: u32) -> PlannerChoice {
     let mut rounds: Vec<Round> = (0..steps)
         .map(|_| Round {
-            tool_calls: vec![FakeToolCall { name: "noop_read".into(), arguments: Some(json!({})), ..Default::default() }],
+            tool_calls: vec![FakeToolCall {
+                name: "noop_read".into(),
+                arguments: Some(json!({})),
+                ..Default::default()
+            }],
             ..Default::default()
         })
         .collect();

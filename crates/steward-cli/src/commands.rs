@@ -196,8 +196,12 @@ pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
     let redactor = redactor();
     for (name, result) in futures::future::join_all(checks).await {
         match (&result, json) {
-            (Ok(models), true) => println!("{}", serde_json::json!({"provider": name, "reachable": true, "models": models})),
-            (Err(e), true) => println!("{}", serde_json::json!({"provider": name, "reachable": false, "error": redactor.redact(e)})),
+            (Ok(models), true) => {
+                println!("{}", serde_json::json!({"provider": name, "reachable": true, "models": models}))
+            }
+            (Err(e), true) => {
+                println!("{}", serde_json::json!({"provider": name, "reachable": false, "error": redactor.redact(e)}))
+            }
             (Ok(models), false) => {
                 println!("{name}: {} model{}", models.len(), if models.len() == 1 { "" } else { "s" });
                 for m in models {
@@ -237,7 +241,8 @@ pub async fn runs(limit: u32, json: bool) -> Result<u8> {
 pub async fn show(run_id: &str, json: bool) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
-    let run = store.get_run(run_id).await?.ok_or_else(|| usage(format!("no run `{run_id}`; `steward runs` lists them")))?;
+    let run =
+        store.get_run(run_id).await?.ok_or_else(|| usage(format!("no run `{run_id}`; `steward runs` lists them")))?;
     let events = store.events(run_id, 0).await?;
     if json {
         println!("{}", serde_json::json!({"run": run, "events": events}));
@@ -245,7 +250,11 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
     }
     println!("run {} · {} · {}", run.id, run.status.as_str(), run.stop_reason.map(|s| s.as_str()).unwrap_or("-"));
     println!("task: {}", run.task);
-    let who = if run.planner == "classic" { "classic planner".to_string() } else { format!("{} · {}", run.provider, run.model) };
+    let who = if run.planner == "classic" {
+        "classic planner".to_string()
+    } else {
+        format!("{} · {}", run.provider, run.model)
+    };
     println!("planner: {who} · owner {} · workspace {}", run.owner_id, run.workspace);
     let mut asked_at = std::collections::HashMap::new();
     for event in &events {
@@ -264,14 +273,18 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
                 asked_at.insert(call_id.clone(), event.at);
                 println!("    {tool:<12} asked the owner (`{rule}`)");
             }
-            EventKind::ToolApproved { call_id, .. } | EventKind::ToolRejected { call_id, .. } | EventKind::ToolApprovalExpired { call_id, .. } => {
+            EventKind::ToolApproved { call_id, .. }
+            | EventKind::ToolRejected { call_id, .. }
+            | EventKind::ToolApprovalExpired { call_id, .. } => {
                 let waited = asked_at.get(call_id).map(|t| (event.at - *t).num_milliseconds()).unwrap_or(0);
                 println!("    {:<12} {} after waiting {waited} ms", "approval", event.kind.name());
             }
             EventKind::ToolCompleted { tool, duration_ms, output_chars, .. } => {
                 println!("    {tool:<12} {duration_ms:>7} ms  completed ({output_chars} chars)")
             }
-            EventKind::ToolFailed { tool, duration_ms, error, .. } => println!("    {tool:<12} {duration_ms:>7} ms  failed: {error}"),
+            EventKind::ToolFailed { tool, duration_ms, error, .. } => {
+                println!("    {tool:<12} {duration_ms:>7} ms  failed: {error}")
+            }
             EventKind::RunCompleted { final_text, .. } => println!("final:\n{final_text}"),
             EventKind::RunFailed { error, class, .. } => println!("failed [{class}]: {error}"),
             _ => {}
@@ -318,7 +331,8 @@ pub async fn audit_list(run: Option<&str>) -> Result<u8> {
 
 /// `steward policy check`.
 pub fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool) -> Result<u8> {
-    let arguments: serde_json::Value = serde_json::from_str(args).map_err(|e| usage(format!("--args is not JSON: {e}")))?;
+    let arguments: serde_json::Value =
+        serde_json::from_str(args).map_err(|e| usage(format!("--args is not JSON: {e}")))?;
     if !arguments.is_object() {
         return Err(usage("--args must be a JSON object"));
     }

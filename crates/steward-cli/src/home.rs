@@ -20,7 +20,9 @@ impl Home {
         let dir = match std::env::var_os("STEWARD_HOME").filter(|v| !v.is_empty()) {
             Some(dir) => PathBuf::from(dir),
             None => {
-                let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).context("neither STEWARD_HOME nor HOME is set")?;
+                let home = std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .context("neither STEWARD_HOME nor HOME is set")?;
                 PathBuf::from(home).join(".steward")
             }
         };
@@ -42,7 +44,9 @@ impl Home {
 
     /// Opens the database and marks runs of dead processes as interrupted.
     pub async fn open_store(&self, options: StoreOptions) -> Result<Arc<dyn Store>> {
-        let store = SqliteStore::open(&self.db_path(), options).await.with_context(|| format!("cannot open {}", self.db_path().display()))?;
+        let store = SqliteStore::open(&self.db_path(), options)
+            .await
+            .with_context(|| format!("cannot open {}", self.db_path().display()))?;
         let store: Arc<dyn Store> = Arc::new(store);
         let recovered = steward_core::recovery::recover_interrupted(store.as_ref(), &process_alive).await?;
         for run in &recovered.runs {
@@ -59,7 +63,8 @@ impl Home {
     pub fn approval_key(&self) -> Result<ApprovalKey> {
         if let Ok(hex_key) = std::env::var("STEWARD_APPROVAL_KEY") {
             let bytes = hex_decode(hex_key.trim()).context("STEWARD_APPROVAL_KEY is not hex")?;
-            return ApprovalKey::new(bytes).context("STEWARD_APPROVAL_KEY must be at least 16 bytes (32 hex characters)");
+            return ApprovalKey::new(bytes)
+                .context("STEWARD_APPROVAL_KEY must be at least 16 bytes (32 hex characters)");
         }
         let path = self.dir.join("approval.key");
         if let Ok(text) = std::fs::read_to_string(&path) {
@@ -68,7 +73,8 @@ impl Home {
                 anyhow::bail!("{} is readable by others (mode {mode:o}); run chmod 600 on it", path.display());
             }
             let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
-            return ApprovalKey::new(bytes).with_context(|| format!("{} holds a key shorter than 16 bytes", path.display()));
+            return ApprovalKey::new(bytes)
+                .with_context(|| format!("{} holds a key shorter than 16 bytes", path.display()));
         }
         let key = ApprovalKey::generate();
         write_private(&path, key.to_hex().as_bytes())?;

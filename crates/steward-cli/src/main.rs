@@ -15,7 +15,11 @@ use clap::{Parser, Subcommand};
 pub const EXIT_USAGE: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "steward", version, about = "A local-first AI agent harness: models propose tool calls, Steward decides.")]
+#[command(
+    name = "steward",
+    version,
+    about = "A local-first AI agent harness: models propose tool calls, Steward decides."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -47,7 +47,8 @@ impl EventObserver for Human {
     fn on_event(&self, event: &Event) {
         match &event.kind {
             EventKind::RunStarted { planner, provider, model, workspace, .. } => {
-                let who = if planner == "classic" { "classic planner".to_string() } else { format!("{provider} · {model}") };
+                let who =
+                    if planner == "classic" { "classic planner".to_string() } else { format!("{provider} · {model}") };
                 eprintln!("steward: run {} · {who} · {workspace}", event.run_id);
             }
             EventKind::StageStarted { .. } => {
@@ -70,8 +71,12 @@ impl EventObserver for Human {
                 self.line(&format!("→ {tool} {args}"));
             }
             EventKind::ToolDenied { rule, reason, .. } => self.line(&format!("  ✗ denied by `{rule}`: {reason}")),
-            EventKind::PatchProposed { path, diff, .. } => self.line(&format!("  proposed change to {path}:\n{}", indent(diff))),
-            EventKind::ToolApprovalRequired { rule, reason, .. } => self.line(&format!("  ? needs approval (`{rule}`): {reason}")),
+            EventKind::PatchProposed { path, diff, .. } => {
+                self.line(&format!("  proposed change to {path}:\n{}", indent(diff)))
+            }
+            EventKind::ToolApprovalRequired { rule, reason, .. } => {
+                self.line(&format!("  ? needs approval (`{rule}`): {reason}"))
+            }
             EventKind::ToolApproved { decided_by, .. } => self.line(&format!("  ✓ approved by {decided_by}")),
             EventKind::ToolRejected { reason, .. } => self.line(&format!("  ✗ rejected: {reason}")),
             EventKind::ToolApprovalExpired { .. } => self.line("  ✗ approval expired"),
@@ -102,11 +107,21 @@ impl EventObserver for Human {
             EventKind::RunFailed { error, class, rounds, duration_ms } => {
                 self.line("");
                 eprintln!("✗ run failed [{class}]: {error}");
-                eprintln!("— {} · failed · {rounds} round{} · {:.2} s", event.run_id, plural(*rounds), *duration_ms as f64 / 1000.0);
+                eprintln!(
+                    "— {} · failed · {rounds} round{} · {:.2} s",
+                    event.run_id,
+                    plural(*rounds),
+                    *duration_ms as f64 / 1000.0
+                );
             }
             EventKind::RunCancelled { rounds, duration_ms, .. } => {
                 self.line("");
-                eprintln!("— {} · cancelled · {rounds} round{} · {:.2} s", event.run_id, plural(*rounds), *duration_ms as f64 / 1000.0);
+                eprintln!(
+                    "— {} · cancelled · {rounds} round{} · {:.2} s",
+                    event.run_id,
+                    plural(*rounds),
+                    *duration_ms as f64 / 1000.0
+                );
             }
             EventKind::StageCompleted { .. } | EventKind::ToolStarted { .. } => {}
         }
@@ -136,7 +151,11 @@ impl Approver for TerminalApprover {
         eprintln!("\n┌ approval needed: {} (risk {:.2}, rule `{}`)", request.tool, request.risk, request.rule);
         eprintln!("│ arguments: {}", request.arguments);
         eprintln!("│ reason:    {}", request.reason);
-        eprintln!("│ expires:   {} (local time {})", request.expires_at.to_rfc3339(), request.expires_at.with_timezone(&chrono::Local).format("%H:%M:%S"));
+        eprintln!(
+            "│ expires:   {} (local time {})",
+            request.expires_at.to_rfc3339(),
+            request.expires_at.with_timezone(&chrono::Local).format("%H:%M:%S")
+        );
         let expires_at = request.expires_at;
         let ticker = tokio::spawn(async move {
             loop {
@@ -157,7 +176,9 @@ impl Approver for TerminalApprover {
             Ok(Ok(answer)) if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
                 ApprovalAnswer::Approve { token: token.to_string(), decided_by: self.owner_id.clone() }
             }
-            Ok(Ok(_)) => ApprovalAnswer::Reject { reason: "rejected by the owner".into(), decided_by: self.owner_id.clone() },
+            Ok(Ok(_)) => {
+                ApprovalAnswer::Reject { reason: "rejected by the owner".into(), decided_by: self.owner_id.clone() }
+            }
             _ => ApprovalAnswer::NoApprover,
         }
     }

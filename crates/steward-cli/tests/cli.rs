@@ -52,7 +52,10 @@ fn json_events_are_numbered_timestamped_and_end_with_the_answer() {
     let show = env.steward(&["show", &run_id]);
     assert_eq!(code(&show), 0);
     let trace = stdout(&show);
-    assert!(trace.contains("planner round 1") && trace.contains("read") && trace.contains("total: 2 rounds"), "{trace}");
+    assert!(
+        trace.contains("planner round 1") && trace.contains("read") && trace.contains("total: 2 rounds"),
+        "{trace}"
+    );
 }
 
 #[test]
@@ -208,7 +211,8 @@ fn a_crash_between_decision_and_outcome_leaves_the_decision_and_an_unknown_outco
     std::fs::write(&git, "#!/bin/sh\nsleep 60\n").unwrap();
     std::fs::set_permissions(&git, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-    let mut child = env.command(&["run", "--json", "git status"]).env("PATH", &path).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        env.command(&["run", "--json", "git status"]).env("PATH", &path).stdout(Stdio::piped()).spawn().unwrap();
     let mut run_id = String::new();
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
@@ -246,7 +250,14 @@ fn policy_check_decides_without_running() {
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(v["decision"], "deny");
     assert_eq!(v["rule"], "secret_path");
-    let out = env.steward(&["policy", "check", "edit", "--args", "{\"path\":\"a.txt\",\"old\":\"x\",\"new\":\"y\"}", "--json"]);
+    let out = env.steward(&[
+        "policy",
+        "check",
+        "edit",
+        "--args",
+        "{\"path\":\"a.txt\",\"old\":\"x\",\"new\":\"y\"}",
+        "--json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(v["decision"], "ask");
     assert_eq!(v["rule"], "default:medium");

@@ -22,7 +22,8 @@ impl LlamaServer {
     fn start() -> LlamaServer {
         let python = std::env::var("STEWARD_TEST_LLAMA_PYTHON")
             .expect("STEWARD_TEST_LLAMA_PYTHON is not set: run the tests through scripts/test.sh");
-        let model = std::env::var("STEWARD_TEST_MODEL").expect("STEWARD_TEST_MODEL is not set: run the tests through scripts/test.sh");
+        let model = std::env::var("STEWARD_TEST_MODEL")
+            .expect("STEWARD_TEST_MODEL is not set: run the tests through scripts/test.sh");
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new(python)
             .args(["-m", "llama_cpp.server", "--model", &model, "--model_alias", "stories260k", "--host", "127.0.0.1"])
@@ -57,10 +58,21 @@ fn peer_llama_streams_a_text_answer_to_the_final_output() {
     let server = LlamaServer::start();
     let env = Env::new();
     let url = server.base_url();
-    let out = env.steward(&["run", "--json", "--base-url", &url, "--model", "stories260k", "--max-tokens", "60", "Once upon a time"]);
+    let out = env.steward(&[
+        "run",
+        "--json",
+        "--base-url",
+        &url,
+        "--model",
+        "stories260k",
+        "--max-tokens",
+        "60",
+        "Once upon a time",
+    ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let evs = events(&out);
-    let chunks: Vec<&str> = evs.iter().filter(|e| e["event"] == "stage_chunk").map(|e| e["text"].as_str().unwrap()).collect();
+    let chunks: Vec<&str> =
+        evs.iter().filter(|e| e["event"] == "stage_chunk").map(|e| e["text"].as_str().unwrap()).collect();
     assert!(chunks.len() >= 2, "the answer was not streamed: {chunks:?}");
     let done = find(&evs, "run_completed");
     let final_text = done["final"].as_str().unwrap();
@@ -120,7 +132,16 @@ fn peer_llama_named_tool_choice_yields_a_real_streamed_call_that_is_gated_and_ru
     env.write("fresh_untracked.txt", "two\n");
     let url = server.base_url();
     let out = env.steward(&[
-        "run", "--json", "--base-url", &url, "--model", "stories260k", "--tool-choice", "git_status", "--max-tokens", "200",
+        "run",
+        "--json",
+        "--base-url",
+        &url,
+        "--model",
+        "stories260k",
+        "--tool-choice",
+        "git_status",
+        "--max-tokens",
+        "200",
         "What is the status of the repository?",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -131,7 +152,8 @@ fn peer_llama_named_tool_choice_yields_a_real_streamed_call_that_is_gated_and_ru
     let completed = find(&evs, "tool_completed");
     assert!(completed["output"].as_str().unwrap().contains("fresh_untracked.txt"), "{completed}");
     let run_id = evs[0]["run_id"].as_str().unwrap();
-    let outcomes: Vec<String> = audit(&env, run_id).iter().map(|r| r["outcome"].as_str().unwrap().to_string()).collect();
+    let outcomes: Vec<String> =
+        audit(&env, run_id).iter().map(|r| r["outcome"].as_str().unwrap().to_string()).collect();
     assert_eq!(outcomes, ["approved", "completed"]);
     assert_eq!(find(&evs, "run_completed")["stop_reason"], "answered");
 }
@@ -142,8 +164,19 @@ fn peer_llama_call_cut_by_max_tokens_is_never_executed_and_the_model_is_told() {
     let env = Env::new();
     let url = server.base_url();
     let out = env.steward(&[
-        "run", "--json", "--base-url", &url, "--model", "stories260k", "--tool-choice", "create", "--max-tokens", "25",
-        "--max-rounds", "1", "Write a story into story.txt",
+        "run",
+        "--json",
+        "--base-url",
+        &url,
+        "--model",
+        "stories260k",
+        "--tool-choice",
+        "create",
+        "--max-tokens",
+        "25",
+        "--max-rounds",
+        "1",
+        "Write a story into story.txt",
     ]);
     let evs = events(&out);
     let denied = find(&evs, "tool_denied");

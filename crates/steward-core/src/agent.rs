@@ -102,7 +102,8 @@ enum Ending {
 
 /// Runs one task to its end and returns the final run record.
 pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunError> {
-    let workspace = Workspace::open(&req.workspace, &req.config.policy.deny_path).map_err(|e| RunError::Config(e.to_string()))?;
+    let workspace =
+        Workspace::open(&req.workspace, &req.config.policy.deny_path).map_err(|e| RunError::Config(e.to_string()))?;
     let workspace = Arc::new(workspace);
     let policy = Policy::new(&req.config.policy).map_err(|e| RunError::Config(e.to_string()))?;
     let limits = req.config.limits.clone();
@@ -152,7 +153,8 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         env_allow: req.config.sandbox.env_allow.clone(),
         timeout_ms: limits.tool_timeout_ms,
     };
-    let ttl_seconds = req.config.policy.approval_timeout_seconds.or(req.config.policy.token_ttl_seconds).unwrap_or(30 * 60);
+    let ttl_seconds =
+        req.config.policy.approval_timeout_seconds.or(req.config.policy.token_ttl_seconds).unwrap_or(30 * 60);
     let calls = CallContext {
         run_id: &run.id,
         owner_id: &run.owner_id,
@@ -185,7 +187,12 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         let round = planner_calls;
         let request = ChatRequest {
             model: req.planner.model.clone(),
-            messages: context::assemble(req.config.instructions.as_deref(), &req.task, &rounds, limits.max_context_chars),
+            messages: context::assemble(
+                req.config.instructions.as_deref(),
+                &req.task,
+                &rounds,
+                limits.max_context_chars,
+            ),
             tools: specs.clone(),
             tool_choice: match (&req.planner.tool_choice, round) {
                 (choice, 1) => choice.clone(),
@@ -197,7 +204,8 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         };
         events.emit(EventKind::StageStarted { stage: "planner".into(), round }).await?;
         let stage_started = Instant::now();
-        let reply = interrupt.run(stream_stage(req.planner.provider.as_ref(), &request, &events, rt.redactor.clone())).await;
+        let reply =
+            interrupt.run(stream_stage(req.planner.provider.as_ref(), &request, &events, rt.redactor.clone())).await;
         let stage_ms = stage_started.elapsed().as_millis() as u64;
         let reply = match reply {
             Err(i) => break Ending::Interrupted(i),
@@ -205,7 +213,13 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
             Ok(Err(StageError::Provider(err))) => {
                 let error = rt.redactor.redact(&err.message);
                 events
-                    .emit(EventKind::StageFailed { stage: "planner".into(), round, duration_ms: stage_ms, error: error.clone(), class: err.class })
+                    .emit(EventKind::StageFailed {
+                        stage: "planner".into(),
+                        round,
+                        duration_ms: stage_ms,
+                        error: error.clone(),
+                        class: err.class,
+                    })
                     .await?;
                 break Ending::Failed(err.class, error);
             }
@@ -214,7 +228,13 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         usage.add(reply.usage);
         let proposed = (reply.tool_calls.len() + reply.invalid_tool_calls.len()) as u32;
         events
-            .emit(EventKind::StageCompleted { stage: "planner".into(), round, duration_ms: stage_ms, usage: reply.usage, tool_calls: proposed })
+            .emit(EventKind::StageCompleted {
+                stage: "planner".into(),
+                round,
+                duration_ms: stage_ms,
+                usage: reply.usage,
+                tool_calls: proposed,
+            })
             .await?;
         if proposed == 0 {
             break Ending::Answered(reply.text);
@@ -223,7 +243,8 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         // The round's calls, in order; every call gets exactly one result.
         let mut record = RoundRecord { text: reply.text.clone(), ..Default::default() };
         for invalid in &reply.invalid_tool_calls {
-            let call = ToolCall { id: invalid.id.clone(), name: invalid.name.clone(), arguments: serde_json::json!({}) };
+            let call =
+                ToolCall { id: invalid.id.clone(), name: invalid.name.clone(), arguments: serde_json::json!({}) };
             let message = format!("Not run: {}", invalid.error);
             record_invalid(rt, &run.id, &events, &call, &invalid.error).await?;
             record.calls.push(call);
@@ -302,7 +323,14 @@ fn completed(run: &mut RunRecord, reason: StopReason, text: String, usage: Usage
     run.status = RunStatus::Completed;
     run.stop_reason = Some(reason);
     run.final_text = Some(text.clone());
-    EventKind::RunCompleted { final_text: text, stop_reason: reason, rounds: run.rounds, tool_calls: run.tool_calls, usage, duration_ms }
+    EventKind::RunCompleted {
+        final_text: text,
+        stop_reason: reason,
+        rounds: run.rounds,
+        tool_calls: run.tool_calls,
+        usage,
+        duration_ms,
+    }
 }
 
 /// The answer of a run stopped by a limit: the planner's last words and the last results.
@@ -315,12 +343,22 @@ fn what_we_have(rounds: &[RoundRecord]) -> String {
     }
     for (call, (result, is_error)) in last.calls.iter().zip(&last.results) {
         let status = if *is_error { "failed" } else { "ok" };
-        text.push_str(&format!("\nLast step `{}` ({status}): {}", call.name, steward_protocol::truncate_chars(result, 1000)));
+        text.push_str(&format!(
+            "\nLast step `{}` ({status}): {}",
+            call.name,
+            steward_protocol::truncate_chars(result, 1000)
+        ));
     }
     text
 }
 
-async fn record_invalid(rt: &Runtime, run_id: &str, events: &EventEmitter, call: &ToolCall, error: &str) -> Result<(), StoreError> {
+async fn record_invalid(
+    rt: &Runtime,
+    run_id: &str,
+    events: &EventEmitter,
+    call: &ToolCall,
+    error: &str,
+) -> Result<(), StoreError> {
     rt.store
         .append_audit(AuditEntry {
             agent: "steward".into(),

@@ -124,7 +124,8 @@ impl ApprovalKey {
             request.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
         ]);
         // HMAC accepts keys of any length, so this cannot fail.
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0)
+            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
         mac.update(bound.to_string().as_bytes());
         mac
     }

@@ -157,7 +157,8 @@ impl Config {
         files.extend(toml_files(&workspace.join(".steward"))?);
         let mut merged = toml::Table::new();
         for path in &files {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io { path: path.clone(), message: e.to_string() })?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| ConfigError::Io { path: path.clone(), message: e.to_string() })?;
             let table = parse_file(path, &text)?;
             merge(&mut merged, table);
         }

@@ -26,7 +26,12 @@ answer the user directly and concisely without calling tools.";
 ///
 /// When the text would exceed `max_context_chars`, the oldest tool results (never those of the
 /// latest round) are replaced by a note saying how many characters were left out.
-pub fn assemble(instructions: Option<&str>, task: &str, rounds: &[RoundRecord], max_context_chars: usize) -> Vec<Message> {
+pub fn assemble(
+    instructions: Option<&str>,
+    task: &str,
+    rounds: &[RoundRecord],
+    max_context_chars: usize,
+) -> Vec<Message> {
     let mut system = RULES.to_string();
     if let Some(text) = instructions.filter(|t| !t.trim().is_empty()) {
         system.push_str("\n\nInstructions from the workspace's AGENTS.md:\n");

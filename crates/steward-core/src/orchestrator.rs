@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use steward_policy::{Policy, Redactor, Workspace};
 use steward_protocol::{
-    ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, Decision, DecisionKind, EventKind, ToolCall, head_tail_chars,
+    ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, Decision, DecisionKind, EventKind, ToolCall,
+    head_tail_chars,
 };
 use steward_store::{Store, StoreError, new_id};
 
@@ -60,7 +61,11 @@ impl From<StoreError> for CallAbort {
 pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result<CallResult, CallAbort> {
     // 1. The request, as the model made it (redacted).
     cx.events
-        .emit(EventKind::ToolRequested { call_id: call.id.clone(), tool: call.name.clone(), arguments: call.arguments.clone() })
+        .emit(EventKind::ToolRequested {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+        })
         .await?;
 
     // 2. Policy and validation: pure, synchronous, strictest rule wins.
@@ -143,9 +148,23 @@ async fn ask_owner(
     };
     let token = cx.approval_key.token(&request);
     cx.store.upsert_approval(&request).await?;
-    audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Escalated, "steward", &request.id, 0, "", &request.reason).await?;
+    audit(
+        cx,
+        call,
+        &decision.rule,
+        decision.risk,
+        AuditOutcome::Escalated,
+        "steward",
+        &request.id,
+        0,
+        "",
+        &request.reason,
+    )
+    .await?;
     if let Some((path, diff)) = preview {
-        cx.events.emit(EventKind::PatchProposed { call_id: call.id.clone(), path: path.clone(), diff: diff.clone() }).await?;
+        cx.events
+            .emit(EventKind::PatchProposed { call_id: call.id.clone(), path: path.clone(), diff: diff.clone() })
+            .await?;
     }
     cx.events
         .emit(EventKind::ToolApprovalRequired {
@@ -173,8 +192,21 @@ async fn ask_owner(
     let (status, outcome_reason, decided_by) = match answer {
         None => {
             expire(cx, &mut request).await?;
-            audit(cx, call, "approval_expired", decision.risk, AuditOutcome::Blocked, "steward", &request.id, 0, "", "approval expired").await?;
-            let msg = format!("Not run: the approval request for `{}` expired before anyone decided.", tool.spec().name);
+            audit(
+                cx,
+                call,
+                "approval_expired",
+                decision.risk,
+                AuditOutcome::Blocked,
+                "steward",
+                &request.id,
+                0,
+                "",
+                "approval expired",
+            )
+            .await?;
+            let msg =
+                format!("Not run: the approval request for `{}` expired before anyone decided.", tool.spec().name);
             return Ok(Err(CallResult { content: msg, is_error: true }));
         }
         Some(ApprovalAnswer::Approve { token: presented, decided_by }) => {
@@ -192,16 +224,33 @@ async fn ask_owner(
     request.status = status;
     cx.store.upsert_approval(&request).await?;
     if status == ApprovalStatus::Approved {
-        audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Approved, &decided_by, &request.id, 0, "", "approved by owner").await?;
+        audit(
+            cx,
+            call,
+            &decision.rule,
+            decision.risk,
+            AuditOutcome::Approved,
+            &decided_by,
+            &request.id,
+            0,
+            "",
+            "approved by owner",
+        )
+        .await?;
         cx.events
             .emit(EventKind::ToolApproved { approval_id: request.id.clone(), call_id: call.id.clone(), decided_by })
             .await?;
         return Ok(Ok(request.id));
     }
     let rule = if outcome_reason == "no_approver" { "no_approver" } else { "rejected_by_owner" };
-    audit(cx, call, rule, decision.risk, AuditOutcome::Blocked, &decided_by, &request.id, 0, "", &outcome_reason).await?;
+    audit(cx, call, rule, decision.risk, AuditOutcome::Blocked, &decided_by, &request.id, 0, "", &outcome_reason)
+        .await?;
     cx.events
-        .emit(EventKind::ToolRejected { approval_id: request.id.clone(), call_id: call.id.clone(), reason: outcome_reason.clone() })
+        .emit(EventKind::ToolRejected {
+            approval_id: request.id.clone(),
+            call_id: call.id.clone(),
+            reason: outcome_reason.clone(),
+        })
         .await?;
     let content = if rule == "no_approver" {
         format!(
@@ -239,17 +288,51 @@ async fn execute(
     match result {
         Err(interrupt) => {
             let detail = format!("{}: stopped while running; its effect is unknown", interrupt.as_str());
-            audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Unknown, "steward", approval_id, ms, "", &detail).await?;
+            audit(
+                cx,
+                call,
+                &decision.rule,
+                decision.risk,
+                AuditOutcome::Unknown,
+                "steward",
+                approval_id,
+                ms,
+                "",
+                &detail,
+            )
+            .await?;
             cx.events
-                .emit(EventKind::ToolFailed { call_id: call.id.clone(), tool: call.name.clone(), duration_ms: ms, error: detail })
+                .emit(EventKind::ToolFailed {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    duration_ms: ms,
+                    error: detail,
+                })
                 .await?;
             Err(CallAbort::Interrupted(interrupt))
         }
         Ok(Err(err)) => {
             let error = cx.redactor.redact(&err.message);
-            audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Failed, "steward", approval_id, ms, "", &error).await?;
+            audit(
+                cx,
+                call,
+                &decision.rule,
+                decision.risk,
+                AuditOutcome::Failed,
+                "steward",
+                approval_id,
+                ms,
+                "",
+                &error,
+            )
+            .await?;
             cx.events
-                .emit(EventKind::ToolFailed { call_id: call.id.clone(), tool: call.name.clone(), duration_ms: ms, error: error.clone() })
+                .emit(EventKind::ToolFailed {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    duration_ms: ms,
+                    error: error.clone(),
+                })
                 .await?;
             Ok(CallResult { content: format!("Error: {error}"), is_error: true })
         }
@@ -268,10 +351,26 @@ async fn completed(
     let full = cx.redactor.redact(&output.content);
     let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(output.content.as_bytes()));
     let detail = format!("output sha256 {digest}, {} chars", output.content.chars().count());
-    audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Completed, "steward", approval_id, ms, &output.sandbox, &detail).await?;
+    audit(
+        cx,
+        call,
+        &decision.rule,
+        decision.risk,
+        AuditOutcome::Completed,
+        "steward",
+        approval_id,
+        ms,
+        &output.sandbox,
+        &detail,
+    )
+    .await?;
     if let Some((path, _diff)) = &output.patch {
         cx.events
-            .emit(EventKind::PatchApplied { call_id: call.id.clone(), path: path.clone(), rollback_token: String::new() })
+            .emit(EventKind::PatchApplied {
+                call_id: call.id.clone(),
+                path: path.clone(),
+                rollback_token: String::new(),
+            })
             .await?;
     }
     let shown = cap_output(cx, call, &full);
@@ -339,4 +438,3 @@ async fn audit(
         .await
         .map(|_| ())
 }
-

@@ -4,7 +4,6 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use serde_json::json;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, Approver};
 use steward_core::config::Config;
 use steward_core::events::EventObserver;
@@ -33,7 +32,9 @@ impl Approver for Owner {
         match self {
             Owner::Approves => ApprovalAnswer::Approve { token: token.into(), decided_by: me },
             Owner::Rejects => ApprovalAnswer::Reject { reason: "not today".into(), decided_by: me },
-            Owner::ApprovesAsSomeoneElse => ApprovalAnswer::Approve { token: token.into(), decided_by: "local:mallory".into() },
+            Owner::ApprovesAsSomeoneElse => {
+                ApprovalAnswer::Approve { token: token.into(), decided_by: "local:mallory".into() }
+            }
             Owner::ForgesToken => ApprovalAnswer::Approve { token: "00".repeat(32), decided_by: me },
             Owner::NeverAnswers => std::future::pending().await,
         }
@@ -98,7 +99,12 @@ arguments = { path = "note.txt", old = "old", new = "new" }
 text = "Finished."
 "#;
 
-async fn run(h: &Harness, planner: PlannerChoice, owner: Owner, config: Config) -> (steward_store::RunRecord, Arc<Recorder>) {
+async fn run(
+    h: &Harness,
+    planner: PlannerChoice,
+    owner: Owner,
+    config: Config,
+) -> (steward_store::RunRecord, Arc<Recorder>) {
     let recorder = Arc::new(Recorder::default());
     let request = RunRequest {
         task: "change the note".into(),
@@ -118,7 +124,12 @@ async fn run(h: &Harness, planner: PlannerChoice, owner: Owner, config: Config) 
 async fn approval_outcomes_scenario_table() {
     // (owner behaviour, file afterwards, event that must occur, audit outcomes in order)
     let table: &[(Owner, &str, &str, &[AuditOutcome])] = &[
-        (Owner::Approves, "new\n", "tool_approved", &[AuditOutcome::Escalated, AuditOutcome::Approved, AuditOutcome::Completed]),
+        (
+            Owner::Approves,
+            "new\n",
+            "tool_approved",
+            &[AuditOutcome::Escalated, AuditOutcome::Approved, AuditOutcome::Completed],
+        ),
         (Owner::Rejects, "old\n", "tool_rejected", &[AuditOutcome::Escalated, AuditOutcome::Blocked]),
         (Owner::ApprovesAsSomeoneElse, "old\n", "tool_rejected", &[AuditOutcome::Escalated, AuditOutcome::Blocked]),
         (Owner::ForgesToken, "old\n", "tool_rejected", &[AuditOutcome::Escalated, AuditOutcome::Blocked]),
@@ -134,7 +145,8 @@ async fn approval_outcomes_scenario_table() {
         assert!(names.contains(event), "{owner:?}: {names:?}");
         assert!(names.contains(&"patch_proposed"), "{owner:?}: {names:?}");
         assert_eq!(names.contains(&"patch_applied"), *after == "new\n", "{owner:?}");
-        let audit: Vec<AuditOutcome> = h.runtime.store.audit_records(Some(&run.id)).await.unwrap().iter().map(|r| r.entry.outcome).collect();
+        let audit: Vec<AuditOutcome> =
+            h.runtime.store.audit_records(Some(&run.id)).await.unwrap().iter().map(|r| r.entry.outcome).collect();
         assert_eq!(&audit, outcomes, "{owner:?}");
         // The model saw exactly one result for its call, in the next request.
         let requests = provider.requests();
@@ -216,7 +228,8 @@ text = "Sorry."
     let (run, events) = run(&h, planner, Owner::Approves, Config::default()).await;
     assert_eq!(run.final_text.as_deref(), Some("Sorry."));
     assert!(!h.ws.join("notes.md").exists());
-    let denied: Vec<Event> = events.0.lock().unwrap().iter().filter(|e| e.kind.name() == "tool_denied").cloned().collect();
+    let denied: Vec<Event> =
+        events.0.lock().unwrap().iter().filter(|e| e.kind.name() == "tool_denied").cloned().collect();
     assert_eq!(denied.len(), 1);
     match &denied[0].kind {
         EventKind::ToolDenied { rule, reason, call_id, .. } => {

@@ -24,12 +24,12 @@ async fn ask(messages: Vec<Message>) -> ChatResponse {
 #[tokio::test]
 async fn task_to_tool_call_table() {
     let table: Vec<(&str, &str, Value)> = vec![
-        ("list files", "list", json!({"path": ""})),
-        ("ls", "list", json!({"path": ""})),
+        ("list files", "list", json!({"path": "."})),
+        ("ls", "list", json!({"path": "."})),
         ("ls src/", "list", json!({"path": "src"})),
         ("List the files in the directory docs", "list", json!({"path": "docs"})),
         ("what files are in sub?", "list", json!({"path": "sub"})),
-        ("list all files recursively", "list", json!({"path": "", "recursive": true})),
+        ("list all files recursively", "list", json!({"path": ".", "recursive": true})),
         ("read README.md", "read", json!({"path": "README.md"})),
         ("Please show src/main.rs.", "read", json!({"path": "src/main.rs"})),
         ("cat 'my notes.txt'", "read", json!({"path": "my notes.txt"})),

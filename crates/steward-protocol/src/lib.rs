@@ -16,12 +16,9 @@ pub use audit::{AuditEntry, AuditOutcome, AuditRecord};
 pub use error::ErrorClass;
 pub use event::{Event, EventKind, StopReason};
 pub use message::{
-    ChatRequest, ChatResponse, FinishReason, InvalidToolCall, Message, Role, StreamDelta,
-    ToolChoice, Usage,
+    ChatRequest, ChatResponse, FinishReason, InvalidToolCall, Message, Role, StreamDelta, ToolChoice, Usage,
 };
-pub use tool::{
-    ApprovalRequest, ApprovalStatus, Decision, DecisionKind, RiskLevel, ToolCall, ToolSpec,
-};
+pub use tool::{ApprovalRequest, ApprovalStatus, Decision, DecisionKind, RiskLevel, ToolCall, ToolSpec};
 
 /// A UTC timestamp; serialised as RFC 3339.
 pub type Timestamp = chrono::DateTime<chrono::Utc>;
@@ -49,11 +46,7 @@ pub fn head_tail_chars(text: &str, max_chars: usize, note: &str) -> (String, usi
     let head_chars = budget * 2 / 3;
     let tail_chars = budget - head_chars;
     let head = truncate_chars(text, head_chars);
-    let tail_start = text
-        .char_indices()
-        .nth(total - tail_chars)
-        .map(|(i, _)| i)
-        .unwrap_or(text.len());
+    let tail_start = text.char_indices().nth(total - tail_chars).map(|(i, _)| i).unwrap_or(text.len());
     let tail = &text[tail_start..];
     let cut = total - head_chars - tail_chars;
     let cut_lines = text[head.len()..tail_start].matches('\n').count();

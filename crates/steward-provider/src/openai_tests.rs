@@ -292,7 +292,7 @@ fn request_rendering() {
         json!([
             {"role": "system", "content": "sys"},
             {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}}]},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}}]},
             {"role": "tool", "tool_call_id": "call_1", "content": "contents"}
         ])
     );

@@ -238,7 +238,7 @@ fn list_call(task: &str) -> Option<(&'static str, Value)> {
         _ => return None,
     };
     let dir = if dir.len() > 1 { dir.trim_end_matches('/').to_string() } else { dir };
-    let dir = if dir == "." || dir == "./" { String::new() } else { dir };
+    let dir = if dir.is_empty() || dir == "./" { ".".to_string() } else { dir };
     let mut args = json!({"path": dir});
     if recursive {
         args["recursive"] = json!(true);

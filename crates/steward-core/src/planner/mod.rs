@@ -39,7 +39,11 @@ pub struct PlannerOverrides {
 /// model planner without a provider. A provider whose API key is missing is *not* an error
 /// here: the planner fails on its first call with `missing_api_key` before any request, so the
 /// run records the failure.
-pub fn resolve(config: &Config, overrides: &PlannerOverrides, env: &dyn Fn(&str) -> Option<String>) -> Result<PlannerChoice, String> {
+pub fn resolve(
+    config: &Config,
+    overrides: &PlannerOverrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<PlannerChoice, String> {
     let provider_name = overrides
         .provider
         .clone()
@@ -66,9 +70,16 @@ pub fn resolve(config: &Config, overrides: &PlannerOverrides, env: &dyn Fn(&str)
                     steward_provider::PRESETS.join(", ")
                 )
             })?;
-            let mut cfg: ProviderConfig = match config.providers.get(&name).cloned().or_else(|| steward_provider::preset(&name)) {
+            let mut cfg: ProviderConfig = match config
+                .providers
+                .get(&name)
+                .cloned()
+                .or_else(|| steward_provider::preset(&name))
+            {
                 Some(cfg) => cfg,
-                None if overrides.base_url.is_some() => steward_provider::preset("llamacpp").ok_or("the llamacpp preset is missing")?,
+                None if overrides.base_url.is_some() => {
+                    steward_provider::preset("llamacpp").ok_or("the llamacpp preset is missing")?
+                }
                 None => {
                     return Err(format!(
                         "unknown provider `{name}`: use a preset ({}) or declare [providers.{name}] in .steward/config.toml",
@@ -90,7 +101,9 @@ pub fn resolve(config: &Config, overrides: &PlannerOverrides, env: &dyn Fn(&str)
             build.tool_choice = None;
             let provider: Arc<dyn Provider> = match steward_provider::build_provider(&name, &build, env) {
                 Ok(provider) => provider,
-                Err(err) if err.class == steward_protocol::ErrorClass::MissingApiKey => Arc::new(Unavailable { name: name.clone(), error: err }),
+                Err(err) if err.class == steward_protocol::ErrorClass::MissingApiKey => {
+                    Arc::new(Unavailable { name: name.clone(), error: err })
+                }
                 Err(err) => return Err(format!("provider `{name}`: {}", err.message)),
             };
             let model = overrides
@@ -99,7 +112,13 @@ pub fn resolve(config: &Config, overrides: &PlannerOverrides, env: &dyn Fn(&str)
                 .or_else(|| config.run.model.clone())
                 .or_else(|| cfg.default_model.clone())
                 .unwrap_or_else(|| provider.default_model().to_string());
-            Ok(PlannerChoice { kind, provider, model, tool_choice: ToolChoice::parse(tool_choice.as_deref().unwrap_or("auto")), max_tokens })
+            Ok(PlannerChoice {
+                kind,
+                provider,
+                model,
+                tool_choice: ToolChoice::parse(tool_choice.as_deref().unwrap_or("auto")),
+                max_tokens,
+            })
         }
         other => Err(format!("unknown planner `{other}`: use `classic` or `model`")),
     }
