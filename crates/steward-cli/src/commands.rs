@@ -113,6 +113,17 @@ pub async fn run(args: RunArgs) -> Result<u8> {
         scenario: args.scenario.clone(),
         max_tokens: args.max_tokens,
     };
+    if args.task.trim().is_empty() {
+        return Err(usage("the task is empty: say what to do, e.g. steward run \"show the git status\""));
+    }
+    let tools = ToolRegistry::builtin();
+    if let Some(choice) = &args.tool_choice
+        && !matches!(choice.as_str(), "auto" | "none" | "required")
+        && tools.get(choice).is_none()
+    {
+        let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+        return Err(usage(format!("--tool-choice `{choice}` is not a tool; use auto, none, required or one of: {}", names.join(", "))));
+    }
     let planner = steward_core::planner::resolve(&config, &overrides, &env_lookup).map_err(usage)?;
 
     let home = Home::locate()?;
@@ -142,7 +153,7 @@ pub async fn run(args: RunArgs) -> Result<u8> {
         workspace,
         planner,
         config,
-        tools: ToolRegistry::builtin(),
+        tools,
         approver: Arc::new(ui::TerminalApprover { owner_id }),
         observer,
         cancel,
@@ -241,15 +252,15 @@ pub async fn runs(limit: u32, json: bool) -> Result<u8> {
 pub async fn show(run_id: &str, json: bool) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
-    let run =
-        store.get_run(run_id).await?.ok_or_else(|| usage(format!("no run `{run_id}`; `steward runs` lists them")))?;
+    let run = find_run(store.as_ref(), run_id).await?;
+    let run_id = run.id.as_str();
     let events = store.events(run_id, 0).await?;
     if json {
         println!("{}", serde_json::json!({"run": run, "events": events}));
         return Ok(0);
     }
     println!("run {} · {} · {}", run.id, run.status.as_str(), run.stop_reason.map(|s| s.as_str()).unwrap_or("-"));
-    println!("task: {}", run.task);
+    println!("task: {}", steward_protocol::truncate_chars(&run.task, 500));
     let who = if run.planner == "classic" {
         "classic planner".to_string()
     } else {
@@ -292,7 +303,7 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
     }
     let took = run.finished_at.map(|f| (f - run.created_at).num_milliseconds()).unwrap_or(0);
     println!(
-        "total: {} rounds · {} tool calls · {} tokens ({} in, {} out) · {} ms",
+        "total: {} round(s) · {} tool call(s) · {} tokens ({} in, {} out) · {} ms",
         run.rounds,
         run.tool_calls,
         run.input_tokens + run.output_tokens,
@@ -301,6 +312,22 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
         took
     );
     Ok(0)
+}
+
+/// A run by exact id, unique id prefix, or `last` (the newest run).
+async fn find_run(store: &dyn steward_store::Store, wanted: &str) -> Result<steward_store::RunRecord> {
+    if wanted == "last" {
+        return store.list_runs(1).await?.into_iter().next().ok_or_else(|| usage("there are no runs yet"));
+    }
+    if let Some(run) = store.get_run(wanted).await? {
+        return Ok(run);
+    }
+    let matches: Vec<_> = store.list_runs(10_000).await?.into_iter().filter(|r| r.id.starts_with(wanted)).collect();
+    match matches.len() {
+        1 => Ok(matches.into_iter().next().ok_or_else(|| usage("no run"))?),
+        0 => Err(usage(format!("no run `{wanted}`; `steward runs` lists them"))),
+        n => Err(usage(format!("`{wanted}` matches {n} runs; give more of the id"))),
+    }
 }
 
 /// `steward audit verify`.
@@ -359,7 +386,25 @@ pub fn config_show(workspace: &Path) -> Result<u8> {
     for source in &config.sources {
         println!("# from {}", source.display());
     }
-    let text = format!("{config:#?}");
+    #[derive(serde::Serialize)]
+    struct View<'a> {
+        run: &'a steward_core::config::RawRun,
+        limits: &'a steward_core::config::Limits,
+        sandbox: &'a steward_core::config::RawSandbox,
+        policy: &'a steward_policy::PolicyConfig,
+        providers: &'a std::collections::BTreeMap<String, steward_provider::ProviderConfig>,
+    }
+    let view = View {
+        run: &config.run,
+        limits: &config.limits,
+        sandbox: &config.sandbox,
+        policy: &config.policy,
+        providers: &config.providers,
+    };
+    let text = toml::to_string_pretty(&view).map_err(|e| anyhow::anyhow!("cannot print the configuration: {e}"))?;
     println!("{}", redactor().redact(&text));
+    if config.instructions.is_some() {
+        println!("# AGENTS.md instructions are given to model planners");
+    }
     Ok(0)
 }

@@ -49,7 +49,7 @@ enum Command {
     },
     /// Print a run's trace: each planner call and tool step with duration and tokens, and totals.
     Show {
-        /// The run id (`run_…`).
+        /// The run id (`run_…`), a unique prefix of it, or `last`.
         run_id: String,
         /// The run record and its events as one JSON object.
         #[arg(long)]

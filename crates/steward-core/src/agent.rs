@@ -178,6 +178,10 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     let mut usage = Usage::default();
     let mut planner_calls = 0u32;
     let mut tool_calls = 0u32;
+    // Everything that reaches the model passes the redactor (S3): the task, the workspace's
+    // instructions, the model's own earlier text and every tool result.
+    let task_for_model = rt.redactor.redact(&req.task);
+    let instructions_for_model = req.config.instructions.as_deref().map(|i| rt.redactor.redact(i));
 
     let ending = loop {
         if let Some(i) = interrupt.check() {
@@ -188,8 +192,8 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         let request = ChatRequest {
             model: req.planner.model.clone(),
             messages: context::assemble(
-                req.config.instructions.as_deref(),
-                &req.task,
+                instructions_for_model.as_deref(),
+                &task_for_model,
                 &rounds,
                 limits.max_context_chars,
             ),
@@ -241,7 +245,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         }
 
         // The round's calls, in order; every call gets exactly one result.
-        let mut record = RoundRecord { text: reply.text.clone(), ..Default::default() };
+        let mut record = RoundRecord { text: rt.redactor.redact(&reply.text), ..Default::default() };
         for invalid in &reply.invalid_tool_calls {
             let call =
                 ToolCall { id: invalid.id.clone(), name: invalid.name.clone(), arguments: serde_json::json!({}) };
@@ -292,7 +296,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     run.output_tokens = usage.output_tokens;
     run.finished_at = Some(chrono::Utc::now());
     let terminal = match ending {
-        Ending::Answered(text) | Ending::Limit(StopReason::Answered, text) => {
+        Ending::Answered(text) => {
             completed(&mut run, StopReason::Answered, rt.redactor.redact(&text), usage, duration_ms)
         }
         Ending::Limit(reason, text) => completed(&mut run, reason, rt.redactor.redact(&text), usage, duration_ms),

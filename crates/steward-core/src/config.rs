@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use steward_policy::PolicyConfig;
 use steward_provider::ProviderConfig;
 
@@ -60,7 +60,7 @@ pub struct RawLimits {
 }
 
 /// Defaults for `steward run` (the CLI flags override them).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRun {
     /// `classic` or `model`.
@@ -72,7 +72,7 @@ pub struct RawRun {
 }
 
 /// Sandbox settings (SPEC C3).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSandbox {
     /// Extra environment variable names subprocesses may receive.
@@ -98,7 +98,7 @@ pub struct RawConfig {
 }
 
 /// Resolved limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Limits {
     /// See [`RawLimits::max_rounds`].
     pub max_rounds: u32,
@@ -176,7 +176,7 @@ impl Config {
 
     /// Resolves one raw configuration (already merged) with defaults.
     pub fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
-        let l = raw.limits.unwrap_or_default();
+        let l = raw.limits.clone().unwrap_or_default();
         let d = Limits::default();
         let limits = Limits {
             max_rounds: l.max_rounds.unwrap_or(d.max_rounds),
@@ -191,11 +191,8 @@ impl Config {
             max_context_chars: l.max_context_chars.unwrap_or(d.max_context_chars),
             tool_timeout_ms: l.tool_timeout_ms.unwrap_or(d.tool_timeout_ms),
         };
-        if limits.max_rounds == 0 {
-            return Err(ConfigError::Resolve("limits.max_rounds must be at least 1".into()));
-        }
-        if limits.max_tool_output_chars < 400 {
-            return Err(ConfigError::Resolve("limits.max_tool_output_chars must be at least 400".into()));
+        if let Err((_, message)) = check_limits(&l) {
+            return Err(ConfigError::Resolve(message));
         }
         Ok(Config {
             run: raw.run.unwrap_or_default(),
@@ -232,8 +229,28 @@ fn parse_file(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
         message: e.message().trim().to_string(),
     };
     let table: toml::Table = toml::from_str(text).map_err(invalid)?;
-    let _checked: RawConfig = toml::from_str(text).map_err(invalid)?;
+    let checked: RawConfig = toml::from_str(text).map_err(invalid)?;
+    if let Some(limits) = &checked.limits
+        && let Err((key, message)) = check_limits(limits)
+    {
+        let line = text.find(key).map(|at| line_of(text, at)).unwrap_or(0);
+        return Err(ConfigError::Invalid { path: path.to_path_buf(), line, message });
+    }
     Ok(table)
+}
+
+/// Lower bounds of the limits: `(key, message)` of the first one broken.
+fn check_limits(l: &RawLimits) -> Result<(), (&'static str, String)> {
+    if l.max_rounds == Some(0) {
+        return Err(("max_rounds", "limits.max_rounds must be at least 1".into()));
+    }
+    if l.max_tool_output_chars.is_some_and(|n| n < 400) {
+        return Err(("max_tool_output_chars", "limits.max_tool_output_chars must be at least 400 characters".into()));
+    }
+    if l.max_tool_calls_per_run == Some(0) {
+        return Err(("max_tool_calls_per_run", "limits.max_tool_calls_per_run must be at least 1".into()));
+    }
+    Ok(())
 }
 
 fn line_of(text: &str, byte: usize) -> usize {

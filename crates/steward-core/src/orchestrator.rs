@@ -70,17 +70,14 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
 
     // 2. Policy and validation: pure, synchronous, strictest rule wins.
     let tool = cx.tools.get(&call.name);
-    let mut decision = cx.policy.decide(tool.map(|t| t.spec()), call, cx.workspace);
+    let decision = cx.policy.decide(tool.map(|t| t.spec()), call, cx.workspace);
 
-    // 3. The tool's own dry run: a change that cannot apply is refused before anyone is asked.
+    // 3. The tool's own dry run: a change that cannot apply fails before anyone is asked.
     let mut preview = None;
     if let (Some(tool), DecisionKind::Allow | DecisionKind::Ask) = (tool, decision.decision) {
         match tool.preview(&call.arguments, cx.tool_context).await {
             Ok(p) => preview = p,
-            Err(err) => {
-                let rule = err.rule.clone().unwrap_or_else(|| "preview_failed".into());
-                decision = Decision::new(DecisionKind::Deny, rule, decision.risk, err.message);
-            }
+            Err(err) => return cannot_apply(cx, call, &decision, &err).await,
         }
     }
 
@@ -118,6 +115,24 @@ async fn refuse(cx: &CallContext<'_>, call: &ToolCall, decision: &Decision) -> R
         })
         .await?;
     Ok(CallResult { content: format!("Refused by rule `{}`: {reason}", decision.rule), is_error: true })
+}
+
+/// Records and reports a call whose dry run showed it cannot succeed (for example the text to
+/// replace is not in the file): nothing ran and nobody was asked.
+async fn cannot_apply(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    decision: &Decision,
+    err: &crate::tools::ToolError,
+) -> Result<CallResult, CallAbort> {
+    let error = cx.redactor.redact(&err.message);
+    let rule = err.rule.as_deref().unwrap_or(&decision.rule);
+    let detail = format!("not run: {error}");
+    audit(cx, call, rule, decision.risk, AuditOutcome::Failed, "steward", "", 0, "", &detail).await?;
+    cx.events
+        .emit(EventKind::ToolFailed { call_id: call.id.clone(), tool: call.name.clone(), duration_ms: 0, error: error.clone() })
+        .await?;
+    Ok(CallResult { content: format!("Not run: {error}"), is_error: true })
 }
 
 /// Asks the run's owner. `Ok(Ok(approval_id))` when approved in time with a valid token;

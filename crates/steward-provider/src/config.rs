@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use steward_protocol::ErrorClass;
 
 use crate::anthropic::AnthropicProvider;
@@ -28,7 +28,7 @@ use crate::retry::{DEFAULT_BACKOFF_MS, DEFAULT_TRIES, RetryPolicy};
 use crate::{Provider, ProviderError};
 
 /// Which wire protocol a provider speaks.
-#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
     /// OpenAI-compatible Chat Completions.
@@ -40,7 +40,7 @@ pub enum ProviderKind {
 }
 
 /// One environment variable name, or several tried in order.
-#[derive(Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(untagged)]
 pub enum ApiKeyEnv {
     /// `api_key_env = "OPENAI_API_KEY"`
@@ -60,7 +60,7 @@ impl ApiKeyEnv {
 }
 
 /// Settings of one provider. Unknown fields are rejected.
-#[derive(Deserialize, Clone, Debug, PartialEq)]
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     /// Wire protocol.

@@ -56,6 +56,9 @@ pub fn resolve(
         .or_else(|| config.run.planner.clone())
         .unwrap_or_else(|| if provider_name.is_some() { "model".into() } else { "classic".into() });
     match kind.as_str() {
+        "classic" if overrides.provider.is_some() || overrides.base_url.is_some() || overrides.model.is_some() || overrides.scenario.is_some() => {
+            Err("--planner classic takes no --provider, --base-url, --model or --scenario".to_string())
+        }
         "classic" => Ok(PlannerChoice {
             kind,
             provider: Arc::new(classic::ClassicPlanner),
@@ -90,8 +93,14 @@ pub fn resolve(
             if let Some(url) = &overrides.base_url {
                 cfg.base_url = Some(url.clone());
             }
-            if let Some(scenario) = &overrides.scenario {
-                cfg.scenario = Some(scenario.clone());
+            let is_fake = cfg.kind == steward_provider::ProviderKind::Fake;
+            match (&overrides.scenario, is_fake) {
+                (Some(scenario), true) => cfg.scenario = Some(scenario.clone()),
+                (Some(_), false) => return Err(format!("--scenario applies only to the fake provider, not `{name}`")),
+                (None, true) if cfg.scenario.is_none() => {
+                    return Err(format!("the fake provider `{name}` needs a scenario: pass --scenario FILE (format in the README)"));
+                }
+                (None, _) => {}
             }
             let tool_choice = overrides.tool_choice.clone().or_else(|| cfg.tool_choice.clone());
             let max_tokens = overrides.max_tokens.or(cfg.max_tokens);
@@ -106,12 +115,17 @@ pub fn resolve(
                 }
                 Err(err) => return Err(format!("provider `{name}`: {}", err.message)),
             };
+            // `[run] model` belongs to `[run] provider`; another provider uses its own default.
+            let run_model = config.run.model.clone().filter(|_| config.run.provider.as_deref() == Some(name.as_str()));
             let model = overrides
                 .model
                 .clone()
-                .or_else(|| config.run.model.clone())
+                .or(run_model)
                 .or_else(|| cfg.default_model.clone())
                 .unwrap_or_else(|| provider.default_model().to_string());
+            if model.trim().is_empty() {
+                return Err(format!("provider `{name}` has no default model: pass --model ID or set default_model"));
+            }
             Ok(PlannerChoice {
                 kind,
                 provider,
