@@ -75,8 +75,10 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         ("durable audit (synchronous=FULL), one run at a time", Durability::Full, 1),
         ("durable audit (synchronous=FULL), concurrent runs share commits", Durability::Full, args.concurrency.max(1)),
     ] {
+        let cpu_before = cpu_time();
         let (steps, elapsed) = measure(&args, durability, concurrency).await?;
-        print_line(label, concurrency, &steps, elapsed);
+        let cpu = cpu_time().saturating_sub(cpu_before);
+        print_line(label, concurrency, &steps, elapsed, cpu);
     }
     Ok(0)
 }
@@ -92,6 +94,7 @@ async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> 
         redactor: Arc::new(Redactor::new(Vec::new())),
         approval_key: ApprovalKey::generate(),
         outputs_dir: dir.path().join("outputs"),
+        snapshots_dir: dir.path().join("snapshots"),
     };
     let mut tools = ToolRegistry::new();
     tools.insert(Arc::new(NoopRead(ToolSpec {
@@ -163,13 +166,26 @@ fn planner(steps: u32) -> PlannerChoice {
     }
 }
 
-fn print_line(label: &str, concurrency: u32, steps: &[Duration], elapsed: Duration) {
+/// CPU time (user + system) used by this process so far, all threads included.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+fn print_line(label: &str, concurrency: u32, steps: &[Duration], elapsed: Duration, cpu: Duration) {
     let mut sorted = steps.to_vec();
     sorted.sort();
     let pick = |q: f64| sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let per_step_cpu = if sorted.is_empty() { 0.0 } else { us(cpu) / sorted.len() as f64 };
     println!(
-        "{label}: concurrency {concurrency}, {} steps: p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs; throughput {:.0} steps/s",
+        "{label}: concurrency {concurrency}, {} steps: wall p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs; \
+         CPU {per_step_cpu:.0} µs/step (all threads, setup included); throughput {:.0} steps/s",
         sorted.len(),
         us(pick(0.5)),
         us(pick(0.99)),

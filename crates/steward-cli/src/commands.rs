@@ -33,6 +33,11 @@ fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(message.into()))
 }
 
+/// A usage or configuration error (exit code 2) for other modules.
+pub fn usage_error(message: &str) -> anyhow::Error {
+    usage(message)
+}
+
 /// The redactor for this process: pattern rules plus the values of secret-looking
 /// environment variables.
 pub fn redactor() -> Redactor {
@@ -53,7 +58,42 @@ fn user_config_dir() -> Option<PathBuf> {
 }
 
 fn load_config(workspace: &Path) -> Result<Config> {
-    Config::load(user_config_dir().as_deref(), workspace).map_err(|e| usage(e.to_string()))
+    let config = Config::load(user_config_dir().as_deref(), workspace).map_err(|e| usage(e.to_string()))?;
+    for warning in &config.warnings {
+        eprintln!("steward: warning: {warning}");
+    }
+    Ok(config)
+}
+
+/// `steward trust [DIR]`: adds the workspace to `[trust] workspaces` in the user's
+/// `trust.toml`.
+pub fn trust(workspace: &Path) -> Result<u8> {
+    let workspace = std::fs::canonicalize(workspace).map_err(|e| usage(format!("{}: {e}", workspace.display())))?;
+    let dir = user_config_dir().ok_or_else(|| usage("neither XDG_CONFIG_HOME nor HOME is set"))?;
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("trust.toml");
+    let mut table: toml::Table = match std::fs::read_to_string(&file) {
+        Ok(text) => toml::from_str(&text).map_err(|e| usage(format!("{}: {}", file.display(), e.message())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => toml::Table::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let trust = table.entry("trust").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let Some(trust) = trust.as_table_mut() else {
+        return Err(usage(format!("{}: [trust] is not a table", file.display())));
+    };
+    let list = trust.entry("workspaces").or_insert_with(|| toml::Value::Array(Vec::new()));
+    let Some(list) = list.as_array_mut() else {
+        return Err(usage(format!("{}: trust.workspaces is not a list", file.display())));
+    };
+    let path = workspace.display().to_string();
+    if list.iter().any(|v| v.as_str() == Some(path.as_str())) {
+        println!("{path} is already trusted");
+        return Ok(0);
+    }
+    list.push(toml::Value::String(path.clone()));
+    std::fs::write(&file, toml::to_string_pretty(&table)?)?;
+    println!("trusted {path}: its .steward/ configuration now applies in full ({})", file.display());
+    Ok(0)
 }
 
 /// `steward run` arguments.
@@ -113,6 +153,9 @@ pub async fn run(args: RunArgs) -> Result<u8> {
         scenario: args.scenario.clone(),
         max_tokens: args.max_tokens,
     };
+    if args.max_tokens == Some(0) {
+        return Err(usage("--max-tokens must be at least 1"));
+    }
     if args.task.trim().is_empty() {
         return Err(usage("the task is empty: say what to do, e.g. steward run \"show the git status\""));
     }
@@ -122,7 +165,10 @@ pub async fn run(args: RunArgs) -> Result<u8> {
         && tools.get(choice).is_none()
     {
         let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
-        return Err(usage(format!("--tool-choice `{choice}` is not a tool; use auto, none, required or one of: {}", names.join(", "))));
+        return Err(usage(format!(
+            "--tool-choice `{choice}` is not a tool; use auto, none, required or one of: {}",
+            names.join(", ")
+        )));
     }
     let planner = steward_core::planner::resolve(&config, &overrides, &env_lookup).map_err(usage)?;
 
@@ -132,6 +178,7 @@ pub async fn run(args: RunArgs) -> Result<u8> {
         redactor: Arc::new(redactor()),
         approval_key: home.approval_key()?,
         outputs_dir: home.outputs_dir(),
+        snapshots_dir: home.snapshots_dir(),
     };
     let owner_id = local_owner();
     let cancel = CancellationToken::new();
@@ -328,6 +375,148 @@ async fn find_run(store: &dyn steward_store::Store, wanted: &str) -> Result<stew
         0 => Err(usage(format!("no run `{wanted}`; `steward runs` lists them"))),
         n => Err(usage(format!("`{wanted}` matches {n} runs; give more of the id"))),
     }
+}
+
+/// `steward rollback`.
+pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    let run = find_run(store.as_ref(), run_id).await?;
+    let records = store.rollbacks(&run.id).await?;
+    if records.is_empty() {
+        println!("run {} changed no files; nothing to roll back", run.id);
+        return Ok(0);
+    }
+    if list {
+        for r in &records {
+            let what =
+                r.compensation.get("path").or_else(|| r.compensation.get("to")).and_then(|v| v.as_str()).unwrap_or("");
+            println!("step {:<3} {:<8} {:<40} {}", r.step, r.tool, what, r.status_text());
+        }
+        return Ok(0);
+    }
+    if let Some(n) = step
+        && !records.iter().any(|r| r.step == n)
+    {
+        return Err(usage(format!("run {} has no step {n}; `steward rollback {} --list` shows them", run.id, run.id)));
+    }
+    let workspace = steward_policy::Workspace::open(Path::new(&run.workspace), &[])
+        .map_err(|e| usage(format!("the run's workspace {}: {e}", run.workspace)))?;
+    let redactor = redactor();
+    let mut failures = 0;
+    for mut record in records.into_iter().rev() {
+        if record.status == steward_store::RollbackStatus::Undone || step.is_some_and(|n| n != record.step) {
+            continue;
+        }
+        let outcome = serde_json::from_value::<steward_core::rollback::Compensation>(record.compensation.clone())
+            .map_err(|e| format!("unreadable compensation: {e}"))
+            .and_then(|c| steward_core::rollback::undo(&c, &workspace));
+        let (status, audit_outcome, detail) = match outcome {
+            Ok(done) => (steward_store::RollbackStatus::Undone, steward_protocol::AuditOutcome::Completed, done),
+            Err(why) => {
+                failures += 1;
+                (steward_store::RollbackStatus::Failed, steward_protocol::AuditOutcome::Failed, why)
+            }
+        };
+        let detail = redactor.redact(&detail);
+        println!("step {} ({}): {}", record.step, record.tool, detail);
+        record.status = status;
+        record.detail = detail.clone();
+        record.undone_at = Some(chrono::Utc::now());
+        store.upsert_rollback(&record).await?;
+        store
+            .append_audit(steward_protocol::AuditEntry {
+                agent: local_owner(),
+                run_id: run.id.clone(),
+                call_id: record.call_id.clone(),
+                action: "rollback".into(),
+                input: serde_json::json!({"step": record.step, "tool": record.tool}),
+                policy: "rollback".into(),
+                risk: 0.0,
+                outcome: audit_outcome,
+                latency_ms: 0,
+                sandbox: String::new(),
+                approval_id: String::new(),
+                rollback_token: record.token.clone(),
+                detail,
+            })
+            .await?;
+    }
+    store.flush().await?;
+    if failures > 0 {
+        println!("{failures} step(s) could not be undone (see above); nothing else was touched");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// `steward approvals list`.
+pub async fn grants_list(all: bool, json: bool) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    let now = chrono::Utc::now();
+    for grant in store.grants(&local_owner()).await? {
+        let state = match (grant.revoked_at, grant.expires_at <= now) {
+            (Some(_), _) => "revoked",
+            (None, true) => "expired",
+            (None, false) => "active",
+        };
+        if !all && state != "active" {
+            continue;
+        }
+        if json {
+            println!("{}", serde_json::json!({"grant": grant, "state": state}));
+            continue;
+        }
+        let covers = match grant.scope {
+            steward_store::GrantScope::Run => format!("run {}", grant.run_id),
+            steward_store::GrantScope::Workspace => format!("workspace {}", grant.workspace),
+        };
+        println!(
+            "{}  {:<7} {:<10} {covers}  until {}",
+            grant.id,
+            state,
+            grant.tool,
+            grant.expires_at.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M")
+        );
+    }
+    Ok(0)
+}
+
+/// `steward approvals revoke ID`.
+pub async fn grants_revoke(id: &str) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    let owner = local_owner();
+    let Some(mut grant) = store.grants(&owner).await?.into_iter().find(|g| g.id == id) else {
+        return Err(usage(format!("no grant `{id}` of {owner}; `steward approvals list --all` shows them")));
+    };
+    if grant.revoked_at.is_some() {
+        println!("{id} was already revoked");
+        return Ok(0);
+    }
+    grant.revoked_at = Some(chrono::Utc::now());
+    store.upsert_grant(&grant).await?;
+    store
+        .append_audit(steward_protocol::AuditEntry {
+            agent: owner,
+            run_id: grant.run_id.clone(),
+            call_id: String::new(),
+            action: "revoke_grant".into(),
+            input: serde_json::json!({"grant": grant.id, "tool": grant.tool}),
+            policy: "owner".into(),
+            risk: 0.0,
+            outcome: steward_protocol::AuditOutcome::Completed,
+            latency_ms: 0,
+            sandbox: String::new(),
+            approval_id: grant.approval_id.clone(),
+            rollback_token: String::new(),
+            detail: format!("grant {} revoked; `{}` asks again", grant.id, grant.tool),
+        })
+        .await?;
+    store.flush().await?;
+    println!("revoked {id}: `{}` asks again", grant.tool);
+    Ok(0)
 }
 
 /// `steward audit verify`.

@@ -31,6 +31,12 @@ impl Home {
             .mode(0o700)
             .create(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
+        // The state holds run content: owner-only, also when the directory already existed.
+        let mode = std::fs::metadata(&dir)?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+                .with_context(|| format!("cannot make {} private (mode {mode:o})", dir.display()))?;
+        }
         Ok(Home { dir })
     }
 
@@ -40,6 +46,10 @@ impl Home {
 
     pub fn outputs_dir(&self) -> PathBuf {
         self.dir.join("outputs")
+    }
+
+    pub fn snapshots_dir(&self) -> PathBuf {
+        self.dir.join("snapshots")
     }
 
     /// Opens the database and marks runs of dead processes as interrupted.
@@ -62,9 +72,11 @@ impl Home {
     /// `approval.key` in the state directory, generated with mode 0600 at first use.
     pub fn approval_key(&self) -> Result<ApprovalKey> {
         if let Ok(hex_key) = std::env::var("STEWARD_APPROVAL_KEY") {
-            let bytes = hex_decode(hex_key.trim()).context("STEWARD_APPROVAL_KEY is not hex")?;
-            return ApprovalKey::new(bytes)
-                .context("STEWARD_APPROVAL_KEY must be at least 16 bytes (32 hex characters)");
+            let bytes = hex_decode(hex_key.trim())
+                .ok_or_else(|| crate::commands::usage_error("STEWARD_APPROVAL_KEY is not hex"))?;
+            return ApprovalKey::new(bytes).ok_or_else(|| {
+                crate::commands::usage_error("STEWARD_APPROVAL_KEY must be at least 16 bytes (32 hex characters)")
+            });
         }
         let path = self.dir.join("approval.key");
         if let Ok(text) = std::fs::read_to_string(&path) {

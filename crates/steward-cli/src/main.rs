@@ -60,15 +60,37 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Remembered approvals (grants for a run or a workspace): list and revoke.
+    Approvals {
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+    },
     /// Judge a tool call with the policy without running anything (exit 0 whenever it decided).
     Policy {
         #[command(subcommand)]
         command: PolicyCommand,
     },
+    /// Trust a workspace's own `.steward/` configuration (providers, sandbox, policy that allows).
+    Trust {
+        /// The workspace (default: the current directory).
+        #[arg(default_value = ".")]
+        workspace: PathBuf,
+    },
     /// Configuration.
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+    /// Undo a run's file changes in reverse order (or only step N); reports what it could not undo.
+    Rollback {
+        /// The run id, a unique prefix, or `last`.
+        run_id: String,
+        /// Undo only this step (as numbered by `--list`).
+        #[arg(long)]
+        step: Option<u32>,
+        /// List the run's undoable steps without changing anything.
+        #[arg(long)]
+        list: bool,
     },
     /// Measure the harness's own overhead per tool-call step (fake provider, no-op tool).
     Bench(bench::BenchArgs),
@@ -83,6 +105,24 @@ enum AuditCommand {
         /// Only this run.
         #[arg(long)]
         run: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ApprovalsCommand {
+    /// List your grants (active ones; `--all` adds expired and revoked ones).
+    List {
+        /// Include expired and revoked grants.
+        #[arg(long)]
+        all: bool,
+        /// JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a grant: later calls of its tool ask again.
+    Revoke {
+        /// The grant id (`grt_…`).
+        id: String,
     },
 }
 
@@ -115,6 +155,11 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`steward audit list | head`) like other command-line tools.
+    // SAFETY: resetting a signal disposition to its default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("STEWARD_LOG"))
@@ -135,10 +180,16 @@ fn main() -> ExitCode {
             Command::Show { run_id, json } => commands::show(&run_id, json).await,
             Command::Audit { command: AuditCommand::Verify } => commands::audit_verify().await,
             Command::Audit { command: AuditCommand::List { run } } => commands::audit_list(run.as_deref()).await,
+            Command::Approvals { command: ApprovalsCommand::List { all, json } } => {
+                commands::grants_list(all, json).await
+            }
+            Command::Approvals { command: ApprovalsCommand::Revoke { id } } => commands::grants_revoke(&id).await,
             Command::Policy { command: PolicyCommand::Check { tool, args, workspace, json } } => {
                 commands::policy_check(&tool, &args, &workspace, json)
             }
             Command::Config { command: ConfigCommand::Show { workspace } } => commands::config_show(&workspace),
+            Command::Trust { workspace } => commands::trust(&workspace),
+            Command::Rollback { run_id, step, list } => commands::rollback(&run_id, step, list).await,
             Command::Bench(args) => bench::run(args).await,
         }
     });

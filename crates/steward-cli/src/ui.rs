@@ -1,11 +1,11 @@
 //! Terminal front end: event printers (human and JSON lines) and the terminal approver.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use async_trait::async_trait;
-use steward_core::approval::{ApprovalAnswer, Approver};
+use steward_core::approval::{ApprovalAnswer, ApprovalScope, Approver};
 use steward_core::events::EventObserver;
 use steward_protocol::{ApprovalRequest, Event, EventKind};
 
@@ -136,7 +136,26 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
 }
 
+/// Lines typed on stdin, read by one long-lived thread so that an abandoned prompt (expired
+/// or cancelled) never swallows the answer meant for the next one.
+fn stdin_lines() -> &'static tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>> {
+    static LINES: OnceLock<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        tokio::sync::Mutex::new(rx)
+    })
+}
+
 /// Asks on the terminal (prompt on stderr, answer on stdin) with a countdown to expiry.
+/// Input typed before the prompt appeared is discarded, so nothing is approved unseen.
 /// When stdin is not a terminal nobody can answer: `NoApprover` (fail closed).
 pub struct TerminalApprover {
     pub owner_id: String,
@@ -148,6 +167,14 @@ impl Approver for TerminalApprover {
         if !std::io::stdin().is_terminal() {
             return ApprovalAnswer::NoApprover;
         }
+        let mut lines = stdin_lines().lock().await;
+        // Drop typed-ahead input: both what the terminal still buffers and what the reader
+        // thread already took.
+        // SAFETY: tcflush on fd 0 only discards pending terminal input.
+        unsafe {
+            libc::tcflush(0, libc::TCIFLUSH);
+        }
+        while lines.try_recv().is_ok() {}
         eprintln!("\n┌ approval needed: {} (risk {:.2}, rule `{}`)", request.tool, request.risk, request.rule);
         eprintln!("│ arguments: {}", request.arguments);
         eprintln!("│ reason:    {}", request.reason);
@@ -156,30 +183,41 @@ impl Approver for TerminalApprover {
             request.expires_at.to_rfc3339(),
             request.expires_at.with_timezone(&chrono::Local).format("%H:%M:%S")
         );
+        eprintln!(
+            "│ answer:    y = once, r = `{0}` for the rest of this run, w = `{0}` in this workspace, n = no",
+            request.tool
+        );
         let expires_at = request.expires_at;
         let ticker = tokio::spawn(async move {
             loop {
                 let left = (expires_at - chrono::Utc::now()).num_seconds().max(0);
-                eprint!("\r└ approve? [y/N] ({:02}:{:02} left) ", left / 60, left % 60);
+                eprint!("\r└ approve? [y/r/w/N] ({:02}:{:02} left) ", left / 60, left % 60);
                 let _ = std::io::stderr().flush();
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             }
         });
-        let line = tokio::task::spawn_blocking(|| {
-            let mut line = String::new();
-            std::io::stdin().lock().read_line(&mut line).map(|_| line)
-        })
-        .await;
-        ticker.abort();
+        let _stop_ticker = AbortOnDrop(ticker);
+        let line = lines.recv().await;
         eprintln!();
-        match line {
-            Ok(Ok(answer)) if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
-                ApprovalAnswer::Approve { token: token.to_string(), decided_by: self.owner_id.clone() }
-            }
-            Ok(Ok(_)) => {
+        let approve =
+            |scope| ApprovalAnswer::Approve { token: token.to_string(), decided_by: self.owner_id.clone(), scope };
+        match line.map(|l| l.trim().to_ascii_lowercase()) {
+            Some(answer) if answer == "y" || answer == "yes" => approve(ApprovalScope::Once),
+            Some(answer) if answer == "r" || answer == "run" => approve(ApprovalScope::Run),
+            Some(answer) if answer == "w" || answer == "workspace" => approve(ApprovalScope::Workspace),
+            Some(_) => {
                 ApprovalAnswer::Reject { reason: "rejected by the owner".into(), decided_by: self.owner_id.clone() }
             }
-            _ => ApprovalAnswer::NoApprover,
+            None => ApprovalAnswer::NoApprover,
         }
+    }
+}
+
+/// Aborts a task when dropped (the countdown stops when the prompt is abandoned).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -53,7 +53,7 @@ fn json_events_are_numbered_timestamped_and_end_with_the_answer() {
     assert_eq!(code(&show), 0);
     let trace = stdout(&show);
     assert!(
-        trace.contains("planner round 1") && trace.contains("read") && trace.contains("total: 2 rounds"),
+        trace.contains("planner round 1") && trace.contains("read") && trace.contains("total: 2 round(s)"),
         "{trace}"
     );
 }
@@ -265,4 +265,59 @@ fn policy_check_decides_without_running() {
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(v["decision"], "deny");
     assert_eq!(v["rule"], "unknown_tool");
+}
+
+#[test]
+fn rollback_undoes_a_runs_edits_and_never_clobbers_later_changes() {
+    let env = Env::new();
+    env.write("note.txt", "old text\n");
+    env.write("other.txt", "keep\n");
+    let user = env.dir.path().join("xdg/steward");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("config.toml"),
+        "[[policy.rule]]\nname = \"edits-ok\"\ntool = \"edit\"\ndecision = \"allow\"\n",
+    )
+    .unwrap();
+    let out = env.steward(&["run", "replace 'old' with 'new' in note.txt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(env.read("note.txt"), "new text\n");
+    let list = env.steward(&["rollback", "last", "--list"]);
+    assert!(stdout(&list).contains("step 1") && stdout(&list).contains("pending"), "{}", stdout(&list));
+
+    let undo = env.steward(&["rollback", "last"]);
+    assert_eq!(code(&undo), 0, "{}", stdout(&undo));
+    assert_eq!(env.read("note.txt"), "old text\n");
+    assert!(stdout(&env.steward(&["rollback", "last", "--list"])).contains("undone"));
+
+    // A second edit, then someone else changes the file: the rollback refuses to clobber it.
+    let out = env.steward(&["run", "replace 'old' with 'new' in note.txt"]);
+    assert_eq!(code(&out), 0);
+    env.write("note.txt", "new text, edited by hand\n");
+    let undo = env.steward(&["rollback", "last"]);
+    assert_eq!(code(&undo), 1);
+    assert!(stdout(&undo).contains("changed after the run wrote it"), "{}", stdout(&undo));
+    assert_eq!(env.read("note.txt"), "new text, edited by hand\n");
+    assert_eq!(code(&env.steward(&["audit", "verify"])), 0);
+}
+
+#[test]
+fn an_untrusted_workspace_config_cannot_pick_providers_or_loosen_policy() {
+    let env = Env::new();
+    env.write("a.txt", "x\n");
+    env.write(
+        ".steward/config.toml",
+        "[run]\nprovider = \"evil\"\n[providers.evil]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\ndefault_model = \"m\"\nretry_backoff_ms = 1\n\
+         [policy]\ndefault = \"allow\"\n",
+    );
+    let out = env.steward(&["run", "--json", "list files"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("`providers` ignored") && stderr(&out).contains("steward trust"), "{}", stderr(&out));
+    assert_eq!(find(&events(&out), "run_started")["planner"], "classic");
+
+    let trusted = env.steward(&["trust"]);
+    assert_eq!(code(&trusted), 0, "{}", stderr(&trusted));
+    let out = env.steward(&["run", "--json", "list files"]);
+    assert!(!stderr(&out).contains("ignored"), "{}", stderr(&out));
+    assert_eq!(find(&events(&out), "run_started")["provider"], "evil");
 }

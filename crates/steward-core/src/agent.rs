@@ -32,6 +32,8 @@ pub struct Runtime {
     pub approval_key: ApprovalKey,
     /// Where full outputs of capped tool results are saved (`$STEWARD_HOME/outputs`).
     pub outputs_dir: PathBuf,
+    /// Where rollback snapshots are kept (`$STEWARD_HOME/snapshots`, owner-only).
+    pub snapshots_dir: PathBuf,
 }
 
 /// The planner of a run: the classic planner or a model behind a provider.
@@ -91,6 +93,9 @@ impl RunError {
         }
     }
 }
+
+/// Longest approval or grant lifetime accepted, in seconds (larger settings are clamped).
+const TEN_YEARS_S: u64 = 10 * 365 * 24 * 3600;
 
 /// How the loop ended.
 enum Ending {
@@ -152,16 +157,17 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         cancel: req.cancel.child_token(),
         env_allow: req.config.sandbox.env_allow.clone(),
         timeout_ms: limits.tool_timeout_ms,
+        snapshots: crate::rollback::Snapshots::new(&rt.snapshots_dir, &run.id),
     };
-    let ttl_seconds =
-        req.config.policy.approval_timeout_seconds.or(req.config.policy.token_ttl_seconds).unwrap_or(30 * 60);
+    let ttl_seconds = req.config.policy.approval_timeout_seconds.unwrap_or(30 * 60);
+    let grant_ttl_seconds = req.config.policy.token_ttl_seconds.unwrap_or(8 * 3600);
     let calls = CallContext {
         run_id: &run.id,
         owner_id: &run.owner_id,
         store: &rt.store,
         redactor: &rt.redactor,
         approval_key: &rt.approval_key,
-        approval_ttl: chrono::Duration::seconds(ttl_seconds.min(i64::MAX as u64) as i64),
+        approval_ttl: chrono::Duration::seconds(ttl_seconds.min(TEN_YEARS_S) as i64),
         policy: &policy,
         workspace: &workspace,
         tools: &req.tools,
@@ -171,6 +177,8 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         interrupt: &interrupt,
         max_output_chars: limits.max_tool_output_chars,
         outputs_dir: &rt.outputs_dir,
+        grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),
+        write_steps: std::sync::atomic::AtomicU32::new(0),
     };
 
     let specs = req.tools.specs();

@@ -14,6 +14,18 @@ use steward_protocol::ApprovalRequest;
 
 use crate::interrupt::{Interrupt, Interruptible};
 
+/// How far an approval reaches (SPEC C4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApprovalScope {
+    /// This call only.
+    #[default]
+    Once,
+    /// Later calls of the same tool in this run are allowed too (a remembered grant).
+    Run,
+    /// Later calls of the same tool in this workspace, by the same owner, are allowed too.
+    Workspace,
+}
+
 /// What an approver answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalAnswer {
@@ -23,6 +35,8 @@ pub enum ApprovalAnswer {
         token: String,
         /// Owner id of whoever decided.
         decided_by: String,
+        /// Once, or remembered for the run or the workspace.
+        scope: ApprovalScope,
     },
     /// Rejected by `decided_by`.
     Reject {
@@ -161,7 +175,11 @@ mod tests {
     impl Approver for Slow {
         async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
             tokio::time::sleep(self.0).await;
-            ApprovalAnswer::Approve { token: token.to_string(), decided_by: "local:alice".into() }
+            ApprovalAnswer::Approve {
+                token: token.to_string(),
+                decided_by: "local:alice".into(),
+                scope: ApprovalScope::Once,
+            }
         }
     }
 

@@ -70,31 +70,35 @@ fn kind_without_text(kind: &EventKind) -> EventKind {
     EventKind::StageChunk { stage: "redacted".into(), text: format!("[REDACTED {} event]", kind.name()) }
 }
 
-/// Holds back the unfinished last word of streamed text so that a secret split across two
-/// chunks is still redacted as a whole. Call [`ChunkRedactor::push`] per chunk and
-/// [`ChunkRedactor::finish`] at the end; each returns the text that is safe to publish.
+/// Holds back streamed text until it is safe to redact: text is released line by line (a
+/// secret and its label — `Bearer eyJ…`, `api_key: …` — are on one line), an open private-key
+/// block is held until its END line, and a line longer than [`ChunkRedactor::MAX_LINE_CHARS`]
+/// is released up to its last whitespace. Call [`ChunkRedactor::push`] per chunk and
+/// [`ChunkRedactor::finish`] at the end; each returns the redacted text that is safe to
+/// publish.
 pub struct ChunkRedactor {
     redactor: Arc<Redactor>,
     pending: String,
 }
 
 impl ChunkRedactor {
-    /// Keeps at most this many characters back when no whitespace arrives.
-    const MAX_HOLD_CHARS: usize = 512;
+    /// Longest line held back whole, in characters.
+    pub const MAX_LINE_CHARS: usize = 2_000;
+    /// Longest private-key block held back, in bytes; beyond it the text is released (redacted).
+    pub const MAX_BLOCK_BYTES: usize = 64 * 1024;
 
     /// A new chunk redactor.
     pub fn new(redactor: Arc<Redactor>) -> Self {
         ChunkRedactor { redactor, pending: String::new() }
     }
 
-    /// Adds a chunk; returns the redacted text up to the last whitespace (may be empty).
+    /// Adds a chunk; returns the redacted text that can be published now (may be empty).
     pub fn push(&mut self, chunk: &str) -> String {
         self.pending.push_str(chunk);
-        let cut = match self.pending.rfind(char::is_whitespace) {
-            Some(i) => i + self.pending[i..].chars().next().map_or(1, char::len_utf8),
-            None if self.pending.chars().count() > Self::MAX_HOLD_CHARS => self.pending.len(),
-            None => return String::new(),
-        };
+        let cut = self.safe_cut();
+        if cut == 0 {
+            return String::new();
+        }
         let ready: String = self.pending.drain(..cut).collect();
         self.redactor.redact(&ready)
     }
@@ -103,5 +107,72 @@ impl ChunkRedactor {
     pub fn finish(&mut self) -> String {
         let rest = std::mem::take(&mut self.pending);
         self.redactor.redact(&rest)
+    }
+
+    /// Byte index up to which the pending text can be released.
+    fn safe_cut(&self) -> usize {
+        let text = &self.pending;
+        if let Some(begin) = text.rfind("-----BEGIN") {
+            let closed = text[begin..].contains("-----END")
+                && text[begin..].rfind("-----END").is_some_and(|end| text[begin + end..].contains('\n'));
+            if !closed && text.len() - begin < Self::MAX_BLOCK_BYTES {
+                return text[..begin].rfind('\n').map_or(0, |i| i + 1);
+            }
+        }
+        match text.rfind('\n') {
+            Some(i) => i + 1,
+            None if text.chars().count() > Self::MAX_LINE_CHARS => text
+                .rfind(char::is_whitespace)
+                .map_or(text.len(), |i| i + text[i..].chars().next().map_or(1, char::len_utf8)),
+            None => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn streamed(pieces: &[&str]) -> String {
+        let mut chunks = ChunkRedactor::new(Arc::new(Redactor::new(Vec::new())));
+        let mut out: String = pieces.iter().map(|p| chunks.push(p)).collect();
+        out.push_str(&chunks.finish());
+        out
+    }
+
+    #[test]
+    fn secrets_split_across_chunks_are_still_redacted() {
+        let out = streamed(&[
+            "-----",
+            "BEGIN",
+            " RSA",
+            " PRIVATE",
+            " KEY",
+            "-----",
+            "\n",
+            "MIIEow",
+            "PRIVBODYLINE1",
+            "\n",
+            "-----",
+            "END",
+            " RSA",
+            " PRIVATE",
+            " KEY",
+            "-----",
+            "\n",
+            "and",
+            " Bearer",
+            " eyJhbGciOiJIUzI1NiJ9.",
+            "PRIVTOKENPART",
+            "\nok",
+        ]);
+        assert!(!out.contains("PRIVBODYLINE1"), "{out}");
+        assert!(!out.contains("PRIVTOKENPART"), "{out}");
+        assert!(out.ends_with("ok"), "{out}");
+    }
+
+    #[test]
+    fn plain_text_passes_unchanged() {
+        assert_eq!(streamed(&["Hello ", "wor", "ld\nsecond ", "line"]), "Hello world\nsecond line");
     }
 }

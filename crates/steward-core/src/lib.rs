@@ -11,6 +11,7 @@ pub mod interrupt;
 mod orchestrator;
 pub mod planner;
 pub mod recovery;
+pub mod rollback;
 pub mod tools;
 
 pub use agent::{PlannerChoice, RunError, RunRequest, Runtime, run_task};

@@ -15,7 +15,7 @@ use steward_protocol::{
 };
 use steward_store::{Store, StoreError, new_id};
 
-use crate::approval::{ApprovalAnswer, ApprovalKey, Approver, wait_for_answer};
+use crate::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver, wait_for_answer};
 use crate::events::EventEmitter;
 use crate::interrupt::{Interrupt, Interruptible};
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
@@ -37,6 +37,10 @@ pub(crate) struct CallContext<'a> {
     pub interrupt: &'a Interruptible,
     pub max_output_chars: usize,
     pub outputs_dir: &'a std::path::Path,
+    /// Lifetime of remembered grants (`token_ttl_seconds`).
+    pub grant_ttl: chrono::Duration,
+    /// Writing calls that registered a compensation so far (their rollback step numbers).
+    pub write_steps: std::sync::atomic::AtomicU32,
 }
 
 /// What the model is told about one call.
@@ -70,7 +74,20 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
 
     // 2. Policy and validation: pure, synchronous, strictest rule wins.
     let tool = cx.tools.get(&call.name);
-    let decision = cx.policy.decide(tool.map(|t| t.spec()), call, cx.workspace);
+    let mut decision = cx.policy.decide(tool.map(|t| t.spec()), call, cx.workspace);
+    // A change that cannot be undone is never made without the owner (SPEC C5).
+    if let Some(tool) = tool
+        && decision.decision == DecisionKind::Allow
+        && tool.spec().writes
+        && !tool.compensable()
+    {
+        decision = Decision::new(
+            DecisionKind::Ask,
+            "no_compensation",
+            decision.risk,
+            "this change cannot be rolled back, so it needs approval",
+        );
+    }
 
     // 3. The tool's own dry run: a change that cannot apply fails before anyone is asked.
     let mut preview = None;
@@ -85,9 +102,41 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
         DecisionKind::Deny => return refuse(cx, call, &decision).await,
         DecisionKind::Ask => {
             let Some(tool) = tool else { return refuse(cx, call, &decision).await };
-            match ask_owner(cx, call, tool.as_ref(), &decision, preview.as_ref()).await? {
-                Ok(approval_id) => approval_id,
-                Err(refusal) => return Ok(refusal),
+            if let Some(grant) = remembered_grant(cx, call, &decision).await? {
+                let detail = format!("allowed by remembered grant {} ({:?} scope)", grant.id, grant.scope);
+                audit(
+                    cx,
+                    call,
+                    &decision.rule,
+                    decision.risk,
+                    AuditOutcome::Approved,
+                    &grant.owner_id,
+                    &grant.approval_id,
+                    0,
+                    "",
+                    &detail,
+                )
+                .await?;
+                grant.approval_id
+            } else {
+                match ask_owner(cx, call, tool.as_ref(), &decision, preview.as_ref()).await? {
+                    Ok(approved) => {
+                        // The decision token is checked once more right before anything runs.
+                        if !cx.approval_key.verify(&approved.request, &approved.token)
+                            || chrono::Utc::now() >= approved.request.expires_at
+                        {
+                            let refusal = Decision::new(
+                                DecisionKind::Deny,
+                                "approval_expired",
+                                decision.risk,
+                                "the approval expired or its token no longer matches",
+                            );
+                            return refuse(cx, call, &refusal).await;
+                        }
+                        approved.request.id
+                    }
+                    Err(refusal) => return Ok(refusal),
+                }
             }
         }
         DecisionKind::Allow => {
@@ -99,6 +148,35 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
 
     // 4. Execution. The `approved` record above is already durable.
     execute(cx, call, tool.as_ref(), &decision, &approval_id).await
+}
+
+/// An approval the owner gave in time, with what it was bound to.
+struct Approved {
+    request: ApprovalRequest,
+    token: String,
+}
+
+/// An active grant (not revoked, not expired) of the run's owner covering this call, unless the
+/// ask came from taint (content-influenced runs always ask).
+async fn remembered_grant(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    decision: &Decision,
+) -> Result<Option<steward_store::GrantRecord>, StoreError> {
+    if decision.rule == "taint_escalation" {
+        return Ok(None);
+    }
+    let now = chrono::Utc::now();
+    let workspace = cx.workspace.root().display().to_string();
+    Ok(cx.store.grants(cx.owner_id).await?.into_iter().find(|g| {
+        g.tool == call.name
+            && g.revoked_at.is_none()
+            && g.expires_at > now
+            && match g.scope {
+                steward_store::GrantScope::Run => g.run_id == cx.run_id,
+                steward_store::GrantScope::Workspace => g.workspace == workspace,
+            }
+    }))
 }
 
 /// Records and reports a refusal by the gate.
@@ -130,12 +208,17 @@ async fn cannot_apply(
     let detail = format!("not run: {error}");
     audit(cx, call, rule, decision.risk, AuditOutcome::Failed, "steward", "", 0, "", &detail).await?;
     cx.events
-        .emit(EventKind::ToolFailed { call_id: call.id.clone(), tool: call.name.clone(), duration_ms: 0, error: error.clone() })
+        .emit(EventKind::ToolFailed {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            duration_ms: 0,
+            error: error.clone(),
+        })
         .await?;
     Ok(CallResult { content: format!("Not run: {error}"), is_error: true })
 }
 
-/// Asks the run's owner. `Ok(Ok(approval_id))` when approved in time with a valid token;
+/// Asks the run's owner. `Ok(Ok(approved))` when approved in time with a valid token;
 /// `Ok(Err(result))` with the result for the model otherwise.
 async fn ask_owner(
     cx: &CallContext<'_>,
@@ -143,7 +226,7 @@ async fn ask_owner(
     tool: &dyn Tool,
     decision: &Decision,
     preview: Option<&(String, String)>,
-) -> Result<Result<String, CallResult>, CallAbort> {
+) -> Result<Result<Approved, CallResult>, CallAbort> {
     let created_at = chrono::Utc::now();
     let wait = cx.approval_ttl.to_std().unwrap_or_default();
     let mut request = ApprovalRequest {
@@ -204,6 +287,8 @@ async fn ask_owner(
             return Err(CallAbort::Interrupted(interrupt));
         }
     };
+    let mut scope = ApprovalScope::Once;
+    let mut token_presented = String::new();
     let (status, outcome_reason, decided_by) = match answer {
         None => {
             expire(cx, &mut request).await?;
@@ -224,7 +309,9 @@ async fn ask_owner(
                 format!("Not run: the approval request for `{}` expired before anyone decided.", tool.spec().name);
             return Ok(Err(CallResult { content: msg, is_error: true }));
         }
-        Some(ApprovalAnswer::Approve { token: presented, decided_by }) => {
+        Some(ApprovalAnswer::Approve { token: presented, decided_by, scope: chosen }) => {
+            scope = chosen;
+            token_presented = presented.clone();
             if decided_by != cx.owner_id {
                 (ApprovalStatus::Denied, "not_owner: only the run's owner may approve".to_string(), decided_by)
             } else if !cx.approval_key.verify(&request, &presented) {
@@ -252,10 +339,30 @@ async fn ask_owner(
             "approved by owner",
         )
         .await?;
+        if let Some(grant_scope) = match scope {
+            ApprovalScope::Once => None,
+            ApprovalScope::Run => Some(steward_store::GrantScope::Run),
+            ApprovalScope::Workspace => Some(steward_store::GrantScope::Workspace),
+        } {
+            let now = chrono::Utc::now();
+            let grant = steward_store::GrantRecord {
+                id: new_id("grt_"),
+                owner_id: cx.owner_id.to_string(),
+                scope: grant_scope,
+                run_id: cx.run_id.to_string(),
+                workspace: cx.workspace.root().display().to_string(),
+                tool: call.name.clone(),
+                approval_id: request.id.clone(),
+                created_at: now,
+                expires_at: now + cx.grant_ttl,
+                revoked_at: None,
+            };
+            cx.store.upsert_grant(&grant).await?;
+        }
         cx.events
             .emit(EventKind::ToolApproved { approval_id: request.id.clone(), call_id: call.id.clone(), decided_by })
             .await?;
-        return Ok(Ok(request.id));
+        return Ok(Ok(Approved { request, token: token_presented }));
     }
     let rule = if outcome_reason == "no_approver" { "no_approver" } else { "rejected_by_owner" };
     audit(cx, call, rule, decision.risk, AuditOutcome::Blocked, &decided_by, &request.id, 0, "", &outcome_reason)
@@ -364,28 +471,32 @@ async fn completed(
     output: ToolOutput,
 ) -> Result<CallResult, CallAbort> {
     let full = cx.redactor.redact(&output.content);
-    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(output.content.as_bytes()));
+    let digest = crate::rollback::sha256_hex(output.content.as_bytes());
     let detail = format!("output sha256 {digest}, {} chars", output.content.chars().count());
-    audit(
-        cx,
-        call,
-        &decision.rule,
-        decision.risk,
-        AuditOutcome::Completed,
-        "steward",
-        approval_id,
-        ms,
-        &output.sandbox,
-        &detail,
-    )
-    .await?;
+    let rollback_token = match &output.compensation {
+        Some(compensation) => register_rollback(cx, call, compensation).await?,
+        None => String::new(),
+    };
+    cx.store
+        .append_audit(AuditEntry {
+            agent: "steward".into(),
+            run_id: cx.run_id.to_string(),
+            call_id: call.id.clone(),
+            action: call.name.clone(),
+            input: cx.redactor.redact_value(&call.arguments),
+            policy: decision.rule.clone(),
+            risk: decision.risk,
+            outcome: AuditOutcome::Completed,
+            latency_ms: ms,
+            sandbox: output.sandbox.clone(),
+            approval_id: approval_id.to_string(),
+            rollback_token: rollback_token.clone(),
+            detail,
+        })
+        .await?;
     if let Some((path, _diff)) = &output.patch {
         cx.events
-            .emit(EventKind::PatchApplied {
-                call_id: call.id.clone(),
-                path: path.clone(),
-                rollback_token: String::new(),
-            })
+            .emit(EventKind::PatchApplied { call_id: call.id.clone(), path: path.clone(), rollback_token })
             .await?;
     }
     let shown = cap_output(cx, call, &full);
@@ -401,6 +512,30 @@ async fn completed(
     Ok(CallResult { content: shown, is_error: false })
 }
 
+/// Stores the compensation of a completed writing call; returns its rollback token.
+async fn register_rollback(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    compensation: &crate::rollback::Compensation,
+) -> Result<String, StoreError> {
+    let token = new_id("rb_");
+    let step = cx.write_steps.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    let record = steward_store::RollbackRecord {
+        token: token.clone(),
+        run_id: cx.run_id.to_string(),
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        step,
+        compensation: serde_json::to_value(compensation).unwrap_or(serde_json::Value::Null),
+        status: steward_store::RollbackStatus::Pending,
+        detail: String::new(),
+        created_at: chrono::Utc::now(),
+        undone_at: None,
+    };
+    cx.store.upsert_rollback(&record).await?;
+    Ok(token)
+}
+
 /// Caps a (redacted) output to `max_output_chars`, keeping head and tail; the full output is
 /// saved under `outputs_dir/RUN_ID/CALL_ID.txt` and the marker says so.
 fn cap_output(cx: &CallContext<'_>, call: &ToolCall, full: &str) -> String {
@@ -409,11 +544,20 @@ fn cap_output(cx: &CallContext<'_>, call: &ToolCall, full: &str) -> String {
     }
     let dir = cx.outputs_dir.join(cx.run_id);
     let file = dir.join(format!("{}.txt", safe_file_name(&call.id)));
-    let note = match std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, full)) {
+    let note = match save_private(&dir, &file, full) {
         Ok(()) => format!("full output saved to {}", file.display()),
         Err(e) => format!("full output could not be saved: {e}"),
     };
     head_tail_chars(full, cx.max_output_chars, &note).0
+}
+
+/// Writes `text` to `file` (mode 0600) in `dir` (created with mode 0700).
+fn save_private(dir: &std::path::Path, file: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mut out = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(file)?;
+    out.write_all(text.as_bytes())
 }
 
 fn safe_file_name(id: &str) -> String {

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, Approver};
+use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::tools::ToolRegistry;
@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Clone, Copy, Debug)]
 enum Owner {
     Approves,
+    ApprovesForTheRun,
     Rejects,
     ApprovesAsSomeoneElse,
     ForgesToken,
@@ -29,13 +30,13 @@ enum Owner {
 impl Approver for Owner {
     async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
         let me = "local:alice".to_string();
+        let approve = |token: String, decided_by: String, scope| ApprovalAnswer::Approve { token, decided_by, scope };
         match self {
-            Owner::Approves => ApprovalAnswer::Approve { token: token.into(), decided_by: me },
+            Owner::Approves => approve(token.into(), me, ApprovalScope::Once),
+            Owner::ApprovesForTheRun => approve(token.into(), me, ApprovalScope::Run),
             Owner::Rejects => ApprovalAnswer::Reject { reason: "not today".into(), decided_by: me },
-            Owner::ApprovesAsSomeoneElse => {
-                ApprovalAnswer::Approve { token: token.into(), decided_by: "local:mallory".into() }
-            }
-            Owner::ForgesToken => ApprovalAnswer::Approve { token: "00".repeat(32), decided_by: me },
+            Owner::ApprovesAsSomeoneElse => approve(token.into(), "local:mallory".into(), ApprovalScope::Once),
+            Owner::ForgesToken => approve("00".repeat(32), me, ApprovalScope::Once),
             Owner::NeverAnswers => std::future::pending().await,
         }
     }
@@ -73,6 +74,7 @@ async fn harness() -> Harness {
         redactor: Arc::new(Redactor::new(Vec::new())),
         approval_key: ApprovalKey::generate(),
         outputs_dir: dir.path().join("outputs"),
+        snapshots_dir: dir.path().join("snapshots"),
     };
     Harness { _dir: dir, ws, runtime }
 }
@@ -324,4 +326,57 @@ text = "OPENAI_API_KEY={secret}"
     assert!(!stored.contains(secret), "secret in stored events");
     let context = serde_json::to_string(&provider.requests()).unwrap();
     assert!(!context.contains(secret), "secret reached the model");
+}
+
+#[tokio::test]
+async fn a_run_grant_allows_later_calls_of_the_tool_in_that_run_only_until_revoked() {
+    let h = harness().await;
+    let two_edits = r#"
+[[round]]
+[[round.tool_call]]
+name = "edit"
+arguments = { path = "note.txt", old = "old", new = "mid" }
+[[round]]
+[[round.tool_call]]
+name = "edit"
+arguments = { path = "note.txt", old = "mid", new = "new" }
+[[round]]
+text = "Finished."
+"#;
+    let (planner, _) = fake(two_edits);
+    let (run1, events) = run(&h, planner, Owner::ApprovesForTheRun, Config::default()).await;
+    assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "new\n");
+    let names = events.names();
+    assert_eq!(names.iter().filter(|n| **n == "tool_approval_required").count(), 1, "{names:?}");
+    assert_eq!(names.iter().filter(|n| **n == "patch_applied").count(), 2);
+    let grants = h.runtime.store.grants("local:alice").await.unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0].tool, "edit");
+    let audit = h.runtime.store.audit_records(Some(&run1.id)).await.unwrap();
+    assert!(audit.iter().any(|r| r.entry.detail.contains("remembered grant")), "grant use is audited");
+
+    // Another run of the same owner asks again: the grant was for that run only.
+    std::fs::write(h.ws.join("note.txt"), "old\n").unwrap();
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let (_, events) = run(&h, planner, Owner::Rejects, Config::default()).await;
+    assert!(events.names().contains(&"tool_approval_required"));
+    assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "old\n");
+}
+
+#[tokio::test]
+async fn rollback_records_undo_the_runs_changes() {
+    let h = harness().await;
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let (run, _) = run(&h, planner, Owner::Approves, Config::default()).await;
+    assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "new\n");
+    let records = h.runtime.store.rollbacks(&run.id).await.unwrap();
+    assert_eq!(records.len(), 1);
+    let audit = h.runtime.store.audit_records(Some(&run.id)).await.unwrap();
+    let completed = audit.iter().find(|r| r.entry.outcome == AuditOutcome::Completed).unwrap();
+    assert_eq!(completed.entry.rollback_token, records[0].token);
+    let compensation: steward_core::rollback::Compensation =
+        serde_json::from_value(records[0].compensation.clone()).unwrap();
+    let ws = steward_policy::Workspace::open(&h.ws, &[]).unwrap();
+    steward_core::rollback::undo(&compensation, &ws).unwrap();
+    assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "old\n");
 }

@@ -18,6 +18,10 @@ fn context(root: &Path) -> ToolContext {
         cancel: CancellationToken::new(),
         env_allow: Vec::new(),
         timeout_ms: 30_000,
+        snapshots: steward_core::rollback::Snapshots::new(
+            &std::env::temp_dir().join("steward-tool-test-snapshots"),
+            "run",
+        ),
     }
 }
 

@@ -1,5 +1,7 @@
 //! Spawning, watching and killing the confined process.
 
+use std::ffi::OsString;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -9,8 +11,10 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
-use crate::env::child_env;
-use crate::limits::{ChildSetup, net_mode};
+use crate::env::{ENV_NEVER_PASSED, child_env};
+use crate::limits::ChildSetup;
+use crate::plan::{Host, plan};
+use crate::shell;
 use crate::{ExecOutput, ExecRequest, SandboxError};
 
 /// How long the output readers may keep going after the process group was killed (a process
@@ -19,45 +23,70 @@ const READER_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs `req` confined and waits for it.
 ///
+/// Before anything runs: the request is checked, a shell argv is rewritten to a non-login,
+/// no-startup-file invocation (or refused, see [`ExecRequest::argv`]), and every protection
+/// is planned; a required one that this machine cannot enforce refuses the call unless
+/// `req.accept_weaker` lists it.
+///
 /// The child gets: an environment of only the allow-listed parent variables
-/// ([`crate::DEFAULT_ENV_ALLOW`], `LC_*`, `req.env_allow`) plus `req.env_set`; null stdin; its
-/// own process group; `RLIMIT_CORE` 0, `RLIMIT_CPU` from the timeout, `RLIMIT_AS` from
-/// `memory_bytes`; and, unless `req.network`, a fresh network namespace. When the timeout
-/// runs out or `cancel` fires, the whole group is killed with SIGKILL and reaped; the group
-/// is also killed once the main process exits, so background children never outlive a call.
+/// ([`crate::DEFAULT_ENV_ALLOW`], `LC_*`, `req.env_allow`, never [`crate::ENV_NEVER_PASSED`])
+/// plus `req.env_set`; null stdin; its own process group; `RLIMIT_CORE` 0, `RLIMIT_CPU` from
+/// the timeout, `RLIMIT_AS` from `memory_bytes` (none when `None`); unless `req.network`, a
+/// fresh network namespace (and Landlock TCP denial from ABI 4); `no_new_privs`; and a
+/// Landlock ruleset leaving only `req.writable` (and [`crate::WRITABLE_DEVICES`]) writable.
+/// When the timeout runs out or `cancel` fires, the whole group is killed with SIGKILL and
+/// reaped; the group is also killed once the main process exits, so background children
+/// never outlive a call.
 ///
 /// Errors: [`SandboxError::InvalidRequest`], [`SandboxError::CannotEnforce`] (nothing was
 /// run), [`SandboxError::Spawn`], [`SandboxError::Io`], and [`SandboxError::Cancelled`]
 /// after the group was killed. A timeout is not an error: `timed_out` is set.
 pub async fn run(req: ExecRequest, cancel: CancellationToken) -> Result<ExecOutput, SandboxError> {
+    run_with_parent_env(req, cancel, std::env::vars_os().collect(), &Host::detect()).await
+}
+
+/// [`run`] with the parent environment and the machine's abilities given explicitly (the
+/// doctor plants a variable this way without touching the process environment; tests
+/// describe a weaker machine).
+pub(crate) async fn run_with_parent_env(
+    req: ExecRequest,
+    cancel: CancellationToken,
+    parent_env: Vec<(OsString, OsString)>,
+    host: &Host,
+) -> Result<ExecOutput, SandboxError> {
     validate(&req)?;
-    let net = if req.network {
-        None
-    } else {
-        Some(net_mode().map_err(|reason| SandboxError::CannotEnforce { what: "network isolation", reason })?)
+    let (argv, rewritten) = match shell::non_login(&req.argv) {
+        Ok(Some(argv)) => (argv, true),
+        Ok(None) => (req.argv.clone(), false),
+        Err(reason) => return Err(SandboxError::InvalidRequest(format!("refused shell invocation: {reason}"))),
     };
+    let plan = plan(&req, host)?;
     let cpu_seconds = req.timeout.as_secs() + u64::from(req.timeout.subsec_nanos() > 0) + 1;
-    let setup = ChildSetup::new(net, cpu_seconds, req.memory_bytes);
-    let program = req.argv[0].clone();
+    let landlock_fd = plan.confinement.as_ref().map(|c| c.fd.as_raw_fd());
+    let setup = ChildSetup::new(plan.net, cpu_seconds, req.memory_bytes, landlock_fd);
+    let program = argv[0].clone();
 
     let mut cmd = Command::new(&program);
-    cmd.args(&req.argv[1..])
+    cmd.args(&argv[1..])
         .current_dir(&req.cwd)
         .env_clear()
-        .envs(child_env(std::env::vars_os(), &req.env_allow, &req.env_set))
+        .envs(child_env(parent_env, &req.env_allow, &req.env_set))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
     // SAFETY: `ChildSetup::apply` only makes async-signal-safe calls (unshare, open, write,
-    // close, getrlimit, setrlimit) on data prepared before the fork.
+    // close, getrlimit, setrlimit, prctl, landlock_restrict_self) on data prepared before the
+    // fork; the Landlock fd stays open in `plan` until `spawn` has returned.
     unsafe {
         cmd.pre_exec(move || setup.apply());
     }
 
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| spawn_error(&program, net.is_some(), source))?;
+    let confining = plan.net.is_some() || plan.confinement.is_some();
+    let mut child = cmd.spawn().map_err(|source| spawn_error(&program, confining, source))?;
+    drop(plan.confinement);
     let group = GroupKiller { pgid: child.id().and_then(|id| i32::try_from(id).ok()) };
     let stdout = Reader::start(child.stdout.take(), req.max_output_bytes);
     let stderr = Reader::start(child.stderr.take(), req.max_output_bytes);
@@ -86,9 +115,12 @@ pub async fn run(req: ExecRequest, cancel: CancellationToken) -> Result<ExecOutp
     };
     let ((stdout, out_cut), (stderr, err_cut)) = tokio::join!(stdout.finish(), stderr.finish());
 
-    let mut profile = vec!["env-scrub".to_string()];
-    profile.push(net.map_or("net=allowed", |m| m.profile()).to_string());
-    profile.push("rlimits".into());
+    let mut profile = vec!["env-scrub".to_string(), "nnp".into(), plan.net_profile, plan.fs_profile];
+    if rewritten {
+        profile.push("shell=non-login".into());
+    }
+    let memory = req.memory_bytes.map_or_else(|| "unlimited".to_string(), |b| b.to_string());
+    profile.push(format!("rlimits(core=0,cpu={cpu_seconds}s,as={memory})"));
     profile.push("pgroup".into());
     profile.push(format!("timeout={}ms", req.timeout.as_millis()));
     Ok(ExecOutput {
@@ -119,18 +151,25 @@ fn validate(req: &ExecRequest) -> Result<(), SandboxError> {
     if !req.cwd.is_dir() {
         return invalid(&format!("working directory {} does not exist", req.cwd.display()));
     }
+    if let Some((name, _)) = req.env_set.iter().find(|(k, _)| ENV_NEVER_PASSED.contains(&k.as_str())) {
+        return invalid(&format!("env_set may not set {name}: it makes a shell source a file"));
+    }
     if req.timeout.is_zero() {
         return invalid("timeout is zero");
     }
     Ok(())
 }
 
-/// A failed spawn is a refusal to confine when the namespace call was what failed.
-fn spawn_error(program: &str, isolating: bool, source: std::io::Error) -> SandboxError {
+/// A failed spawn is a refusal to confine when the child's setup (namespace, rlimits,
+/// `no_new_privs`, Landlock) is what failed; the errno alone cannot say which step.
+fn spawn_error(program: &str, confining: bool, source: std::io::Error) -> SandboxError {
     let confinement_errno =
         matches!(source.raw_os_error(), Some(libc::EPERM | libc::EINVAL | libc::ENOSPC | libc::EUSERS | libc::ENOSYS));
-    if isolating && confinement_errno {
-        SandboxError::CannotEnforce { what: "network isolation", reason: source.to_string() }
+    if confining && confinement_errno {
+        SandboxError::CannotEnforce {
+            what: "confinement",
+            reason: format!("the child's sandbox setup failed before exec: {source}"),
+        }
     } else {
         SandboxError::Spawn { program: program.to_string(), source }
     }
@@ -205,5 +244,38 @@ impl Reader {
         let mut guard = self.captured.lock().unwrap_or_else(PoisonError::into_inner);
         let (bytes, truncated) = std::mem::take(&mut *guard);
         (bytes, truncated || !ended)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Protection;
+    use crate::limits::net_mode;
+
+    /// A machine without Landlock: the command must not run at all unless the request
+    /// accepts the weaker profile, and then the downgrade is in the profile.
+    #[tokio::test]
+    async fn unenforceable_fs_confinement_refuses_before_running() {
+        let Ok(net) = net_mode() else { return };
+        let dir = std::env::temp_dir().join(format!("steward-refusal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let marker = dir.join("ran");
+        let _ = std::fs::remove_file(&marker);
+        let weak = Host { landlock_abi: Err("Landlock is not built into this kernel (ENOSYS)".into()), net: Ok(net) };
+        let argv = vec!["sh".into(), "-c".into(), format!("touch {}", marker.display())];
+        let req = ExecRequest { writable: vec![dir.clone()], ..ExecRequest::new(argv, dir.clone()) };
+        let env = std::env::vars_os().collect::<Vec<_>>();
+
+        let err = run_with_parent_env(req.clone(), CancellationToken::new(), env.clone(), &weak).await.unwrap_err();
+        assert!(matches!(err, SandboxError::CannotEnforce { what: "fs_confine", .. }), "{err}");
+        assert!(!marker.exists(), "the command ran although it was refused");
+
+        let accepted = ExecRequest { accept_weaker: vec![Protection::FsConfine], ..req };
+        let out = run_with_parent_env(accepted, CancellationToken::new(), env, &weak).await.unwrap();
+        assert_eq!(out.exit_code, Some(0));
+        assert!(marker.exists());
+        assert!(out.profile.contains("fs=unenforced(accepted)"), "{}", out.profile);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

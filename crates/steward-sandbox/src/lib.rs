@@ -1,27 +1,90 @@
 //! Runs an approved subprocess confined (SPEC C3; case B12): a scrubbed environment, no
-//! network unless asked for, its own process group killed as a whole on timeout or cancel,
-//! and rlimits. When a confinement cannot be enforced, [`run`] refuses with
-//! [`SandboxError::CannotEnforce`] instead of running the command unconfined.
+//! network unless asked for, a filesystem that is read-only except the paths the call may
+//! write, its own process group killed as a whole on timeout or cancel, rlimits, and never a
+//! login or rc-reading shell. Every [`Protection`] is required: when one cannot be enforced,
+//! [`run`] refuses with [`SandboxError::CannotEnforce`] before running anything, unless the
+//! request lists it in [`ExecRequest::accept_weaker`], in which case the downgrade is written
+//! into [`ExecOutput::profile`]. There is no silent downgrade. [`doctor`] checks each
+//! protection on the running machine with real child processes.
 //!
 //! Linux only: the network is cut with a new network namespace (`unshare(CLONE_NEWNET)`, with
-//! a user namespace when the process lacks `CAP_SYS_ADMIN`).
+//! a user namespace when the process lacks `CAP_SYS_ADMIN`); the filesystem is confined with
+//! Landlock (kernel ≥ 5.13, complete from Landlock ABI 3, kernel 6.2).
 #![deny(missing_docs)]
 
+mod doctor;
 mod env;
 mod exec;
+mod fs_rules;
 mod limits;
+mod plan;
+mod shell;
 
-pub use env::{DEFAULT_ENV_ALLOW, env_name_looks_secret};
+pub use doctor::{ProbeResult, doctor};
+pub use env::{DEFAULT_ENV_ALLOW, ENV_NEVER_PASSED, env_name_looks_secret};
 pub use exec::run;
+pub use fs_rules::{SYSTEM_READ_PATHS, WRITABLE_DEVICES};
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// What to run and under which limits.
+/// Per-call timeout of SPEC C3 (30 s), used by [`ExecRequest::new`].
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Per-stream output cap used by [`ExecRequest::new`] (1 MiB).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+
+/// One protection the sandbox applies to a child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protection {
+    /// Only allow-listed environment variables reach the child.
+    EnvScrub,
+    /// No network (own network namespace; TCP also denied by Landlock from ABI 4).
+    NetworkDeny,
+    /// Writes only beneath `writable` (Landlock); reads limited when `readable` is set.
+    FsConfine,
+    /// `RLIMIT_CORE`, `RLIMIT_CPU`, and `RLIMIT_AS` when `memory_bytes` is set.
+    Rlimits,
+    /// The process group is killed when the wall-clock timeout runs out.
+    Timeout,
+}
+
+impl Protection {
+    /// Every protection, in reporting order.
+    pub const ALL: [Protection; 5] = [
+        Protection::EnvScrub,
+        Protection::NetworkDeny,
+        Protection::FsConfine,
+        Protection::Rlimits,
+        Protection::Timeout,
+    ];
+
+    /// Stable snake_case name: `env_scrub`, `network_deny`, `fs_confine`, `rlimits`, `timeout`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protection::EnvScrub => "env_scrub",
+            Protection::NetworkDeny => "network_deny",
+            Protection::FsConfine => "fs_confine",
+            Protection::Rlimits => "rlimits",
+            Protection::Timeout => "timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for Protection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What to run and under which limits. Build it with [`ExecRequest::new`] and struct update
+/// syntax so that new fields get their safe defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecRequest {
     /// Program and arguments; `argv[0]` is looked up in the child's `PATH` when it has no `/`.
-    /// No shell is involved unless argv names one.
+    /// No shell is involved unless argv names one; a shell is always run non-login and
+    /// without startup files (bash gets `--noprofile --norc`, zsh `-f`; `-l`, `-i`, `--login`
+    /// are removed), and unparseable shell options are refused (case B12).
     pub argv: Vec<String>,
     /// Working directory (must exist).
     pub cwd: PathBuf,
@@ -38,8 +101,44 @@ pub struct ExecRequest {
     pub network: bool,
     /// Most bytes kept per stream (stdout, stderr); the rest is read and dropped.
     pub max_output_bytes: usize,
-    /// Address-space limit (`RLIMIT_AS`) in bytes, if any.
+    /// Address-space limit (`RLIMIT_AS`) in bytes. `None` sets no address-space limit at
+    /// all (the child keeps the parent's, normally unlimited): Node-based MCP servers and
+    /// language servers reserve far more address space than they use and fail under one.
     pub memory_bytes: Option<u64>,
+    /// Absolute, existing paths the child may write beneath (files and directories; the
+    /// Landlock rule follows symlinks when it is made). Everything else is read-only, except
+    /// [`WRITABLE_DEVICES`]. Empty: nothing is writable.
+    pub writable: Vec<PathBuf>,
+    /// `None`: the whole filesystem is readable. `Some(paths)`: only beneath these absolute
+    /// paths, the `writable` ones and `/dev/{null,zero,full,tty,ptmx,pts,urandom,random}`;
+    /// missing paths are skipped. Nothing is added implicitly: include
+    /// [`SYSTEM_READ_PATHS`] (or narrower) so the program can start.
+    pub readable: Option<Vec<PathBuf>>,
+    /// Protections the caller accepts to lose when the machine cannot enforce them; the run
+    /// goes ahead and `ExecOutput::profile` records it (e.g. `fs=unenforced(accepted)`).
+    /// Empty (the default): any unenforceable protection refuses the call.
+    pub accept_weaker: Vec<Protection>,
+}
+
+impl ExecRequest {
+    /// A request with the strict defaults: empty `env_allow`/`env_set`, [`DEFAULT_TIMEOUT`],
+    /// no network, [`DEFAULT_MAX_OUTPUT_BYTES`], no address-space limit, nothing writable,
+    /// everything readable, no weaker profile accepted.
+    pub fn new(argv: Vec<String>, cwd: PathBuf) -> ExecRequest {
+        ExecRequest {
+            argv,
+            cwd,
+            env_allow: Vec::new(),
+            env_set: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            network: false,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            memory_bytes: None,
+            writable: Vec::new(),
+            readable: None,
+            accept_weaker: Vec::new(),
+        }
+    }
 }
 
 /// What happened.
@@ -59,20 +158,25 @@ pub struct ExecOutput {
     pub truncated: bool,
     /// Wall time in ms.
     pub duration_ms: u64,
-    /// What was enforced, e.g. `env-scrub,netns,rlimits,pgroup,timeout=30000ms`.
+    /// What was enforced, comma-separated, e.g.
+    /// `env-scrub,nnp,netns+userns+landlock-tcp,fs=landlock-v7,rlimits(core=0,cpu=31s,as=unlimited),pgroup,timeout=30000ms`;
+    /// `shell=non-login` when argv was rewritten; an accepted downgrade shows as
+    /// `net=unenforced(accepted)`, `fs=unenforced(accepted)` or `fs=landlock-v2(partial,accepted)`.
     pub profile: String,
 }
 
 /// Why a command did not run (or did not finish).
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    /// The request itself is unusable (empty argv, NUL bytes, missing cwd).
+    /// The request itself is unusable (empty argv, NUL bytes, missing cwd, relative or
+    /// missing writable path, `BASH_ENV`/`ENV` in `env_set`, a refused shell invocation).
     #[error("invalid exec request: {0}")]
     InvalidRequest(String),
-    /// A confinement could not be put in place; the command was not run.
+    /// A required protection could not be put in place; the command was not run.
     #[error("cannot enforce {what}: {reason}; refusing to run the command unconfined")]
     CannotEnforce {
-        /// Which confinement (`network isolation`, …).
+        /// Which protection ([`Protection::as_str`], e.g. `network_deny`, `fs_confine`), or
+        /// `confinement` when the child's setup failed after the fork.
         what: &'static str,
         /// Why.
         reason: String,

@@ -1,8 +1,10 @@
-//! What runs in the child between `fork` and `exec`: rlimits and the network namespace.
-//! Only async-signal-safe calls happen there; everything is prepared in the parent.
+//! What runs in the child between `fork` and `exec`: the network namespace, rlimits,
+//! `no_new_privs` and the Landlock ruleset. Only async-signal-safe calls happen there;
+//! everything (including the Landlock ruleset) is prepared in the parent.
 
 use std::ffi::CString;
 use std::io;
+use std::os::fd::RawFd;
 use std::sync::OnceLock;
 
 /// How the network is cut off.
@@ -83,10 +85,18 @@ pub(crate) struct ChildSetup {
     id_maps: Vec<(CString, Vec<u8>)>,
     cpu_seconds: u64,
     memory_bytes: Option<u64>,
+    /// A Landlock ruleset fd made in the parent (which keeps it open until the spawn
+    /// returned); the child restricts itself with it.
+    landlock_fd: Option<RawFd>,
 }
 
 impl ChildSetup {
-    pub(crate) fn new(net: Option<NetMode>, cpu_seconds: u64, memory_bytes: Option<u64>) -> ChildSetup {
+    pub(crate) fn new(
+        net: Option<NetMode>,
+        cpu_seconds: u64,
+        memory_bytes: Option<u64>,
+        landlock_fd: Option<RawFd>,
+    ) -> ChildSetup {
         let mut id_maps = Vec::new();
         if net == Some(NetMode::UserAndNet) {
             // SAFETY: getuid/getgid cannot fail.
@@ -102,11 +112,14 @@ impl ChildSetup {
                 }
             }
         }
-        ChildSetup { net, id_maps, cpu_seconds, memory_bytes }
+        ChildSetup { net, id_maps, cpu_seconds, memory_bytes, landlock_fd }
     }
 
     /// Runs in the child after `fork`: new network namespace (fails the spawn if refused),
-    /// then `RLIMIT_CORE = 0`, `RLIMIT_CPU`, `RLIMIT_AS`. Async-signal-safe only.
+    /// then `RLIMIT_CORE = 0`, `RLIMIT_CPU`, `RLIMIT_AS` (only when `memory_bytes` is set),
+    /// then `PR_SET_NO_NEW_PRIVS` (always: set-uid programs gain nothing) and
+    /// `landlock_restrict_self` (last, after the `/proc/self` id-map writes). Any failure fails
+    /// the spawn, so nothing runs half-confined. Async-signal-safe only.
     pub(crate) fn apply(&self) -> io::Result<()> {
         if let Some(mode) = self.net {
             let flags = match mode {
@@ -134,6 +147,17 @@ impl ChildSetup {
         set_limit(libc::RLIMIT_CPU, self.cpu_seconds)?;
         if let Some(bytes) = self.memory_bytes {
             set_limit(libc::RLIMIT_AS, bytes)?;
+        }
+        // SAFETY: plain syscalls with integer arguments.
+        unsafe {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if let Some(fd) = self.landlock_fd
+                && libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
         }
         Ok(())
     }

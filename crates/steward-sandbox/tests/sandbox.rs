@@ -1,22 +1,18 @@
-//! Integration tests of steward-sandbox: env scrub (B12), no network, timeouts, cancel, caps.
+//! Integration tests of steward-sandbox: env scrub and no login shells (B12), no network,
+//! filesystem confinement, refusal, rlimits, timeouts, cancel, caps, doctor.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use steward_sandbox::{ExecOutput, ExecRequest, SandboxError, run};
+use steward_sandbox::{ExecOutput, ExecRequest, Protection, SYSTEM_READ_PATHS, SandboxError, doctor, run};
 use tokio_util::sync::CancellationToken;
 
 fn req(argv: &[&str]) -> ExecRequest {
     ExecRequest {
-        argv: argv.iter().map(|s| s.to_string()).collect(),
-        cwd: PathBuf::from("/"),
-        env_allow: Vec::new(),
-        env_set: Vec::new(),
         timeout: Duration::from_secs(10),
-        network: false,
         max_output_bytes: 64 * 1024,
-        memory_bytes: None,
+        ..ExecRequest::new(argv.iter().map(|s| s.to_string()).collect(), PathBuf::from("/"))
     }
 }
 
@@ -148,7 +144,8 @@ async fn cancel_kills_the_group() {
     });
     let script = format!("sleep 30 & echo $! > {}; sleep 30", pid_file.display());
     let started = Instant::now();
-    let err = run(req(&["sh", "-c", &script]), cancel).await.unwrap_err();
+    let r = ExecRequest { writable: vec![dir.path().to_path_buf()], ..req(&["sh", "-c", &script]) };
+    let err = run(r, cancel).await.unwrap_err();
     assert!(matches!(err, SandboxError::Cancelled), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5));
     let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
@@ -210,4 +207,198 @@ async fn a_process_that_leaves_the_group_cannot_hold_the_call_open() {
     assert_eq!(text(&out.stdout), "hi\n");
     // Whether the escaped `sleep` still held the pipe when the group was killed depends on
     // scheduling, so `truncated` may be either; the call must not wait for it either way.
+}
+
+/// The Landlock ABI the sandbox used, from the profile (`fs=landlock-v7`).
+fn landlock_abi(profile: &str) -> Option<u32> {
+    let rest = profile.split(',').find_map(|part| part.strip_prefix("fs=landlock-v"))?;
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+fn sh(script: &str, args: &[&Path]) -> ExecRequest {
+    let mut argv = vec!["sh".to_string(), "-c".into(), script.into(), "sh".into()];
+    argv.extend(args.iter().map(|p| p.display().to_string()));
+    ExecRequest { argv, ..req(&[]) }
+}
+
+#[tokio::test]
+async fn fs_writes_only_beneath_writable_paths() {
+    let root = tempfile::tempdir().unwrap();
+    let work = root.path().join("work");
+    // Shares the name prefix of `work` but is a different directory: not writable.
+    let sibling = root.path().join("work2");
+    std::fs::create_dir_all(work.join("sub")).unwrap();
+    std::fs::create_dir(&sibling).unwrap();
+    std::fs::write(sibling.join("keep"), "original").unwrap();
+
+    let script = r#"echo new > "$1/sub/a" && mkdir "$1/d" && mv "$1/sub/a" "$1/d/b" && echo ok-inside
+        echo x > /dev/null && echo ok-devnull
+        echo evil > "$2/keep" || echo denied-write
+        (: > "$2/keep") || echo denied-truncate
+        rm -f "$2/keep" || echo denied-remove
+        echo x > "$2/new" || echo denied-create
+        mkdir "$3/made-in-root" || echo denied-mkdir"#;
+    let r = ExecRequest { writable: vec![work.clone()], ..sh(script, &[&work, &sibling, root.path()]) };
+    let out = exec(r).await;
+    let stdout = text(&out.stdout);
+    for expected in
+        ["ok-inside", "ok-devnull", "denied-write", "denied-truncate", "denied-remove", "denied-create", "denied-mkdir"]
+    {
+        assert!(stdout.lines().any(|l| l == expected), "missing {expected}: {stdout} {}", text(&out.stderr));
+    }
+    assert_eq!(std::fs::read_to_string(work.join("d/b")).unwrap(), "new\n");
+    assert_eq!(std::fs::read_to_string(sibling.join("keep")).unwrap(), "original");
+    assert!(!sibling.join("new").exists() && !root.path().join("made-in-root").exists());
+    assert!(landlock_abi(&out.profile).is_some_and(|abi| abi >= 3), "{}", out.profile);
+
+    // Nothing writable by default.
+    let out = exec(sh(r#"echo x > "$1/f" || echo denied"#, &[&work])).await;
+    assert_eq!(text(&out.stdout).trim(), "denied");
+    assert!(!work.join("f").exists());
+}
+
+#[tokio::test]
+async fn fs_reads_limited_when_readable_is_given() {
+    let secret_dir = tempfile::tempdir().unwrap();
+    std::fs::write(secret_dir.path().join("s"), "hidden").unwrap();
+    let system: Vec<PathBuf> = SYSTEM_READ_PATHS.iter().map(PathBuf::from).collect();
+    let script = r#"cat "$1/s" || echo denied"#;
+
+    let r = ExecRequest { readable: Some(system.clone()), ..sh(script, &[secret_dir.path()]) };
+    let out = exec(r).await;
+    assert_eq!(text(&out.stdout).trim(), "denied", "{}", text(&out.stderr));
+
+    let mut with_dir = system;
+    with_dir.push(secret_dir.path().to_path_buf());
+    let r = ExecRequest { readable: Some(with_dir), ..sh(script, &[secret_dir.path()]) };
+    assert_eq!(text(&exec(r).await.stdout), "hidden");
+}
+
+#[tokio::test]
+async fn bad_sandbox_paths_are_refused() {
+    for writable in [PathBuf::from("relative"), PathBuf::from("/nonexistent/steward/writable")] {
+        let r = ExecRequest { writable: vec![writable], ..req(&["true"]) };
+        let err = run(r, CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(err, SandboxError::InvalidRequest(_)), "{err}");
+    }
+    let r = ExecRequest { env_set: vec![("BASH_ENV".into(), "/etc/profile".into())], ..req(&["true"]) };
+    assert!(matches!(run(r, CancellationToken::new()).await.unwrap_err(), SandboxError::InvalidRequest(_)));
+}
+
+#[tokio::test]
+async fn landlock_also_denies_tcp_and_outside_signals() {
+    let out = exec(req(&["true"])).await;
+    let Some(abi) = landlock_abi(&out.profile) else { panic!("no Landlock: {}", out.profile) };
+    if abi >= 4 {
+        assert!(out.profile.contains("+landlock-tcp"), "{}", out.profile);
+    }
+    if abi >= 6 {
+        // A process outside the sandbox cannot be signalled from inside it.
+        let mut outside = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let script = format!("kill -TERM {} || echo denied", outside.id());
+        let out = exec(req(&["sh", "-c", &script])).await;
+        let still_running = outside.try_wait().unwrap().is_none();
+        outside.kill().unwrap();
+        outside.wait().unwrap();
+        assert_eq!(text(&out.stdout).trim(), "denied");
+        assert!(still_running);
+    }
+}
+
+/// A HOME whose startup files all export a fake secret.
+fn poisoned_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let export = "export OPENAI_API_KEY=sk-PLACEHOLDER-FROM-PROFILE\n";
+    for file in [".bash_profile", ".bash_login", ".profile", ".bashrc", ".zshenv", ".zprofile", ".zshrc"] {
+        std::fs::write(home.path().join(file), export).unwrap();
+    }
+    home
+}
+
+#[tokio::test]
+async fn b12_login_shells_do_not_source_profile_files() {
+    let home = poisoned_home();
+    let home_str = home.path().display().to_string();
+    let with_home = |argv: &[&str]| ExecRequest { env_set: vec![("HOME".into(), home_str.clone())], ..req(argv) };
+    // Control: the poisoned file really exports the secret when sourced.
+    let control = exec(with_home(&["bash", "-c", ". \"$HOME/.bash_profile\"; env"])).await;
+    assert!(text(&control.stdout).contains("sk-PLACEHOLDER-FROM-PROFILE"), "{}", text(&control.stdout));
+
+    let mut forms: Vec<Vec<&str>> = vec![
+        vec!["bash", "-lc", "env | sort"],
+        vec!["bash", "-l", "-c", "env | sort"],
+        vec!["/usr/bin/bash", "--login", "-c", "env | sort"],
+        vec!["bash", "-ilc", "env | sort"],
+        vec!["env", "bash", "-lc", "env | sort"],
+        vec!["sh", "-lc", "env | sort"],
+        vec!["sh", "-l", "-i", "-c", "env | sort"],
+    ];
+    if Path::new("/usr/bin/dash").exists() {
+        forms.push(vec!["dash", "-lc", "env | sort"]);
+    }
+    if Path::new("/usr/bin/zsh").exists() || Path::new("/bin/zsh").exists() {
+        forms.push(vec!["zsh", "-lc", "env | sort"]);
+    }
+    let allowed = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL"];
+    // Variables a shell sets in its own environment for its children.
+    let shell_set = ["PWD", "OLDPWD", "SHLVL", "_"];
+    for form in forms {
+        let out = exec(with_home(&form)).await;
+        let env = text(&out.stdout);
+        assert_eq!(out.exit_code, Some(0), "{form:?}: {}", text(&out.stderr));
+        assert!(env.contains(&format!("HOME={home_str}")), "{form:?}: {env}");
+        assert!(!env.contains("PLACEHOLDER") && !env.contains("_KEY="), "{form:?} leaked: {env}");
+        for line in env.lines() {
+            let name = line.split('=').next().unwrap_or_default();
+            assert!(
+                allowed.contains(&name) || shell_set.contains(&name) || name.starts_with("LC_"),
+                "{form:?}: unexpected {name}"
+            );
+        }
+        assert!(out.profile.contains("shell=non-login"), "{}", out.profile);
+    }
+}
+
+#[tokio::test]
+async fn b12_unparseable_shell_invocations_are_refused() {
+    for argv in [&["bash", "--rcfile", "/etc/profile", "-c", "env"][..], &["env", "-S", "bash -l", "-c", "env"]] {
+        let err = run(req(argv), CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(err, SandboxError::InvalidRequest(_)), "{argv:?}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn no_memory_limit_means_no_address_space_limit() {
+    let out = exec(req(&["sh", "-c", "ulimit -v"])).await;
+    assert_eq!(text(&out.stdout).trim(), "unlimited");
+    assert!(out.profile.contains("as=unlimited"), "{}", out.profile);
+
+    let alloc = ["dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"];
+    assert_eq!(exec(req(&alloc)).await.exit_code, Some(0));
+    let limited = ExecRequest { memory_bytes: Some(32 * 1024 * 1024), ..req(&alloc) };
+    let out = exec(limited).await;
+    assert_ne!(out.exit_code, Some(0), "dd allocated 64 MiB under a 32 MiB limit");
+    assert!(out.profile.contains("as=33554432"), "{}", out.profile);
+}
+
+#[tokio::test]
+async fn doctor_probes_every_protection_on_this_machine() {
+    let results = doctor().await;
+    let probed: Vec<Protection> = results.iter().map(|r| r.protection).collect();
+    assert_eq!(probed, Protection::ALL);
+    for result in &results {
+        assert!(!result.detail.is_empty());
+        eprintln!("{}: enforced={} {}", result.protection, result.enforced, result.detail);
+    }
+    let enforced = |p: Protection| results.iter().any(|r| r.protection == p && r.enforced);
+    // These three never depend on kernel features.
+    for p in [Protection::EnvScrub, Protection::Rlimits, Protection::Timeout] {
+        assert!(enforced(p), "{p}: {results:?}");
+    }
+    // The doctor agrees with what `run` does on this machine.
+    let fs_run =
+        run(ExecRequest { writable: vec![std::env::temp_dir()], ..req(&["true"]) }, CancellationToken::new()).await;
+    assert_eq!(enforced(Protection::FsConfine), fs_run.is_ok(), "{results:?}");
+    let net_run = run(req(&["true"]), CancellationToken::new()).await;
+    assert_eq!(enforced(Protection::NetworkDeny), net_run.is_ok(), "{results:?}");
 }

@@ -17,7 +17,10 @@ use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 
 pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
 pub use error::StoreError;
-pub use record::{AuditVerification, Durability, RunRecord, RunStatus, StoreOptions};
+pub use record::{
+    AuditVerification, Durability, GrantRecord, GrantScope, RollbackRecord, RollbackStatus, RunRecord, RunStatus,
+    StoreOptions,
+};
 pub use sqlite::SqliteStore;
 
 /// A new random id: `prefix` followed by 16 lowercase hex characters (64 random bits from the
@@ -70,6 +73,18 @@ pub trait Store: Send + Sync {
     /// still build a single chain. Refuses a non-finite `risk` or a `latency_ms` above
     /// `i64::MAX` ([`StoreError::Invalid`]).
     async fn append_audit(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError>;
+
+    /// Inserts a rollback record or replaces the one with the same token. Returns once committed.
+    async fn upsert_rollback(&self, record: &RollbackRecord) -> Result<(), StoreError>;
+
+    /// Rollback records of a run in step order.
+    async fn rollbacks(&self, run_id: &str) -> Result<Vec<RollbackRecord>, StoreError>;
+
+    /// Inserts a grant or replaces the one with the same id. Returns once committed.
+    async fn upsert_grant(&self, grant: &GrantRecord) -> Result<(), StoreError>;
+
+    /// Grants of an owner (revoked and expired ones included), oldest first.
+    async fn grants(&self, owner_id: &str) -> Result<Vec<GrantRecord>, StoreError>;
 
     /// Audit records in chain order, all of them or those of one run.
     async fn audit_records(&self, run_id: Option<&str>) -> Result<Vec<AuditRecord>, StoreError>;

@@ -166,3 +166,89 @@ mod tests {
         assert_eq!(StoreOptions::default().durability, Durability::Full);
     }
 }
+
+/// Whether a rollback record's compensation has been applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RollbackStatus {
+    /// Not undone yet.
+    Pending,
+    /// Undone by `steward rollback`.
+    Undone,
+    /// An undo was tried and refused (the file changed since); see `detail`.
+    Failed,
+}
+
+/// The compensating action registered by one writing tool call (SPEC C5). The audit record of
+/// the call carries `token`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RollbackRecord {
+    /// Rollback token, `rb_…`.
+    pub token: String,
+    /// The run.
+    pub run_id: String,
+    /// The tool call it undoes.
+    pub call_id: String,
+    /// The tool that ran.
+    pub tool: String,
+    /// 1-based position among the run's writing calls.
+    pub step: u32,
+    /// What undoes it (a tagged JSON object defined by the core crate).
+    pub compensation: serde_json::Value,
+    /// Current status.
+    pub status: RollbackStatus,
+    /// Why an undo failed, or what it did.
+    pub detail: String,
+    /// When the call ran.
+    pub created_at: Timestamp,
+    /// When it was undone (or the undo failed).
+    pub undone_at: Option<Timestamp>,
+}
+
+/// How far a remembered approval reaches (SPEC C4: once, this run, this workspace). A
+/// one-time approval is not remembered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantScope {
+    /// Later calls of the tool in the same run.
+    Run,
+    /// Later calls of the tool in any run of the same owner in the same workspace.
+    Workspace,
+}
+
+/// A remembered approval: later calls of `tool` that the policy would *ask* about are allowed
+/// within the scope until it expires or is revoked. Never turns a denial into an allowance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GrantRecord {
+    /// `grt_…`
+    pub id: String,
+    /// Whose runs it covers.
+    pub owner_id: String,
+    /// Run or workspace.
+    pub scope: GrantScope,
+    /// The run it was given in (and, for run scope, the only run it covers).
+    pub run_id: String,
+    /// Canonical workspace path (for workspace scope).
+    pub workspace: String,
+    /// The tool it covers.
+    pub tool: String,
+    /// The approval it came from.
+    pub approval_id: String,
+    /// When it was given.
+    pub created_at: Timestamp,
+    /// When it stops counting (`token_ttl_seconds` after it was given).
+    pub expires_at: Timestamp,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<Timestamp>,
+}
+
+impl RollbackRecord {
+    /// `pending`, `undone` or `failed: <detail>`.
+    pub fn status_text(&self) -> String {
+        match self.status {
+            RollbackStatus::Pending => "pending".into(),
+            RollbackStatus::Undone => "undone".into(),
+            RollbackStatus::Failed => format!("failed: {}", self.detail),
+        }
+    }
+}

@@ -56,7 +56,12 @@ pub fn resolve(
         .or_else(|| config.run.planner.clone())
         .unwrap_or_else(|| if provider_name.is_some() { "model".into() } else { "classic".into() });
     match kind.as_str() {
-        "classic" if overrides.provider.is_some() || overrides.base_url.is_some() || overrides.model.is_some() || overrides.scenario.is_some() => {
+        "classic"
+            if overrides.provider.is_some()
+                || overrides.base_url.is_some()
+                || overrides.model.is_some()
+                || overrides.scenario.is_some() =>
+        {
             Err("--planner classic takes no --provider, --base-url, --model or --scenario".to_string())
         }
         "classic" => Ok(PlannerChoice {
@@ -98,7 +103,9 @@ pub fn resolve(
                 (Some(scenario), true) => cfg.scenario = Some(scenario.clone()),
                 (Some(_), false) => return Err(format!("--scenario applies only to the fake provider, not `{name}`")),
                 (None, true) if cfg.scenario.is_none() => {
-                    return Err(format!("the fake provider `{name}` needs a scenario: pass --scenario FILE (format in the README)"));
+                    return Err(format!(
+                        "the fake provider `{name}` needs a scenario: pass --scenario FILE (format in the README)"
+                    ));
                 }
                 (None, _) => {}
             }

@@ -27,6 +27,7 @@ use steward_protocol::{RiskLevel, ToolSpec};
 
 use super::search::{MAX_FILE_BYTES, read_regular_file};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::rollback::{Compensation, sha256_hex};
 
 /// The writing file tools: `create`, `edit`, `delete`, `move`.
 pub fn tools() -> Vec<Arc<dyn Tool>> {
@@ -269,11 +270,18 @@ impl Tool for CreateTool {
         file.write_all(content.as_bytes())
             .and_then(|()| file.sync_all())
             .map_err(|e| io_error("write", &path.rel, &e))?;
+        let compensation =
+            Compensation::RemoveCreated { path: path.rel.clone(), sha256: sha256_hex(content.as_bytes()) };
         Ok(ToolOutput {
             content: format!("created `{}` ({} bytes)", path.rel, content.len()),
             patch: Some((path.rel, diff)),
             sandbox: String::new(),
+            compensation: Some(compensation),
         })
+    }
+
+    fn compensable(&self) -> bool {
+        true
     }
 }
 
@@ -348,19 +356,37 @@ impl Tool for EditTool {
             let permissions = fs::symlink_metadata(&plan.path.abs)
                 .map_err(|e| io_error("inspect", &plan.path.rel, &e))?
                 .permissions();
+            // No write without a way back: the snapshot is on disk first.
+            let snapshot = ctx.snapshots.save("edit", &plan.before).map_err(|e| {
+                ToolError::failed(format!(
+                    "cannot save a rollback snapshot of `{}`: {e}; nothing was written",
+                    plan.path.rel
+                ))
+            })?;
             if replace_atomically(&plan.path.abs, &plan.path.rel, &plan.before, &plan.after, permissions)? {
                 let diff = unified_diff(&plan.path.rel, &plan.before, &plan.after);
+                let compensation = Compensation::RestoreEdited {
+                    path: plan.path.rel.clone(),
+                    snapshot,
+                    sha256_after: sha256_hex(&plan.after),
+                };
                 return Ok(ToolOutput {
                     content: format!("edited `{}`\n{diff}", plan.path.rel),
                     patch: Some((plan.path.rel, diff)),
                     sandbox: String::new(),
+                    compensation: Some(compensation),
                 });
             }
+            let _ = fs::remove_file(snapshot);
         }
         Err(ToolError::refused(
             "stale",
             "the file kept changing while the edit was applied (twice); nothing was written — read it again and retry",
         ))
+    }
+
+    fn compensable(&self) -> bool {
+        true
     }
 }
 
@@ -516,13 +542,22 @@ impl Tool for DeleteTool {
 
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let (path, diff) = self.check(args, ctx)?;
+        let bytes = fs::read(&path.abs).map_err(|e| io_error("read before deleting", &path.rel, &e))?;
+        let snapshot = ctx.snapshots.save("delete", &bytes).map_err(|e| {
+            ToolError::failed(format!("cannot save a rollback snapshot of `{}`: {e}; nothing was deleted", path.rel))
+        })?;
         // unlink never follows a link; `check` made sure this is a regular file.
         fs::remove_file(&path.abs).map_err(|e| io_error("delete", &path.rel, &e))?;
         Ok(ToolOutput {
             content: format!("deleted `{}`", path.rel),
+            compensation: Some(Compensation::RestoreDeleted { path: path.rel.clone(), snapshot }),
             patch: Some((path.rel, diff)),
             sandbox: String::new(),
         })
+    }
+
+    fn compensable(&self) -> bool {
+        true
     }
 }
 
@@ -582,6 +617,7 @@ impl Tool for MoveTool {
 
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let (from, to, diff) = self.check(args, ctx)?;
+        let sha256 = sha256_hex(&fs::read(&from.abs).map_err(|e| io_error("read", &from.rel, &e))?);
         make_parents(ctx.workspace.root(), &to.rel)?;
         // link(2) fails when `to` exists (no clobbering, even in a race) and does not follow
         // a link at `from`; the old name is removed only after the new one exists.
@@ -594,9 +630,14 @@ impl Tool for MoveTool {
         fs::remove_file(&from.abs).map_err(|e| io_error("remove the old name", &from.rel, &e))?;
         Ok(ToolOutput {
             content: format!("moved `{}` to `{}`", from.rel, to.rel),
+            compensation: Some(Compensation::MoveBack { from: from.rel.clone(), to: to.rel.clone(), sha256 }),
             patch: Some((to.rel, diff)),
             sandbox: String::new(),
         })
+    }
+
+    fn compensable(&self) -> bool {
+        true
     }
 }
 

@@ -262,9 +262,8 @@ impl Tool for GitTool {
 /// Runs one git argv in the sandbox; a non-zero exit becomes a `tool_failed` error carrying
 /// git's stderr.
 async fn run_git(ctx: &ToolContext, argv: Vec<String>) -> Result<ToolOutput, ToolError> {
+    // Read-only git commands: nothing writable (the sandbox's default), no network.
     let request = ExecRequest {
-        argv,
-        cwd: ctx.workspace.root().to_path_buf(),
         env_allow: ctx.env_allow.clone(),
         env_set: vec![
             ("GIT_TERMINAL_PROMPT".into(), "0".into()),
@@ -275,6 +274,7 @@ async fn run_git(ctx: &ToolContext, argv: Vec<String>) -> Result<ToolOutput, Too
         network: false,
         max_output_bytes: MAX_GIT_OUTPUT_BYTES,
         memory_bytes: None,
+        ..ExecRequest::new(argv, ctx.workspace.root().to_path_buf())
     };
     let output = steward_sandbox::run(request, ctx.cancel.clone()).await.map_err(sandbox_error)?;
     if output.timed_out {
@@ -302,7 +302,7 @@ async fn run_git(ctx: &ToolContext, argv: Vec<String>) -> Result<ToolOutput, Too
     if output.truncated {
         content.push_str(&format!("\n[git output cut at {MAX_GIT_OUTPUT_BYTES} bytes]"));
     }
-    Ok(ToolOutput { content, patch: None, sandbox: output.profile })
+    Ok(ToolOutput { content, sandbox: output.profile, ..Default::default() })
 }
 
 fn sandbox_error(err: SandboxError) -> ToolError {

@@ -28,6 +28,8 @@ pub struct ToolContext {
     pub env_allow: Vec<String>,
     /// Per-call timeout for subprocesses, in ms.
     pub timeout_ms: u64,
+    /// Where writing tools keep snapshots for rollback.
+    pub snapshots: crate::rollback::Snapshots,
 }
 
 /// A successful tool result.
@@ -39,6 +41,8 @@ pub struct ToolOutput {
     pub patch: Option<(String, String)>,
     /// Sandbox profile used, e.g. `env-scrub,netns,rlimits`; empty when no subprocess ran.
     pub sandbox: String,
+    /// For writing tools: what undoes the change (SPEC C5).
+    pub compensation: Option<crate::rollback::Compensation>,
 }
 
 /// A tool failure: shown to the model as an error result.
@@ -90,6 +94,12 @@ pub trait Tool: Send + Sync {
 
     /// Runs the call.
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// True when a successful run returns a [`ToolOutput::compensation`]. A writing tool that
+    /// cannot be undone always needs approval (SPEC C5).
+    fn compensable(&self) -> bool {
+        false
+    }
 }
 
 /// The tools a run may offer, by name, in a stable order.

@@ -82,7 +82,38 @@ pub(super) fn read_regular_file(abs: &Path, rel: &str, limit: u64) -> Result<Vec
     if bytes.len() as u64 > limit {
         return Err(ToolError::failed(format!("`{rel}` grew past {limit} bytes while it was read")));
     }
+    if holds_private_key(&bytes) {
+        return Err(ToolError::refused(
+            "secret_content",
+            format!("`{rel}` contains a private key block; whatever its name, it is treated as a secret file"),
+        ));
+    }
     Ok(bytes)
+}
+
+/// True when a line of `bytes` starts (after indentation) with a PEM private-key header
+/// (`-----BEGIN … PRIVATE KEY-----`: RSA, EC, OpenSSH, encrypted PKCS#8 …). Such a file is a
+/// secret whatever its name: reading a range of its lines or searching it would show the key
+/// body without the header a redactor needs. A header inside a string literal of source code
+/// (not at the start of its line) does not count.
+pub(super) fn holds_private_key(bytes: &[u8]) -> bool {
+    bytes.split(|b| *b == b'\n').any(|line| {
+        let line = line.trim_ascii_start();
+        line.starts_with(b"-----BEGIN ") && line.trim_ascii_end().ends_with(b"PRIVATE KEY-----")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_private_key;
+
+    #[test]
+    fn private_key_blocks_are_recognised_only_as_real_blocks() {
+        assert!(holds_private_key(b"notes\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n"));
+        assert!(holds_private_key(b"  -----BEGIN OPENSSH PRIVATE KEY-----\r\nb3Bl\n"));
+        assert!(!holds_private_key(b"let k = \"-----BEGIN PRIVATE KEY-----\\nX\";\n"));
+        assert!(!holds_private_key(b"-----BEGIN CERTIFICATE-----\nMIIB\n"));
+    }
 }
 
 // ----- list ---------------------------------------------------------------------------------
@@ -274,6 +305,7 @@ struct Findings {
     more: bool,
     skipped_binary: usize,
     skipped_large: usize,
+    skipped_secret: usize,
 }
 
 #[async_trait]
@@ -310,6 +342,10 @@ impl Tool for SearchTool {
                 let rel = rel_of(root, entry.path());
                 let bytes = match read_regular_file(entry.path(), &rel, MAX_FILE_BYTES) {
                     Ok(bytes) => bytes,
+                    Err(e) if e.rule.as_deref() == Some("secret_content") => {
+                        found.skipped_secret += 1;
+                        continue;
+                    }
                     Err(_) => {
                         found.skipped_large += 1;
                         continue;
@@ -355,6 +391,9 @@ fn render(query: &str, found: Findings) -> String {
         out.push_str(&format!(
             "\n[only the first {MAX_SEARCH_MATCHES} matches are shown; more were cut — narrow the query or the path]"
         ));
+    }
+    if found.skipped_secret > 0 {
+        out.push_str(&format!("\n[skipped {} file(s) holding a private key]", found.skipped_secret));
     }
     if found.skipped_binary + found.skipped_large > 0 {
         out.push_str(&format!(

@@ -23,8 +23,12 @@ use tokio::sync::{mpsc, oneshot};
 use self::rows::{
     APPROVAL_COLUMNS, AUDIT_COLUMNS, RUN_COLUMNS, approval_from_row, audit_from_row, event_from_row, run_from_row,
 };
-use self::writer::{Pending, Reply, Shared, Work};
-use crate::{AuditVerification, Durability, RunRecord, RunStatus, Store, StoreError, StoreOptions, verify_chain};
+use self::writer::{Document, DocumentTable, Pending, Reply, Shared, Work};
+use crate::chain::timestamp_text;
+use crate::{
+    AuditVerification, Durability, GrantRecord, RollbackRecord, RunRecord, RunStatus, Store, StoreError, StoreOptions,
+    verify_chain,
+};
 
 /// How long a connection waits for another one's lock before failing (10 s).
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -166,6 +170,46 @@ fn prepare_file(path: &Path) -> std::io::Result<()> {
 
 /// Applies the migrations. SQLite migrations take no lock, so two processes opening a new
 /// file at once can collide; the loser retries and then finds the schema in place.
+impl SqliteStore {
+    async fn put_document<T: serde::Serialize>(
+        &self,
+        table: DocumentTable,
+        id: &str,
+        key: &str,
+        created_at: &steward_protocol::Timestamp,
+        record: &T,
+    ) -> Result<(), StoreError> {
+        let body = serde_json::to_string(record).map_err(|e| StoreError::Invalid {
+            path: self.path().to_string(),
+            what: format!("{} record is not serialisable ({e})", table.names().0),
+        })?;
+        let doc =
+            Document { table, id: id.to_string(), key: key.to_string(), created_at: timestamp_text(created_at), body };
+        self.write(Work::Document(Box::new(doc))).await
+    }
+
+    async fn documents<T: serde::de::DeserializeOwned>(
+        &self,
+        table: DocumentTable,
+        key: &str,
+    ) -> Result<Vec<T>, StoreError> {
+        let (name, column) = table.names();
+        // Reads see every write queued before them.
+        self.flush().await?;
+        let sql = format!("SELECT body FROM {name} WHERE {column} = ? ORDER BY created_at, id");
+        let rows: Vec<(String,)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(key).fetch_all(&self.read).await.map_err(self.db())?;
+        rows.iter()
+            .map(|(body,)| {
+                serde_json::from_str(body).map_err(|e| StoreError::Corrupt {
+                    path: self.path().to_string(),
+                    what: format!("{name}.body: {e}"),
+                })
+            })
+            .collect()
+    }
+}
+
 async fn migrate(pool: &SqlitePool, path: &str) -> Result<(), StoreError> {
     let mut attempt = 0;
     loop {
@@ -240,6 +284,24 @@ impl Store for SqliteStore {
         let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? ORDER BY created_at, id");
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(run_id).fetch_all(&self.read).await.map_err(self.db())?;
         rows.iter().map(|row| approval_from_row(self.path(), row)).collect()
+    }
+
+    async fn upsert_rollback(&self, record: &RollbackRecord) -> Result<(), StoreError> {
+        self.put_document(DocumentTable::Rollbacks, &record.token, &record.run_id, &record.created_at, record).await
+    }
+
+    async fn rollbacks(&self, run_id: &str) -> Result<Vec<RollbackRecord>, StoreError> {
+        let mut records: Vec<RollbackRecord> = self.documents(DocumentTable::Rollbacks, run_id).await?;
+        records.sort_by_key(|r| r.step);
+        Ok(records)
+    }
+
+    async fn upsert_grant(&self, grant: &GrantRecord) -> Result<(), StoreError> {
+        self.put_document(DocumentTable::Grants, &grant.id, &grant.owner_id, &grant.created_at, grant).await
+    }
+
+    async fn grants(&self, owner_id: &str) -> Result<Vec<GrantRecord>, StoreError> {
+        self.documents(DocumentTable::Grants, owner_id).await
     }
 
     async fn append_audit(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError> {

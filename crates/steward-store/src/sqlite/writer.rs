@@ -53,8 +53,43 @@ pub enum Work {
     Approval(Box<ApprovalRequest>),
     /// Append to the audit chain.
     Audit(Box<AuditEntry>),
+    /// Insert or replace a JSON document row (`rollbacks`, `grants`).
+    Document(Box<Document>),
     /// Nothing: answered once everything queued before it is committed.
     Barrier,
+}
+
+/// A row of a table that keeps its record as JSON (`id, <key>, created_at, body`).
+pub struct Document {
+    /// `rollbacks` or `grants`.
+    pub table: DocumentTable,
+    /// Primary key.
+    pub id: String,
+    /// The lookup column's value (`run_id` or `owner_id`).
+    pub key: String,
+    /// RFC 3339 creation time (sort order).
+    pub created_at: String,
+    /// The record as JSON.
+    pub body: String,
+}
+
+/// Tables holding JSON documents.
+#[derive(Clone, Copy, Debug)]
+pub enum DocumentTable {
+    /// Rollback records, looked up by `run_id`.
+    Rollbacks,
+    /// Grants, looked up by `owner_id`.
+    Grants,
+}
+
+impl DocumentTable {
+    /// `(table, lookup column)`.
+    pub fn names(self) -> (&'static str, &'static str) {
+        match self {
+            DocumentTable::Rollbacks => ("rollbacks", "run_id"),
+            DocumentTable::Grants => ("grants", "owner_id"),
+        }
+    }
 }
 
 /// Who waits for a write.
@@ -257,6 +292,21 @@ async fn apply(
                 .map_err(db)?;
         }
         Work::Audit(entry) => return append_audit(conn, path, entry, head).await.map(|r| Applied::Audit(Box::new(r))),
+        Work::Document(doc) => {
+            let (table, key) = doc.table.names();
+            let sql = format!(
+                "INSERT INTO {table} (id, {key}, created_at, body) VALUES (?, ?, ?, ?) \
+                 ON CONFLICT (id) DO UPDATE SET {key} = excluded.{key}, created_at = excluded.created_at, body = excluded.body"
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(&doc.id)
+                .bind(&doc.key)
+                .bind(&doc.created_at)
+                .bind(&doc.body)
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+        }
         Work::Barrier => {}
     }
     Ok(Applied::Nothing)

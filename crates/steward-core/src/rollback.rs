@@ -1,0 +1,194 @@
+//! Rollback (SPEC C5): every writing tool registers a compensating action, and
+//! `steward rollback` applies them in reverse order.
+//!
+//! Snapshots of overwritten or deleted files are the only raw copies of workspace content
+//! Steward keeps: files under `$STEWARD_HOME/snapshots/RUN_ID/` with mode 0600 in a 0700
+//! directory, never in the database or logs. Every undo first checks that the file still
+//! holds exactly what the tool wrote (by SHA-256), so a rollback never clobbers a later change.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use steward_policy::{Access, Workspace};
+
+/// What undoes one writing tool call. Stored as JSON (tagged by `kind`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Compensation {
+    /// Undo `create`: remove `path` if it still holds the created content.
+    RemoveCreated {
+        /// Workspace-relative path.
+        path: String,
+        /// SHA-256 (hex) of the content written.
+        sha256: String,
+    },
+    /// Undo `edit`: put the snapshot back if the file still holds what the edit wrote.
+    RestoreEdited {
+        /// Workspace-relative path.
+        path: String,
+        /// Snapshot of the content before the edit.
+        snapshot: PathBuf,
+        /// SHA-256 (hex) of the content after the edit.
+        sha256_after: String,
+    },
+    /// Undo `delete`: write the snapshot back if nothing is at `path`.
+    RestoreDeleted {
+        /// Workspace-relative path.
+        path: String,
+        /// Snapshot of the deleted file.
+        snapshot: PathBuf,
+    },
+    /// Undo `move`: move `to` back to `from` if `from` is free.
+    MoveBack {
+        /// Where the file was.
+        from: String,
+        /// Where it went.
+        to: String,
+        /// SHA-256 (hex) of the moved content.
+        sha256: String,
+    },
+}
+
+/// SHA-256 of `bytes` as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Where a run's snapshots go.
+#[derive(Debug, Clone)]
+pub struct Snapshots {
+    dir: PathBuf,
+}
+
+impl Snapshots {
+    /// Snapshots of run `run_id` under `root` (`$STEWARD_HOME/snapshots`).
+    pub fn new(root: &Path, run_id: &str) -> Self {
+        Snapshots { dir: root.join(run_id) }
+    }
+
+    /// Saves `bytes` as the snapshot of call `call_id`; returns its path. The directory is
+    /// created with mode 0700 and the file with 0600.
+    pub fn save(&self, call_id: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)?;
+        let name: String = call_id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .take(80)
+            .collect();
+        let path = self.dir.join(format!("{name}-{:08x}.snapshot", rand::random::<u32>()));
+        let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        Ok(path)
+    }
+}
+
+/// Applies a compensation inside `workspace`. `Ok(description)` when undone; `Err(reason)`
+/// when it must not or cannot be undone (the file changed since, the place is taken, a path
+/// is no longer inside the workspace).
+pub fn undo(compensation: &Compensation, workspace: &Workspace) -> Result<String, String> {
+    match compensation {
+        Compensation::RemoveCreated { path, sha256 } => {
+            let target = resolve(workspace, path)?;
+            expect_content(&target, path, sha256)?;
+            fs::remove_file(&target).map_err(|e| format!("cannot remove `{path}`: {e}"))?;
+            Ok(format!("removed `{path}` (it was created by the run)"))
+        }
+        Compensation::RestoreEdited { path, snapshot, sha256_after } => {
+            let target = resolve(workspace, path)?;
+            expect_content(&target, path, sha256_after)?;
+            let before = fs::read(snapshot).map_err(|e| format!("the snapshot of `{path}` is unreadable: {e}"))?;
+            write_over(&target, path, &before)?;
+            Ok(format!("restored `{path}` to its content before the edit"))
+        }
+        Compensation::RestoreDeleted { path, snapshot } => {
+            let target = resolve(workspace, path)?;
+            if fs::symlink_metadata(&target).is_ok() {
+                return Err(format!("`{path}` exists again; it is not overwritten"));
+            }
+            let before = fs::read(snapshot).map_err(|e| format!("the snapshot of `{path}` is unreadable: {e}"))?;
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(|e| format!("cannot recreate the folder of `{path}`: {e}"))?;
+            }
+            let mut file = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .open(&target)
+                .map_err(|e| format!("cannot recreate `{path}`: {e}"))?;
+            file.write_all(&before).map_err(|e| format!("cannot write `{path}`: {e}"))?;
+            Ok(format!("restored deleted `{path}`"))
+        }
+        Compensation::MoveBack { from, to, sha256 } => {
+            let source = resolve(workspace, to)?;
+            let back = resolve(workspace, from)?;
+            expect_content(&source, to, sha256)?;
+            fs::hard_link(&source, &back).map_err(|e| format!("cannot move `{to}` back to `{from}`: {e}"))?;
+            fs::remove_file(&source).map_err(|e| format!("cannot remove `{to}` after moving it back: {e}"))?;
+            Ok(format!("moved `{to}` back to `{from}`"))
+        }
+    }
+}
+
+fn resolve(workspace: &Workspace, rel: &str) -> Result<PathBuf, String> {
+    workspace.resolve(rel, Access::Write).map(|p| p.abs).map_err(|e| e.to_string())
+}
+
+fn expect_content(abs: &Path, rel: &str, sha256: &str) -> Result<(), String> {
+    let meta = fs::symlink_metadata(abs).map_err(|_| format!("`{rel}` no longer exists"))?;
+    if !meta.is_file() {
+        return Err(format!("`{rel}` is no longer a regular file"));
+    }
+    let bytes = fs::read(abs).map_err(|e| format!("cannot read `{rel}`: {e}"))?;
+    if sha256_hex(&bytes) != sha256 {
+        return Err(format!("`{rel}` changed after the run wrote it; it is left as it is"));
+    }
+    Ok(())
+}
+
+fn write_over(abs: &Path, rel: &str, bytes: &[u8]) -> Result<(), String> {
+    let permissions = fs::metadata(abs).map_err(|e| format!("cannot inspect `{rel}`: {e}"))?.permissions();
+    let dir = abs.parent().ok_or_else(|| format!("`{rel}` has no parent folder"))?;
+    let tmp = dir.join(format!(".steward-rollback-{:016x}.tmp", rand::random::<u64>()));
+    let result = (|| {
+        let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.set_permissions(permissions)?;
+        file.sync_all()?;
+        fs::rename(&tmp, abs)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(|e| format!("cannot restore `{rel}`: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_undo_never_clobbers_a_later_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path(), &[]).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "after edit").unwrap();
+        let snaps = Snapshots::new(&dir.path().join("snaps"), "run_1");
+        let snapshot = snaps.save("call_1", b"before edit").unwrap();
+        let comp = Compensation::RestoreEdited {
+            path: "a.txt".into(),
+            snapshot: snapshot.clone(),
+            sha256_after: sha256_hex(b"after edit"),
+        };
+        std::fs::write(dir.path().join("a.txt"), "someone else's change").unwrap();
+        assert!(undo(&comp, &ws).unwrap_err().contains("changed after"));
+        std::fs::write(dir.path().join("a.txt"), "after edit").unwrap();
+        undo(&comp, &ws).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "before edit");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&snapshot).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+}

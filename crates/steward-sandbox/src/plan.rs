@@ -1,0 +1,174 @@
+//! Deciding, before anything runs, which protections a call gets; refusing when a required
+//! one cannot be enforced and the request did not accept losing it.
+
+use crate::fs_rules::{self, BuildError, Confinement, kernel_abi};
+use crate::limits::{NetMode, net_mode};
+use crate::{ExecRequest, Protection, SandboxError};
+
+/// What this machine can do, as found by the probes (tests substitute a weaker machine).
+#[derive(Debug, Clone)]
+pub(crate) struct Host {
+    /// The kernel's Landlock ABI, or why Landlock is unavailable.
+    pub(crate) landlock_abi: Result<i32, String>,
+    /// The network namespace this process may create, or why none.
+    pub(crate) net: Result<NetMode, String>,
+}
+
+impl Host {
+    /// Asks the running kernel (each answer is cached per process).
+    pub(crate) fn detect() -> Host {
+        Host { landlock_abi: kernel_abi(), net: net_mode() }
+    }
+}
+
+/// The protections a call will get.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// The namespace to create, `None` when the network is allowed or its denial was
+    /// accepted as unenforceable.
+    pub(crate) net: Option<NetMode>,
+    /// The Landlock ruleset, `None` only when its absence was accepted.
+    pub(crate) confinement: Option<Confinement>,
+    /// The `net` part of the profile (`netns+userns+landlock-tcp`, `net=allowed`, …).
+    pub(crate) net_profile: String,
+    /// The `fs=` part of the profile.
+    pub(crate) fs_profile: String,
+}
+
+/// Plans `req`. Errors: [`SandboxError::CannotEnforce`] for a required, unenforceable
+/// protection (`network_deny`, `fs_confine`; environment scrub, rlimits and the timeout are
+/// applied by this process and the child setup, which fails the spawn if it cannot);
+/// [`SandboxError::InvalidRequest`] for unusable sandbox paths.
+pub(crate) fn plan(req: &ExecRequest, host: &Host) -> Result<Plan, SandboxError> {
+    let accepts = |p: Protection| req.accept_weaker.contains(&p);
+    let refuse = |p: Protection, reason: String| SandboxError::CannotEnforce { what: p.as_str(), reason };
+
+    let net = if req.network {
+        Ok(None)
+    } else {
+        match host.net.clone() {
+            Ok(mode) => Ok(Some(mode)),
+            Err(reason) if accepts(Protection::NetworkDeny) => {
+                tracing::warn!(%reason, "network isolation unavailable; running without it (accepted)");
+                Err(reason)
+            }
+            Err(reason) => return Err(refuse(Protection::NetworkDeny, reason)),
+        }
+    };
+
+    let (confinement, fs_profile) =
+        match fs_rules::build(host.landlock_abi.clone(), &req.writable, req.readable.as_deref(), !req.network) {
+            Ok(c) if c.complete => {
+                let profile = format!("fs=landlock-v{}", c.abi);
+                (Some(c), profile)
+            }
+            Ok(c) if accepts(Protection::FsConfine) => {
+                tracing::warn!(abi = c.abi, "Landlock confines writes only partly; running anyway (accepted)");
+                let profile = format!("fs=landlock-v{}(partial,accepted)", c.abi);
+                (Some(c), profile)
+            }
+            Ok(c) => {
+                let reason = format!(
+                    "Landlock ABI {} cannot deny truncating files outside the writable paths (needs ABI 3, Linux 6.2)",
+                    c.abi
+                );
+                return Err(refuse(Protection::FsConfine, reason));
+            }
+            Err(BuildError::Invalid(message)) => return Err(SandboxError::InvalidRequest(message)),
+            Err(BuildError::Unsupported(reason)) if accepts(Protection::FsConfine) => {
+                tracing::warn!(%reason, "filesystem confinement unavailable; running without it (accepted)");
+                (None, "fs=unenforced(accepted)".to_string())
+            }
+            Err(BuildError::Unsupported(reason)) => return Err(refuse(Protection::FsConfine, reason)),
+        };
+
+    let tcp = confinement.as_ref().is_some_and(|c| c.tcp_denied);
+    let net_profile = match &net {
+        Ok(None) => "net=allowed".to_string(),
+        Ok(Some(mode)) if tcp => format!("{}+landlock-tcp", mode.profile()),
+        Ok(Some(mode)) => mode.profile().to_string(),
+        Err(_) if tcp => "net=landlock-tcp-only(accepted)".to_string(),
+        Err(_) => "net=unenforced(accepted)".to_string(),
+    };
+    Ok(Plan { net: net.unwrap_or(None), confinement, net_profile, fs_profile })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn request(accept: &[Protection]) -> ExecRequest {
+        ExecRequest { accept_weaker: accept.to_vec(), ..ExecRequest::new(vec!["true".into()], PathBuf::from("/")) }
+    }
+
+    fn host(landlock_abi: Result<i32, String>, net: Result<NetMode, String>) -> Host {
+        Host { landlock_abi, net }
+    }
+
+    fn refused(result: Result<Plan, SandboxError>) -> (&'static str, String) {
+        match result {
+            Err(SandboxError::CannotEnforce { what, reason }) => (what, reason),
+            other => panic!("expected CannotEnforce, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn missing_landlock_is_refused_unless_accepted() {
+        let weak = host(Err("Landlock is not built into this kernel (ENOSYS)".into()), Ok(NetMode::UserAndNet));
+        let (what, reason) = refused(plan(&request(&[]), &weak));
+        assert_eq!(what, "fs_confine");
+        assert!(reason.contains("ENOSYS"), "{reason}");
+
+        let accepted = plan(&request(&[Protection::FsConfine]), &weak).unwrap();
+        assert!(accepted.confinement.is_none());
+        assert_eq!(accepted.fs_profile, "fs=unenforced(accepted)");
+        assert_eq!(accepted.net_profile, "netns+userns");
+        // Accepting a different protection does not accept this one.
+        assert_eq!(refused(plan(&request(&[Protection::NetworkDeny]), &weak)).0, "fs_confine");
+    }
+
+    #[test]
+    fn partial_landlock_is_refused_unless_accepted() {
+        let Ok(real) = kernel_abi() else { return };
+        if real < 2 {
+            return;
+        }
+        // A kernel with ABI 2 (Linux 5.19): writes confined except truncation.
+        let old = host(Ok(2), Ok(NetMode::NetOnly));
+        let (what, reason) = refused(plan(&request(&[]), &old));
+        assert_eq!(what, "fs_confine");
+        assert!(reason.contains("ABI 2"), "{reason}");
+        let accepted = plan(&request(&[Protection::FsConfine]), &old).unwrap();
+        assert!(accepted.confinement.is_some());
+        assert_eq!(accepted.fs_profile, "fs=landlock-v2(partial,accepted)");
+        assert_eq!(accepted.net_profile, "netns", "no Landlock TCP rights before ABI 4");
+    }
+
+    #[test]
+    fn missing_network_namespace_is_refused_unless_accepted() {
+        let reason = "unshare(CLONE_NEWNET) failed (EPERM) and unshare(CLONE_NEWUSER|CLONE_NEWNET) failed (EPERM)";
+        let Ok(abi) = kernel_abi() else { return };
+        let weak = host(Ok(abi), Err(reason.into()));
+        let (what, why) = refused(plan(&request(&[]), &weak));
+        assert_eq!((what, why.as_str()), ("network_deny", reason));
+
+        let accepted = plan(&request(&[Protection::NetworkDeny]), &weak).unwrap();
+        assert!(accepted.net.is_none());
+        let expected = if abi >= 4 { "net=landlock-tcp-only(accepted)" } else { "net=unenforced(accepted)" };
+        assert_eq!(accepted.net_profile, expected);
+
+        // A call that may use the network needs no namespace at all.
+        let networked = ExecRequest { network: true, ..request(&[]) };
+        assert_eq!(plan(&networked, &weak).unwrap().net_profile, "net=allowed");
+    }
+
+    #[test]
+    fn bad_sandbox_paths_are_invalid_requests() {
+        let host = host(Ok(1), Ok(NetMode::NetOnly));
+        for writable in [PathBuf::from("relative/dir"), PathBuf::from("/nonexistent/steward/dir")] {
+            let req = ExecRequest { writable: vec![writable.clone()], ..request(&[Protection::FsConfine]) };
+            assert!(matches!(plan(&req, &host), Err(SandboxError::InvalidRequest(_))), "{}", writable.display());
+        }
+    }
+}
