@@ -484,3 +484,27 @@ async fn git_tools_outside_a_repository_say_so() {
     let err = call(&ctx, "git_status", json!({})).await.unwrap_err();
     assert!(err.message.contains("not a git repository"), "{}", err.message);
 }
+
+#[tokio::test]
+async fn git_tools_refuse_a_gitdir_pointing_outside_and_repository_filters() {
+    // A `.git` file redirecting to another repository.
+    let outside = tempfile::tempdir().unwrap();
+    git(outside.path(), &["init", "-q"]);
+    put(outside.path(), "private.txt", b"OUTSIDE CONTENT\n");
+    git(outside.path(), &["add", "-A"]);
+    git(outside.path(), &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "x"]);
+    let ws = tempfile::tempdir().unwrap();
+    put(ws.path(), ".git", format!("gitdir: {}/.git\n", outside.path().display()).as_bytes());
+    let ctx = context(ws.path());
+    assert_eq!(refused_rule(call(&ctx, "git_show", json!({"rev": "HEAD"})).await), "workspace_boundary");
+
+    // A repository-local clean filter would run a program on `git status`.
+    let ws = tempfile::tempdir().unwrap();
+    git(ws.path(), &["init", "-q"]);
+    git(ws.path(), &["config", "filter.evil.clean", "touch PWNED; cat"]);
+    put(ws.path(), ".gitattributes", b"* filter=evil\n");
+    put(ws.path(), "a.txt", b"x\n");
+    let ctx = context(ws.path());
+    assert_eq!(refused_rule(call(&ctx, "git_status", json!({})).await), "repository_config");
+    assert!(!ws.path().join("PWNED").exists());
+}

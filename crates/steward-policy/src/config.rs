@@ -1,5 +1,7 @@
 //! The `[policy]` configuration section (SPEC C1), as read from TOML.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use steward_protocol::DecisionKind;
 
@@ -20,6 +22,15 @@ use steward_protocol::DecisionKind;
 /// tool = "edit"
 /// path = ["docs/**"]
 /// decision = "allow"
+///
+/// [policy.credential_scope]            # env vars a tool may receive; none by default
+/// "gh_*" = ["GH_TOKEN"]
+///
+/// [[policy.context_rules]]
+/// name = "web-then-write"
+/// tool = "edit"
+/// requires_human_approval = true
+/// when_tainted = true                  # only once the run read untrusted content
 /// ```
 #[derive(Deserialize, Serialize, Default, Clone, Debug, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -42,9 +53,111 @@ pub struct PolicyConfig {
     /// `[[policy.rule]]` entries.
     #[serde(rename = "rule")]
     pub rules: Vec<RuleConfig>,
+    /// Tool name or glob → names of environment variables that tool may receive (SPEC C1
+    /// `credential_scope`). A tool matched by no entry receives none.
+    pub credential_scope: BTreeMap<String, Vec<String>>,
+    /// `[[policy.context_rules]]`: escalations that depend on the run, not the call.
+    pub context_rules: Vec<ContextRule>,
+    /// In a run that has read untrusted content, an allowed call whose risk score is at least
+    /// this (in `[0, 1]`) needs approval instead (SPEC C2). `None` means 0.5.
+    pub taint_escalation_risk: Option<f64>,
 }
 
-/// One `[[policy.rule]]`: a decision for calls of matching tools (and paths).
+/// One `[[policy.context_rules]]` entry (SPEC C1 `context_rules`). It only ever escalates:
+/// an allowed call of a matching tool becomes *ask*; deny and ask stay as they are.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ContextRule {
+    /// Rule name, reported as the deciding rule.
+    pub name: String,
+    /// Tool registry name or glob.
+    pub tool: String,
+    /// Allowed calls of the tool need a human's approval.
+    #[serde(default)]
+    pub requires_human_approval: bool,
+    /// Apply only in runs that have read untrusted content (web pages, e-mail, PR bodies,
+    /// MCP output).
+    #[serde(default)]
+    pub when_tainted: bool,
+}
+
+/// An example command for a rule's `match` / `not_match` lists: an argv array
+/// (`["git", "push"]`) or a shell command line (`"git -C repo push origin"`).
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum ArgvExample {
+    /// An argv that is executed directly (wrappers and `sh -c` are still opened).
+    Argv(Vec<String>),
+    /// A command line, parsed like `shell_command` input.
+    Line(String),
+}
+
+impl std::fmt::Display for ArgvExample {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArgvExample::Argv(argv) => write!(f, "{argv:?}"),
+            ArgvExample::Line(line) => write!(f, "{line:?}"),
+        }
+    }
+}
+
+/// One `[[policy.rule]]`: a decision for calls of matching tools, paths, or shell commands.
+///
+/// # Tool and path rules
+///
+/// `tool` is a glob over tool names; `path` (optional) globs over the workspace-relative
+/// paths of the call's path inputs. Among all matching rules the strictest decision wins
+/// (`deny` > `ask` > `allow`), and it is reported by name.
+///
+/// # Shell command rules (`argv`)
+///
+/// A rule with `argv` judges the simple commands of a `shell_command` call (SPEC T4; its
+/// `tool` must match `shell_command`). The command line is first split into simple commands
+/// (`;` `&&` `||` `|` `&` newlines, `$(…)`, backquotes, `<(…)`, `( … )`, `{ …; }`), and each
+/// is normalised: `NAME=value` prefixes and transparent wrappers (`env`, `time`, `nohup`,
+/// `command`, `exec`, `nice`, `timeout`, `xargs`, …) removed, `sh|bash|zsh|dash -c SCRIPT`
+/// opened recursively, `\rm` / `'rm'` / `/bin/rm` reduced to `rm`. Every part must be
+/// allowed for the line to be allowed; the strictest part decides; a part no rule covers
+/// asks (`default:shell`); a line that cannot be parsed asks (`unparseable_command`).
+///
+/// `argv` is matched element by element against the parsed argv, never as a string prefix:
+///
+/// - the first element matches the program's base name (`rm` matches `/bin/rm` and `\rm`);
+/// - `*` matches exactly one element, `**` (last element only) any number, including none;
+/// - any other element is a glob over that one element (globset syntax, `/` matched
+///   literally): `--format=*`, `src/**`, `*.tmp`;
+/// - for `git`, global options before the subcommand are skipped (`git -C dir push`,
+///   `git -c k=v push` and `git --git-dir=x push` all match `["git", "push", "**"]`); an
+///   allow rule never matches when `-c`, `--config-env` or `--exec-path` is used;
+/// - deny and ask rules match case-insensitively and treat words expanded at run time
+///   (`$X`, `$(…)`, globs) as matching any element; allow rules match case-sensitively and
+///   let such words match only `*` / `**`.
+///
+/// Independently of rules, a part escalates: arguments or redirections naming a secret
+/// path or a `deny_path` → deny; escaping the workspace, ignored paths, words expanded at
+/// run time, output redirection to a file, risky environment assignments (`PATH=`,
+/// `LD_PRELOAD=`, `GIT_*=`, …) → at least ask.
+///
+/// `match` and `not_match` list examples (argv arrays or command lines) checked when the
+/// policy loads: a `match` example the rule does not match, or a `not_match` example it
+/// does, is a configuration error naming the rule and the example.
+///
+/// ```toml
+/// [[policy.rule]]
+/// name = "read-only-git"
+/// tool = "shell_command"
+/// argv = ["git", "diff", "**"]
+/// decision = "allow"
+/// match = [["git", "diff"], "git -C sub diff HEAD~1 -- src"]
+/// not_match = ["git difftool -y -x sh"]
+///
+/// [[policy.rule]]
+/// name = "no-force-delete"
+/// tool = "shell_command"
+/// argv = ["rm", "-rf", "**"]
+/// decision = "deny"
+/// match = ["bash -lc 'rm -rf ./dist'", "FOO=1 /bin/rm -rf x"]
+/// ```
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RuleConfig {
@@ -57,6 +170,16 @@ pub struct RuleConfig {
     /// the call must have at least one path input and every one must match some glob.
     #[serde(default)]
     pub path: Vec<String>,
+    /// Per-element globs over the parsed argv of each simple command of a `shell_command`
+    /// call (see above). Empty for tool and path rules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<String>,
     /// The decision.
     pub decision: DecisionKind,
+    /// Examples the rule must match (checked by [`Policy::new`](crate::Policy::new)).
+    #[serde(default, rename = "match", skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<ArgvExample>,
+    /// Examples the rule must not match (checked by [`Policy::new`](crate::Policy::new)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_match: Vec<ArgvExample>,
 }

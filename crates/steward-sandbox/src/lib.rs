@@ -112,7 +112,7 @@ pub struct ExecRequest {
     /// `None`: the whole filesystem is readable. `Some(paths)`: only beneath these absolute
     /// paths, the `writable` ones and `/dev/{null,zero,full,tty,ptmx,pts,urandom,random}`;
     /// missing paths are skipped. Nothing is added implicitly: include
-    /// [`SYSTEM_READ_PATHS`] (or narrower) so the program can start.
+    /// [`SYSTEM_READ_PATHS`] (or narrower) so the program can start, and `cwd`.
     pub readable: Option<Vec<PathBuf>>,
     /// Protections the caller accepts to lose when the machine cannot enforce them; the run
     /// goes ahead and `ExecOutput::profile` records it (e.g. `fs=unenforced(accepted)`).

@@ -182,6 +182,8 @@ fn git_argv(args: &[&str]) -> Vec<String> {
         "core.fsmonitor=false",
         "-c",
         "diff.external=",
+        "-c",
+        "log.showSignature=false",
     ];
     base.iter().chain(args).map(|s| s.to_string()).collect()
 }
@@ -261,15 +263,61 @@ impl Tool for GitTool {
 
 /// Runs one git argv in the sandbox; a non-zero exit becomes a `tool_failed` error carrying
 /// git's stderr.
+/// The repository git may use: `<workspace>/.git` must be a directory inside the workspace
+/// (not a `gitdir:` file pointing elsewhere, not a parent repository above the workspace), and
+/// its local configuration must not make read-only commands start programs (`filter.*.clean`,
+/// `.smudge`, `.process` run on `status` and `diff`). Returns the environment that pins git to
+/// that repository.
+async fn repository_guard(ctx: &ToolContext) -> Result<Vec<(String, String)>, ToolError> {
+    let root = ctx.workspace.root();
+    let git_dir = root.join(".git");
+    match std::fs::symlink_metadata(&git_dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            return Err(ToolError::refused(
+                "workspace_boundary",
+                "`.git` in the workspace is not a directory (a `gitdir:` link or a symbolic link can point outside the workspace); the git tools refuse it",
+            ));
+        }
+        Err(_) => return Err(ToolError::failed("the workspace is not a git repository (run `git init` first)")),
+    }
+    let env = vec![
+        ("GIT_TERMINAL_PROMPT".to_string(), "0".to_string()),
+        ("GIT_OPTIONAL_LOCKS".to_string(), "0".to_string()),
+        ("GIT_CONFIG_NOSYSTEM".to_string(), "1".to_string()),
+        ("GIT_CONFIG_GLOBAL".to_string(), "/dev/null".to_string()),
+        ("GIT_DIR".to_string(), git_dir.display().to_string()),
+        ("GIT_WORK_TREE".to_string(), root.display().to_string()),
+    ];
+    let argv = ["git", "config", "--local", "--includes", "--name-only", "--list"].map(String::from).to_vec();
+    let request = ExecRequest {
+        env_allow: ctx.env_allow.clone(),
+        env_set: env.clone(),
+        timeout: Duration::from_millis(ctx.timeout_ms),
+        network: false,
+        max_output_bytes: 256 * 1024,
+        memory_bytes: None,
+        ..ExecRequest::new(argv, root.to_path_buf())
+    };
+    let output = steward_sandbox::run(request, ctx.cancel.clone()).await.map_err(sandbox_error)?;
+    let names = String::from_utf8_lossy(&output.stdout).to_ascii_lowercase();
+    if let Some(name) = names.lines().find(|n| {
+        n.starts_with("filter.") && (n.ends_with(".clean") || n.ends_with(".smudge") || n.ends_with(".process"))
+    }) {
+        return Err(ToolError::refused(
+            "repository_config",
+            format!("the repository's own git configuration sets `{name}`, which would run a program on every status or diff; the git tools refuse this repository"),
+        ));
+    }
+    Ok(env)
+}
+
 async fn run_git(ctx: &ToolContext, argv: Vec<String>) -> Result<ToolOutput, ToolError> {
+    let env = repository_guard(ctx).await?;
     // Read-only git commands: nothing writable (the sandbox's default), no network.
     let request = ExecRequest {
         env_allow: ctx.env_allow.clone(),
-        env_set: vec![
-            ("GIT_TERMINAL_PROMPT".into(), "0".into()),
-            ("GIT_OPTIONAL_LOCKS".into(), "0".into()),
-            ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
-        ],
+        env_set: env,
         timeout: Duration::from_millis(ctx.timeout_ms),
         network: false,
         max_output_bytes: MAX_GIT_OUTPUT_BYTES,

@@ -1,0 +1,200 @@
+//! `argv` rules (SPEC C1, T4): per-element globs over the parsed argv of a simple command,
+//! compiled once, with their `match` / `not_match` examples checked at load time.
+
+use globset::{GlobBuilder, GlobMatcher};
+use steward_protocol::DecisionKind;
+
+use crate::config::{ArgvExample, RuleConfig};
+use crate::gate::PolicyError;
+use crate::programs::subcommand_args;
+use crate::shell::{self, SimpleCommand};
+
+/// How a rule reads words it cannot know: an allow rule must be sure, a deny or ask rule
+/// errs towards matching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Allow rules: case-sensitive; run-time words match only `*` / `**`; risky global
+    /// options prevent a match.
+    Allow,
+    /// Deny and ask rules: case-insensitive; run-time words match any element.
+    Strict,
+}
+
+impl Side {
+    pub(crate) fn of(decision: DecisionKind) -> Side {
+        if decision == DecisionKind::Allow { Side::Allow } else { Side::Strict }
+    }
+}
+
+enum Element {
+    /// `*`: any one element.
+    Any,
+    /// A glob over one element, compiled case-sensitively and case-insensitively.
+    Glob { exact: GlobMatcher, folded: GlobMatcher },
+}
+
+impl Element {
+    fn matches(&self, text: &str, dynamic: bool, side: Side) -> bool {
+        match (self, side) {
+            (Element::Any, _) => true,
+            (Element::Glob { .. }, Side::Strict) if dynamic => true,
+            (Element::Glob { .. }, Side::Allow) if dynamic => false,
+            (Element::Glob { exact, .. }, Side::Allow) => exact.is_match(text),
+            (Element::Glob { folded, .. }, Side::Strict) => folded.is_match(text),
+        }
+    }
+}
+
+/// A compiled `argv` pattern.
+pub(crate) struct ArgvPattern {
+    elements: Vec<Element>,
+    /// The pattern ended in `**`.
+    rest: bool,
+}
+
+/// A simple command as rules see it: the program name(s) and the arguments after the
+/// program's global options.
+pub(crate) struct CommandView<'a> {
+    /// Resolved base name.
+    pub program: &'a str,
+    /// Base name of `argv[0]` as written (differs from `program` for a link).
+    pub spelled: &'a str,
+    /// Arguments after global options.
+    pub args: &'a [String],
+    /// `dynamic` flags of `args`.
+    pub dynamic: &'a [bool],
+    /// The first risky global option used (`git -c`), if any.
+    pub risky: Option<String>,
+}
+
+impl<'a> CommandView<'a> {
+    /// The view of `cmd`; `None` for a command with no program (redirections only).
+    pub(crate) fn new(cmd: &'a SimpleCommand) -> Option<CommandView<'a>> {
+        let first = cmd.argv.first()?;
+        let spelled = first.rsplit('/').find(|s| !s.is_empty()).unwrap_or(first);
+        let args = cmd.argv.get(1..).unwrap_or(&[]);
+        let dynamic = cmd.dynamic.get(1..).unwrap_or(&[]);
+        let (skip, risky) = subcommand_args(&cmd.program, args, dynamic);
+        Some(CommandView {
+            program: &cmd.program,
+            spelled,
+            args: &args[skip..],
+            dynamic: dynamic.get(skip..).unwrap_or(&[]),
+            risky,
+        })
+    }
+}
+
+fn compile(rule: &str, glob: &str, folded: bool) -> Result<GlobMatcher, PolicyError> {
+    GlobBuilder::new(glob)
+        .literal_separator(true)
+        .case_insensitive(folded)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| PolicyError::BadGlob { rule: rule.to_string(), glob: glob.to_string(), message: e.kind().to_string() })
+}
+
+impl ArgvPattern {
+    /// Compiles `rule.argv`. Errors: [`PolicyError::BadArgvRule`] (empty program, a `/` in
+    /// the program, `**` not last), [`PolicyError::BadGlob`].
+    pub(crate) fn compile(rule: &str, argv: &[String]) -> Result<ArgvPattern, PolicyError> {
+        let bad = |message: &str| PolicyError::BadArgvRule { rule: rule.to_string(), message: message.to_string() };
+        let Some(program) = argv.first() else { return Err(bad("`argv` is empty")) };
+        if program.is_empty() || program == "**" {
+            return Err(bad("the first element must name the program"));
+        }
+        if program.contains('/') {
+            return Err(bad("the program is matched by its base name; write `rm`, not `/bin/rm`"));
+        }
+        let mut elements = Vec::with_capacity(argv.len());
+        let mut rest = false;
+        for (index, element) in argv.iter().enumerate() {
+            if element == "**" {
+                if index + 1 != argv.len() {
+                    return Err(bad("`**` may only be the last element"));
+                }
+                rest = true;
+            } else if element == "*" {
+                elements.push(Element::Any);
+            } else {
+                elements.push(Element::Glob {
+                    exact: compile(rule, element, false)?,
+                    folded: compile(rule, element, true)?,
+                });
+            }
+        }
+        Ok(ArgvPattern { elements, rest })
+    }
+
+    /// True when the pattern matches `view`, read from `side`.
+    pub(crate) fn matches(&self, view: &CommandView<'_>, side: Side) -> bool {
+        let Some((program, elements)) = self.elements.split_first() else { return false };
+        if side == Side::Allow && view.risky.is_some() {
+            return false;
+        }
+        let program_ok = match side {
+            Side::Allow => program.matches(view.program, false, side),
+            Side::Strict => program.matches(view.program, false, side) || program.matches(view.spelled, false, side),
+        };
+        if !program_ok {
+            return false;
+        }
+        let count_ok =
+            if self.rest { view.args.len() >= elements.len() } else { view.args.len() == elements.len() };
+        count_ok
+            && elements.iter().zip(view.args.iter().zip(view.dynamic)).all(|(e, (arg, dynamic))| e.matches(arg, *dynamic, side))
+    }
+}
+
+/// A compiled `[[policy.rule]]` with `argv`.
+pub(crate) struct ArgvRule {
+    pub name: String,
+    pub pattern: ArgvPattern,
+    pub decision: DecisionKind,
+}
+
+impl ArgvRule {
+    /// Compiles `rule` and checks its examples. Errors: [`PolicyError::BadArgvRule`],
+    /// [`PolicyError::BadGlob`], [`PolicyError::Example`].
+    pub(crate) fn new(rule: &RuleConfig) -> Result<ArgvRule, PolicyError> {
+        let compiled = ArgvRule {
+            name: rule.name.clone(),
+            pattern: ArgvPattern::compile(&rule.name, &rule.argv)?,
+            decision: rule.decision,
+        };
+        for (examples, expected) in [(&rule.matches, true), (&rule.not_match, false)] {
+            for example in examples {
+                let cmd = example_command(&rule.name, example)?;
+                let got = CommandView::new(&cmd).is_some_and(|v| compiled.matches(&v));
+                if got != expected {
+                    let message = if expected { "the rule does not match it" } else { "the rule matches it" };
+                    return Err(PolicyError::Example {
+                        rule: rule.name.clone(),
+                        example: example.to_string(),
+                        message: format!("{} example: {message}", if expected { "`match`" } else { "`not_match`" }),
+                    });
+                }
+            }
+        }
+        Ok(compiled)
+    }
+
+    /// True when the rule matches `view` (read from the side of its decision).
+    pub(crate) fn matches(&self, view: &CommandView<'_>) -> bool {
+        self.pattern.matches(view, Side::of(self.decision))
+    }
+}
+
+/// The one simple command an example stands for.
+fn example_command(rule: &str, example: &ArgvExample) -> Result<SimpleCommand, PolicyError> {
+    let parsed = match example {
+        ArgvExample::Argv(argv) => shell::split_argv(argv, None),
+        ArgvExample::Line(line) => shell::split(line),
+    };
+    let error = |message: String| PolicyError::Example { rule: rule.to_string(), example: example.to_string(), message };
+    let mut parts = parsed.map_err(|e| error(e.to_string()))?;
+    if parts.len() != 1 {
+        return Err(error(format!("an example must be one simple command, this is {}", parts.len())));
+    }
+    parts.pop().ok_or_else(|| error("no command".into()))
+}
