@@ -87,8 +87,9 @@ async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> 
     let dir = tempfile::tempdir()?;
     let workspace = dir.path().join("ws");
     std::fs::create_dir(&workspace)?;
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("bench.db"), StoreOptions { durability }).await?);
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(&dir.path().join("bench.db"), StoreOptions { durability, ..Default::default() }).await?,
+    );
     let runtime = Runtime {
         store,
         redactor: Arc::new(Redactor::new(Vec::new())),

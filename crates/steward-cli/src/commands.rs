@@ -1,5 +1,6 @@
 //! The subcommands.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -519,6 +520,23 @@ pub async fn grants_revoke(id: &str) -> Result<u8> {
     Ok(0)
 }
 
+/// `steward doctor`: exit 0 when every protection is enforced, 1 otherwise.
+pub async fn doctor(json: bool) -> Result<u8> {
+    let results = steward_sandbox::doctor().await;
+    for r in &results {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"protection": r.protection.as_str(), "enforced": r.enforced, "detail": r.detail})
+            );
+        } else {
+            let mark = if r.enforced { "enforced" } else { "NOT ENFORCED" };
+            println!("{:<14} {mark:<13} {}", r.protection.as_str(), r.detail);
+        }
+    }
+    Ok(if results.iter().all(|r| r.enforced) { 0 } else { 1 })
+}
+
 /// `steward audit verify`.
 pub async fn audit_verify() -> Result<u8> {
     let home = Home::locate()?;
@@ -541,6 +559,49 @@ pub async fn audit_list(run: Option<&str>) -> Result<u8> {
     let store = home.open_store(StoreOptions::default()).await?;
     for record in store.audit_records(run).await? {
         println!("{}", serde_json::to_string(&record)?);
+    }
+    Ok(0)
+}
+
+/// `steward audit export`.
+pub async fn audit_export(since: Option<&str>, output: Option<&Path>) -> Result<u8> {
+    enum Since {
+        All,
+        Seq(u64),
+        Time(chrono::DateTime<chrono::Utc>),
+    }
+    let since = match since {
+        None => Since::All,
+        Some(text) => match (text.parse::<u64>(), chrono::DateTime::parse_from_rfc3339(text)) {
+            (Ok(seq), _) => Since::Seq(seq),
+            (_, Ok(time)) => Since::Time(time.with_timezone(&chrono::Utc)),
+            _ => return Err(usage(format!("--since `{text}` is neither a sequence number nor an RFC 3339 time"))),
+        },
+    };
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    let mut out: Box<dyn std::io::Write> = match output {
+        Some(path) => {
+            use std::os::unix::fs::OpenOptionsExt;
+            Box::new(std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?)
+        }
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut written = 0u64;
+    for record in store.audit_records(None).await? {
+        let keep = match since {
+            Since::All => true,
+            Since::Seq(seq) => record.seq >= seq,
+            Since::Time(time) => record.at >= time,
+        };
+        if keep {
+            writeln!(out, "{}", serde_json::to_string(&record)?)?;
+            written += 1;
+        }
+    }
+    out.flush()?;
+    if output.is_some() {
+        eprintln!("steward: wrote {written} audit records");
     }
     Ok(0)
 }

@@ -53,7 +53,8 @@ impl Home {
     }
 
     /// Opens the database and marks runs of dead processes as interrupted.
-    pub async fn open_store(&self, options: StoreOptions) -> Result<Arc<dyn Store>> {
+    pub async fn open_store(&self, mut options: StoreOptions) -> Result<Arc<dyn Store>> {
+        options.audit_anchor.get_or_insert_with(|| self.dir.join("audit.anchor"));
         let store = SqliteStore::open(&self.db_path(), options)
             .await
             .with_context(|| format!("cannot open {}", self.db_path().display()))?;

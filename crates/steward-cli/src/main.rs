@@ -92,6 +92,12 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
+    /// Show which sandbox protections this machine enforces, by applying each to a child process.
+    Doctor {
+        /// One JSON object per protection.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure the harness's own overhead per tool-call step (fake provider, no-op tool).
     Bench(bench::BenchArgs),
 }
@@ -105,6 +111,15 @@ enum AuditCommand {
         /// Only this run.
         #[arg(long)]
         run: Option<String>,
+    },
+    /// Write audit records as JSON lines (to stdout, or to --output FILE), oldest first.
+    Export {
+        /// Only records at or after this time (RFC 3339, e.g. 2026-11-30T00:00:00Z) or sequence number.
+        #[arg(long)]
+        since: Option<String>,
+        /// File to write (created with mode 0600); stdout when absent.
+        #[arg(long)]
+        output: Option<PathBuf>,
     },
 }
 
@@ -180,6 +195,9 @@ fn main() -> ExitCode {
             Command::Show { run_id, json } => commands::show(&run_id, json).await,
             Command::Audit { command: AuditCommand::Verify } => commands::audit_verify().await,
             Command::Audit { command: AuditCommand::List { run } } => commands::audit_list(run.as_deref()).await,
+            Command::Audit { command: AuditCommand::Export { since, output } } => {
+                commands::audit_export(since.as_deref(), output.as_deref()).await
+            }
             Command::Approvals { command: ApprovalsCommand::List { all, json } } => {
                 commands::grants_list(all, json).await
             }
@@ -190,6 +208,7 @@ fn main() -> ExitCode {
             Command::Config { command: ConfigCommand::Show { workspace } } => commands::config_show(&workspace),
             Command::Trust { workspace } => commands::trust(&workspace),
             Command::Rollback { run_id, step, list } => commands::rollback(&run_id, step, list).await,
+            Command::Doctor { json } => commands::doctor(json).await,
             Command::Bench(args) => bench::run(args).await,
         }
     });

@@ -321,3 +321,21 @@ fn an_untrusted_workspace_config_cannot_pick_providers_or_loosen_policy() {
     assert!(!stderr(&out).contains("ignored"), "{}", stderr(&out));
     assert_eq!(find(&events(&out), "run_started")["provider"], "evil");
 }
+
+#[test]
+fn audit_verify_notices_records_cut_off_the_end() {
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    assert_eq!(code(&env.steward(&["run", "read a.txt"])), 0);
+    assert_eq!(code(&env.steward(&["run", "read a.txt"])), 0);
+    assert_eq!(code(&env.steward(&["audit", "verify"])), 0);
+    let cut = std::process::Command::new("python3")
+        .args(["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('delete from audit where seq>=3'); c.commit()"])
+        .arg(db(&env))
+        .status()
+        .unwrap();
+    assert!(cut.success());
+    let bad = env.steward(&["audit", "verify"]);
+    assert_eq!(code(&bad), 1, "{}", stdout(&bad));
+    assert!(stdout(&bad).contains("removed"), "{}", stdout(&bad));
+}

@@ -85,8 +85,7 @@ fn peer_llama_streams_a_text_answer_to_the_final_output() {
 fn peer_llama_non_streamed_provider_from_config_reports_usage() {
     let server = LlamaServer::start();
     let env = Env::new();
-    env.write(
-        ".steward/config.toml",
+    env.user_config(
         &format!(
             "[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nstream = false\ndefault_model = \"stories260k\"\nmax_tokens = 40\n",
             server.base_url()
@@ -107,13 +106,10 @@ fn peer_llama_http_500_is_retried_then_fails_classified() {
     // llama-cpp-python answers the `developer` role with HTTP 500.
     let server = LlamaServer::start();
     let env = Env::new();
-    env.write(
-        ".steward/config.toml",
-        &format!(
-            "[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nsystem_role = \"developer\"\nretry_backoff_ms = 10\n",
-            server.base_url()
-        ),
-    );
+    env.user_config(&format!(
+        "[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nsystem_role = \"developer\"\nretry_backoff_ms = 10\n",
+        server.base_url()
+    ));
     let out = env.steward(&["run", "--json", "--provider", "tiny", "--model", "stories260k", "hello"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let evs = events(&out);
@@ -195,10 +191,10 @@ fn peer_llama_context_overflow_is_a_clear_error() {
     // Non-streamed, the server says why (HTTP 400) and Steward does not retry it.
     let server = LlamaServer::start();
     let env = Env::new();
-    env.write(
-        ".steward/config.toml",
-        &format!("[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nstream = false\n", server.base_url()),
-    );
+    env.user_config(&format!(
+        "[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nstream = false\n",
+        server.base_url()
+    ));
     let task = "word ".repeat(3000);
     let out = env.steward(&["run", "--json", "--provider", "tiny", "--model", "stories260k", &task]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));

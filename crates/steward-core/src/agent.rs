@@ -372,7 +372,7 @@ async fn record_invalid(
     error: &str,
 ) -> Result<(), StoreError> {
     rt.store
-        .append_audit(AuditEntry {
+        .queue_audit(AuditEntry {
             agent: "steward".into(),
             run_id: run_id.to_string(),
             call_id: call.id.clone(),

@@ -477,8 +477,9 @@ async fn completed(
         Some(compensation) => register_rollback(cx, call, compensation).await?,
         None => String::new(),
     };
+    // Queued: committed with the next decision or the run's final flush.
     cx.store
-        .append_audit(AuditEntry {
+        .queue_audit(AuditEntry {
             agent: "steward".into(),
             run_id: cx.run_id.to_string(),
             call_id: call.id.clone(),
@@ -564,7 +565,9 @@ fn safe_file_name(id: &str) -> String {
     id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).take(80).collect()
 }
 
-/// Appends one audit record for `call`; returns once it is durable.
+/// Appends one audit record for `call`. A record that lets the call run (`approved`) is
+/// durable when this returns; every other record is queued and committed with the next
+/// durable one or the run's final flush, so a step pays for one forced write, not two.
 #[allow(clippy::too_many_arguments)]
 async fn audit(
     cx: &CallContext<'_>,
@@ -578,22 +581,24 @@ async fn audit(
     sandbox: &str,
     detail: &str,
 ) -> Result<(), StoreError> {
-    cx.store
-        .append_audit(AuditEntry {
-            agent: agent.to_string(),
-            run_id: cx.run_id.to_string(),
-            call_id: call.id.clone(),
-            action: call.name.clone(),
-            input: cx.redactor.redact_value(&call.arguments),
-            policy: policy.to_string(),
-            risk,
-            outcome,
-            latency_ms,
-            sandbox: sandbox.to_string(),
-            approval_id: approval_id.to_string(),
-            rollback_token: String::new(),
-            detail: cx.redactor.redact(detail),
-        })
-        .await
-        .map(|_| ())
+    let entry = AuditEntry {
+        agent: agent.to_string(),
+        run_id: cx.run_id.to_string(),
+        call_id: call.id.clone(),
+        action: call.name.clone(),
+        input: cx.redactor.redact_value(&call.arguments),
+        policy: policy.to_string(),
+        risk,
+        outcome,
+        latency_ms,
+        sandbox: sandbox.to_string(),
+        approval_id: approval_id.to_string(),
+        rollback_token: String::new(),
+        detail: cx.redactor.redact(detail),
+    };
+    if outcome == AuditOutcome::Approved {
+        cx.store.append_audit(entry).await.map(|_| ())
+    } else {
+        cx.store.queue_audit(entry).await
+    }
 }

@@ -91,7 +91,11 @@ fn compile(rule: &str, glob: &str, folded: bool) -> Result<GlobMatcher, PolicyEr
         .case_insensitive(folded)
         .build()
         .map(|g| g.compile_matcher())
-        .map_err(|e| PolicyError::BadGlob { rule: rule.to_string(), glob: glob.to_string(), message: e.kind().to_string() })
+        .map_err(|e| PolicyError::BadGlob {
+            rule: rule.to_string(),
+            glob: glob.to_string(),
+            message: e.kind().to_string(),
+        })
 }
 
 impl ArgvPattern {
@@ -139,10 +143,12 @@ impl ArgvPattern {
         if !program_ok {
             return false;
         }
-        let count_ok =
-            if self.rest { view.args.len() >= elements.len() } else { view.args.len() == elements.len() };
+        let count_ok = if self.rest { view.args.len() >= elements.len() } else { view.args.len() == elements.len() };
         count_ok
-            && elements.iter().zip(view.args.iter().zip(view.dynamic)).all(|(e, (arg, dynamic))| e.matches(arg, *dynamic, side))
+            && elements
+                .iter()
+                .zip(view.args.iter().zip(view.dynamic))
+                .all(|(e, (arg, dynamic))| e.matches(arg, *dynamic, side))
     }
 }
 
@@ -191,7 +197,8 @@ fn example_command(rule: &str, example: &ArgvExample) -> Result<SimpleCommand, P
         ArgvExample::Argv(argv) => shell::split_argv(argv, None),
         ArgvExample::Line(line) => shell::split(line),
     };
-    let error = |message: String| PolicyError::Example { rule: rule.to_string(), example: example.to_string(), message };
+    let error =
+        |message: String| PolicyError::Example { rule: rule.to_string(), example: example.to_string(), message };
     let mut parts = parsed.map_err(|e| error(e.to_string()))?;
     if parts.len() != 1 {
         return Err(error(format!("an example must be one simple command, this is {}", parts.len())));

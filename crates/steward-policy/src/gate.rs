@@ -8,8 +8,13 @@ use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 use steward_protocol::{Decision, DecisionKind, RiskLevel, ToolCall, ToolSpec};
 
+use crate::argv_rule::ArgvRule;
 use crate::config::PolicyConfig;
+use crate::context::{GateContext, RunRules};
 use crate::paths::{Access, Workspace};
+
+/// Name of the shell tool whose calls are judged by `argv` rules (SPEC T4).
+pub const SHELL_TOOL: &str = "shell_command";
 
 /// A configuration the gate cannot use.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +33,34 @@ pub enum PolicyError {
     /// A `[[policy.rule]]` has an empty name.
     #[error("a policy rule has an empty name")]
     EmptyRuleName,
+    /// A rule's `argv` is malformed (empty, `**` not last, a path as program) or the rule's
+    /// `tool` does not match `shell_command`.
+    #[error("policy rule `{rule}`: {message}")]
+    BadArgvRule {
+        /// The rule name.
+        rule: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A rule's `match` example does not match, a `not_match` example does, or an example
+    /// does not parse into exactly one simple command.
+    #[error("policy rule `{rule}`, example {example}: {message}")]
+    Example {
+        /// The rule name.
+        rule: String,
+        /// The example, as configured.
+        example: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A setting has an unusable value (`taint_escalation_risk`, `credential_scope`).
+    #[error("policy setting `{setting}`: {message}")]
+    BadSetting {
+        /// The setting's name.
+        setting: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 struct CompiledRule {
@@ -43,6 +76,8 @@ pub struct Policy {
     allowed: GlobSet,
     blocked: GlobSet,
     rules: Vec<CompiledRule>,
+    pub(crate) argv_rules: Vec<ArgvRule>,
+    run_rules: RunRules,
     /// Tool name → (schema it was compiled from, validator). Bounded by the registry size:
     /// only specs of known tools reach it.
     validators: Mutex<HashMap<String, (Value, Arc<jsonschema::Validator>)>>,
@@ -55,24 +90,79 @@ impl std::fmt::Debug for Policy {
 }
 
 impl Policy {
-    /// Compiles a configuration. Errors: [`PolicyError::BadGlob`] naming the rule (or list)
-    /// with the bad glob, [`PolicyError::EmptyRuleName`].
+    /// Compiles a configuration and checks every rule's `match` / `not_match` examples.
+    /// Errors: [`PolicyError::BadGlob`] naming the rule (or list) with the bad glob,
+    /// [`PolicyError::EmptyRuleName`], [`PolicyError::BadArgvRule`], [`PolicyError::Example`]
+    /// naming the rule and the example, [`PolicyError::BadSetting`].
     pub fn new(config: &PolicyConfig) -> Result<Policy, PolicyError> {
         let allowed = glob_set("allowed_actions", &config.allowed_actions)?;
         let blocked = glob_set("blocked_actions", &config.blocked_actions)?;
         let mut rules = Vec::with_capacity(config.rules.len());
+        let mut argv_rules = Vec::new();
         for rule in &config.rules {
             if rule.name.trim().is_empty() {
                 return Err(PolicyError::EmptyRuleName);
             }
             let tool = Glob::new(&rule.tool).map_err(|e| bad_glob(&rule.name, &rule.tool, &e))?.compile_matcher();
+            if !rule.argv.is_empty() || !rule.matches.is_empty() || !rule.not_match.is_empty() {
+                if !tool.is_match(SHELL_TOOL) || !rule.path.is_empty() {
+                    return Err(PolicyError::BadArgvRule {
+                        rule: rule.name.clone(),
+                        message: format!("an `argv` rule needs a `tool` matching `{SHELL_TOOL}` and no `path`"),
+                    });
+                }
+                argv_rules.push(ArgvRule::new(rule)?);
+                continue;
+            }
             let paths = if rule.path.is_empty() { None } else { Some(glob_set(&rule.name, &rule.path)?) };
             rules.push(CompiledRule { name: rule.name.clone(), tool, paths, decision: rule.decision });
         }
-        Ok(Policy { default: config.default, allowed, blocked, rules, validators: Mutex::new(HashMap::new()) })
+        Ok(Policy {
+            default: config.default,
+            allowed,
+            blocked,
+            rules,
+            argv_rules,
+            run_rules: RunRules::new(config)?,
+            validators: Mutex::new(HashMap::new()),
+        })
     }
 
-    /// Decides one call. `spec` is `None` for an unknown tool.
+    /// [`Policy::decide_in`] for an untainted run.
+    pub fn decide(&self, spec: Option<&ToolSpec>, call: &ToolCall, workspace: &Workspace) -> Decision {
+        self.decide_in(spec, call, workspace, &GateContext::default())
+    }
+
+    /// Decides one call in a run described by `ctx`: the call's own decision (see below),
+    /// then escalations that depend on the run. An allowed call of a tool matched by a
+    /// `context_rules` entry with `requires_human_approval` (only in tainted runs when
+    /// `when_tainted`) asks, named by that rule; otherwise, in a tainted run, an allowed call
+    /// whose risk is at least `taint_escalation_risk` asks (`taint_escalation`). Deny and ask
+    /// are never lowered.
+    pub fn decide_in(
+        &self,
+        spec: Option<&ToolSpec>,
+        call: &ToolCall,
+        workspace: &Workspace,
+        ctx: &GateContext,
+    ) -> Decision {
+        let decision = self.decide_call(spec, call, workspace);
+        let tool = spec.map_or(call.name.as_str(), |s| s.name.as_str());
+        self.run_rules.escalate(decision, tool, ctx)
+    }
+
+    /// Names of the environment variables `tool` may receive (`credential_scope`), sorted;
+    /// empty when no entry matches.
+    pub fn credential_scope(&self, tool: &str) -> Vec<String> {
+        self.run_rules.credentials_for(tool)
+    }
+
+    /// The configured default, for the shell judge.
+    pub(crate) fn configured_default(&self) -> Option<DecisionKind> {
+        self.default
+    }
+
+    /// The call's own decision. `spec` is `None` for an unknown tool.
     ///
     /// Order: unknown tool → deny `unknown_tool`; arguments not an object or not valid
     /// against the tool's JSON Schema → deny `invalid_arguments`; each path input resolved
@@ -82,7 +172,11 @@ impl Policy {
     /// then the configured `default` (rule `default`) or by risk level (`default:<risk>`:
     /// safe/low allow, medium/high/dangerous ask). Risk = the level's base score, +0.1 for
     /// writing tools, at most 1; an unknown tool scores 1.
-    pub fn decide(&self, spec: Option<&ToolSpec>, call: &ToolCall, workspace: &Workspace) -> Decision {
+    ///
+    /// `shell_command` (SPEC T4) differs after `blocked_actions`: its `command` string is
+    /// judged by [`Policy::judge_command`]; tool rules without `argv` may only make it
+    /// stricter (ask, deny), and neither `allowed_actions` nor an allowing `default` apply.
+    fn decide_call(&self, spec: Option<&ToolSpec>, call: &ToolCall, workspace: &Workspace) -> Decision {
         let Some(spec) = spec else {
             return Decision::new(
                 DecisionKind::Deny,
@@ -103,6 +197,16 @@ impl Policy {
         };
         if self.blocked.is_match(&spec.name) {
             return deny("blocked_actions", format!("`{}` is in blocked_actions.", spec.name));
+        }
+        if spec.name == SHELL_TOOL {
+            let Some(line) = call.arguments.get("command").and_then(Value::as_str) else {
+                return deny("invalid_arguments", format!("`{SHELL_TOOL}` needs a string `command`."));
+            };
+            let judged = self.judge_line(line, workspace, risk);
+            return match self.rule_decision(spec, &paths, risk) {
+                Some(rule) if rule.decision > judged.decision => rule,
+                _ => judged,
+            };
         }
         if let Some(decision) = self.rule_decision(spec, &paths, risk) {
             return decision;
@@ -142,6 +246,9 @@ impl Policy {
             return Err("the arguments must be a JSON object".into());
         }
         let validator = self.validator(spec)?;
+        if validator.is_valid(args) {
+            return Ok(());
+        }
         let messages: Vec<String> = validator
             .iter_errors(args)
             .take(3)

@@ -8,21 +8,30 @@
 //! - [`is_secret_path`]: the one shared secret-path predicate (S1).
 //! - [`Redactor`] and [`scan_value`]: secret redaction and scanning (S2, S3, case B13).
 //! - [`Policy`]: the gate that turns a proposed [`ToolCall`](steward_protocol::ToolCall) into
-//!   a [`Decision`](steward_protocol::Decision) (C1, C2).
+//!   a [`Decision`](steward_protocol::Decision) (C1, C2), with run context ([`GateContext`]:
+//!   taint, context rules) and `shell_command` judged per simple command
+//!   ([`Policy::judge_command`], T4, cases B06, B08).
+//! - [`shell`]: the command-line splitter behind it.
 #![deny(missing_docs)]
 
+mod argv_rule;
+mod command_gate;
 mod config;
+mod context;
 mod gate;
 mod ignore_rules;
 mod names;
 mod paths;
 mod patterns;
+mod programs;
 mod redact;
 mod scan;
 mod secrets;
+pub mod shell;
 
-pub use config::{PolicyConfig, RuleConfig};
-pub use gate::{Policy, PolicyError};
+pub use config::{ArgvExample, ContextRule, PolicyConfig, RuleConfig};
+pub use context::{DEFAULT_TAINT_ESCALATION_RISK, GateContext};
+pub use gate::{Policy, PolicyError, SHELL_TOOL};
 pub use names::name_looks_secret;
 pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath};
 pub use redact::{REDACTED, Redactor};

@@ -131,8 +131,22 @@ pub(crate) const SHELL_LONG_WITH_VALUE: &[&str] = &["--rcfile", "--init-file"];
 /// Builtins that run code built at run time, or change what later names mean; a command
 /// line using one cannot be judged from its text.
 const DYNAMIC_CODE: &[&str] = &[
-    "eval", "source", ".", "alias", "trap", "hash", "enable", "fc", "let", "declare", "typeset", "readarray",
-    "mapfile", "bind", "complete", "coproc",
+    "eval",
+    "source",
+    ".",
+    "alias",
+    "trap",
+    "hash",
+    "enable",
+    "fc",
+    "let",
+    "declare",
+    "typeset",
+    "readarray",
+    "mapfile",
+    "bind",
+    "complete",
+    "coproc",
 ];
 
 /// True when `program` runs dynamic code (see [`DYNAMIC_CODE`]).
@@ -213,8 +227,7 @@ pub(crate) fn subcommand_args(program: &str, args: &[String], dynamic: &[bool]) 
         } else {
             break;
         };
-        if risky.is_none() && (table.risky.contains(&name) || arg.get(..2).is_some_and(|s| table.risky.contains(&s)))
-        {
+        if risky.is_none() && (table.risky.contains(&name) || arg.get(..2).is_some_and(|s| table.risky.contains(&s))) {
             risky = Some(name.to_string());
         }
         k += step;

@@ -6,6 +6,7 @@
 //! PostgreSQL backend can implement the same trait.
 #![deny(missing_docs)]
 
+mod anchor;
 mod chain;
 mod error;
 mod record;
@@ -85,6 +86,13 @@ pub trait Store: Send + Sync {
 
     /// Grants of an owner (revoked and expired ones included), oldest first.
     async fn grants(&self, owner_id: &str) -> Result<Vec<GrantRecord>, StoreError>;
+
+    /// Queues an audit record and returns once it is ordered after every earlier write (not
+    /// necessarily on disk): it is committed with the next batch, at the latest by the next
+    /// [`Store::append_audit`] or [`Store::flush`], which also reports a failure to write it.
+    /// For records that nothing waits on (outcomes, refusals); a decision that lets an action
+    /// run must use [`Store::append_audit`].
+    async fn queue_audit(&self, entry: AuditEntry) -> Result<(), StoreError>;
 
     /// Audit records in chain order, all of them or those of one run.
     async fn audit_records(&self, run_id: Option<&str>) -> Result<Vec<AuditRecord>, StoreError>;

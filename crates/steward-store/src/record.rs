@@ -110,10 +110,13 @@ pub enum Durability {
 }
 
 /// Options for opening a store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StoreOptions {
     /// Commit durability; [`Durability::Full`] by default.
     pub durability: Durability,
+    /// A file outside the database that keeps the newest audit `(seq, hash)`, so that records
+    /// cut off the end of the chain are detected (`None`: no anchor).
+    pub audit_anchor: Option<std::path::PathBuf>,
 }
 
 /// The result of recomputing the audit hash chain.

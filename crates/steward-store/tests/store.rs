@@ -401,7 +401,8 @@ async fn reopening_keeps_everything() {
         store.flush().await.unwrap();
         (store.audit_records(None).await.unwrap(), events)
     };
-    let store = SqliteStore::open(&path, StoreOptions { durability: Durability::Relaxed }).await.unwrap();
+    let store =
+        SqliteStore::open(&path, StoreOptions { durability: Durability::Relaxed, ..Default::default() }).await.unwrap();
     assert_eq!(store.get_run("run_keep").await.unwrap(), Some(r));
     assert_eq!(store.events("run_keep", 0).await.unwrap(), events);
     assert_eq!(store.audit_records(None).await.unwrap(), records);
@@ -448,7 +449,7 @@ async fn open_errors_name_the_path() {
 async fn audit_throughput() {
     for durability in [Durability::Full, Durability::Relaxed] {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(&db_path(&dir), StoreOptions { durability }).await.unwrap();
+        let store = SqliteStore::open(&db_path(&dir), StoreOptions { durability, ..Default::default() }).await.unwrap();
         let n = 300u64;
         let start = Instant::now();
         chain_of(&store, n).await;

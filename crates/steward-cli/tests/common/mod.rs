@@ -33,6 +33,14 @@ impl Env {
         std::fs::write(path, text).unwrap();
     }
 
+    /// Writes the user's own configuration (`$XDG_CONFIG_HOME/steward/config.toml`), which is
+    /// trusted, unlike the workspace's `.steward/`.
+    pub fn user_config(&self, text: &str) {
+        let dir = self.dir.path().join("xdg/steward");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), text).unwrap();
+    }
+
     pub fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.ws().join(rel)).unwrap()
     }

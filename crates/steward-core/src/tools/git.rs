@@ -306,7 +306,9 @@ async fn repository_guard(ctx: &ToolContext) -> Result<Vec<(String, String)>, To
     }) {
         return Err(ToolError::refused(
             "repository_config",
-            format!("the repository's own git configuration sets `{name}`, which would run a program on every status or diff; the git tools refuse this repository"),
+            format!(
+                "the repository's own git configuration sets `{name}`, which would run a program on every status or diff; the git tools refuse this repository"
+            ),
         ));
     }
     Ok(env)

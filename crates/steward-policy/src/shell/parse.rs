@@ -245,6 +245,9 @@ impl Parser {
                 if REFUSED_KEYWORDS.contains(&word.as_str()) {
                     return Err(unparseable(format!("`{word}` is not supported")));
                 }
+                if word == "time" && self.time_before_group(len) {
+                    continue;
+                }
                 if word == "for" {
                     self.pos += len;
                     return self.for_clause();
@@ -268,6 +271,23 @@ impl Parser {
             self.cmds.push(cmd);
         }
         Ok(())
+    }
+
+    /// The `time` keyword before `( … )` or `{ …; }` (with optional `-p`): consumes it and
+    /// returns true. Before a plain command, `time` is left to the wrapper table.
+    fn time_before_group(&mut self, len: usize) -> bool {
+        let saved = self.pos;
+        self.pos += len;
+        self.skip_blanks();
+        if self.at_word("-p") {
+            self.pos += 2;
+            self.skip_blanks();
+        }
+        if self.peek() == Some('(') || self.at_word("{") {
+            return true;
+        }
+        self.pos = saved;
+        false
     }
 
     /// A subshell or group body, then its redirections, which apply to every inner command.

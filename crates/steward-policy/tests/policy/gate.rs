@@ -106,7 +106,8 @@ fn decision_table() {
         (Some(&edit), "edit", json!({"path": "docs/a.md"}), DecisionKind::Ask, "edit-docs-ask", 0.6),
         (Some(&edit), "edit", json!({"path": "README.md"}), DecisionKind::Allow, "allowed_actions", 0.6),
         (Some(&delete), "delete", json!({"path": "docs/a.md"}), DecisionKind::Deny, "blocked_actions", 0.9),
-        (Some(&shell), "shell_command", json!({"path": "README.md"}), DecisionKind::Ask, "default:high", 0.8),
+        // `shell_command` is judged by its `command` string (T4); without one it is refused.
+        (Some(&shell), "shell_command", json!({"path": "README.md"}), DecisionKind::Deny, "invalid_arguments", 0.8),
         (Some(&nuke), "nuke", json!({"path": "README.md"}), DecisionKind::Ask, "default:dangerous", 1.0),
         (Some(&git), "git_status", json!({"path": "."}), DecisionKind::Allow, "allowed_actions", 0.0),
     ];

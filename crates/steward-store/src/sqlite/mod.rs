@@ -75,6 +75,16 @@ impl SqliteStore {
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(false)
             .disable_statement_logging();
+        // Processes opening the same new file at once would race on switching it to WAL and on
+        // the migrations: opening is serialised with a lock file beside the database.
+        let lock_path = path.with_file_name(format!(
+            "{}.open-lock",
+            path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        ));
+        let lock = tokio::task::spawn_blocking(move || crate::anchor::FileLock::acquire(&lock_path))
+            .await
+            .map_err(|e| StoreError::Io { path: display.clone(), source: std::io::Error::other(e.to_string()) })?
+            .map_err(|source| StoreError::Io { path: display.clone(), source })?;
         let write = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
@@ -85,8 +95,9 @@ impl SqliteStore {
             .await
             .map_err(|source| StoreError::Open { path: display.clone(), source })?;
         migrate(&write, &display).await?;
+        drop(lock);
         let read = SqlitePoolOptions::new().max_connections(READ_POOL_SIZE).connect_lazy_with(connect);
-        Ok(Self::start(display, write, read))
+        Ok(Self::start(display, write, read, options.audit_anchor.clone()))
     }
 
     /// A private database in memory, gone when the last clone is dropped. Reads and writes share
@@ -107,11 +118,11 @@ impl SqliteStore {
             .await
             .map_err(|source| StoreError::Open { path: display.clone(), source })?;
         migrate(&pool, &display).await?;
-        Ok(Self::start(display, pool.clone(), pool))
+        Ok(Self::start(display, pool.clone(), pool, None))
     }
 
-    fn start(path: String, write: SqlitePool, read: SqlitePool) -> Self {
-        let shared = Arc::new(Shared { path, deferred: Mutex::new(None) });
+    fn start(path: String, write: SqlitePool, read: SqlitePool, anchor: Option<std::path::PathBuf>) -> Self {
+        let shared = Arc::new(Shared { path, deferred: Mutex::new(None), anchor });
         let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
         tokio::spawn(writer::run(write, Arc::clone(&shared), receiver));
         SqliteStore { shared, read, queue }
@@ -304,6 +315,10 @@ impl Store for SqliteStore {
         self.documents(DocumentTable::Grants, owner_id).await
     }
 
+    async fn queue_audit(&self, entry: AuditEntry) -> Result<(), StoreError> {
+        self.enqueue(Work::Audit(Box::new(entry)), Reply::Nobody).await
+    }
+
     async fn append_audit(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError> {
         let (tx, rx) = oneshot::channel();
         self.enqueue(Work::Audit(Box::new(entry)), Reply::Audit(tx)).await?;
@@ -345,7 +360,36 @@ impl Store for SqliteStore {
                 }
             }
         }
-        Ok(verify_chain(&records))
+        let verdict = verify_chain(&records);
+        if !matches!(verdict, AuditVerification::Valid { .. }) {
+            return Ok(verdict);
+        }
+        let Some(anchor_path) = &self.shared.anchor else { return Ok(verdict) };
+        let anchor = crate::anchor::read(anchor_path)
+            .map_err(|e| StoreError::Io { path: anchor_path.display().to_string(), source: e })?;
+        if let Some((seq, hash)) = anchor {
+            let last = records.last().map_or(0, |r| r.seq);
+            if seq > last {
+                return Ok(AuditVerification::Broken {
+                    seq: last + 1,
+                    id: String::new(),
+                    problem: format!(
+                        "removed: the chain ends at record {last}, but the anchor {} says record {seq} was written",
+                        anchor_path.display()
+                    ),
+                });
+            }
+            if let Some(record) = records.iter().find(|r| r.seq == seq)
+                && record.hash != hash
+            {
+                return Ok(AuditVerification::Broken {
+                    seq,
+                    id: record.id.clone(),
+                    problem: format!("changed: the hash differs from the anchor {}", anchor_path.display()),
+                });
+            }
+        }
+        Ok(verdict)
     }
 
     async fn flush(&self) -> Result<(), StoreError> {

@@ -31,6 +31,8 @@ pub struct Shared {
     pub path: String,
     /// The first failure of a queued event since the last flush.
     pub deferred: Mutex<Option<String>>,
+    /// The audit anchor file, if any (see [`crate::anchor`]).
+    pub anchor: Option<std::path::PathBuf>,
 }
 
 /// One queued write and who waits for its result.
@@ -148,6 +150,7 @@ async fn process(pool: &SqlitePool, shared: &Shared, batch: Vec<Pending>) {
     let works: Vec<&Work> = batch.iter().map(|p| &p.work).collect();
     match apply_batch(&mut conn, &shared.path, &works).await {
         Ok(results) => {
+            advance_anchor(shared, &results);
             for (pending, result) in batch.into_iter().zip(results) {
                 answer(shared, pending.reply, Ok(result));
             }
@@ -162,10 +165,32 @@ async fn process(pool: &SqlitePool, shared: &Shared, batch: Vec<Pending>) {
     }
 }
 
+/// Moves the anchor to the newest audit record of a committed batch. A failure is logged: the
+/// record is committed either way, and `verify_audit` reports an anchor that lags.
+fn advance_anchor(shared: &Shared, results: &[Applied]) {
+    let Some(path) = &shared.anchor else { return };
+    let newest = results
+        .iter()
+        .filter_map(|r| match r {
+            Applied::Audit(record) => Some((record.seq, record.hash.as_str())),
+            Applied::Nothing => None,
+        })
+        .max_by_key(|(seq, _)| *seq);
+    if let Some((seq, hash)) = newest
+        && let Err(error) = crate::anchor::advance(path, seq, hash)
+    {
+        tracing::warn!(anchor = %path.display(), %error, "the audit anchor could not be updated");
+    }
+}
+
 async fn retry_one_by_one(conn: &mut PoolConnection<Sqlite>, shared: &Shared, batch: Vec<Pending>) {
     for pending in batch {
         let result = match apply_batch(conn, &shared.path, &[&pending.work]).await {
-            Ok(mut results) => Ok(results.pop().unwrap_or(Applied::Nothing)),
+            Ok(results) => {
+                advance_anchor(shared, &results);
+                let mut results = results;
+                Ok(results.pop().unwrap_or(Applied::Nothing))
+            }
             Err(BatchError::Transaction(error) | BatchError::Write(error)) => Err(error),
         };
         answer(shared, pending.reply, result);

@@ -1,0 +1,248 @@
+//! The `shell_command` judge (SPEC T4, C1; cases B06, B08): every simple command of a
+//! command line is judged on its own; the strictest part decides and names its rule.
+
+use std::path::{Path, PathBuf};
+
+use steward_protocol::{Decision, DecisionKind, RiskLevel};
+
+use crate::argv_rule::{ArgvRule, CommandView};
+use crate::gate::Policy;
+use crate::paths::{Access, PathError, Workspace};
+use crate::programs::env_is_risky;
+use crate::secrets::is_secret_path;
+use crate::shell::{self, ShellError, SimpleCommand};
+
+/// Longest command shown in a reason, in chars.
+const SHOWN_CHARS: usize = 120;
+/// Redirection targets that are not files.
+const DEVICES: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
+
+/// One part's decision.
+struct Verdict {
+    kind: DecisionKind,
+    rule: String,
+    reason: String,
+}
+
+impl Verdict {
+    /// Replaces the verdict when `kind` is strictly stricter.
+    fn raise(&mut self, kind: DecisionKind, rule: &str, reason: impl FnOnce() -> String) {
+        if kind > self.kind {
+            *self = Verdict { kind, rule: rule.to_string(), reason: reason() };
+        }
+    }
+}
+
+/// The working directory of the next part, relative to the workspace root.
+enum Cwd {
+    Known(PathBuf),
+    /// After `cd` somewhere we cannot follow (home, `-`, outside, computed).
+    Unknown,
+}
+
+impl Policy {
+    /// Judges a shell command line as a `shell_command` call would be (risk 0.8, the `high`
+    /// level), without tool-level checks or run escalations. See
+    /// [`RuleConfig`](crate::RuleConfig) for the rule format and the escalations.
+    ///
+    /// Result: the strictest part's decision and rule (first among equals); `default:shell`
+    /// (*ask*, or *deny* when the configured `default` is deny) for a part no rule covers or
+    /// a line that runs nothing; `unparseable_command` (same decision) when the line cannot
+    /// be parsed. Reasons: the deciding part's first, then other parts that are not allowed.
+    pub fn judge_command(&self, line: &str, workspace: &Workspace) -> Decision {
+        self.judge_line(line, workspace, RiskLevel::High.base_score())
+    }
+
+    /// [`Policy::judge_command`] for an argv executed directly (no shell at the top level).
+    pub fn judge_argv(&self, argv: &[String], workspace: &Workspace) -> Decision {
+        self.judge_parts(shell::split_argv(argv, Some(workspace.root())), workspace, RiskLevel::High.base_score())
+    }
+
+    pub(crate) fn judge_line(&self, line: &str, workspace: &Workspace, risk: f64) -> Decision {
+        self.judge_parts(shell::split_in(line, Some(workspace.root())), workspace, risk)
+    }
+
+    fn judge_parts(&self, parsed: Result<Vec<SimpleCommand>, ShellError>, ws: &Workspace, risk: f64) -> Decision {
+        let floor =
+            if self.configured_default() == Some(DecisionKind::Deny) { DecisionKind::Deny } else { DecisionKind::Ask };
+        let parts = match parsed {
+            Ok(parts) => parts,
+            Err(ShellError::Unparseable(reason)) => {
+                return Decision::new(
+                    floor,
+                    "unparseable_command",
+                    risk,
+                    format!("The command line cannot be judged ({reason}), so it is never allowed on its own."),
+                );
+            }
+        };
+        let mut cwd = Cwd::Known(PathBuf::new());
+        let verdicts: Vec<Verdict> = parts.iter().map(|part| self.judge_part(part, &mut cwd, ws, floor)).collect();
+        let Some(best) = verdicts.iter().enumerate().fold(None, |best: Option<usize>, (i, v)| match best {
+            Some(b) if verdicts[b].kind >= v.kind => Some(b),
+            _ => Some(i),
+        }) else {
+            return Decision::new(
+                floor,
+                "default:shell",
+                risk,
+                "The command line runs no program; shell commands need approval by default.",
+            );
+        };
+        let mut reasons = vec![verdicts[best].reason.clone()];
+        reasons.extend(
+            verdicts
+                .iter()
+                .enumerate()
+                .filter(|(i, v)| *i != best && v.kind != DecisionKind::Allow)
+                .map(|(_, v)| v.reason.clone())
+                .take(4),
+        );
+        Decision { decision: verdicts[best].kind, rule: verdicts[best].rule.clone(), risk, reasons }
+    }
+
+    fn judge_part(&self, cmd: &SimpleCommand, cwd: &mut Cwd, ws: &Workspace, floor: DecisionKind) -> Verdict {
+        let shown = shown(cmd);
+        let mut verdict = match CommandView::new(cmd) {
+            None => Verdict {
+                kind: DecisionKind::Allow,
+                rule: "redirect_only".into(),
+                reason: format!("`{shown}` only redirects."),
+            },
+            Some(view) => match self.strictest_rule(&view) {
+                Some(rule) => Verdict {
+                    kind: rule.decision,
+                    rule: rule.name.clone(),
+                    reason: format!("`{shown}`: policy rule `{}` {} it.", rule.name, verb(rule.decision)),
+                },
+                None => Verdict {
+                    kind: floor,
+                    rule: "default:shell".into(),
+                    reason: format!("No rule covers `{shown}`; shell commands need approval by default."),
+                },
+            },
+        };
+        let args = cmd.argv.iter().zip(&cmd.dynamic).skip(1);
+        if let Some((arg, _)) = args.clone().find(|(_, dynamic)| **dynamic) {
+            verdict.raise(DecisionKind::Ask, "dynamic_argument", || {
+                format!("`{shown}`: `{arg}` is expanded at run time, so what it names cannot be checked.")
+            });
+        }
+        if let Some((name, _)) = cmd.env.iter().find(|(name, value)| env_is_risky(name, value)) {
+            verdict.raise(DecisionKind::Ask, "env_assignment", || {
+                format!("`{shown}` runs with `{name}` set, which can change what runs.")
+            });
+        }
+        for (arg, _) in args.filter(|(_, dynamic)| !**dynamic) {
+            if let Some(path) = path_candidate(arg)
+                && (looks_like_path(path) || matches!(cwd, Cwd::Unknown) || exists_in(path, cwd, ws))
+            {
+                check_path(&mut verdict, path, Access::Read, cwd, ws);
+            }
+        }
+        for input in &cmd.inputs {
+            check_path(&mut verdict, input, Access::Read, cwd, ws);
+        }
+        for output in cmd.redirects.iter().filter(|o| !DEVICES.contains(&o.as_str())) {
+            check_path(&mut verdict, output, Access::Write, cwd, ws);
+            verdict.raise(DecisionKind::Ask, "output_redirect", || {
+                format!("`{shown}` writes to `{output}` through a redirection.")
+            });
+        }
+        if matches!(cmd.program.as_str(), "cd" | "pushd" | "popd") {
+            *cwd = next_cwd(cmd, cwd, ws);
+        }
+        verdict
+    }
+
+    /// The strictest matching `argv` rule, first among equals.
+    fn strictest_rule(&self, view: &CommandView<'_>) -> Option<&ArgvRule> {
+        let mut best: Option<&ArgvRule> = None;
+        for rule in &self.argv_rules {
+            if rule.matches(view) && best.is_none_or(|b| rule.decision > b.decision) {
+                best = Some(rule);
+            }
+        }
+        best
+    }
+}
+
+fn verb(kind: DecisionKind) -> &'static str {
+    match kind {
+        DecisionKind::Allow => "allows",
+        DecisionKind::Ask => "requires approval for",
+        DecisionKind::Deny => "denies",
+    }
+}
+
+/// The command as shown in reasons: quoted argv, at most [`SHOWN_CHARS`] chars.
+fn shown(cmd: &SimpleCommand) -> String {
+    if cmd.argv.is_empty() {
+        return format!("> {}", cmd.redirects.first().or(cmd.inputs.first()).map_or("", String::as_str));
+    }
+    let text = shell_words::join(&cmd.argv);
+    if text.chars().count() <= SHOWN_CHARS {
+        return text;
+    }
+    let mut cut: String = text.chars().take(SHOWN_CHARS).collect();
+    cut.push('…');
+    cut
+}
+
+/// The part of an argument that may be a path: the whole word, or the value of
+/// `--option=value`; other options are not paths.
+fn path_candidate(arg: &str) -> Option<&str> {
+    let value = if arg.starts_with('-') { arg.split_once('=')?.1 } else { arg };
+    (!value.is_empty()).then_some(value)
+}
+
+/// Words that read as paths without looking at the filesystem.
+fn looks_like_path(text: &str) -> bool {
+    text.contains('/') || text.starts_with('.') || text.starts_with('~') || is_secret_path(Path::new(text))
+}
+
+fn exists_in(text: &str, cwd: &Cwd, ws: &Workspace) -> bool {
+    match cwd {
+        Cwd::Known(rel) => std::fs::symlink_metadata(ws.root().join(rel).join(text)).is_ok(),
+        Cwd::Unknown => false,
+    }
+}
+
+/// Checks one path; secret and `deny_path` paths deny, anything else refused asks.
+fn check_path(verdict: &mut Verdict, text: &str, access: Access, cwd: &Cwd, ws: &Workspace) {
+    let given = Path::new(text);
+    let joined = match cwd {
+        _ if given.is_absolute() => text.to_string(),
+        Cwd::Known(rel) => rel.join(given).to_string_lossy().into_owned(),
+        Cwd::Unknown => {
+            verdict.raise(DecisionKind::Ask, "workspace_boundary", || {
+                format!("`{text}` is relative to a working directory outside the workspace or unknown.")
+            });
+            return;
+        }
+    };
+    if let Err(err) = ws.resolve(&joined, access) {
+        let kind = match err {
+            PathError::Secret { .. } | PathError::Denied { .. } => DecisionKind::Deny,
+            _ => DecisionKind::Ask,
+        };
+        verdict.raise(kind, err.rule(), || format!("`{text}`: {err}."));
+    }
+}
+
+/// The working directory after `cd` / `pushd` / `popd`.
+fn next_cwd(cmd: &SimpleCommand, cwd: &Cwd, ws: &Workspace) -> Cwd {
+    let target = cmd.argv.iter().zip(&cmd.dynamic).skip(1).find(|(a, _)| !a.starts_with('-') || a.as_str() == "-");
+    let (Some((target, false)), "cd" | "pushd", Cwd::Known(rel)) = (target, cmd.program.as_str(), cwd) else {
+        return Cwd::Unknown;
+    };
+    if target == "-" {
+        return Cwd::Unknown;
+    }
+    let given = Path::new(target.as_str());
+    let joined = if given.is_absolute() { given.to_path_buf() } else { rel.join(given) };
+    match ws.resolve(&joined.to_string_lossy(), Access::Read) {
+        Ok(path) => Cwd::Known(PathBuf::from(path.rel)),
+        Err(_) => Cwd::Unknown,
+    }
+}

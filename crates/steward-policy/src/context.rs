@@ -1,0 +1,125 @@
+//! Run context (SPEC C1 `context_rules`, `credential_scope`; C2 taint): what the gate knows
+//! about the run rather than the call. Everything here only escalates: content never lowers
+//! a decision and never raises authority.
+
+use globset::{Glob, GlobMatcher};
+use steward_protocol::{Decision, DecisionKind};
+
+use crate::config::PolicyConfig;
+use crate::gate::PolicyError;
+use crate::programs::is_name;
+
+/// Default of `taint_escalation_risk`.
+pub const DEFAULT_TAINT_ESCALATION_RISK: f64 = 0.5;
+
+/// What the gate knows about the run a call belongs to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GateContext {
+    /// The run has read untrusted content (a web page, an e-mail, a PR body, MCP output).
+    pub tainted: bool,
+}
+
+struct ContextRuleC {
+    name: String,
+    tool: GlobMatcher,
+    when_tainted: bool,
+}
+
+/// Compiled `context_rules`, taint threshold and `credential_scope`.
+pub(crate) struct RunRules {
+    rules: Vec<ContextRuleC>,
+    threshold: f64,
+    credentials: Vec<(GlobMatcher, Vec<String>)>,
+}
+
+fn matcher(rule: &str, glob: &str) -> Result<GlobMatcher, PolicyError> {
+    Glob::new(glob).map(|g| g.compile_matcher()).map_err(|e| PolicyError::BadGlob {
+        rule: rule.to_string(),
+        glob: glob.to_string(),
+        message: e.kind().to_string(),
+    })
+}
+
+impl RunRules {
+    /// Errors: [`PolicyError::BadGlob`], [`PolicyError::EmptyRuleName`],
+    /// [`PolicyError::BadSetting`] (threshold outside `[0, 1]`, a credential that is not an
+    /// environment variable name).
+    pub(crate) fn new(config: &PolicyConfig) -> Result<RunRules, PolicyError> {
+        let threshold = config.taint_escalation_risk.unwrap_or(DEFAULT_TAINT_ESCALATION_RISK);
+        if !(0.0..=1.0).contains(&threshold) {
+            return Err(PolicyError::BadSetting {
+                setting: "taint_escalation_risk".into(),
+                message: format!("{threshold} is not in [0, 1]"),
+            });
+        }
+        let mut rules = Vec::new();
+        for rule in &config.context_rules {
+            if rule.name.trim().is_empty() {
+                return Err(PolicyError::EmptyRuleName);
+            }
+            if rule.requires_human_approval {
+                rules.push(ContextRuleC {
+                    name: rule.name.clone(),
+                    tool: matcher(&rule.name, &rule.tool)?,
+                    when_tainted: rule.when_tainted,
+                });
+            }
+        }
+        let mut credentials = Vec::new();
+        for (tool, names) in &config.credential_scope {
+            if let Some(bad) = names.iter().find(|n| !is_name(n)) {
+                return Err(PolicyError::BadSetting {
+                    setting: "credential_scope".into(),
+                    message: format!("`{bad}` (for `{tool}`) is not an environment variable name"),
+                });
+            }
+            credentials.push((matcher("credential_scope", tool)?, names.clone()));
+        }
+        Ok(RunRules { rules, threshold, credentials })
+    }
+
+    /// Escalates an allow to ask when a context rule or the run's taint requires it.
+    pub(crate) fn escalate(&self, decision: Decision, tool: &str, ctx: &GateContext) -> Decision {
+        if decision.decision != DecisionKind::Allow {
+            return decision;
+        }
+        let risk = decision.risk;
+        for rule in &self.rules {
+            if (!rule.when_tainted || ctx.tainted) && rule.tool.is_match(tool) {
+                let why = if rule.when_tainted { " in a run that read untrusted content" } else { "" };
+                return Decision::new(
+                    DecisionKind::Ask,
+                    rule.name.clone(),
+                    risk,
+                    format!("Context rule `{}` requires human approval for `{tool}`{why}.", rule.name),
+                );
+            }
+        }
+        if ctx.tainted && risk >= self.threshold {
+            return Decision::new(
+                DecisionKind::Ask,
+                "taint_escalation",
+                risk,
+                format!(
+                    "This run has read untrusted content (a web page, e-mail, PR body or MCP output), so \
+                     `{tool}` (risk {risk:.2}, threshold {:.2}) needs approval.",
+                    self.threshold
+                ),
+            );
+        }
+        decision
+    }
+
+    /// Sorted, deduplicated environment variable names `tool` may receive.
+    pub(crate) fn credentials_for(&self, tool: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .credentials
+            .iter()
+            .filter(|(glob, _)| glob.is_match(tool))
+            .flat_map(|(_, names)| names.iter().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
