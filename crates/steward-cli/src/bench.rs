@@ -105,6 +105,7 @@ async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> 
         risk: RiskLevel::Safe,
         writes: false,
         path_inputs: Vec::new(),
+        untrusted_output: false,
     })));
     let mut config = Config::default();
     config.limits.max_rounds = args.steps + 1;

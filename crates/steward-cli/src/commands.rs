@@ -97,6 +97,12 @@ pub fn trust(workspace: &Path) -> Result<u8> {
     Ok(0)
 }
 
+/// The tools this configuration offers in `workspace`.
+fn registry(config: &Config, workspace: &Path) -> Result<ToolRegistry> {
+    let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage(e.to_string()))?;
+    ToolRegistry::for_config(config, &ws).map_err(usage)
+}
+
 /// `steward run` arguments.
 #[derive(Args)]
 pub struct RunArgs {
@@ -160,7 +166,7 @@ pub async fn run(args: RunArgs) -> Result<u8> {
     if args.task.trim().is_empty() {
         return Err(usage("the task is empty: say what to do, e.g. steward run \"show the git status\""));
     }
-    let tools = ToolRegistry::builtin();
+    let tools = registry(&config, &workspace)?;
     if let Some(choice) = &args.tool_choice
         && !matches!(choice.as_str(), "auto" | "none" | "required")
         && tools.get(choice).is_none()
@@ -616,7 +622,7 @@ pub fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool) -> Res
     let config = load_config(workspace)?;
     let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage(e.to_string()))?;
     let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
-    let registry = ToolRegistry::builtin();
+    let registry = ToolRegistry::for_config(&config, &ws).map_err(usage)?;
     let call = steward_protocol::ToolCall { id: "check".into(), name: tool.to_string(), arguments };
     let decision = policy.decide(registry.get(tool).map(|t| t.spec()), &call, &ws);
     if json {

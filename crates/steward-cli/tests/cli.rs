@@ -339,3 +339,60 @@ fn audit_verify_notices_records_cut_off_the_end() {
     assert_eq!(code(&bad), 1, "{}", stdout(&bad));
     assert!(stdout(&bad).contains("removed"), "{}", stdout(&bad));
 }
+
+#[test]
+fn shell_command_is_judged_per_simple_command_confined_and_taints_the_run() {
+    let env = Env::new();
+    env.write("note.txt", "old\n");
+    env.write(".env", "TOKEN=sk-proj-SHELLSECRET0123456789abcdef\n");
+    env.user_config(
+        "[shell]\nenabled = true\n\
+         [[policy.rule]]\nname = \"echo-ok\"\ntool = \"shell_command\"\nargv = [\"echo\", \"**\"]\ndecision = \"allow\"\n\
+         [[policy.rule]]\nname = \"touch-ok\"\ntool = \"shell_command\"\nargv = [\"touch\", \"**\"]\ndecision = \"allow\"\n\
+         [[policy.rule]]\nname = \"edits-ok\"\ntool = \"edit\"\ndecision = \"allow\"\n",
+    );
+    let calls = [
+        ("c1", r#"echo hello"#),
+        ("c2", r#"echo hello && rm -rf note.txt"#),
+        ("c3", r#"bash -lc 'cat .env'"#),
+        ("c4", r#"touch made.txt"#),
+    ];
+    let mut scenario_text = String::from("[[round]]\n");
+    for (id, cmd) in calls {
+        scenario_text.push_str(&format!(
+            "[[round.tool_call]]\nid = \"{id}\"\nname = \"shell_command\"\narguments = {{ command = {cmd:?} }}\n"
+        ));
+    }
+    scenario_text.push_str("[[round]]\n[[round.tool_call]]\nid = \"c5\"\nname = \"edit\"\narguments = { path = \"note.txt\", old = \"old\", new = \"new\" }\n");
+    scenario_text.push_str("[[round]]\ntext = \"done\"\n");
+    let path = scenario(&env, &scenario_text);
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "go"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let outcome = |id: &str| -> (String, String) {
+        let e = evs
+            .iter()
+            .rev()
+            .find(|e| {
+                e["call_id"] == id
+                    && ["tool_completed", "tool_denied", "tool_rejected", "tool_failed"]
+                        .contains(&e["event"].as_str().unwrap())
+            })
+            .unwrap_or_else(|| panic!("no outcome for {id}"));
+        (e["event"].as_str().unwrap().to_string(), e.to_string())
+    };
+    let (kind, c1) = outcome("c1");
+    assert_eq!(kind, "tool_completed");
+    assert!(c1.contains("hello") && c1.contains("exit status 0"), "{c1}");
+    assert_eq!(outcome("c2").0, "tool_rejected", "a chained rm must not ride on the echo rule");
+    let (kind, c3) = outcome("c3");
+    assert_eq!(kind, "tool_denied", "{c3}");
+    assert!(!stdout(&out).contains("SHELLSECRET"));
+    let (_, c4) = outcome("c4");
+    assert!(!env.ws().join("made.txt").exists(), "the sandbox let a command write: {c4}");
+    // After shell output the run is tainted: the allowed edit now needs a human.
+    let (kind, c5) = outcome("c5");
+    assert_eq!(kind, "tool_rejected", "{c5}");
+    assert_eq!(env.read("note.txt"), "old\n");
+    assert!(stdout(&out).contains("taint_escalation"), "the escalation is named");
+}

@@ -158,6 +158,16 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         env_allow: req.config.sandbox.env_allow.clone(),
         timeout_ms: limits.tool_timeout_ms,
         snapshots: crate::rollback::Snapshots::new(&rt.snapshots_dir, &run.id),
+        credentials: req
+            .tools
+            .specs()
+            .into_iter()
+            .map(|spec| {
+                let names = policy.credential_scope(&spec.name);
+                (spec.name, names)
+            })
+            .filter(|(_, names)| !names.is_empty())
+            .collect(),
     };
     let ttl_seconds = req.config.policy.approval_timeout_seconds.unwrap_or(30 * 60);
     let grant_ttl_seconds = req.config.policy.token_ttl_seconds.unwrap_or(8 * 3600);
@@ -179,6 +189,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         outputs_dir: &rt.outputs_dir,
         grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),
         write_steps: std::sync::atomic::AtomicU32::new(0),
+        tainted: std::sync::atomic::AtomicBool::new(false),
     };
 
     let specs = req.tools.specs();

@@ -80,6 +80,23 @@ pub struct RawSandbox {
     pub env_allow: Vec<String>,
 }
 
+/// `[shell]`: the `shell_command` tool (SPEC T4). Off by default.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawShell {
+    /// Offer `shell_command` to planners. Its calls ask by default; argv rules may allow or
+    /// deny specific commands.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Workspace folders commands may write (everything else is read-only). With any, every
+    /// call asks, because a command's changes cannot be rolled back.
+    #[serde(default)]
+    pub writable: Vec<String>,
+    /// Let commands reach the network (default: no network).
+    #[serde(default)]
+    pub network: bool,
+}
+
 /// `[trust]`: workspaces whose own `.steward/` configuration is fully trusted. Read only
 /// from the user's configuration directory (`steward trust DIR` writes it).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -107,6 +124,8 @@ pub struct RawConfig {
     pub sandbox: Option<RawSandbox>,
     /// `[trust]` (user configuration only)
     pub trust: Option<RawTrust>,
+    /// `[shell]`
+    pub shell: Option<RawShell>,
 }
 
 /// Resolved limits.
@@ -152,6 +171,8 @@ pub struct Config {
     pub limits: Limits,
     /// Sandbox settings.
     pub sandbox: RawSandbox,
+    /// The `shell_command` tool.
+    pub shell: RawShell,
     /// Instructions from the workspace's `AGENTS.md`, if present (at most 20,000 chars).
     pub instructions: Option<String>,
     /// Files that were read, in order.
@@ -169,7 +190,7 @@ impl Config {
     ///
     /// A workspace's own files come with the repository, so unless the user trusts the
     /// workspace (`[trust] workspaces` in the user's configuration) they may only make things
-    /// stricter: `[providers]`, `[run]`, `[sandbox]` and `[trust]` are ignored, and in
+    /// stricter: `[providers]`, `[run]`, `[sandbox]`, `[shell]` and `[trust]` are ignored, and in
     /// `[policy]` only `blocked_actions`, `deny_path`, `context_rules`,
     /// `max_tool_calls_per_run` and rules that deny or ask are kept — added to the user's, never
     /// replacing them. Everything ignored is listed in [`Config::warnings`].
@@ -248,6 +269,7 @@ impl Config {
             policy: raw.policy.unwrap_or_default(),
             limits,
             sandbox: raw.sandbox.unwrap_or_default(),
+            shell: raw.shell.unwrap_or_default(),
             instructions: None,
             sources: Vec::new(),
             trusted: false,
@@ -292,7 +314,7 @@ fn is_trusted(user: &toml::Table, workspace: &Path) -> bool {
 /// or send data elsewhere; returns the dotted names of what was removed.
 fn restrict_untrusted(table: &mut toml::Table) -> Vec<String> {
     let mut ignored = Vec::new();
-    for key in ["providers", "run", "sandbox", "trust"] {
+    for key in ["providers", "run", "sandbox", "trust", "shell"] {
         if table.remove(key).is_some() {
             ignored.push(key.to_string());
         }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use steward_policy::{Policy, Redactor, Workspace};
+use steward_policy::{GateContext, Policy, Redactor, Workspace};
 use steward_protocol::{
     ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, Decision, DecisionKind, EventKind, ToolCall,
     head_tail_chars,
@@ -39,6 +39,8 @@ pub(crate) struct CallContext<'a> {
     pub outputs_dir: &'a std::path::Path,
     /// Lifetime of remembered grants (`token_ttl_seconds`).
     pub grant_ttl: chrono::Duration,
+    /// Set once the run has seen untrusted content (SPEC C2); never cleared.
+    pub tainted: std::sync::atomic::AtomicBool,
     /// Writing calls that registered a compensation so far (their rollback step numbers).
     pub write_steps: std::sync::atomic::AtomicU32,
 }
@@ -74,7 +76,8 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
 
     // 2. Policy and validation: pure, synchronous, strictest rule wins.
     let tool = cx.tools.get(&call.name);
-    let mut decision = cx.policy.decide(tool.map(|t| t.spec()), call, cx.workspace);
+    let context = GateContext { tainted: cx.tainted.load(std::sync::atomic::Ordering::SeqCst) };
+    let mut decision = cx.policy.decide_in(tool.map(|t| t.spec()), call, cx.workspace, &context);
     // A change that cannot be undone is never made without the owner (SPEC C5).
     if let Some(tool) = tool
         && decision.decision == DecisionKind::Allow
@@ -500,6 +503,9 @@ async fn completed(
             .emit(EventKind::PatchApplied { call_id: call.id.clone(), path: path.clone(), rollback_token })
             .await?;
     }
+    if tool_output_taints(cx, call) {
+        cx.tainted.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
     let shown = cap_output(cx, call, &full);
     cx.events
         .emit(EventKind::ToolCompleted {
@@ -511,6 +517,11 @@ async fn completed(
         })
         .await?;
     Ok(CallResult { content: shown, is_error: false })
+}
+
+/// True when the call's tool returns text from outside the user's control.
+fn tool_output_taints(cx: &CallContext<'_>, call: &ToolCall) -> bool {
+    cx.tools.get(&call.name).is_some_and(|t| t.spec().untrusted_output)
 }
 
 /// Stores the compensation of a completed writing call; returns its rollback token.

@@ -22,6 +22,7 @@ fn context(root: &Path) -> ToolContext {
             &std::env::temp_dir().join("steward-tool-test-snapshots"),
             "run",
         ),
+        credentials: Default::default(),
     }
 }
 

@@ -95,6 +95,17 @@ pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             &[2, 3],
             Some(|caps| caps.get(1).is_some_and(|m| name_looks_secret(m.as_str()))),
         ),
+        // YAML / INI / TOML lines with an unquoted value: `password: Pr0d…`, `aws_secret_access_key = wJal…`,
+        // where the name looks secret and the value looks like a credential (not `token: Token,`).
+        rule(
+            "secret_line",
+            r#"(?m)^[ \t\-]*["']?([A-Za-z_][A-Za-z0-9_.\-]*)["']?[ \t]*(?::|=)[ \t]*([^\s"'#\[{][^\r\n#]*?)[ \t]*(?:#[^\r\n]*)?$"#,
+            &[2],
+            Some(|caps| {
+                caps.get(1).is_some_and(|m| name_looks_secret(m.as_str()))
+                    && caps.get(2).is_some_and(|m| looks_like_token(m.as_str()))
+            }),
+        ),
         // `Bearer <token>` anywhere.
         rule(
             "bearer_token",
@@ -109,5 +120,10 @@ pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule("provider_key", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", &[0], None),
         rule("provider_key", r"\bxox[abprs]-[A-Za-z0-9\-]{10,}", &[0], None),
         rule("provider_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", &[0], None),
+        rule("provider_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", &[0], None),
+        rule("provider_key", r"\bglpat-[A-Za-z0-9_\-]{20,}", &[0], None),
+        rule("provider_key", r"\bhf_[A-Za-z0-9]{30,}", &[0], None),
+        rule("provider_key", r"\bnpm_[A-Za-z0-9]{36}\b", &[0], None),
+        rule("jwt", r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", &[0], None),
     ]
 });

@@ -35,19 +35,45 @@ pub fn is_secret_path(rel: &Path) -> bool {
         }
         let next = names.get(i + 1).map(String::as_str);
         match (name.as_str(), next) {
-            (".aws", Some("credentials")) | (".docker", Some("config.json")) => return true,
+            (".aws", Some("credentials")) | (".docker", Some("config.json")) | (".kube", Some("config")) => {
+                return true;
+            }
             _ => {}
         }
     }
     false
 }
 
-/// One lower-cased path component on its own.
+/// One lower-cased path component on its own. Backup suffixes (`.bak`, `~`, …) are looked
+/// through: `server.pem.bak` is a key too.
 fn is_secret_name(name: &str) -> bool {
-    const EXACT: &[&str] = &[".env", ".git", ".ssh", ".netrc", ".npmrc", ".pypirc", "credentials.json"];
-    const KEY_EXTENSIONS: &[&str] = &[".pem", ".key", ".p12", ".pfx"];
+    const EXACT: &[&str] = &[
+        ".env",
+        ".envrc",
+        ".git",
+        ".ssh",
+        ".netrc",
+        ".npmrc",
+        ".pypirc",
+        ".pgpass",
+        ".my.cnf",
+        ".git-credentials",
+        "credentials.json",
+    ];
+    const KEY_EXTENSIONS: &[&str] = &[".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".tfstate"];
     const SSH_KEY_PREFIXES: &[&str] = &["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
-    if EXACT.contains(&name) || name.starts_with(".env.") {
+    const BACKUP_SUFFIXES: &[&str] = &[".bak", ".backup", ".old", ".orig", ".save", ".swp", "~"];
+    let mut name = name;
+    while let Some(stripped) = BACKUP_SUFFIXES.iter().find_map(|s| name.strip_suffix(s)).filter(|n| !n.is_empty()) {
+        name = stripped;
+    }
+    if EXACT.contains(&name) || name.starts_with(".env.") || name.starts_with(".env-") || name.starts_with(".env_") {
+        return true;
+    }
+    // `prod.env`, `docker.env`: dotenv files named by their use.
+    if name.strip_suffix(".env").is_some_and(|stem| {
+        !stem.is_empty() && stem.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    }) {
         return true;
     }
     if KEY_EXTENSIONS.iter().any(|ext| name.ends_with(ext)) {
@@ -63,6 +89,18 @@ mod tests {
     #[test]
     fn secret_paths_table() {
         let table = [
+            (".envrc", true),
+            (".env-prod", true),
+            ("prod.env", true),
+            (".git-credentials", true),
+            (".pgpass", true),
+            (".kube/config", true),
+            ("infra/terraform.tfstate", true),
+            ("infra/terraform.tfstate.backup", true),
+            ("android/release.jks", true),
+            ("certs/server.pem.bak", true),
+            ("notes~", false),
+            ("environment.rs", false),
             (".env", true),
             ("sub/.env.local", true),
             ("SUB/.ENV.LOCAL", true),

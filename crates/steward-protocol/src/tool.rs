@@ -72,6 +72,10 @@ pub struct ToolSpec {
     /// (workspace boundary, secret paths, ignore rules) before the tool runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path_inputs: Vec<String>,
+    /// True when the tool's output may carry text from outside the user's control (command
+    /// output, web pages, MCP results): once a run has seen it, the run is tainted (SPEC C2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub untrusted_output: bool,
 }
 
 /// A tool call proposed by a planner, with parsed arguments.

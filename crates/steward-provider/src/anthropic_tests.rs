@@ -26,6 +26,7 @@ fn request() -> ChatRequest {
             risk: steward_protocol::RiskLevel::Low,
             writes: false,
             path_inputs: vec![],
+            untrusted_output: false,
         }],
         tool_choice: ToolChoice::Required,
         max_tokens: None,

@@ -15,6 +15,7 @@ fn request(messages: Vec<Message>, tools: &[&str]) -> ChatRequest {
                 risk: steward_protocol::RiskLevel::Low,
                 writes: false,
                 path_inputs: vec![],
+                untrusted_output: false,
             })
             .collect(),
         tool_choice: ToolChoice::Auto,

@@ -26,6 +26,7 @@ fn request(tools: &[&str]) -> ChatRequest {
                 risk: steward_protocol::RiskLevel::Low,
                 writes: false,
                 path_inputs: vec![],
+                untrusted_output: false,
             })
             .collect(),
         tool_choice: ToolChoice::Auto,

@@ -105,6 +105,7 @@ fn request(text: &str) -> ChatRequest {
                 risk: RiskLevel::Low,
                 writes: false,
                 path_inputs: vec![],
+                untrusted_output: false,
             })
             .collect(),
         tool_choice: ToolChoice::Auto,

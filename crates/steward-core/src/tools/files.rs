@@ -66,6 +66,7 @@ pub(super) fn spec(
         risk,
         writes,
         path_inputs: path_inputs.iter().map(|p| p.to_string()).collect(),
+        untrusted_output: false,
     }
 }
 

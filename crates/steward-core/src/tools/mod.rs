@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 pub mod files;
 pub mod git;
 pub mod search;
+pub mod shell;
 
 /// What a tool may use while it runs.
 #[derive(Clone)]
@@ -30,6 +31,9 @@ pub struct ToolContext {
     pub timeout_ms: u64,
     /// Where writing tools keep snapshots for rollback.
     pub snapshots: crate::rollback::Snapshots,
+    /// Environment names each tool may receive beyond the allow-list (the policy's
+    /// `credential_scope`, by tool name; none by default).
+    pub credentials: std::collections::HashMap<String, Vec<String>>,
 }
 
 /// A successful tool result.
@@ -121,6 +125,23 @@ impl ToolRegistry {
             registry.insert(tool);
         }
         registry
+    }
+
+    /// The tools a configuration offers: the built-in ones, plus `shell_command` when
+    /// `[shell] enabled = true` (its writable folders must be inside the workspace).
+    pub fn for_config(config: &crate::config::Config, workspace: &steward_policy::Workspace) -> Result<Self, String> {
+        let mut registry = Self::builtin();
+        if config.shell.enabled {
+            let mut writable = Vec::new();
+            for dir in &config.shell.writable {
+                let resolved = workspace
+                    .resolve(dir, steward_policy::Access::Write)
+                    .map_err(|e| format!("[shell] writable `{dir}`: {e}"))?;
+                writable.push(resolved.abs);
+            }
+            registry.insert(Arc::new(shell::ShellTool::new(writable, config.shell.network)));
+        }
+        Ok(registry)
     }
 
     /// Adds or replaces a tool.

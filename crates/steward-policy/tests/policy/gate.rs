@@ -17,6 +17,7 @@ fn spec(name: &str, risk: RiskLevel, writes: bool) -> ToolSpec {
         risk,
         writes,
         path_inputs: vec!["path".into()],
+        untrusted_output: false,
     }
 }
 

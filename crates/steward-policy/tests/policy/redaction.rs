@@ -97,6 +97,14 @@ fn pattern_table() {
             "key:\n[REDACTED]\ndone",
         ),
         ("cut: -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk", "cut: [REDACTED]"),
+        ("password: Pr0dDbPassw0rd!", "password: [REDACTED]"),
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key = [REDACTED]"),
+        ("  client_secret: GOCSPX-abcdefghijklmnop1234", "  client_secret: [REDACTED]"),
+        ("secret_key = django-insecure-abcdefghijklmnopqrst # dev", "secret_key = [REDACTED] # dev"),
+        ("  api_key: 9f8e7d6c5b4a39281706", "  api_key: [REDACTED]"),
+        ("charge with sk_live_abcdefghijklmnop1234", "charge with [REDACTED]"),
+        ("jwt eyJhbGciOiJIUzI1NiJ9x.eyJzdWIiOiIxMjM0In0x.abcdefghijklmnop", "jwt [REDACTED]"),
+        ("gitlab glpat-abcdefghij0123456789", "gitlab [REDACTED]"),
     ];
     for (input, expected) in table {
         assert_eq!(r.redact(input), expected, "{input}");
@@ -123,6 +131,9 @@ fn ordinary_text_is_unchanged() {
         "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----",
         "git log --oneline | head",
         "MY_FLAG=1 PATH=/usr/bin",
+        "    token: Token,",
+        "password: hunter2",
+        "secret_name: db",
     ];
     for text in texts {
         assert_eq!(r.redact(text), text);

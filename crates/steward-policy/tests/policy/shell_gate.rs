@@ -263,6 +263,7 @@ fn shell_spec() -> ToolSpec {
         risk: RiskLevel::High,
         writes: true,
         path_inputs: vec![],
+        untrusted_output: false,
     }
 }
 
@@ -327,6 +328,7 @@ when_tainted = true
         risk,
         writes,
         path_inputs: vec![],
+        untrusted_output: false,
     };
     let edit = spec("edit", RiskLevel::Medium, true);
     let read = spec("read", RiskLevel::Low, false);

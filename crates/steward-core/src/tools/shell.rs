@@ -1,0 +1,105 @@
+//! `shell_command` (SPEC T4): runs one command line with `bash --noprofile --norc -c` in the
+//! sandbox. Off by default (`[shell] enabled = true` turns it on).
+//!
+//! The gate judges the line before it runs: it is split into its simple commands and each
+//! is matched against the argv rules of the policy (unparseable lines never run without a
+//! human). The command runs with the workspace as working directory, a scrubbed environment
+//! (plus the tool's `credential_scope`), no network unless `[shell] network = true`, and a
+//! filesystem that is read-only except the `[shell] writable` folders. With no writable folder
+//! a command cannot change anything, so nothing needs undoing; with writable folders its
+//! changes cannot be rolled back, so every call asks (SPEC C5).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use steward_protocol::{ErrorClass, RiskLevel, ToolSpec};
+use steward_sandbox::ExecRequest;
+
+use super::files::{opt_u64, spec, str_arg};
+use super::{Tool, ToolContext, ToolError, ToolOutput};
+
+/// Most bytes of output kept per stream (the orchestrator caps what the model sees further).
+const MAX_SHELL_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+
+/// The `shell_command` tool.
+pub struct ShellTool {
+    spec: ToolSpec,
+    writable: Vec<PathBuf>,
+    network: bool,
+}
+
+impl ShellTool {
+    /// A shell tool that may write only below `writable` (absolute, inside the workspace) and
+    /// reach the network only when `network` is true.
+    pub fn new(writable: Vec<PathBuf>, network: bool) -> Self {
+        let mut spec = spec(
+            "shell_command",
+            "Run one shell command line in the workspace (bash, no login files). Prefer the file and git tools; use this for builds, tests and linters. Output and the exit status are returned.",
+            json!({
+                "command": {"type": "string", "description": "The command line, e.g. `cargo test -p core`."},
+                "timeout_ms": {"type": ["integer", "null"], "minimum": 1, "description": "Time limit in ms (at most the configured per-call timeout)."}
+            }),
+            &["command"],
+            RiskLevel::High,
+            !writable.is_empty(),
+            &[],
+        );
+        spec.untrusted_output = true;
+        ShellTool { spec, writable, network }
+    }
+}
+
+#[async_trait]
+impl Tool for ShellTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let command = str_arg(args, "command")?;
+        let timeout_ms = opt_u64(args, "timeout_ms")?.unwrap_or(ctx.timeout_ms).clamp(1, ctx.timeout_ms);
+        let mut env_allow = ctx.env_allow.clone();
+        env_allow.extend(ctx.credentials.get(&self.spec.name).cloned().unwrap_or_default());
+        let argv = ["bash", "--noprofile", "--norc", "-c", command].map(String::from).to_vec();
+        let request = ExecRequest {
+            env_allow,
+            timeout: Duration::from_millis(timeout_ms),
+            network: self.network,
+            max_output_bytes: MAX_SHELL_OUTPUT_BYTES,
+            writable: self.writable.clone(),
+            ..ExecRequest::new(argv, ctx.workspace.root().to_path_buf())
+        };
+        let output = steward_sandbox::run(request, ctx.cancel.clone()).await.map_err(|e| match e {
+            steward_sandbox::SandboxError::Cancelled => ToolError {
+                class: ErrorClass::Cancelled,
+                message: "cancelled; the command was killed".into(),
+                rule: None,
+            },
+            other => ToolError::failed(format!("the command was not run: {other}")),
+        })?;
+        if output.timed_out {
+            return Err(ToolError {
+                class: ErrorClass::Timeout,
+                message: format!("the command did not finish within {timeout_ms} ms and was killed"),
+                rule: None,
+            });
+        }
+        let status = match (output.exit_code, output.signal) {
+            (Some(code), _) => format!("exit status {code}"),
+            (None, Some(signal)) => format!("killed by signal {signal}"),
+            (None, None) => "no exit status".to_string(),
+        };
+        let mut content = format!("[{status}]\n");
+        content.push_str(&String::from_utf8_lossy(&output.stdout));
+        if !output.stderr.is_empty() {
+            content.push_str("\n[stderr]\n");
+            content.push_str(&String::from_utf8_lossy(&output.stderr));
+        }
+        if output.truncated {
+            content.push_str(&format!("\n[output cut at {MAX_SHELL_OUTPUT_BYTES} bytes per stream]"));
+        }
+        Ok(ToolOutput { content, sandbox: output.profile, ..Default::default() })
+    }
+}
