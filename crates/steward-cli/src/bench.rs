@@ -35,6 +35,9 @@ pub struct BenchArgs {
     /// Concurrent runs in the group-commit measurement.
     #[arg(long, default_value_t = 8)]
     concurrency: u32,
+    /// Audit records written in the batched append measurement.
+    #[arg(long, default_value_t = 50_000)]
+    audit_records: u32,
 }
 
 struct NoopRead(ToolSpec);
@@ -80,7 +83,96 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         let cpu = cpu_time().saturating_sub(cpu_before);
         print_line(label, concurrency, &steps, elapsed, cpu);
     }
+    bench_policy()?;
+    bench_audit(args.audit_records).await?;
     Ok(0)
+}
+
+/// Policy decisions per second for an allowed `read` with a path to resolve (the common case).
+fn bench_policy() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    std::fs::create_dir_all(dir.path().join("src"))?;
+    std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n")?;
+    let workspace = steward_policy::Workspace::open(dir.path(), &[])?;
+    let policy = steward_policy::Policy::new(&steward_policy::PolicyConfig::default())?;
+    let tools = ToolRegistry::builtin();
+    let spec = tools.get("read").map(|t| t.spec().clone());
+    let call =
+        steward_protocol::ToolCall { id: "c".into(), name: "read".into(), arguments: json!({"path": "src/main.rs"}) };
+    let n = 20_000;
+    let started = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(policy.decide(spec.as_ref(), &call, &workspace));
+    }
+    let per = started.elapsed() / n;
+    println!(
+        "policy decision (read, schema check, path canonicalised): {:.1} µs each, {:.0}/s",
+        per.as_secs_f64() * 1e6,
+        1.0 / per.as_secs_f64()
+    );
+    let shell = steward_protocol::ToolCall {
+        id: "s".into(),
+        name: "shell_command".into(),
+        arguments: json!({"command": "cd src && git -C . diff HEAD~1 -- main.rs | head -n 20"}),
+    };
+    let started = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(policy.judge_command(shell.arguments["command"].as_str().unwrap_or(""), &workspace));
+    }
+    let per = started.elapsed() / n;
+    println!("shell command line judged (split into 3 simple commands): {:.1} µs each", per.as_secs_f64() * 1e6);
+    Ok(())
+}
+
+/// Durable audit appends in batches, and chain verification, in records per second.
+async fn bench_audit(records: u32) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let store = SqliteStore::open(&dir.path().join("audit.db"), StoreOptions::default()).await?;
+    let entry = |i: u32| steward_protocol::AuditEntry {
+        agent: "steward".into(),
+        run_id: "run_bench".into(),
+        call_id: format!("c{i}"),
+        action: "read".into(),
+        input: json!({"path": "src/main.rs"}),
+        policy: "default:low".into(),
+        risk: 0.2,
+        outcome: steward_protocol::AuditOutcome::Completed,
+        latency_ms: 1,
+        sandbox: String::new(),
+        approval_id: String::new(),
+        rollback_token: String::new(),
+        detail: String::new(),
+    };
+    // One at a time: every record waits for its own forced commit.
+    let single = 200.min(records);
+    let started = Instant::now();
+    for i in 0..single {
+        store.append_audit(entry(i)).await?;
+    }
+    let rate = f64::from(single) / started.elapsed().as_secs_f64();
+    println!("audit append, durable, one record per commit: {rate:.0} records/s");
+    // Batches of 100 queued records sharing one forced commit.
+    let started = Instant::now();
+    for i in 0..records {
+        store.queue_audit(entry(i)).await?;
+        if i % 100 == 99 {
+            store.flush().await?;
+        }
+    }
+    store.flush().await?;
+    let rate = f64::from(records) / started.elapsed().as_secs_f64();
+    println!("audit append, durable, batches of 100 (group commit): {rate:.0} records/s");
+    let started = Instant::now();
+    let verdict = store.verify_audit().await?;
+    let total = match verdict {
+        steward_store::AuditVerification::Valid { records } => records,
+        steward_store::AuditVerification::Broken { seq, problem, .. } => {
+            anyhow::bail!("chain broken at {seq}: {problem}")
+        }
+    };
+    let rate = total as f64 / started.elapsed().as_secs_f64();
+    println!("audit verify (read, decode and re-hash {total} records): {rate:.0} records/s");
+    Ok(())
 }
 
 async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> Result<(Vec<Duration>, Duration)> {

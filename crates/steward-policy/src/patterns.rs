@@ -96,10 +96,11 @@ pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             Some(|caps| caps.get(1).is_some_and(|m| name_looks_secret(m.as_str()))),
         ),
         // YAML / INI / TOML lines with an unquoted value: `password: Pr0d…`, `aws_secret_access_key = wJal…`,
-        // where the name looks secret and the value looks like a credential (not `token: Token,`).
+        // also behind a prefix such as a search result's `file:line:`; the name must look secret and
+        // the value like a credential (not `token: Token,`).
         rule(
             "secret_line",
-            r#"(?m)^[ \t\-]*["']?([A-Za-z_][A-Za-z0-9_.\-]*)["']?[ \t]*(?::|=)[ \t]*([^\s"'#\[{][^\r\n#]*?)[ \t]*(?:#[^\r\n]*)?$"#,
+            r#"(?m)(?:^|[\s,;({])[\-]?[ \t]*["']?([A-Za-z_][A-Za-z0-9_.\-]*)["']?[ \t]*(?::|=)[ \t]*([^\s"'#\[{(;,][^\s"'();,]*)[ \t]*(?:#[^\r\n]*)?$"#,
             &[2],
             Some(|caps| {
                 caps.get(1).is_some_and(|m| name_looks_secret(m.as_str()))

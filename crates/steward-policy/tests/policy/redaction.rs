@@ -105,6 +105,7 @@ fn pattern_table() {
         ("charge with sk_live_abcdefghijklmnop1234", "charge with [REDACTED]"),
         ("jwt eyJhbGciOiJIUzI1NiJ9x.eyJzdWIiOiIxMjM0In0x.abcdefghijklmnop", "jwt [REDACTED]"),
         ("gitlab glpat-abcdefghij0123456789", "gitlab [REDACTED]"),
+        ("config.yml:2:   password: Pr0dDbPassw0rd!", "config.yml:2:   password: [REDACTED]"),
     ];
     for (input, expected) in table {
         assert_eq!(r.redact(input), expected, "{input}");
