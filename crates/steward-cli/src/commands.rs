@@ -613,7 +613,7 @@ pub async fn audit_export(since: Option<&str>, output: Option<&Path>) -> Result<
 }
 
 /// `steward policy check`.
-pub fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool) -> Result<u8> {
+pub fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, tainted: bool) -> Result<u8> {
     let arguments: serde_json::Value =
         serde_json::from_str(args).map_err(|e| usage(format!("--args is not JSON: {e}")))?;
     if !arguments.is_object() {
@@ -624,7 +624,8 @@ pub fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool) -> Res
     let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
     let registry = ToolRegistry::for_config(&config, &ws).map_err(usage)?;
     let call = steward_protocol::ToolCall { id: "check".into(), name: tool.to_string(), arguments };
-    let decision = policy.decide(registry.get(tool).map(|t| t.spec()), &call, &ws);
+    let context = steward_policy::GateContext { tainted };
+    let decision = policy.decide_in(registry.get(tool).map(|t| t.spec()), &call, &ws, &context);
     if json {
         println!("{}", serde_json::to_string(&decision)?);
     } else {

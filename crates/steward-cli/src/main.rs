@@ -156,6 +156,9 @@ enum PolicyCommand {
         /// One JSON object with decision, rule, risk and reasons.
         #[arg(long)]
         json: bool,
+        /// Judge it as in a run that has read untrusted content.
+        #[arg(long)]
+        tainted: bool,
     },
 }
 
@@ -202,8 +205,8 @@ fn main() -> ExitCode {
                 commands::grants_list(all, json).await
             }
             Command::Approvals { command: ApprovalsCommand::Revoke { id } } => commands::grants_revoke(&id).await,
-            Command::Policy { command: PolicyCommand::Check { tool, args, workspace, json } } => {
-                commands::policy_check(&tool, &args, &workspace, json)
+            Command::Policy { command: PolicyCommand::Check { tool, args, workspace, json, tainted } } => {
+                commands::policy_check(&tool, &args, &workspace, json, tainted)
             }
             Command::Config { command: ConfigCommand::Show { workspace } } => commands::config_show(&workspace),
             Command::Trust { workspace } => commands::trust(&workspace),

@@ -158,6 +158,13 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         env_allow: req.config.sandbox.env_allow.clone(),
         timeout_ms: limits.tool_timeout_ms,
         snapshots: crate::rollback::Snapshots::new(&rt.snapshots_dir, &run.id),
+        accept_weaker: req
+            .config
+            .sandbox
+            .accept_weaker
+            .iter()
+            .filter_map(|n| steward_sandbox::Protection::parse(n))
+            .collect(),
         credentials: req
             .tools
             .specs()

@@ -78,6 +78,11 @@ pub struct RawSandbox {
     /// Extra environment variable names subprocesses may receive.
     #[serde(default)]
     pub env_allow: Vec<String>,
+    /// Protections this machine may run without (`env_scrub`, `network_deny`, `fs_confine`,
+    /// `rlimits`, `timeout`). Empty by default: a tool whose protection cannot be enforced is
+    /// refused rather than run weaker.
+    #[serde(default)]
+    pub accept_weaker: Vec<String>,
 }
 
 /// `[shell]`: the `shell_command` tool (SPEC T4). Off by default.
@@ -95,6 +100,9 @@ pub struct RawShell {
     /// Let commands reach the network (default: no network).
     #[serde(default)]
     pub network: bool,
+    /// Address-space limit per command in MiB (default: none; compilers and Node need much).
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
 }
 
 /// `[trust]`: workspaces whose own `.steward/` configuration is fully trusted. Read only
@@ -262,6 +270,15 @@ impl Config {
         };
         if let Err((_, message)) = check_limits(&l) {
             return Err(ConfigError::Resolve(message));
+        }
+        if let Some(bad) = raw
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.accept_weaker.iter().find(|name| steward_sandbox::Protection::parse(name).is_none()))
+        {
+            return Err(ConfigError::Resolve(format!(
+                "sandbox.accept_weaker: `{bad}` is not a protection (env_scrub, network_deny, fs_confine, rlimits, timeout)"
+            )));
         }
         Ok(Config {
             run: raw.run.unwrap_or_default(),

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 enum Owner {
     Approves,
     ApprovesForTheRun,
+    ApprovesForTheWorkspace,
     Rejects,
     ApprovesAsSomeoneElse,
     ForgesToken,
@@ -34,6 +35,7 @@ impl Approver for Owner {
         match self {
             Owner::Approves => approve(token.into(), me, ApprovalScope::Once),
             Owner::ApprovesForTheRun => approve(token.into(), me, ApprovalScope::Run),
+            Owner::ApprovesForTheWorkspace => approve(token.into(), me, ApprovalScope::Workspace),
             Owner::Rejects => ApprovalAnswer::Reject { reason: "not today".into(), decided_by: me },
             Owner::ApprovesAsSomeoneElse => approve(token.into(), "local:mallory".into(), ApprovalScope::Once),
             Owner::ForgesToken => approve("00".repeat(32), me, ApprovalScope::Once),
@@ -379,4 +381,44 @@ async fn rollback_records_undo_the_runs_changes() {
     let ws = steward_policy::Workspace::open(&h.ws, &[]).unwrap();
     steward_core::rollback::undo(&compensation, &ws).unwrap();
     assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "old\n");
+}
+
+#[tokio::test]
+async fn a_workspace_grant_covers_later_runs_until_it_is_revoked() {
+    let h = harness().await;
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let (_, events) = run(&h, planner, Owner::ApprovesForTheWorkspace, Config::default()).await;
+    assert!(events.names().contains(&"tool_approval_required"));
+    assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "new\n");
+
+    // A later run in the same workspace: allowed by the grant, nobody is asked.
+    std::fs::write(h.ws.join("note.txt"), "old\n").unwrap();
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let (_, events) = run(&h, planner, Owner::Rejects, Config::default()).await;
+    assert!(!events.names().contains(&"tool_approval_required"), "{:?}", events.names());
+    assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "new\n");
+
+    // Revoked: the next run asks again (and this owner says no).
+    let mut grant = h.runtime.store.grants("local:alice").await.unwrap().remove(0);
+    grant.revoked_at = Some(chrono::Utc::now());
+    h.runtime.store.upsert_grant(&grant).await.unwrap();
+    std::fs::write(h.ws.join("note.txt"), "old\n").unwrap();
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let (_, events) = run(&h, planner, Owner::Rejects, Config::default()).await;
+    assert!(events.names().contains(&"tool_approval_required"));
+    assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "old\n");
+}
+
+#[tokio::test]
+async fn an_expired_grant_no_longer_counts() {
+    let h = harness().await;
+    let mut config = Config::default();
+    config.policy.token_ttl_seconds = Some(1);
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    run(&h, planner, Owner::ApprovesForTheWorkspace, config.clone()).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    std::fs::write(h.ws.join("note.txt"), "old\n").unwrap();
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let (_, events) = run(&h, planner, Owner::Rejects, config).await;
+    assert!(events.names().contains(&"tool_approval_required"));
 }

@@ -59,6 +59,11 @@ impl Protection {
         Protection::Timeout,
     ];
 
+    /// Parses a name from [`Protection::as_str`]; `None` for anything else.
+    pub fn parse(name: &str) -> Option<Protection> {
+        Protection::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
     /// Stable snake_case name: `env_scrub`, `network_deny`, `fs_confine`, `rlimits`, `timeout`.
     pub fn as_str(self) -> &'static str {
         match self {

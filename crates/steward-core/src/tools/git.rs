@@ -297,6 +297,7 @@ async fn repository_guard(ctx: &ToolContext) -> Result<Vec<(String, String)>, To
         network: false,
         max_output_bytes: 256 * 1024,
         memory_bytes: None,
+        accept_weaker: ctx.accept_weaker.clone(),
         ..ExecRequest::new(argv, root.to_path_buf())
     };
     let output = steward_sandbox::run(request, ctx.cancel.clone()).await.map_err(sandbox_error)?;
@@ -324,6 +325,7 @@ async fn run_git(ctx: &ToolContext, argv: Vec<String>) -> Result<ToolOutput, Too
         network: false,
         max_output_bytes: MAX_GIT_OUTPUT_BYTES,
         memory_bytes: None,
+        accept_weaker: ctx.accept_weaker.clone(),
         ..ExecRequest::new(argv, ctx.workspace.root().to_path_buf())
     };
     let output = steward_sandbox::run(request, ctx.cancel.clone()).await.map_err(sandbox_error)?;

@@ -31,6 +31,8 @@ pub struct ToolContext {
     pub timeout_ms: u64,
     /// Where writing tools keep snapshots for rollback.
     pub snapshots: crate::rollback::Snapshots,
+    /// Sandbox protections the configuration accepts running without (`[sandbox] accept_weaker`).
+    pub accept_weaker: Vec<steward_sandbox::Protection>,
     /// Environment names each tool may receive beyond the allow-list (the policy's
     /// `credential_scope`, by tool name; none by default).
     pub credentials: std::collections::HashMap<String, Vec<String>>,
@@ -139,7 +141,8 @@ impl ToolRegistry {
                     .map_err(|e| format!("[shell] writable `{dir}`: {e}"))?;
                 writable.push(resolved.abs);
             }
-            registry.insert(Arc::new(shell::ShellTool::new(writable, config.shell.network)));
+            let memory = config.shell.memory_mb.map(|mb| mb.saturating_mul(1024 * 1024));
+            registry.insert(Arc::new(shell::ShellTool::new(writable, config.shell.network, memory)));
         }
         Ok(registry)
     }

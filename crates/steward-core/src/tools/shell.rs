@@ -28,12 +28,14 @@ pub struct ShellTool {
     spec: ToolSpec,
     writable: Vec<PathBuf>,
     network: bool,
+    memory_bytes: Option<u64>,
 }
 
 impl ShellTool {
-    /// A shell tool that may write only below `writable` (absolute, inside the workspace) and
-    /// reach the network only when `network` is true.
-    pub fn new(writable: Vec<PathBuf>, network: bool) -> Self {
+    /// A shell tool that may write only below `writable` (absolute, inside the workspace),
+    /// reach the network only when `network` is true, and use at most `memory_bytes` of address
+    /// space (`None`: no limit).
+    pub fn new(writable: Vec<PathBuf>, network: bool, memory_bytes: Option<u64>) -> Self {
         let mut spec = spec(
             "shell_command",
             "Run one shell command line in the workspace (bash, no login files). Prefer the file and git tools; use this for builds, tests and linters. Output and the exit status are returned.",
@@ -47,7 +49,7 @@ impl ShellTool {
             &[],
         );
         spec.untrusted_output = true;
-        ShellTool { spec, writable, network }
+        ShellTool { spec, writable, network, memory_bytes }
     }
 }
 
@@ -69,6 +71,8 @@ impl Tool for ShellTool {
             network: self.network,
             max_output_bytes: MAX_SHELL_OUTPUT_BYTES,
             writable: self.writable.clone(),
+            memory_bytes: self.memory_bytes,
+            accept_weaker: ctx.accept_weaker.clone(),
             ..ExecRequest::new(argv, ctx.workspace.root().to_path_buf())
         };
         let output = steward_sandbox::run(request, ctx.cancel.clone()).await.map_err(|e| match e {
