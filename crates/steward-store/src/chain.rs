@@ -34,30 +34,50 @@ pub fn timestamp_text(at: &Timestamp) -> String {
 pub fn audit_hash(prev_hash: &str, record_without_hash: &AuditRecord) -> String {
     let r = record_without_hash;
     let e = &r.entry;
-    let fields = [
-        Value::from(r.seq),
-        Value::from(r.id.as_str()),
-        Value::from(timestamp_text(&r.at)),
-        Value::from(e.agent.as_str()),
-        Value::from(e.run_id.as_str()),
-        Value::from(e.call_id.as_str()),
-        Value::from(e.action.as_str()),
-        e.input.clone(),
-        Value::from(e.policy.as_str()),
-        serde_json::Number::from_f64(e.risk).map_or(Value::Null, Value::Number),
-        Value::from(e.outcome.as_str()),
-        Value::from(e.latency_ms),
-        Value::from(e.sandbox.as_str()),
-        Value::from(e.approval_id.as_str()),
-        Value::from(e.rollback_token.as_str()),
-        Value::from(e.detail.as_str()),
-    ];
-    let mut canonical = String::with_capacity(256);
-    write_canonical(&Value::Array(fields.to_vec()), &mut canonical);
+    // The canonical array is written field by field straight into the buffer that is hashed;
+    // the bytes are exactly those of `write_canonical` over the array of the fields.
+    let mut buf: Vec<u8> = Vec::with_capacity(512);
+    buf.push(b'[');
+    push_number(&mut buf, r.seq);
+    for text in [r.id.as_str(), &timestamp_text(&r.at), &e.agent, &e.run_id, &e.call_id, &e.action] {
+        buf.push(b',');
+        push_string(&mut buf, text);
+    }
+    buf.push(b',');
+    let mut input = String::new();
+    write_canonical(&e.input, &mut input);
+    buf.extend_from_slice(input.as_bytes());
+    buf.push(b',');
+    push_string(&mut buf, &e.policy);
+    buf.push(b',');
+    match serde_json::Number::from_f64(e.risk) {
+        Some(n) => buf.extend_from_slice(n.to_string().as_bytes()),
+        None => buf.extend_from_slice(b"null"),
+    }
+    buf.push(b',');
+    push_string(&mut buf, e.outcome.as_str());
+    buf.push(b',');
+    push_number(&mut buf, e.latency_ms);
+    for text in [&e.sandbox, &e.approval_id, &e.rollback_token, &e.detail] {
+        buf.push(b',');
+        push_string(&mut buf, text);
+    }
+    buf.push(b']');
     let mut hasher = Sha256::new();
     hasher.update(prev_hash.as_bytes());
-    hasher.update(canonical.as_bytes());
+    hasher.update(&buf);
     hex::encode(hasher.finalize())
+}
+
+/// Appends `text` as a JSON string (serde_json's escaping, as `write_canonical` uses).
+fn push_string(buf: &mut Vec<u8>, text: &str) {
+    // Writing a string into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *buf, text);
+}
+
+fn push_number(buf: &mut Vec<u8>, n: u64) {
+    use std::io::Write;
+    let _ = write!(buf, "{n}");
 }
 
 /// Compact JSON with object keys sorted at every depth, whatever map order serde_json uses.
@@ -144,6 +164,56 @@ mod tests {
     use super::*;
     use serde_json::json;
     use steward_protocol::{AuditEntry, AuditOutcome};
+
+    /// The documented canonical form, built the slow way: `write_canonical` over the JSON array
+    /// of the fields. `audit_hash` must produce exactly these bytes.
+    fn reference_hash(prev_hash: &str, r: &AuditRecord) -> String {
+        let e = &r.entry;
+        let fields = Value::Array(vec![
+            Value::from(r.seq),
+            Value::from(r.id.as_str()),
+            Value::from(timestamp_text(&r.at)),
+            Value::from(e.agent.as_str()),
+            Value::from(e.run_id.as_str()),
+            Value::from(e.call_id.as_str()),
+            Value::from(e.action.as_str()),
+            e.input.clone(),
+            Value::from(e.policy.as_str()),
+            serde_json::Number::from_f64(e.risk).map_or(Value::Null, Value::Number),
+            Value::from(e.outcome.as_str()),
+            Value::from(e.latency_ms),
+            Value::from(e.sandbox.as_str()),
+            Value::from(e.approval_id.as_str()),
+            Value::from(e.rollback_token.as_str()),
+            Value::from(e.detail.as_str()),
+        ]);
+        let mut canonical = String::new();
+        write_canonical(&fields, &mut canonical);
+        let mut hasher = Sha256::new();
+        hasher.update(prev_hash.as_bytes());
+        hasher.update(canonical.as_bytes());
+        hex::encode(hasher.finalize())
+    }
+
+    #[test]
+    fn the_fast_hash_equals_the_documented_canonical_form() {
+        let mut e = entry(7);
+        e.detail = "quote \" backslash \\ newline \n unicode é漢 \u{1}".into();
+        e.input = json!({"z": [1, 2.5, null], "a": {"y": "é", "b": true}});
+        e.risk = 0.35;
+        let r = AuditRecord {
+            seq: 42,
+            id: "aud_1".into(),
+            at: chrono::Utc::now(),
+            entry: e,
+            prev_hash: GENESIS_HASH.into(),
+            hash: String::new(),
+        };
+        assert_eq!(audit_hash(GENESIS_HASH, &r), reference_hash(GENESIS_HASH, &r));
+        let mut nan = r.clone();
+        nan.entry.risk = f64::NAN;
+        assert_eq!(audit_hash("x", &nan), reference_hash("x", &nan));
+    }
 
     fn entry(n: u64) -> AuditEntry {
         AuditEntry {

@@ -242,9 +242,36 @@ async fn apply_batch(
     // write lock held no other connection can append until the commit.
     let mut head: Option<(u64, String)> = None;
     let mut results = Vec::with_capacity(works.len());
-    for work in works {
-        let applied = apply(&mut tx, path, work, &mut head).await.map_err(BatchError::Write)?;
-        results.push(applied);
+    // Consecutive events and consecutive audit records go in one multi-row INSERT each: every
+    // statement is a round trip to SQLite's worker thread.
+    let mut i = 0;
+    while i < works.len() {
+        let same_kind = |w: &&&Work| std::mem::discriminant(**w) == std::mem::discriminant(works[i]);
+        let end = i + works[i..].iter().take_while(same_kind).count();
+        match works[i] {
+            Work::Event(_) => {
+                let events: Vec<&Event> = works[i..end]
+                    .iter()
+                    .filter_map(|w| if let Work::Event(e) = w { Some(&**e) } else { None })
+                    .collect();
+                insert_events(&mut tx, path, &events).await.map_err(BatchError::Write)?;
+                results.extend(events.iter().map(|_| Applied::Nothing));
+            }
+            Work::Audit(_) => {
+                let entries: Vec<&AuditEntry> = works[i..end]
+                    .iter()
+                    .filter_map(|w| if let Work::Audit(e) = w { Some(&**e) } else { None })
+                    .collect();
+                let records = append_audits(&mut tx, path, &entries, &mut head).await.map_err(BatchError::Write)?;
+                results.extend(records.into_iter().map(|r| Applied::Audit(Box::new(r))));
+            }
+            _ => {
+                for work in &works[i..end] {
+                    results.push(apply(&mut tx, path, work, &mut head).await.map_err(BatchError::Write)?);
+                }
+            }
+        }
+        i = end;
     }
     tx.commit().await.map_err(|e| BatchError::Transaction(db(e)))?;
     Ok(results)
@@ -274,21 +301,7 @@ async fn apply(
                 return Err(StoreError::NotFound { path: path.to_string(), what: format!("run {}", run.id) });
             }
         }
-        Work::Event(event) => {
-            let body = serde_json::to_string(event).map_err(|e| StoreError::Invalid {
-                path: path.to_string(),
-                what: format!("event is not serialisable ({e})"),
-            })?;
-            sqlx::query("INSERT INTO events (run_id, seq, at, name, body) VALUES (?, ?, ?, ?, ?)")
-                .bind(&event.run_id)
-                .bind(to_i64(path, "event seq", event.seq)?)
-                .bind(timestamp_text(&event.at))
-                .bind(event.kind.name())
-                .bind(body)
-                .execute(&mut *conn)
-                .await
-                .map_err(db)?;
-        }
+        Work::Event(event) => insert_events(conn, path, &[event]).await?,
         Work::Approval(a) => {
             let sql = format!(
                 "INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
@@ -316,7 +329,13 @@ async fn apply(
                 .await
                 .map_err(db)?;
         }
-        Work::Audit(entry) => return append_audit(conn, path, entry, head).await.map(|r| Applied::Audit(Box::new(r))),
+        Work::Audit(entry) => {
+            let mut records = append_audits(conn, path, &[entry], head).await?;
+            return records.pop().map(|r| Applied::Audit(Box::new(r))).ok_or_else(|| StoreError::Write {
+                path: path.to_string(),
+                message: "the audit write produced no record".into(),
+            });
+        }
         Work::Document(doc) => {
             let (table, key) = doc.table.names();
             let sql = format!(
@@ -337,16 +356,44 @@ async fn apply(
     Ok(Applied::Nothing)
 }
 
-async fn append_audit(
+/// Inserts events in one statement.
+async fn insert_events(conn: &mut SqliteConnection, path: &str, events: &[&Event]) -> Result<(), StoreError> {
+    let mut rows = Vec::with_capacity(events.len());
+    for event in events {
+        let body = serde_json::to_string(event).map_err(|e| StoreError::Invalid {
+            path: path.to_string(),
+            what: format!("event is not serialisable ({e})"),
+        })?;
+        rows.push((
+            event.run_id.clone(),
+            to_i64(path, "event seq", event.seq)?,
+            timestamp_text(&event.at),
+            event.kind.name(),
+            body,
+        ));
+    }
+    let mut insert = sqlx::QueryBuilder::<Sqlite>::new("INSERT INTO events (run_id, seq, at, name, body) ");
+    insert.push_values(rows, |mut row, (run_id, seq, at, name, body)| {
+        row.push_bind(run_id).push_bind(seq).push_bind(at).push_bind(name).push_bind(body);
+    });
+    insert
+        .build()
+        .execute(&mut *conn)
+        .await
+        .map_err(|source| StoreError::Database { path: path.to_string(), source })?;
+    Ok(())
+}
+
+/// Appends audit records to the chain in one statement; `head` is the chain's last
+/// `(seq, hash)`, read inside the transaction the first time it is needed.
+async fn append_audits(
     conn: &mut SqliteConnection,
     path: &str,
-    entry: &AuditEntry,
+    entries: &[&AuditEntry],
     head: &mut Option<(u64, String)>,
-) -> Result<AuditRecord, StoreError> {
+) -> Result<Vec<AuditRecord>, StoreError> {
     let db = |source| StoreError::Database { path: path.to_string(), source };
-    let risk = finite(path, "audit risk", entry.risk)?;
-    let latency_ms = to_i64(path, "audit latency_ms", entry.latency_ms)?;
-    let (last_seq, prev_hash) = match head.take() {
+    let (mut last_seq, mut prev_hash) = match head.take() {
         Some(known) => known,
         None => {
             let last: Option<(i64, String)> = sqlx::query_as("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
@@ -365,41 +412,50 @@ async fn append_audit(
             }
         }
     };
-    let mut record = AuditRecord {
-        seq: last_seq + 1,
-        id: new_id("aud_"),
-        at: Utc::now(),
-        entry: entry.clone(),
-        prev_hash,
-        hash: String::new(),
-    };
-    record.hash = audit_hash(&record.prev_hash, &record);
-    let sql =
-        format!("INSERT INTO audit ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(to_i64(path, "audit seq", record.seq)?)
-        .bind(&record.id)
-        .bind(timestamp_text(&record.at))
-        .bind(&entry.agent)
-        .bind(&entry.run_id)
-        .bind(&entry.call_id)
-        .bind(&entry.action)
-        .bind(entry.input.to_string())
-        .bind(&entry.policy)
-        .bind(risk)
-        .bind(entry.outcome.as_str())
-        .bind(latency_ms)
-        .bind(&entry.sandbox)
-        .bind(&entry.approval_id)
-        .bind(&entry.rollback_token)
-        .bind(&entry.detail)
-        .bind(&record.prev_hash)
-        .bind(&record.hash)
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
-    *head = Some((record.seq, record.hash.clone()));
-    Ok(record)
+    let mut records = Vec::with_capacity(entries.len());
+    let mut checked = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let risk = finite(path, "audit risk", entry.risk)?;
+        let latency_ms = to_i64(path, "audit latency_ms", entry.latency_ms)?;
+        let mut record = AuditRecord {
+            seq: last_seq + 1,
+            id: new_id("aud_"),
+            at: Utc::now(),
+            entry: (*entry).clone(),
+            prev_hash: prev_hash.clone(),
+            hash: String::new(),
+        };
+        record.hash = audit_hash(&record.prev_hash, &record);
+        last_seq = record.seq;
+        prev_hash = record.hash.clone();
+        checked.push((to_i64(path, "audit seq", record.seq)?, risk, latency_ms));
+        records.push(record);
+    }
+    let mut insert = sqlx::QueryBuilder::<Sqlite>::new(format!("INSERT INTO audit ({AUDIT_COLUMNS}) "));
+    insert.push_values(records.iter().zip(&checked), |mut row, (record, (seq, risk, latency_ms))| {
+        let entry = &record.entry;
+        row.push_bind(*seq)
+            .push_bind(record.id.clone())
+            .push_bind(timestamp_text(&record.at))
+            .push_bind(entry.agent.clone())
+            .push_bind(entry.run_id.clone())
+            .push_bind(entry.call_id.clone())
+            .push_bind(entry.action.clone())
+            .push_bind(entry.input.to_string())
+            .push_bind(entry.policy.clone())
+            .push_bind(*risk)
+            .push_bind(entry.outcome.as_str())
+            .push_bind(*latency_ms)
+            .push_bind(entry.sandbox.clone())
+            .push_bind(entry.approval_id.clone())
+            .push_bind(entry.rollback_token.clone())
+            .push_bind(entry.detail.clone())
+            .push_bind(record.prev_hash.clone())
+            .push_bind(record.hash.clone());
+    });
+    insert.build().execute(&mut *conn).await.map_err(db)?;
+    *head = Some((last_seq, prev_hash));
+    Ok(records)
 }
 
 type SqliteQuery<'q> = sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>;
