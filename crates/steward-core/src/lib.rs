@@ -4,9 +4,11 @@
 
 pub mod agent;
 pub mod approval;
+pub mod chains;
 pub mod config;
 pub mod context;
 pub mod events;
+pub mod hooks;
 pub mod interrupt;
 mod orchestrator;
 pub mod planner;
