@@ -200,6 +200,11 @@ fn example_command(rule: &str, example: &ArgvExample) -> Result<SimpleCommand, P
     let error =
         |message: String| PolicyError::Example { rule: rule.to_string(), example: example.to_string(), message };
     let mut parts = parsed.map_err(|e| error(e.to_string()))?;
+    // A login shell wrapped around the example is kept as a part of its own; the example is
+    // the command inside it.
+    if parts.len() > 1 && crate::programs::is_shell(&parts[0].program) {
+        parts.remove(0);
+    }
     if parts.len() != 1 {
         return Err(error(format!("an example must be one simple command, this is {}", parts.len())));
     }

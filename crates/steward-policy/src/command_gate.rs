@@ -122,7 +122,21 @@ impl Policy {
                 },
             },
         };
+        if let Some(reason) = runs_other_code(cmd, ws) {
+            verdict.raise(DecisionKind::Ask, "runs_other_code", || format!("`{shown}`: {reason}"));
+        }
         let args = cmd.argv.iter().zip(&cmd.dynamic).skip(1);
+        if cmd.program == "git" {
+            // `git show HEAD:.env`: the path after a revision's colon is a file too.
+            for (arg, _) in args.clone().filter(|(a, dynamic)| !**dynamic && !a.starts_with('-')) {
+                if let Some((_, path)) = arg.split_once(':')
+                    && !path.is_empty()
+                    && !path.starts_with('/')
+                {
+                    check_path(&mut verdict, path, Access::Read, &Cwd::Known(PathBuf::new()), ws);
+                }
+            }
+        }
         if let Some((arg, _)) = args.clone().find(|(_, dynamic)| **dynamic) {
             verdict.raise(DecisionKind::Ask, "dynamic_argument", || {
                 format!("`{shown}`: `{arg}` is expanded at run time, so what it names cannot be checked.")
@@ -228,6 +242,54 @@ fn check_path(verdict: &mut Verdict, text: &str, access: Access, cwd: &Cwd, ws: 
         };
         verdict.raise(kind, err.rule(), || format!("`{text}`: {err}."));
     }
+}
+
+/// Why a simple command may run code its rule cannot see, if it may: a program given by a
+/// path inside the workspace (a script the repository ships, not the system's `cat`), a login
+/// shell (it re-reads profiles that may export secrets, case B12), or an option that makes
+/// the program run another command (`find -exec`, `git --upload-pack`, `tar --to-command` …).
+/// Such a part never comes out allowed: at least ask.
+fn runs_other_code(cmd: &SimpleCommand, ws: &Workspace) -> Option<String> {
+    let first = cmd.argv.first()?;
+    if first.contains('/') {
+        let inside = !Path::new(first).is_absolute()
+            || std::fs::canonicalize(first).is_ok_and(|p| p.starts_with(ws.root()));
+        if inside {
+            return Some(format!("`{first}` is a program inside the workspace, not the system's `{}`.", cmd.program));
+        }
+    }
+    if crate::programs::is_shell(&cmd.program)
+        && cmd.argv.iter().skip(1).any(|a| a == "--login" || a == "-l" || (a.starts_with('-') && !a.starts_with("--") && a.contains('l')))
+    {
+        return Some("a login shell re-reads profile files, which may export secrets.".into());
+    }
+    const EXEC_OPTIONS: &[(&str, &[&str])] = &[
+        ("find", &["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]),
+        ("git", &["--upload-pack", "--receive-pack", "--exec", "--open-files-in-pager", "-O", "--ext-diff", "--textconv", "-x"]),
+        ("tar", &["--to-command", "--checkpoint-action", "--use-compress-program", "-I", "--info-script", "--new-volume-script", "-F"]),
+        ("rsync", &["-e", "--rsh", "--rsync-path"]),
+        ("zip", &["-TT", "--unzip-command"]),
+        ("less", &["-k"]),
+        ("vim", &["-c", "--cmd"]),
+        ("nvim", &["-c", "--cmd"]),
+    ];
+    const EXEC_SUBCOMMANDS: &[(&str, &[&str])] = &[("git", &["filter-branch", "bisect", "daemon", "submodule", "difftool", "mergetool", "instaweb"])];
+    let args: Vec<&str> = cmd.argv.iter().skip(1).map(String::as_str).collect();
+    for (program, options) in EXEC_OPTIONS {
+        if cmd.program == *program
+            && let Some(arg) = args.iter().find(|a| options.iter().any(|o| **a == *o || a.starts_with(&format!("{o}="))))
+        {
+            return Some(format!("`{arg}` makes `{program}` run another command."));
+        }
+    }
+    for (program, subcommands) in EXEC_SUBCOMMANDS {
+        if cmd.program == *program
+            && let Some(sub) = args.iter().find(|a| subcommands.contains(a))
+        {
+            return Some(format!("`{program} {sub}` runs other commands."));
+        }
+    }
+    None
 }
 
 /// The working directory after `cd` / `pushd` / `popd`.

@@ -5,7 +5,8 @@
 //! use steward_policy::shell;
 //! let parts = shell::split("FOO=1 /bin/rm -rf ./dist && bash -lc 'gh api user'").unwrap();
 //! let programs: Vec<&str> = parts.iter().map(|c| c.program.as_str()).collect();
-//! assert_eq!(programs, ["rm", "gh"]);
+//! // A login shell stays a part of its own: it re-reads profile files before its script.
+//! assert_eq!(programs, ["rm", "bash", "gh"]);
 //! assert_eq!(parts[0].argv, ["/bin/rm", "-rf", "./dist"]);
 //! assert!(shell::split("eval \"$CMD\"").is_err());
 //! ```

@@ -74,6 +74,22 @@ pub(crate) fn normalize(
             if script.dynamic {
                 return Err(unparseable(format!("the `{program} -c` script is computed at run time")));
             }
+            // A login shell re-reads profile files before the script: keep the shell itself as
+            // a part of its own so the gate sees it (case B12).
+            let flags: Vec<String> = rest[1..1 + k].iter().map(|w| w.text.clone()).collect();
+            if flags.iter().any(|f| f == "--login" || (f.starts_with('-') && !f.starts_with("--") && f.contains('l'))) {
+                let mut argv = vec![program.clone()];
+                argv.extend(flags);
+                let dynamic = vec![false; argv.len()];
+                out.push(SimpleCommand {
+                    argv,
+                    program: program.clone(),
+                    redirects: Vec::new(),
+                    inputs: Vec::new(),
+                    dynamic,
+                    env: env.clone(),
+                });
+            }
             for mut cmd in parse_script(&script.text, depth + 1)? {
                 cmd.outputs.extend(outputs.iter().cloned());
                 cmd.inputs.extend(inputs.iter().cloned());

@@ -250,7 +250,11 @@ impl Parser {
                 }
                 if word == "for" {
                     self.pos += len;
-                    return self.for_clause();
+                    if self.for_clause()? {
+                        // `for NAME do BODY`: the body's first command starts here.
+                        continue;
+                    }
+                    return Ok(());
                 }
             }
             let word = self.word()?;
@@ -316,16 +320,30 @@ impl Parser {
         Ok(())
     }
 
-    /// `for NAME [in WORDS]`: the words are data (their substitutions still run).
-    fn for_clause(&mut self) -> Result<(), ShellError> {
+    /// `for NAME [in WORDS]`: the words are data (their substitutions still run). Without
+    /// `in`, only `;`, a newline or `do` may follow the name — `do` and the loop body are left
+    /// for the caller, so the body's commands are judged like any other.
+    /// Returns true when it stopped after a `do` (consumed) that directly follows the name.
+    fn for_clause(&mut self) -> Result<bool, ShellError> {
         self.skip_blanks();
         if self.peek() == Some('(') {
             return Err(unparseable("arithmetic `for ((…))` loops are not supported"));
         }
+        self.word()?;
+        self.skip_blanks();
+        if self.at_word("do") {
+            self.pos += 2;
+            return Ok(true);
+        }
+        if self.at_word("in") {
+            self.pos += 2;
+        } else if !matches!(self.peek(), None | Some(';' | '\n')) {
+            return Err(unparseable("a `for` loop without `in` must be followed by `;`, a newline or `do`"));
+        }
         loop {
             self.skip_blanks();
             match self.peek() {
-                None | Some(';' | '\n') => return Ok(()),
+                None | Some(';' | '\n') => return Ok(false),
                 Some(c) if ends_word(c) => return Err(unparseable(format!("unexpected `{c}` in a for loop"))),
                 Some(_) => {
                     self.word()?;

@@ -28,6 +28,9 @@ fn operators_split_and_quotes_do_not() {
         ("! grep x y", &["grep"]),
         ("echo \"$(rm -rf /)\"", &["rm", "echo"]),
         ("X=$(id) ls", &["id", "ls"]),
+        // `for NAME do …` (no `in`): the body is judged, not swallowed as loop words.
+        ("echo hi; for x do rm -rf x; done", &["echo", "rm"]),
+        ("for x\ndo cat y; done", &["cat"]),
     ];
     for (line, expected) in table {
         assert_eq!(programs(line), *expected, "{line}");
@@ -144,7 +147,8 @@ fn limits_are_enforced() {
 fn split_argv_opens_wrappers_without_shell_parsing() {
     let argv: Vec<String> = ["/bin/zsh", "-lc", "cd src && rm -rf ../dist"].iter().map(|s| s.to_string()).collect();
     let parts = split_argv(&argv, None).unwrap();
-    assert_eq!(parts.iter().map(|c| c.program.as_str()).collect::<Vec<_>>(), ["cd", "rm"]);
+    // The login shell stays a part of its own (it re-reads profiles), then its script's commands.
+    assert_eq!(parts.iter().map(|c| c.program.as_str()).collect::<Vec<_>>(), ["zsh", "cd", "rm"]);
     let argv = vec!["FOO=1".to_string(), "rm".to_string()];
     assert_eq!(split_argv(&argv, None).unwrap()[0].program, "FOO=1");
     assert!(split_argv(&[], None).is_err());

@@ -355,3 +355,62 @@ when_tainted = true
     let bad = "[policy]\ntaint_escalation_risk = 1.5\n";
     assert!(matches!(Policy::new(&config(bad)), Err(PolicyError::BadSetting { .. })));
 }
+
+#[test]
+fn commands_that_run_other_code_never_ride_on_an_allow_rule() {
+    let (dir, ws) = workspace();
+    fs::create_dir_all(dir.path().join("tools")).unwrap();
+    fs::write(dir.path().join("tools/cat"), "#!/bin/sh\nid\n").unwrap();
+    let policy = Policy::new(&config(
+        r#"
+[policy]
+[[policy.rule]]
+name = "readers"
+tool = "shell_command"
+argv = ["cat", "**"]
+decision = "allow"
+[[policy.rule]]
+name = "echo"
+tool = "shell_command"
+argv = ["echo", "**"]
+decision = "allow"
+[[policy.rule]]
+name = "find"
+tool = "shell_command"
+argv = ["find", "**"]
+decision = "allow"
+[[policy.rule]]
+name = "git"
+tool = "shell_command"
+argv = ["git", "**"]
+decision = "allow"
+[[policy.rule]]
+name = "no-rm"
+tool = "shell_command"
+argv = ["rm", "**"]
+decision = "deny"
+"#,
+    ))
+    .unwrap();
+    let table = [
+        ("cat src/lib.rs", Allow),
+        ("./tools/cat src/lib.rs", Ask),
+        ("tools/cat src/lib.rs", Ask),
+        ("bash -lc 'echo hi'", Ask),
+        ("bash -c 'echo hi'", Allow),
+        ("find . -name '*.rs'", Allow),
+        ("find . -maxdepth 0 -exec sh -c id \\;", Ask),
+        ("find . -delete", Ask),
+        ("git ls-remote --upload-pack='sh -c id' .", Ask),
+        ("git grep --open-files-in-pager='id;:' hi", Ask),
+        ("git show HEAD:src/lib.rs", Allow),
+        ("git show HEAD:.env", Deny),
+        ("git cat-file -p HEAD:.env", Deny),
+        ("echo hi; for x do rm -rf x; done", Deny),
+        ("echo hi; bash -c 'for x do sh -c \"cat ../outside; id\"; done' a b", Ask),
+    ];
+    for (line, expected) in table {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!(d.decision, expected, "{line}: {} {:?}", d.rule, d.reasons);
+    }
+}
