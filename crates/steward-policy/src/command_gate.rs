@@ -164,7 +164,11 @@ impl Policy {
             });
         }
         if matches!(cmd.program.as_str(), "cd" | "pushd" | "popd") {
-            *cwd = next_cwd(cmd, cwd, ws);
+            // Only a first `cd` from the workspace root is followed: after `cd a || cd b` or a
+            // `cd` in a subshell, which directory later commands run in depends on what
+            // succeeded, so it is unknown (and relative paths ask).
+            let from_root = matches!(cwd, Cwd::Known(rel) if rel.as_os_str().is_empty());
+            *cwd = if from_root { next_cwd(cmd, cwd, ws) } else { Cwd::Unknown };
         }
         verdict
     }

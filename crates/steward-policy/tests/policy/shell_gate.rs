@@ -375,6 +375,11 @@ tool = "shell_command"
 argv = ["echo", "**"]
 decision = "allow"
 [[policy.rule]]
+name = "cd"
+tool = "shell_command"
+argv = ["cd", "*"]
+decision = "allow"
+[[policy.rule]]
 name = "find"
 tool = "shell_command"
 argv = ["find", "**"]
@@ -407,6 +412,8 @@ decision = "deny"
         ("git show HEAD:.env", Deny),
         ("git cat-file -p HEAD:.env", Deny),
         ("echo hi; for x do rm -rf x; done", Deny),
+        ("cd src || cd nope; cat lib.rs", Ask),
+        ("cd src && cat lib.rs", Allow),
         ("echo hi; bash -c 'for x do sh -c \"cat ../outside; id\"; done' a b", Ask),
     ];
     for (line, expected) in table {
