@@ -23,6 +23,9 @@ pub fn name_looks_secret(name: &str) -> bool {
         "SORTKEY",
         "HOTKEY",
         "IDEMPOTENCY_KEY",
+        "ROLLBACK_TOKEN",
+        "MAX_TOKENS",
+        "NEXT_PAGE_TOKEN",
     ];
     let upper: String = name.trim().chars().map(|c| if c == '-' { '_' } else { c.to_ascii_uppercase() }).collect();
     if upper.is_empty() || upper.len() > 128 {

@@ -125,6 +125,8 @@ pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule("provider_key", r"\bglpat-[A-Za-z0-9_\-]{20,}", &[0], None),
         rule("provider_key", r"\bhf_[A-Za-z0-9]{30,}", &[0], None),
         rule("provider_key", r"\bnpm_[A-Za-z0-9]{36}\b", &[0], None),
+        rule("webhook_url", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}", &[0], None),
+        rule("webhook_url", r"https://discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]{20,}", &[0], None),
         rule("jwt", r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", &[0], None),
     ]
 });
