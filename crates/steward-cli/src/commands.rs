@@ -58,7 +58,7 @@ fn user_config_dir() -> Option<PathBuf> {
         .map(|d| d.join("steward"))
 }
 
-fn load_config(workspace: &Path) -> Result<Config> {
+pub(crate) fn load_config(workspace: &Path) -> Result<Config> {
     let config = Config::load(user_config_dir().as_deref(), workspace).map_err(|e| usage(e.to_string()))?;
     for warning in &config.warnings {
         eprintln!("steward: warning: {warning}");
@@ -98,7 +98,7 @@ pub fn trust(workspace: &Path) -> Result<u8> {
 }
 
 /// The tools this configuration offers in `workspace`.
-fn registry(config: &Config, workspace: &Path) -> Result<ToolRegistry> {
+pub(crate) fn registry(config: &Config, workspace: &Path) -> Result<ToolRegistry> {
     let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage(e.to_string()))?;
     ToolRegistry::for_config(config, &ws).map_err(usage)
 }

@@ -4,6 +4,7 @@
 mod bench;
 mod commands;
 mod home;
+mod tools_cmd;
 mod ui;
 
 use std::path::PathBuf;
@@ -91,6 +92,15 @@ enum Command {
         /// List the run's undoable steps without changing anything.
         #[arg(long)]
         list: bool,
+    },
+    /// List the tools a model would be offered in a workspace (built-in and `[[tool]]` ones).
+    Tools {
+        /// Workspace whose configuration to read.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Print exactly the `tools` array sent to an OpenAI-compatible model.
+        #[arg(long)]
+        json: bool,
     },
     /// Show which sandbox protections this machine enforces, by applying each to a child process.
     Doctor {
@@ -211,6 +221,7 @@ fn main() -> ExitCode {
             Command::Config { command: ConfigCommand::Show { workspace } } => commands::config_show(&workspace),
             Command::Trust { workspace } => commands::trust(&workspace),
             Command::Rollback { run_id, step, list } => commands::rollback(&run_id, step, list).await,
+            Command::Tools { workspace, json } => tools_cmd::tools(&workspace, json),
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Bench(args) => bench::run(args).await,
         }

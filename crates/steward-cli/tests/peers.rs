@@ -155,6 +155,51 @@ fn peer_llama_named_tool_choice_yields_a_real_streamed_call_that_is_gated_and_ru
 }
 
 #[test]
+fn peer_llama_forced_call_invokes_a_user_defined_tool() {
+    let server = LlamaServer::start();
+    let env = Env::new();
+    env.write("tracked.txt", "one\n");
+    env.git_init();
+    env.write("fresh_untracked.txt", "two\n");
+    env.user_config(
+        "[[tool]]\nname = \"short_status\"\ndescription = \"Short git status of the workspace.\"\n\
+         command = [\"git\", \"status\", \"--short\"]\nrisk = \"low\"\n",
+    );
+    let listed = env.steward(&["tools", "--json", "--workspace", env.ws().to_str().unwrap()]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let definitions: serde_json::Value = serde_json::from_str(&stdout(&listed)).unwrap();
+    let ours = definitions.as_array().unwrap().iter().find(|d| d["function"]["name"] == "short_status").unwrap();
+    assert_eq!(
+        ours["function"]["parameters"],
+        serde_json::json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
+    );
+    let url = server.base_url();
+    let out = env.steward(&[
+        "run",
+        "--json",
+        "--base-url",
+        &url,
+        "--model",
+        "stories260k",
+        "--tool-choice",
+        "short_status",
+        "--max-tokens",
+        "200",
+        "What changed?",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    assert_eq!(find(&evs, "tool_requested")["tool"], "short_status");
+    let completed = find(&evs, "tool_completed");
+    assert_eq!(completed["tool"], "short_status");
+    assert!(completed["output"].as_str().unwrap().contains("?? fresh_untracked.txt"), "{completed}");
+    let run_id = evs[0]["run_id"].as_str().unwrap();
+    let outcomes: Vec<String> =
+        audit(&env, run_id).iter().map(|r| r["outcome"].as_str().unwrap().to_string()).collect();
+    assert_eq!(outcomes, ["approved", "completed"]);
+}
+
+#[test]
 fn peer_llama_call_cut_by_max_tokens_is_never_executed_and_the_model_is_told() {
     let server = LlamaServer::start();
     let env = Env::new();

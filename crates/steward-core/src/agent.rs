@@ -14,11 +14,12 @@ use steward_store::{RunRecord, RunStatus, Store, StoreError, new_id};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalKey, Approver};
+use crate::chains::{ChainPlan, ChainState, Chains};
 use crate::config::Config;
 use crate::context::{self, RoundRecord};
 use crate::events::{ChunkRedactor, EventEmitter, EventObserver};
 use crate::interrupt::{Interrupt, Interruptible};
-use crate::orchestrator::{CallAbort, CallContext, handle_call};
+use crate::orchestrator::{CallAbort, CallContext, handle_call, refuse_call};
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// What every run of this process shares.
@@ -111,6 +112,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         Workspace::open(&req.workspace, &req.config.policy.deny_path).map_err(|e| RunError::Config(e.to_string()))?;
     let workspace = Arc::new(workspace);
     let policy = Policy::new(&req.config.policy).map_err(|e| RunError::Config(e.to_string()))?;
+    let chains = Chains::new(&req.config.chains, &req.tools).map_err(RunError::Config)?;
     let limits = req.config.limits.clone();
     let started = Instant::now();
     let interrupt = Interruptible {
@@ -194,12 +196,13 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         interrupt: &interrupt,
         max_output_chars: limits.max_tool_output_chars,
         outputs_dir: &rt.outputs_dir,
+        hooks: &req.config.hooks,
         grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),
         write_steps: std::sync::atomic::AtomicU32::new(0),
         tainted: std::sync::atomic::AtomicBool::new(false),
     };
 
-    let specs = req.tools.specs();
+    let mut chain_state = ChainState::Idle;
     let mut rounds: Vec<RoundRecord> = Vec::new();
     let mut usage = Usage::default();
     let mut planner_calls = 0u32;
@@ -215,6 +218,8 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         }
         planner_calls += 1;
         let round = planner_calls;
+        // In chain mode only the chain's next tool is offered (SPEC T6).
+        let (offered, forced) = chains.offered(chain_state, &req.tools);
         let request = ChatRequest {
             model: req.planner.model.clone(),
             messages: context::assemble(
@@ -223,10 +228,11 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
                 &rounds,
                 limits.max_context_chars,
             ),
-            tools: specs.clone(),
-            tool_choice: match (&req.planner.tool_choice, round) {
-                (choice, 1) => choice.clone(),
-                (ToolChoice::None, _) => ToolChoice::None,
+            tools: offered,
+            tool_choice: match (forced, &req.planner.tool_choice, round) {
+                (Some(next_in_chain), _, _) => next_in_chain,
+                (None, choice, 1) => choice.clone(),
+                (None, ToolChoice::None, _) => ToolChoice::None,
                 _ => ToolChoice::Auto,
             },
             max_tokens: req.planner.max_tokens,
@@ -292,7 +298,22 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
             }
             tool_calls += 1;
             record.calls.push(call.clone());
-            match handle_call(&calls, call).await {
+            let outcome = match chains.plan(chain_state, call, &req.tools) {
+                ChainPlan::Plain => handle_call(&calls, call).await,
+                ChainPlan::Refuse(rule, reason) => refuse_call(&calls, call, rule, &reason).await,
+                ChainPlan::Step { chain, step, call: inner } => {
+                    let outcome = handle_call(&calls, &inner).await;
+                    outcome.map(|mut result| {
+                        let (next, note) = chains.after(chain, step, result.is_error);
+                        chain_state = next;
+                        if let Some(note) = note {
+                            result.content.push_str(&format!("\n{note}"));
+                        }
+                        result
+                    })
+                }
+            };
+            match outcome {
                 Ok(result) => record.results.push((result.content, result.is_error)),
                 Err(CallAbort::Storage(e)) => return Err(e.into()),
                 Err(CallAbort::Interrupted(i)) => {

@@ -4,6 +4,10 @@
 //! 1. `$XDG_CONFIG_HOME/steward/*.toml` (default `~/.config/steward/`), sorted by file name;
 //! 2. the workspace's `.steward/*.toml`, sorted by file name.
 //!
+//! The arrays of tables `[[tool]]`, `[[output_filter]]`, `[[hook]]` and `[[tool_call_chain]]`
+//! accumulate across files instead (a tool name defined twice, in any files, is an error
+//! naming the second file and line).
+//!
 //! Every file shares one schema ([`RawConfig`], unknown keys refused) and is checked on its
 //! own first, so an error names the file and line. The merged tables are then resolved once
 //! into a [`Config`]; the rest of the program never reads TOML.
@@ -134,6 +138,18 @@ pub struct RawConfig {
     pub trust: Option<RawTrust>,
     /// `[shell]`
     pub shell: Option<RawShell>,
+    /// `[[hook]]` (SPEC T9)
+    #[serde(default, rename = "hook")]
+    pub hooks: Vec<crate::hooks::HookConfig>,
+    /// `[[tool_call_chain]]` (SPEC T6)
+    #[serde(default, rename = "tool_call_chain")]
+    pub chains: Vec<crate::chains::ChainConfig>,
+    /// `[[tool]]`: user-defined command tools (SPEC T5; format in [`crate::tools::command`]).
+    #[serde(default, rename = "tool")]
+    pub tools: Vec<crate::tools::command::CommandToolConfig>,
+    /// `[[output_filter]]` (SPEC T8; format in [`crate::tools::filter`]).
+    #[serde(default, rename = "output_filter")]
+    pub output_filters: Vec<crate::tools::filter::OutputFilterConfig>,
 }
 
 /// Resolved limits.
@@ -181,6 +197,14 @@ pub struct Config {
     pub sandbox: RawSandbox,
     /// The `shell_command` tool.
     pub shell: RawShell,
+    /// Hooks, in configuration order.
+    pub hooks: Vec<crate::hooks::HookConfig>,
+    /// Toolchains.
+    pub chains: Vec<crate::chains::ChainConfig>,
+    /// User-defined command tools, in configuration order (names unique across files).
+    pub tools: Vec<crate::tools::command::CommandToolConfig>,
+    /// Output filters, in configuration order.
+    pub output_filters: Vec<crate::tools::filter::OutputFilterConfig>,
     /// Instructions from the workspace's `AGENTS.md`, if present (at most 20,000 chars).
     pub instructions: Option<String>,
     /// Files that were read, in order.
@@ -198,7 +222,8 @@ impl Config {
     ///
     /// A workspace's own files come with the repository, so unless the user trusts the
     /// workspace (`[trust] workspaces` in the user's configuration) they may only make things
-    /// stricter: `[providers]`, `[run]`, `[sandbox]`, `[shell]` and `[trust]` are ignored, and in
+    /// stricter: `[providers]`, `[run]`, `[sandbox]`, `[shell]`, `[trust]`, and the command-running
+    /// `[[tool]]`, `[[hook]]` and `[[tool_call_chain]]` entries are ignored, and in
     /// `[policy]` only `blocked_actions`, `deny_path`, `context_rules`,
     /// `max_tool_calls_per_run` and rules that deny or ask are kept — added to the user's, never
     /// replacing them. Everything ignored is listed in [`Config::warnings`].
@@ -209,15 +234,20 @@ impl Config {
         };
         let workspace_files = toml_files(&workspace.join(".steward"))?;
         let mut merged = toml::Table::new();
+        // Tool names across all files that count: name → (file, line).
+        let mut tool_names = BTreeMap::new();
         for path in &user_files {
-            merge(&mut merged, read_file(path)?);
+            let (table, names) = read_file(path)?;
+            claim_tool_names(&mut tool_names, path, names)?;
+            merge(&mut merged, table);
         }
         let trusted = is_trusted(&merged, workspace);
         let mut warnings = Vec::new();
         for path in &workspace_files {
-            let mut table = read_file(path)?;
+            let (mut table, names) = read_file(path)?;
             if trusted {
                 table.remove("trust");
+                claim_tool_names(&mut tool_names, path, names)?;
                 merge(&mut merged, table);
             } else {
                 for ignored in restrict_untrusted(&mut table) {
@@ -227,7 +257,9 @@ impl Config {
                         workspace.display()
                     ));
                 }
-                merge_stricter(&mut merged, table);
+                for ignored in merge_stricter(&mut merged, table) {
+                    warnings.push(format!("{}: `{ignored}` ignored: the workspace is not trusted", path.display()));
+                }
             }
         }
         let raw: RawConfig = toml::Value::Table(merged)
@@ -243,11 +275,8 @@ impl Config {
                 ));
             }
         }
+        config.instructions = read_instructions(workspace, &mut warnings);
         config.warnings = warnings;
-        let agents = workspace.join("AGENTS.md");
-        if let Ok(text) = std::fs::read_to_string(&agents) {
-            config.instructions = Some(steward_protocol::truncate_chars(&text, 20_000).to_string());
-        }
         Ok(config)
     }
 
@@ -287,6 +316,10 @@ impl Config {
             limits,
             sandbox: raw.sandbox.unwrap_or_default(),
             shell: raw.shell.unwrap_or_default(),
+            hooks: raw.hooks,
+            chains: raw.chains,
+            tools: raw.tools,
+            output_filters: raw.output_filters,
             instructions: None,
             sources: Vec::new(),
             trusted: false,
@@ -310,10 +343,55 @@ fn toml_files(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
     Ok(files)
 }
 
-fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
+/// The workspace's `AGENTS.md` and `.agents/AGENTS.md`, each read through the workspace's
+/// path rules (a link to a file outside the workspace or to a secret file is refused with a
+/// warning), together at most 20,000 characters.
+fn read_instructions(workspace: &Path, warnings: &mut Vec<String>) -> Option<String> {
+    let ws = steward_policy::Workspace::open(workspace, &[]).ok()?;
+    let mut text = String::new();
+    for name in ["AGENTS.md", ".agents/AGENTS.md"] {
+        if std::fs::symlink_metadata(workspace.join(name)).is_err() {
+            continue;
+        }
+        match ws.resolve(name, steward_policy::Access::Read).map(|p| std::fs::read_to_string(p.abs)) {
+            Ok(Ok(body)) => {
+                text.push_str(&body);
+                text.push('\n');
+            }
+            Ok(Err(e)) => warnings.push(format!("{name} is not readable text ({e}); it is not given to the model")),
+            Err(e) => warnings.push(format!("{name} is not given to the model: {e}")),
+        }
+    }
+    (!text.trim().is_empty()).then(|| steward_protocol::truncate_chars(&text, 20_000).to_string())
+}
+
+/// A file's table and the names of its `[[tool]]`s with their lines.
+fn read_file(path: &Path) -> Result<(toml::Table, Vec<(String, usize)>), ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| ConfigError::Io { path: path.to_path_buf(), message: e.to_string() })?;
-    parse_file(path, &text)
+    let table = parse_file(path, &text)?;
+    let names = spans(&text).tool.into_iter().map(|t| (t.name.get_ref().clone(), line_of(&text, t.name.span().start)));
+    Ok((table, names.collect()))
+}
+
+/// Records the `[[tool]]` names of `path`; a name already defined (in any file that counts)
+/// is an error naming this file and line and the first definition.
+fn claim_tool_names(
+    seen: &mut BTreeMap<String, (PathBuf, usize)>,
+    path: &Path,
+    names: Vec<(String, usize)>,
+) -> Result<(), ConfigError> {
+    for (name, line) in names {
+        if let Some((first, first_line)) = seen.get(&name) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                message: format!("duplicate tool name `{name}` (first defined at {}:{first_line})", first.display()),
+            });
+        }
+        seen.insert(name, (path.to_path_buf(), line));
+    }
+    Ok(())
 }
 
 /// True when the user's `[trust] workspaces` lists `workspace` (both canonicalised).
@@ -331,7 +409,8 @@ fn is_trusted(user: &toml::Table, workspace: &Path) -> bool {
 /// or send data elsewhere; returns the dotted names of what was removed.
 fn restrict_untrusted(table: &mut toml::Table) -> Vec<String> {
     let mut ignored = Vec::new();
-    for key in ["providers", "run", "sandbox", "trust", "shell"] {
+    // `tool`, `hook` and `tool_call_chain` would run commands the workspace chose.
+    for key in ["providers", "run", "sandbox", "trust", "shell", "tool", "hook", "tool_call_chain"] {
         if table.remove(key).is_some() {
             ignored.push(key.to_string());
         }
@@ -364,31 +443,68 @@ fn restrict_untrusted(table: &mut toml::Table) -> Vec<String> {
 /// Merges an untrusted workspace table: lists in `[policy]` are appended to the user's
 /// (a workspace cannot drop a user's blocked action or deny rule); anything else merges as
 /// usual (only the stricter keys are left in it).
-fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) {
-    if let (Some(toml::Value::Table(base_policy)), Some(toml::Value::Table(over_policy))) =
-        (base.get_mut("policy"), over.get_mut("policy"))
-    {
-        for key in ["blocked_actions", "deny_path", "context_rules", "rule"] {
-            if let Some(toml::Value::Array(theirs)) = over_policy.remove(key) {
-                match base_policy.get_mut(key) {
-                    Some(toml::Value::Array(mine)) => mine.extend(theirs),
-                    _ => {
-                        base_policy.insert(key.to_string(), toml::Value::Array(theirs));
+fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> Vec<String> {
+    let mut ignored = Vec::new();
+    // Limits may only come down: a workspace must not give a run more time or rounds.
+    let defaults = Limits::default();
+    let effective = |table: &toml::Table, section: &str, key: &str| -> Option<i64> {
+        table.get(section).and_then(|s| s.get(key)).and_then(|v| v.as_integer())
+    };
+    if let Some(toml::Value::Table(limits)) = over.get_mut("limits") {
+        let keys: Vec<String> = limits.keys().cloned().collect();
+        for key in keys {
+            let default = match key.as_str() {
+                "max_rounds" => i64::from(defaults.max_rounds),
+                "max_tool_calls_per_run" => i64::from(defaults.max_tool_calls_per_run),
+                "max_total_runtime_ms" => defaults.max_total_runtime_ms as i64,
+                "max_tool_output_chars" => defaults.max_tool_output_chars as i64,
+                "max_context_chars" => defaults.max_context_chars as i64,
+                "tool_timeout_ms" => defaults.tool_timeout_ms as i64,
+                _ => continue,
+            };
+            let mine = effective(base, "limits", &key).unwrap_or(default);
+            if limits.get(&key).and_then(|v| v.as_integer()).is_none_or(|theirs| theirs > mine) {
+                limits.remove(&key);
+                ignored.push(format!("limits.{key} (a workspace may only lower limits)"));
+            }
+        }
+    }
+    if let Some(toml::Value::Table(over_policy)) = over.get_mut("policy") {
+        // `!pattern` would re-include what the user's `deny_path` excludes.
+        if let Some(toml::Value::Array(globs)) = over_policy.get_mut("deny_path") {
+            let before = globs.len();
+            globs.retain(|g| g.as_str().is_some_and(|g| !g.trim_start().starts_with('!')));
+            if globs.len() != before {
+                ignored.push("policy.deny_path entries starting with `!`".into());
+            }
+        }
+        if let Some(theirs) = over_policy.get("max_tool_calls_per_run").and_then(|v| v.as_integer()) {
+            let mine = effective(base, "policy", "max_tool_calls_per_run")
+                .or_else(|| effective(base, "limits", "max_tool_calls_per_run"))
+                .unwrap_or(i64::from(defaults.max_tool_calls_per_run));
+            if theirs > mine {
+                over_policy.remove("max_tool_calls_per_run");
+                ignored.push("policy.max_tool_calls_per_run (a workspace may only lower limits)".into());
+            }
+        }
+        if base.get("policy").and_then(|p| p.get("default")).and_then(|d| d.as_str()) == Some("deny") {
+            over_policy.remove("default");
+        }
+        if let Some(toml::Value::Table(base_policy)) = base.get_mut("policy") {
+            for key in ["blocked_actions", "deny_path", "context_rules", "rule"] {
+                if let Some(toml::Value::Array(theirs)) = over_policy.remove(key) {
+                    match base_policy.get_mut(key) {
+                        Some(toml::Value::Array(mine)) => mine.extend(theirs),
+                        _ => {
+                            base_policy.insert(key.to_string(), toml::Value::Array(theirs));
+                        }
                     }
                 }
             }
         }
-        if let Some(toml::Value::Integer(limit)) = over_policy.get("max_tool_calls_per_run")
-            && let Some(toml::Value::Integer(mine)) = base_policy.get("max_tool_calls_per_run")
-            && limit > mine
-        {
-            over_policy.remove("max_tool_calls_per_run");
-        }
-        if base_policy.get("default").and_then(|d| d.as_str()) == Some("deny") {
-            over_policy.remove("default");
-        }
     }
     merge(base, over);
+    ignored
 }
 
 /// Parses one file and checks it against the schema, naming the line of the first error.
@@ -406,7 +522,73 @@ fn parse_file(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
         let line = text.find(key).map(|at| line_of(text, at)).unwrap_or(0);
         return Err(ConfigError::Invalid { path: path.to_path_buf(), line, message });
     }
+    check_tools_and_filters(path, text, &checked)?;
     Ok(table)
+}
+
+/// Where the `[[tool]]` and `[[output_filter]]` entries of one file are (for error lines).
+#[derive(Deserialize, Default)]
+struct Spans {
+    #[serde(default)]
+    tool: Vec<ToolSpan>,
+    #[serde(default)]
+    output_filter: Vec<FilterSpan>,
+}
+
+#[derive(Deserialize)]
+struct ToolSpan {
+    name: toml::Spanned<String>,
+    #[serde(default)]
+    input: Vec<InputSpan>,
+}
+
+#[derive(Deserialize)]
+struct InputSpan {
+    name: toml::Spanned<String>,
+}
+
+#[derive(Deserialize)]
+struct FilterSpan {
+    #[serde(default)]
+    tool: Option<toml::Spanned<String>>,
+    pattern: toml::Spanned<String>,
+}
+
+fn spans(text: &str) -> Spans {
+    toml::from_str(text).unwrap_or_default()
+}
+
+/// Validates each `[[tool]]` and `[[output_filter]]` of one file; an error names the line of
+/// the tool's (or the offending input's) `name`, or of the filter's `pattern`/`tool`.
+fn check_tools_and_filters(path: &Path, text: &str, checked: &RawConfig) -> Result<(), ConfigError> {
+    let spans = spans(text);
+    let invalid = |span: Option<std::ops::Range<usize>>, message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: span.map(|s| line_of(text, s.start)).unwrap_or(0),
+        message,
+    };
+    for (index, tool) in checked.tools.iter().enumerate() {
+        if let Err(err) = tool.validate() {
+            let at = spans.tool.get(index);
+            let span = match (at, err.input) {
+                (Some(t), Some(i)) => t.input.get(i).map(|i| i.name.span()).or(Some(t.name.span())),
+                (Some(t), None) => Some(t.name.span()),
+                (None, _) => None,
+            };
+            return Err(invalid(span, err.to_string()));
+        }
+    }
+    for (index, filter) in checked.output_filters.iter().enumerate() {
+        if let Err((key, message)) = filter.validate() {
+            let at = spans.output_filter.get(index);
+            let span = match key {
+                "tool" => at.and_then(|f| f.tool.as_ref()).map(|t| t.span()),
+                _ => at.map(|f| f.pattern.span()),
+            };
+            return Err(invalid(span, message));
+        }
+    }
+    Ok(())
 }
 
 /// Lower bounds of the limits: `(key, message)` of the first one broken.
@@ -427,11 +609,29 @@ fn line_of(text: &str, byte: usize) -> usize {
     text.get(..byte).map(|head| head.matches('\n').count() + 1).unwrap_or(0)
 }
 
-/// Deep-merges `over` into `base`: tables merge key by key, anything else is replaced.
-fn merge(base: &mut toml::Table, over: toml::Table) {
+/// Top-level arrays of tables that accumulate across files instead of being replaced.
+const CONCATENATED: &[&str] = &["tool", "output_filter", "hook", "tool_call_chain"];
+
+/// Deep-merges `over` into `base`: tables merge key by key, the [`CONCATENATED`] arrays are
+/// appended, anything else is replaced.
+fn merge(base: &mut toml::Table, mut over: toml::Table) {
+    for key in CONCATENATED {
+        if let Some(toml::Value::Array(theirs)) = over.remove(*key) {
+            match base.get_mut(*key) {
+                Some(toml::Value::Array(mine)) => mine.extend(theirs),
+                _ => {
+                    base.insert(key.to_string(), toml::Value::Array(theirs));
+                }
+            }
+        }
+    }
+    merge_tables(base, over);
+}
+
+fn merge_tables(base: &mut toml::Table, over: toml::Table) {
     for (key, value) in over {
         match (base.get_mut(&key), value) {
-            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_tables(b, o),
             (_, value) => {
                 base.insert(key, value);
             }

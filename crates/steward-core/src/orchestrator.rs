@@ -39,6 +39,8 @@ pub(crate) struct CallContext<'a> {
     pub outputs_dir: &'a std::path::Path,
     /// Lifetime of remembered grants (`token_ttl_seconds`).
     pub grant_ttl: chrono::Duration,
+    /// Hooks of the configuration (SPEC T9).
+    pub hooks: &'a [crate::hooks::HookConfig],
     /// Set once the run has seen untrusted content (SPEC C2); never cleared.
     pub tainted: std::sync::atomic::AtomicBool,
     /// Writing calls that registered a compensation so far (their rollback step numbers).
@@ -166,7 +168,7 @@ async fn remembered_grant(
     call: &ToolCall,
     decision: &Decision,
 ) -> Result<Option<steward_store::GrantRecord>, StoreError> {
-    if decision.rule == "taint_escalation" {
+    if !grantable(cx, call, decision) {
         return Ok(None);
     }
     let now = chrono::Utc::now();
@@ -180,6 +182,33 @@ async fn remembered_grant(
                 steward_store::GrantScope::Workspace => g.workspace == workspace,
             }
     }))
+}
+
+/// Refuses a call without judging it (chain mode, chain-only tools): recorded and reported
+/// like any refusal by the gate.
+pub(crate) async fn refuse_call(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    rule: &str,
+    reason: &str,
+) -> Result<CallResult, CallAbort> {
+    cx.events
+        .emit(EventKind::ToolRequested {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+        })
+        .await?;
+    refuse(cx, call, &Decision::new(DecisionKind::Deny, rule, 1.0, reason)).await
+}
+
+/// Whether a remembered grant may stand in for asking: never in a run that has read untrusted
+/// content, never for an ask that came from taint or from a command line that could not be
+/// parsed, and never for `shell_command`, whose calls differ in everything but the tool name.
+fn grantable(cx: &CallContext<'_>, call: &ToolCall, decision: &Decision) -> bool {
+    !cx.tainted.load(std::sync::atomic::Ordering::SeqCst)
+        && !matches!(decision.rule.as_str(), "taint_escalation" | "unparseable_command")
+        && call.name != steward_policy::SHELL_TOOL
 }
 
 /// Records and reports a refusal by the gate.
@@ -343,6 +372,7 @@ async fn ask_owner(
         )
         .await?;
         if let Some(grant_scope) = match scope {
+            _ if !grantable(cx, call, decision) => None,
             ApprovalScope::Once => None,
             ApprovalScope::Run => Some(steward_store::GrantScope::Run),
             ApprovalScope::Workspace => Some(steward_store::GrantScope::Workspace),
@@ -461,7 +491,14 @@ async fn execute(
                 .await?;
             Ok(CallResult { content: format!("Error: {error}"), is_error: true })
         }
-        Ok(Ok(output)) => completed(cx, call, decision, approval_id, ms, output).await,
+        Ok(Ok(output)) => {
+            let changed = output.patch.as_ref().map(|(path, _)| path.clone());
+            let mut result = completed(cx, call, decision, approval_id, ms, output).await?;
+            if let Some(path) = changed {
+                result.content.push_str(&run_hooks(cx, call, &path).await?);
+            }
+            Ok(result)
+        }
     }
 }
 
@@ -473,9 +510,15 @@ async fn completed(
     ms: u64,
     output: ToolOutput,
 ) -> Result<CallResult, CallAbort> {
-    let full = cx.redactor.redact(&output.content);
+    // Output filters (SPEC T8) rewrite the redacted output; the audit keeps the digest of the
+    // unfiltered output.
+    let redacted = cx.redactor.redact(&output.content);
+    let filtered = cx.tools.filter_output(&call.name, &redacted);
+    let was_filtered = filtered != redacted;
+    let full = filtered.into_owned();
     let digest = crate::rollback::sha256_hex(output.content.as_bytes());
-    let detail = format!("output sha256 {digest}, {} chars", output.content.chars().count());
+    let filter_note = if was_filtered { ", output filters applied" } else { "" };
+    let detail = format!("output sha256 {digest}, {} chars{filter_note}", output.content.chars().count());
     let rollback_token = match &output.compensation {
         Some(compensation) => register_rollback(cx, call, compensation).await?,
         None => String::new(),
@@ -517,6 +560,41 @@ async fn completed(
         })
         .await?;
     Ok(CallResult { content: shown, is_error: false })
+}
+
+/// Runs the hooks a change fires (SPEC T9) and returns their reports for the model (empty
+/// when none ran). Each hook run is an audit record; a failing hook is reported, not fatal.
+async fn run_hooks(cx: &CallContext<'_>, call: &ToolCall, path: &str) -> Result<String, StoreError> {
+    let reports = crate::hooks::run_hooks(cx.hooks, &call.name, path, cx.tool_context).await;
+    let mut text = String::new();
+    for report in reports {
+        let output = cx.redactor.redact(&report.output);
+        let status = if report.ok { "passed" } else { "FAILED" };
+        text.push_str(&format!(
+            "\n\n[hook `{}` {status} after {} of `{path}`]\n{}",
+            report.name,
+            call.name,
+            output.trim_end()
+        ));
+        cx.store
+            .queue_audit(AuditEntry {
+                agent: "steward".into(),
+                run_id: cx.run_id.to_string(),
+                call_id: call.id.clone(),
+                action: format!("hook:{}", report.name),
+                input: serde_json::json!({"event": call.name, "path": path}),
+                policy: "hook".into(),
+                risk: 0.0,
+                outcome: if report.ok { AuditOutcome::Completed } else { AuditOutcome::Failed },
+                latency_ms: 0,
+                sandbox: report.sandbox,
+                approval_id: String::new(),
+                rollback_token: String::new(),
+                detail: format!("hook {status}"),
+            })
+            .await?;
+    }
+    Ok(text)
 }
 
 /// True when the call's tool returns text from outside the user's control.

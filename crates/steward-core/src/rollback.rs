@@ -41,6 +41,9 @@ pub enum Compensation {
         path: String,
         /// Snapshot of the deleted file.
         snapshot: PathBuf,
+        /// The file's permission bits (restored with the content; 0644 when unknown).
+        #[serde(default)]
+        mode: Option<u32>,
     },
     /// Undo `move`: move `to` back to `from` if `from` is free.
     MoveBack {
@@ -51,6 +54,24 @@ pub enum Compensation {
         /// SHA-256 (hex) of the moved content.
         sha256: String,
     },
+    /// Undo `apply_patch`: every file back to its snapshot (or removed, when the patch
+    /// created it; recreated, when the patch deleted it). Nothing is undone unless every file
+    /// still holds what the patch wrote.
+    RestorePatch {
+        /// The files the patch wrote, in patch order.
+        files: Vec<PatchedFile>,
+    },
+}
+
+/// One file written by a multi-file patch (see [`Compensation::RestorePatch`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchedFile {
+    /// Workspace-relative path.
+    pub path: String,
+    /// Snapshot of the content before the patch; `None` when the patch created the file.
+    pub snapshot: Option<PathBuf>,
+    /// SHA-256 (hex) of the content the patch wrote; `None` when the patch deleted the file.
+    pub sha256_after: Option<String>,
 }
 
 /// SHA-256 of `bytes` as lowercase hex.
@@ -105,22 +126,12 @@ pub fn undo(compensation: &Compensation, workspace: &Workspace) -> Result<String
             write_over(&target, path, &before)?;
             Ok(format!("restored `{path}` to its content before the edit"))
         }
-        Compensation::RestoreDeleted { path, snapshot } => {
+        Compensation::RestoreDeleted { path, snapshot, mode } => {
             let target = resolve(workspace, path)?;
             if fs::symlink_metadata(&target).is_ok() {
                 return Err(format!("`{path}` exists again; it is not overwritten"));
             }
-            let before = fs::read(snapshot).map_err(|e| format!("the snapshot of `{path}` is unreadable: {e}"))?;
-            if let Some(parent) = target.parent() {
-                fs::create_dir_all(parent).map_err(|e| format!("cannot recreate the folder of `{path}`: {e}"))?;
-            }
-            let mut file = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o644)
-                .open(&target)
-                .map_err(|e| format!("cannot recreate `{path}`: {e}"))?;
-            file.write_all(&before).map_err(|e| format!("cannot write `{path}`: {e}"))?;
+            recreate(&target, path, snapshot, *mode)?;
             Ok(format!("restored deleted `{path}`"))
         }
         Compensation::MoveBack { from, to, sha256 } => {
@@ -131,7 +142,57 @@ pub fn undo(compensation: &Compensation, workspace: &Workspace) -> Result<String
             fs::remove_file(&source).map_err(|e| format!("cannot remove `{to}` after moving it back: {e}"))?;
             Ok(format!("moved `{to}` back to `{from}`"))
         }
+        Compensation::RestorePatch { files } => undo_patch(files, workspace),
     }
+}
+
+/// Checks every file of the patch first, then restores each; stops at the first failure.
+fn undo_patch(files: &[PatchedFile], workspace: &Workspace) -> Result<String, String> {
+    let mut targets = Vec::with_capacity(files.len());
+    for file in files {
+        let target = resolve(workspace, &file.path)?;
+        match &file.sha256_after {
+            Some(sha256) => expect_content(&target, &file.path, sha256)?,
+            None if fs::symlink_metadata(&target).is_ok() => {
+                return Err(format!("`{}` exists again; the patch is not undone", file.path));
+            }
+            None => {}
+        }
+        targets.push(target);
+    }
+    for (file, target) in files.iter().zip(&targets) {
+        match (&file.snapshot, &file.sha256_after) {
+            (None, _) => fs::remove_file(target).map_err(|e| format!("cannot remove `{}`: {e}", file.path))?,
+            (Some(snapshot), None) => recreate(target, &file.path, snapshot, None)?,
+            (Some(snapshot), Some(_)) => {
+                let before =
+                    fs::read(snapshot).map_err(|e| format!("the snapshot of `{}` is unreadable: {e}", file.path))?;
+                write_over(target, &file.path, &before)?;
+            }
+        }
+    }
+    let names: Vec<String> = files.iter().map(|f| format!("`{}`", f.path)).collect();
+    Ok(format!("restored {} to their content before the patch", names.join(", ")))
+}
+
+/// Writes `snapshot` to the new file `target` (its folder recreated when missing).
+/// Writes a snapshot back to a path where nothing is, created owner-only and then given
+/// `mode` (0644 when unknown) once the content is in.
+fn recreate(target: &Path, rel: &str, snapshot: &Path, mode: Option<u32>) -> Result<(), String> {
+    let before = fs::read(snapshot).map_err(|e| format!("the snapshot of `{rel}` is unreadable: {e}"))?;
+    if let Some(parent) = target.parent() {
+        fs::create_dir_all(parent).map_err(|e| format!("cannot recreate the folder of `{rel}`: {e}"))?;
+    }
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(target)
+        .map_err(|e| format!("cannot recreate `{rel}`: {e}"))?;
+    file.write_all(&before).map_err(|e| format!("cannot write `{rel}`: {e}"))?;
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(fs::Permissions::from_mode(mode.unwrap_or(0o644) & 0o7777))
+        .map_err(|e| format!("cannot restore the permissions of `{rel}`: {e}"))
 }
 
 fn resolve(workspace: &Workspace, rel: &str) -> Result<PathBuf, String> {

@@ -256,32 +256,61 @@ fn check_path(verdict: &mut Verdict, text: &str, access: Access, cwd: &Cwd, ws: 
 fn runs_other_code(cmd: &SimpleCommand, ws: &Workspace) -> Option<String> {
     let first = cmd.argv.first()?;
     if first.contains('/') {
-        let inside = !Path::new(first).is_absolute()
-            || std::fs::canonicalize(first).is_ok_and(|p| p.starts_with(ws.root()));
+        let inside =
+            !Path::new(first).is_absolute() || std::fs::canonicalize(first).is_ok_and(|p| p.starts_with(ws.root()));
         if inside {
             return Some(format!("`{first}` is a program inside the workspace, not the system's `{}`.", cmd.program));
         }
     }
     if crate::programs::is_shell(&cmd.program)
-        && cmd.argv.iter().skip(1).any(|a| a == "--login" || a == "-l" || (a.starts_with('-') && !a.starts_with("--") && a.contains('l')))
+        && cmd
+            .argv
+            .iter()
+            .skip(1)
+            .any(|a| a == "--login" || a == "-l" || (a.starts_with('-') && !a.starts_with("--") && a.contains('l')))
     {
         return Some("a login shell re-reads profile files, which may export secrets.".into());
     }
     const EXEC_OPTIONS: &[(&str, &[&str])] = &[
         ("find", &["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]),
-        ("git", &["--upload-pack", "--receive-pack", "--exec", "--open-files-in-pager", "-O", "--ext-diff", "--textconv", "-x"]),
-        ("tar", &["--to-command", "--checkpoint-action", "--use-compress-program", "-I", "--info-script", "--new-volume-script", "-F"]),
+        (
+            "git",
+            &[
+                "--upload-pack",
+                "--receive-pack",
+                "--exec",
+                "--open-files-in-pager",
+                "-O",
+                "--ext-diff",
+                "--textconv",
+                "-x",
+            ],
+        ),
+        (
+            "tar",
+            &[
+                "--to-command",
+                "--checkpoint-action",
+                "--use-compress-program",
+                "-I",
+                "--info-script",
+                "--new-volume-script",
+                "-F",
+            ],
+        ),
         ("rsync", &["-e", "--rsh", "--rsync-path"]),
         ("zip", &["-TT", "--unzip-command"]),
         ("less", &["-k"]),
         ("vim", &["-c", "--cmd"]),
         ("nvim", &["-c", "--cmd"]),
     ];
-    const EXEC_SUBCOMMANDS: &[(&str, &[&str])] = &[("git", &["filter-branch", "bisect", "daemon", "submodule", "difftool", "mergetool", "instaweb"])];
+    const EXEC_SUBCOMMANDS: &[(&str, &[&str])] =
+        &[("git", &["filter-branch", "bisect", "daemon", "submodule", "difftool", "mergetool", "instaweb"])];
     let args: Vec<&str> = cmd.argv.iter().skip(1).map(String::as_str).collect();
     for (program, options) in EXEC_OPTIONS {
         if cmd.program == *program
-            && let Some(arg) = args.iter().find(|a| options.iter().any(|o| **a == *o || a.starts_with(&format!("{o}="))))
+            && let Some(arg) =
+                args.iter().find(|a| options.iter().any(|o| **a == *o || a.starts_with(&format!("{o}="))))
         {
             return Some(format!("`{arg}` makes `{program}` run another command."));
         }

@@ -94,7 +94,7 @@ pub(crate) fn render_request(
         body["tools"] = request
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": crate::openai::strict_schema(&t.input_schema)}))
             .collect();
         let choice = match (&request.tool_choice, default_choice) {
             (ToolChoice::Auto, Some(d)) => ToolChoice::parse(d),

@@ -43,7 +43,7 @@ fn request_rendering_merges_tool_results_into_one_user_turn() {
     assert_eq!(body["tool_choice"], json!({"type": "any"}));
     assert_eq!(
         body["tools"],
-        json!([{"name": "read", "description": "Read a file", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}])
+        json!([{"name": "read", "description": "Read a file", "input_schema": {"type": "object", "properties": {"path": {"type": ["string", "null"]}}, "required": ["path"], "additionalProperties": false}}])
     );
     assert_eq!(
         body["messages"],

@@ -30,6 +30,8 @@ pub use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
 
 pub use config::{ApiKeyEnv, PRESETS, ProviderConfig, ProviderKind, build_provider, preset};
 pub use fake::{FakeProvider, Scenario};
+/// Strict function schemas (SPEC T10), as rendered for every provider.
+pub use openai::{strict_schema, tool_definitions};
 pub use recover::{Recovered, recover_text_tool_calls};
 
 /// A provider failure with its class (SPEC P5, P7).

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, Message, Role, ToolChoice, Usage};
+use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, Message, Role, ToolChoice, ToolSpec, Usage};
 
 use crate::assemble::ToolCallAssembler;
 use crate::http::{Attempt, Failure, HttpCore, body_stream, sse_events, with_retries};
@@ -49,11 +49,7 @@ pub(crate) fn render_request(
         body["stream_options"] = json!({"include_usage": true});
     }
     if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}))
-            .collect();
+        body["tools"] = tool_definitions(&request.tools);
         let choice = match (&request.tool_choice, default_choice) {
             (ToolChoice::Auto, Some(d)) => ToolChoice::parse(d),
             (c, _) => c.clone(),
@@ -72,6 +68,84 @@ pub(crate) fn render_request(
         body["temperature"] = json!(t);
     }
     body
+}
+
+/// The `tools` array of a Chat Completions request (SPEC T10): one
+/// `{"type": "function", "function": {"name", "description", "parameters", "strict": true}}`
+/// per tool, in order, with `parameters` = [`strict_schema`] of the tool's input schema.
+/// `steward tools --json` prints exactly this.
+pub fn tool_definitions(tools: &[ToolSpec]) -> Value {
+    tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": strict_schema(&t.input_schema),
+                "strict": true,
+            }})
+        })
+        .collect()
+}
+
+/// A tool's input schema in the strict form of OpenAI's structured outputs
+/// (<https://platform.openai.com/docs/guides/structured-outputs#supported-schemas>), as
+/// SPEC T10 requires for every tool: each object schema (nested ones and array items too)
+/// gets `properties` (empty if none), `additionalProperties: false` and every property in
+/// `required`; a property that was not required becomes nullable (`null` added to its
+/// `type` list, and to its `enum` when it has one; a schema without `type` is wrapped as
+/// `anyOf: [schema, {"type": "null"}]`). Other keywords are kept. The gate keeps validating
+/// calls against the tool's own schema, which accepts omitted optional arguments too.
+pub fn strict_schema(schema: &Value) -> Value {
+    let Some(object) = schema.as_object() else { return schema.clone() };
+    let mut out = object.clone();
+    let is_object = object.get("type").and_then(Value::as_str) == Some("object") || object.contains_key("properties");
+    if is_object {
+        let required: Vec<&str> =
+            object.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let mut properties = serde_json::Map::new();
+        let mut names = Vec::new();
+        if let Some(props) = object.get("properties").and_then(Value::as_object) {
+            for (name, prop) in props {
+                let strict = strict_schema(prop);
+                let strict = if required.contains(&name.as_str()) { strict } else { nullable(strict) };
+                properties.insert(name.clone(), strict);
+                names.push(Value::String(name.clone()));
+            }
+        }
+        out.insert("properties".into(), Value::Object(properties));
+        out.insert("required".into(), Value::Array(names));
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    if let Some(items) = object.get("items") {
+        out.insert("items".into(), strict_schema(items));
+    }
+    Value::Object(out)
+}
+
+/// `schema` that also accepts `null`.
+fn nullable(schema: Value) -> Value {
+    let Value::Object(mut object) = schema else { return schema };
+    let null = Value::String("null".into());
+    match object.get_mut("type") {
+        Some(Value::String(kind)) if kind == "null" => {}
+        Some(Value::String(kind)) => {
+            let kind = Value::String(std::mem::take(kind));
+            object.insert("type".into(), Value::Array(vec![kind, null]));
+        }
+        Some(Value::Array(kinds)) => {
+            if !kinds.contains(&null) {
+                kinds.push(null);
+            }
+        }
+        _ => return json!({"anyOf": [Value::Object(object), {"type": "null"}]}),
+    }
+    if let Some(Value::Array(values)) = object.get_mut("enum")
+        && !values.contains(&Value::Null)
+    {
+        values.push(Value::Null);
+    }
+    Value::Object(object)
 }
 
 fn render_message(m: &Message) -> Value {

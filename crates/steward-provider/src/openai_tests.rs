@@ -284,7 +284,7 @@ fn request_rendering() {
     assert_eq!(body["stream_options"], json!({"include_usage": true}));
     assert_eq!(
         body["tools"],
-        json!([{"type": "function", "function": {"name": "read_file", "description": "read_file tool", "parameters": {"type": "object"}}}])
+        json!([{"type": "function", "function": {"name": "read_file", "description": "read_file tool", "parameters": {"type": "object", "properties": {}, "required": [], "additionalProperties": false}, "strict": true}}])
     );
     assert_eq!(body["tool_choice"], json!({"type": "function", "function": {"name": "read_file"}}));
     assert_eq!(body["max_tokens"], 100);
@@ -319,4 +319,34 @@ fn non_streamed_reply() {
     assert_eq!(reply.text, "Hello");
     assert_eq!(reply.model, "served");
     assert_eq!(deltas.iter().filter(|d| matches!(d, StreamDelta::Text { .. })).count(), 1);
+}
+
+#[test]
+fn t10_strict_schema_lists_every_property_and_makes_optional_ones_nullable() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "p"},
+            "mode": {"type": "string", "enum": ["a", "b"]},
+            "limit": {"type": ["integer", "null"], "minimum": 1},
+            "any": {"description": "no type"},
+            "items": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}}
+        },
+        "required": ["path"]
+    });
+    assert_eq!(
+        strict_schema(&schema),
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "p"},
+                "mode": {"type": ["string", "null"], "enum": ["a", "b", null]},
+                "limit": {"type": ["integer", "null"], "minimum": 1},
+                "any": {"anyOf": [{"description": "no type"}, {"type": "null"}]},
+                "items": {"type": ["array", "null"], "items": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"], "additionalProperties": false}}
+            },
+            "required": ["any", "items", "limit", "mode", "path"],
+            "additionalProperties": false
+        })
+    );
 }

@@ -17,7 +17,7 @@
 use std::fs::{self, OpenOptions, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -127,9 +127,11 @@ pub(super) fn unified_diff(rel: &str, before: &[u8], after: &[u8]) -> String {
 
 /// Creates the missing parent directories of `rel` below `root`, one component at a time,
 /// refusing any existing component that is not a real directory (a symbolic link included).
-fn make_parents(root: &Path, rel: &str) -> Result<(), ToolError> {
+/// Returns the directories it created, outermost first.
+pub(super) fn make_parents(root: &Path, rel: &str) -> Result<Vec<PathBuf>, ToolError> {
     let mut dir = root.to_path_buf();
-    let Some(parent) = Path::new(rel).parent() else { return Ok(()) };
+    let mut created = Vec::new();
+    let Some(parent) = Path::new(rel).parent() else { return Ok(created) };
     for component in parent.components() {
         let Component::Normal(name) = component else {
             return Err(ToolError::refused("invalid_path", format!("`{rel}` is not a plain relative path")));
@@ -144,7 +146,7 @@ fn make_parents(root: &Path, rel: &str) -> Result<(), ToolError> {
                 ));
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir(&dir) {
-                Ok(()) => {}
+                Ok(()) => created.push(dir.clone()),
                 Err(e)
                     if e.kind() == io::ErrorKind::AlreadyExists
                         && fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) => {}
@@ -153,7 +155,7 @@ fn make_parents(root: &Path, rel: &str) -> Result<(), ToolError> {
             Err(e) => return Err(io_error("inspect a parent directory of", rel, &e)),
         }
     }
-    Ok(())
+    Ok(created)
 }
 
 /// Fails with rule `file_exists` when anything (a link included) is at `abs`.
@@ -544,6 +546,10 @@ impl Tool for DeleteTool {
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let (path, diff) = self.check(args, ctx)?;
         let bytes = fs::read(&path.abs).map_err(|e| io_error("read before deleting", &path.rel, &e))?;
+        let mode = {
+            use std::os::unix::fs::PermissionsExt;
+            fs::symlink_metadata(&path.abs).map_err(|e| io_error("inspect", &path.rel, &e))?.permissions().mode()
+        };
         let snapshot = ctx.snapshots.save("delete", &bytes).map_err(|e| {
             ToolError::failed(format!("cannot save a rollback snapshot of `{}`: {e}; nothing was deleted", path.rel))
         })?;
@@ -551,7 +557,7 @@ impl Tool for DeleteTool {
         fs::remove_file(&path.abs).map_err(|e| io_error("delete", &path.rel, &e))?;
         Ok(ToolOutput {
             content: format!("deleted `{}`", path.rel),
-            compensation: Some(Compensation::RestoreDeleted { path: path.rel.clone(), snapshot }),
+            compensation: Some(Compensation::RestoreDeleted { path: path.rel.clone(), snapshot, mode: Some(mode) }),
             patch: Some((path.rel, diff)),
             sandbox: String::new(),
         })

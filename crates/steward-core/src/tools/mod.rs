@@ -12,8 +12,11 @@ use serde_json::Value;
 use steward_protocol::{ErrorClass, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
+pub mod command;
 pub mod files;
+pub mod filter;
 pub mod git;
+pub mod patch;
 pub mod search;
 pub mod shell;
 
@@ -106,12 +109,19 @@ pub trait Tool: Send + Sync {
     fn compensable(&self) -> bool {
         false
     }
+
+    /// True for tools offered only inside their toolchain (`callable = "chain_only"`, SPEC T6).
+    fn chain_only(&self) -> bool {
+        false
+    }
 }
 
 /// The tools a run may offer, by name, in a stable order.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// `[[output_filter]]`s (SPEC T8), applied by the orchestrator to successful outputs.
+    filters: Arc<filter::OutputFilters>,
 }
 
 impl ToolRegistry {
@@ -120,10 +130,10 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// The built-in file, search and git tools (SPEC T2, T3).
+    /// The built-in file, patch, search and git tools (SPEC T2, T3, X1–X3).
     pub fn builtin() -> Self {
         let mut registry = Self::new();
-        for tool in files::tools().into_iter().chain(search::tools()).chain(git::tools()) {
+        for tool in files::tools().into_iter().chain(patch::tools()).chain(search::tools()).chain(git::tools()) {
             registry.insert(tool);
         }
         registry
@@ -144,7 +154,26 @@ impl ToolRegistry {
             let memory = config.shell.memory_mb.map(|mb| mb.saturating_mul(1024 * 1024));
             registry.insert(Arc::new(shell::ShellTool::new(writable, config.shell.network, memory)));
         }
+        // User-defined command tools (SPEC T5): never replacing a built-in tool.
+        let policy = steward_policy::Policy::new(&config.policy).map_err(|e| e.to_string())?;
+        let builtin = registry.clone();
+        let commands = command::build_tools(
+            &config.tools,
+            &|name| builtin.get(name).is_some(),
+            &config.sandbox.env_allow,
+            &|name| policy.credential_scope(name),
+        )
+        .map_err(|e| e.to_string())?;
+        for tool in commands {
+            registry.insert(tool);
+        }
+        registry.filters = Arc::new(filter::OutputFilters::new(&config.output_filters)?);
         Ok(registry)
+    }
+
+    /// `text` (a tool's redacted output) after the output filters that apply to `tool`.
+    pub fn filter_output<'a>(&self, tool: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
+        self.filters.apply(tool, text)
     }
 
     /// Adds or replaces a tool.

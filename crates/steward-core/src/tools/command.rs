@@ -1,0 +1,452 @@
+//! User-defined command tools (SPEC T5, T7, T10): `[[tool]]` entries that run a fixed argv
+//! template with typed, validated inputs, in the sandbox, never through a shell.
+//!
+//! ```toml
+//! [[tool]]
+//! name = "cargo_test"                      # ^[a-zA-Z0-9_-]{1,64}$, not a built-in tool's name
+//! description = "Run the tests of one crate."   # what the model reads
+//! command = ["cargo", "test", "-p", { input = "crate" }, "--", { input = "filters" }]
+//! cwd = "crates"                           # optional, workspace-relative (default: the root)
+//! env = { RUST_BACKTRACE = "1", CARGO_HOME = true }
+//! timeout_ms = 600000                      # optional (default: [limits] tool_timeout_ms)
+//! risk = "low"                             # safe|low|medium|high|dangerous
+//! network = false                          # default false: no network at all
+//! writes = ["target/**"]                   # workspace paths it may write (default: none)
+//! callable = "always"                      # or "chain_only" (offered only inside its chain)
+//! compensate = "none"                      # see below
+//!
+//! [[tool.input]]
+//! name = "crate"
+//! type = "string"                          # string|number|integer|boolean|array
+//! required = true                          # default false
+//! pattern = "^[a-z][a-z0-9_-]*$"           # regex (Rust `regex` syntax), strings only
+//! description = "The crate to test."
+//!
+//! [[tool.input]]
+//! name = "filters"
+//! type = "array"
+//! items = "string"                         # or a table: { type = "string", enum = [...], pattern = "..." }
+//! min_items = 0
+//! max_items = 5
+//! ```
+//!
+//! Meaning:
+//! - `command`: argv items are literal strings or `{ input = "NAME" }` placeholders naming a
+//!   declared input. A string, number, integer or boolean input becomes one argv item
+//!   (`true`/`false` for booleans); an array input becomes one item per element; an optional
+//!   input that is absent or `null` becomes no item at all. No shell is involved unless the
+//!   argv names one itself (the sandbox then runs it without startup files).
+//! - Option injection: a string input (or array element) starting with `-` is refused before
+//!   anything runs, unless the input says `allow_dash = true`.
+//! - `path = true` (strings, or arrays whose items are strings): the value is a workspace
+//!   path. The gate resolves it before the call is decided (canonical, inside the workspace,
+//!   not a secret path, not ignored by `.gitignore`/`.stewardignore`, not matched by
+//!   `deny_path`; write access when the tool has `writes`) and refuses the call on any match;
+//!   the tool resolves it again. The command receives the resolved workspace-relative path
+//!   (`.` for the root, `./-name` for a name starting with `-`) when `cwd` is the workspace
+//!   root, and the resolved absolute path otherwise.
+//! - `env`: a string value sets the variable; `true` passes it from Steward's environment,
+//!   which is allowed only for names on the sandbox allow-list (`PATH HOME USER LANG LC_ALL
+//!   TERM TZ TMPDIR SHELL`, `LC_*`), in `[sandbox] env_allow`, or in the tool's
+//!   `[policy.credential_scope]`. Unlike the built-in tools, a command tool receives the
+//!   `[sandbox] env_allow` names only when it lists them here; its `credential_scope`
+//!   names it always receives.
+//! - `writes`: globs of workspace paths the tool may write. The sandbox confines by path, not
+//!   by glob: each glob grants its literal leading part (`target/**` grants `target/`,
+//!   `docs/*.md` grants `docs/`, `**` grants the workspace), which must exist when the call
+//!   runs and pass the workspace's path rules. A tool with `writes` is a writing tool whose
+//!   changes cannot be rolled back, so every call needs approval.
+//! - `risk` defaults to `high` with `writes`, `medium` with `network = true`, else `low`.
+//!   Output of a tool with `network = true` counts as untrusted (it taints the run).
+//! - `compensate`: `"none"` or an argv template (same placeholders as `command`). The
+//!   template is checked and recorded, but running it as an undo step is not built yet, so a
+//!   tool with `writes` is never treated as compensable.
+//! - The model sees only the name, the description and the inputs (as a strict function
+//!   schema); never the command, `cwd` or `env`.
+//!
+//! Output: `[exit status N]`, stdout, then `[stderr]` and stderr when there is any. A non-zero
+//! exit status is a tool failure carrying that output.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use steward_policy::Access;
+use steward_protocol::{ErrorClass, RiskLevel, ToolSpec};
+use steward_sandbox::ExecRequest;
+
+use super::{Tool, ToolContext, ToolError, ToolOutput};
+use input::{Template, input_schema};
+
+pub use input::{ArgItem, Callable, Compensate, EnvValue, InputConfig, InputType, ItemsConfig};
+
+mod input;
+
+/// Most bytes of output kept per stream (the orchestrator caps what the model sees further).
+const MAX_COMMAND_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most characters of output carried in a failure message (failures are not capped later).
+const MAX_FAILURE_CHARS: usize = 8_000;
+
+/// One `[[tool]]` entry as written (see the module documentation for the format).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandToolConfig {
+    /// Tool name offered to the model.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// The argv template.
+    pub command: Vec<ArgItem>,
+    /// Working directory, workspace-relative (default: the workspace root).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Environment: explicit values, or `true` to pass an allowed variable through.
+    #[serde(default)]
+    pub env: BTreeMap<String, EnvValue>,
+    /// Time limit per call in ms (default: `[limits] tool_timeout_ms`).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Risk level (default: see the module documentation).
+    #[serde(default)]
+    pub risk: Option<RiskLevel>,
+    /// Let the command reach the network (default false).
+    #[serde(default)]
+    pub network: bool,
+    /// Globs of workspace paths the command may write.
+    #[serde(default)]
+    pub writes: Vec<String>,
+    /// `always` (default) or `chain_only`.
+    #[serde(default)]
+    pub callable: Callable,
+    /// `"none"` or an argv template that undoes the call (recorded only, see above).
+    #[serde(default)]
+    pub compensate: Option<Compensate>,
+    /// `[[tool.input]]` entries.
+    #[serde(default, rename = "input")]
+    pub inputs: Vec<InputConfig>,
+}
+
+/// A definition error: what is wrong and, when it concerns one input, its index (so the
+/// configuration loader can name the line of that `[[tool.input]]`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool `{tool}`: {message}")]
+pub struct DefinitionError {
+    /// The tool's name as written.
+    pub tool: String,
+    /// Index of the offending `[[tool.input]]`, if one.
+    pub input: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl CommandToolConfig {
+    /// Checks the definition on its own: name syntax, non-empty description and command, a
+    /// literal program name, placeholders naming declared inputs (each input used at most
+    /// once per template, arrays only where they may expand), input names unique and
+    /// well-formed, `items` only for arrays (scalar item types), `min_items`/`max_items` only
+    /// for arrays and ordered, `pattern` a valid regex for string values, `enum` values of
+    /// the input's type, `path` only for strings, `cwd` relative, `writes` valid globs,
+    /// `timeout_ms` at least 1, `env` names valid and not `BASH_ENV`/`ENV`.
+    ///
+    /// Errors: the first problem found, as a [`DefinitionError`].
+    pub fn validate(&self) -> Result<(), DefinitionError> {
+        let err = |input: Option<usize>, message: String| DefinitionError { tool: self.name.clone(), input, message };
+        if !valid_name(&self.name) {
+            return Err(err(None, "the name must be 1 to 64 letters, digits, `_` or `-`".into()));
+        }
+        if self.description.trim().is_empty() {
+            return Err(err(None, "the description is empty".into()));
+        }
+        for (index, input) in self.inputs.iter().enumerate() {
+            if self.inputs[..index].iter().any(|i| i.name == input.name) {
+                return Err(err(Some(index), format!("input `{}` is declared twice", input.name)));
+            }
+            input.validate().map_err(|message| err(Some(index), format!("input `{}`: {message}", input.name)))?;
+        }
+        check_template("command", &self.command, &self.inputs).map_err(|m| err(None, m))?;
+        if let Some(Compensate::Command(argv)) = &self.compensate {
+            check_template("compensate", argv, &self.inputs).map_err(|m| err(None, m))?;
+        }
+        if let Some(cwd) = &self.cwd
+            && (cwd.is_empty() || cwd.starts_with('/'))
+        {
+            return Err(err(None, format!("cwd `{cwd}` must be a workspace-relative directory")));
+        }
+        for glob in &self.writes {
+            globset::Glob::new(glob).map_err(|e| err(None, format!("writes: bad glob `{glob}`: {}", e.kind())))?;
+        }
+        if self.timeout_ms == Some(0) {
+            return Err(err(None, "timeout_ms must be at least 1".into()));
+        }
+        for name in self.env.keys() {
+            if name.is_empty() || name.contains(['=', '\0']) {
+                return Err(err(None, format!("env: `{name}` is not a variable name")));
+            }
+            if steward_sandbox::ENV_NEVER_PASSED.contains(&name.as_str()) {
+                return Err(err(None, format!("env: `{name}` makes shells run a file and is never passed")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The risk level: as configured, else `high` with `writes`, `medium` with network,
+    /// else `low`.
+    pub fn risk_level(&self) -> RiskLevel {
+        self.risk.unwrap_or(if !self.writes.is_empty() {
+            RiskLevel::High
+        } else if self.network {
+            RiskLevel::Medium
+        } else {
+            RiskLevel::Low
+        })
+    }
+}
+
+/// `^[a-zA-Z0-9_-]{1,64}$`
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn check_template(field: &str, argv: &[ArgItem], inputs: &[InputConfig]) -> Result<(), String> {
+    match argv.first() {
+        None => return Err(format!("{field} is empty")),
+        Some(ArgItem::Input { .. }) => return Err(format!("{field}: the program (first item) must be a literal")),
+        Some(ArgItem::Literal(program)) if program.is_empty() => return Err(format!("{field}: the program is empty")),
+        Some(ArgItem::Literal(_)) => {}
+    }
+    for item in argv {
+        if let ArgItem::Input { input } = item
+            && !inputs.iter().any(|i| &i.name == input)
+        {
+            return Err(format!("{field}: placeholder `{input}` names no declared input"));
+        }
+    }
+    Ok(())
+}
+
+/// A `[[tool]]` ready to run.
+pub struct CommandTool {
+    spec: ToolSpec,
+    config: CommandToolConfig,
+}
+
+impl CommandTool {
+    /// Builds the tool from a definition ([`CommandToolConfig::validate`] runs first).
+    /// The input schema accepts an absent or `null` optional input; path inputs (and arrays
+    /// of them) are listed in [`ToolSpec::path_inputs`].
+    pub fn new(config: CommandToolConfig) -> Result<Self, DefinitionError> {
+        config.validate()?;
+        let spec = ToolSpec {
+            name: config.name.clone(),
+            description: config.description.clone(),
+            input_schema: input_schema(&config.inputs),
+            risk: config.risk_level(),
+            writes: !config.writes.is_empty(),
+            path_inputs: config.inputs.iter().filter(|i| i.path).map(|i| i.name.clone()).collect(),
+            untrusted_output: config.network,
+        };
+        Ok(CommandTool { spec, config })
+    }
+
+    /// The definition it was built from.
+    pub fn config(&self) -> &CommandToolConfig {
+        &self.config
+    }
+
+    /// The argv, working directory and writable paths for `args`, or the refusal. Nothing
+    /// runs here; it is called for the preview (before anyone is asked) and again to run.
+    fn prepare(&self, args: &Value, ctx: &ToolContext) -> Result<Prepared, ToolError> {
+        let ws = &ctx.workspace;
+        let cwd = match &self.config.cwd {
+            None => ws.root().to_path_buf(),
+            Some(dir) => {
+                let resolved = ws.resolve(dir, Access::Read)?;
+                if !resolved.abs.is_dir() {
+                    return Err(ToolError::failed(format!("the tool's cwd `{dir}` is not a directory")));
+                }
+                resolved.abs
+            }
+        };
+        let at_root = cwd == ws.root();
+        let access = if self.spec.writes { Access::Write } else { Access::Read };
+        let template = Template { inputs: &self.config.inputs, access, at_root };
+        let argv = template.expand(&self.config.command, args, ws)?;
+        let mut writable = Vec::new();
+        for glob in &self.config.writes {
+            let prefix = literal_prefix(glob);
+            let path = if prefix.is_empty() {
+                ws.root().to_path_buf()
+            } else {
+                let resolved = ws.resolve(&prefix, Access::Write)?;
+                if !resolved.abs.exists() {
+                    return Err(ToolError::failed(format!("`{prefix}` (from writes `{glob}`) does not exist")));
+                }
+                resolved.abs
+            };
+            writable.push(path);
+        }
+        let mut env_allow: Vec<String> = ctx.credentials.get(&self.spec.name).cloned().unwrap_or_default();
+        let mut env_set = Vec::new();
+        for (name, value) in &self.config.env {
+            match value {
+                EnvValue::Set(text) => env_set.push((name.clone(), text.clone())),
+                EnvValue::Pass => {
+                    let allowed = steward_sandbox::DEFAULT_ENV_ALLOW.contains(&name.as_str())
+                        || name.starts_with("LC_")
+                        || ctx.env_allow.contains(name)
+                        || env_allow.contains(name);
+                    if !allowed {
+                        return Err(ToolError::refused(
+                            "env_not_allowed",
+                            format!("env `{name}` is not in the sandbox allow-list or the tool's credential_scope"),
+                        ));
+                    }
+                    env_allow.push(name.clone());
+                }
+            }
+        }
+        Ok(Prepared { argv, cwd, writable, env_allow, env_set })
+    }
+}
+
+/// What one call runs.
+struct Prepared {
+    argv: Vec<String>,
+    cwd: PathBuf,
+    writable: Vec<PathBuf>,
+    env_allow: Vec<String>,
+    env_set: Vec<(String, String)>,
+}
+
+/// The part of a glob before its first component holding a glob character, `/`-joined.
+fn literal_prefix(glob: &str) -> String {
+    glob.split('/')
+        .take_while(|part| !part.contains(['*', '?', '[', '{', '\\']))
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[async_trait]
+impl Tool for CommandTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// Checks the call completely (inputs, option injection, paths, writable paths, env)
+    /// without running it, so a bad call is refused before anyone is asked.
+    async fn preview(&self, args: &Value, ctx: &ToolContext) -> Result<Option<(String, String)>, ToolError> {
+        self.prepare(args, ctx).map(|_| None)
+    }
+
+    async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let prepared = self.prepare(args, ctx)?;
+        let timeout_ms = self.config.timeout_ms.unwrap_or(ctx.timeout_ms).max(1);
+        let request = ExecRequest {
+            env_allow: prepared.env_allow,
+            env_set: prepared.env_set,
+            timeout: Duration::from_millis(timeout_ms),
+            network: self.config.network,
+            max_output_bytes: MAX_COMMAND_OUTPUT_BYTES,
+            writable: prepared.writable,
+            accept_weaker: ctx.accept_weaker.clone(),
+            ..ExecRequest::new(prepared.argv, prepared.cwd)
+        };
+        let output = steward_sandbox::run(request, ctx.cancel.clone()).await.map_err(|e| match e {
+            steward_sandbox::SandboxError::Cancelled => ToolError {
+                class: ErrorClass::Cancelled,
+                message: "cancelled; the command was killed".into(),
+                rule: None,
+            },
+            other => ToolError::failed(format!("the command was not run: {other}")),
+        })?;
+        if output.timed_out {
+            return Err(ToolError {
+                class: ErrorClass::Timeout,
+                message: format!("the command did not finish within {timeout_ms} ms and was killed"),
+                rule: None,
+            });
+        }
+        let status = match (output.exit_code, output.signal) {
+            (Some(code), _) => format!("exit status {code}"),
+            (None, Some(signal)) => format!("killed by signal {signal}"),
+            (None, None) => "no exit status".to_string(),
+        };
+        let mut content = format!("[{status}]\n");
+        content.push_str(&String::from_utf8_lossy(&output.stdout));
+        if !output.stderr.is_empty() {
+            content.push_str("\n[stderr]\n");
+            content.push_str(&String::from_utf8_lossy(&output.stderr));
+        }
+        if output.truncated {
+            content.push_str(&format!("\n[output cut at {MAX_COMMAND_OUTPUT_BYTES} bytes per stream]"));
+        }
+        if output.exit_code != Some(0) {
+            let (shown, _) = steward_protocol::head_tail_chars(&content, MAX_FAILURE_CHARS, "");
+            return Err(ToolError::failed(format!("`{}` failed: {shown}", self.spec.name)));
+        }
+        Ok(ToolOutput { content, sandbox: output.profile, ..Default::default() })
+    }
+
+    fn chain_only(&self) -> bool {
+        self.config.callable == Callable::ChainOnly
+    }
+}
+
+/// Builds the command tools of a configuration. Errors name the tool: an invalid definition,
+/// a name taken by a built-in tool (`taken`), or an `env = true` entry whose name is neither
+/// on the sandbox allow-list, in `env_allow`, nor in the tool's credential scope
+/// (`credentials(tool)`).
+pub fn build_tools(
+    configs: &[CommandToolConfig],
+    taken: &dyn Fn(&str) -> bool,
+    env_allow: &[String],
+    credentials: &dyn Fn(&str) -> Vec<String>,
+) -> Result<Vec<Arc<dyn Tool>>, DefinitionError> {
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(configs.len());
+    for config in configs {
+        if taken(&config.name) {
+            return Err(DefinitionError {
+                tool: config.name.clone(),
+                input: None,
+                message: "the name is taken by a built-in tool".into(),
+            });
+        }
+        let scope = credentials(&config.name);
+        for (name, value) in &config.env {
+            let allowed = steward_sandbox::DEFAULT_ENV_ALLOW.contains(&name.as_str())
+                || name.starts_with("LC_")
+                || env_allow.contains(name)
+                || scope.contains(name);
+            if *value == EnvValue::Pass && !allowed {
+                return Err(DefinitionError {
+                    tool: config.name.clone(),
+                    input: None,
+                    message: format!(
+                        "env `{name}` = true, but `{name}` is not on the sandbox allow-list, in [sandbox] env_allow, or in the tool's credential_scope"
+                    ),
+                });
+            }
+        }
+        tools.push(Arc::new(CommandTool::new(config.clone())?));
+    }
+    Ok(tools)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_prefix_stops_at_the_first_glob_component() {
+        assert_eq!(literal_prefix("target/**"), "target");
+        assert_eq!(literal_prefix("docs/*.md"), "docs");
+        assert_eq!(literal_prefix("out/sub/file.txt"), "out/sub/file.txt");
+        assert_eq!(literal_prefix("**"), "");
+    }
+}

@@ -1,0 +1,128 @@
+//! Output filters (SPEC T8): regular expressions that rewrite a tool's output before the
+//! model sees it.
+//!
+//! ```toml
+//! [[output_filter]]
+//! tool = "cargo_*"                 # optional glob over tool names (default: every tool)
+//! pattern = "(?m)^\\s+Compiling .*\\n"   # Rust `regex` syntax (linear time, no backtracking)
+//! replacement = ""                 # `$1`, `${name}` refer to groups; default ""
+//! ```
+//!
+//! Filters apply in configuration order (user files first, then the workspace's), each to the
+//! result of the previous one, every match replaced. The orchestrator applies them to the
+//! redacted output of a successful call, before capping it to `max_tool_output_chars`; the
+//! audit record keeps the SHA-256 of the unfiltered output.
+
+use std::borrow::Cow;
+
+use globset::{Glob, GlobMatcher};
+use serde::{Deserialize, Serialize};
+
+/// One `[[output_filter]]` as written.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputFilterConfig {
+    /// Glob over tool names (`*` any characters); absent: every tool.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// The regular expression.
+    pub pattern: String,
+    /// What each match becomes (`$1`, `${name}` expand to groups; `$$` is a literal `$`).
+    #[serde(default)]
+    pub replacement: String,
+}
+
+impl OutputFilterConfig {
+    /// Checks the glob and the regex. Errors: the problem, naming the key (`tool` or
+    /// `pattern`) first so the loader can find its line.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        self.compile().map(|_| ())
+    }
+
+    fn compile(&self) -> Result<Filter, (&'static str, String)> {
+        let tool = match &self.tool {
+            None => None,
+            Some(glob) => Some(
+                Glob::new(glob)
+                    .map_err(|e| ("tool", format!("output_filter: bad tool glob `{glob}`: {}", e.kind())))?
+                    .compile_matcher(),
+            ),
+        };
+        let pattern = regex::Regex::new(&self.pattern)
+            .map_err(|e| ("pattern", format!("output_filter: bad pattern `{}`: {e}", self.pattern)))?;
+        Ok(Filter { tool, pattern, replacement: self.replacement.clone() })
+    }
+}
+
+struct Filter {
+    tool: Option<GlobMatcher>,
+    pattern: regex::Regex,
+    replacement: String,
+}
+
+/// The compiled filters of a configuration.
+#[derive(Default)]
+pub struct OutputFilters {
+    filters: Vec<Filter>,
+}
+
+impl std::fmt::Debug for OutputFilters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputFilters").field("filters", &self.filters.len()).finish()
+    }
+}
+
+impl OutputFilters {
+    /// Compiles `configs` in order. Errors: the first bad glob or regex, as text.
+    pub fn new(configs: &[OutputFilterConfig]) -> Result<Self, String> {
+        let filters = configs.iter().map(|c| c.compile().map_err(|(_, message)| message)).collect::<Result<_, _>>()?;
+        Ok(OutputFilters { filters })
+    }
+
+    /// True when there is no filter.
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    /// `text` after every filter that applies to `tool`; borrowed when nothing changed.
+    pub fn apply<'a>(&self, tool: &str, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for filter in &self.filters {
+            if filter.tool.as_ref().is_some_and(|glob| !glob.is_match(tool)) {
+                continue;
+            }
+            if let Cow::Owned(changed) = filter.pattern.replace_all(&out, filter.replacement.as_str()) {
+                out = Cow::Owned(changed);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(tool: Option<&str>, pattern: &str, replacement: &str) -> OutputFilterConfig {
+        OutputFilterConfig { tool: tool.map(String::from), pattern: pattern.into(), replacement: replacement.into() }
+    }
+
+    #[test]
+    fn filters_apply_in_order_to_matching_tools_only() {
+        let filters = OutputFilters::new(&[
+            filter(Some("cargo_*"), r"(?m)^\s+Compiling .*\n", ""),
+            filter(None, r"token=(\w+)", "token=<$1-hidden>"),
+        ])
+        .unwrap();
+        let text = "   Compiling a v1\nok token=abc\n";
+        assert_eq!(filters.apply("cargo_test", text), "ok token=<abc-hidden>\n");
+        assert_eq!(filters.apply("read", text), "   Compiling a v1\nok token=<abc-hidden>\n");
+        assert!(matches!(filters.apply("read", "nothing"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn bad_regex_and_glob_are_refused_naming_the_key() {
+        assert_eq!(filter(None, "(", "").validate().unwrap_err().0, "pattern");
+        assert_eq!(filter(Some("a[b"), "x", "").validate().unwrap_err().0, "tool");
+    }
+}
