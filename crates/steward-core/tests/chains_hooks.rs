@@ -107,12 +107,14 @@ fn offered(provider: &FakeProvider, request: usize) -> Vec<String> {
 async fn a_chain_offers_only_its_next_tool_until_it_ends() {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("note.txt"), "hello\n").unwrap();
-    let mut config = Config::default();
-    config.chains = vec![ChainConfig {
-        name: "inspect".into(),
-        description: "List, read, stamp.".into(),
-        tools: vec!["list".into(), "read".into(), "stamp".into()],
-    }];
+    let config = Config {
+        chains: vec![ChainConfig {
+            name: "inspect".into(),
+            description: "List, read, stamp.".into(),
+            tools: vec!["list".into(), "read".into(), "stamp".into()],
+        }],
+        ..Config::default()
+    };
     let mut tools = ToolRegistry::builtin();
     tools.insert(stamp());
     let scenario = r#"
@@ -173,12 +175,14 @@ text = "done"
 #[tokio::test]
 async fn a_failing_step_ends_the_chain_and_says_so() {
     let ws = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.chains = vec![ChainConfig {
-        name: "two".into(),
-        description: "Read then list.".into(),
-        tools: vec!["read".into(), "list".into()],
-    }];
+    let config = Config {
+        chains: vec![ChainConfig {
+            name: "two".into(),
+            description: "Read then list.".into(),
+            tools: vec!["read".into(), "list".into()],
+        }],
+        ..Config::default()
+    };
     let scenario = r#"
 [[round]]
 [[round.tool_call]]
@@ -202,27 +206,29 @@ async fn hooks_run_after_matching_changes_and_their_output_reaches_the_model() {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("note.txt"), "old\n").unwrap();
     std::fs::write(ws.path().join("other.md"), "old\n").unwrap();
-    let mut config = Config::default();
-    config.hooks = vec![
-        HookConfig {
-            name: "shout".into(),
-            events: vec!["edit".into()],
-            path_pattern: "**/*.txt".into(),
-            commands: vec![vec![
-                "sh".into(),
-                "-c".into(),
-                "tr a-z A-Z < {path} > {path}.up && echo formatted {path}".into(),
-            ]],
-            timeout_ms: None,
-        },
-        HookConfig {
-            name: "broken".into(),
-            events: vec!["edit".into()],
-            path_pattern: "**".into(),
-            commands: vec![vec!["sh".into(), "-c".into(), "echo nope >&2; exit 3".into()]],
-            timeout_ms: None,
-        },
-    ];
+    let config = Config {
+        hooks: vec![
+            HookConfig {
+                name: "shout".into(),
+                events: vec!["edit".into()],
+                path_pattern: "**/*.txt".into(),
+                commands: vec![vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "tr a-z A-Z < {path} > {path}.up && echo formatted {path}".into(),
+                ]],
+                timeout_ms: None,
+            },
+            HookConfig {
+                name: "broken".into(),
+                events: vec!["edit".into()],
+                path_pattern: "**".into(),
+                commands: vec![vec!["sh".into(), "-c".into(), "echo nope >&2; exit 3".into()]],
+                timeout_ms: None,
+            },
+        ],
+        ..Config::default()
+    };
     let scenario = r#"
 [[round]]
 [[round.tool_call]]
