@@ -123,7 +123,8 @@ impl EventObserver for Human {
                     *duration_ms as f64 / 1000.0
                 );
             }
-            EventKind::StageCompleted { .. } | EventKind::ToolStarted { .. } => {}
+            EventKind::ToolStarted { allowed_by, .. } => self.line(&format!("  ✓ allowed by `{allowed_by}`")),
+            EventKind::StageCompleted { .. } => {}
         }
     }
 }

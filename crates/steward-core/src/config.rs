@@ -410,7 +410,7 @@ fn is_trusted(user: &toml::Table, workspace: &Path) -> bool {
 fn restrict_untrusted(table: &mut toml::Table) -> Vec<String> {
     let mut ignored = Vec::new();
     // `tool`, `hook` and `tool_call_chain` would run commands the workspace chose.
-    for key in ["providers", "run", "sandbox", "trust", "shell", "tool", "hook", "tool_call_chain"] {
+    for key in ["providers", "run", "sandbox", "trust", "shell", "tool", "hook", "tool_call_chain", "output_filter"] {
         if table.remove(key).is_some() {
             ignored.push(key.to_string());
         }

@@ -436,7 +436,8 @@ async fn execute(
     decision: &Decision,
     approval_id: &str,
 ) -> Result<CallResult, CallAbort> {
-    cx.events.emit(EventKind::ToolStarted { call_id: call.id.clone(), tool: call.name.clone() }).await?;
+    let allowed_by = if approval_id.is_empty() { decision.rule.clone() } else { format!("approval {approval_id}") };
+    cx.events.emit(EventKind::ToolStarted { call_id: call.id.clone(), tool: call.name.clone(), allowed_by }).await?;
     let started = Instant::now();
     let result = cx.interrupt.run(tool.run(&call.arguments, cx.tool_context)).await;
     let ms = started.elapsed().as_millis() as u64;

@@ -297,7 +297,8 @@ async fn duplicate_tool_names_across_files_name_the_second_file_and_untrusted_to
     let names: Vec<&str> = c.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["t", "u"]);
     assert!(c.hooks.is_empty());
-    assert_eq!(c.output_filters.len(), 1);
+    // Output filters could hide what a tool printed: an untrusted workspace's are ignored too.
+    assert!(c.output_filters.is_empty());
     assert!(c.warnings.iter().any(|w| w.contains("`tool` ignored")), "{:?}", c.warnings);
     assert!(c.warnings.iter().any(|w| w.contains("`hook` ignored")), "{:?}", c.warnings);
 }

@@ -184,6 +184,10 @@ pub enum EventKind {
         call_id: String,
         /// Tool name.
         tool: String,
+        /// What let it run: the deciding rule (`default:low`, a `[[policy.rule]]` name,
+        /// `grant:…`) or `approved` when the owner approved it.
+        #[serde(default)]
+        allowed_by: String,
     },
     /// A tool finished.
     ToolCompleted {

@@ -76,7 +76,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use steward_policy::Access;
-use steward_protocol::{ErrorClass, RiskLevel, ToolSpec};
+use steward_protocol::{RiskLevel, ToolSpec};
 use steward_sandbox::ExecRequest;
 
 use super::{Tool, ToolContext, ToolError, ToolOutput};
@@ -357,35 +357,8 @@ impl Tool for CommandTool {
             accept_weaker: ctx.accept_weaker.clone(),
             ..ExecRequest::new(prepared.argv, prepared.cwd)
         };
-        let output = steward_sandbox::run(request, ctx.cancel.clone()).await.map_err(|e| match e {
-            steward_sandbox::SandboxError::Cancelled => ToolError {
-                class: ErrorClass::Cancelled,
-                message: "cancelled; the command was killed".into(),
-                rule: None,
-            },
-            other => ToolError::failed(format!("the command was not run: {other}")),
-        })?;
-        if output.timed_out {
-            return Err(ToolError {
-                class: ErrorClass::Timeout,
-                message: format!("the command did not finish within {timeout_ms} ms and was killed"),
-                rule: None,
-            });
-        }
-        let status = match (output.exit_code, output.signal) {
-            (Some(code), _) => format!("exit status {code}"),
-            (None, Some(signal)) => format!("killed by signal {signal}"),
-            (None, None) => "no exit status".to_string(),
-        };
-        let mut content = format!("[{status}]\n");
-        content.push_str(&String::from_utf8_lossy(&output.stdout));
-        if !output.stderr.is_empty() {
-            content.push_str("\n[stderr]\n");
-            content.push_str(&String::from_utf8_lossy(&output.stderr));
-        }
-        if output.truncated {
-            content.push_str(&format!("\n[output cut at {MAX_COMMAND_OUTPUT_BYTES} bytes per stream]"));
-        }
+        let output = super::exec::run_sandboxed(request, ctx).await?;
+        let content = super::exec::render(&output, MAX_COMMAND_OUTPUT_BYTES);
         if output.exit_code != Some(0) {
             let (shown, _) = steward_protocol::head_tail_chars(&content, MAX_FAILURE_CHARS, "");
             return Err(ToolError::failed(format!("`{}` failed: {shown}", self.spec.name)));

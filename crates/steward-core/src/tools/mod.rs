@@ -13,6 +13,7 @@ use steward_protocol::{ErrorClass, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
 pub mod command;
+mod exec;
 pub mod files;
 pub mod filter;
 pub mod git;

@@ -78,7 +78,7 @@ fn locate(lines: &[Line<'_>], hunk: &Hunk, drift: isize, from: usize, rel: &str)
     let old = hunk.old_lines();
     match &hunk.locator {
         Locator::Lines { old_start, old_len } => {
-            let stated = if *old_len == 0 { *old_start } else { old_start - 1 };
+            let stated = if *old_len == 0 { *old_start } else { old_start.saturating_sub(1) };
             let expected = stated.saturating_add_signed(drift);
             if old.is_empty() {
                 if expected > lines.len() || expected < from {
@@ -96,7 +96,7 @@ fn locate(lines: &[Line<'_>], hunk: &Hunk, drift: isize, from: usize, rel: &str)
             }
             for distance in 1..=FUZZ_LINES {
                 let below = expected.checked_sub(distance).filter(|p| *p >= from && matches_at(lines, *p, &old));
-                let above = Some(expected + distance).filter(|p| matches_at(lines, *p, &old));
+                let above = Some(expected + distance).filter(|p| *p >= from && matches_at(lines, *p, &old));
                 match (below, above) {
                     (Some(_), Some(_)) => {
                         return Err(fault(
@@ -201,7 +201,7 @@ pub(super) fn apply_hunks(file: &[u8], hunks: &[Hunk], rel: &str) -> Result<Vec<
     for hunk in hunks {
         let at = locate(&lines, hunk, drift, cursor, rel)?;
         if let Locator::Lines { old_start, old_len } = hunk.locator {
-            let stated = if old_len == 0 { old_start } else { old_start - 1 };
+            let stated = if old_len == 0 { old_start } else { old_start.saturating_sub(1) };
             drift = at as isize - stated as isize;
         }
         out.extend(lines[cursor..at].iter().map(|l| OutLine { body: l.body, eol: l.eol, added: false }));

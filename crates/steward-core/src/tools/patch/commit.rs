@@ -254,3 +254,87 @@ fn sync_dirs(targets: &[Target]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use steward_policy::{Access, Workspace};
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    fn context(root: &Path) -> ToolContext {
+        ToolContext {
+            workspace: Arc::new(Workspace::open(root, &[]).unwrap()),
+            cancel: CancellationToken::new(),
+            env_allow: Vec::new(),
+            timeout_ms: 1_000,
+            snapshots: crate::rollback::Snapshots::new(&root.join(".snaps"), "run"),
+            credentials: Default::default(),
+            accept_weaker: Vec::new(),
+        }
+    }
+
+    fn target(ctx: &ToolContext, rel: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> Target {
+        let path = ctx.workspace.resolve(rel, Access::Write).unwrap();
+        Target { path, before: before.map(<[u8]>::to_vec), after: after.map(<[u8]>::to_vec) }
+    }
+
+    #[test]
+    fn a_rename_failing_midway_puts_back_every_earlier_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        fs::create_dir(&root).unwrap();
+        for name in ["a.txt", "c.txt", "d.txt"] {
+            fs::write(root.join(name), format!("{name} before\n")).unwrap();
+        }
+        let ctx = context(&root);
+        let targets = vec![
+            target(&ctx, "a.txt", Some(b"a.txt before\n"), Some(b"a after\n")),
+            target(&ctx, "new/b.txt", None, Some(b"b new\n")),
+            target(&ctx, "c.txt", Some(b"c.txt before\n"), None),
+            target(&ctx, "d.txt", Some(b"d.txt before\n"), Some(b"d after\n")),
+        ];
+        let mut calls = 0;
+        let mut failing_third = |from: &Path, to: &Path| {
+            calls += 1;
+            if calls == 3 { Err(io::Error::other("injected failure")) } else { fs::rename(from, to) }
+        };
+        let err = commit_with(&targets, &ctx, &mut failing_third).unwrap_err();
+        assert!(err.message.contains("injected failure") && err.message.contains("put back"), "{}", err.message);
+        for name in ["a.txt", "c.txt", "d.txt"] {
+            assert_eq!(fs::read_to_string(root.join(name)).unwrap(), format!("{name} before\n"));
+        }
+        assert!(!root.join("new").exists(), "the created folder and file are removed again");
+        let mut left: Vec<String> =
+            fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, [".snaps", "a.txt", "c.txt", "d.txt"]);
+        assert_eq!(
+            fs::read_dir(root.join(".snaps/run")).unwrap().count(),
+            0,
+            "snapshots of a failed patch are removed"
+        );
+
+        let records = commit(&targets, &ctx).unwrap();
+        assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), "a after\n");
+        assert_eq!(fs::read_to_string(root.join("new/b.txt")).unwrap(), "b new\n");
+        assert!(!root.join("c.txt").exists());
+        assert_eq!(records.iter().filter(|r| r.snapshot.is_some()).count(), 3);
+    }
+
+    #[test]
+    fn a_target_changed_after_validation_stops_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.txt"), "v1\n").unwrap();
+        fs::write(dir.path().join("b.txt"), "v2 from someone else\n").unwrap();
+        let ctx = context(dir.path());
+        let targets = vec![
+            target(&ctx, "a.txt", Some(b"v1\n"), Some(b"mine\n")),
+            target(&ctx, "b.txt", Some(b"v1\n"), Some(b"mine\n")),
+        ];
+        assert_eq!(commit(&targets, &ctx).unwrap_err().rule.as_deref(), Some("stale"));
+        assert_eq!(fs::read_to_string(dir.path().join("a.txt")).unwrap(), "v1\n");
+    }
+}
