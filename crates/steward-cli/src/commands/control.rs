@@ -1,0 +1,252 @@
+//! Changing or checking the control layer: rollback, grants, trust, doctor, policy and configuration.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::inspect::find_run;
+use super::*;
+
+/// `steward trust [DIR]`: adds the workspace to `[trust] workspaces` in the user's
+/// `trust.toml`.
+pub fn trust(workspace: &Path) -> Result<u8> {
+    let workspace = std::fs::canonicalize(workspace).map_err(|e| usage(format!("{}: {e}", workspace.display())))?;
+    let dir = user_config_dir().ok_or_else(|| usage("neither XDG_CONFIG_HOME nor HOME is set"))?;
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("trust.toml");
+    let mut table: toml::Table = match std::fs::read_to_string(&file) {
+        Ok(text) => toml::from_str(&text).map_err(|e| usage(format!("{}: {}", file.display(), e.message())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => toml::Table::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let trust = table.entry("trust").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let Some(trust) = trust.as_table_mut() else {
+        return Err(usage(format!("{}: [trust] is not a table", file.display())));
+    };
+    let list = trust.entry("workspaces").or_insert_with(|| toml::Value::Array(Vec::new()));
+    let Some(list) = list.as_array_mut() else {
+        return Err(usage(format!("{}: trust.workspaces is not a list", file.display())));
+    };
+    let path = workspace.display().to_string();
+    if list.iter().any(|v| v.as_str() == Some(path.as_str())) {
+        println!("{path} is already trusted");
+        return Ok(0);
+    }
+    list.push(toml::Value::String(path.clone()));
+    std::fs::write(&file, toml::to_string_pretty(&table)?)?;
+    println!("trusted {path}: its .steward/ configuration now applies in full ({})", file.display());
+    Ok(0)
+}
+
+/// `steward rollback`.
+pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    let run = find_run(store.as_ref(), run_id).await?;
+    let records = store.rollbacks(&run.id).await?;
+    if records.is_empty() {
+        println!("run {} changed no files; nothing to roll back", run.id);
+        return Ok(0);
+    }
+    if list {
+        for r in &records {
+            let what =
+                r.compensation.get("path").or_else(|| r.compensation.get("to")).and_then(|v| v.as_str()).unwrap_or("");
+            println!("step {:<3} {:<8} {:<40} {}", r.step, r.tool, what, r.status_text());
+        }
+        return Ok(0);
+    }
+    if let Some(n) = step
+        && !records.iter().any(|r| r.step == n)
+    {
+        return Err(usage(format!("run {} has no step {n}; `steward rollback {} --list` shows them", run.id, run.id)));
+    }
+    let workspace = steward_policy::Workspace::open(Path::new(&run.workspace), &[])
+        .map_err(|e| usage(format!("the run's workspace {}: {e}", run.workspace)))?;
+    let redactor = redactor();
+    let mut failures = 0;
+    for mut record in records.into_iter().rev() {
+        if record.status == steward_store::RollbackStatus::Undone || step.is_some_and(|n| n != record.step) {
+            continue;
+        }
+        let outcome = serde_json::from_value::<steward_core::rollback::Compensation>(record.compensation.clone())
+            .map_err(|e| format!("unreadable compensation: {e}"))
+            .and_then(|c| steward_core::rollback::undo(&c, &workspace));
+        let (status, audit_outcome, detail) = match outcome {
+            Ok(done) => (steward_store::RollbackStatus::Undone, steward_protocol::AuditOutcome::Completed, done),
+            Err(why) => {
+                failures += 1;
+                (steward_store::RollbackStatus::Failed, steward_protocol::AuditOutcome::Failed, why)
+            }
+        };
+        let detail = redactor.redact(&detail);
+        println!("step {} ({}): {}", record.step, record.tool, detail);
+        record.status = status;
+        record.detail = detail.clone();
+        record.undone_at = Some(chrono::Utc::now());
+        store.upsert_rollback(&record).await?;
+        store
+            .append_audit(steward_protocol::AuditEntry {
+                agent: local_owner(),
+                run_id: run.id.clone(),
+                call_id: record.call_id.clone(),
+                action: "rollback".into(),
+                input: serde_json::json!({"step": record.step, "tool": record.tool}),
+                policy: "rollback".into(),
+                risk: 0.0,
+                outcome: audit_outcome,
+                latency_ms: 0,
+                sandbox: String::new(),
+                approval_id: String::new(),
+                rollback_token: record.token.clone(),
+                detail,
+            })
+            .await?;
+    }
+    store.flush().await?;
+    if failures > 0 {
+        println!("{failures} step(s) could not be undone (see above); nothing else was touched");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// `steward approvals list`.
+pub async fn grants_list(all: bool, json: bool) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    let now = chrono::Utc::now();
+    for grant in store.grants(&local_owner()).await? {
+        let state = match (grant.revoked_at, grant.expires_at <= now) {
+            (Some(_), _) => "revoked",
+            (None, true) => "expired",
+            (None, false) => "active",
+        };
+        if !all && state != "active" {
+            continue;
+        }
+        if json {
+            println!("{}", serde_json::json!({"grant": grant, "state": state}));
+            continue;
+        }
+        let covers = match grant.scope {
+            steward_store::GrantScope::Run => format!("run {}", grant.run_id),
+            steward_store::GrantScope::Workspace => format!("workspace {}", grant.workspace),
+        };
+        println!(
+            "{}  {:<7} {:<10} {covers}  until {}",
+            grant.id,
+            state,
+            grant.tool,
+            grant.expires_at.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M")
+        );
+    }
+    Ok(0)
+}
+
+/// `steward approvals revoke ID`.
+pub async fn grants_revoke(id: &str) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    let owner = local_owner();
+    let Some(mut grant) = store.grants(&owner).await?.into_iter().find(|g| g.id == id) else {
+        return Err(usage(format!("no grant `{id}` of {owner}; `steward approvals list --all` shows them")));
+    };
+    if grant.revoked_at.is_some() {
+        println!("{id} was already revoked");
+        return Ok(0);
+    }
+    grant.revoked_at = Some(chrono::Utc::now());
+    store.upsert_grant(&grant).await?;
+    store
+        .append_audit(steward_protocol::AuditEntry {
+            agent: owner,
+            run_id: grant.run_id.clone(),
+            call_id: String::new(),
+            action: "revoke_grant".into(),
+            input: serde_json::json!({"grant": grant.id, "tool": grant.tool}),
+            policy: "owner".into(),
+            risk: 0.0,
+            outcome: steward_protocol::AuditOutcome::Completed,
+            latency_ms: 0,
+            sandbox: String::new(),
+            approval_id: grant.approval_id.clone(),
+            rollback_token: String::new(),
+            detail: format!("grant {} revoked; `{}` asks again", grant.id, grant.tool),
+        })
+        .await?;
+    store.flush().await?;
+    println!("revoked {id}: `{}` asks again", grant.tool);
+    Ok(0)
+}
+
+/// `steward doctor`: exit 0 when every protection is enforced, 1 otherwise.
+pub async fn doctor(json: bool) -> Result<u8> {
+    let results = steward_sandbox::doctor().await;
+    for r in &results {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"protection": r.protection.as_str(), "enforced": r.enforced, "detail": r.detail})
+            );
+        } else {
+            let mark = if r.enforced { "enforced" } else { "NOT ENFORCED" };
+            println!("{:<14} {mark:<13} {}", r.protection.as_str(), r.detail);
+        }
+    }
+    Ok(if results.iter().all(|r| r.enforced) { 0 } else { 1 })
+}
+
+/// `steward policy check`.
+pub fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, tainted: bool) -> Result<u8> {
+    let arguments: serde_json::Value =
+        serde_json::from_str(args).map_err(|e| usage(format!("--args is not JSON: {e}")))?;
+    if !arguments.is_object() {
+        return Err(usage("--args must be a JSON object"));
+    }
+    let config = load_config(workspace)?;
+    let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage(e.to_string()))?;
+    let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
+    let registry = ToolRegistry::for_config(&config, &ws).map_err(usage)?;
+    let call = steward_protocol::ToolCall { id: "check".into(), name: tool.to_string(), arguments };
+    let context = steward_policy::GateContext { tainted };
+    let decision = policy.decide_in(registry.get(tool).map(|t| t.spec()), &call, &ws, &context);
+    if json {
+        println!("{}", serde_json::to_string(&decision)?);
+    } else {
+        println!("{} (rule `{}`, risk {:.2})", decision.decision.as_str(), decision.rule, decision.risk);
+        for reason in &decision.reasons {
+            println!("  {reason}");
+        }
+    }
+    Ok(0)
+}
+
+/// `steward config show`.
+pub fn config_show(workspace: &Path) -> Result<u8> {
+    let config = load_config(workspace)?;
+    for source in &config.sources {
+        println!("# from {}", source.display());
+    }
+    #[derive(serde::Serialize)]
+    struct View<'a> {
+        run: &'a steward_core::config::RawRun,
+        limits: &'a steward_core::config::Limits,
+        sandbox: &'a steward_core::config::RawSandbox,
+        policy: &'a steward_policy::PolicyConfig,
+        providers: &'a std::collections::BTreeMap<String, steward_provider::ProviderConfig>,
+    }
+    let view = View {
+        run: &config.run,
+        limits: &config.limits,
+        sandbox: &config.sandbox,
+        policy: &config.policy,
+        providers: &config.providers,
+    };
+    let text = toml::to_string_pretty(&view).map_err(|e| anyhow::anyhow!("cannot print the configuration: {e}"))?;
+    println!("{}", redactor().redact(&text));
+    if config.instructions.is_some() {
+        println!("# AGENTS.md instructions are given to model planners");
+    }
+    Ok(0)
+}

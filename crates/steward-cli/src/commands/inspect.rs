@@ -1,0 +1,181 @@
+//! Looking at what happened: runs, traces, the audit log.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::*;
+
+/// `steward runs`.
+pub async fn runs(limit: u32, json: bool) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    for run in store.list_runs(limit).await? {
+        if json {
+            println!("{}", serde_json::to_string(&run)?);
+        } else {
+            let stop = run.stop_reason.map(|s| s.as_str()).unwrap_or("-");
+            let task = steward_protocol::truncate_chars(&run.task, 60);
+            println!(
+                "{}  {:<11} {:<14} {}  {}",
+                run.id,
+                run.status.as_str(),
+                stop,
+                run.created_at.format("%Y-%m-%d %H:%M:%S"),
+                task.replace('\n', " ")
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// `steward show RUN_ID`.
+pub async fn show(run_id: &str, json: bool) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    let run = find_run(store.as_ref(), run_id).await?;
+    let run_id = run.id.as_str();
+    let events = store.events(run_id, 0).await?;
+    if json {
+        println!("{}", serde_json::json!({"run": run, "events": events}));
+        return Ok(0);
+    }
+    println!("run {} · {} · {}", run.id, run.status.as_str(), run.stop_reason.map(|s| s.as_str()).unwrap_or("-"));
+    println!("task: {}", steward_protocol::truncate_chars(&run.task, 500));
+    let who = if run.planner == "classic" {
+        "classic planner".to_string()
+    } else {
+        format!("{} · {}", run.provider, run.model)
+    };
+    println!("planner: {who} · owner {} · workspace {}", run.owner_id, run.workspace);
+    let mut asked_at = std::collections::HashMap::new();
+    for event in &events {
+        match &event.kind {
+            EventKind::StageCompleted { round, duration_ms, usage, tool_calls, .. } => println!(
+                "  planner round {round:<3} {duration_ms:>7} ms  {:>6} tokens ({} in, {} out)  {tool_calls} tool call(s)",
+                usage.total(),
+                usage.input_tokens,
+                usage.output_tokens
+            ),
+            EventKind::StageFailed { round, duration_ms, class, error, .. } => {
+                println!("  planner round {round:<3} {duration_ms:>7} ms  failed [{class}]: {error}")
+            }
+            EventKind::ToolDenied { tool, rule, reason, .. } => println!("    {tool:<12} denied by `{rule}`: {reason}"),
+            EventKind::ToolApprovalRequired { call_id, tool, rule, .. } => {
+                asked_at.insert(call_id.clone(), event.at);
+                println!("    {tool:<12} asked the owner (`{rule}`)");
+            }
+            EventKind::ToolApproved { call_id, .. }
+            | EventKind::ToolRejected { call_id, .. }
+            | EventKind::ToolApprovalExpired { call_id, .. } => {
+                let waited = asked_at.get(call_id).map(|t| (event.at - *t).num_milliseconds()).unwrap_or(0);
+                println!("    {:<12} {} after waiting {waited} ms", "approval", event.kind.name());
+            }
+            EventKind::ToolCompleted { tool, duration_ms, output_chars, .. } => {
+                println!("    {tool:<12} {duration_ms:>7} ms  completed ({output_chars} chars)")
+            }
+            EventKind::ToolFailed { tool, duration_ms, error, .. } => {
+                println!("    {tool:<12} {duration_ms:>7} ms  failed: {error}")
+            }
+            EventKind::RunCompleted { final_text, .. } => println!("final:\n{final_text}"),
+            EventKind::RunFailed { error, class, .. } => println!("failed [{class}]: {error}"),
+            _ => {}
+        }
+    }
+    let took = run.finished_at.map(|f| (f - run.created_at).num_milliseconds()).unwrap_or(0);
+    println!(
+        "total: {} round(s) · {} tool call(s) · {} tokens ({} in, {} out) · {} ms",
+        run.rounds,
+        run.tool_calls,
+        run.input_tokens + run.output_tokens,
+        run.input_tokens,
+        run.output_tokens,
+        took
+    );
+    Ok(0)
+}
+
+/// A run by exact id, unique id prefix, or `last` (the newest run).
+pub(super) async fn find_run(store: &dyn steward_store::Store, wanted: &str) -> Result<steward_store::RunRecord> {
+    if wanted == "last" {
+        return store.list_runs(1).await?.into_iter().next().ok_or_else(|| usage("there are no runs yet"));
+    }
+    if let Some(run) = store.get_run(wanted).await? {
+        return Ok(run);
+    }
+    let matches: Vec<_> = store.list_runs(10_000).await?.into_iter().filter(|r| r.id.starts_with(wanted)).collect();
+    match matches.len() {
+        1 => Ok(matches.into_iter().next().ok_or_else(|| usage("no run"))?),
+        0 => Err(usage(format!("no run `{wanted}`; `steward runs` lists them"))),
+        n => Err(usage(format!("`{wanted}` matches {n} runs; give more of the id"))),
+    }
+}
+
+/// `steward audit verify`.
+pub async fn audit_verify() -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    match store.verify_audit().await? {
+        AuditVerification::Valid { records } => {
+            println!("audit chain valid: {records} records");
+            Ok(0)
+        }
+        AuditVerification::Broken { seq, id, problem } => {
+            println!("audit chain broken at record {seq} ({id}): {problem}");
+            Ok(1)
+        }
+    }
+}
+
+/// `steward audit list`.
+pub async fn audit_list(run: Option<&str>) -> Result<u8> {
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    for record in store.audit_records(run).await? {
+        println!("{}", serde_json::to_string(&record)?);
+    }
+    Ok(0)
+}
+
+/// `steward audit export`.
+pub async fn audit_export(since: Option<&str>, output: Option<&Path>) -> Result<u8> {
+    enum Since {
+        All,
+        Seq(u64),
+        Time(chrono::DateTime<chrono::Utc>),
+    }
+    let since = match since {
+        None => Since::All,
+        Some(text) => match (text.parse::<u64>(), chrono::DateTime::parse_from_rfc3339(text)) {
+            (Ok(seq), _) => Since::Seq(seq),
+            (_, Ok(time)) => Since::Time(time.with_timezone(&chrono::Utc)),
+            _ => return Err(usage(format!("--since `{text}` is neither a sequence number nor an RFC 3339 time"))),
+        },
+    };
+    let home = Home::locate()?;
+    let store = home.open_store(StoreOptions::default()).await?;
+    let mut out: Box<dyn std::io::Write> = match output {
+        Some(path) => {
+            use std::os::unix::fs::OpenOptionsExt;
+            Box::new(std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?)
+        }
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut written = 0u64;
+    for record in store.audit_records(None).await? {
+        let keep = match since {
+            Since::All => true,
+            Since::Seq(seq) => record.seq >= seq,
+            Since::Time(time) => record.at >= time,
+        };
+        if keep {
+            writeln!(out, "{}", serde_json::to_string(&record)?)?;
+            written += 1;
+        }
+    }
+    out.flush()?;
+    if output.is_some() {
+        eprintln!("steward: wrote {written} audit records");
+    }
+    Ok(0)
+}

@@ -1,0 +1,81 @@
+//! The subcommands, and what they share: configuration loading, usage errors, the redactor.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::Args;
+use steward_core::config::Config;
+use steward_core::planner::PlannerOverrides;
+use steward_core::tools::ToolRegistry;
+use steward_core::{RunRequest, Runtime};
+use steward_policy::Redactor;
+use steward_protocol::{EventKind, StopReason};
+use steward_store::{AuditVerification, RunStatus, StoreOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::home::{Home, local_owner};
+use crate::ui;
+
+/// A usage or configuration error: exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
+}
+
+/// A usage or configuration error (exit code 2) for other modules.
+pub fn usage_error(message: &str) -> anyhow::Error {
+    usage(message)
+}
+
+/// The redactor for this process: pattern rules plus the values of secret-looking
+/// environment variables.
+pub fn redactor() -> Redactor {
+    Redactor::from_env_vars(std::env::vars())
+}
+
+fn env_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// `$XDG_CONFIG_HOME/steward`, else `~/.config/steward`.
+fn user_config_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .map(|d| d.join("steward"))
+}
+
+pub(crate) fn load_config(workspace: &Path) -> Result<Config> {
+    let config = Config::load(user_config_dir().as_deref(), workspace).map_err(|e| usage(e.to_string()))?;
+    for warning in &config.warnings {
+        eprintln!("steward: warning: {warning}");
+    }
+    Ok(config)
+}
+
+/// The tools this configuration offers in `workspace`.
+pub(crate) fn registry(config: &Config, workspace: &Path) -> Result<ToolRegistry> {
+    let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage(e.to_string()))?;
+    ToolRegistry::for_config(config, &ws).map_err(usage)
+}
+
+mod control;
+mod inspect;
+mod run;
+
+pub use control::{config_show, doctor, grants_list, grants_revoke, policy_check, rollback, trust};
+pub use inspect::{audit_export, audit_list, audit_verify, runs, show};
+pub use run::{RunArgs, models, run};

@@ -1,0 +1,183 @@
+//! `steward run` and `steward models`.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::*;
+
+/// `steward run` arguments.
+#[derive(Args)]
+pub struct RunArgs {
+    /// The task, in plain words.
+    task: String,
+    /// Workspace directory (default: the current directory).
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Provider: a preset (openai, openrouter, xai, anthropic, ollama, lmstudio, llamacpp, fake) or a [providers.NAME] entry. Implies --planner model.
+    #[arg(long)]
+    provider: Option<String>,
+    /// Model id (default: the provider's default model).
+    #[arg(long)]
+    model: Option<String>,
+    /// Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1. Implies --planner model.
+    #[arg(long)]
+    base_url: Option<String>,
+    /// Tool choice for the first planner call: auto, none, required, or a tool name.
+    #[arg(long)]
+    tool_choice: Option<String>,
+    /// classic (keyword rules, no model) or model.
+    #[arg(long, value_parser = ["classic", "model"])]
+    planner: Option<String>,
+    /// Rounds with tool calls before the run stops with `max_rounds` (default 5).
+    #[arg(long)]
+    max_rounds: Option<u32>,
+    /// Output token limit per planner call.
+    #[arg(long)]
+    max_tokens: Option<u32>,
+    /// Scenario file for `--provider fake` (see README).
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// Print events as JSON lines on stdout (diagnostics go to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+/// `steward run`.
+pub async fn run(args: RunArgs) -> Result<u8> {
+    let workspace = std::fs::canonicalize(&args.workspace)
+        .map_err(|e| usage(format!("workspace {}: {e}", args.workspace.display())))?;
+    let mut config = load_config(&workspace)?;
+    if let Some(n) = args.max_rounds {
+        if n == 0 {
+            return Err(usage("--max-rounds must be at least 1"));
+        }
+        config.limits.max_rounds = n;
+    }
+    let overrides = PlannerOverrides {
+        planner: args.planner.clone(),
+        provider: args.provider.clone(),
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        tool_choice: args.tool_choice.clone(),
+        scenario: args.scenario.clone(),
+        max_tokens: args.max_tokens,
+    };
+    if args.max_tokens == Some(0) {
+        return Err(usage("--max-tokens must be at least 1"));
+    }
+    if args.task.trim().is_empty() {
+        return Err(usage("the task is empty: say what to do, e.g. steward run \"show the git status\""));
+    }
+    let tools = registry(&config, &workspace)?;
+    if let Some(choice) = &args.tool_choice
+        && !matches!(choice.as_str(), "auto" | "none" | "required")
+        && tools.get(choice).is_none()
+    {
+        let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+        return Err(usage(format!(
+            "--tool-choice `{choice}` is not a tool; use auto, none, required or one of: {}",
+            names.join(", ")
+        )));
+    }
+    let planner = steward_core::planner::resolve(&config, &overrides, &env_lookup).map_err(usage)?;
+
+    let home = Home::locate()?;
+    let runtime = Runtime {
+        store: home.open_store(StoreOptions::default()).await?,
+        redactor: Arc::new(redactor()),
+        approval_key: home.approval_key()?,
+        outputs_dir: home.outputs_dir(),
+        snapshots_dir: home.snapshots_dir(),
+    };
+    let owner_id = local_owner();
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nsteward: cancelling (Ctrl-C again to quit at once)");
+            on_interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    let observer: Arc<dyn steward_core::events::EventObserver> =
+        if args.json { Arc::new(ui::JsonLines) } else { Arc::new(ui::Human::default()) };
+    let request = RunRequest {
+        task: args.task,
+        owner_id: owner_id.clone(),
+        workspace,
+        planner,
+        config,
+        tools,
+        approver: Arc::new(ui::TerminalApprover { owner_id }),
+        observer,
+        cancel,
+    };
+    let run = steward_core::run_task(&runtime, request).await.map_err(|e| match e {
+        steward_core::RunError::Config(msg) => usage(msg),
+        other => anyhow::Error::new(other),
+    })?;
+    Ok(exit_code(run.status, run.stop_reason))
+}
+
+fn exit_code(status: RunStatus, stop: Option<StopReason>) -> u8 {
+    match (status, stop) {
+        (RunStatus::Completed, Some(StopReason::Answered)) => 0,
+        (RunStatus::Completed, _) => 3,
+        (RunStatus::Cancelled, _) => 4,
+        _ => 1,
+    }
+}
+
+/// `steward models`.
+pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
+    let config = load_config(workspace)?;
+    let mut names: Vec<String> = config.providers.keys().cloned().collect();
+    for preset in steward_provider::PRESETS {
+        let Some(cfg) = steward_provider::preset(preset) else { continue };
+        let local = !cfg.key_required();
+        let key_names = cfg.api_key_env.as_ref().map(|k| k.names()).unwrap_or_default();
+        let has_key = key_names.iter().any(|n| env_lookup(n).is_some_and(|v| !v.is_empty()));
+        if *preset != "fake" && (local || has_key) && !names.iter().any(|n| n == preset) {
+            names.push(preset.to_string());
+        }
+    }
+    let checks = names.iter().map(|name| {
+        let cfg = config.providers.get(name).cloned().or_else(|| steward_provider::preset(name));
+        async move {
+            let result = match cfg {
+                None => Err(format!("unknown provider `{name}`")),
+                Some(cfg) => match steward_provider::build_provider(name, &cfg, &env_lookup) {
+                    Err(e) => Err(format!("{}: {}", e.class, e.message)),
+                    Ok(p) => match tokio::time::timeout(std::time::Duration::from_secs(5), p.list_models()).await {
+                        Err(_) => Err("unreachable: no answer within 5 s".to_string()),
+                        Ok(Err(e)) => Err(format!("unreachable ({}): {}", e.class, e.message)),
+                        Ok(Ok(models)) => Ok(models),
+                    },
+                },
+            };
+            (name.clone(), result)
+        }
+    });
+    let redactor = redactor();
+    for (name, result) in futures::future::join_all(checks).await {
+        match (&result, json) {
+            (Ok(models), true) => {
+                println!("{}", serde_json::json!({"provider": name, "reachable": true, "models": models}))
+            }
+            (Err(e), true) => {
+                println!("{}", serde_json::json!({"provider": name, "reachable": false, "error": redactor.redact(e)}))
+            }
+            (Ok(models), false) => {
+                println!("{name}: {} model{}", models.len(), if models.len() == 1 { "" } else { "s" });
+                for m in models {
+                    println!("  {m}");
+                }
+            }
+            (Err(e), false) => println!("{name}: {}", redactor.redact(e)),
+        }
+    }
+    Ok(0)
+}
