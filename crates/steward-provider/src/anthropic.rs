@@ -16,24 +16,19 @@ use serde_json::{Value, json};
 use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, Role, ToolChoice};
 
 use crate::assemble::ToolCallAssembler;
-use crate::http::{Attempt, Failure, HttpCore, body_stream, sse_events, with_retries};
+use crate::http::{ApiKey, Failure, sse_events};
 use crate::reply::ReplyBuilder;
-use crate::{DeltaSink, Provider, ProviderError};
+use crate::wire::{BodyStream, Settings, Wire};
+use crate::{DeltaSink, ProviderError};
 
 /// The API version header value.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// `max_tokens` when neither the request nor the config sets one (the API requires it).
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// A Messages API client.
+/// The Anthropic Messages API wire protocol.
 #[derive(Debug)]
-pub(crate) struct AnthropicProvider {
-    pub core: HttpCore,
-    pub stream: bool,
-    pub recover: bool,
-    pub tool_choice: Option<String>,
-    pub max_tokens: Option<u32>,
-}
+pub(crate) struct AnthropicWire;
 
 /// Renders the request body. Consecutive messages of the same role are merged into one (the
 /// API wants user and assistant turns to alternate), so consecutive tool results form one
@@ -317,59 +312,45 @@ pub(crate) fn read_whole(
     Ok(reply.finish(sink))
 }
 
-impl AnthropicProvider {
-    fn headers(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let rb = rb.header("anthropic-version", ANTHROPIC_VERSION);
-        match &self.core.key {
-            Some(k) => rb.header("x-api-key", k.expose()),
-            None => rb,
+#[async_trait]
+impl Wire for AnthropicWire {
+    const CHAT_PATH: &'static str = "/v1/messages";
+    const MODELS_PATH: &'static str = "/v1/models";
+
+    fn authorise(&self, key: Option<&ApiKey>, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let request = request.header("anthropic-version", ANTHROPIC_VERSION);
+        match key {
+            Some(k) => request.header("x-api-key", k.expose()),
+            None => request,
         }
     }
-}
 
-#[async_trait]
-impl Attempt for AnthropicProvider {
-    fn core(&self) -> &HttpCore {
-        &self.core
+    fn body(&self, request: &ChatRequest, model: &str, settings: &Settings) -> Value {
+        render_request(request, model, settings.stream, settings.tool_choice.as_deref(), settings.max_tokens)
     }
 
-    async fn attempt(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure> {
-        let model = if request.model.is_empty() { self.core.default_model.clone() } else { request.model.clone() };
-        let body = render_request(request, &model, self.stream, self.tool_choice.as_deref(), self.max_tokens);
-        let rb = self.headers(self.core.client.post(self.core.url("/v1/messages")).json(&body));
-        let response = self.core.send(rb).await?;
-        let mut req = request.clone();
-        req.model = model;
-        let reply = ReplyBuilder::new(self.recover, &req, ToolCallAssembler::with_closing());
-        let result = if self.stream {
-            read_stream(&self.core.name, body_stream(response), reply, sink).await
-        } else {
-            let text = response.text().await.map_err(|e| Failure::from(self.core.transport_error(&e, true)))?;
-            read_whole(&self.core.name, &text, reply, sink)
-        };
-        result.map_err(|mut f| {
-            f.error.message = self.core.redact(&f.error.message);
-            f
-        })
-    }
-}
-
-#[async_trait]
-impl Provider for AnthropicProvider {
-    fn name(&self) -> &str {
-        &self.core.name
+    fn assembler(&self) -> ToolCallAssembler {
+        ToolCallAssembler::with_closing()
     }
 
-    fn default_model(&self) -> &str {
-        &self.core.default_model
+    async fn read_stream(
+        &self,
+        name: &str,
+        body: BodyStream,
+        reply: ReplyBuilder,
+        sink: DeltaSink<'_>,
+    ) -> Result<ChatResponse, Failure> {
+        read_stream(name, body, reply, sink).await
     }
 
-    async fn stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError> {
-        with_retries(self, request, on_delta).await
-    }
-
-    async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
-        self.core.list_ids(self.headers(self.core.client.get(self.core.url("/v1/models")))).await
+    fn read_whole(
+        &self,
+        name: &str,
+        text: &str,
+        reply: ReplyBuilder,
+        sink: DeltaSink<'_>,
+    ) -> Result<ChatResponse, Failure> {
+        read_whole(name, text, reply, sink)
     }
 }
 

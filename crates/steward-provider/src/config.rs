@@ -20,11 +20,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use steward_protocol::ErrorClass;
 
-use crate::anthropic::AnthropicProvider;
+use crate::anthropic::AnthropicWire;
 use crate::fake::FakeProvider;
 use crate::http::{ApiKey, HttpCore, build_client};
-use crate::openai::OpenAiProvider;
+use crate::openai::OpenAiWire;
 use crate::retry::{DEFAULT_BACKOFF_MS, DEFAULT_TRIES, RetryPolicy};
+use crate::wire::{HttpProvider, Settings};
 use crate::{Provider, ProviderError};
 
 /// Which wire protocol a provider speaks.
@@ -269,22 +270,18 @@ pub fn build_provider(
         retry: cfg.retry_policy(),
         client: build_client(cfg.timeout_ms.map(Duration::from_millis))?,
     };
+    let settings = Settings {
+        stream: cfg.stream,
+        recover: cfg.text_tool_calls,
+        tool_choice: cfg.tool_choice.clone(),
+        max_tokens: cfg.max_tokens,
+    };
     Ok(match cfg.kind {
-        ProviderKind::Anthropic => Arc::new(AnthropicProvider {
-            core,
-            stream: cfg.stream,
-            recover: cfg.text_tool_calls,
-            tool_choice: cfg.tool_choice.clone(),
-            max_tokens: cfg.max_tokens,
-        }),
-        _ => Arc::new(OpenAiProvider {
-            core,
-            stream: cfg.stream,
-            recover: cfg.text_tool_calls,
-            tool_choice: cfg.tool_choice.clone(),
-            max_tokens: cfg.max_tokens,
-            system_role: cfg.system_role.clone().unwrap_or_else(|| "system".to_string()),
-        }),
+        ProviderKind::Anthropic => Arc::new(HttpProvider { core, settings, wire: AnthropicWire }),
+        _ => {
+            let system_role = cfg.system_role.clone().unwrap_or_else(|| "system".to_string());
+            Arc::new(HttpProvider { core, settings, wire: OpenAiWire { system_role } })
+        }
     })
 }
 

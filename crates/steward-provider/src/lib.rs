@@ -24,6 +24,7 @@ pub mod recover;
 pub mod redact;
 mod reply;
 pub mod retry;
+mod wire;
 
 use async_trait::async_trait;
 pub use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};

@@ -14,18 +14,14 @@ use serde_json::{Value, json};
 use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, Message, Role, ToolChoice, ToolSpec, Usage};
 
 use crate::assemble::ToolCallAssembler;
-use crate::http::{Attempt, Failure, HttpCore, body_stream, sse_events, with_retries};
+use crate::http::{ApiKey, Failure, sse_events};
 use crate::reply::ReplyBuilder;
-use crate::{DeltaSink, Provider, ProviderError};
+use crate::wire::{BodyStream, Settings, Wire};
+use crate::{DeltaSink, ProviderError};
 
-/// A Chat Completions client.
+/// The OpenAI-compatible Chat Completions wire protocol.
 #[derive(Debug)]
-pub(crate) struct OpenAiProvider {
-    pub core: HttpCore,
-    pub stream: bool,
-    pub recover: bool,
-    pub tool_choice: Option<String>,
-    pub max_tokens: Option<u32>,
+pub(crate) struct OpenAiWire {
     /// Role name for system messages: `system`, or `developer` for servers that want it.
     pub system_role: String,
 }
@@ -375,28 +371,21 @@ pub(crate) fn read_whole(
     Ok(reply.finish(sink))
 }
 
-impl OpenAiProvider {
-    fn model<'a>(&'a self, request: &'a ChatRequest) -> &'a str {
-        if request.model.is_empty() { &self.core.default_model } else { &request.model }
-    }
+#[async_trait]
+impl Wire for OpenAiWire {
+    const CHAT_PATH: &'static str = "/chat/completions";
+    const MODELS_PATH: &'static str = "/models";
 
-    fn authorised(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        match &self.core.key {
-            Some(k) => rb.bearer_auth(k.expose()),
-            None => rb,
+    fn authorise(&self, key: Option<&ApiKey>, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match key {
+            Some(k) => request.bearer_auth(k.expose()),
+            None => request,
         }
     }
-}
 
-#[async_trait]
-impl Attempt for OpenAiProvider {
-    fn core(&self) -> &HttpCore {
-        &self.core
-    }
-
-    async fn attempt(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure> {
-        let model = self.model(request).to_string();
-        let mut body = render_request(request, &model, self.stream, self.tool_choice.as_deref(), self.max_tokens);
+    fn body(&self, request: &ChatRequest, model: &str, settings: &Settings) -> Value {
+        let mut body =
+            render_request(request, model, settings.stream, settings.tool_choice.as_deref(), settings.max_tokens);
         if self.system_role != "system"
             && let Some(messages) = body["messages"].as_array_mut()
         {
@@ -404,40 +393,31 @@ impl Attempt for OpenAiProvider {
                 m["role"] = Value::String(self.system_role.clone());
             }
         }
-        let rb = self.authorised(self.core.client.post(self.core.url("/chat/completions")).json(&body));
-        let response = self.core.send(rb).await?;
-        let mut req = request.clone();
-        req.model = model;
-        let reply = ReplyBuilder::new(self.recover, &req, ToolCallAssembler::default());
-        let result = if self.stream {
-            read_stream(&self.core.name, body_stream(response), reply, sink).await
-        } else {
-            let text = response.text().await.map_err(|e| Failure::from(self.core.transport_error(&e, true)))?;
-            read_whole(&self.core.name, &text, reply, sink)
-        };
-        result.map_err(|mut f| {
-            f.error.message = self.core.redact(&f.error.message);
-            f
-        })
-    }
-}
-
-#[async_trait]
-impl Provider for OpenAiProvider {
-    fn name(&self) -> &str {
-        &self.core.name
+        body
     }
 
-    fn default_model(&self) -> &str {
-        &self.core.default_model
+    fn assembler(&self) -> ToolCallAssembler {
+        ToolCallAssembler::default()
     }
 
-    async fn stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError> {
-        with_retries(self, request, on_delta).await
+    async fn read_stream(
+        &self,
+        name: &str,
+        body: BodyStream,
+        reply: ReplyBuilder,
+        sink: DeltaSink<'_>,
+    ) -> Result<ChatResponse, Failure> {
+        read_stream(name, body, reply, sink).await
     }
 
-    async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
-        self.core.list_ids(self.authorised(self.core.client.get(self.core.url("/models")))).await
+    fn read_whole(
+        &self,
+        name: &str,
+        text: &str,
+        reply: ReplyBuilder,
+        sink: DeltaSink<'_>,
+    ) -> Result<ChatResponse, Failure> {
+        read_whole(name, text, reply, sink)
     }
 }
 

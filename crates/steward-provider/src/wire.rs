@@ -1,0 +1,117 @@
+//! One HTTP provider for every wire protocol: what differs between OpenAI-compatible Chat
+//! Completions and the Anthropic Messages API (paths, auth headers, the request body, reading
+//! the reply) is a [`Wire`]; sending, retrying, redacting and the [`Provider`] surface are
+//! shared by [`HttpProvider`].
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde_json::Value;
+use steward_protocol::{ChatRequest, ChatResponse};
+
+use crate::assemble::ToolCallAssembler;
+use crate::http::{ApiKey, Attempt, Failure, HttpCore, body_stream, with_retries};
+use crate::reply::ReplyBuilder;
+use crate::{DeltaSink, Provider, ProviderError};
+
+/// Settings every wire protocol reads from the provider's configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// Stream replies over SSE.
+    pub stream: bool,
+    /// Recover tool calls written as text (SPEC P8).
+    pub recover: bool,
+    /// Tool choice used when a request says `auto`.
+    pub tool_choice: Option<String>,
+    /// Output token limit when a request sets none.
+    pub max_tokens: Option<u32>,
+}
+
+/// A reply body as a stream of byte chunks (transport errors already described as text).
+pub(crate) type BodyStream = BoxStream<'static, Result<bytes::Bytes, String>>;
+
+/// What a wire protocol decides.
+#[async_trait]
+pub(crate) trait Wire: std::fmt::Debug + Send + Sync + 'static {
+    /// Path of the chat endpoint below the base URL.
+    const CHAT_PATH: &'static str;
+    /// Path of the model list below the base URL.
+    const MODELS_PATH: &'static str;
+    /// Adds authentication and protocol headers.
+    fn authorise(&self, key: Option<&ApiKey>, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder;
+    /// The request body.
+    fn body(&self, request: &ChatRequest, model: &str, settings: &Settings) -> Value;
+    /// How streamed tool-call pieces are assembled.
+    fn assembler(&self) -> ToolCallAssembler;
+    /// Reads a streamed reply.
+    async fn read_stream(
+        &self,
+        name: &str,
+        body: BodyStream,
+        reply: ReplyBuilder,
+        sink: DeltaSink<'_>,
+    ) -> Result<ChatResponse, Failure>;
+    /// Reads a whole (non-streamed) reply.
+    fn read_whole(
+        &self,
+        name: &str,
+        text: &str,
+        reply: ReplyBuilder,
+        sink: DeltaSink<'_>,
+    ) -> Result<ChatResponse, Failure>;
+}
+
+/// A provider speaking `W` over HTTP.
+#[derive(Debug)]
+pub(crate) struct HttpProvider<W: Wire> {
+    pub core: HttpCore,
+    pub settings: Settings,
+    pub wire: W,
+}
+
+#[async_trait]
+impl<W: Wire> Attempt for HttpProvider<W> {
+    fn core(&self) -> &HttpCore {
+        &self.core
+    }
+
+    async fn attempt(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure> {
+        let model = if request.model.is_empty() { self.core.default_model.clone() } else { request.model.clone() };
+        let body = self.wire.body(request, &model, &self.settings);
+        let post = self.core.client.post(self.core.url(W::CHAT_PATH)).json(&body);
+        let response = self.core.send(self.wire.authorise(self.core.key.as_ref(), post)).await?;
+        let mut req = request.clone();
+        req.model = model;
+        let reply = ReplyBuilder::new(self.settings.recover, &req, self.wire.assembler());
+        let result = if self.settings.stream {
+            self.wire.read_stream(&self.core.name, body_stream(response).boxed(), reply, sink).await
+        } else {
+            let text = response.text().await.map_err(|e| Failure::from(self.core.transport_error(&e, true)))?;
+            self.wire.read_whole(&self.core.name, &text, reply, sink)
+        };
+        result.map_err(|mut f| {
+            f.error.message = self.core.redact(&f.error.message);
+            f
+        })
+    }
+}
+
+#[async_trait]
+impl<W: Wire> Provider for HttpProvider<W> {
+    fn name(&self) -> &str {
+        &self.core.name
+    }
+
+    fn default_model(&self) -> &str {
+        &self.core.default_model
+    }
+
+    async fn stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError> {
+        with_retries(self, request, on_delta).await
+    }
+
+    async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        let get = self.core.client.get(self.core.url(W::MODELS_PATH));
+        self.core.list_ids(self.wire.authorise(self.core.key.as_ref(), get)).await
+    }
+}
