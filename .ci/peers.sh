@@ -3,13 +3,17 @@
 # ~/.cache/steward-ci so that a second run on the same machine rebuilds nothing.
 #   - llama-cpp-python's OpenAI-compatible server (compiled from source), in a venv
 #   - aimock (npm @copilotkit/aimock), a canned OpenAI/Anthropic wire server
+#   - the MCP reference servers (npm @modelcontextprotocol/server-everything and
+#     server-filesystem), for steward-mcp's `peer_mcp_*` tests
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
-# STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL) as `export` lines on stdout.
+# STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
+# STEWARD_TEST_MCP_FILESYSTEM) as `export` lines on stdout.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
 LLAMA_VERSION=0.3.36
 AIMOCK_VERSION=1.43.0
+MCP_SERVERS_VERSION=2026.8.31
 mkdir -p "$CACHE"
 
 log() { echo "[peers] $*" >&2; }
@@ -42,5 +46,20 @@ else
   log "aimock $AIMOCK_VERSION cached"
 fi
 
+# --- MCP reference servers ---------------------------------------------------------------
+MCP_DIR="$CACHE/mcp-$MCP_SERVERS_VERSION"
+if [ ! -x "$MCP_DIR/node_modules/.bin/mcp-server-everything" ] || [ ! -x "$MCP_DIR/node_modules/.bin/mcp-server-filesystem" ]; then
+  log "installing @modelcontextprotocol/server-everything and server-filesystem @$MCP_SERVERS_VERSION"
+  rm -rf "$MCP_DIR"
+  mkdir -p "$MCP_DIR"
+  (cd "$MCP_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
+     "@modelcontextprotocol/server-everything@$MCP_SERVERS_VERSION" \
+     "@modelcontextprotocol/server-filesystem@$MCP_SERVERS_VERSION" >&2)
+else
+  log "MCP reference servers $MCP_SERVERS_VERSION cached"
+fi
+
 echo "export STEWARD_TEST_LLAMA_PYTHON=$LLAMA_VENV/bin/python"
 echo "export STEWARD_TEST_AIMOCK=$AIMOCK_DIR/node_modules/.bin/llmock"
+echo "export STEWARD_TEST_MCP_EVERYTHING=$MCP_DIR/node_modules/.bin/mcp-server-everything"
+echo "export STEWARD_TEST_MCP_FILESYSTEM=$MCP_DIR/node_modules/.bin/mcp-server-filesystem"

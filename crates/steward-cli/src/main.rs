@@ -3,7 +3,9 @@
 
 mod bench;
 mod commands;
+mod eval_cmd;
 mod home;
+mod mcp_cmd;
 mod tools_cmd;
 mod ui;
 
@@ -77,6 +79,11 @@ enum Command {
         #[arg(default_value = ".")]
         workspace: PathBuf,
     },
+    /// MCP servers: list them, their tools, or call one tool through the control layer.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
     /// Configuration.
     Config {
         #[command(subcommand)]
@@ -108,6 +115,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run golden eval cases with rule-based scoring (default: the cases shipped with Steward); exit 1 when any case fails.
+    Eval(eval_cmd::EvalArgs),
     /// Measure the harness's own overhead per tool-call step (fake provider, no-op tool).
     Bench(bench::BenchArgs),
 }
@@ -173,12 +182,52 @@ enum PolicyCommand {
 }
 
 #[derive(Subcommand)]
+enum McpCommand {
+    /// Each configured server, whether it starts, and how many tools it offers.
+    List {
+        /// Workspace whose configuration to read.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One line per tool: its registry name (`server__tool`), then its description.
+    Tools {
+        /// Only this server's tools.
+        server: Option<String>,
+        /// Workspace whose configuration to read.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool through the control layer (policy, approval, audit), for debugging.
+    Call {
+        /// Server name.
+        server: String,
+        /// The tool's name on that server.
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Workspace to run in.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
 enum ConfigCommand {
     /// Print the merged configuration with secrets redacted.
     Show {
         /// Workspace whose `.steward/` configuration to read.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
+        /// One JSON object: the merged configuration, the file each entry came from, the files read.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -216,14 +265,24 @@ fn main() -> ExitCode {
             }
             Command::Approvals { command: ApprovalsCommand::Revoke { id } } => commands::grants_revoke(&id).await,
             Command::Policy { command: PolicyCommand::Check { tool, args, workspace, json, tainted } } => {
-                commands::policy_check(&tool, &args, &workspace, json, tainted)
+                commands::policy_check(&tool, &args, &workspace, json, tainted).await
             }
-            Command::Config { command: ConfigCommand::Show { workspace } } => commands::config_show(&workspace),
+            Command::Config { command: ConfigCommand::Show { workspace, json } } => {
+                commands::config_show(&workspace, json)
+            }
             Command::Trust { workspace } => commands::trust(&workspace),
             Command::Rollback { run_id, step, list } => commands::rollback(&run_id, step, list).await,
-            Command::Tools { workspace, json } => tools_cmd::tools(&workspace, json),
+            Command::Mcp { command: McpCommand::List { workspace, json } } => mcp_cmd::list(&workspace, json).await,
+            Command::Mcp { command: McpCommand::Tools { server, workspace, json } } => {
+                mcp_cmd::tools(&workspace, server.as_deref(), json).await
+            }
+            Command::Mcp { command: McpCommand::Call { server, tool, args, workspace } } => {
+                mcp_cmd::call(&workspace, &server, &tool, &args).await
+            }
+            Command::Tools { workspace, json } => tools_cmd::tools(&workspace, json).await,
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Eval(args) => eval_cmd::eval(args).await,
         }
     });
     // Do not wait for a blocked stdin reader (an approval prompt) after the run ended.

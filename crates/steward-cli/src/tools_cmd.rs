@@ -9,17 +9,16 @@ use steward_protocol::ToolSpec;
 
 use crate::commands::{load_config, registry};
 
-/// Prints the tools offered outside any chain, sorted by name. Tools marked
-/// `callable = "chain_only"` are left out (they are offered only inside their chain; how a
-/// chain itself is listed is decided with the toolchain code).
-pub fn tools(workspace: &Path, json: bool) -> Result<u8> {
+/// Prints the tools a model is offered at the start of a run, sorted by name: built-in,
+/// `[[tool]]`, MCP and `shell_command` tools, and each toolchain as one tool; tools marked
+/// `callable = "chain_only"` are left out (they are offered only inside their chain).
+pub async fn tools(workspace: &Path, json: bool) -> Result<u8> {
     let config = load_config(workspace)?;
-    let registry = registry(&config, workspace)?;
-    let specs: Vec<ToolSpec> = registry
-        .specs()
-        .into_iter()
-        .filter(|spec| registry.get(&spec.name).is_some_and(|tool| !tool.chain_only()))
-        .collect();
+    let registry = registry(&config, workspace).await?;
+    let chains = steward_core::chains::Chains::new(&config.chains, &registry).map_err(|e| anyhow::anyhow!(e))?;
+    let (mut specs, _) = chains.offered(steward_core::chains::ChainState::Idle, &registry);
+    specs.sort_by(|a, b| a.name.cmp(&b.name));
+    let specs: Vec<ToolSpec> = specs;
     if json {
         println!("{}", serde_json::to_string_pretty(&steward_provider::tool_definitions(&specs))?);
         return Ok(0);

@@ -138,6 +138,9 @@ pub struct RawConfig {
     pub trust: Option<RawTrust>,
     /// `[shell]`
     pub shell: Option<RawShell>,
+    /// `[mcp_servers.NAME]` (SPEC M1)
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, steward_mcp::McpServerConfig>,
     /// `[[hook]]` (SPEC T9)
     #[serde(default, rename = "hook")]
     pub hooks: Vec<crate::hooks::HookConfig>,
@@ -197,6 +200,8 @@ pub struct Config {
     pub sandbox: RawSandbox,
     /// The `shell_command` tool.
     pub shell: RawShell,
+    /// MCP servers by name.
+    pub mcp_servers: BTreeMap<String, steward_mcp::McpServerConfig>,
     /// Hooks, in configuration order.
     pub hooks: Vec<crate::hooks::HookConfig>,
     /// Toolchains.
@@ -209,6 +214,9 @@ pub struct Config {
     pub instructions: Option<String>,
     /// Files that were read, in order.
     pub sources: Vec<PathBuf>,
+    /// The file each entry came from (`limits.max_rounds`, `providers.NAME`, `tool.NAME`,
+    /// `policy.rule.NAME` …); the last file that set it.
+    pub entry_sources: BTreeMap<String, PathBuf>,
     /// True when the workspace is listed in the user's `[trust]` table.
     pub trusted: bool,
     /// Things a user should know: settings ignored from an untrusted workspace, environment
@@ -217,7 +225,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// Loads `user_dir/*.toml` then `workspace/.steward/*.toml` and `workspace/AGENTS.md`.
+    /// Loads `user_dir/**/*.toml` then `workspace/.steward/**/*.toml` (each set sorted by
+    /// path) and the workspace's `AGENTS.md` and `.agents/AGENTS.md`.
     /// Missing directories are fine; unreadable or invalid files are errors.
     ///
     /// A workspace's own files come with the repository, so unless the user trusts the
@@ -236,9 +245,11 @@ impl Config {
         let mut merged = toml::Table::new();
         // Tool names across all files that count: name → (file, line).
         let mut tool_names = BTreeMap::new();
+        let mut entry_sources = BTreeMap::new();
         for path in &user_files {
             let (table, names) = read_file(path)?;
             claim_tool_names(&mut tool_names, path, names)?;
+            note_sources(&mut entry_sources, path, &table);
             merge(&mut merged, table);
         }
         let trusted = is_trusted(&merged, workspace);
@@ -248,6 +259,7 @@ impl Config {
             if trusted {
                 table.remove("trust");
                 claim_tool_names(&mut tool_names, path, names)?;
+                note_sources(&mut entry_sources, path, &table);
                 merge(&mut merged, table);
             } else {
                 for ignored in restrict_untrusted(&mut table) {
@@ -257,6 +269,7 @@ impl Config {
                         workspace.display()
                     ));
                 }
+                note_sources(&mut entry_sources, path, &table);
                 for ignored in merge_stricter(&mut merged, table) {
                     warnings.push(format!("{}: `{ignored}` ignored: the workspace is not trusted", path.display()));
                 }
@@ -267,6 +280,7 @@ impl Config {
             .map_err(|e: toml::de::Error| ConfigError::Resolve(e.message().to_string()))?;
         let mut config = Config::resolve(raw)?;
         config.sources = user_files.into_iter().chain(workspace_files).collect();
+        config.entry_sources = entry_sources;
         config.trusted = trusted;
         for name in &config.sandbox.env_allow {
             if steward_sandbox::env_name_looks_secret(name) {
@@ -316,12 +330,14 @@ impl Config {
             limits,
             sandbox: raw.sandbox.unwrap_or_default(),
             shell: raw.shell.unwrap_or_default(),
+            mcp_servers: raw.mcp_servers,
             hooks: raw.hooks,
             chains: raw.chains,
             tools: raw.tools,
             output_filters: raw.output_filters,
             instructions: None,
             sources: Vec::new(),
+            entry_sources: BTreeMap::new(),
             trusted: false,
             warnings: Vec::new(),
         })
@@ -330,17 +346,63 @@ impl Config {
 
 /// The `*.toml` files of `dir`, sorted; none when `dir` does not exist.
 fn toml_files(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(ConfigError::Io { path: dir.to_path_buf(), message: e.to_string() }),
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
-        .collect();
+    let mut files = Vec::new();
+    collect_toml(dir, 0, &mut files)?;
     files.sort();
     Ok(files)
+}
+
+/// The `*.toml` files below `dir` (`**/*.toml`), not following symbolic links, at most 8
+/// folders deep.
+fn collect_toml(dir: &Path, depth: usize, files: &mut Vec<PathBuf>) -> Result<(), ConfigError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && depth == 0 => return Ok(()),
+        Err(e) => return Err(ConfigError::Io { path: dir.to_path_buf(), message: e.to_string() }),
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_dir() && depth < 8 {
+            collect_toml(&path, depth + 1, files)?;
+        } else if kind.is_file() && path.extension().is_some_and(|x| x == "toml") {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Records which file each entry of `table` came from: `section.key` for plain settings,
+/// `providers.NAME`, and `tool.NAME` / `hook.NAME` / `tool_call_chain.NAME` /
+/// `policy.rule.NAME` for named entries. Later files overwrite earlier ones.
+fn note_sources(sources: &mut BTreeMap<String, PathBuf>, path: &Path, table: &toml::Table) {
+    for (section, value) in table {
+        match value {
+            toml::Value::Table(inner) => {
+                for (key, item) in inner {
+                    if section == "policy" && key == "rule" {
+                        for rule in item.as_array().into_iter().flatten() {
+                            if let Some(name) = rule.get("name").and_then(|n| n.as_str()) {
+                                sources.insert(format!("policy.rule.{name}"), path.to_path_buf());
+                            }
+                        }
+                    } else {
+                        sources.insert(format!("{section}.{key}"), path.to_path_buf());
+                    }
+                }
+            }
+            toml::Value::Array(items) => {
+                for item in items {
+                    if let Some(name) = item.get("name").and_then(|n| n.as_str()) {
+                        sources.insert(format!("{section}.{name}"), path.to_path_buf());
+                    }
+                }
+            }
+            _ => {
+                sources.insert(section.clone(), path.to_path_buf());
+            }
+        }
+    }
 }
 
 /// The workspace's `AGENTS.md` and `.agents/AGENTS.md`, each read through the workspace's
@@ -410,7 +472,18 @@ fn is_trusted(user: &toml::Table, workspace: &Path) -> bool {
 fn restrict_untrusted(table: &mut toml::Table) -> Vec<String> {
     let mut ignored = Vec::new();
     // `tool`, `hook` and `tool_call_chain` would run commands the workspace chose.
-    for key in ["providers", "run", "sandbox", "trust", "shell", "tool", "hook", "tool_call_chain", "output_filter"] {
+    for key in [
+        "providers",
+        "run",
+        "sandbox",
+        "trust",
+        "shell",
+        "tool",
+        "hook",
+        "tool_call_chain",
+        "output_filter",
+        "mcp_servers",
+    ] {
         if table.remove(key).is_some() {
             ignored.push(key.to_string());
         }

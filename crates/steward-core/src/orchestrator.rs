@@ -468,6 +468,10 @@ async fn execute(
             Err(CallAbort::Interrupted(interrupt))
         }
         Ok(Err(err)) => {
+            // A failure's text can come from outside too (an MCP server's error message).
+            if tool_output_taints(cx, call) {
+                cx.tainted.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
             let error = cx.redactor.redact(&err.message);
             audit(
                 cx,

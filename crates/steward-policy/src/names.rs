@@ -34,6 +34,9 @@ pub fn name_looks_secret(name: &str) -> bool {
     if HEADERS.contains(&upper.as_str()) {
         return true;
     }
+    if NOT_SECRET_KEYS.iter().any(|k| upper == *k || upper.ends_with(&format!("_{k}"))) {
+        return false;
+    }
     if upper.contains("SECRET")
         || upper.contains("PASSWORD")
         || upper.contains("PASSWD")
@@ -61,6 +64,8 @@ mod tests {
     fn secret_names_table() {
         let table = [
             ("OPENAI_API_KEY", true),
+            ("rollback_token", false),
+            ("max_tokens", false),
             ("ANTHROPIC_API_KEY", true),
             ("AWS_SECRET_ACCESS_KEY", true),
             ("GITHUB_TOKEN", true),

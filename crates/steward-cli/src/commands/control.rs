@@ -198,7 +198,7 @@ pub async fn doctor(json: bool) -> Result<u8> {
 }
 
 /// `steward policy check`.
-pub fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, tainted: bool) -> Result<u8> {
+pub async fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, tainted: bool) -> Result<u8> {
     let arguments: serde_json::Value =
         serde_json::from_str(args).map_err(|e| usage(format!("--args is not JSON: {e}")))?;
     if !arguments.is_object() {
@@ -207,7 +207,7 @@ pub fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, tainte
     let config = load_config(workspace)?;
     let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage(e.to_string()))?;
     let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
-    let registry = ToolRegistry::for_config(&config, &ws).map_err(usage)?;
+    let registry = registry(&config, workspace).await?;
     let call = steward_protocol::ToolCall { id: "check".into(), name: tool.to_string(), arguments };
     let context = steward_policy::GateContext { tainted };
     let decision = policy.decide_in(registry.get(tool).map(|t| t.spec()), &call, &ws, &context);
@@ -223,28 +223,54 @@ pub fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, tainte
 }
 
 /// `steward config show`.
-pub fn config_show(workspace: &Path) -> Result<u8> {
+pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
     let config = load_config(workspace)?;
-    for source in &config.sources {
-        println!("# from {}", source.display());
-    }
     #[derive(serde::Serialize)]
     struct View<'a> {
         run: &'a steward_core::config::RawRun,
         limits: &'a steward_core::config::Limits,
         sandbox: &'a steward_core::config::RawSandbox,
+        shell: &'a steward_core::config::RawShell,
         policy: &'a steward_policy::PolicyConfig,
         providers: &'a std::collections::BTreeMap<String, steward_provider::ProviderConfig>,
+        tool: &'a [steward_core::tools::command::CommandToolConfig],
+        output_filter: &'a [steward_core::tools::filter::OutputFilterConfig],
+        hook: &'a [steward_core::hooks::HookConfig],
+        tool_call_chain: &'a [steward_core::chains::ChainConfig],
     }
     let view = View {
         run: &config.run,
         limits: &config.limits,
         sandbox: &config.sandbox,
+        shell: &config.shell,
         policy: &config.policy,
         providers: &config.providers,
+        tool: &config.tools,
+        output_filter: &config.output_filters,
+        hook: &config.hooks,
+        tool_call_chain: &config.chains,
     };
+    let redactor = redactor();
+    if json {
+        let value = serde_json::json!({
+            "config": view,
+            "sources": config.entry_sources,
+            "files": config.sources,
+            "trusted": config.trusted,
+            "instructions": config.instructions.is_some(),
+        });
+        println!("{}", serde_json::to_string_pretty(&redactor.redact_value(&value))?);
+        return Ok(0);
+    }
+    for source in &config.sources {
+        println!("# file: {}", source.display());
+    }
+    for (entry, file) in &config.entry_sources {
+        println!("# {entry} from {}", file.display());
+    }
+    println!("# workspace configuration trusted: {}", config.trusted);
     let text = toml::to_string_pretty(&view).map_err(|e| anyhow::anyhow!("cannot print the configuration: {e}"))?;
-    println!("{}", redactor().redact(&text));
+    println!("{}", redactor.redact(&text));
     if config.instructions.is_some() {
         println!("# AGENTS.md instructions are given to model planners");
     }

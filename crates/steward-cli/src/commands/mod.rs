@@ -67,9 +67,18 @@ pub(crate) fn load_config(workspace: &Path) -> Result<Config> {
 }
 
 /// The tools this configuration offers in `workspace`.
-pub(crate) fn registry(config: &Config, workspace: &Path) -> Result<ToolRegistry> {
+pub(crate) async fn registry(config: &Config, workspace: &Path) -> Result<ToolRegistry> {
     let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage(e.to_string()))?;
-    ToolRegistry::for_config(config, &ws).map_err(usage)
+    let tools = ToolRegistry::for_config(config, &ws).map_err(usage)?;
+    if config.mcp_servers.is_empty() {
+        return Ok(tools);
+    }
+    let manager = steward_mcp::McpManager::new(&config.mcp_servers).map_err(|e| usage(e.to_string()))?;
+    let (tools, failures) = tools.with_mcp(std::sync::Arc::new(manager)).await;
+    for failure in failures {
+        eprintln!("steward: warning: MCP server left out: {failure}");
+    }
+    Ok(tools)
 }
 
 mod control;
@@ -78,4 +87,4 @@ mod run;
 
 pub use control::{config_show, doctor, grants_list, grants_revoke, policy_check, rollback, trust};
 pub use inspect::{audit_export, audit_list, audit_verify, runs, show};
-pub use run::{RunArgs, models, run};
+pub use run::{RunArgs, models, run, run_scripted};

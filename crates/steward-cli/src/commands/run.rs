@@ -43,6 +43,27 @@ pub struct RunArgs {
     json: bool,
 }
 
+/// Runs `task` with the scripted planner `scenario` (the fake provider's TOML format): used to
+/// send one chosen call through the whole control layer.
+pub async fn run_scripted(workspace: &Path, scenario: &str, task: &str) -> Result<u8> {
+    let mut file = tempfile::Builder::new().suffix(".toml").tempfile()?;
+    std::io::Write::write_all(&mut file, scenario.as_bytes())?;
+    run(RunArgs {
+        task: task.to_string(),
+        workspace: workspace.to_path_buf(),
+        provider: Some("fake".into()),
+        model: None,
+        base_url: None,
+        tool_choice: None,
+        planner: None,
+        max_rounds: Some(1),
+        max_tokens: None,
+        scenario: Some(file.path().to_path_buf()),
+        json: false,
+    })
+    .await
+}
+
 /// `steward run`.
 pub async fn run(args: RunArgs) -> Result<u8> {
     let workspace = std::fs::canonicalize(&args.workspace)
@@ -69,7 +90,7 @@ pub async fn run(args: RunArgs) -> Result<u8> {
     if args.task.trim().is_empty() {
         return Err(usage("the task is empty: say what to do, e.g. steward run \"show the git status\""));
     }
-    let tools = registry(&config, &workspace)?;
+    let tools = registry(&config, &workspace).await?;
     if let Some(choice) = &args.tool_choice
         && !matches!(choice.as_str(), "auto" | "none" | "required")
         && tools.get(choice).is_none()

@@ -17,6 +17,7 @@ mod exec;
 pub mod files;
 pub mod filter;
 pub mod git;
+pub mod mcp;
 pub mod patch;
 pub mod search;
 pub mod shell;

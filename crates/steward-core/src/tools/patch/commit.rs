@@ -19,9 +19,8 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::super::files::{io_error, make_parents};
-use super::super::search::read_regular_file;
 use super::super::{ToolContext, ToolError};
-use super::{MAX_FILE_BYTES, Target};
+use super::Target;
 use crate::rollback::{PatchedFile, sha256_hex};
 
 /// A target being written.
@@ -157,7 +156,7 @@ fn check_unchanged(target: &Target) -> Result<(), ToolError> {
             if meta.nlink() > 1 {
                 return Err(super::hard_linked(rel));
             }
-            if read_regular_file(&target.path.abs, rel, MAX_FILE_BYTES)? != *before {
+            if !meta.is_file() || meta.len() != before.len() as u64 || !holds(&target.path.abs, &meta, before) {
                 return Err(stale());
             }
         }
@@ -171,6 +170,14 @@ fn check_unchanged(target: &Target) -> Result<(), ToolError> {
         }
     }
     Ok(())
+}
+
+/// True when the file at `abs` is still the inode `seen` and holds exactly `bytes`.
+fn holds(abs: &Path, seen: &fs::Metadata, bytes: &[u8]) -> bool {
+    let Ok(mut file) = fs::File::open(abs) else { return false };
+    let same = file.metadata().is_ok_and(|m| (m.dev(), m.ino()) == (seen.dev(), seen.ino()));
+    let mut current = Vec::with_capacity(bytes.len() + 1);
+    same && io::Read::read_to_end(&mut file, &mut current).is_ok() && current == bytes
 }
 
 /// Step 4, reversed on the first failure.

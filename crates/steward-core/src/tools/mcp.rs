@@ -1,0 +1,56 @@
+//! MCP tools (SPEC M1, T12) as ordinary tools: each tool of a configured MCP server appears
+//! as `server__tool` and passes the same gate as every other tool; its output taints the run.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use steward_mcp::{McpManager, McpTool};
+use steward_protocol::ToolSpec;
+
+use super::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+
+/// One MCP server tool.
+pub struct McpToolAdapter {
+    spec: ToolSpec,
+    manager: Arc<McpManager>,
+}
+
+#[async_trait]
+impl Tool for McpToolAdapter {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// Calls the tool on its server. A server error, an `isError` result, a dead or silent
+    /// server are tool failures with the server's words (classified `mcp_unavailable`,
+    /// `timeout`, …); the whole result text is returned (the orchestrator caps what the model
+    /// sees and saves the rest).
+    async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let output = self
+            .manager
+            .call(&self.spec.name, args.clone(), ctx.cancel.clone())
+            .await
+            .map_err(|e| ToolError { class: e.class(), message: e.to_string(), rule: None })?;
+        let text = output.full_text.unwrap_or(output.text);
+        if output.is_error {
+            return Err(ToolError::failed(text));
+        }
+        Ok(ToolOutput { content: text, sandbox: "mcp:env-scrub".into(), ..Default::default() })
+    }
+}
+
+impl ToolRegistry {
+    /// Adds the tools of the configured MCP servers (starting them). A server that cannot be
+    /// listed is left out; the returned messages say which and why.
+    pub async fn with_mcp(mut self, manager: Arc<McpManager>) -> (Self, Vec<String>) {
+        let listing = manager.tools().await;
+        for McpTool { spec, .. } in listing.tools {
+            if self.get(&spec.name).is_some() {
+                continue;
+            }
+            self.insert(Arc::new(McpToolAdapter { spec, manager: manager.clone() }));
+        }
+        (self, listing.failures.iter().map(|e| format!("{} ({})", e, e.class())).collect())
+    }
+}

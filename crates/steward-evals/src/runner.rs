@@ -1,0 +1,414 @@
+//! Running one case once: a fresh temporary git workspace (`note.txt` = `old\n` committed, like
+//! MrEric's runner), its own state directory (store, outputs, snapshots, approval key) and its
+//! own configuration directory (the user's `~/.config/steward` is never read), a scripted
+//! approver that approves only what the case says, and the run's outputs collected into a
+//! [`RunOutcome`].
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver, NoApprover};
+use steward_core::config::Config;
+use steward_core::events::EventObserver;
+use steward_core::planner::PlannerOverrides;
+use steward_core::tools::ToolRegistry;
+use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
+use steward_policy::Redactor;
+use steward_protocol::{ApprovalRequest, Event, ToolChoice};
+use steward_provider::fake::{FakeProvider, Scenario};
+use steward_store::{SqliteStore, Store, StoreOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::case::{ApprovalAction, Approvals, Case};
+use crate::outcome::{RunOutcome, RunSummary};
+use crate::scenarios;
+
+/// Owner id of every eval run.
+pub const OWNER: &str = "local:eval-runner";
+
+/// How cases are run.
+#[derive(Debug, Clone, Default)]
+pub struct EvalOptions {
+    /// Runs per case (0 is treated as 1).
+    pub runs: u32,
+    /// Real provider for cases without a fake scenario (overrides the case's).
+    pub provider: Option<String>,
+    /// Model id for that provider.
+    pub model: Option<String>,
+    /// Base URL of an OpenAI-compatible server for that provider.
+    pub base_url: Option<String>,
+    /// Configuration merged over every case's own (later keys win), e.g. to show that a
+    /// deliberately broken build (a policy allowing everything) makes cases fail. For testing
+    /// the evals themselves; `steward eval` never sets it.
+    pub config_overlay: Option<toml::Table>,
+}
+
+/// Capabilities Steward has, as named in cases' `requires`.
+pub const CAPABILITIES: &[&str] = &["shell", "patches", "rollback", "command_tools", "hooks", "toolchains", "mcp"];
+
+/// Why Steward cannot run a case needing `capability`, or `None` when it can.
+pub fn missing_capability(capability: &str) -> Option<String> {
+    if CAPABILITIES.contains(&capability) {
+        return None;
+    }
+    Some(match capability {
+        "rag" => "requires rag: workspace search with context injection (SPEC K) is not built".into(),
+        "generated_tools" => "requires generated_tools: tool generation (SPEC G) is not built".into(),
+        "memory" => "requires memory: remembered facts (SPEC A5) are not built".into(),
+        "conversations" => {
+            "requires conversations: follow-ups resolved from earlier turns (SPEC A6) are not built".into()
+        }
+        other => format!("requires {other}, which Steward does not have"),
+    })
+}
+
+/// Why `case` is skipped under `options`, or `None` when it runs.
+pub fn skip_reason(case: &Case, options: &EvalOptions) -> Option<String> {
+    if !case.fail_roles.is_empty() {
+        return Some(format!(
+            "fails role {}: the multi-role pipeline (SPEC O1–O3) is not built; Steward runs a single planner",
+            case.fail_roles.join(", ")
+        ));
+    }
+    if let Some(reason) = case.requires.iter().find_map(|c| missing_capability(c)) {
+        return Some(reason);
+    }
+    let fake = case.rounds.is_some() || case.scenario.is_some();
+    let real =
+        options.provider.is_some() || options.base_url.is_some() || case.provider.is_some() || case.base_url.is_some();
+    if !fake && !real {
+        return Some("no fake scenario and no provider: pass --provider/--model or --base-url".into());
+    }
+    None
+}
+
+/// Answers approval requests as the case says; never approves anything else.
+struct CaseApprover {
+    approvals: Approvals,
+}
+
+#[async_trait]
+impl Approver for CaseApprover {
+    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+        match self.approvals.for_tool(&request.tool) {
+            ApprovalAction::Approve => ApprovalAnswer::Approve {
+                token: token.to_string(),
+                decided_by: OWNER.to_string(),
+                scope: ApprovalScope::Once,
+            },
+            ApprovalAction::Reject => {
+                ApprovalAnswer::Reject { reason: "rejected by the eval case".into(), decided_by: OWNER.to_string() }
+            }
+            ApprovalAction::None => NoApprover.ask(request, token).await,
+            ApprovalAction::Ignore => std::future::pending().await,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Event>>);
+
+impl EventObserver for Recorder {
+    fn on_event(&self, event: &Event) {
+        match self.0.lock() {
+            Ok(mut events) => events.push(event.clone()),
+            Err(poisoned) => poisoned.into_inner().push(event.clone()),
+        }
+    }
+}
+
+impl Recorder {
+    fn take(&self) -> Vec<Event> {
+        match self.0.lock() {
+            Ok(mut events) => std::mem::take(&mut *events),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        }
+    }
+}
+
+/// Runs `case` once and collects what it left. Harness problems (workspace, configuration,
+/// provider, storage) are reported in [`RunOutcome::harness_error`], never as a panic.
+pub async fn run_once(case: &Case, options: &EvalOptions, redactor: &Arc<Redactor>) -> RunOutcome {
+    let dir = match tempfile::Builder::new().prefix("steward-eval-").tempdir() {
+        Ok(dir) => dir,
+        Err(e) => return harness_error(format!("cannot create a temporary directory: {e}")),
+    };
+    match run_in(dir.path(), case, options, redactor).await {
+        Ok(outcome) => outcome,
+        Err(e) => harness_error(e),
+    }
+}
+
+fn harness_error(message: String) -> RunOutcome {
+    RunOutcome { harness_error: Some(message), ..RunOutcome::default() }
+}
+
+async fn run_in(
+    dir: &Path,
+    case: &Case,
+    options: &EvalOptions,
+    redactor: &Arc<Redactor>,
+) -> Result<RunOutcome, String> {
+    let ws = dir.join("ws");
+    let home = dir.join("home");
+    let config_dir = dir.join("config").join("steward");
+    for d in [&ws, &home, &config_dir] {
+        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+    }
+    prepare_workspace(&ws, case).await?;
+    let mut table = case.config.clone();
+    if let Some(overlay) = &options.config_overlay {
+        merge(&mut table, overlay.clone());
+    }
+    let text = toml::to_string(&table).map_err(|e| format!("case config: {e}"))?;
+    std::fs::write(config_dir.join("config.toml"), text).map_err(|e| format!("cannot write the case config: {e}"))?;
+    let ws = std::fs::canonicalize(&ws).map_err(|e| format!("workspace: {e}"))?;
+    let config = Config::load(Some(&config_dir), &ws).map_err(|e| format!("case config: {e}"))?;
+    let workspace =
+        steward_policy::Workspace::open(&ws, &config.policy.deny_path).map_err(|e| format!("workspace: {e}"))?;
+    let tools = ToolRegistry::for_config(&config, &workspace)?;
+    let (planner, fake) = planner_for(case, options, &config)?;
+
+    let store = SqliteStore::open(
+        &home.join("steward.db"),
+        StoreOptions { audit_anchor: Some(home.join("audit.anchor")), ..StoreOptions::default() },
+    )
+    .await
+    .map_err(|e| format!("store: {e}"))?;
+    let store: Arc<dyn Store> = Arc::new(store);
+    let runtime = Runtime {
+        store: store.clone(),
+        redactor: redactor.clone(),
+        approval_key: ApprovalKey::generate(),
+        outputs_dir: home.join("outputs"),
+        snapshots_dir: home.join("snapshots"),
+    };
+    let recorder = Arc::new(Recorder::default());
+    let cancel = CancellationToken::new();
+    let canceller = case.cancel_after_ms.map(|ms| {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            cancel.cancel();
+        })
+    });
+    let request = RunRequest {
+        task: case.task.clone(),
+        owner_id: OWNER.to_string(),
+        workspace: ws.clone(),
+        planner,
+        config,
+        tools,
+        approver: Arc::new(CaseApprover { approvals: case.approvals.clone() }),
+        observer: recorder.clone(),
+        cancel,
+    };
+    let started = Instant::now();
+    let result = run_task(&runtime, request).await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    if let Some(task) = canceller {
+        task.abort();
+    }
+    let mut outcome = RunOutcome { events: recorder.take(), duration_ms, ..RunOutcome::default() };
+    let record = match result {
+        Ok(record) => record,
+        Err(e) => {
+            outcome.harness_error = Some(format!("the run could not start or store: {e}"));
+            return Ok(outcome);
+        }
+    };
+    outcome.summary = Some(RunSummary {
+        status: record.status,
+        stop_reason: record.stop_reason.map(|r| r.as_str().to_string()),
+        final_text: record.final_text.clone(),
+        error_class: record.error_class.map(|c| c.as_str().to_string()),
+        error: record.error.clone(),
+        rounds: record.rounds,
+        tool_calls: record.tool_calls,
+        input_tokens: record.input_tokens,
+        output_tokens: record.output_tokens,
+    });
+    outcome.artifacts.push(("run".into(), serde_json::to_value(&record).unwrap_or_default()));
+    let stored = store.events(&record.id, 0).await.map_err(|e| format!("store: {e}"))?;
+    outcome.artifacts.push(("trace".into(), serde_json::to_value(&stored).unwrap_or_default()));
+    for (i, audit) in store.audit_records(Some(&record.id)).await.map_err(|e| format!("store: {e}"))?.iter().enumerate()
+    {
+        outcome.artifacts.push((format!("audit[{i}]"), serde_json::to_value(audit).unwrap_or_default()));
+    }
+    outcome.rollback_tokens =
+        store.rollbacks(&record.id).await.map_err(|e| format!("store: {e}"))?.into_iter().map(|r| r.token).collect();
+    outcome.artifacts.extend(saved_outputs(&runtime.outputs_dir.join(&record.id)));
+    if let Some(fake) = fake {
+        for (i, request) in fake.requests().iter().enumerate() {
+            outcome.artifacts.push((format!("model_request[{i}]"), serde_json::to_value(request).unwrap_or_default()));
+        }
+    }
+    for path in case.expect.files.keys() {
+        outcome.files.insert(path.clone(), read_workspace_file(&ws, path));
+    }
+    Ok(outcome)
+}
+
+/// The planner: the fake provider playing the case's rounds or built-in scenario, else the
+/// real provider from the options or the case, resolved like `steward run` does.
+fn planner_for(
+    case: &Case,
+    options: &EvalOptions,
+    config: &Config,
+) -> Result<(PlannerChoice, Option<Arc<FakeProvider>>), String> {
+    let rounds = match (&case.rounds, &case.scenario) {
+        (Some(rounds), _) => Some(rounds.clone()),
+        (None, Some(name)) => Some(scenarios::builtin(name).ok_or_else(|| {
+            format!("unknown built-in scenario `{name}` (built-in: {})", scenarios::BUILTIN.join(", "))
+        })?),
+        (None, None) => None,
+    };
+    if let Some(rounds) = rounds {
+        let fake = Arc::new(FakeProvider::new(Scenario { rounds }));
+        let choice = PlannerChoice {
+            kind: "model".into(),
+            provider: fake.clone(),
+            model: "fake".into(),
+            tool_choice: ToolChoice::parse(case.tool_choice.as_deref().unwrap_or("auto")),
+            max_tokens: case.max_tokens,
+        };
+        return Ok((choice, Some(fake)));
+    }
+    let from_options = options.provider.is_some() || options.base_url.is_some();
+    let overrides = PlannerOverrides {
+        planner: Some("model".into()),
+        provider: if from_options { options.provider.clone() } else { case.provider.clone() },
+        model: options.model.clone().or_else(|| case.model.clone()),
+        base_url: if from_options { options.base_url.clone() } else { case.base_url.clone() },
+        tool_choice: case.tool_choice.clone(),
+        scenario: None,
+        max_tokens: case.max_tokens,
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let choice = steward_core::planner::resolve(config, &overrides, &env)?;
+    Ok((choice, None))
+}
+
+/// `git init`, `note.txt` = `old\n` and the case's files, committed. Git runs without the
+/// user's or the system's git configuration.
+async fn prepare_workspace(ws: &Path, case: &Case) -> Result<(), String> {
+    let mut files = vec![("note.txt".to_string(), "old\n".to_string())];
+    files.extend(case.files.iter().map(|(k, v)| (k.clone(), v.clone())));
+    for (rel, content) in &files {
+        let path = confined(ws, rel)
+            .ok_or_else(|| format!("case file `{rel}` is not a relative path inside the workspace"))?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{rel}: {e}"))?;
+        }
+        std::fs::write(&path, content).map_err(|e| format!("{rel}: {e}"))?;
+    }
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=eval-runner",
+            "-c",
+            "user.email=eval-runner@localhost",
+            "commit",
+            "-q",
+            "-m",
+            "eval fixture",
+        ],
+    ] {
+        let out = tokio::process::Command::new("git")
+            .args(args)
+            .current_dir(ws)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .await
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+        }
+    }
+    Ok(())
+}
+
+/// `rel` joined to `root` when it is relative and has only normal components.
+fn confined(root: &Path, rel: &str) -> Option<PathBuf> {
+    let path = Path::new(rel);
+    let normal = path.components().all(|c| matches!(c, Component::Normal(_)));
+    (normal && !rel.is_empty()).then(|| root.join(path))
+}
+
+fn read_workspace_file(ws: &Path, rel: &str) -> Option<String> {
+    let path = confined(ws, rel)?;
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+/// Full outputs saved for capped tool results (`outputs/RUN_ID/*.txt`).
+fn saved_outputs(dir: &Path) -> Vec<(String, serde_json::Value)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<(String, serde_json::Value)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            Some((format!("output:{}", e.file_name().to_string_lossy()), serde_json::Value::String(text)))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Merges `overlay` into `base`, tables key by key, other values replaced.
+fn merge(base: &mut toml::Table, overlay: toml::Table) {
+    for (key, value) in overlay {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_paths_must_stay_inside() {
+        let root = Path::new("/ws");
+        assert_eq!(confined(root, "a/b.txt"), Some(PathBuf::from("/ws/a/b.txt")));
+        for bad in ["../x", "/etc/passwd", "a/../../x", "", "./a"] {
+            assert_eq!(confined(root, bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn skips_name_their_reason() {
+        let options = EvalOptions::default();
+        let roles = Case { fail_roles: vec!["local_drafter".into()], scenario: Some("x".into()), ..Case::default() };
+        assert!(skip_reason(&roles, &options).unwrap().contains("O1–O3"));
+        let rag = Case { requires: vec!["rag".into()], scenario: Some("x".into()), ..Case::default() };
+        assert!(skip_reason(&rag, &options).unwrap().contains("SPEC K"));
+        let real = Case::default();
+        assert!(skip_reason(&real, &options).unwrap().contains("--provider"));
+        let shell = Case { requires: vec!["shell".into()], scenario: Some("x".into()), ..Case::default() };
+        assert_eq!(skip_reason(&shell, &options), None);
+    }
+
+    #[test]
+    fn overlay_merges_tables_and_replaces_values() {
+        let mut base: toml::Table =
+            toml::from_str("[policy]\nblocked_actions = [\"delete\"]\n[shell]\nenabled = true").unwrap();
+        let overlay: toml::Table = toml::from_str("[policy]\ndefault = \"allow\"\nallowed_actions = [\"*\"]").unwrap();
+        merge(&mut base, overlay);
+        assert_eq!(base["policy"]["default"].as_str(), Some("allow"));
+        assert!(base["policy"]["blocked_actions"].is_array());
+        assert_eq!(base["shell"]["enabled"].as_bool(), Some(true));
+    }
+}

@@ -1,0 +1,113 @@
+//! Built-in fake-provider scenarios, named after the cases of SPEC E and MrEric's golden file
+//! (behaviour described in `shared/peers/mreric/README.md`), played by Steward's single
+//! planner loop: where MrEric's planner, critic and reviewer each request a tool until they
+//! have seen a result, Steward's planner requests the tool once and, after seeing its result,
+//! answers "final plan and implementation after SCENARIO".
+
+use serde_json::json;
+use steward_protocol::ErrorClass;
+use steward_provider::fake::{FakeError, FakeToolCall, Round};
+
+/// The answer of the default scenario.
+pub const FINAL: &str = "final plan and implementation";
+
+/// The dummy secret the `secret_leak_check` scenario replies with (MrEric's own value).
+pub const DUMMY_SECRET: &str = "OPENAI_API_KEY=sk-phase9dummysecret123456789";
+
+/// Names of the built-in scenarios.
+pub const BUILTIN: &[&str] = &[
+    "simple_planning",
+    "tool_denied",
+    "tool_approval_required",
+    "tool_approval_rejected",
+    "patch_proposal_requires_approval",
+    "patch_apply_after_approval",
+    "cancelled_run",
+    "provider_missing_api_key_error",
+    "secret_leak_check",
+    "mcp_unavailable_is_safe",
+    "mcp_disabled_is_not_called",
+];
+
+/// True when the scenario calls `shell_command`, which a case must enable (`[shell] enabled`).
+pub fn needs_shell(name: &str) -> bool {
+    matches!(name, "tool_approval_required" | "tool_approval_rejected")
+}
+
+fn text(t: &str) -> Round {
+    Round { text: Some(t.to_string()), ..Round::default() }
+}
+
+fn call_then_answer(scenario: &str, tool: &str, arguments: serde_json::Value) -> Vec<Round> {
+    let call = FakeToolCall { name: tool.to_string(), arguments: Some(arguments), ..FakeToolCall::default() };
+    vec![Round { tool_calls: vec![call], ..Round::default() }, text(&format!("{FINAL} after {scenario}"))]
+}
+
+/// The rounds of the built-in scenario `name`, or `None` when there is no such scenario.
+///
+/// - `simple_planning`: answers [`FINAL`].
+/// - `tool_denied`: calls the unknown tool `phase9_unknown_tool`.
+/// - `tool_approval_required`, `tool_approval_rejected`: `shell_command` `{"command":"pwd"}`.
+/// - `patch_proposal_requires_approval`, `patch_apply_after_approval`: `apply_patch` changing
+///   `note.txt` from `old\n` to `new from phase9\n`.
+/// - `cancelled_run`: answers after 500 ms (a case cancels it earlier).
+/// - `provider_missing_api_key_error`: the first planner call fails with `missing_api_key`.
+/// - `secret_leak_check`: answers with [`DUMMY_SECRET`] in the text.
+/// - `mcp_unavailable_is_safe`: the planner call fails with `mcp_unavailable` (the run fails,
+///   classified).
+/// - `mcp_disabled_is_not_called`: answers without calling any tool.
+pub fn builtin(name: &str) -> Option<Vec<Round>> {
+    let patch = json!({"changes": [{"path": "note.txt", "before": "old\n", "after": "new from phase9\n"}]});
+    let rounds = match name {
+        "simple_planning" => vec![text(FINAL)],
+        "tool_denied" => call_then_answer(name, "phase9_unknown_tool", json!({})),
+        "tool_approval_required" | "tool_approval_rejected" => {
+            call_then_answer(name, "shell_command", json!({"command": "pwd"}))
+        }
+        "patch_proposal_requires_approval" | "patch_apply_after_approval" => {
+            call_then_answer(name, "apply_patch", patch)
+        }
+        "cancelled_run" => vec![Round { delay_ms: Some(500), ..text(FINAL) }],
+        "provider_missing_api_key_error" => vec![Round {
+            error: Some(FakeError {
+                class: ErrorClass::MissingApiKey,
+                message: "OPENAI_API_KEY is not set".into(),
+                status: None,
+            }),
+            ..Round::default()
+        }],
+        "secret_leak_check" => vec![text(&format!("{FINAL} with {DUMMY_SECRET}"))],
+        "mcp_unavailable_is_safe" => vec![Round {
+            error: Some(FakeError {
+                class: ErrorClass::McpUnavailable,
+                message: "MCP server `phase9` is unavailable".into(),
+                status: None,
+            }),
+            ..Round::default()
+        }],
+        "mcp_disabled_is_not_called" => vec![text(&format!("{FINAL} without mcp calls"))],
+        _ => return None,
+    };
+    Some(rounds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_scenario_exists_and_unknown_ones_do_not() {
+        for name in BUILTIN {
+            assert!(builtin(name).is_some_and(|r| !r.is_empty()), "{name}");
+        }
+        assert!(builtin("rag_context_used").is_none());
+    }
+
+    #[test]
+    fn tool_scenarios_call_once_then_answer_naming_the_scenario() {
+        let rounds = builtin("patch_apply_after_approval").unwrap();
+        assert_eq!(rounds.len(), 2);
+        assert_eq!(rounds[0].tool_calls[0].name, "apply_patch");
+        assert_eq!(rounds[1].text.as_deref(), Some("final plan and implementation after patch_apply_after_approval"));
+    }
+}

@@ -1,0 +1,262 @@
+//! Whole eval runs in-process: the default cases, MrEric's golden file read unchanged, a
+//! deliberately broken build (a policy allowing everything) that the evals must catch, and
+//! approvals given only where a case says so.
+
+use std::path::PathBuf;
+
+use steward_evals::{EvalOptions, EvalReport, Verdict, default_cases, load_cases, parse_cases, run_cases};
+
+fn mreric_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/mreric/phase9_golden_cases.json")
+}
+
+async fn run(cases: &[steward_evals::Case], options: &EvalOptions) -> EvalReport {
+    run_cases(cases, options, &mut |_| {}).await
+}
+
+fn names(report: &EvalReport, verdict: Verdict) -> Vec<&str> {
+    report.cases.iter().filter(|c| c.verdict == verdict).map(|c| c.name.as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_cases_all_pass_and_the_unbuilt_ones_are_skipped_with_reasons() {
+    let cases = default_cases().unwrap();
+    let report = run(&cases, &EvalOptions { runs: 2, ..EvalOptions::default() }).await;
+    let text = report.to_text();
+    assert_eq!(names(&report, Verdict::Failed), Vec::<&str>::new(), "{text}");
+    assert_eq!(
+        names(&report, Verdict::Skipped),
+        ["local_model_failure_continues", "celsius", "celsius_reuse", "use_memory"],
+        "{text}"
+    );
+    for case in report.cases.iter().filter(|c| c.verdict == Verdict::Skipped) {
+        assert!(
+            case.skip_reason.as_deref().is_some_and(|r| r.contains("SPEC")),
+            "{}: {:?}",
+            case.name,
+            case.skip_reason
+        );
+        assert!(case.runs.is_empty());
+    }
+    for name in [
+        "simple_planning",
+        "tool_denied",
+        "tool_approval_required",
+        "tool_approval_rejected",
+        "patch_proposal_requires_approval",
+        "patch_apply_after_approval",
+        "cancelled_run",
+        "provider_missing_api_key_error",
+        "secret_leak_check",
+        "secret_file_read_refused",
+        "max_rounds_stop",
+        "rollback_after_approved_edit",
+    ] {
+        let case = report.cases.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no case {name}"));
+        assert_eq!(case.verdict, Verdict::Passed, "{name}\n{text}");
+        assert_eq!(case.runs.len(), 2, "{name}");
+    }
+    assert_eq!(report.totals.runs, 2 * (cases.len() - 4));
+    assert_eq!(report.totals.success_rate, Some(1.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mreric_golden_file_unchanged_every_case_passes_or_is_skipped_with_its_reason() {
+    let cases = load_cases(&mreric_file()).unwrap();
+    assert_eq!(cases.len(), 14);
+    let report = run(&cases, &EvalOptions::default()).await;
+    let text = report.to_text();
+    assert_eq!(names(&report, Verdict::Failed), Vec::<&str>::new(), "{text}");
+    assert_eq!(
+        names(&report, Verdict::Passed),
+        [
+            "simple_planning",
+            "tool_denied",
+            "tool_approval_required",
+            "tool_approval_rejected",
+            "patch_proposal_requires_approval",
+            "patch_apply_after_approval",
+            "cancelled_run",
+            "provider_missing_api_key_error",
+            "secret_leak_check",
+            "mcp_unavailable_is_safe",
+            "mcp_disabled_is_not_called",
+        ],
+        "{text}"
+    );
+    let reason = |name: &str| report.cases.iter().find(|c| c.name == name).unwrap().skip_reason.clone().unwrap();
+    assert!(reason("local_model_failure_continues").contains("O1–O3"));
+    for rag in ["rag_context_used", "rag_failure_does_not_break_run"] {
+        assert!(reason(rag).contains("SPEC K"), "{rag}");
+    }
+}
+
+/// A build whose policy allows everything must be caught by the approval and patch cases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_allowing_everything_makes_the_approval_cases_fail() {
+    let overlay: toml::Table = toml::from_str("[policy]\ndefault = \"allow\"\nallowed_actions = [\"*\"]").unwrap();
+    let options = EvalOptions { config_overlay: Some(overlay), ..EvalOptions::default() };
+    let report = run(&default_cases().unwrap(), &options).await;
+    let text = report.to_text();
+    let failed = names(&report, Verdict::Failed);
+    assert_eq!(
+        failed,
+        [
+            "patch_proposal_requires_approval",
+            "patch_apply_after_approval",
+            "rollback_after_approved_edit",
+            "approval_expired"
+        ],
+        "{text}"
+    );
+    // What does not depend on the policy's defaults still holds: unknown tools and secret
+    // paths are refused before the policy, and shell commands are judged by argv rules (a
+    // command no rule covers asks even when `allowed_actions` names every tool).
+    for name in ["tool_denied", "secret_file_read_refused", "tool_approval_rejected", "injected_instruction_escalates"]
+    {
+        assert!(!failed.contains(&name), "{name}\n{text}");
+    }
+    let rejected = report.cases.iter().find(|c| c.name == "patch_proposal_requires_approval").unwrap();
+    let checks: Vec<&str> = rejected.runs[0].failures.iter().map(|f| f.check.as_str()).collect();
+    for check in ["events", "patch_applied", "files"] {
+        assert!(checks.contains(&check), "{checks:?}");
+    }
+    assert!(report.any_failed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approving_one_tool_never_approves_another() {
+    let cases = parse_cases(
+        r#"
+[[case]]
+name = "edit_approved_patch_not"
+task = "two writes"
+approvals = { edit = "approve" }
+[[case.round]]
+[[case.round.tool_call]]
+name = "apply_patch"
+arguments = { changes = [{ path = "note.txt", before = "old\n", after = "patched\n" }] }
+[[case.round]]
+[[case.round.tool_call]]
+name = "edit"
+arguments = { path = "note.txt", old = "old", new = "edited" }
+[[case.round]]
+text = "done"
+[case.expect]
+status = "completed"
+events = ["tool_rejected", "tool_approved"]
+tools_used = ["edit"]
+tools_not_used = ["apply_patch"]
+files = { "note.txt" = "edited\n" }
+"#,
+        "inline",
+    )
+    .unwrap();
+    let report = run(&cases, &EvalOptions::default()).await;
+    assert_eq!(report.cases[0].verdict, Verdict::Passed, "{}", report.to_text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_expectation_is_reported_failed_with_its_check_named() {
+    let cases = parse_cases(
+        r#"
+[[case]]
+name = "wrong_answer"
+task = "plan"
+scenario = "simple_planning"
+[case.expect]
+final_contains = ["banana"]
+max_rounds = 0
+"#,
+        "inline",
+    )
+    .unwrap();
+    let report = run(&cases, &EvalOptions::default()).await;
+    assert_eq!(report.cases[0].verdict, Verdict::Failed);
+    let checks: Vec<&str> = report.cases[0].runs[0].failures.iter().map(|f| f.check.as_str()).collect();
+    assert_eq!(checks, ["final_contains", "rounds"]);
+    assert!(report.to_junit().contains("<failure message=\"1 of 1 runs failed\""));
+}
+
+#[test]
+fn case_files_are_checked() {
+    assert!(parse_cases("[[case]]\nname = \"a\"\ntask = \"t\"\nbogus = 1\n", "x").is_err());
+    assert!(parse_cases("[[case]]\nname = \"a\"\ntask = \"t\"\n[[case]]\nname = \"a\"\ntask = \"u\"\n", "x").is_err());
+    assert!(parse_cases("{\"round\": []}", "x").is_err());
+    assert!(steward_evals::select(default_cases().unwrap(), Some("nope")).is_err());
+    assert_eq!(steward_evals::select(default_cases().unwrap(), Some("cancelled_run")).unwrap().len(), 1);
+}
+
+/// A llama-cpp-python server (TinyStories 260K) on a free loopback port, killed on drop.
+struct LlamaServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl LlamaServer {
+    fn start() -> LlamaServer {
+        let python = std::env::var("STEWARD_TEST_LLAMA_PYTHON")
+            .expect("STEWARD_TEST_LLAMA_PYTHON is not set: run the tests through scripts/test.sh");
+        let model = std::env::var("STEWARD_TEST_MODEL")
+            .expect("STEWARD_TEST_MODEL is not set: run the tests through scripts/test.sh");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new(python)
+            .args(["-m", "llama_cpp.server", "--model", &model, "--model_alias", "stories260k", "--host", "127.0.0.1"])
+            .args(["--port", &port.to_string(), "--n_ctx", "2048", "--n_threads", "2"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("cannot start llama_cpp.server");
+        let server = LlamaServer { child, port };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "llama_cpp.server did not listen within 60 s");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        server
+    }
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The eval path on real inference: a case without a fake scenario, its provider given like
+/// `steward eval --base-url URL --model stories260k`, its first call forced to `git_status`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_eval_forced_git_status_on_llama_cpp_python() {
+    let server = LlamaServer::start();
+    let cases = parse_cases(
+        r#"
+[[case]]
+name = "real_model_forced_git_status"
+task = "What is the status of the repository?"
+tool_choice = "git_status"
+max_tokens = 200
+config = { limits = { max_rounds = 2 } }
+[case.expect]
+status = "completed"
+events = ["run_started", "stage_completed", "tool_requested", "tool_started", "tool_completed", "run_completed"]
+forbidden_events = ["tool_approval_required", "run_failed"]
+tools_used = ["git_status"]
+tools_not_used = ["shell_command", "apply_patch", "edit"]
+min_rounds = 2
+max_rounds = 3
+"#,
+        "inline",
+    )
+    .unwrap();
+    let options = EvalOptions {
+        base_url: Some(format!("http://127.0.0.1:{}/v1", server.port)),
+        model: Some("stories260k".into()),
+        ..EvalOptions::default()
+    };
+    let report = run(&cases, &options).await;
+    assert_eq!(report.cases[0].verdict, Verdict::Passed, "{}", report.to_text());
+    // Without a provider the same case is skipped, never passed.
+    let skipped = run(&cases, &EvalOptions::default()).await;
+    assert_eq!(skipped.cases[0].verdict, Verdict::Skipped);
+}

@@ -1,0 +1,391 @@
+//! `[mcp_servers.NAME]` configuration (SPEC M1, N).
+//!
+//! ```toml
+//! [mcp_servers.files]
+//! command = ["mcp-server-filesystem", "/srv/data"]   # stdio
+//! env = { LOG_LEVEL = "info", GITHUB_TOKEN = { env = "GH_TOKEN" } }
+//! tool_deny = ["write_*"]
+//!
+//! [mcp_servers.github]
+//! url = "https://example.test/mcp"                     # streamable HTTP
+//! headers = { Authorization = { env = "GH_MCP_TOKEN", prefix = "Bearer " } }
+//! risk = "low"
+//! ```
+//!
+//! Values in `env` and `headers` are never logged: `Debug` and `Serialize` print
+//! `<redacted>` instead of literal values (environment variable *names* are shown).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize, Serializer};
+use steward_protocol::RiskLevel;
+
+use crate::McpError;
+
+/// Default `startup_timeout_ms`: 10 s for spawn (or connect) plus `initialize`.
+pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
+/// Default `call_timeout_ms`: 60 s per `tools/call`.
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
+/// Default `max_output_bytes`: 32 KiB of text per call result (case B25).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32 * 1024;
+/// Smallest accepted `max_output_bytes`: room for a head, a tail and the marker.
+pub const MIN_MAX_OUTPUT_BYTES: usize = 1024;
+/// Longest accepted server name, in ASCII characters; leaves room for `__tool` within the 64
+/// characters providers accept.
+pub const MAX_SERVER_NAME_CHARS: usize = 32;
+
+/// A value given literally or read from a named environment variable when the server starts.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ValueSource {
+    /// A literal value: `NAME = "value"`.
+    Literal(String),
+    /// `{ env = "VAR", prefix = "Bearer " }`: the variable's value (unset or empty is an
+    /// error when the server starts), after the optional prefix.
+    Env(EnvValue),
+}
+
+/// A value read from the environment of the Steward process.
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvValue {
+    /// Environment variable name.
+    pub env: String,
+    /// Text put before the variable's value (e.g. `Bearer `); empty by default.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prefix: String,
+}
+
+impl ValueSource {
+    /// The value, reading the environment through `lookup` (`Err` names the variable when it
+    /// is unset or empty; the message never contains a value).
+    pub fn resolve(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+        match self {
+            ValueSource::Literal(value) => Ok(value.clone()),
+            ValueSource::Env(EnvValue { env, prefix }) => match lookup(env) {
+                Some(value) if !value.is_empty() => Ok(format!("{prefix}{value}")),
+                _ => Err(format!("environment variable `{env}` is unset or empty")),
+            },
+        }
+    }
+}
+
+impl fmt::Debug for ValueSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueSource::Literal(_) => f.write_str("<redacted>"),
+            ValueSource::Env(EnvValue { env, .. }) => write!(f, "{{ env = {env:?} }}"),
+        }
+    }
+}
+
+impl Serialize for ValueSource {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ValueSource::Literal(_) => serializer.serialize_str("<redacted>"),
+            ValueSource::Env(value) => value.serialize(serializer),
+        }
+    }
+}
+
+/// One `[mcp_servers.NAME]` table. Exactly one transport: `command` (stdio) or `url`
+/// (streamable HTTP). Checked by [`McpServerConfig::validate`].
+#[derive(Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// Stdio transport: program and arguments, e.g. `["mcp-server-filesystem", "/srv"]`.
+    /// The program is looked up in `PATH` like any command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Stdio only: working directory of the server process (default: Steward's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Stdio only: variables set for the server. The child gets the sandbox allow-list
+    /// ([`steward_sandbox::DEFAULT_ENV_ALLOW`] and `LC_*`) from Steward's environment plus
+    /// these, nothing else.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, ValueSource>,
+    /// Streamable HTTP transport: the endpoint, `http://` or `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP only: headers sent with every request. Never logged.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, ValueSource>,
+    /// `false` leaves the server out entirely (default `true`).
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Globs over the server's own tool names; when non-empty only matching tools are offered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_allow: Vec<String>,
+    /// Globs over the server's own tool names; matching tools are never offered (wins over
+    /// `tool_allow`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_deny: Vec<String>,
+    /// Limit for starting (spawn or connect) and `initialize`, in ms (default 10,000).
+    #[serde(default = "default_startup_timeout_ms")]
+    pub startup_timeout_ms: u64,
+    /// Limit for one `tools/list` or `tools/call`, in ms (default 60,000).
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+    /// Largest result text handed back, in bytes (default 32 KiB); longer text keeps its head
+    /// and tail around a marker.
+    #[serde(default = "default_max_output_bytes")]
+    pub max_output_bytes: usize,
+    /// Risk level of this server's tools for the policy (default `medium`).
+    #[serde(default = "default_risk")]
+    pub risk: RiskLevel,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_startup_timeout_ms() -> u64 {
+    DEFAULT_STARTUP_TIMEOUT_MS
+}
+fn default_call_timeout_ms() -> u64 {
+    DEFAULT_CALL_TIMEOUT_MS
+}
+fn default_max_output_bytes() -> usize {
+    DEFAULT_MAX_OUTPUT_BYTES
+}
+fn default_risk() -> RiskLevel {
+    RiskLevel::Medium
+}
+
+impl fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("command", &self.command)
+            .field("cwd", &self.cwd)
+            .field("env", &self.env)
+            .field("url", &self.url)
+            .field("headers", &self.headers)
+            .field("enabled", &self.enabled)
+            .field("tool_allow", &self.tool_allow)
+            .field("tool_deny", &self.tool_deny)
+            .field("startup_timeout_ms", &self.startup_timeout_ms)
+            .field("call_timeout_ms", &self.call_timeout_ms)
+            .field("max_output_bytes", &self.max_output_bytes)
+            .field("risk", &self.risk)
+            .finish()
+    }
+}
+
+/// How a validated server is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Transport {
+    /// A child process speaking newline-delimited JSON-RPC on stdio.
+    Stdio { program: String, args: Vec<String> },
+    /// A streamable HTTP endpoint.
+    Http { url: reqwest::Url },
+}
+
+impl McpServerConfig {
+    /// A stdio server running `command` with every other setting at its default.
+    pub fn stdio(command: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self { command: Some(command.into_iter().map(Into::into).collect()), ..Self::empty() }
+    }
+
+    /// A streamable HTTP server at `url` with every other setting at its default.
+    pub fn http(url: impl Into<String>) -> Self {
+        Self { url: Some(url.into()), ..Self::empty() }
+    }
+
+    fn empty() -> Self {
+        Self {
+            command: None,
+            cwd: None,
+            env: BTreeMap::new(),
+            url: None,
+            headers: BTreeMap::new(),
+            enabled: true,
+            tool_allow: Vec::new(),
+            tool_deny: Vec::new(),
+            startup_timeout_ms: DEFAULT_STARTUP_TIMEOUT_MS,
+            call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            risk: RiskLevel::Medium,
+        }
+    }
+
+    /// Checks the table for server `name`: the name is 1–32 of `[A-Za-z0-9_-]`; exactly one of
+    /// `command` (non-empty) and `url` (`http`/`https`); `cwd`/`env` only with `command`,
+    /// `headers` only with `url`; header names valid (RFC 9110 tokens); variable names
+    /// non-empty without `=` or NUL; globs valid; timeouts > 0;
+    /// `max_output_bytes` ≥ [`MIN_MAX_OUTPUT_BYTES`]. Errors are [`McpError::Config`].
+    pub fn validate(&self, name: &str) -> Result<(), McpError> {
+        self.transport(name)?;
+        ToolFilter::new(name, self)?;
+        let bad = |m: String| Err(McpError::config(name, m));
+        if self.startup_timeout_ms == 0 || self.call_timeout_ms == 0 {
+            return bad("startup_timeout_ms and call_timeout_ms must be > 0".into());
+        }
+        if self.max_output_bytes < MIN_MAX_OUTPUT_BYTES {
+            return bad(format!("max_output_bytes must be at least {MIN_MAX_OUTPUT_BYTES}"));
+        }
+        for key in self.env.keys() {
+            if key.is_empty() || key.contains(['=', '\0']) {
+                return bad(format!("invalid environment variable name {key:?}"));
+            }
+            if steward_sandbox::ENV_NEVER_PASSED.contains(&key.as_str()) {
+                return bad(format!("`{key}` is never passed to a child (it makes shells source a file)"));
+            }
+        }
+        for key in self.headers.keys() {
+            if reqwest::header::HeaderName::from_bytes(key.as_bytes()).is_err() {
+                return bad(format!("invalid header name {key:?}"));
+            }
+            if crate::connection::RESERVED_HEADERS.iter().any(|r| r.eq_ignore_ascii_case(key)) {
+                return bad(format!("header `{key}` is set by the transport itself"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The transport, after checking the name and the transport fields.
+    pub(crate) fn transport(&self, name: &str) -> Result<Transport, McpError> {
+        let bad = |m: &str| Err(McpError::config(name, m));
+        if name.is_empty()
+            || name.len() > MAX_SERVER_NAME_CHARS
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return bad("server names are 1-32 characters of A-Z, a-z, 0-9, `_` and `-`");
+        }
+        match (&self.command, &self.url) {
+            (Some(command), None) => {
+                if !self.headers.is_empty() {
+                    return bad("`headers` needs `url`, not `command`");
+                }
+                let Some((program, args)) = command.split_first() else {
+                    return bad("`command` must name a program");
+                };
+                if program.is_empty() {
+                    return bad("`command` must name a program");
+                }
+                Ok(Transport::Stdio { program: program.clone(), args: args.to_vec() })
+            }
+            (None, Some(url)) => {
+                if self.cwd.is_some() || !self.env.is_empty() {
+                    return bad("`cwd` and `env` need `command`, not `url`");
+                }
+                let parsed = reqwest::Url::parse(url).map_err(|e| McpError::config(name, format!("`url`: {e}")))?;
+                if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+                    return bad("`url` must be an http:// or https:// URL with a host");
+                }
+                Ok(Transport::Http { url: parsed })
+            }
+            (Some(_), Some(_)) => bad("give either `command` (stdio) or `url` (HTTP), not both"),
+            (None, None) => bad("give `command` (stdio) or `url` (HTTP)"),
+        }
+    }
+}
+
+/// `tool_allow` / `tool_deny` compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolFilter {
+    allow: Option<GlobSet>,
+    deny: GlobSet,
+}
+
+impl ToolFilter {
+    pub(crate) fn new(server: &str, config: &McpServerConfig) -> Result<Self, McpError> {
+        let build = |globs: &[String], field: &str| -> Result<GlobSet, McpError> {
+            let mut set = GlobSetBuilder::new();
+            for glob in globs {
+                set.add(Glob::new(glob).map_err(|e| McpError::config(server, format!("`{field}`: {e}")))?);
+            }
+            set.build().map_err(|e| McpError::config(server, format!("`{field}`: {e}")))
+        };
+        let allow = if config.tool_allow.is_empty() { None } else { Some(build(&config.tool_allow, "tool_allow")?) };
+        Ok(Self { allow, deny: build(&config.tool_deny, "tool_deny")? })
+    }
+
+    /// True when the server's tool `name` may be offered.
+    pub(crate) fn allows(&self, name: &str) -> bool {
+        !self.deny.is_match(name) && self.allow.as_ref().is_none_or(|allow| allow.is_match(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<McpServerConfig, String> {
+        toml::from_str::<McpServerConfig>(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn stdio_and_http_tables_parse_with_defaults() {
+        let stdio = parse("command = [\"srv\", \"--x\"]\nenv = { A = \"1\", T = { env = \"TOK\" } }").unwrap();
+        stdio.validate("files").unwrap();
+        assert_eq!(stdio.call_timeout_ms, 60_000);
+        assert_eq!(stdio.startup_timeout_ms, 10_000);
+        assert_eq!(stdio.max_output_bytes, 32 * 1024);
+        assert_eq!(stdio.risk, RiskLevel::Medium);
+        assert!(stdio.enabled);
+        let http =
+            parse("url = \"http://127.0.0.1:1/mcp\"\nheaders = { Authorization = { env = \"GH\", prefix = \"Bearer \" } }\nrisk = \"low\"")
+                .unwrap();
+        http.validate("gh").unwrap();
+        assert_eq!(http.risk, RiskLevel::Low);
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_combinations_are_refused() {
+        assert!(parse("command = [\"x\"]\ntimeout = 5").is_err());
+        for (name, text) in [
+            ("a", "command = [\"x\"]\nurl = \"http://h/\""),
+            ("a", "enabled = true"),
+            ("a", "command = []"),
+            ("a", "url = \"ftp://h/\""),
+            ("a", "url = \"http://h/\"\nenv = { A = \"1\" }"),
+            ("a", "command = [\"x\"]\nheaders = { A = \"1\" }"),
+            ("a", "command = [\"x\"]\ntool_allow = [\"[\"]"),
+            ("a", "command = [\"x\"]\nmax_output_bytes = 10"),
+            ("a", "command = [\"x\"]\ncall_timeout_ms = 0"),
+            ("a", "url = \"http://h/\"\nheaders = { \"Bad Name\" = \"1\" }"),
+            ("a", "url = \"http://h/\"\nheaders = { Mcp-Session-Id = \"1\" }"),
+            ("a", "command = [\"x\"]\nenv = { BASH_ENV = \"/x\" }"),
+            ("a.b", "command = [\"x\"]"),
+            ("", "command = [\"x\"]"),
+        ] {
+            let config = parse(text).unwrap();
+            let err = config.validate(name).unwrap_err();
+            assert_eq!(err.class(), steward_protocol::ErrorClass::Config, "{text}");
+        }
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_or_serialize() {
+        let config = parse(
+            "url = \"http://h/\"\nheaders = { Authorization = \"Bearer sk-LITERAL\", X = { env = \"TOKVAR\", prefix = \"Bearer \" } }",
+        )
+        .unwrap();
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("sk-LITERAL"));
+        assert!(debug.contains("TOKVAR"));
+        let json = serde_json::to_string(&config).unwrap();
+        assert!(!json.contains("sk-LITERAL"));
+        let resolved = config.headers["X"].resolve(&|n| (n == "TOKVAR").then(|| "abc".to_string())).unwrap();
+        assert_eq!(resolved, "Bearer abc");
+        let err = config.headers["X"].resolve(&|_| None).unwrap_err();
+        assert!(err.contains("TOKVAR"));
+    }
+
+    #[test]
+    fn allow_and_deny_globs() {
+        let mut config = McpServerConfig::stdio(["x"]);
+        config.tool_allow = vec!["read_*".into(), "list".into()];
+        config.tool_deny = vec!["read_secret*".into()];
+        let filter = ToolFilter::new("s", &config).unwrap();
+        assert!(filter.allows("read_file"));
+        assert!(filter.allows("list"));
+        assert!(!filter.allows("read_secrets"));
+        assert!(!filter.allows("write_file"));
+        let open = ToolFilter::new("s", &McpServerConfig::stdio(["x"])).unwrap();
+        assert!(open.allows("anything.at all"));
+    }
+}

@@ -1,0 +1,293 @@
+//! One live connection to a server: a child process on stdio or a streamable HTTP session,
+//! after a completed `initialize`.
+//!
+//! A stdio child gets a cleared environment (the sandbox allow-list plus the configured
+//! `env`), runs in its own process group, has its stderr drained to `debug` logs, and is
+//! watched: its exit is observed as soon as it happens so that a pending call fails at once
+//! (case B22) instead of waiting for its timeout. Dropping the connection kills the group.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceError};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::McpError;
+use crate::config::{McpServerConfig, Transport};
+
+/// Header names the streamable HTTP transport sets itself; configuring them is refused.
+pub(crate) const RESERVED_HEADERS: &[&str] = &["accept", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
+
+/// How long to wait for a child's exit status after its stdout closed, to name the exit code.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// A started, initialised server.
+pub(crate) struct Connection {
+    service: RunningService<RoleClient, ClientConfig>,
+    /// Stdio only: `Some(description)` once the child has exited (`exit status: 1`, …).
+    exit: Option<watch::Receiver<Option<String>>>,
+    /// Cancelled on drop: kills the child's process group.
+    kill: CancellationToken,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.kill.cancel();
+    }
+}
+
+impl Connection {
+    /// Starts `name` and completes `initialize` within the server's `startup_timeout_ms`.
+    /// Errors: [`McpError::Unavailable`] (cannot spawn/connect, exited, refused
+    /// `initialize`), [`McpError::Timeout`] (no `initialize` reply in time).
+    pub(crate) async fn start(name: &str, config: &McpServerConfig) -> Result<Self, McpError> {
+        let limit = Duration::from_millis(config.startup_timeout_ms);
+        let timeout = || McpError::Timeout {
+            server: name.to_string(),
+            what: "initialize".into(),
+            after_ms: config.startup_timeout_ms,
+        };
+        match config.transport(name)? {
+            Transport::Stdio { program, args } => {
+                let (child, exit, kill) = spawn(name, &program, &args, config)?;
+                let mut exit_rx = exit.clone();
+                let serve = rmcp::serve_client(client_config(), child);
+                tokio::select! {
+                    served = serve => match served {
+                        Ok(service) => Ok(Connection { service, exit: Some(exit), kill }),
+                        Err(e) => {
+                            // A child that exits at start-up closes its pipe first: wait
+                            // briefly for its status so the error can name the exit code.
+                            let status = tokio::time::timeout(EXIT_GRACE, wait_exit(&mut exit_rx)).await;
+                            kill.cancel();
+                            Err(McpError::unavailable(name, match status {
+                                Ok(status) => format!("exited during initialize ({status})"),
+                                Err(_) => format!("initialize failed: {e}"),
+                            }))
+                        }
+                    },
+                    status = wait_exit(&mut exit_rx) => {
+                        kill.cancel();
+                        Err(McpError::unavailable(name, format!("exited during initialize ({status})")))
+                    }
+                    _ = tokio::time::sleep(limit) => {
+                        kill.cancel();
+                        Err(timeout())
+                    }
+                }
+            }
+            Transport::Http { url } => {
+                let transport = http_transport(name, url, config)?;
+                let served = tokio::time::timeout(limit, rmcp::serve_client(client_config(), transport))
+                    .await
+                    .map_err(|_| timeout())?;
+                let service = served.map_err(|e| McpError::unavailable(name, format!("initialize failed: {e}")))?;
+                Ok(Connection { service, exit: None, kill: CancellationToken::new() })
+            }
+        }
+    }
+
+    /// True once a stdio child has exited or the SDK's service loop has ended.
+    pub(crate) fn has_exited(&self) -> bool {
+        self.exit.as_ref().is_some_and(|exit| exit.borrow().is_some()) || self.service.is_closed()
+    }
+
+    /// The peer to send requests to.
+    pub(crate) fn peer(&self) -> &rmcp::Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    /// Resolves with the exit status when a stdio child has exited; never for HTTP (a lost
+    /// session surfaces as a request error).
+    pub(crate) async fn closed(&self) -> String {
+        match &self.exit {
+            Some(exit) => wait_exit(&mut exit.clone()).await,
+            // HTTP: a lost session surfaces as a request error; nothing to watch.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Describes why a request failed with `err`: the exit status when the child exited
+    /// (waiting up to 500 ms for it after the pipe closed), else the SDK's message.
+    pub(crate) async fn describe_failure(&self, err: &ServiceError) -> String {
+        if let Some(exit) = &self.exit
+            && matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_))
+        {
+            let mut rx = exit.clone();
+            if let Ok(status) = tokio::time::timeout(EXIT_GRACE, wait_exit(&mut rx)).await {
+                return format!("process exited ({status})");
+            }
+        }
+        format!("connection failed: {err}")
+    }
+}
+
+/// Steward's `initialize` parameters: no client capabilities (no sampling, roots or
+/// elicitation are offered to servers).
+fn client_config() -> ClientConfig {
+    ClientConfig::new(ClientCapabilities::default(), Implementation::new("steward", env!("CARGO_PKG_VERSION")))
+}
+
+async fn wait_exit(rx: &mut watch::Receiver<Option<String>>) -> String {
+    match rx.wait_for(Option::is_some).await {
+        Ok(status) => status.clone().unwrap_or_default(),
+        // The watcher task ended without a status (runtime shutting down).
+        Err(_) => "process gone".to_string(),
+    }
+}
+
+type ChildPipes = (tokio::process::ChildStdout, tokio::process::ChildStdin);
+
+/// Spawns the stdio server: cleared environment, own process group, piped stdio.
+fn spawn(
+    name: &str,
+    program: &str,
+    args: &[String],
+    config: &McpServerConfig,
+) -> Result<(ChildPipes, watch::Receiver<Option<String>>, CancellationToken), McpError> {
+    let env = child_env(name, config, std::env::vars_os(), &|var| std::env::var(var).ok())?;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    if let Some(cwd) = &config.cwd {
+        command.current_dir(cwd);
+    }
+    let mut child =
+        command.spawn().map_err(|e| McpError::unavailable(name, format!("cannot start `{program}`: {e}")))?;
+    let (Some(stdin), Some(stdout), stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+        return Err(McpError::unavailable(name, "child has no stdio pipes"));
+    };
+    if let Some(stderr) = stderr {
+        let server = name.to_string();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(server = %server, "mcp server stderr: {line}");
+            }
+        });
+    }
+    let (tx, rx) = watch::channel(None);
+    let kill = CancellationToken::new();
+    let kill_child = kill.clone();
+    let pid = child.id();
+    tokio::spawn(async move {
+        let status = tokio::select! {
+            status = child.wait() => status,
+            _ = kill_child.cancelled() => {
+                if let Some(pid) = pid.and_then(|p| libc::pid_t::try_from(p).ok()) {
+                    // SAFETY: signals the process group this child leads (`process_group(0)`).
+                    unsafe { libc::killpg(pid, libc::SIGKILL) };
+                }
+                let _ = child.start_kill();
+                child.wait().await
+            }
+        };
+        let text = match status {
+            Ok(status) => status.to_string(),
+            Err(e) => format!("wait failed: {e}"),
+        };
+        let _ = tx.send(Some(text));
+    });
+    Ok(((stdout, stdin), rx, kill))
+}
+
+/// The child's environment: allow-listed names from `parent` (the sandbox's
+/// [`steward_sandbox::DEFAULT_ENV_ALLOW`] and `LC_*`, never
+/// [`steward_sandbox::ENV_NEVER_PASSED`]), then the configured `env` values.
+pub(crate) fn child_env(
+    name: &str,
+    config: &McpServerConfig,
+    parent: impl IntoIterator<Item = (OsString, OsString)>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(OsString, OsString)>, McpError> {
+    let allowed = |var: &str| {
+        !steward_sandbox::ENV_NEVER_PASSED.contains(&var)
+            && (steward_sandbox::DEFAULT_ENV_ALLOW.contains(&var) || var.starts_with("LC_"))
+            && !config.env.contains_key(var)
+    };
+    let mut env: Vec<(OsString, OsString)> =
+        parent.into_iter().filter(|(var, _)| var.to_str().is_some_and(allowed)).collect();
+    for (var, source) in &config.env {
+        let value = source.resolve(lookup).map_err(|e| McpError::config(name, format!("env.{var}: {e}")))?;
+        env.push((OsString::from(var), OsString::from(value)));
+    }
+    Ok(env)
+}
+
+/// The streamable HTTP transport on a reqwest client that never follows redirects, with the
+/// configured headers (marked sensitive so they never appear in logs).
+fn http_transport(
+    name: &str,
+    url: reqwest::Url,
+    config: &McpServerConfig,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, McpError> {
+    // reqwest is built with `rustls-no-provider`: make sure a process-wide provider exists.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_millis(config.startup_timeout_ms))
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|e| McpError::unavailable(name, format!("http client: {e}")))?;
+    let mut headers = HashMap::new();
+    for (key, source) in &config.headers {
+        let value = source
+            .resolve(&|var| std::env::var(var).ok())
+            .map_err(|e| McpError::config(name, format!("headers.{key}: {e}")))?;
+        let header = reqwest::header::HeaderName::from_bytes(key.as_bytes())
+            .map_err(|_| McpError::config(name, format!("invalid header name {key:?}")))?;
+        let mut value = reqwest::header::HeaderValue::from_str(&value)
+            .map_err(|_| McpError::config(name, format!("headers.{key}: value is not a valid header value")))?;
+        value.set_sensitive(true);
+        headers.insert(header, value);
+    }
+    let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
+    Ok(StreamableHttpClientTransport::with_client(client, transport_config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{EnvValue, ValueSource};
+
+    #[test]
+    fn child_env_is_allow_list_plus_explicit_values() {
+        let mut config = McpServerConfig::stdio(["srv"]);
+        config.env.insert("LOG".into(), ValueSource::Literal("1".into()));
+        config.env.insert("TOKEN".into(), ValueSource::Env(EnvValue { env: "GH".into(), prefix: String::new() }));
+        config.env.insert("HOME".into(), ValueSource::Literal("/tmp/h".into()));
+        let parent = [
+            ("PATH", "/bin"),
+            ("HOME", "/home/u"),
+            ("LC_CTYPE", "C"),
+            ("OPENAI_API_KEY", "sk-x"),
+            ("GH", "secret-gh"),
+            ("BASH_ENV", "/x"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let env = child_env("s", &config, parent, &|v| (v == "GH").then(|| "tok".to_string())).unwrap();
+        let mut pairs: Vec<(String, String)> =
+            env.iter().map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into())).collect();
+        pairs.sort();
+        let expected = [("HOME", "/tmp/h"), ("LC_CTYPE", "C"), ("LOG", "1"), ("PATH", "/bin"), ("TOKEN", "tok")]
+            .map(|(k, v)| (k.to_string(), v.to_string()));
+        assert_eq!(pairs, expected);
+        let missing = child_env("s", &config, Vec::new(), &|_| None).unwrap_err();
+        assert!(missing.to_string().contains("GH"));
+    }
+}

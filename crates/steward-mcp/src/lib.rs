@@ -1,0 +1,85 @@
+//! The MCP client of Steward (SPEC M1, T12), on the official Rust SDK `rmcp`.
+//!
+//! Servers come from `[mcp_servers.NAME]` tables ([`McpServerConfig`]): a child process on
+//! stdio (`command`) or a streamable HTTP endpoint (`url`). [`McpManager`] starts them on
+//! first use, lists their tools as [`ToolSpec`]s under registry names `server__tool`
+//! ([`names`]), and calls them with every fault contained: a server that dies, never
+//! finishes `initialize` or stops answering gives a classified [`McpError`] within its time
+//! limit and is restarted with backoff on a later use (case B22); every result becomes text
+//! for a tool result, including errors, multi-part, empty and image results (case B23),
+//! capped in bytes without splitting UTF-8 (case B25).
+//!
+//! This crate knows nothing of the gate: `steward-core` wraps each [`McpTool`] in its `Tool`
+//! trait so that MCP calls pass the same control layer as built-in tools. Every MCP tool
+//! has `untrusted_output: true` (its output taints the run, SPEC C2).
+#![deny(missing_docs)]
+
+mod config;
+mod connection;
+mod error;
+mod manager;
+pub mod names;
+mod output;
+
+pub use config::{
+    DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_STARTUP_TIMEOUT_MS, EnvValue, MAX_SERVER_NAME_CHARS,
+    MIN_MAX_OUTPUT_BYTES, McpServerConfig, ValueSource,
+};
+pub use error::McpError;
+pub use manager::{Backoff, McpManager, McpTool, McpTools, ServerState};
+pub use output::{McpCallOutput, NO_OUTPUT, head_tail_bytes};
+
+use steward_protocol::{RiskLevel, ToolSpec};
+
+/// Longest tool description offered to a model, in characters; longer ones are cut.
+pub const MAX_DESCRIPTION_CHARS: usize = 1024;
+
+/// The spec of a server's `tool` under registry name `name`: its description (or title), its
+/// input schema, `risk` from the server's configuration, `writes` unless the server
+/// annotates it `readOnlyHint: true`, and always `untrusted_output`.
+fn tool_spec(name: &str, tool: &rmcp::model::Tool, risk: RiskLevel) -> ToolSpec {
+    let description = tool
+        .description
+        .as_deref()
+        .or(tool.title.as_deref())
+        .or(tool.annotations.as_ref().and_then(|a| a.title.as_deref()))
+        .unwrap_or("");
+    let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint).unwrap_or(false);
+    ToolSpec {
+        name: name.to_string(),
+        description: steward_protocol::truncate_chars(description, MAX_DESCRIPTION_CHARS).to_string(),
+        input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
+        risk,
+        writes: !read_only,
+        path_inputs: Vec::new(),
+        untrusted_output: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_follows_read_only_hint_and_is_always_untrusted() {
+        let tool: rmcp::model::Tool = serde_json::from_value(serde_json::json!({
+            "name": "read_file",
+            "description": "Read a file",
+            "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+            "annotations": {"readOnlyHint": true}
+        }))
+        .unwrap();
+        let spec = tool_spec("fs__read_file", &tool, RiskLevel::Low);
+        assert_eq!(spec.name, "fs__read_file");
+        assert_eq!(spec.description, "Read a file");
+        assert!(!spec.writes);
+        assert!(spec.untrusted_output);
+        assert_eq!(spec.risk, RiskLevel::Low);
+        assert_eq!(spec.input_schema["properties"]["path"]["type"], "string");
+        let plain: rmcp::model::Tool =
+            serde_json::from_value(serde_json::json!({"name": "w", "inputSchema": {"type": "object"}})).unwrap();
+        let spec = tool_spec("s__w", &plain, RiskLevel::Medium);
+        assert!(spec.writes);
+        assert!(spec.untrusted_output);
+    }
+}
