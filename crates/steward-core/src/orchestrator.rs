@@ -78,7 +78,10 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
 
     // 2. Policy and validation: pure, synchronous, strictest rule wins.
     let tool = cx.tools.get(&call.name);
-    let context = GateContext { tainted: cx.tainted.load(std::sync::atomic::Ordering::SeqCst) };
+    let context = GateContext {
+        tainted: cx.tainted.load(std::sync::atomic::Ordering::SeqCst),
+        paths: tool.map(|t| t.target_paths(&call.arguments)).unwrap_or_default(),
+    };
     let mut decision = cx.policy.decide_in(tool.map(|t| t.spec()), call, cx.workspace, &context);
     // A change that cannot be undone is never made without the owner (SPEC C5).
     if let Some(tool) = tool

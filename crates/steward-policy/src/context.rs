@@ -13,10 +13,13 @@ use crate::programs::is_name;
 pub const DEFAULT_TAINT_ESCALATION_RISK: f64 = 0.5;
 
 /// What the gate knows about the run a call belongs to.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GateContext {
     /// The run has read untrusted content (a web page, an e-mail, a PR body, MCP output).
     pub tainted: bool,
+    /// Workspace paths the call touches that are not top-level path inputs (the files a
+    /// patch changes): resolved, refused and matched by path rules like path inputs.
+    pub paths: Vec<String>,
 }
 
 struct ContextRuleC {

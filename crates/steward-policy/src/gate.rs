@@ -146,7 +146,7 @@ impl Policy {
         workspace: &Workspace,
         ctx: &GateContext,
     ) -> Decision {
-        let decision = self.decide_call(spec, call, workspace);
+        let decision = self.decide_call(spec, call, workspace, &ctx.paths);
         let tool = spec.map_or(call.name.as_str(), |s| s.name.as_str());
         self.run_rules.escalate(decision, tool, ctx)
     }
@@ -176,7 +176,13 @@ impl Policy {
     /// `shell_command` (SPEC T4) differs after `blocked_actions`: its `command` string is
     /// judged by [`Policy::judge_command`]; tool rules without `argv` may only make it
     /// stricter (ask, deny), and neither `allowed_actions` nor an allowing `default` apply.
-    fn decide_call(&self, spec: Option<&ToolSpec>, call: &ToolCall, workspace: &Workspace) -> Decision {
+    fn decide_call(
+        &self,
+        spec: Option<&ToolSpec>,
+        call: &ToolCall,
+        workspace: &Workspace,
+        extra_paths: &[String],
+    ) -> Decision {
         let Some(spec) = spec else {
             return Decision::new(
                 DecisionKind::Deny,
@@ -191,7 +197,7 @@ impl Policy {
         if let Err(message) = self.validate_arguments(spec, &call.arguments) {
             return deny("invalid_arguments", format!("The arguments of `{}` are invalid: {message}", spec.name));
         }
-        let paths = match self.resolve_paths(spec, &call.arguments, workspace) {
+        let paths = match self.resolve_paths(spec, &call.arguments, extra_paths, workspace) {
             Ok(paths) => paths,
             Err((rule, reason)) => return deny(rule, reason),
         };
@@ -281,10 +287,17 @@ impl Policy {
         &self,
         spec: &ToolSpec,
         args: &Value,
+        extra: &[String],
         workspace: &Workspace,
     ) -> Result<Vec<String>, (&'static str, String)> {
         let access = if spec.writes { Access::Write } else { Access::Read };
         let mut out = Vec::new();
+        for text in extra {
+            match workspace.resolve(text, access) {
+                Ok(path) => out.push(path.rel),
+                Err(err) => return Err((err.rule(), format!("Refused `{text}`: {err}."))),
+            }
+        }
         for name in &spec.path_inputs {
             let values: Vec<&Value> = match args.get(name) {
                 None | Some(Value::Null) => continue,
@@ -314,10 +327,16 @@ impl Policy {
             if !rule.tool.is_match(&spec.name) {
                 continue;
             }
-            if let Some(globs) = &rule.paths
-                && (paths.is_empty() || !paths.iter().all(|p| globs.is_match(p)))
-            {
-                continue;
+            // A rule that allows must cover every path the call touches; one that asks or
+            // denies applies as soon as any path matches.
+            if let Some(globs) = &rule.paths {
+                let covered = match rule.decision {
+                    DecisionKind::Allow => !paths.is_empty() && paths.iter().all(|p| globs.is_match(p)),
+                    _ => paths.iter().any(|p| globs.is_match(p)),
+                };
+                if !covered {
+                    continue;
+                }
             }
             if best.is_none_or(|b| rule.decision > b.decision) {
                 best = Some(rule);

@@ -209,7 +209,8 @@ pub async fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, 
     let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
     let registry = registry(&config, workspace).await?;
     let call = steward_protocol::ToolCall { id: "check".into(), name: tool.to_string(), arguments };
-    let context = steward_policy::GateContext { tainted };
+    let paths = registry.get(tool).map(|t| t.target_paths(&call.arguments)).unwrap_or_default();
+    let context = steward_policy::GateContext { tainted, paths };
     let decision = policy.decide_in(registry.get(tool).map(|t| t.spec()), &call, &ws, &context);
     if json {
         println!("{}", serde_json::to_string(&decision)?);

@@ -112,6 +112,13 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// Workspace paths the call would touch beyond its top-level path inputs (the files of a
+    /// patch), for the gate to check and match like path inputs. A path that cannot be
+    /// determined makes the call fail later, in `preview`/`run`, never pass unchecked.
+    fn target_paths(&self, _args: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
     /// True for tools offered only inside their toolchain (`callable = "chain_only"`, SPEC T6).
     fn chain_only(&self) -> bool {
         false

@@ -203,3 +203,37 @@ fn unknown_config_fields_are_refused() {
         toml::from_str::<Root>("[policy]\n[[policy.rule]]\nname='a'\ntool='b'\ndecision='allow'\nwhen='x'\n").is_err()
     );
 }
+
+#[test]
+fn paths_a_tool_names_beyond_its_inputs_are_checked_and_matched_like_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("vendor")).unwrap();
+    std::fs::write(dir.path().join(".env"), "K=v").unwrap();
+    let ws = steward_policy::Workspace::open(dir.path(), &[]).unwrap();
+    let cfg: steward_policy::PolicyConfig = toml::from_str::<toml::Table>(
+        "[[rule]]\nname = \"no-vendor\"\ntool = \"*\"\npath = [\"vendor/**\"]\ndecision = \"deny\"\n",
+    )
+    .unwrap()
+    .try_into()
+    .unwrap();
+    let policy = steward_policy::Policy::new(&cfg).unwrap();
+    let spec = steward_protocol::ToolSpec {
+        name: "apply_patch".into(),
+        description: String::new(),
+        input_schema: serde_json::json!({"type": "object"}),
+        risk: steward_protocol::RiskLevel::Medium,
+        writes: true,
+        path_inputs: vec![],
+        untrusted_output: false,
+    };
+    let call =
+        steward_protocol::ToolCall { id: "c".into(), name: "apply_patch".into(), arguments: serde_json::json!({}) };
+    let decide = |paths: &[&str]| {
+        let ctx = steward_policy::GateContext { tainted: false, paths: paths.iter().map(|p| p.to_string()).collect() };
+        policy.decide_in(Some(&spec), &call, &ws, &ctx)
+    };
+    assert_eq!(decide(&["src/a.rs"]).rule, "default:medium");
+    assert_eq!(decide(&["src/a.rs", "vendor/lib.rs"]).rule, "no-vendor");
+    assert_eq!(decide(&[".env"]).rule, "secret_path");
+    assert_eq!(decide(&["../outside.txt"]).rule, "workspace_boundary");
+}

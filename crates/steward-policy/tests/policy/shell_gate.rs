@@ -335,17 +335,17 @@ when_tainted = true
     let mail = spec("mail", RiskLevel::Low, false);
     let delete = spec("delete", RiskLevel::High, true);
     let clean = GateContext::default();
-    let tainted = GateContext { tainted: true };
+    let tainted = GateContext { tainted: true, ..GateContext::default() };
     let table = [
-        (&edit, clean, Allow, "allowed_actions"),
-        (&edit, tainted, Ask, "taint_escalation"),
-        (&read, clean, Allow, "allowed_actions"),
-        (&read, tainted, Ask, "tainted-reads"),
-        (&mail, clean, Ask, "mail-needs-human"),
-        (&delete, tainted, Deny, "blocked_actions"),
+        (&edit, &clean, Allow, "allowed_actions"),
+        (&edit, &tainted, Ask, "taint_escalation"),
+        (&read, &clean, Allow, "allowed_actions"),
+        (&read, &tainted, Ask, "tainted-reads"),
+        (&mail, &clean, Ask, "mail-needs-human"),
+        (&delete, &tainted, Deny, "blocked_actions"),
     ];
     for (spec, ctx, kind, rule) in table {
-        let d = policy.decide_in(Some(spec), &call(&spec.name, json!({})), &ws, &ctx);
+        let d = policy.decide_in(Some(spec), &call(&spec.name, json!({})), &ws, ctx);
         assert_eq!((d.decision, d.rule.as_str()), (kind, rule), "{} {ctx:?}", spec.name);
     }
     let d = policy.decide_in(Some(&edit), &call("edit", json!({})), &ws, &tainted);

@@ -163,6 +163,17 @@ impl Tool for PatchTool {
         &self.spec
     }
 
+    /// The files of a `changes` list or of the diff's headers.
+    fn target_paths(&self, args: &Value) -> Vec<String> {
+        if let Some(changes) = args.get("changes").and_then(Value::as_array) {
+            return changes.iter().filter_map(|c| c.get("path").and_then(Value::as_str).map(str::to_string)).collect();
+        }
+        match args.get("patch").and_then(Value::as_str).map(parse::parse) {
+            Some(Ok(files)) => files.iter().map(|f| f.path().to_string()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     async fn preview(&self, args: &Value, ctx: &ToolContext) -> Result<Option<(String, String)>, ToolError> {
         let targets = self.validate(args, ctx)?;
         Ok(Some((first_path(&targets), render_diff(&targets))))
