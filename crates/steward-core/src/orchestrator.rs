@@ -500,9 +500,9 @@ async fn execute(
             Ok(CallResult { content: format!("Error: {error}"), is_error: true })
         }
         Ok(Ok(output)) => {
-            let changed = output.patch.as_ref().map(|(path, _)| path.clone());
+            let changed: Vec<String> = output.changes.iter().map(|(path, _)| path.clone()).collect();
             let mut result = completed(cx, call, decision, approval_id, ms, output).await?;
-            if let Some(path) = changed {
+            for path in changed {
                 result.content.push_str(&run_hooks(cx, call, &path).await?);
             }
             Ok(result)
@@ -549,9 +549,13 @@ async fn completed(
             detail,
         })
         .await?;
-    if let Some((path, _diff)) = &output.patch {
+    for (path, _diff) in &output.changes {
         cx.events
-            .emit(EventKind::PatchApplied { call_id: call.id.clone(), path: path.clone(), rollback_token })
+            .emit(EventKind::PatchApplied {
+                call_id: call.id.clone(),
+                path: path.clone(),
+                rollback_token: rollback_token.clone(),
+            })
             .await?;
     }
     if tool_output_taints(cx, call) {

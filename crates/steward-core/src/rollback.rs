@@ -91,6 +91,28 @@ impl Snapshots {
         Snapshots { dir: root.join(run_id) }
     }
 
+    /// Keeps the current content of `abs` (which must equal `bytes`) as a snapshot without
+    /// copying it when it can: a hard link to the file's inode, which the writer then replaces
+    /// by renaming a new file over the name (the old inode lives on as the snapshot). Falls back
+    /// to [`Snapshots::save`] when a link is impossible (another filesystem). The snapshot
+    /// directory is owner-only either way.
+    pub fn preserve(&self, call_id: &str, abs: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)?;
+        let path = self.dir.join(format!("{}-{:08x}.snapshot", Self::file_stem(call_id), rand::random::<u32>()));
+        match fs::hard_link(abs, &path) {
+            Ok(()) => Ok(path),
+            Err(_) => self.save(call_id, bytes),
+        }
+    }
+
+    fn file_stem(call_id: &str) -> String {
+        call_id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .take(80)
+            .collect()
+    }
+
     /// Saves `bytes` as the snapshot of call `call_id`; returns its path. The directory is
     /// created with mode 0700 and the file with 0600.
     pub fn save(&self, call_id: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {

@@ -228,7 +228,7 @@ async fn b19_stale_proposal_hash_is_refused_once_with_a_fresh_diff_and_hash() {
     let proposal = call(&ctx, "propose_patch", json!({"patch": patch})).await.unwrap();
     let v1_hash = sha256_hex(V1.as_bytes());
     assert!(proposal.content.contains(&v1_hash), "{}", proposal.content);
-    assert!(proposal.patch.is_none() && proposal.compensation.is_none());
+    assert!(proposal.changes.is_empty() && proposal.compensation.is_none());
     assert_eq!(get(dir.path(), "NOTES.md"), V1.as_bytes(), "a proposal never writes");
     put(dir.path(), "NOTES.md", V2.as_bytes());
     let args = json!({"patch": patch, "expected_sha256": {"NOTES.md": v1_hash}});

@@ -192,7 +192,7 @@ async fn b16_lf_edit_on_crlf_file_keeps_crlf() {
     let out = call(&ctx, "edit", args).await.unwrap();
     let expected = "int main() {\r\n\tint x = 1;\r\n\tif (x > 0) {\r\n\t\treturn 2;\r\n\t}\r\n\treturn 0;\r\n}\r\n";
     assert_eq!(fs::read(dir.path().join("main.c")).unwrap(), expected.as_bytes());
-    let (path, diff) = out.patch.unwrap();
+    let (path, diff) = out.changes[0].clone();
     assert_eq!(path, "main.c");
     assert!(diff.contains("+\tif (x > 0) {"), "{diff}");
 }
@@ -309,7 +309,7 @@ async fn create_makes_parents_and_refuses_existing() {
     assert!(!dir.path().join("a").exists(), "preview must not write");
     let out = call(&ctx, "create", json!({"path": "a/b/c.txt", "content": "hello\n"})).await.unwrap();
     assert_eq!(fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "hello\n");
-    assert_eq!(out.patch.unwrap().0, "a/b/c.txt");
+    assert_eq!(out.changes[0].0, "a/b/c.txt");
     let again = call(&ctx, "create", json!({"path": "a/b/c.txt", "content": "other"})).await;
     assert_eq!(refused_rule(again), "file_exists");
     assert_eq!(fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "hello\n");
@@ -345,7 +345,7 @@ async fn delete_removes_files_only() {
     assert_eq!(refused_rule(folder), "not_regular_file");
     let out = call(&ctx, "delete", json!({"path": "d/f.txt"})).await.unwrap();
     assert!(!dir.path().join("d/f.txt").exists());
-    let (path, diff) = out.patch.unwrap();
+    let (path, diff) = out.changes[0].clone();
     assert_eq!(path, "d/f.txt");
     assert!(diff.contains("-bye"));
     assert!(call(&ctx, "delete", json!({"path": "d/f.txt"})).await.is_err());
@@ -363,7 +363,7 @@ async fn move_never_overwrites() {
     let out = call(&ctx, "move", json!({"from": "a.txt", "to": "new/dir/a.txt"})).await.unwrap();
     assert!(!dir.path().join("a.txt").exists());
     assert_eq!(fs::read_to_string(dir.path().join("new/dir/a.txt")).unwrap(), "A");
-    assert_eq!(out.patch.unwrap().0, "new/dir/a.txt");
+    assert_eq!(out.changes[0].0, "new/dir/a.txt");
     let to_secret = call(&ctx, "move", json!({"from": "b.txt", "to": ".env"})).await;
     assert_eq!(refused_rule(to_secret), "secret_path");
 }

@@ -277,7 +277,7 @@ impl Tool for CreateTool {
             Compensation::RemoveCreated { path: path.rel.clone(), sha256: sha256_hex(content.as_bytes()) };
         Ok(ToolOutput {
             content: format!("created `{}` ({} bytes)", path.rel, content.len()),
-            patch: Some((path.rel, diff)),
+            changes: vec![(path.rel, diff)],
             sandbox: String::new(),
             compensation: Some(compensation),
         })
@@ -375,7 +375,7 @@ impl Tool for EditTool {
                 };
                 return Ok(ToolOutput {
                     content: format!("edited `{}`\n{diff}", plan.path.rel),
-                    patch: Some((plan.path.rel, diff)),
+                    changes: vec![(plan.path.rel, diff)],
                     sandbox: String::new(),
                     compensation: Some(compensation),
                 });
@@ -558,7 +558,7 @@ impl Tool for DeleteTool {
         Ok(ToolOutput {
             content: format!("deleted `{}`", path.rel),
             compensation: Some(Compensation::RestoreDeleted { path: path.rel.clone(), snapshot, mode: Some(mode) }),
-            patch: Some((path.rel, diff)),
+            changes: vec![(path.rel, diff)],
             sandbox: String::new(),
         })
     }
@@ -638,7 +638,7 @@ impl Tool for MoveTool {
         Ok(ToolOutput {
             content: format!("moved `{}` to `{}`", from.rel, to.rel),
             compensation: Some(Compensation::MoveBack { from: from.rel.clone(), to: to.rel.clone(), sha256 }),
-            patch: Some((to.rel, diff)),
+            changes: vec![(to.rel, diff)],
             sandbox: String::new(),
         })
     }

@@ -48,8 +48,8 @@ pub struct ToolContext {
 pub struct ToolOutput {
     /// Text shown to the model (before redaction and capping, which the orchestrator does).
     pub content: String,
-    /// For writing tools: the change made, as `(workspace-relative path, unified diff)`.
-    pub patch: Option<(String, String)>,
+    /// For writing tools: each file changed, as `(workspace-relative path, unified diff)`.
+    pub changes: Vec<(String, String)>,
     /// Sandbox profile used, e.g. `env-scrub,netns,rlimits`; empty when no subprocess ran.
     pub sandbox: String,
     /// For writing tools: what undoes the change (SPEC C5).

@@ -93,13 +93,22 @@ fn prepare<'a>(
         };
         steps.push(Step { target, tmp, aside: None });
     }
+    // Re-check every target right before its snapshot is taken (a snapshot linked to the file
+    // would count as a second hard link for this check).
+    targets.iter().try_for_each(check_unchanged)?;
     let mut records = Vec::with_capacity(targets.len());
     for target in targets {
         let rel = &target.path.rel;
         let snapshot = match &target.before {
-            Some(before) => Some(ctx.snapshots.save("apply_patch", before).map_err(|e| {
-                ToolError::failed(format!("cannot save a rollback snapshot of `{rel}`: {e}; nothing was written"))
-            })?),
+            Some(before) => match ctx.snapshots.preserve("apply_patch", &target.path.abs, before) {
+                Ok(path) => Some(path),
+                Err(e) => {
+                    remove_snapshots(&records);
+                    return Err(ToolError::failed(format!(
+                        "cannot save a rollback snapshot of `{rel}`: {e}; nothing was written"
+                    )));
+                }
+            },
             None => None,
         };
         records.push(PatchedFile {
@@ -107,10 +116,6 @@ fn prepare<'a>(
             snapshot,
             sha256_after: target.after.as_deref().map(sha256_hex),
         });
-    }
-    if let Err(err) = targets.iter().try_for_each(check_unchanged) {
-        remove_snapshots(&records);
-        return Err(err);
     }
     Ok(records)
 }

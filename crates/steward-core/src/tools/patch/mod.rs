@@ -207,7 +207,7 @@ impl Tool for PatchTool {
             .collect();
         Ok(ToolOutput {
             content: format!("applied patch: {}\n{diff}", summary.join(", ")),
-            patch: Some((first_path(&targets), diff)),
+            changes: targets.iter().map(|t| (t.path.rel.clone(), render_diff(std::slice::from_ref(t)))).collect(),
             sandbox: String::new(),
             compensation: Some(Compensation::RestorePatch { files }),
         })
