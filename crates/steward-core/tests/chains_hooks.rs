@@ -261,3 +261,35 @@ text = "done"
     assert!(!results[1].contains("shout"), "the pattern limits the hook: {}", results[1]);
     assert!(!results[2].contains("hook"), "read fires no hooks: {}", results[2]);
 }
+
+#[tokio::test]
+async fn a_real_formatter_hook_rewrites_the_edited_file_and_reports_back() {
+    if std::process::Command::new("rustfmt").arg("--version").output().is_err() {
+        panic!("rustfmt is not installed; it comes with the Rust toolchain this project builds with");
+    }
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::write(ws.path().join("src/lib.rs"), "pub fn answer() -> u32 { 41 }\n").unwrap();
+    let config = Config {
+        hooks: vec![HookConfig {
+            name: "rustfmt".into(),
+            events: vec!["edit".into()],
+            path_pattern: "**/*.rs".into(),
+            commands: vec![vec!["rustfmt".into(), "--edition".into(), "2024".into(), "{path}".into()]],
+            timeout_ms: Some(60_000),
+        }],
+        ..Config::default()
+    };
+    let scenario = r#"
+[[round]]
+[[round.tool_call]]
+name = "edit"
+arguments = { path = "src/lib.rs", old = "41 }", new = "42 }" }
+[[round]]
+text = "done"
+"#;
+    let (provider, _) = run(ws.path(), scenario, config, ToolRegistry::builtin()).await;
+    assert_eq!(std::fs::read_to_string(ws.path().join("src/lib.rs")).unwrap(), "pub fn answer() -> u32 {\n    42\n}\n");
+    let result = provider.requests()[1].messages.iter().find(|m| m.tool_call_id.is_some()).unwrap().content.clone();
+    assert!(result.contains("[hook `rustfmt` passed after edit of `src/lib.rs`]"), "{result}");
+}
