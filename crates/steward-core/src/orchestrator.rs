@@ -534,19 +534,12 @@ async fn completed(
     // Queued: committed with the next decision or the run's final flush.
     cx.store
         .queue_audit(AuditEntry {
-            agent: "steward".into(),
-            run_id: cx.run_id.to_string(),
-            call_id: call.id.clone(),
-            action: call.name.clone(),
-            input: cx.redactor.redact_value(&call.arguments),
-            policy: decision.rule.clone(),
-            risk: decision.risk,
-            outcome: AuditOutcome::Completed,
             latency_ms: ms,
             sandbox: output.sandbox.clone(),
             approval_id: approval_id.to_string(),
             rollback_token: rollback_token.clone(),
             detail,
+            ..call_entry(cx, call, &decision.rule, decision.risk, AuditOutcome::Completed)
         })
         .await?;
     for (path, _diff) in &output.changes {
@@ -590,19 +583,17 @@ async fn run_hooks(cx: &CallContext<'_>, call: &ToolCall, path: &str) -> Result<
         ));
         cx.store
             .queue_audit(AuditEntry {
-                agent: "steward".into(),
-                run_id: cx.run_id.to_string(),
-                call_id: call.id.clone(),
                 action: format!("hook:{}", report.name),
                 input: serde_json::json!({"event": call.name, "path": path}),
-                policy: "hook".into(),
-                risk: 0.0,
-                outcome: if report.ok { AuditOutcome::Completed } else { AuditOutcome::Failed },
-                latency_ms: 0,
                 sandbox: report.sandbox,
-                approval_id: String::new(),
-                rollback_token: String::new(),
                 detail: format!("hook {status}"),
+                ..call_entry(
+                    cx,
+                    call,
+                    "hook",
+                    0.0,
+                    if report.ok { AuditOutcome::Completed } else { AuditOutcome::Failed },
+                )
             })
             .await?;
     }
@@ -666,6 +657,25 @@ fn safe_file_name(id: &str) -> String {
     id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).take(80).collect()
 }
 
+/// The audit entry of `call` by `steward` with its redacted input; the other fields empty.
+fn call_entry(cx: &CallContext<'_>, call: &ToolCall, policy: &str, risk: f64, outcome: AuditOutcome) -> AuditEntry {
+    AuditEntry {
+        agent: "steward".into(),
+        run_id: cx.run_id.to_string(),
+        call_id: call.id.clone(),
+        action: call.name.clone(),
+        input: cx.redactor.redact_value(&call.arguments),
+        policy: policy.to_string(),
+        risk,
+        outcome,
+        latency_ms: 0,
+        sandbox: String::new(),
+        approval_id: String::new(),
+        rollback_token: String::new(),
+        detail: String::new(),
+    }
+}
+
 /// Appends one audit record for `call`. A record that lets the call run (`approved`) is
 /// durable when this returns; every other record is queued and committed with the next
 /// durable one or the run's final flush, so a step pays for one forced write, not two.
@@ -684,18 +694,11 @@ async fn audit(
 ) -> Result<(), StoreError> {
     let entry = AuditEntry {
         agent: agent.to_string(),
-        run_id: cx.run_id.to_string(),
-        call_id: call.id.clone(),
-        action: call.name.clone(),
-        input: cx.redactor.redact_value(&call.arguments),
-        policy: policy.to_string(),
-        risk,
-        outcome,
         latency_ms,
         sandbox: sandbox.to_string(),
         approval_id: approval_id.to_string(),
-        rollback_token: String::new(),
         detail: cx.redactor.redact(detail),
+        ..call_entry(cx, call, policy, risk, outcome)
     };
     if outcome == AuditOutcome::Approved {
         cx.store.append_audit(entry).await.map(|_| ())
