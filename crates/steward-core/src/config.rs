@@ -562,6 +562,14 @@ fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> Vec<String> 
         }
         if base.get("policy").and_then(|p| p.get("default")).and_then(|d| d.as_str()) == Some("deny") {
             over_policy.remove("default");
+            // Against a default of deny, a rule that asks would loosen it: only denials count.
+            if let Some(toml::Value::Array(rules)) = over_policy.get_mut("rule") {
+                let before = rules.len();
+                rules.retain(|r| r.get("decision").and_then(|d| d.as_str()) == Some("deny"));
+                if rules.len() != before {
+                    ignored.push("policy.rule entries that ask (your default is deny)".into());
+                }
+            }
         }
         if let Some(toml::Value::Table(base_policy)) = base.get_mut("policy") {
             for key in ["blocked_actions", "deny_path", "context_rules", "rule"] {

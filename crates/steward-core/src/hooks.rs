@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 /// events = ["create", "edit"]
 /// path_pattern = "**/*.rs"            # glob over the workspace-relative path
 /// commands = [["rustfmt", "--check", "{path}"]]   # argv arrays; `{path}` is the file
+/// writes = ["target"]                 # folders its commands may write besides the file
 /// timeout_ms = 30000
 /// ```
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -30,6 +31,10 @@ pub struct HookConfig {
     /// Time limit per command in ms (default 30,000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// Workspace folders the commands may write besides the changed file itself (never the
+    /// workspace root, `.git` or `.steward`: see [`crate::tools::writable_folder`]).
+    #[serde(default)]
+    pub writes: Vec<String>,
 }
 
 fn any_path() -> String {
@@ -52,18 +57,19 @@ pub struct HookReport {
 /// Characters of one hook's output kept for the model.
 pub const MAX_HOOK_OUTPUT_CHARS: usize = 4_000;
 
-/// Runs the hooks that `event` on workspace-relative `path` fires, in configuration order.
-/// Commands run in the sandbox with the workspace as working directory and as the only
-/// writable folder (formatters rewrite files), no network, and the hook's timeout. A command
+/// Runs the hooks that any of `events` on workspace-relative `path` fires (each hook once), in
+/// configuration order.
+/// Commands run in the sandbox with the workspace as working directory, only the changed file
+/// and the hook's `writes` folders writable, no network, and the hook's timeout. A command
 /// that cannot start or exits non-zero makes the hook fail; later hooks still run.
 pub async fn run_hooks(
     hooks: &[HookConfig],
-    event: &str,
+    events: &[&str],
     path: &str,
     ctx: &crate::tools::ToolContext,
 ) -> Vec<HookReport> {
     let mut reports = Vec::new();
-    for hook in hooks.iter().filter(|h| h.events.iter().any(|e| e == event)) {
+    for hook in hooks.iter().filter(|h| h.events.iter().any(|e| events.contains(&e.as_str()))) {
         let matches =
             globset::Glob::new(&hook.path_pattern).map(|g| g.compile_matcher().is_match(path)).unwrap_or(false);
         if !matches {
@@ -78,8 +84,24 @@ async fn run_one(hook: &HookConfig, path: &str, ctx: &crate::tools::ToolContext)
     let mut output = String::new();
     let mut sandbox = String::new();
     let root = ctx.workspace.root().to_path_buf();
+    // Writable: the changed file (a formatter rewrites it in place) and the hook's folders.
+    let mut writable = Vec::new();
+    if let Ok(file) = ctx.workspace.resolve(path, steward_policy::Access::Write)
+        && file.abs.is_file()
+    {
+        writable.push(file.abs);
+    }
+    for dir in &hook.writes {
+        match crate::tools::writable_folder(dir).map(|()| ctx.workspace.resolve(dir, steward_policy::Access::Write)) {
+            Ok(Ok(resolved)) => writable.push(resolved.abs),
+            Ok(Err(e)) => output.push_str(&format!("writes `{dir}` left out: {e}\n")),
+            Err(why) => output.push_str(&format!("writes `{dir}` left out: {why}\n")),
+        }
+    }
+    // A name starting with `-` would be read as an option.
+    let shown_path = if path.starts_with('-') { format!("./{path}") } else { path.to_string() };
     for command in &hook.commands {
-        let argv: Vec<String> = command.iter().map(|a| a.replace("{path}", path)).collect();
+        let argv: Vec<String> = command.iter().map(|a| a.replace("{path}", &shown_path)).collect();
         if argv.is_empty() {
             continue;
         }
@@ -87,7 +109,7 @@ async fn run_one(hook: &HookConfig, path: &str, ctx: &crate::tools::ToolContext)
             env_allow: ctx.env_allow.clone(),
             timeout: std::time::Duration::from_millis(hook.timeout_ms.unwrap_or(30_000)),
             network: false,
-            writable: vec![root.clone()],
+            writable: writable.clone(),
             accept_weaker: ctx.accept_weaker.clone(),
             ..steward_sandbox::ExecRequest::new(argv.clone(), root.clone())
         };

@@ -81,6 +81,7 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
     let context = GateContext {
         tainted: cx.tainted.load(std::sync::atomic::Ordering::SeqCst),
         paths: tool.map(|t| t.target_paths(&call.arguments)).unwrap_or_default(),
+        actions: tool.map(|t| t.implied_actions(&call.arguments)).unwrap_or_default(),
     };
     let mut decision = cx.policy.decide_in(tool.map(|t| t.spec()), call, cx.workspace, &context);
     // A change that cannot be undone is never made without the owner (SPEC C5).
@@ -475,7 +476,8 @@ async fn execute(
             if tool_output_taints(cx, call) {
                 cx.tainted.store(true, std::sync::atomic::Ordering::SeqCst);
             }
-            let error = cx.redactor.redact(&err.message);
+            // Capped like any output: an error can be as long as a result (an MCP server's).
+            let error = cap_output(cx, call, &cx.redactor.redact(&err.message), None);
             audit(
                 cx,
                 call,
@@ -554,7 +556,8 @@ async fn completed(
     if tool_output_taints(cx, call) {
         cx.tainted.store(true, std::sync::atomic::Ordering::SeqCst);
     }
-    let shown = cap_output(cx, call, &full);
+    let complete = output.full_content.as_deref().map(|text| cx.redactor.redact(text));
+    let shown = cap_output(cx, call, &full, complete.as_deref());
     cx.events
         .emit(EventKind::ToolCompleted {
             call_id: call.id.clone(),
@@ -570,7 +573,9 @@ async fn completed(
 /// Runs the hooks a change fires (SPEC T9) and returns their reports for the model (empty
 /// when none ran). Each hook run is an audit record; a failing hook is reported, not fatal.
 async fn run_hooks(cx: &CallContext<'_>, call: &ToolCall, path: &str) -> Result<String, StoreError> {
-    let reports = crate::hooks::run_hooks(cx.hooks, &call.name, path, cx.tool_context).await;
+    // A patch edits files: `edit` hooks (formatters) run for each file it changed too.
+    let events: &[&str] = if call.name == "apply_patch" { &["apply_patch", "edit"] } else { &[call.name.as_str()] };
+    let reports = crate::hooks::run_hooks(cx.hooks, events, path, cx.tool_context).await;
     let mut text = String::new();
     for report in reports {
         let output = cx.redactor.redact(&report.output);
@@ -631,13 +636,23 @@ async fn register_rollback(
 
 /// Caps a (redacted) output to `max_output_chars`, keeping head and tail; the full output is
 /// saved under `outputs_dir/RUN_ID/CALL_ID.txt` and the marker says so.
-fn cap_output(cx: &CallContext<'_>, call: &ToolCall, full: &str) -> String {
-    if full.chars().count() <= cx.max_output_chars {
+/// `complete` is the whole output when the tool already cut `full` itself (an MCP server's
+/// byte cap); it is what gets saved then.
+fn cap_output(cx: &CallContext<'_>, call: &ToolCall, full: &str, complete: Option<&str>) -> String {
+    let too_long = full.chars().count() > cx.max_output_chars;
+    if !too_long && complete.is_none() {
         return full.to_string();
     }
     let dir = cx.outputs_dir.join(cx.run_id);
     let file = dir.join(format!("{}.txt", safe_file_name(&call.id)));
-    let note = match save_private(&dir, &file, full) {
+    let saved = save_private(&dir, &file, complete.unwrap_or(full));
+    if !too_long {
+        return match saved {
+            Ok(()) => format!("{full}\n[the complete output is saved to {}]", file.display()),
+            Err(_) => full.to_string(),
+        };
+    }
+    let note = match saved {
         Ok(()) => format!("full output saved to {}", file.display()),
         Err(e) => format!("full output could not be saved: {e}"),
     };

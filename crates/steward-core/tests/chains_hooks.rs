@@ -206,6 +206,7 @@ async fn hooks_run_after_matching_changes_and_their_output_reaches_the_model() {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("note.txt"), "old\n").unwrap();
     std::fs::write(ws.path().join("other.md"), "old\n").unwrap();
+    std::fs::create_dir(ws.path().join("out")).unwrap();
     let config = Config {
         hooks: vec![
             HookConfig {
@@ -215,9 +216,10 @@ async fn hooks_run_after_matching_changes_and_their_output_reaches_the_model() {
                 commands: vec![vec![
                     "sh".into(),
                     "-c".into(),
-                    "tr a-z A-Z < {path} > {path}.up && echo formatted {path}".into(),
+                    "tr a-z A-Z < {path} > out/shouted.txt && echo formatted {path} && (touch .git_escape 2>/dev/null || echo root-is-read-only)".into(),
                 ]],
                 timeout_ms: None,
+                writes: vec!["out".into()],
             },
             HookConfig {
                 name: "broken".into(),
@@ -225,6 +227,7 @@ async fn hooks_run_after_matching_changes_and_their_output_reaches_the_model() {
                 path_pattern: "**".into(),
                 commands: vec![vec!["sh".into(), "-c".into(), "echo nope >&2; exit 3".into()]],
                 timeout_ms: None,
+            writes: Vec::new(),
             },
         ],
         ..Config::default()
@@ -244,7 +247,10 @@ arguments = { path = "note.txt" }
 text = "done"
 "#;
     let (provider, _) = run(ws.path(), scenario, config, ToolRegistry::builtin()).await;
-    assert_eq!(std::fs::read_to_string(ws.path().join("note.txt.up")).unwrap(), "NEW\n");
+    let first = provider.requests()[1].messages.iter().find(|m| m.tool_call_id.is_some()).map(|m| m.content.clone());
+    assert_eq!(std::fs::read_to_string(ws.path().join("out/shouted.txt")).ok().as_deref(), Some("NEW\n"), "{first:?}");
+    assert!(!ws.path().join(".git_escape").exists(), "a hook wrote outside its writable paths");
+    assert!(first.as_deref().is_some_and(|r| r.contains("root-is-read-only")), "{first:?}");
     let results: Vec<String> = provider.requests()[1]
         .messages
         .iter()
@@ -277,6 +283,7 @@ async fn a_real_formatter_hook_rewrites_the_edited_file_and_reports_back() {
             path_pattern: "**/*.rs".into(),
             commands: vec![vec!["rustfmt".into(), "--edition".into(), "2024".into(), "{path}".into()]],
             timeout_ms: Some(60_000),
+            writes: Vec::new(),
         }],
         ..Config::default()
     };

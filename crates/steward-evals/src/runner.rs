@@ -299,11 +299,20 @@ async fn prepare_workspace(ws: &Path, case: &Case) -> Result<(), String> {
     for (rel, content) in &files {
         let path = confined(ws, rel)
             .ok_or_else(|| format!("case file `{rel}` is not a relative path inside the workspace"))?;
+        // A case describes workspace content, never the repository's own machinery (`.git`
+        // config and hooks run programs) or Steward's configuration (use `[case.config]`).
+        if Path::new(rel).components().any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
+            || steward_policy::is_protected_path(Path::new(rel))
+        {
+            return Err(format!("case file `{rel}` is inside .git or .steward, which a case may not write"));
+        }
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("{rel}: {e}"))?;
         }
         std::fs::write(&path, content).map_err(|e| format!("{rel}: {e}"))?;
     }
+    // Hooks and fsmonitor off: nothing in the fixture may run a program.
+    let hardening = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"];
     for args in [
         &["init", "-q"][..],
         &["add", "-A"],
@@ -319,6 +328,7 @@ async fn prepare_workspace(ws: &Path, case: &Case) -> Result<(), String> {
         ],
     ] {
         let out = tokio::process::Command::new("git")
+            .args(hardening)
             .args(args)
             .current_dir(ws)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")

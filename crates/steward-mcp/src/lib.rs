@@ -9,6 +9,9 @@
 //! for a tool result, including errors, multi-part, empty and image results (case B23),
 //! capped in bytes without splitting UTF-8 (case B25).
 //!
+//! [`mcp_server`] is the other direction (SPEC M2): Steward as an MCP server offering four
+//! narrow tools to a remote assistant, over a service the `steward` binary implements.
+//!
 //! This crate knows nothing of the gate: `steward-core` wraps each [`McpTool`] in its `Tool`
 //! trait so that MCP calls pass the same control layer as built-in tools. Every MCP tool
 //! has `untrusted_output: true` (its output taints the run, SPEC C2).
@@ -18,6 +21,7 @@ mod config;
 mod connection;
 mod error;
 mod manager;
+pub mod mcp_server;
 pub mod names;
 mod output;
 

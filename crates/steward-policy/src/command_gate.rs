@@ -241,7 +241,7 @@ fn check_path(verdict: &mut Verdict, text: &str, access: Access, cwd: &Cwd, ws: 
     };
     if let Err(err) = ws.resolve(&joined, access) {
         let kind = match err {
-            PathError::Secret { .. } | PathError::Denied { .. } => DecisionKind::Deny,
+            PathError::Secret { .. } | PathError::Denied { .. } | PathError::Protected { .. } => DecisionKind::Deny,
             _ => DecisionKind::Ask,
         };
         verdict.raise(kind, err.rule(), || format!("`{text}`: {err}."));

@@ -20,6 +20,9 @@ pub struct GateContext {
     /// Workspace paths the call touches that are not top-level path inputs (the files a
     /// patch changes): resolved, refused and matched by path rules like path inputs.
     pub paths: Vec<String>,
+    /// Built-in actions the call performs under another name (a patch that deletes files
+    /// `delete`s, one that adds files `create`s): checked against `blocked_actions`.
+    pub actions: Vec<String>,
 }
 
 struct ContextRuleC {

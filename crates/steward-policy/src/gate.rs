@@ -66,6 +66,8 @@ pub enum PolicyError {
 struct CompiledRule {
     name: String,
     tool: GlobMatcher,
+    /// The tool pattern names MCP tools explicitly (`SERVER__…`).
+    names_mcp: bool,
     paths: Option<GlobSet>,
     decision: DecisionKind,
 }
@@ -74,6 +76,8 @@ struct CompiledRule {
 pub struct Policy {
     default: Option<DecisionKind>,
     allowed: GlobSet,
+    /// Per `allowed_actions` pattern: whether it names MCP tools explicitly (contains `__`).
+    allowed_names_mcp: Vec<bool>,
     blocked: GlobSet,
     rules: Vec<CompiledRule>,
     pub(crate) argv_rules: Vec<ArgvRule>,
@@ -115,11 +119,13 @@ impl Policy {
                 continue;
             }
             let paths = if rule.path.is_empty() { None } else { Some(glob_set(&rule.name, &rule.path)?) };
-            rules.push(CompiledRule { name: rule.name.clone(), tool, paths, decision: rule.decision });
+            let names_mcp = rule.tool.contains("__");
+            rules.push(CompiledRule { name: rule.name.clone(), tool, names_mcp, paths, decision: rule.decision });
         }
         Ok(Policy {
             default: config.default,
             allowed,
+            allowed_names_mcp: config.allowed_actions.iter().map(|p| p.contains("__")).collect(),
             blocked,
             rules,
             argv_rules,
@@ -146,7 +152,7 @@ impl Policy {
         workspace: &Workspace,
         ctx: &GateContext,
     ) -> Decision {
-        let decision = self.decide_call(spec, call, workspace, &ctx.paths);
+        let decision = self.decide_call(spec, call, workspace, &ctx.paths, &ctx.actions);
         let tool = spec.map_or(call.name.as_str(), |s| s.name.as_str());
         self.run_rules.escalate(decision, tool, ctx)
     }
@@ -182,6 +188,7 @@ impl Policy {
         call: &ToolCall,
         workspace: &Workspace,
         extra_paths: &[String],
+        extra_actions: &[String],
     ) -> Decision {
         let Some(spec) = spec else {
             return Decision::new(
@@ -204,6 +211,12 @@ impl Policy {
         if self.blocked.is_match(&spec.name) {
             return deny("blocked_actions", format!("`{}` is in blocked_actions.", spec.name));
         }
+        if let Some(action) = extra_actions.iter().find(|a| self.blocked.is_match(a.as_str())) {
+            return deny(
+                "blocked_actions",
+                format!("`{}` would {action} a file, and `{action}` is in blocked_actions.", spec.name),
+            );
+        }
         if spec.name == SHELL_TOOL {
             let Some(line) = call.arguments.get("command").and_then(Value::as_str) else {
                 return deny("invalid_arguments", format!("`{SHELL_TOOL}` needs a string `command`."));
@@ -217,7 +230,7 @@ impl Policy {
         if let Some(decision) = self.rule_decision(spec, &paths, risk) {
             return decision;
         }
-        if self.allowed.is_match(&spec.name) {
+        if self.allowed.matches(&spec.name).into_iter().any(|i| allows_name(self.allowed_names_mcp[i], &spec.name)) {
             return Decision::new(
                 DecisionKind::Allow,
                 "allowed_actions",
@@ -324,7 +337,9 @@ impl Policy {
     fn rule_decision(&self, spec: &ToolSpec, paths: &[String], risk: f64) -> Option<Decision> {
         let mut best: Option<&CompiledRule> = None;
         for rule in &self.rules {
-            if !rule.tool.is_match(&spec.name) {
+            if !rule.tool.is_match(&spec.name)
+                || (rule.decision == DecisionKind::Allow && !allows_name(rule.names_mcp, &spec.name))
+            {
                 continue;
             }
             // A rule that allows must cover every path the call touches; one that asks or
@@ -375,4 +390,10 @@ fn glob_set(rule: &str, globs: &[String]) -> Result<GlobSet, PolicyError> {
         builder.add(compiled);
     }
     builder.build().map_err(|e| bad_glob(rule, &globs.join(", "), &e))
+}
+
+/// Whether an allowing pattern may allow `name`: MCP tools (`SERVER__TOOL`) are allowed only by
+/// patterns that name them as such (contain `__`), so `git_*` never allows a server named `git`.
+fn allows_name(pattern_names_mcp: bool, name: &str) -> bool {
+    pattern_names_mcp || !name.contains("__")
 }

@@ -33,7 +33,7 @@ pub use config::{ArgvExample, ContextRule, PolicyConfig, RuleConfig};
 pub use context::{DEFAULT_TAINT_ESCALATION_RISK, GateContext};
 pub use gate::{Policy, PolicyError, SHELL_TOOL};
 pub use names::name_looks_secret;
-pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath};
+pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath, is_protected_path};
 pub use redact::{REDACTED, Redactor};
 pub use scan::{Finding, scan_value};
 pub use secrets::is_secret_path;

@@ -67,6 +67,13 @@ pub enum PathError {
         /// Workspace-relative path.
         rel: String,
     },
+    /// Steward's own control files (`.steward/`, `.stewardignore`): readable, never written
+    /// by a tool — a change there would change the policy that judges the change.
+    #[error("`{rel}` is Steward's own configuration; tools never write it (edit it yourself)")]
+    Protected {
+        /// Workspace-relative path.
+        rel: String,
+    },
     /// Matched by a configured `deny_path` glob.
     #[error("`{rel}` matches a deny_path rule")]
     Denied {
@@ -98,6 +105,7 @@ impl PathError {
         match self {
             PathError::Outside { .. } => "workspace_boundary",
             PathError::Secret { .. } => "secret_path",
+            PathError::Protected { .. } => "protected_path",
             PathError::Ignored { .. } => "ignored_path",
             PathError::Denied { .. } => "deny_path",
             PathError::Invalid { .. } => "invalid_path",
@@ -192,6 +200,9 @@ impl Workspace {
         let rel = rel_string(&rel_real, input)?;
         let is_dir = real.is_dir();
         self.check_rel(&rel_real, is_dir, &rel)?;
+        if access == Access::Write && is_protected_path(&rel_real) {
+            return Err(PathError::Protected { rel });
+        }
         // The path as spelled (a link's own name) must pass the same rules.
         if let Ok(rel_lexical) = lexical.strip_prefix(root)
             && rel_lexical != rel_real
@@ -202,6 +213,7 @@ impl Workspace {
     }
 
     fn check_rel(&self, rel: &Path, is_dir: bool, shown: &str) -> Result<(), PathError> {
+        // (Protected control files are checked for writes in `resolve`.)
         match self.exclusion(rel, is_dir) {
             None => Ok(()),
             Some(Exclusion::Secret) => Err(PathError::Secret { rel: shown.to_string() }),
@@ -315,4 +327,13 @@ fn rel_string(rel: &Path, input: &str) -> Result<String, PathError> {
         }
     }
     Ok(parts.join("/"))
+}
+
+/// True for Steward's own control files, which tools may read but never write: anything under
+/// a `.steward` folder and any `.stewardignore` file (compared case-insensitively).
+pub fn is_protected_path(rel: &Path) -> bool {
+    rel.components().any(|c| {
+        let name = c.as_os_str().to_string_lossy().to_lowercase();
+        name == ".steward" || name == ".stewardignore"
+    })
 }

@@ -56,7 +56,7 @@ pub async fn run_scripted(workspace: &Path, scenario: &str, task: &str) -> Resul
         base_url: None,
         tool_choice: None,
         planner: None,
-        max_rounds: Some(1),
+        max_rounds: Some(2),
         max_tokens: None,
         scenario: Some(file.path().to_path_buf()),
         json: false,

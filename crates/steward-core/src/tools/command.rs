@@ -179,6 +179,7 @@ impl CommandToolConfig {
         }
         for glob in &self.writes {
             globset::Glob::new(glob).map_err(|e| err(None, format!("writes: bad glob `{glob}`: {}", e.kind())))?;
+            super::writable_folder(&literal_prefix(glob)).map_err(|m| err(None, format!("writes `{glob}`: {m}")))?;
         }
         if self.timeout_ms == Some(0) {
             return Err(err(None, "timeout_ms must be at least 1".into()));
@@ -279,16 +280,12 @@ impl CommandTool {
         let mut writable = Vec::new();
         for glob in &self.config.writes {
             let prefix = literal_prefix(glob);
-            let path = if prefix.is_empty() {
-                ws.root().to_path_buf()
-            } else {
-                let resolved = ws.resolve(&prefix, Access::Write)?;
-                if !resolved.abs.exists() {
-                    return Err(ToolError::failed(format!("`{prefix}` (from writes `{glob}`) does not exist")));
-                }
-                resolved.abs
-            };
-            writable.push(path);
+            super::writable_folder(&prefix).map_err(|m| ToolError::refused("protected_path", m))?;
+            let resolved = ws.resolve(&prefix, Access::Write)?;
+            if !resolved.abs.exists() {
+                return Err(ToolError::failed(format!("`{prefix}` (from writes `{glob}`) does not exist")));
+            }
+            writable.push(resolved.abs);
         }
         let mut env_allow: Vec<String> = ctx.credentials.get(&self.spec.name).cloned().unwrap_or_default();
         let mut env_set = Vec::new();

@@ -279,6 +279,7 @@ impl Tool for CreateTool {
             content: format!("created `{}` ({} bytes)", path.rel, content.len()),
             changes: vec![(path.rel, diff)],
             sandbox: String::new(),
+            full_content: None,
             compensation: Some(compensation),
         })
     }
@@ -377,6 +378,7 @@ impl Tool for EditTool {
                     content: format!("edited `{}`\n{diff}", plan.path.rel),
                     changes: vec![(plan.path.rel, diff)],
                     sandbox: String::new(),
+                    full_content: None,
                     compensation: Some(compensation),
                 });
             }
@@ -560,6 +562,7 @@ impl Tool for DeleteTool {
             compensation: Some(Compensation::RestoreDeleted { path: path.rel.clone(), snapshot, mode: Some(mode) }),
             changes: vec![(path.rel, diff)],
             sandbox: String::new(),
+            full_content: None,
         })
     }
 
@@ -640,6 +643,7 @@ impl Tool for MoveTool {
             compensation: Some(Compensation::MoveBack { from: from.rel.clone(), to: to.rel.clone(), sha256 }),
             changes: vec![(to.rel, diff)],
             sandbox: String::new(),
+            full_content: None,
         })
     }
 

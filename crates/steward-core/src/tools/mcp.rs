@@ -24,19 +24,24 @@ impl Tool for McpToolAdapter {
 
     /// Calls the tool on its server. A server error, an `isError` result, a dead or silent
     /// server are tool failures with the server's words (classified `mcp_unavailable`,
-    /// `timeout`, …); the whole result text is returned (the orchestrator caps what the model
-    /// sees and saves the rest).
+    /// `timeout`, …). Results are cut at the server's `max_output_bytes` (head and tail); the
+    /// complete text goes to `full_content`, which the orchestrator saves.
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let output = self
             .manager
             .call(&self.spec.name, args.clone(), ctx.cancel.clone())
             .await
             .map_err(|e| ToolError { class: e.class(), message: e.to_string(), rule: None })?;
-        let text = output.full_text.unwrap_or(output.text);
         if output.is_error {
-            return Err(ToolError::failed(text));
+            return Err(ToolError::failed(output.text));
         }
-        Ok(ToolOutput { content: text, sandbox: "mcp:env-scrub".into(), ..Default::default() })
+        // The server's `max_output_bytes` cap applies; the whole text is saved beside the run.
+        Ok(ToolOutput {
+            content: output.text,
+            full_content: output.full_text,
+            sandbox: "mcp:env-scrub".into(),
+            ..Default::default()
+        })
     }
 }
 

@@ -22,6 +22,26 @@ pub mod patch;
 pub mod search;
 pub mod shell;
 
+/// Whether a sandboxed command may be given write access to the workspace folder `rel`
+/// (workspace-relative). Never the workspace root (the sandbox grants folders with everything
+/// beneath them, so that would include `.git` — its hooks and config run programs later — and
+/// Steward's own `.steward/`), nor anything under `.git` or `.steward`. Errors say why.
+pub fn writable_folder(rel: &str) -> Result<(), String> {
+    let trimmed = rel.trim_start_matches("./").trim_end_matches('/');
+    if trimmed.is_empty() || trimmed == "." {
+        return Err(
+            "the whole workspace would be writable, including .git and .steward; name a folder (e.g. `target/**`)"
+                .into(),
+        );
+    }
+    let path = std::path::Path::new(trimmed);
+    if steward_policy::is_protected_path(path) || path.components().any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
+    {
+        return Err(format!("`{trimmed}` is .git or Steward's own configuration; it is never writable"));
+    }
+    Ok(())
+}
+
 /// What a tool may use while it runs.
 #[derive(Clone)]
 pub struct ToolContext {
@@ -48,6 +68,9 @@ pub struct ToolContext {
 pub struct ToolOutput {
     /// Text shown to the model (before redaction and capping, which the orchestrator does).
     pub content: String,
+    /// The complete output when `content` was already cut by the tool (an MCP server's byte
+    /// cap): saved beside the run, not shown to the model.
+    pub full_content: Option<String>,
     /// For writing tools: each file changed, as `(workspace-relative path, unified diff)`.
     pub changes: Vec<(String, String)>,
     /// Sandbox profile used, e.g. `env-scrub,netns,rlimits`; empty when no subprocess ran.
@@ -119,6 +142,12 @@ pub trait Tool: Send + Sync {
         Vec::new()
     }
 
+    /// Built-in actions the call performs under this tool's name (a patch that removes a file
+    /// `delete`s it), so that `blocked_actions` cannot be sidestepped.
+    fn implied_actions(&self, _args: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
     /// True for tools offered only inside their toolchain (`callable = "chain_only"`, SPEC T6).
     fn chain_only(&self) -> bool {
         false
@@ -155,6 +184,7 @@ impl ToolRegistry {
         if config.shell.enabled {
             let mut writable = Vec::new();
             for dir in &config.shell.writable {
+                writable_folder(dir).map_err(|m| format!("[shell] writable `{dir}`: {m}"))?;
                 let resolved = workspace
                     .resolve(dir, steward_policy::Access::Write)
                     .map_err(|e| format!("[shell] writable `{dir}`: {e}"))?;

@@ -229,11 +229,49 @@ fn paths_a_tool_names_beyond_its_inputs_are_checked_and_matched_like_inputs() {
     let call =
         steward_protocol::ToolCall { id: "c".into(), name: "apply_patch".into(), arguments: serde_json::json!({}) };
     let decide = |paths: &[&str]| {
-        let ctx = steward_policy::GateContext { tainted: false, paths: paths.iter().map(|p| p.to_string()).collect() };
+        let ctx = steward_policy::GateContext {
+            tainted: false,
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            actions: Vec::new(),
+        };
         policy.decide_in(Some(&spec), &call, &ws, &ctx)
     };
     assert_eq!(decide(&["src/a.rs"]).rule, "default:medium");
     assert_eq!(decide(&["src/a.rs", "vendor/lib.rs"]).rule, "no-vendor");
     assert_eq!(decide(&[".env"]).rule, "secret_path");
     assert_eq!(decide(&["../outside.txt"]).rule, "workspace_boundary");
+}
+
+#[test]
+fn allow_patterns_reach_mcp_tools_only_when_they_say_so_and_blocked_actions_see_implied_actions() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = steward_policy::Workspace::open(dir.path(), &[]).unwrap();
+    let cfg: steward_policy::PolicyConfig = toml::from_str::<toml::Table>(
+        "allowed_actions = [\"git_*\", \"files__read_*\"]\nblocked_actions = [\"delete\"]\n",
+    )
+    .unwrap()
+    .try_into()
+    .unwrap();
+    let policy = steward_policy::Policy::new(&cfg).unwrap();
+    let spec = |name: &str, risk| steward_protocol::ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        input_schema: serde_json::json!({"type": "object"}),
+        risk,
+        writes: false,
+        path_inputs: vec![],
+        untrusted_output: true,
+    };
+    let decide = |name: &str, actions: &[&str]| {
+        let call = steward_protocol::ToolCall { id: "c".into(), name: name.into(), arguments: serde_json::json!({}) };
+        let ctx = steward_policy::GateContext {
+            actions: actions.iter().map(|a| a.to_string()).collect(),
+            ..Default::default()
+        };
+        policy.decide_in(Some(&spec(name, steward_protocol::RiskLevel::Medium)), &call, &ws, &ctx)
+    };
+    assert_eq!(decide("git_status", &[]).rule, "allowed_actions");
+    assert_eq!(decide("git__get-env", &[]).rule, "default:medium", "`git_*` must not allow an MCP server named git");
+    assert_eq!(decide("files__read_file", &[]).rule, "allowed_actions");
+    assert_eq!(decide("apply_patch", &["delete"]).rule, "blocked_actions");
 }

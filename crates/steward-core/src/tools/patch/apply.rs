@@ -74,8 +74,25 @@ fn matches_at(lines: &[Line<'_>], at: usize, old: &[&str]) -> bool {
 
 /// Where `hunk`'s old lines start in `lines` (0-based), given the offset `drift` of earlier
 /// hunks and the first line it may touch (`from`).
+/// Most line comparisons a search without line numbers may cost (hunk lines × file lines),
+/// so that a pathological patch cannot stall a run.
+const MAX_SEARCH_COMPARISONS: usize = 20_000_000;
+
 fn locate(lines: &[Line<'_>], hunk: &Hunk, drift: isize, from: usize, rel: &str) -> Result<usize, ToolError> {
     let old = hunk.old_lines();
+    let searches = !matches!(hunk.locator, Locator::Lines { .. });
+    if searches && old.len().saturating_mul(lines.len()) > MAX_SEARCH_COMPARISONS {
+        return Err(fault(
+            rel,
+            hunk,
+            "too_large",
+            format!(
+                "a hunk of {} lines without line numbers would be searched for in {} lines; give its line numbers (`@@ -N,M +N,M @@`)",
+                old.len(),
+                lines.len()
+            ),
+        ));
+    }
     match &hunk.locator {
         Locator::Lines { old_start, old_len } => {
             let stated = if *old_len == 0 { *old_start } else { old_start.saturating_sub(1) };

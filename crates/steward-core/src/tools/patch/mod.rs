@@ -174,6 +174,31 @@ impl Tool for PatchTool {
         }
     }
 
+    /// `delete` when a change removes a file, `create` when one adds a file, `edit` otherwise.
+    fn implied_actions(&self, args: &Value) -> Vec<String> {
+        let mut actions = std::collections::BTreeSet::new();
+        if let Some(changes) = args.get("changes").and_then(Value::as_array) {
+            for change in changes {
+                let before = change.get("before").is_some_and(|v| !v.is_null());
+                let after = change.get("after").is_some_and(|v| !v.is_null());
+                actions.insert(match (before, after) {
+                    (true, false) => "delete",
+                    (false, true) => "create",
+                    _ => "edit",
+                });
+            }
+        } else if let Some(Ok(files)) = args.get("patch").and_then(Value::as_str).map(parse::parse) {
+            for file in files {
+                actions.insert(match (&file.old, &file.new) {
+                    (Some(_), None) => "delete",
+                    (None, Some(_)) => "create",
+                    _ => "edit",
+                });
+            }
+        }
+        actions.into_iter().map(str::to_string).collect()
+    }
+
     async fn preview(&self, args: &Value, ctx: &ToolContext) -> Result<Option<(String, String)>, ToolError> {
         let targets = self.validate(args, ctx)?;
         Ok(Some((first_path(&targets), render_diff(&targets))))
@@ -209,6 +234,7 @@ impl Tool for PatchTool {
             content: format!("applied patch: {}\n{diff}", summary.join(", ")),
             changes: targets.iter().map(|t| (t.path.rel.clone(), render_diff(std::slice::from_ref(t)))).collect(),
             sandbox: String::new(),
+            full_content: None,
             compensation: Some(Compensation::RestorePatch { files }),
         })
     }

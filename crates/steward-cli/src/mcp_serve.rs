@@ -1,0 +1,310 @@
+//! `steward mcp serve`: Steward as an MCP server on stdio (SPEC M2). The protocol side lives in
+//! `steward_mcp::mcp_server`; this module answers its four tools from the local store and
+//! starts runs exactly as `steward run` does (configuration, tool registry, policy, store),
+//! owned by the local user (`local:<user>`).
+//!
+//! Runs start in background tasks of this process and use `NoApprover`: stdin is the MCP
+//! channel, so nobody can answer a prompt, and a call that needs approval is denied with
+//! `no_approver` (visible in `get_run` and the run's trace). No tool approves, changes policy
+//! or configuration. When the client closes the session, unfinished runs get a few seconds to
+//! finish, then are cancelled (a stdio server cannot outlive its session).
+//! The streamable HTTP variant (`/mcp` inside `steward serve`) is not built: there is no
+//! `steward serve` yet.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use steward_core::approval::NoApprover;
+use steward_core::events::EventObserver;
+use steward_core::planner::PlannerOverrides;
+use steward_core::{RunRequest, Runtime};
+use steward_mcp::mcp_server::{
+    GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, SubmitTask, serve_stdio,
+};
+use steward_policy::Redactor;
+use steward_protocol::{ApprovalStatus, Event, EventKind};
+use steward_store::{RunRecord, RunStatus, Store, StoreOptions};
+use tokio::sync::{Semaphore, oneshot};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::commands::{load_config, redactor, registry};
+use crate::home::{Home, local_owner};
+
+/// Runs started over MCP that may execute at the same time; more are refused, not queued.
+const MAX_CONCURRENT_RUNS: usize = 4;
+/// How long unfinished runs may go on to finish by themselves once the session has ended.
+const FINISH_GRACE: Duration = Duration::from_secs(5);
+/// How long cancelled runs get to record their cancellation.
+const CANCEL_GRACE: Duration = Duration::from_secs(10);
+
+/// `steward mcp serve`: serves until the client closes stdin, then cancels unfinished runs.
+pub async fn serve() -> Result<u8> {
+    let home = Home::locate()?;
+    let redactor = Arc::new(redactor());
+    let runtime = Runtime {
+        store: home.open_store(StoreOptions::default()).await?,
+        redactor: redactor.clone(),
+        approval_key: home.approval_key()?,
+        outputs_dir: home.outputs_dir(),
+        snapshots_dir: home.snapshots_dir(),
+    };
+    let service = Arc::new(LocalRuns {
+        runtime: Arc::new(runtime),
+        owner_id: local_owner(),
+        redactor,
+        cancel: CancellationToken::new(),
+        slots: Arc::new(Semaphore::new(MAX_CONCURRENT_RUNS)),
+        tasks: Mutex::new(JoinSet::new()),
+    });
+    let served = serve_stdio(service.clone()).await;
+    service.shutdown().await;
+    served?;
+    Ok(0)
+}
+
+/// The local user's runs, answered from the store; new ones started in this process.
+struct LocalRuns {
+    runtime: Arc<Runtime>,
+    owner_id: String,
+    redactor: Arc<Redactor>,
+    cancel: CancellationToken,
+    slots: Arc<Semaphore>,
+    tasks: Mutex<JoinSet<()>>,
+}
+
+impl LocalRuns {
+    fn store(&self) -> &dyn Store {
+        self.runtime.store.as_ref()
+    }
+
+    /// Lets unfinished runs finish for up to [`FINISH_GRACE`] (a client that submits and
+    /// disconnects at once still gets a quick run done), then cancels the rest and waits up to
+    /// [`CANCEL_GRACE`] for them to record it.
+    async fn shutdown(&self) {
+        let mut tasks = match self.tasks.lock() {
+            Ok(mut guard) => std::mem::take(&mut *guard),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        };
+        let finished = tokio::time::timeout(FINISH_GRACE, async { while tasks.join_next().await.is_some() {} }).await;
+        if finished.is_err() {
+            self.cancel.cancel();
+            let _ = tokio::time::timeout(CANCEL_GRACE, async { while tasks.join_next().await.is_some() {} }).await;
+        }
+    }
+
+    /// The owner's run `id`; any other run is reported as absent.
+    async fn owned_run(&self, id: &str) -> Result<RunRecord, String> {
+        match self.store().get_run(id).await {
+            Ok(Some(run)) if run.owner_id == self.owner_id => Ok(run),
+            Ok(_) => Err(format!("no run `{id}`")),
+            Err(e) => Err(self.redactor.redact(&format!("store: {e}"))),
+        }
+    }
+
+    /// The run `steward run` would start for `args` (same configuration, registry and planner),
+    /// answered by nobody and watched by `observer`.
+    async fn prepare(&self, args: SubmitTask, observer: Arc<dyn EventObserver>) -> Result<RunRequest, String> {
+        let given = PathBuf::from(&args.workspace);
+        let workspace = std::fs::canonicalize(&given).map_err(|e| format!("workspace {}: {e}", given.display()))?;
+        if !workspace.is_dir() {
+            return Err(format!("workspace {} is not a directory", workspace.display()));
+        }
+        let config = load_config(&workspace).map_err(|e| format!("{e:#}"))?;
+        let tools = registry(&config, &workspace).await.map_err(|e| format!("{e:#}"))?;
+        let env_lookup = |name: &str| std::env::var(name).ok();
+        let planner = steward_core::planner::resolve(&config, &PlannerOverrides::default(), &env_lookup)?;
+        Ok(RunRequest {
+            task: args.task,
+            owner_id: self.owner_id.clone(),
+            workspace,
+            planner,
+            config,
+            tools,
+            approver: Arc::new(NoApprover),
+            observer,
+            cancel: self.cancel.child_token(),
+        })
+    }
+}
+
+type Started = Arc<Mutex<Option<oneshot::Sender<Result<String, String>>>>>;
+
+/// Reports the run id of the first event (`run_started`), once.
+struct FirstEvent(Started);
+
+impl EventObserver for FirstEvent {
+    fn on_event(&self, event: &Event) {
+        if let Some(tx) = self.0.lock().ok().and_then(|mut slot| slot.take()) {
+            let _ = tx.send(Ok(event.run_id.clone()));
+        }
+    }
+}
+
+impl RunService for LocalRuns {
+    async fn submit_task(&self, args: SubmitTask) -> Result<Value, String> {
+        let permit = self.slots.clone().try_acquire_owned().map_err(|_| {
+            format!("busy: {MAX_CONCURRENT_RUNS} runs are already running; submit again when one has finished")
+        })?;
+        let (tx, rx) = oneshot::channel();
+        let started: Started = Arc::new(Mutex::new(Some(tx)));
+        let observer = Arc::new(FirstEvent(started.clone()));
+        let request = self.prepare(args, observer).await.map_err(|e| self.redactor.redact(&e))?;
+        let runtime = self.runtime.clone();
+        let redactor = self.redactor.clone();
+        let job = async move {
+            let result = steward_core::run_task(&runtime, request).await;
+            drop(permit);
+            if let Err(e) = result {
+                // Before its first event the run failed to start; after it, the store has the error.
+                if let Some(tx) = started.lock().ok().and_then(|mut slot| slot.take()) {
+                    let _ = tx.send(Err(redactor.redact(&e.to_string())));
+                } else {
+                    tracing::warn!("mcp serve: run ended with a storage error: {}", redactor.redact(&e.to_string()));
+                }
+            }
+        };
+        match self.tasks.lock() {
+            Ok(mut tasks) => {
+                tasks.spawn(job);
+            }
+            Err(_) => return Err("the server is shutting down".to_string()),
+        }
+        match rx.await {
+            Ok(Ok(run_id)) => Ok(json!({
+                "run_id": run_id,
+                "status": "running",
+                "owner_id": self.owner_id,
+                "note": "approvals cannot be given over MCP: calls that need one are denied (no_approver)",
+            })),
+            Ok(Err(message)) => Err(message),
+            Err(_) => Err("the run ended before it started".to_string()),
+        }
+    }
+
+    async fn list_runs(&self, args: ListRuns) -> Result<Value, String> {
+        let limit = args.limit.unwrap_or(LIST_RUNS_DEFAULT) as usize;
+        let runs = self.store().list_runs(10_000).await.map_err(|e| self.redactor.redact(&format!("store: {e}")))?;
+        let runs: Vec<Value> = runs
+            .into_iter()
+            .filter(|r| r.owner_id == self.owner_id)
+            .take(limit)
+            .map(|r| {
+                json!({
+                    "run_id": r.id,
+                    "status": r.status.as_str(),
+                    "stop_reason": r.stop_reason.map(|s| s.as_str()),
+                    "task": self.redactor.redact(steward_protocol::truncate_chars(&r.task, 500)),
+                    "created_at": r.created_at.to_rfc3339(),
+                })
+            })
+            .collect();
+        Ok(json!({ "runs": runs }))
+    }
+
+    async fn get_run(&self, args: GetRun) -> Result<Value, String> {
+        let run = self.owned_run(&args.run_id).await?;
+        let events = self.store().events(&run.id, 0).await.map_err(|e| self.redactor.redact(&format!("store: {e}")))?;
+        let redact = |text: &Option<String>| text.as_deref().map(|t| self.redactor.redact(t));
+        Ok(json!({
+            "run_id": run.id,
+            "status": run.status.as_str(),
+            "stop_reason": run.stop_reason.map(|s| s.as_str()),
+            "final": redact(&run.final_text),
+            "error_class": run.error_class.and_then(|c| serde_json::to_value(c).ok()),
+            "error": redact(&run.error),
+            "task": self.redactor.redact(&run.task),
+            "workspace": run.workspace,
+            "planner": run.planner,
+            "created_at": run.created_at.to_rfc3339(),
+            "finished_at": run.finished_at.map(|t| t.to_rfc3339()),
+            "rounds": run.rounds,
+            "tool_calls": run.tool_calls,
+            "calls": self.redactor.redact_value(&Value::Array(call_outcomes(&events))),
+        }))
+    }
+
+    async fn list_pending_approvals(&self, args: ListPendingApprovals) -> Result<Value, String> {
+        let store_error = |e: steward_store::StoreError| self.redactor.redact(&format!("store: {e}"));
+        let runs = match &args.run_id {
+            Some(id) => vec![self.owned_run(id).await?],
+            None => self
+                .store()
+                .runs_with_status(RunStatus::Running)
+                .await
+                .map_err(store_error)?
+                .into_iter()
+                .filter(|r| r.owner_id == self.owner_id)
+                .collect(),
+        };
+        let now = chrono::Utc::now();
+        let mut pending = Vec::new();
+        for run in runs.iter().filter(|r| !r.status.is_finished()) {
+            for request in self.store().approvals(&run.id).await.map_err(store_error)? {
+                if request.status != ApprovalStatus::Pending || request.expires_at <= now {
+                    continue;
+                }
+                pending.push(json!({
+                    "approval_id": request.id,
+                    "run_id": request.run_id,
+                    "call_id": request.call_id,
+                    "tool": request.tool,
+                    "arguments": self.redactor.redact_value(&request.arguments),
+                    "reason": self.redactor.redact(&request.reason),
+                    "rule": request.rule,
+                    "risk": request.risk,
+                    "preview": self.redactor.redact(&request.preview),
+                    "created_at": request.created_at.to_rfc3339(),
+                    "expires_at": request.expires_at.to_rfc3339(),
+                }));
+            }
+        }
+        Ok(json!({
+            "approvals": pending,
+            "note": "read only: the owner approves in the terminal or web UI; approving is not an MCP tool",
+        }))
+    }
+}
+
+/// Each tool call of a run with its last outcome, in the order the calls were proposed:
+/// `{call_id, tool, outcome, reason?}` where outcome is `requested`, `denied` (with the rule
+/// and reason), `awaiting_approval`, `approved`, `rejected` (with the reason, e.g.
+/// `no_approver`), `expired`, `running`, `completed` or `failed` (with the error).
+fn call_outcomes(events: &[Event]) -> Vec<Value> {
+    let mut order: Vec<String> = Vec::new();
+    let mut calls: BTreeMap<String, Value> = BTreeMap::new();
+    let mut set = |call_id: &str, tool: Option<&str>, outcome: &str, reason: Option<&str>| {
+        let entry = calls.entry(call_id.to_string()).or_insert_with(|| {
+            order.push(call_id.to_string());
+            json!({"call_id": call_id, "tool": "", "outcome": "", "reason": null})
+        });
+        if let Some(tool) = tool {
+            entry["tool"] = json!(tool);
+        }
+        entry["outcome"] = json!(outcome);
+        entry["reason"] = json!(reason);
+    };
+    for event in events {
+        match &event.kind {
+            EventKind::ToolRequested { call_id, tool, .. } => set(call_id, Some(tool), "requested", None),
+            EventKind::ToolDenied { call_id, tool, rule, reason, .. } => {
+                set(call_id, Some(tool), "denied", Some(&format!("{rule}: {reason}")))
+            }
+            EventKind::ToolApprovalRequired { call_id, tool, .. } => {
+                set(call_id, Some(tool), "awaiting_approval", None)
+            }
+            EventKind::ToolApproved { call_id, .. } => set(call_id, None, "approved", None),
+            EventKind::ToolRejected { call_id, reason, .. } => set(call_id, None, "rejected", Some(reason)),
+            EventKind::ToolApprovalExpired { call_id, .. } => set(call_id, None, "expired", None),
+            EventKind::ToolStarted { call_id, tool, .. } => set(call_id, Some(tool), "running", None),
+            EventKind::ToolCompleted { call_id, tool, .. } => set(call_id, Some(tool), "completed", None),
+            EventKind::ToolFailed { call_id, tool, error, .. } => set(call_id, Some(tool), "failed", Some(error)),
+            _ => {}
+        }
+    }
+    order.into_iter().filter_map(|id| calls.remove(&id)).collect()
+}
