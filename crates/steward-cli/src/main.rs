@@ -235,11 +235,22 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
-    // Die quietly on a closed pipe (`steward audit list | head`) like other command-line tools.
-    // SAFETY: resetting a signal disposition to its default before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // `steward audit list | head`: stop quietly when stdout is closed, like other command-line
+    // tools. (SIGPIPE itself stays ignored: a child process that dies — an MCP server — must
+    // not kill Steward when it writes to that child's stdin.)
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.contains("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default_hook(info);
+    }));
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("STEWARD_LOG"))

@@ -179,6 +179,16 @@ impl Approver for TerminalApprover {
         eprintln!("\n┌ approval needed: {} (risk {:.2}, rule `{}`)", request.tool, request.risk, request.rule);
         eprintln!("│ arguments: {}", request.arguments);
         eprintln!("│ reason:    {}", request.reason);
+        if !request.preview.is_empty() {
+            let lines: Vec<&str> = request.preview.lines().collect();
+            eprintln!("│ change:");
+            for line in lines.iter().take(60) {
+                eprintln!("│   {line}");
+            }
+            if lines.len() > 60 {
+                eprintln!("│   … {} more lines (see the patch_proposed event)", lines.len() - 60);
+            }
+        }
         eprintln!(
             "│ expires:   {} (local time {})",
             request.expires_at.to_rfc3339(),

@@ -346,7 +346,7 @@ fn shell_command_is_judged_per_simple_command_confined_and_taints_the_run() {
     env.write("note.txt", "old\n");
     env.write(".env", "TOKEN=sk-proj-SHELLSECRET0123456789abcdef\n");
     env.user_config(
-        "[shell]\nenabled = true\n\
+        "[shell]\nenabled = true\nnetwork = true\n\
          [[policy.rule]]\nname = \"echo-ok\"\ntool = \"shell_command\"\nargv = [\"echo\", \"**\"]\ndecision = \"allow\"\n\
          [[policy.rule]]\nname = \"touch-ok\"\ntool = \"shell_command\"\nargv = [\"touch\", \"**\"]\ndecision = \"allow\"\n\
          [[policy.rule]]\nname = \"edits-ok\"\ntool = \"edit\"\ndecision = \"allow\"\n",
@@ -390,7 +390,8 @@ fn shell_command_is_judged_per_simple_command_confined_and_taints_the_run() {
     assert!(!stdout(&out).contains("SHELLSECRET"));
     let (_, c4) = outcome("c4");
     assert!(!env.ws().join("made.txt").exists(), "the sandbox let a command write: {c4}");
-    // After shell output the run is tainted: the allowed edit now needs a human.
+    // After output of a shell with network access the run is tainted: the allowed edit now
+    // needs a human.
     let (kind, c5) = outcome("c5");
     assert_eq!(kind, "tool_rejected", "{c5}");
     assert_eq!(env.read("note.txt"), "old\n");

@@ -693,8 +693,9 @@ fn line_of(text: &str, byte: usize) -> usize {
 /// Top-level arrays of tables that accumulate across files instead of being replaced.
 const CONCATENATED: &[&str] = &["tool", "output_filter", "hook", "tool_call_chain"];
 
-/// Deep-merges `over` into `base`: tables merge key by key, the [`CONCATENATED`] arrays are
-/// appended, anything else is replaced.
+/// Deep-merges `over` into `base`: tables merge key by key, the [`CONCATENATED`] arrays and
+/// every other array of tables (`[[policy.rule]]`) are appended, anything else (plain values,
+/// lists of strings such as `blocked_actions`) is replaced by the later file.
 fn merge(base: &mut toml::Table, mut over: toml::Table) {
     for key in CONCATENATED {
         if let Some(toml::Value::Array(theirs)) = over.remove(*key) {
@@ -713,6 +714,13 @@ fn merge_tables(base: &mut toml::Table, over: toml::Table) {
     for (key, value) in over {
         match (base.get_mut(&key), value) {
             (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_tables(b, o),
+            // Arrays of tables (`[[policy.rule]]`, `[[policy.context_rules]]`) add up across
+            // files like `[[tool]]`: a rule in one file never silently replaces another's.
+            (Some(toml::Value::Array(mine)), toml::Value::Array(theirs))
+                if mine.iter().chain(&theirs).all(toml::Value::is_table) && !theirs.is_empty() =>
+            {
+                mine.extend(theirs);
+            }
             (_, value) => {
                 base.insert(key, value);
             }
@@ -723,6 +731,18 @@ fn merge_tables(base: &mut toml::Table, over: toml::Table) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn policy_rules_from_several_user_files_add_up() {
+        let user = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let rule = |name: &str| format!("[[policy.rule]]\nname = \"{name}\"\ntool = \"edit\"\ndecision = \"deny\"\n");
+        std::fs::write(user.path().join("a.toml"), rule("first")).unwrap();
+        std::fs::write(user.path().join("b.toml"), rule("second")).unwrap();
+        let c = Config::load(Some(user.path()), ws.path()).unwrap();
+        let names: Vec<&str> = c.policy.rules.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["first", "second"]);
+    }
 
     #[test]
     fn an_untrusted_workspace_can_only_tighten() {

@@ -107,7 +107,8 @@ impl RunRules {
                 "taint_escalation",
                 risk,
                 format!(
-                    "This run has read untrusted content (a web page, e-mail, PR body or MCP output), so \
+                    "This run has read untrusted content (MCP output, output of a tool with network access, a \
+                     web page or a PR body), so \
                      `{tool}` (risk {risk:.2}, threshold {:.2}) needs approval.",
                     self.threshold
                 ),

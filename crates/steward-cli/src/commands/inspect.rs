@@ -131,7 +131,12 @@ pub async fn audit_verify() -> Result<u8> {
 pub async fn audit_list(run: Option<&str>) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
-    for record in store.audit_records(run).await? {
+    // `--run` takes what `show` takes: an id, a unique prefix, or `last`.
+    let run_id = match run {
+        Some(wanted) => Some(find_run(store.as_ref(), wanted).await?.id),
+        None => None,
+    };
+    for record in store.audit_records(run_id.as_deref()).await? {
         println!("{}", serde_json::to_string(&record)?);
     }
     Ok(0)

@@ -7,7 +7,8 @@
 //! (plus the tool's `credential_scope`), no network unless `[shell] network = true`, and a
 //! filesystem that is read-only except the `[shell] writable` folders. With no writable folder
 //! a command cannot change anything, so nothing needs undoing; with writable folders its
-//! changes cannot be rolled back, so every call asks (SPEC C5).
+//! changes cannot be rolled back, so every call asks (SPEC C5). With `[shell] network = true`
+//! its output counts as untrusted and taints the run (SPEC C2).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,7 +49,9 @@ impl ShellTool {
             !writable.is_empty(),
             &[],
         );
-        spec.untrusted_output = true;
+        // Without network a command sees what the workspace and the system hold, which is as
+        // trusted as reading files; with network its output may come from anywhere.
+        spec.untrusted_output = network;
         ShellTool { spec, writable, network, memory_bytes }
     }
 }
