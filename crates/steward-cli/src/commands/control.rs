@@ -117,8 +117,12 @@ pub async fn grants_list(all: bool, json: bool) -> Result<u8> {
     let store = home.open_store(StoreOptions::default()).await?;
     let now = chrono::Utc::now();
     for grant in store.grants(&local_owner()).await? {
-        let state = match (grant.revoked_at, grant.expires_at <= now) {
+        // A grant for one run counts only while that run goes on.
+        let run_over = grant.scope == steward_store::GrantScope::Run
+            && store.get_run(&grant.run_id).await?.is_none_or(|r| r.status != steward_store::RunStatus::Running);
+        let state = match (grant.revoked_at, grant.expires_at <= now || run_over) {
             (Some(_), _) => "revoked",
+            (None, true) if run_over => "ended",
             (None, true) => "expired",
             (None, false) => "active",
         };
