@@ -257,7 +257,7 @@ pub fn build_provider(
             ErrorClass::Config,
             format!(
                 "provider '{name}': base_url must start with http:// or https:// (got {})",
-                crate::redact::redact_url(&base_url)
+                crate::http::redact_url(&base_url)
             ),
         ));
     }

@@ -10,9 +10,9 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
 
-use crate::redact::{redact_text, redact_url};
 use crate::retry::{self, MAX_RETRY_AFTER, RetryPolicy};
 use crate::{DeltaSink, ProviderError};
+use steward_policy::Redactor;
 
 /// Longest excerpt of an error body kept in a message, in chars.
 const BODY_EXCERPT_CHARS: usize = 300;
@@ -96,8 +96,7 @@ pub(crate) fn build_client(timeout: Option<Duration>) -> Result<reqwest::Client,
 impl HttpCore {
     /// Removes the key (and credential-shaped text) from a message.
     pub fn redact(&self, text: &str) -> String {
-        let secrets: Vec<&str> = self.key.iter().map(ApiKey::expose).collect();
-        redact_text(text, &secrets)
+        Redactor::new(self.key.iter().map(|k| k.expose().to_string())).redact(text)
     }
 
     /// `{base_url}{path}`, keeping a query string of the base URL at the end.
@@ -277,6 +276,12 @@ pub(crate) fn body_stream(response: reqwest::Response) -> impl Stream<Item = Res
             text
         })
     })
+}
+
+/// A URL fit for messages: passwords in user info and credential-like query values replaced
+/// (the shared redactor's rules, case B13), everything else kept for debugging.
+pub(crate) fn redact_url(url: &str) -> String {
+    Redactor::default().redact(url)
 }
 
 #[cfg(test)]

@@ -21,7 +21,6 @@ pub mod fake;
 mod http;
 mod openai;
 pub mod recover;
-pub mod redact;
 mod reply;
 pub mod retry;
 mod wire;
