@@ -6,58 +6,18 @@
 
 mod common;
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use common::*;
 
-/// A llama-cpp-python server on a free loopback port, killed on drop.
-struct LlamaServer {
-    child: Child,
-    port: u16,
-}
-
-impl LlamaServer {
-    fn start() -> LlamaServer {
-        let python = std::env::var("STEWARD_TEST_LLAMA_PYTHON")
-            .expect("STEWARD_TEST_LLAMA_PYTHON is not set: run the tests through scripts/test.sh");
-        let model = std::env::var("STEWARD_TEST_MODEL")
-            .expect("STEWARD_TEST_MODEL is not set: run the tests through scripts/test.sh");
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(python)
-            .args(["-m", "llama_cpp.server", "--model", &model, "--model_alias", "stories260k", "--host", "127.0.0.1"])
-            .args(["--port", &port.to_string(), "--n_ctx", "2048", "--n_threads", "2"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cannot start llama_cpp.server");
-        let server = LlamaServer { child, port };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "llama_cpp.server did not listen within 60 s");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        server
-    }
-
-    fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-}
-
-impl Drop for LlamaServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The llama-cpp-python server's OpenAI-compatible base URL.
+fn base_url(server: &steward_peers::Peer) -> String {
+    format!("{}/v1", server.url())
 }
 
 #[test]
 fn peer_llama_streams_a_text_answer_to_the_final_output() {
-    let server = LlamaServer::start();
+    let server = steward_peers::llama_server();
     let env = Env::new();
-    let url = server.base_url();
+    let url = base_url(&server);
     let out = env.steward(&[
         "run",
         "--json",
@@ -83,12 +43,12 @@ fn peer_llama_streams_a_text_answer_to_the_final_output() {
 
 #[test]
 fn peer_llama_non_streamed_provider_from_config_reports_usage() {
-    let server = LlamaServer::start();
+    let server = steward_peers::llama_server();
     let env = Env::new();
     env.user_config(
         &format!(
             "[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nstream = false\ndefault_model = \"stories260k\"\nmax_tokens = 40\n",
-            server.base_url()
+            base_url(&server)
         ),
     );
     let out = env.steward(&["run", "--json", "--provider", "tiny", "Once upon a time"]);
@@ -104,11 +64,11 @@ fn peer_llama_non_streamed_provider_from_config_reports_usage() {
 #[test]
 fn peer_llama_http_500_is_retried_then_fails_classified() {
     // llama-cpp-python answers the `developer` role with HTTP 500.
-    let server = LlamaServer::start();
+    let server = steward_peers::llama_server();
     let env = Env::new();
     env.user_config(&format!(
         "[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nsystem_role = \"developer\"\nretry_backoff_ms = 10\n",
-        server.base_url()
+        base_url(&server)
     ));
     let out = env.steward(&["run", "--json", "--provider", "tiny", "--model", "stories260k", "hello"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
@@ -121,12 +81,12 @@ fn peer_llama_http_500_is_retried_then_fails_classified() {
 
 #[test]
 fn peer_llama_named_tool_choice_yields_a_real_streamed_call_that_is_gated_and_run() {
-    let server = LlamaServer::start();
+    let server = steward_peers::llama_server();
     let env = Env::new();
     env.write("tracked.txt", "one\n");
     env.git_init();
     env.write("fresh_untracked.txt", "two\n");
-    let url = server.base_url();
+    let url = base_url(&server);
     let out = env.steward(&[
         "run",
         "--json",
@@ -156,7 +116,7 @@ fn peer_llama_named_tool_choice_yields_a_real_streamed_call_that_is_gated_and_ru
 
 #[test]
 fn peer_llama_forced_call_invokes_a_user_defined_tool() {
-    let server = LlamaServer::start();
+    let server = steward_peers::llama_server();
     let env = Env::new();
     env.write("tracked.txt", "one\n");
     env.git_init();
@@ -173,7 +133,7 @@ fn peer_llama_forced_call_invokes_a_user_defined_tool() {
         ours["function"]["parameters"],
         serde_json::json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
     );
-    let url = server.base_url();
+    let url = base_url(&server);
     let out = env.steward(&[
         "run",
         "--json",
@@ -201,9 +161,9 @@ fn peer_llama_forced_call_invokes_a_user_defined_tool() {
 
 #[test]
 fn peer_llama_call_cut_by_max_tokens_is_never_executed_and_the_model_is_told() {
-    let server = LlamaServer::start();
+    let server = steward_peers::llama_server();
     let env = Env::new();
-    let url = server.base_url();
+    let url = base_url(&server);
     let out = env.steward(&[
         "run",
         "--json",
@@ -234,11 +194,11 @@ fn peer_llama_call_cut_by_max_tokens_is_never_executed_and_the_model_is_told() {
 #[test]
 fn peer_llama_context_overflow_is_a_clear_error() {
     // Non-streamed, the server says why (HTTP 400) and Steward does not retry it.
-    let server = LlamaServer::start();
+    let server = steward_peers::llama_server();
     let env = Env::new();
     env.user_config(&format!(
         "[providers.tiny]\nkind = \"openai\"\nbase_url = \"{}\"\nstream = false\n",
-        server.base_url()
+        base_url(&server)
     ));
     let task = "word ".repeat(3000);
     let out = env.steward(&["run", "--json", "--provider", "tiny", "--model", "stories260k", &task]);
@@ -252,7 +212,7 @@ fn peer_llama_context_overflow_is_a_clear_error() {
 
     // Streamed, this server answers 200 with an empty stream: Steward says the stream ended
     // early instead of reporting an empty answer.
-    let url = server.base_url();
+    let url = base_url(&server);
     let out = env.steward(&["run", "--json", "--base-url", &url, "--model", "stories260k", &task]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let failed = find(&events(&out), "run_failed").clone();

@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use common::*;
 use serde_json::{Value, json};
@@ -40,53 +38,23 @@ const MODEL_SECRETS: &[&str] = &[
 const TASK_SECRET: &str = "xai-abcdefghijklmnopqrstuvwxTASK";
 const ERROR_SECRET: &str = "sk-or-v1-0123456789abcdef0123ERR";
 
-struct Aimock {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
+struct Aimock(steward_peers::Peer);
 
 impl Aimock {
     fn start(fixtures: Value) -> Aimock {
-        let bin = std::env::var("STEWARD_TEST_AIMOCK")
-            .expect("STEWARD_TEST_AIMOCK is not set: run the tests through scripts/test.sh");
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("fixtures.json");
-        std::fs::write(&path, serde_json::to_vec(&json!({ "fixtures": fixtures })).unwrap()).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(&bin)
-            .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-f"])
-            .arg(&path)
-            .args(["--log-level", "warn"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cannot start aimock");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "aimock did not listen within 20 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Aimock { child, port, _dir: dir }
+        Aimock(steward_peers::aimock(fixtures, None))
     }
 
     /// What the server received: the body and headers of every request (the journal also
     /// holds the canned responses, which are left out).
     fn received(&self) -> String {
         let out = Command::new("curl")
-            .args(["-s", &format!("http://127.0.0.1:{}/__aimock/journal", self.port)])
+            .args(["-s", &format!("http://127.0.0.1:{}/__aimock/journal", self.0.port)])
             .output()
             .unwrap();
         let entries: Vec<Value> = serde_json::from_slice(&out.stdout).expect("the journal is JSON");
         assert!(!entries.is_empty(), "the journal is empty");
         entries.iter().map(|e| format!("{}\n{}\n", e["headers"], e["body"])).collect()
-    }
-}
-
-impl Drop for Aimock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -130,7 +98,7 @@ fn peer_aimock_planted_secrets_never_leave_the_process() {
     env.write(".env", &format!("OPENAI_API_KEY={}\n", FILE_SECRETS[12]));
     env.user_config(&format!(
         "[providers.mock]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{}/v1\"\napi_key_env = \"MOCK_LLM_API_KEY\"\ndefault_model = \"gpt-test\"\nretry_backoff_ms = 1\n",
-        mock.port
+        mock.0.port
     ));
     let run = |task: &str| {
         env.command(&["run", "--json", "--provider", "mock", task])

@@ -187,48 +187,11 @@ fn case_files_are_checked() {
     assert_eq!(steward_evals::select(default_cases().unwrap(), Some("cancelled_run")).unwrap().len(), 1);
 }
 
-/// A llama-cpp-python server (TinyStories 260K) on a free loopback port, killed on drop.
-struct LlamaServer {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl LlamaServer {
-    fn start() -> LlamaServer {
-        let python = std::env::var("STEWARD_TEST_LLAMA_PYTHON")
-            .expect("STEWARD_TEST_LLAMA_PYTHON is not set: run the tests through scripts/test.sh");
-        let model = std::env::var("STEWARD_TEST_MODEL")
-            .expect("STEWARD_TEST_MODEL is not set: run the tests through scripts/test.sh");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = std::process::Command::new(python)
-            .args(["-m", "llama_cpp.server", "--model", &model, "--model_alias", "stories260k", "--host", "127.0.0.1"])
-            .args(["--port", &port.to_string(), "--n_ctx", "2048", "--n_threads", "2"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("cannot start llama_cpp.server");
-        let server = LlamaServer { child, port };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(std::time::Instant::now() < deadline, "llama_cpp.server did not listen within 60 s");
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        server
-    }
-}
-
-impl Drop for LlamaServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The eval path on real inference: a case without a fake scenario, its provider given like
 /// `steward eval --base-url URL --model stories260k`, its first call forced to `git_status`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peer_eval_forced_git_status_on_llama_cpp_python() {
-    let server = LlamaServer::start();
+    let server = steward_peers::llama_server();
     let cases = parse_cases(
         r#"
 [[case]]

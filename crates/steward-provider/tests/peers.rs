@@ -1,8 +1,6 @@
 //! Tests against the real aimock server (npm `@copilotkit/aimock`), a canned OpenAI/Anthropic
 //! wire server. `STEWARD_TEST_AIMOCK` must name its `llmock` binary (see `.ci/peers.sh`).
 
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,44 +11,16 @@ use steward_provider::{ApiKeyEnv, ErrorClass, Provider, ProviderConfig, Provider
 const KEY: &str = "sk-aimock-peer-test-0123456789";
 
 /// A running aimock; killed when dropped.
-struct Aimock {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
+struct Aimock(steward_peers::Peer);
 
 impl Aimock {
+    /// aimock answering 401 unless a request carries exactly [`KEY`].
     fn start(fixtures: Value) -> Aimock {
-        let bin = std::env::var("STEWARD_TEST_AIMOCK").unwrap_or_else(|_| {
-            panic!(
-                "STEWARD_TEST_AIMOCK is not set: run `eval \"$(.ci/peers.sh)\"` to install aimock and export its path"
-            )
-        });
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("fixtures.json");
-        std::fs::write(&path, serde_json::to_vec(&json!({ "fixtures": fixtures })).unwrap()).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(&bin)
-            .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-f"])
-            .arg(&path)
-            .args(["--log-level", "warn"])
-            // aimock then answers 401 unless the request carries exactly this key.
-            .env("AIMOCK_API_KEYS", KEY)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start aimock at {bin}: {e}"));
-        let mock = Aimock { child, port, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "aimock did not listen on port {port} within 20 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        mock
+        Aimock(steward_peers::aimock(fixtures, Some(KEY)))
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.0.url()
     }
 
     fn provider(&self, kind: ProviderKind, backoff_ms: u64) -> Arc<dyn Provider> {
@@ -82,13 +52,6 @@ impl Aimock {
             .await
             .unwrap();
         all.into_iter().filter(|e| e["path"] == path).collect()
-    }
-}
-
-impl Drop for Aimock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
