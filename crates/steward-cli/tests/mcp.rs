@@ -92,3 +92,34 @@ fn peer_mcp_filesystem_server_refuses_outside_its_root_and_the_model_is_told() {
     let error = outside["error"].as_str().unwrap().to_lowercase();
     assert!(error.contains("denied") || error.contains("outside") || error.contains("not allowed"), "{outside}");
 }
+
+/// A server that never answers `initialize` is killed when it times out, even by a command
+/// that exits right after (`steward mcp list`): no server is left running.
+#[test]
+fn mcp_list_leaves_no_server_that_never_initialised() {
+    let env = Env::new();
+    let pid_file = env.dir.path().join("hang.pid");
+    env.user_config(&format!(
+        "[mcp_servers.hang]\ncommand = [\"sh\", \"-c\", \"echo $$ > {}; exec sleep 600\"]\nstartup_timeout_ms = 300\n",
+        pid_file.display()
+    ));
+    let out = env.steward(&["mcp", "list"]);
+    assert!(stdout(&out).contains("initialize timed out"), "{}\n{}", stdout(&out), stderr(&out));
+    let pid = std::fs::read_to_string(&pid_file).expect("the server wrote its pid");
+    // SIGKILL was sent before `steward` exited; the process may still be finishing its exit.
+    // Gone, or a zombie waiting for init to reap it: either way no longer running.
+    let state = || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).map(str::to_string);
+        (state.unwrap_or_else(|| "gone".into()), stat)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (now, stat) = state();
+        if now == "gone" || now == "Z" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the server is still running: {stat}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

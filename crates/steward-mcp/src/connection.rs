@@ -34,13 +34,41 @@ pub(crate) struct Connection {
     service: RunningService<RoleClient, ClientConfig>,
     /// Stdio only: `Some(description)` once the child has exited (`exit status: 1`, …).
     exit: Option<watch::Receiver<Option<String>>>,
-    /// Cancelled on drop: kills the child's process group.
-    kill: CancellationToken,
+    /// Used on drop: kills the child's process group.
+    kill: GroupKill,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.kill.cancel();
+        self.kill.kill();
+    }
+}
+
+/// Kills a stdio child's process group. The signal is sent at once, not by the task that
+/// watches the child, so a Steward process that exits right after a failed start (`steward mcp
+/// list`) leaves no server behind; the watching task then reaps the child.
+#[derive(Default)]
+struct GroupKill {
+    /// The child's process group id (its pid, from `process_group(0)`); `None` for HTTP.
+    pgid: Option<libc::pid_t>,
+    /// The child's exit as seen by the watcher: once set, the pid may belong to another
+    /// process and is not signalled.
+    exit: Option<watch::Receiver<Option<String>>>,
+    /// Tells the watcher to kill and reap the child.
+    reap: CancellationToken,
+}
+
+impl GroupKill {
+    fn kill(&self) {
+        let reaped = self.exit.as_ref().is_some_and(|exit| exit.borrow().is_some());
+        if let Some(pgid) = self.pgid
+            && !reaped
+        {
+            // SAFETY: signals the process group this child leads (`process_group(0)`); the
+            // child is not reaped yet, so the group id is still its own.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        }
+        self.reap.cancel();
     }
 }
 
@@ -67,7 +95,7 @@ impl Connection {
                             // A child that exits at start-up closes its pipe first: wait
                             // briefly for its status so the error can name the exit code.
                             let status = tokio::time::timeout(EXIT_GRACE, wait_exit(&mut exit_rx)).await;
-                            kill.cancel();
+                            kill.kill();
                             Err(McpError::unavailable(name, match status {
                                 Ok(status) => format!("exited during initialize ({status})"),
                                 Err(_) => format!("initialize failed: {e}"),
@@ -75,11 +103,11 @@ impl Connection {
                         }
                     },
                     status = wait_exit(&mut exit_rx) => {
-                        kill.cancel();
+                        kill.kill();
                         Err(McpError::unavailable(name, format!("exited during initialize ({status})")))
                     }
                     _ = tokio::time::sleep(limit) => {
-                        kill.cancel();
+                        kill.kill();
                         Err(timeout())
                     }
                 }
@@ -90,7 +118,7 @@ impl Connection {
                     .await
                     .map_err(|_| timeout())?;
                 let service = served.map_err(|e| McpError::unavailable(name, format!("initialize failed: {e}")))?;
-                Ok(Connection { service, exit: None, kill: CancellationToken::new() })
+                Ok(Connection { service, exit: None, kill: GroupKill::default() })
             }
         }
     }
@@ -152,7 +180,7 @@ fn spawn(
     program: &str,
     args: &[String],
     config: &McpServerConfig,
-) -> Result<(ChildPipes, watch::Receiver<Option<String>>, CancellationToken), McpError> {
+) -> Result<(ChildPipes, watch::Receiver<Option<String>>, GroupKill), McpError> {
     let env = child_env(name, config, std::env::vars_os(), &|var| std::env::var(var).ok())?;
     let mut command = tokio::process::Command::new(program);
     command
@@ -182,17 +210,16 @@ fn spawn(
         });
     }
     let (tx, rx) = watch::channel(None);
-    let kill = CancellationToken::new();
-    let kill_child = kill.clone();
-    let pid = child.id();
+    let kill = GroupKill {
+        pgid: child.id().and_then(|p| libc::pid_t::try_from(p).ok()),
+        exit: Some(rx.clone()),
+        reap: CancellationToken::new(),
+    };
+    let reap = kill.reap.clone();
     tokio::spawn(async move {
         let status = tokio::select! {
             status = child.wait() => status,
-            _ = kill_child.cancelled() => {
-                if let Some(pid) = pid.and_then(|p| libc::pid_t::try_from(p).ok()) {
-                    // SAFETY: signals the process group this child leads (`process_group(0)`).
-                    unsafe { libc::killpg(pid, libc::SIGKILL) };
-                }
+            _ = reap.cancelled() => {
                 let _ = child.start_kill();
                 child.wait().await
             }
