@@ -131,6 +131,12 @@ fn unknown_provider_and_malformed_config_are_usage_errors() {
     let out = env.steward(&["run", "--provider", "nope", "hello"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("unknown provider `nope`"));
+    // A scenario without a provider names what is missing, not a planner nobody chose.
+    let out = env.steward(&["run", "--scenario", "s.toml", "hello"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("need a provider: pass --provider NAME"), "{}", stderr(&out));
+    let out = env.steward(&["run", "--planner", "classic", "--model", "m", "hello"]);
+    assert!(stderr(&out).contains("--planner classic takes no"), "{}", stderr(&out));
     env.write(".steward/config.toml", "[limits]\nmax_rounds = \"five\"\n");
     let out = env.steward(&["run", "hello"]);
     assert_eq!(code(&out), 2);
@@ -265,6 +271,16 @@ fn policy_check_decides_without_running() {
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(v["decision"], "deny");
     assert_eq!(v["rule"], "unknown_tool");
+    // A low-risk command tool that writes is allowed by the rules, but cannot be rolled back:
+    // the check says `ask`, as a run would.
+    env.user_config(
+        "[[tool]]\nname = \"gen\"\ndescription = \"d\"\ncommand = [\"true\"]\nrisk = \"low\"\nwrites = [\"out/**\"]\n",
+    );
+    let out = env.steward(&["policy", "check", "gen", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["decision"], "ask", "{v}");
+    assert_eq!(v["rule"], "no_compensation");
 }
 
 #[test]

@@ -7,6 +7,7 @@ pub mod approval;
 pub mod chains;
 pub mod config;
 pub mod context;
+pub mod decide;
 pub mod events;
 pub mod hooks;
 pub mod interrupt;

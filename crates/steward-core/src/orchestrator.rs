@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use steward_policy::{GateContext, Policy, Redactor, Workspace};
+use steward_policy::{Policy, Redactor, Workspace};
 use steward_protocol::{
     ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, Decision, DecisionKind, EventKind, ToolCall,
     head_tail_chars,
@@ -76,27 +76,16 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
         })
         .await?;
 
-    // 2. Policy and validation: pure, synchronous, strictest rule wins.
+    // 2. Policy and validation: pure, synchronous, strictest rule wins; a change that cannot
+    // be undone is never made without the owner (SPEC C5).
     let tool = cx.tools.get(&call.name);
-    let context = GateContext {
-        tainted: cx.tainted.load(std::sync::atomic::Ordering::SeqCst),
-        paths: tool.map(|t| t.target_paths(&call.arguments)).unwrap_or_default(),
-        actions: tool.map(|t| t.implied_actions(&call.arguments)).unwrap_or_default(),
-    };
-    let mut decision = cx.policy.decide_in(tool.map(|t| t.spec()), call, cx.workspace, &context);
-    // A change that cannot be undone is never made without the owner (SPEC C5).
-    if let Some(tool) = tool
-        && decision.decision == DecisionKind::Allow
-        && tool.spec().writes
-        && !tool.compensable()
-    {
-        decision = Decision::new(
-            DecisionKind::Ask,
-            "no_compensation",
-            decision.risk,
-            "this change cannot be rolled back, so it needs approval",
-        );
-    }
+    let decision = crate::decide::decide(
+        cx.policy,
+        cx.tools,
+        call,
+        cx.workspace,
+        cx.tainted.load(std::sync::atomic::Ordering::SeqCst),
+    );
 
     // 3. The tool's own dry run: a change that cannot apply fails before anyone is asked.
     let mut preview = None;

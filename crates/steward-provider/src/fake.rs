@@ -112,15 +112,40 @@ pub struct FakeError {
 }
 
 impl Scenario {
-    /// Parses a TOML scenario.
+    /// Parses a TOML scenario. Errors ([`ErrorClass::Config`]): a TOML or shape error, or a
+    /// round whose `chunks` do not join to its `text`.
     pub fn from_toml(text: &str) -> Result<Self, ProviderError> {
-        toml::from_str(text).map_err(|e| ProviderError::new(ErrorClass::Config, format!("invalid fake scenario: {e}")))
+        toml::from_str::<Self>(text)
+            .map_err(|e| ProviderError::new(ErrorClass::Config, format!("invalid fake scenario: {e}")))?
+            .checked()
     }
 
-    /// Parses a JSON scenario.
+    /// Parses a JSON scenario. Errors as [`Scenario::from_toml`].
     pub fn from_json(text: &str) -> Result<Self, ProviderError> {
-        serde_json::from_str(text)
-            .map_err(|e| ProviderError::new(ErrorClass::Config, format!("invalid fake scenario: {e}")))
+        serde_json::from_str::<Self>(text)
+            .map_err(|e| ProviderError::new(ErrorClass::Config, format!("invalid fake scenario: {e}")))?
+            .checked()
+    }
+
+    /// Refuses a round that gives both `text` and `chunks` when they disagree: only the chunks
+    /// would be played, and the rest of the text would be lost without a word.
+    fn checked(self) -> Result<Self, ProviderError> {
+        for (i, round) in self.rounds.iter().enumerate() {
+            if let (Some(text), Some(chunks)) = (&round.text, &round.chunks)
+                && chunks.concat() != *text
+            {
+                return Err(ProviderError::new(
+                    ErrorClass::Config,
+                    format!(
+                        "invalid fake scenario: round {}: `chunks` join to {:?}, not to `text` {:?} (give one, or make them agree)",
+                        i + 1,
+                        chunks.concat(),
+                        text
+                    ),
+                ));
+            }
+        }
+        Ok(self)
     }
 
     /// Reads a scenario file: JSON when the extension is `.json`, TOML otherwise.

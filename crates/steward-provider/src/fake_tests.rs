@@ -52,6 +52,16 @@ fn read(id: &str, path: &str) -> ToolCall {
     ToolCall { id: id.into(), name: "read".into(), arguments: json!({"path": path}) }
 }
 
+#[test]
+fn chunks_that_disagree_with_the_text_are_refused() {
+    let err =
+        Scenario::from_toml("[[round]]\ntext = \"I'll read the file.\"\nchunks = [\"I'll \", \"read\"]\n").unwrap_err();
+    assert_eq!(err.class, ErrorClass::Config);
+    assert!(err.message.contains("round 1") && err.message.contains("chunks"), "{}", err.message);
+    let ok = Scenario::from_json(r#"{"round": [{"text": "ab", "chunks": ["a", "b"]}]}"#).unwrap();
+    assert_eq!(ok.rounds.len(), 1);
+}
+
 #[tokio::test]
 async fn rounds_follow_the_number_of_assistant_messages() {
     let fake = FakeProvider::new(Scenario::from_toml(SCENARIO).unwrap());

@@ -213,10 +213,7 @@ pub async fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, 
     let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
     let registry = registry(&config, workspace).await?;
     let call = steward_protocol::ToolCall { id: "check".into(), name: tool.to_string(), arguments };
-    let paths = registry.get(tool).map(|t| t.target_paths(&call.arguments)).unwrap_or_default();
-    let actions = registry.get(tool).map(|t| t.implied_actions(&call.arguments)).unwrap_or_default();
-    let context = steward_policy::GateContext { tainted, paths, actions };
-    let decision = policy.decide_in(registry.get(tool).map(|t| t.spec()), &call, &ws, &context);
+    let decision = steward_core::decide::decide(&policy, &registry, &call, &ws, tainted);
     if json {
         println!("{}", serde_json::to_string(&decision)?);
     } else {

@@ -62,7 +62,12 @@ pub fn resolve(
                 || overrides.model.is_some()
                 || overrides.scenario.is_some() =>
         {
-            Err("--planner classic takes no --provider, --base-url, --model or --scenario".to_string())
+            Err(if overrides.planner.is_some() {
+                "--planner classic takes no --provider, --base-url, --model or --scenario".to_string()
+            } else {
+                // The classic planner was chosen because no provider was named anywhere.
+                "--model and --scenario need a provider: pass --provider NAME (e.g. --provider fake --scenario FILE) or set [run] provider".to_string()
+            })
         }
         "classic" => Ok(PlannerChoice {
             kind,

@@ -1,0 +1,39 @@
+//! The decision on one tool call before any approval: the policy gate over the tool's facts
+//! (risk, paths it touches, actions it implies), then Steward's own rule that a change which
+//! cannot be undone never goes ahead without the owner (SPEC C5). The orchestrator and
+//! `steward policy check` both decide through here, so a check shows what a run would do
+//! (remembered grants aside: they answer an `ask`, they do not change it).
+
+use steward_policy::{GateContext, Policy, Workspace};
+use steward_protocol::{Decision, DecisionKind, ToolCall};
+
+use crate::tools::ToolRegistry;
+
+/// Decides `call` against `policy` in `workspace`; `tainted` says whether untrusted output
+/// already reached the run. Never fails: an unknown tool or bad arguments give a `deny`.
+pub fn decide(
+    policy: &Policy,
+    tools: &ToolRegistry,
+    call: &ToolCall,
+    workspace: &Workspace,
+    tainted: bool,
+) -> Decision {
+    let tool = tools.get(&call.name);
+    let context = GateContext {
+        tainted,
+        paths: tool.map(|t| t.target_paths(&call.arguments)).unwrap_or_default(),
+        actions: tool.map(|t| t.implied_actions(&call.arguments)).unwrap_or_default(),
+    };
+    let decision = policy.decide_in(tool.map(|t| t.spec()), call, workspace, &context);
+    match tool {
+        Some(tool) if decision.decision == DecisionKind::Allow && tool.spec().writes && !tool.compensable() => {
+            Decision::new(
+                DecisionKind::Ask,
+                "no_compensation",
+                decision.risk,
+                "this change cannot be rolled back, so it needs approval",
+            )
+        }
+        _ => decision,
+    }
+}
