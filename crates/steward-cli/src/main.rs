@@ -145,9 +145,9 @@ enum AuditCommand {
 
 #[derive(Subcommand)]
 enum ApprovalsCommand {
-    /// List your grants (active ones; `--all` adds expired and revoked ones).
+    /// List your grants (active ones; `--all` adds revoked, expired and ended ones).
     List {
-        /// Include expired and revoked grants.
+        /// Include revoked, expired and ended grants (run grants end with their run).
         #[arg(long)]
         all: bool,
         /// JSON lines.

@@ -15,11 +15,14 @@ fn manager(workspace: &Path) -> Result<(steward_core::config::Config, McpManager
     Ok((config, manager))
 }
 
+/// What `mcp list` and `mcp tools` say when there is nothing to list.
+const NONE_CONFIGURED: &str = "no MCP servers are configured ([mcp_servers.NAME] in $XDG_CONFIG_HOME/steward/*.toml, by default ~/.config/steward/)";
+
 /// `steward mcp list`: each server, whether it started, and how many tools it offers.
 pub async fn list(workspace: &Path, json: bool) -> Result<u8> {
     let (config, manager) = manager(workspace)?;
     if config.mcp_servers.is_empty() {
-        println!("no MCP servers are configured ([mcp_servers.NAME] in ~/.config/steward/*.toml)");
+        println!("{NONE_CONFIGURED}");
         return Ok(0);
     }
     let listing = manager.tools().await;
@@ -42,7 +45,16 @@ pub async fn list(workspace: &Path, json: bool) -> Result<u8> {
 
 /// `steward mcp tools [SERVER]`: one line per tool, its registry name then its description.
 pub async fn tools(workspace: &Path, server: Option<&str>, json: bool) -> Result<u8> {
-    let (_, manager) = manager(workspace)?;
+    let (config, manager) = manager(workspace)?;
+    if let Some(name) = server
+        && !config.mcp_servers.contains_key(name)
+    {
+        return Err(usage_error(&format!("no MCP server `{name}` is configured; `steward mcp list` shows them")));
+    }
+    if config.mcp_servers.is_empty() && !json {
+        println!("{NONE_CONFIGURED}");
+        return Ok(0);
+    }
     let listing = manager.tools().await;
     for failure in &listing.failures {
         eprintln!("steward: warning: {failure}");

@@ -305,6 +305,9 @@ fn rollback_undoes_a_runs_edits_and_never_clobbers_later_changes() {
     assert_eq!(code(&undo), 0, "{}", stdout(&undo));
     assert_eq!(env.read("note.txt"), "old text\n");
     assert!(stdout(&env.steward(&["rollback", "last", "--list"])).contains("undone"));
+    let again = env.steward(&["rollback", "last"]);
+    assert_eq!(code(&again), 0);
+    assert!(stdout(&again).contains("already undone"), "{}", stdout(&again));
 
     // A second edit, then someone else changes the file: the rollback refuses to clobber it.
     let out = env.steward(&["run", "replace 'old' with 'new' in note.txt"]);
@@ -412,4 +415,37 @@ fn shell_command_is_judged_per_simple_command_confined_and_taints_the_run() {
     assert_eq!(kind, "tool_rejected", "{c5}");
     assert_eq!(env.read("note.txt"), "old\n");
     assert!(stdout(&out).contains("taint_escalation"), "the escalation is named");
+}
+
+/// A program a rule allows can still print a secret file (`git diff` of a tracked `.env`);
+/// what the file holds never reaches the model, the events or the state (B09).
+#[test]
+fn an_allowed_git_diff_shows_no_line_of_a_secret_file() {
+    let env = Env::new();
+    env.write(".env", "SECRET=first-value-1234\n");
+    env.write("keys/id_ed25519", "b3BlbnNzaC1rZXktdjEAAAAAFIRST\n");
+    env.write("note.txt", "old\n");
+    env.git_init();
+    env.write(".env", "SECRET=first-value-1234\nmy db pass is zebra-purple-9911\n");
+    env.write("keys/id_ed25519", "b3BlbnNzaC1rZXktdjEAAAAASECOND\n");
+    env.write("note.txt", "new\n");
+    env.user_config(
+        "[shell]\nenabled = true\n\
+         [[policy.rule]]\nname = \"diff-ok\"\ntool = \"shell_command\"\nargv = [\"git\", \"diff\", \"**\"]\ndecision = \"allow\"\n",
+    );
+    let path = scenario(
+        &env,
+        "[[round]]\n[[round.tool_call]]\nid = \"d1\"\nname = \"shell_command\"\narguments = { command = \"git diff\" }\n\
+         [[round]]\ntext = \"done\"\n",
+    );
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "go"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let done = evs.iter().find(|e| e["event"] == "tool_completed" && e["call_id"] == "d1").expect("git diff ran");
+    let output = done["output"].as_str().unwrap();
+    assert!(output.contains("+new") && output.contains("[REDACTED]"), "{output}");
+    for secret in ["zebra-purple-9911", "first-value-1234", "AAAAASECOND"] {
+        assert!(!stdout(&out).contains(secret), "{secret} reached the events");
+        assert!(!contains_bytes(&db(&env), secret), "{secret} reached the database");
+    }
 }

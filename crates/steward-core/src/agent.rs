@@ -108,6 +108,12 @@ enum Ending {
 
 /// Runs one task to its end and returns the final run record.
 pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunError> {
+    // The run's redactor also knows what the workspace's secret files hold, so a program the
+    // policy lets run (`git diff`) cannot pass their contents on (B09, S3).
+    let rt = &Runtime {
+        redactor: Arc::new((*rt.redactor).clone().with_values(steward_policy::secret_file_values(&req.workspace))),
+        ..rt.clone()
+    };
     let workspace =
         Workspace::open(&req.workspace, &req.config.policy.deny_path).map_err(|e| RunError::Config(e.to_string()))?;
     let workspace = Arc::new(workspace);

@@ -96,7 +96,8 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
         }
     }
 
-    let approval_id = match decision.decision {
+    // The approval the call runs under (none for an allow), and what allowed it, as shown.
+    let (approval_id, allowed_by) = match decision.decision {
         DecisionKind::Deny => return refuse(cx, call, &decision).await,
         DecisionKind::Ask => {
             let Some(tool) = tool else { return refuse(cx, call, &decision).await };
@@ -115,7 +116,8 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
                     &detail,
                 )
                 .await?;
-                grant.approval_id
+                let allowed_by = format!("grant {} (approval {})", grant.id, grant.approval_id);
+                (grant.approval_id, allowed_by)
             } else {
                 match ask_owner(cx, call, tool.as_ref(), &decision, preview.as_ref()).await? {
                     Ok(approved) => {
@@ -131,7 +133,8 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
                             );
                             return refuse(cx, call, &refusal).await;
                         }
-                        approved.request.id
+                        let allowed_by = format!("approval {}", approved.request.id);
+                        (approved.request.id, allowed_by)
                     }
                     Err(refusal) => return Ok(refusal),
                 }
@@ -139,13 +142,13 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
         }
         DecisionKind::Allow => {
             audit(cx, call, &decision.rule, decision.risk, AuditOutcome::Approved, "steward", "", 0, "", "").await?;
-            String::new()
+            (String::new(), decision.rule.clone())
         }
     };
     let Some(tool) = tool else { return refuse(cx, call, &decision).await };
 
     // 4. Execution. The `approved` record above is already durable.
-    execute(cx, call, tool.as_ref(), &decision, &approval_id).await
+    execute(cx, call, tool.as_ref(), &decision, &approval_id, allowed_by).await
 }
 
 /// An approval the owner gave in time, with what it was bound to.
@@ -421,15 +424,16 @@ async fn expire(cx: &CallContext<'_>, request: &mut ApprovalRequest) -> Result<(
     Ok(())
 }
 
-/// Runs an approved call and records its outcome.
+/// Runs an approved call and records its outcome. `allowed_by` names what allowed it (a
+/// rule, `approval apr_…` or `grant grt_… (approval apr_…)`).
 async fn execute(
     cx: &CallContext<'_>,
     call: &ToolCall,
     tool: &dyn Tool,
     decision: &Decision,
     approval_id: &str,
+    allowed_by: String,
 ) -> Result<CallResult, CallAbort> {
-    let allowed_by = if approval_id.is_empty() { decision.rule.clone() } else { format!("approval {approval_id}") };
     cx.events.emit(EventKind::ToolStarted { call_id: call.id.clone(), tool: call.name.clone(), allowed_by }).await?;
     let started = Instant::now();
     let result = cx.interrupt.run(tool.run(&call.arguments, cx.tool_context)).await;

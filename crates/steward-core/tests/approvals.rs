@@ -397,6 +397,19 @@ async fn a_workspace_grant_covers_later_runs_until_it_is_revoked() {
     let (_, events) = run(&h, planner, Owner::Rejects, Config::default()).await;
     assert!(!events.names().contains(&"tool_approval_required"), "{:?}", events.names());
     assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "new\n");
+    // The run names the grant as `steward approvals list` shows it, so it can be revoked.
+    let grant_id = h.runtime.store.grants("local:alice").await.unwrap().remove(0).id;
+    let allowed_by = events
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|e| match &e.kind {
+            steward_protocol::EventKind::ToolStarted { allowed_by, .. } => Some(allowed_by.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(allowed_by.starts_with(&format!("grant {grant_id} (approval apr_")), "{allowed_by}");
 
     // Revoked: the next run asks again (and this owner says no).
     let mut grant = h.runtime.store.grants("local:alice").await.unwrap().remove(0);

@@ -36,4 +36,4 @@ pub use names::name_looks_secret;
 pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath, is_protected_path};
 pub use redact::{REDACTED, Redactor};
 pub use scan::{Finding, scan_value};
-pub use secrets::is_secret_path;
+pub use secrets::{is_secret_path, secret_file_values};

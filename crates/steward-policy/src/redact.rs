@@ -83,6 +83,11 @@ impl Redactor {
         }))
     }
 
+    /// This redactor with `more` known values added (same rules as [`Redactor::new`]).
+    pub fn with_values(self, more: impl IntoIterator<Item = String>) -> Redactor {
+        Redactor::new(self.values.into_iter().chain(more))
+    }
+
     /// `text` with every known value and every pattern match replaced by `[REDACTED]`.
     pub fn redact(&self, text: &str) -> String {
         let mut out = match &self.known {

@@ -44,6 +44,59 @@ pub fn is_secret_path(rel: &Path) -> bool {
     false
 }
 
+/// Largest secret file read by [`secret_file_values`], in bytes.
+const MAX_SECRET_FILE_BYTES: u64 = 64 * 1024;
+/// Most secret files read by [`secret_file_values`].
+const MAX_SECRET_FILES: usize = 200;
+/// Most directory entries [`secret_file_values`] looks at before it stops.
+const MAX_WALK_ENTRIES: usize = 50_000;
+/// Directories [`secret_file_values`] does not descend into: repository internals (their
+/// objects are compressed, so their bytes never show up as text) and dependency or build
+/// trees (large, and not where a project keeps its own secrets).
+const SKIPPED_DIRS: &[&str] = &[".git", "node_modules", "target", ".venv", "venv", "__pycache__"];
+
+/// The contents of the secret files (per [`is_secret_path`]) in the workspace at `root`, as
+/// values a [`crate::Redactor`] should never let through: each line, and for `NAME=value`
+/// lines the value without quotes. A program the policy lets run (`git diff`, a test runner)
+/// can print a secret file that no path rule sees; with these values its output shows
+/// `[REDACTED]` instead. Ignored files count (`.env` is usually in `.gitignore`); files over
+/// 64 KiB, beyond the first 200, or past 50,000 walked entries are not read, and values
+/// shorter than 8 bytes are dropped by the redactor. Unreadable files are skipped.
+pub fn secret_file_values(root: &Path) -> Vec<String> {
+    let walk = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .follow_links(false)
+        .filter_entry(|entry| {
+            !(entry.file_type().is_some_and(|t| t.is_dir())
+                && SKIPPED_DIRS.contains(&entry.file_name().to_string_lossy().as_ref()))
+        })
+        .build();
+    let mut values = Vec::new();
+    let mut files = 0;
+    for entry in walk.take(MAX_WALK_ENTRIES).flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(root) else { continue };
+        if !is_secret_path(rel) || entry.metadata().map_or(true, |m| m.len() > MAX_SECRET_FILE_BYTES) {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(entry.path()) else { continue };
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            let line = line.trim();
+            values.push(line.to_string());
+            if let Some((_, value)) = line.split_once('=') {
+                values.push(value.trim().trim_matches(|c| c == '"' || c == '\'').to_string());
+            }
+        }
+        files += 1;
+        if files == MAX_SECRET_FILES {
+            break;
+        }
+    }
+    values
+}
+
 /// One lower-cased path component on its own. Backup suffixes (`.bak`, `~`, …) are looked
 /// through: `server.pem.bak` is a key too.
 fn is_secret_name(name: &str) -> bool {
@@ -85,6 +138,25 @@ fn is_secret_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_file_values_cover_lines_and_values_of_secret_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".env"), "API_TOKEN=\"abcdef123456\"\nmy db pass is zebra-purple-9911\n")
+            .unwrap();
+        std::fs::create_dir_all(dir.path().join("keys")).unwrap();
+        std::fs::write(dir.path().join("keys/id_ed25519"), "b3BlbnNzaC1rZXktdjEAAAAA\n").unwrap();
+        std::fs::write(dir.path().join("README.md"), "public words here\n").unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/config"), "url = https://example.com/private\n").unwrap();
+        let values = secret_file_values(dir.path());
+        for expected in ["abcdef123456", "my db pass is zebra-purple-9911", "b3BlbnNzaC1rZXktdjEAAAAA"] {
+            assert!(values.iter().any(|v| v == expected), "{expected} missing from {values:?}");
+        }
+        assert!(!values.iter().any(|v| v.contains("public words") || v.contains("example.com")), "{values:?}");
+        let redactor = crate::Redactor::new(values);
+        assert_eq!(redactor.redact("+my db pass is zebra-purple-9911"), "+[REDACTED]");
+    }
 
     #[test]
     fn secret_paths_table() {

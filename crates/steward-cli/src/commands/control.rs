@@ -65,10 +65,12 @@ pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8>
         .map_err(|e| usage(format!("the run's workspace {}: {e}", run.workspace)))?;
     let redactor = redactor();
     let mut failures = 0;
+    let mut attempted = 0;
     for mut record in records.into_iter().rev() {
         if record.status == steward_store::RollbackStatus::Undone || step.is_some_and(|n| n != record.step) {
             continue;
         }
+        attempted += 1;
         let outcome = serde_json::from_value::<steward_core::rollback::Compensation>(record.compensation.clone())
             .map_err(|e| format!("unreadable compensation: {e}"))
             .and_then(|c| steward_core::rollback::undo(&c, &workspace));
@@ -104,6 +106,9 @@ pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8>
             .await?;
     }
     store.flush().await?;
+    if attempted == 0 {
+        println!("run {}: already undone; nothing to roll back (`steward rollback {} --list`)", run.id, run.id);
+    }
     if failures > 0 {
         println!("{failures} step(s) could not be undone (see above); nothing else was touched");
         return Ok(1);
@@ -116,6 +121,7 @@ pub async fn grants_list(all: bool, json: bool) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
     let now = chrono::Utc::now();
+    let mut shown = 0;
     for grant in store.grants(&local_owner()).await? {
         // A grant for one run counts only while that run goes on.
         let run_over = grant.scope == steward_store::GrantScope::Run
@@ -129,6 +135,7 @@ pub async fn grants_list(all: bool, json: bool) -> Result<u8> {
         if !all && state != "active" {
             continue;
         }
+        shown += 1;
         if json {
             println!("{}", serde_json::json!({"grant": grant, "state": state}));
             continue;
@@ -143,6 +150,17 @@ pub async fn grants_list(all: bool, json: bool) -> Result<u8> {
             state,
             grant.tool,
             grant.expires_at.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M")
+        );
+    }
+    // JSON lines stay empty; a person gets a word.
+    if shown == 0 && !json {
+        println!(
+            "{}",
+            if all {
+                "no remembered approvals"
+            } else {
+                "no active remembered approvals (--all shows revoked, expired and ended ones)"
+            }
         );
     }
     Ok(0)
