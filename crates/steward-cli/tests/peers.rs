@@ -13,22 +13,19 @@ fn base_url(server: &steward_peers::Peer) -> String {
     format!("{}/v1", server.url())
 }
 
+/// `steward run --json --base-url URL --model stories260k` against `server`, then `rest`.
+fn run_on(env: &Env, server: &steward_peers::Peer, rest: &[&str]) -> std::process::Output {
+    let url = base_url(server);
+    let mut args = vec!["run", "--json", "--base-url", &url, "--model", "stories260k"];
+    args.extend_from_slice(rest);
+    env.steward(&args)
+}
+
 #[test]
 fn peer_llama_streams_a_text_answer_to_the_final_output() {
     let server = steward_peers::llama_server();
     let env = Env::new();
-    let url = base_url(&server);
-    let out = env.steward(&[
-        "run",
-        "--json",
-        "--base-url",
-        &url,
-        "--model",
-        "stories260k",
-        "--max-tokens",
-        "60",
-        "Once upon a time",
-    ]);
+    let out = run_on(&env, &server, &["--max-tokens", "60", "Once upon a time"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let evs = events(&out);
     let chunks: Vec<&str> =
@@ -86,20 +83,11 @@ fn peer_llama_named_tool_choice_yields_a_real_streamed_call_that_is_gated_and_ru
     env.write("tracked.txt", "one\n");
     env.git_init();
     env.write("fresh_untracked.txt", "two\n");
-    let url = base_url(&server);
-    let out = env.steward(&[
-        "run",
-        "--json",
-        "--base-url",
-        &url,
-        "--model",
-        "stories260k",
-        "--tool-choice",
-        "git_status",
-        "--max-tokens",
-        "200",
-        "What is the status of the repository?",
-    ]);
+    let out = run_on(
+        &env,
+        &server,
+        &["--tool-choice", "git_status", "--max-tokens", "200", "What is the status of the repository?"],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let evs = events(&out);
     let requested = find(&evs, "tool_requested");
@@ -133,20 +121,7 @@ fn peer_llama_forced_call_invokes_a_user_defined_tool() {
         ours["function"]["parameters"],
         serde_json::json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
     );
-    let url = base_url(&server);
-    let out = env.steward(&[
-        "run",
-        "--json",
-        "--base-url",
-        &url,
-        "--model",
-        "stories260k",
-        "--tool-choice",
-        "short_status",
-        "--max-tokens",
-        "200",
-        "What changed?",
-    ]);
+    let out = run_on(&env, &server, &["--tool-choice", "short_status", "--max-tokens", "200", "What changed?"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let evs = events(&out);
     assert_eq!(find(&evs, "tool_requested")["tool"], "short_status");
@@ -163,22 +138,11 @@ fn peer_llama_forced_call_invokes_a_user_defined_tool() {
 fn peer_llama_call_cut_by_max_tokens_is_never_executed_and_the_model_is_told() {
     let server = steward_peers::llama_server();
     let env = Env::new();
-    let url = base_url(&server);
-    let out = env.steward(&[
-        "run",
-        "--json",
-        "--base-url",
-        &url,
-        "--model",
-        "stories260k",
-        "--tool-choice",
-        "create",
-        "--max-tokens",
-        "25",
-        "--max-rounds",
-        "1",
-        "Write a story into story.txt",
-    ]);
+    let out = run_on(
+        &env,
+        &server,
+        &["--tool-choice", "create", "--max-tokens", "25", "--max-rounds", "1", "Write a story into story.txt"],
+    );
     let evs = events(&out);
     let denied = find(&evs, "tool_denied");
     assert_eq!(denied["rule"], "invalid_tool_call", "{denied}");
@@ -212,8 +176,7 @@ fn peer_llama_context_overflow_is_a_clear_error() {
 
     // Streamed, this server answers 200 with an empty stream: Steward says the stream ended
     // early instead of reporting an empty answer.
-    let url = base_url(&server);
-    let out = env.steward(&["run", "--json", "--base-url", &url, "--model", "stories260k", &task]);
+    let out = run_on(&env, &server, &[&task]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let failed = find(&events(&out), "run_failed").clone();
     assert_eq!(failed["class"], "stream_interrupted");
