@@ -9,6 +9,12 @@ cd "$here"
 # Peers, cached under ~/.cache/steward-ci keyed by version.
 eval "$(bash .ci/peers.sh)"
 model="${STEWARD_TEST_MODEL:-$here/../shared/peers/models/stories260K.gguf}"
+# A clone made elsewhere (git clone /path/to/steward /tmp/x) finds the model beside the
+# checkout it was cloned from.
+origin="$(git config --get remote.origin.url 2>/dev/null || true)"
+if [ -z "${STEWARD_TEST_MODEL:-}" ] && [ ! -f "$model" ] && [ -d "$origin" ]; then
+  model="$(cd "$origin" && pwd)/../shared/peers/models/stories260K.gguf"
+fi
 if [ ! -f "$model" ]; then
   echo "test.sh: the TinyStories model is missing at $model (set STEWARD_TEST_MODEL)" >&2
   exit 2
