@@ -8,13 +8,16 @@ cd "$here"
 
 # Peers, cached under ~/.cache/steward-ci keyed by version.
 eval "$(bash .ci/peers.sh)"
-model="${STEWARD_TEST_MODEL:-$here/../shared/peers/models/stories260K.gguf}"
-# A clone made elsewhere (git clone /path/to/steward /tmp/x) finds the model beside the
+# The shared test inputs (the TinyStories model, a peer's golden eval file) sit beside the
+# checkout; a clone made elsewhere (git clone /path/to/steward /tmp/x) finds them beside the
 # checkout it was cloned from.
+shared="${STEWARD_TEST_SHARED:-$here/../shared}"
 origin="$(git config --get remote.origin.url 2>/dev/null || true)"
-if [ -z "${STEWARD_TEST_MODEL:-}" ] && [ ! -f "$model" ] && [ -d "$origin" ]; then
-  model="$(cd "$origin" && pwd)/../shared/peers/models/stories260K.gguf"
+if [ -z "${STEWARD_TEST_SHARED:-}" ] && [ ! -d "$shared/peers" ] && [ -d "$origin" ]; then
+  shared="$(cd "$origin" && pwd)/../shared"
 fi
+export STEWARD_TEST_SHARED="$shared"
+model="${STEWARD_TEST_MODEL:-$shared/peers/models/stories260K.gguf}"
 if [ ! -f "$model" ]; then
   echo "test.sh: the TinyStories model is missing at $model (set STEWARD_TEST_MODEL)" >&2
   exit 2

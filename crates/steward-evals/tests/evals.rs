@@ -6,8 +6,13 @@ use std::path::PathBuf;
 
 use steward_evals::{EvalOptions, EvalReport, Verdict, default_cases, load_cases, parse_cases, run_cases};
 
+/// MrEric's golden file in the shared test inputs (`STEWARD_TEST_SHARED`, set by
+/// `scripts/test.sh`; else beside the checkout).
 fn mreric_file() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/mreric/phase9_golden_cases.json")
+    std::env::var_os("STEWARD_TEST_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
+        .join("peers/mreric/phase9_golden_cases.json")
 }
 
 async fn run(cases: &[steward_evals::Case], options: &EvalOptions) -> EvalReport {
