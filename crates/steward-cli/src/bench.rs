@@ -220,6 +220,7 @@ async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> 
             approver: Arc::new(NoApprover),
             observer: clock.clone(),
             cancel: CancellationToken::new(),
+            run_id: None,
         };
         handles.push(tokio::spawn(async move {
             let result = steward_core::run_task(&runtime, request).await;

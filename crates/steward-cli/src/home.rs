@@ -93,6 +93,26 @@ impl Home {
         write_private(&path, key.to_hex().as_bytes())?;
         Ok(key)
     }
+
+    /// The web session key (64 random bytes): `session.key` in the state directory, generated
+    /// with mode 0600 at first use. It signs owner cookies and derives CSRF tokens.
+    pub fn session_key(&self) -> Result<Vec<u8>> {
+        let path = self.dir.join("session.key");
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                anyhow::bail!("{} is readable by others (mode {mode:o}); run chmod 600 on it", path.display());
+            }
+            let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
+            if bytes.len() < 64 {
+                anyhow::bail!("{} holds a key shorter than 64 bytes; delete it to make a new one", path.display());
+            }
+            return Ok(bytes);
+        }
+        let key = rand::random::<[u8; 64]>().to_vec();
+        write_private(&path, hex::encode(&key).as_bytes())?;
+        Ok(key)
+    }
 }
 
 fn hex_decode(text: &str) -> Option<Vec<u8>> {

@@ -7,6 +7,7 @@ mod eval_cmd;
 mod home;
 mod mcp_cmd;
 mod mcp_serve;
+mod serve_cmd;
 mod tools_cmd;
 mod ui;
 
@@ -118,6 +119,8 @@ enum Command {
     },
     /// Run golden eval cases with rule-based scoring (default: the cases shipped with Steward); exit 1 when any case fails.
     Eval(eval_cmd::EvalArgs),
+    /// Serve the web UI and JSON API: start runs, watch them live, approve or deny their tool calls from a browser.
+    Serve(serve_cmd::ServeArgs),
     /// Measure the harness's own overhead per tool-call step (fake provider, no-op tool).
     Bench(bench::BenchArgs),
 }
@@ -297,6 +300,7 @@ fn main() -> ExitCode {
             Command::Tools { workspace, json } => tools_cmd::tools(&workspace, json).await,
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Serve(args) => serve_cmd::serve(args).await,
             Command::Eval(args) => eval_cmd::eval(args).await,
         }
     });

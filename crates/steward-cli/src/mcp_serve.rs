@@ -128,6 +128,7 @@ impl LocalRuns {
             approver: Arc::new(NoApprover),
             observer,
             cancel: self.cancel.child_token(),
+            run_id: None,
         })
     }
 }

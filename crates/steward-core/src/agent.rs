@@ -72,6 +72,9 @@ pub struct RunRequest {
     pub observer: Arc<dyn EventObserver>,
     /// Cancelling it cancels the run (SPEC A7).
     pub cancel: CancellationToken,
+    /// The run's id when the caller chose it beforehand (a server names a queued run before it
+    /// starts); `None` gives a fresh `run_…` id.
+    pub run_id: Option<String>,
 }
 
 /// Errors before a run could start (nothing was recorded) or from storage while it ran.
@@ -127,7 +130,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     };
 
     let mut run = RunRecord {
-        id: new_id("run_"),
+        id: req.run_id.clone().unwrap_or_else(|| new_id("run_")),
         owner_id: req.owner_id.clone(),
         task: rt.redactor.redact(&req.task),
         planner: req.planner.kind.clone(),
@@ -216,7 +219,10 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     // Everything that reaches the model passes the redactor (S3): the task, the workspace's
     // instructions, the model's own earlier text and every tool result.
     let task_for_model = rt.redactor.redact(&req.task);
+    // The owner's remembered facts join the instructions of every round (SPEC A3, A5).
     let instructions_for_model = req.config.instructions.as_deref().map(|i| rt.redactor.redact(i));
+    let facts = rt.store.facts(&req.owner_id).await?;
+    let facts_for_model = crate::memory::context_block(&facts).map(|f| rt.redactor.redact(&f));
 
     let ending = loop {
         if let Some(i) = interrupt.check() {
@@ -230,6 +236,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
             model: req.planner.model.clone(),
             messages: context::assemble(
                 instructions_for_model.as_deref(),
+                facts_for_model.as_deref(),
                 &task_for_model,
                 &rounds,
                 limits.max_context_chars,

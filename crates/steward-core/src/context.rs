@@ -22,12 +22,15 @@ refused, and a refusal says why - do not retry a refused call unchanged. Secret 
 keys, credentials) and files ignored by .gitignore cannot be read. When you have what you need, \
 answer the user directly and concisely without calling tools.";
 
-/// Builds the conversation for the next planner call.
+/// Builds the conversation for the next planner call: the rules, the workspace's
+/// instructions and the owner's remembered facts as the system message, the task, then every
+/// round so far.
 ///
 /// When the text would exceed `max_context_chars`, the oldest tool results (never those of the
 /// latest round) are replaced by a note saying how many characters were left out.
 pub fn assemble(
     instructions: Option<&str>,
+    facts: Option<&str>,
     task: &str,
     rounds: &[RoundRecord],
     max_context_chars: usize,
@@ -36,6 +39,12 @@ pub fn assemble(
     if let Some(text) = instructions.filter(|t| !t.trim().is_empty()) {
         system.push_str("\n\nInstructions from the workspace's AGENTS.md:\n");
         system.push_str(text);
+    }
+    // The owner's remembered facts (SPEC A5): data the owner chose to keep, not instructions
+    // from the workspace.
+    if let Some(facts) = facts.filter(|t| !t.trim().is_empty()) {
+        system.push_str("\n\n");
+        system.push_str(facts);
     }
     let mut messages = vec![Message::system(system), Message::user(task)];
     for round in rounds {
@@ -83,7 +92,7 @@ mod tests {
             RoundRecord { text: String::new(), calls: vec![call("c1")], results: vec![("x".repeat(5000), false)] },
             RoundRecord { text: "again".into(), calls: vec![call("c2")], results: vec![("y".repeat(3000), false)] },
         ];
-        let msgs = assemble(Some("be brief"), "task", &rounds, 4000);
+        let msgs = assemble(Some("be brief"), None, "task", &rounds, 4000);
         assert_eq!(msgs.len(), 6);
         assert!(msgs[0].content.contains("be brief"));
         assert_eq!(msgs[3].tool_call_id.as_deref(), Some("c1"));

@@ -11,6 +11,7 @@ pub mod decide;
 pub mod events;
 pub mod hooks;
 pub mod interrupt;
+pub mod memory;
 mod orchestrator;
 pub mod planner;
 pub mod recovery;

@@ -120,6 +120,7 @@ async fn run(
         approver: Arc::new(owner),
         observer: recorder.clone(),
         cancel: CancellationToken::new(),
+        run_id: None,
     };
     (run_task(&h.runtime, request).await.unwrap(), recorder)
 }
@@ -199,6 +200,7 @@ async fn cancelling_while_waiting_expires_the_approval_and_cancels_the_run() {
         approver: Arc::new(Owner::NeverAnswers),
         observer: recorder.clone(),
         cancel: cancel.clone(),
+        run_id: None,
     };
     let canceller = tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;

@@ -91,6 +91,7 @@ async fn run(ws: &std::path::Path, toml: &str, config: Config, tools: ToolRegist
         approver: Arc::new(Yes),
         observer: recorder.clone(),
         cancel: CancellationToken::new(),
+        run_id: None,
     };
     run_task(&runtime, request).await.unwrap();
     let events = recorder.0.lock().unwrap().clone();

@@ -204,6 +204,7 @@ async fn run_in(
         approver: Arc::new(CaseApprover { approvals: case.approvals.clone() }),
         observer: recorder.clone(),
         cancel,
+        run_id: None,
     };
     let started = Instant::now();
     let result = run_task(&runtime, request).await;

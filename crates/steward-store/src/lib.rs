@@ -1,5 +1,5 @@
-//! Persistence for Steward behind the [`Store`] trait: runs, events, approvals and the
-//! hash-chained audit log.
+//! Persistence for Steward behind the [`Store`] trait: runs, events, approvals, remembered
+//! facts and the hash-chained audit log.
 //!
 //! [`SqliteStore`] is the embedded default (one file, WAL mode, group commit through a single
 //! writer task). Its SQL is kept portable (RFC 3339 `TEXT` timestamps, JSON as `TEXT`) so that a
@@ -19,8 +19,8 @@ use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
 pub use error::StoreError;
 pub use record::{
-    AuditVerification, Durability, GrantRecord, GrantScope, RollbackRecord, RollbackStatus, RunRecord, RunStatus,
-    StoreOptions,
+    AuditVerification, Durability, FactRecord, GrantRecord, GrantScope, RollbackRecord, RollbackStatus, RunRecord,
+    RunStatus, StoreOptions,
 };
 pub use sqlite::SqliteStore;
 
@@ -31,7 +31,7 @@ pub fn new_id(prefix: &str) -> String {
     format!("{prefix}{bits:016x}")
 }
 
-/// Persistence of runs, events, approvals and the audit chain.
+/// Persistence of runs, events, approvals, remembered facts and the audit chain.
 ///
 /// Writes are ordered: every write is applied after every write queued before it on the same
 /// store. All methods return [`StoreError`] (class `storage`) on failure.
@@ -100,6 +100,19 @@ pub trait Store: Send + Sync {
     /// Recomputes the whole chain; `Valid { records }` or the first bad record (see
     /// [`verify_chain`] for the problems reported).
     async fn verify_audit(&self) -> Result<AuditVerification, StoreError>;
+
+    /// Stores a remembered fact, in one write transaction, only if its owner has fewer than
+    /// `max_per_owner` facts: `true` once it is committed, `false` (nothing stored) when the
+    /// owner already has `max_per_owner` or more. Fails if the id exists.
+    async fn insert_fact(&self, fact: &FactRecord, max_per_owner: u32) -> Result<bool, StoreError>;
+
+    /// Facts of an owner, oldest (`created_at`) first; includes every write queued on this
+    /// store before the call.
+    async fn facts(&self, owner_id: &str) -> Result<Vec<FactRecord>, StoreError>;
+
+    /// Deletes the fact with this id if it belongs to `owner_id`: `true` once the deletion is
+    /// committed, `false` when the owner has no such fact (another owner's fact is left alone).
+    async fn delete_fact(&self, owner_id: &str, id: &str) -> Result<bool, StoreError>;
 
     /// Waits until everything queued so far is committed; reports a queued event that failed
     /// since the last flush ([`StoreError::Deferred`]).

@@ -1,4 +1,5 @@
-//! Records the store keeps besides the protocol types: runs, options and verification results.
+//! Records the store keeps besides the protocol types: runs, rollbacks, grants, remembered
+//! facts, options and verification results.
 
 use serde::{Deserialize, Serialize};
 use steward_protocol::{ErrorClass, StopReason, Timestamp};
@@ -254,4 +255,18 @@ impl RollbackRecord {
             RollbackStatus::Failed => format!("failed: {}", self.detail),
         }
     }
+}
+
+/// A fact an owner asked to remember (SPEC A5). Shown to the model of every run of that owner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FactRecord {
+    /// `fct_…` (see [`crate::new_id`]).
+    pub id: String,
+    /// Whose fact it is.
+    pub owner_id: String,
+    /// The fact, redacted.
+    pub text: String,
+    /// When it was remembered (UTC; stored with nanosecond precision). Facts are listed in
+    /// this order.
+    pub created_at: Timestamp,
 }

@@ -13,7 +13,8 @@ use steward_protocol::{
     ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, ErrorClass, Event, EventKind, StopReason, Timestamp,
 };
 use steward_store::{
-    AuditVerification, Durability, RunRecord, RunStatus, SqliteStore, Store, StoreError, StoreOptions, new_id,
+    AuditVerification, Durability, FactRecord, RunRecord, RunStatus, SqliteStore, Store, StoreError, StoreOptions,
+    new_id,
 };
 
 fn db_path(dir: &tempfile::TempDir) -> PathBuf {
@@ -440,6 +441,129 @@ async fn open_errors_name_the_path() {
     let err = SqliteStore::open(&path, StoreOptions::default()).await.unwrap_err();
     assert!(matches!(err, StoreError::Io { .. }), "{err}");
     assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+}
+
+fn fact(owner_id: &str, text: &str, created_at: Timestamp) -> FactRecord {
+    FactRecord { id: new_id("fct_"), owner_id: owner_id.into(), text: text.into(), created_at }
+}
+
+#[tokio::test]
+async fn facts_are_listed_oldest_first_and_deleted_only_by_their_owner() {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
+    let now = Utc::now();
+    let b = fact("local:alice", "the build uses cargo nextest", now + Duration::seconds(1));
+    let a = fact("local:alice", "prefers short answers é漢", now);
+    let bob = fact("local:bob", "works on the server crate", now);
+    for f in [&b, &a, &bob] {
+        assert!(store.insert_fact(f, 50).await.unwrap());
+    }
+    assert_eq!(store.facts("local:alice").await.unwrap(), vec![a.clone(), b.clone()]);
+    assert_eq!(store.facts("local:bob").await.unwrap(), vec![bob.clone()]);
+    assert!(store.facts("local:carol").await.unwrap().is_empty());
+
+    assert!(!store.delete_fact("local:bob", &a.id).await.unwrap(), "not bob's fact");
+    assert!(!store.delete_fact("local:alice", "fct_missing").await.unwrap());
+    assert_eq!(store.facts("local:alice").await.unwrap().len(), 2);
+    assert!(store.delete_fact("local:alice", &a.id).await.unwrap());
+    assert!(!store.delete_fact("local:alice", &a.id).await.unwrap(), "already gone");
+    assert_eq!(store.facts("local:alice").await.unwrap(), vec![b]);
+    assert_eq!(store.facts("local:bob").await.unwrap(), vec![bob]);
+}
+
+#[tokio::test]
+async fn insert_fact_stops_at_the_owners_limit() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let now = Utc::now();
+    for i in 0..3 {
+        assert!(store.insert_fact(&fact("local:alice", &format!("fact {i}"), now), 3).await.unwrap());
+    }
+    let refused = fact("local:alice", "one too many", now);
+    assert!(!store.insert_fact(&refused, 3).await.unwrap());
+    assert_eq!(store.facts("local:alice").await.unwrap().len(), 3, "nothing was stored");
+    assert!(store.insert_fact(&fact("local:bob", "another owner", now), 3).await.unwrap(), "limits are per owner");
+    assert!(!store.insert_fact(&fact("local:alice", "none allowed", now), 0).await.unwrap());
+
+    let first = store.facts("local:alice").await.unwrap().remove(0);
+    assert!(store.delete_fact("local:alice", &first.id).await.unwrap());
+    assert!(store.insert_fact(&refused, 3).await.unwrap(), "room again after a deletion");
+    assert_eq!(store.facts("local:alice").await.unwrap().len(), 3);
+
+    let err = store.insert_fact(&refused, 50).await.unwrap_err();
+    assert!(matches!(err, StoreError::Database { .. }), "a duplicate id fails: {err}");
+}
+
+#[tokio::test]
+async fn concurrent_fact_inserts_never_exceed_the_limit() {
+    // Inserts queued together are committed in one batch: each one must count the ones before it.
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            store.insert_fact(&fact("local:alice", &format!("fact {i}"), Utc::now()), 10).await.unwrap()
+        }));
+    }
+    let mut inserted = 0;
+    for t in tasks {
+        inserted += usize::from(t.await.unwrap());
+    }
+    assert_eq!(inserted, 10);
+    assert_eq!(store.facts("local:alice").await.unwrap().len(), 10);
+}
+
+#[tokio::test]
+async fn a_failing_fact_insert_in_a_batch_fails_alone() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let first = fact("local:alice", "first", Utc::now());
+    assert!(store.insert_fact(&first, 2).await.unwrap());
+    let second = fact("local:alice", "second", Utc::now());
+    let third = fact("local:alice", "third", Utc::now());
+    // Queued together: the duplicate id fails, the batch is retried write by write in order.
+    let (dup, a, b) =
+        tokio::join!(store.insert_fact(&first, 2), store.insert_fact(&second, 2), store.insert_fact(&third, 2));
+    assert!(matches!(dup, Err(StoreError::Database { .. })), "{dup:?}");
+    assert_eq!((a.unwrap(), b.unwrap()), (true, false));
+    assert_eq!(store.facts("local:alice").await.unwrap(), vec![first, second]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_file_share_the_fact_limit_and_see_each_others_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let (a, b) = tokio::join!(open(&path), open(&path));
+    let stores = [Arc::new(a), Arc::new(b)];
+    let mut tasks = Vec::new();
+    for (s, store) in stores.iter().enumerate() {
+        for i in 0..15 {
+            let store = Arc::clone(store);
+            tasks.push(tokio::spawn(async move {
+                store.insert_fact(&fact("local:alice", &format!("fact {s} {i}"), Utc::now()), 20).await.unwrap()
+            }));
+        }
+    }
+    let mut inserted = 0;
+    for t in tasks {
+        inserted += usize::from(t.await.unwrap());
+    }
+    assert_eq!(inserted, 20);
+    let seen_a = stores[0].facts("local:alice").await.unwrap();
+    assert_eq!(seen_a.len(), 20);
+    assert_eq!(stores[1].facts("local:alice").await.unwrap(), seen_a);
+    assert!(stores[1].delete_fact("local:alice", &seen_a[0].id).await.unwrap());
+    assert_eq!(stores[0].facts("local:alice").await.unwrap(), seen_a[1..].to_vec(), "a deletion is seen at once");
+}
+
+#[tokio::test]
+async fn facts_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db_path(&dir);
+    let kept = fact("local:alice", "the staging host is build-02", Utc::now());
+    {
+        let store = open(&path).await;
+        assert!(store.insert_fact(&kept, 50).await.unwrap());
+    }
+    let store = open(&path).await;
+    assert_eq!(store.facts("local:alice").await.unwrap(), vec![kept]);
 }
 
 /// Throughput of `append_audit` with `Durability::Full`: one task after another, then 16

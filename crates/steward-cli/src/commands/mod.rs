@@ -45,7 +45,7 @@ pub fn redactor() -> Redactor {
     Redactor::from_env_vars(std::env::vars())
 }
 
-fn env_lookup(name: &str) -> Option<String> {
+pub(crate) fn env_lookup(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
@@ -87,4 +87,4 @@ mod run;
 
 pub use control::{config_show, doctor, grants_list, grants_revoke, policy_check, rollback, trust};
 pub use inspect::{audit_export, audit_list, audit_verify, runs, show};
-pub use run::{RunArgs, models, run, run_scripted};
+pub use run::{RunArgs, models, provider_statuses, run, run_scripted};

@@ -135,6 +135,7 @@ pub async fn run(args: RunArgs) -> Result<u8> {
         approver: Arc::new(ui::TerminalApprover { owner_id }),
         observer,
         cancel,
+        run_id: None,
     };
     let run = steward_core::run_task(&runtime, request).await.map_err(|e| match e {
         steward_core::RunError::Config(msg) => usage(msg),
@@ -152,9 +153,13 @@ fn exit_code(status: RunStatus, stop: Option<StopReason>) -> u8 {
     }
 }
 
-/// `steward models`.
-pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
-    let config = load_config(workspace)?;
+/// Configured providers plus the presets usable here (local ones, and keyed ones whose key is
+/// set), each with its model list or why it is unreachable (redacted). Each probe waits at
+/// most `timeout`.
+pub async fn provider_statuses(
+    config: &Config,
+    timeout: std::time::Duration,
+) -> Vec<(String, Result<Vec<String>, String>)> {
     let mut names: Vec<String> = config.providers.keys().cloned().collect();
     for preset in steward_provider::PRESETS {
         let Some(cfg) = steward_provider::preset(preset) else { continue };
@@ -172,8 +177,8 @@ pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
                 None => Err(format!("unknown provider `{name}`")),
                 Some(cfg) => match steward_provider::build_provider(name, &cfg, &env_lookup) {
                     Err(e) => Err(format!("{}: {}", e.class, e.message)),
-                    Ok(p) => match tokio::time::timeout(std::time::Duration::from_secs(5), p.list_models()).await {
-                        Err(_) => Err("unreachable: no answer within 5 s".to_string()),
+                    Ok(p) => match tokio::time::timeout(timeout, p.list_models()).await {
+                        Err(_) => Err(format!("unreachable: no answer within {} s", timeout.as_secs())),
                         Ok(Err(e)) => Err(format!("unreachable ({}): {}", e.class, e.message)),
                         Ok(Ok(models)) => Ok(models),
                     },
@@ -183,13 +188,23 @@ pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
         }
     });
     let redactor = redactor();
-    for (name, result) in futures::future::join_all(checks).await {
+    futures::future::join_all(checks)
+        .await
+        .into_iter()
+        .map(|(name, r)| (name, r.map_err(|e| redactor.redact(&e))))
+        .collect()
+}
+
+/// `steward models`.
+pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
+    let config = load_config(workspace)?;
+    for (name, result) in provider_statuses(&config, std::time::Duration::from_secs(5)).await {
         match (&result, json) {
             (Ok(models), true) => {
                 println!("{}", serde_json::json!({"provider": name, "reachable": true, "models": models}))
             }
             (Err(e), true) => {
-                println!("{}", serde_json::json!({"provider": name, "reachable": false, "error": redactor.redact(e)}))
+                println!("{}", serde_json::json!({"provider": name, "reachable": false, "error": e}))
             }
             (Ok(models), false) => {
                 println!("{name}: {} model{}", models.len(), if models.len() == 1 { "" } else { "s" });
@@ -197,7 +212,7 @@ pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
                     println!("  {m}");
                 }
             }
-            (Err(e), false) => println!("{name}: {}", redactor.redact(e)),
+            (Err(e), false) => println!("{name}: {e}"),
         }
     }
     Ok(0)

@@ -21,13 +21,14 @@ use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 use tokio::sync::{mpsc, oneshot};
 
 use self::rows::{
-    APPROVAL_COLUMNS, AUDIT_COLUMNS, RUN_COLUMNS, approval_from_row, audit_from_row, event_from_row, run_from_row,
+    APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, RUN_COLUMNS, approval_from_row, audit_from_row, event_from_row,
+    fact_from_row, run_from_row,
 };
 use self::writer::{Document, DocumentTable, Pending, Reply, Shared, Work};
 use crate::chain::timestamp_text;
 use crate::{
-    AuditVerification, Durability, GrantRecord, RollbackRecord, RunRecord, RunStatus, Store, StoreError, StoreOptions,
-    verify_chain,
+    AuditVerification, Durability, FactRecord, GrantRecord, RollbackRecord, RunRecord, RunStatus, Store, StoreError,
+    StoreOptions, verify_chain,
 };
 
 /// How long a connection waits for another one's lock before failing (10 s).
@@ -149,6 +150,13 @@ impl SqliteStore {
     async fn write(&self, work: Work) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
         self.enqueue(work, Reply::Done(tx)).await?;
+        rx.await.map_err(|_| self.closed())?
+    }
+
+    /// Queues a conditional `work` and waits for its commit and whether it changed a row.
+    async fn write_flag(&self, work: Work) -> Result<bool, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(work, Reply::Flag(tx)).await?;
         rx.await.map_err(|_| self.closed())?
     }
 }
@@ -313,6 +321,23 @@ impl Store for SqliteStore {
 
     async fn grants(&self, owner_id: &str) -> Result<Vec<GrantRecord>, StoreError> {
         self.documents(DocumentTable::Grants, owner_id).await
+    }
+
+    async fn insert_fact(&self, fact: &FactRecord, max_per_owner: u32) -> Result<bool, StoreError> {
+        self.write_flag(Work::InsertFact { fact: Box::new(fact.clone()), max_per_owner }).await
+    }
+
+    async fn facts(&self, owner_id: &str) -> Result<Vec<FactRecord>, StoreError> {
+        // Reads see every write queued before them.
+        self.write(Work::Barrier).await?;
+        let sql = format!("SELECT {FACT_COLUMNS} FROM facts WHERE owner_id = ? ORDER BY created_at, id");
+        let rows =
+            sqlx::query(sqlx::AssertSqlSafe(sql)).bind(owner_id).fetch_all(&self.read).await.map_err(self.db())?;
+        rows.iter().map(|row| fact_from_row(self.path(), row)).collect()
+    }
+
+    async fn delete_fact(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {
+        self.write_flag(Work::DeleteFact { owner_id: owner_id.to_string(), id: id.to_string() }).await
     }
 
     async fn queue_audit(&self, entry: AuditEntry) -> Result<(), StoreError> {

@@ -5,7 +5,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, AuditRecord, Event, Timestamp};
 
-use crate::{RunRecord, RunStatus, StoreError};
+use crate::{FactRecord, RunRecord, RunStatus, StoreError};
 
 /// Columns of `runs`, in the order [`run_from_row`] and the writer use.
 pub const RUN_COLUMNS: &str = "id, owner_id, task, planner, provider, model, workspace, status, stop_reason, \
@@ -18,6 +18,9 @@ pub const APPROVAL_COLUMNS: &str =
 /// Columns of `audit`.
 pub const AUDIT_COLUMNS: &str = "seq, id, at, agent, run_id, call_id, action, input, policy, risk, outcome, \
      latency_ms, sandbox, approval_id, rollback_token, detail, prev_hash, hash";
+
+/// Columns of `facts`.
+pub const FACT_COLUMNS: &str = "id, owner_id, text, created_at";
 
 /// Reads rows of one table for one database path, turning every failure into a
 /// [`StoreError::Corrupt`] that names the path, table and column (never the content).
@@ -152,6 +155,17 @@ pub fn audit_from_row(path: &str, row: &SqliteRow) -> Result<AuditRecord, StoreE
         },
         prev_hash: r.text(row, "prev_hash")?,
         hash: r.text(row, "hash")?,
+    })
+}
+
+/// A `facts` row.
+pub fn fact_from_row(path: &str, row: &SqliteRow) -> Result<FactRecord, StoreError> {
+    let r = RowReader::new(path, "facts");
+    Ok(FactRecord {
+        id: r.text(row, "id")?,
+        owner_id: r.text(row, "owner_id")?,
+        text: r.text(row, "text")?,
+        created_at: r.time(row, "created_at")?,
     })
 }
 

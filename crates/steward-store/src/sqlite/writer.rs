@@ -14,9 +14,9 @@ use sqlx::{Connection, Sqlite, SqliteConnection, SqlitePool};
 use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 use tokio::sync::{mpsc, oneshot};
 
-use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, RUN_COLUMNS, finite, to_i64};
+use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, RUN_COLUMNS, finite, to_i64};
 use crate::chain::{GENESIS_HASH, audit_hash, timestamp_text};
-use crate::{RunRecord, StoreError, new_id};
+use crate::{FactRecord, RunRecord, StoreError, new_id};
 
 /// Most writes committed in one transaction.
 pub const MAX_BATCH: usize = 256;
@@ -57,6 +57,21 @@ pub enum Work {
     Audit(Box<AuditEntry>),
     /// Insert or replace a JSON document row (`rollbacks`, `grants`).
     Document(Box<Document>),
+    /// `INSERT` a fact unless its owner already has `max_per_owner` facts; answers whether it
+    /// was inserted.
+    InsertFact {
+        /// The fact.
+        fact: Box<FactRecord>,
+        /// Most facts one owner may have.
+        max_per_owner: u32,
+    },
+    /// `DELETE` a fact by id, only if it belongs to `owner_id`; answers whether one was deleted.
+    DeleteFact {
+        /// The owner the fact must belong to.
+        owner_id: String,
+        /// The fact's id.
+        id: String,
+    },
     /// Nothing: answered once everything queued before it is committed.
     Barrier,
 }
@@ -102,12 +117,16 @@ pub enum Reply {
     Done(oneshot::Sender<Result<(), StoreError>>),
     /// A caller waiting for its audit record.
     Audit(oneshot::Sender<Result<AuditRecord, StoreError>>),
+    /// A caller waiting for whether a conditional write took effect.
+    Flag(oneshot::Sender<Result<bool, StoreError>>),
 }
 
 /// What applying one write produced.
 enum Applied {
     Nothing,
     Audit(Box<AuditRecord>),
+    /// Whether a conditional write (a fact insert or delete) changed a row.
+    Flag(bool),
 }
 
 /// Why a batch did not commit.
@@ -173,7 +192,7 @@ fn advance_anchor(shared: &Shared, results: &[Applied]) {
         .iter()
         .filter_map(|r| match r {
             Applied::Audit(record) => Some((record.seq, record.hash.as_str())),
-            Applied::Nothing => None,
+            Applied::Nothing | Applied::Flag(_) => None,
         })
         .max_by_key(|(seq, _)| *seq);
     if let Some((seq, hash)) = newest
@@ -221,9 +240,18 @@ fn answer(shared: &Shared, reply: Reply, result: Result<Applied, StoreError>) {
         Reply::Audit(tx) => {
             let _ = tx.send(result.and_then(|applied| match applied {
                 Applied::Audit(record) => Ok(*record),
-                Applied::Nothing => Err(StoreError::Write {
+                Applied::Nothing | Applied::Flag(_) => Err(StoreError::Write {
                     path: shared.path.clone(),
                     message: "the audit write produced no record".into(),
+                }),
+            }));
+        }
+        Reply::Flag(tx) => {
+            let _ = tx.send(result.and_then(|applied| match applied {
+                Applied::Flag(changed) => Ok(changed),
+                Applied::Nothing | Applied::Audit(_) => Err(StoreError::Write {
+                    path: shared.path.clone(),
+                    message: "the conditional write produced no result".into(),
                 }),
             }));
         }
@@ -350,6 +378,34 @@ async fn apply(
                 .execute(&mut *conn)
                 .await
                 .map_err(db)?;
+        }
+        Work::InsertFact { fact, max_per_owner } => {
+            // The count is read in the same statement, inside this write transaction: no
+            // other write can add a fact of this owner in between.
+            let sql = format!(
+                "INSERT INTO facts ({FACT_COLUMNS}) SELECT ?, ?, ?, ? \
+                 WHERE (SELECT COUNT(*) FROM facts WHERE owner_id = ?) < ?"
+            );
+            let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(&fact.id)
+                .bind(&fact.owner_id)
+                .bind(&fact.text)
+                .bind(timestamp_text(&fact.created_at))
+                .bind(&fact.owner_id)
+                .bind(i64::from(*max_per_owner))
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+            return Ok(Applied::Flag(done.rows_affected() > 0));
+        }
+        Work::DeleteFact { owner_id, id } => {
+            let done = sqlx::query("DELETE FROM facts WHERE id = ? AND owner_id = ?")
+                .bind(id)
+                .bind(owner_id)
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+            return Ok(Applied::Flag(done.rows_affected() > 0));
         }
         Work::Barrier => {}
     }

@@ -1,0 +1,183 @@
+//! `steward serve`: the web UI and JSON API (crate `steward-server`) on this machine's
+//! configuration, store and tools. Runs are prepared exactly as `steward run` prepares them.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use async_trait::async_trait;
+use clap::Args;
+use steward_core::Runtime;
+use steward_core::planner::PlannerOverrides;
+use steward_protocol::ToolSpec;
+use steward_server::{Launcher, Prepared, ProviderStatus, ServerOptions, Sessions, StartRun};
+use steward_store::StoreOptions;
+use tokio_util::sync::CancellationToken;
+
+use crate::commands::{env_lookup, load_config, provider_statuses, redactor, registry, usage_error};
+use crate::home::{Home, local_owner};
+
+/// `steward serve` arguments.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Only loopback addresses unless --allow-remote.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    bind: SocketAddr,
+    /// Allow a non-loopback --bind (anyone who can reach it gets their own owner and can start runs in the served workspaces).
+    #[arg(long)]
+    allow_remote: bool,
+    /// Workspace runs may use (repeatable; runs may also use folders inside one). The first is the default. Default: the current directory.
+    #[arg(long)]
+    workspace: Vec<PathBuf>,
+    /// Runs executing at once; later ones wait in a queue.
+    #[arg(long, default_value_t = 4)]
+    max_running: usize,
+    /// Scenario file for runs that use the `fake` provider (see README).
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+}
+
+/// How long a provider probe may take for the start page.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the start page reuses a provider probe.
+const PROBE_CACHE: Duration = Duration::from_secs(30);
+
+/// `steward serve`.
+pub async fn serve(args: ServeArgs) -> Result<u8> {
+    if !args.bind.ip().is_loopback() && !args.allow_remote {
+        return Err(usage_error(&format!(
+            "--bind {} is not a loopback address; pass --allow-remote to serve other machines",
+            args.bind
+        )));
+    }
+    if args.max_running == 0 {
+        return Err(usage_error("--max-running must be at least 1"));
+    }
+    let mut workspaces = Vec::new();
+    let given = if args.workspace.is_empty() { vec![PathBuf::from(".")] } else { args.workspace.clone() };
+    for w in given {
+        let canonical =
+            std::fs::canonicalize(&w).map_err(|e| usage_error(&format!("workspace {}: {e}", w.display())))?;
+        if !canonical.is_dir() {
+            return Err(usage_error(&format!("workspace {} is not a directory", w.display())));
+        }
+        workspaces.push(canonical);
+    }
+    if let Some(s) = &args.scenario
+        && !s.is_file()
+    {
+        return Err(usage_error(&format!("--scenario {}: no such file", s.display())));
+    }
+    let home = Home::locate()?;
+    let runtime = Runtime {
+        store: home.open_store(StoreOptions::default()).await?,
+        redactor: Arc::new(redactor()),
+        approval_key: home.approval_key()?,
+        outputs_dir: home.outputs_dir(),
+        snapshots_dir: home.snapshots_dir(),
+    };
+    let owner = local_owner();
+    let sessions = Sessions::new(&home.session_key()?, &owner).context("the session key is too short")?;
+    let login_token = sessions.issue_login_token();
+    let launcher = Arc::new(CliLauncher {
+        scenario: args.scenario.clone(),
+        probes: Mutex::new(None),
+        default: workspaces[0].clone(),
+    });
+    let state = steward_server::app_state(
+        Arc::new(runtime),
+        launcher,
+        sessions,
+        ServerOptions { workspaces, max_running: args.max_running },
+    );
+    let listener = tokio::net::TcpListener::bind(args.bind)
+        .await
+        .map_err(|e| usage_error(&format!("cannot listen on {}: {e}", args.bind)))?;
+    let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "steward: warning: serving on {addr}, reachable from other machines; traffic is not encrypted (plain HTTP)"
+        );
+    }
+    println!("steward: serving on http://{addr}");
+    println!("steward: open http://{addr}/login?token={login_token} to sign in as {owner} (the link works once)");
+    let stop = CancellationToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nsteward: stopping: cancelling live runs");
+            on_signal.cancel();
+        }
+    });
+    steward_server::serve(state, listener, stop).await?;
+    Ok(0)
+}
+
+/// Prepares runs from this machine's configuration.
+struct CliLauncher {
+    scenario: Option<PathBuf>,
+    probes: Mutex<Option<(Instant, Vec<ProviderStatus>)>>,
+    default: PathBuf,
+}
+
+fn non_empty(v: &Option<String>) -> Option<String> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+#[async_trait]
+impl Launcher for CliLauncher {
+    async fn prepare(&self, start: &StartRun, workspace: &Path) -> Result<Prepared, String> {
+        let config = load_config(workspace).map_err(|e| format!("{e:#}"))?;
+        steward_policy::Policy::new(&config.policy).map_err(|e| e.to_string())?;
+        let provider = non_empty(&start.provider);
+        let overrides = PlannerOverrides {
+            planner: non_empty(&start.planner),
+            scenario: if provider.as_deref() == Some("fake") { self.scenario.clone() } else { None },
+            provider,
+            model: non_empty(&start.model),
+            ..PlannerOverrides::default()
+        };
+        let tools = registry(&config, workspace).await.map_err(|e| format!("{e:#}"))?;
+        let planner = steward_core::planner::resolve(&config, &overrides, &env_lookup)?;
+        Ok(Prepared { planner, config, tools })
+    }
+
+    async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, String> {
+        let config = load_config(workspace).map_err(|e| format!("{e:#}"))?;
+        let tools = registry(&config, workspace).await.map_err(|e| format!("{e:#}"))?;
+        Ok(tools.specs())
+    }
+
+    async fn providers(&self) -> Vec<ProviderStatus> {
+        if let Ok(cache) = self.probes.lock()
+            && let Some((at, statuses)) = cache.as_ref()
+            && at.elapsed() < PROBE_CACHE
+        {
+            return statuses.clone();
+        }
+        let Ok(config) = load_config(&self.default) else { return Vec::new() };
+        let mut statuses: Vec<ProviderStatus> = provider_statuses(&config, PROBE_TIMEOUT)
+            .await
+            .into_iter()
+            .map(|(name, result)| match result {
+                Ok(models) => ProviderStatus { name, reachable: true, models, error: String::new() },
+                Err(error) => ProviderStatus { name, reachable: false, models: Vec::new(), error },
+            })
+            .collect();
+        // The scripted provider is offered when a scenario was given.
+        if self.scenario.is_some() && !statuses.iter().any(|s| s.name == "fake") {
+            statuses.push(ProviderStatus {
+                name: "fake".into(),
+                reachable: true,
+                models: vec!["fake".into()],
+                error: String::new(),
+            });
+        }
+        if let Ok(mut cache) = self.probes.lock() {
+            *cache = Some((Instant::now(), statuses.clone()));
+        }
+        statuses
+    }
+}

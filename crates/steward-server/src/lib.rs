@@ -1,0 +1,129 @@
+//! `steward serve` (SPEC §8, §9, C7): a JSON API, Server-Sent Events of each run's events,
+//! and server-rendered web pages to start runs, watch them live, and approve or deny their
+//! risky tool calls with a countdown.
+//!
+//! The server never decides anything itself: runs go through `steward_core::run_task`, the
+//! same control layer as `steward run`; the browser is one more approver, bound to the run's
+//! owner by a signed cookie.
+#![deny(missing_docs)]
+
+pub mod api;
+pub mod error;
+pub mod live;
+pub mod memory;
+pub mod pages;
+pub mod runs;
+pub mod session;
+pub mod sse;
+pub mod state;
+
+use std::future::IntoFuture;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use steward_core::Runtime;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use error::ApiError;
+pub use session::Sessions;
+pub use state::{AppState, Inner, Launcher, Prepared, ProviderStatus, ServerOptions, StartRun};
+
+/// How long runs get to record their cancellation when the server stops.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The shared state of a server.
+pub fn app_state(
+    runtime: Arc<Runtime>,
+    launcher: Arc<dyn Launcher>,
+    sessions: Sessions,
+    options: ServerOptions,
+) -> AppState {
+    let (facts_changed, _) = tokio::sync::broadcast::channel(256);
+    AppState(Arc::new(Inner {
+        runtime,
+        launcher,
+        live: live::LiveRuns::new(options.max_running),
+        sessions,
+        options,
+        shutdown: CancellationToken::new(),
+        tasks: TaskTracker::new(),
+        facts_changed,
+    }))
+}
+
+/// Every route: pages, form posts, `/api/…`, `/static/…`.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(pages::index))
+        .route("/login", get(pages::login))
+        .route("/runs", post(pages::start))
+        .route("/runs/{id}", get(pages::run_page))
+        .route("/runs/{id}/trace", get(pages::trace_page))
+        .route("/runs/{id}/cancel", post(pages::cancel))
+        .route("/approvals/{id}", post(pages::decide))
+        .route("/memory", get(pages::memory_page).post(pages::remember))
+        .route("/memory/{id}/forget", post(pages::forget))
+        .route("/tools", get(pages::tools_page))
+        .route("/grants", get(pages::grants_page))
+        .route("/grants/{id}/revoke", post(pages::revoke_grant))
+        .route("/api/runs", get(api::list_runs).post(api::start_run))
+        .route("/api/runs/{id}", get(api::get_run))
+        .route("/api/runs/{id}/cancel", post(api::cancel_run))
+        .route("/api/runs/{id}/events", get(api::run_events))
+        .route("/api/approvals/{id}", post(api::decide))
+        .route("/api/grants", get(api::list_grants))
+        .route("/api/grants/{id}/revoke", post(api::revoke_grant))
+        .route("/api/memory", get(api::list_facts).post(api::remember))
+        .route("/api/memory/events", get(api::fact_events))
+        .route("/api/memory/{id}", axum::routing::delete(api::forget))
+        .route("/api/providers", get(api::providers))
+        .route("/api/tools", get(api::tools))
+        .route("/static/app.js", get(app_js))
+        .route("/static/app.css", get(app_css))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), session::owner_layer))
+        .layer(axum::middleware::from_fn(security_headers))
+        .with_state(state)
+}
+
+async fn app_js() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("../static/app.js"))
+}
+
+async fn app_css() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../static/app.css"))
+}
+
+/// Headers on every response: no framing by other sites, no content sniffing, scripts and
+/// styles from this server only.
+async fn security_headers(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    response
+}
+
+/// Serves on `listener` until `stop` is cancelled, then closes every connection (open event
+/// streams included), cancels the live runs and waits up to ten seconds for them to record it.
+pub async fn serve(state: AppState, listener: tokio::net::TcpListener, stop: CancellationToken) -> std::io::Result<()> {
+    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let result = tokio::select! {
+        served = axum::serve(listener, app).into_future() => served,
+        _ = stop.cancelled() => Ok(()),
+    };
+    state.shutdown.cancel();
+    state.tasks.close();
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, state.tasks.wait()).await;
+    result
+}

@@ -1,0 +1,305 @@
+//! Runs executing (or queued) in this server process: their live event streams, cancel
+//! tokens, pending approvals and the queue behind the concurrency limit (SPEC R4).
+//!
+//! Everything here is in memory; the store holds the durable record of each run. A run
+//! started by another process (`steward run` in a terminal) is not live here: the server
+//! shows it from the store.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use steward_core::approval::{ApprovalAnswer, Approver};
+use steward_core::events::EventObserver;
+use steward_protocol::{ApprovalRequest, Event};
+use tokio::sync::{broadcast, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// Events buffered per live run for slow subscribers; one that falls further behind reloads
+/// the missed events from the store.
+const EVENT_BUFFER: usize = 1024;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One run of this process.
+pub struct LiveRun {
+    /// `run_…`.
+    pub id: String,
+    /// Its owner.
+    pub owner_id: String,
+    /// Cancelling it cancels the run, queued or running (SPEC A7).
+    pub cancel: CancellationToken,
+    events: broadcast::Sender<Event>,
+    pending: Mutex<HashMap<String, Pending>>,
+}
+
+struct Pending {
+    request: ApprovalRequest,
+    token: String,
+    answer: oneshot::Sender<ApprovalAnswer>,
+}
+
+impl LiveRun {
+    /// Subscribes to the events published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// The approval requests waiting for an answer.
+    pub fn pending_approvals(&self) -> Vec<ApprovalRequest> {
+        lock(&self.pending).values().map(|p| p.request.clone()).collect()
+    }
+}
+
+/// Why a decision could not be delivered.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecideError {
+    /// No live run waits on this approval (decided, expired, or the run ended).
+    NotPending,
+    /// The approval belongs to another owner.
+    NotOwner,
+    /// Its `expires_at` has passed.
+    Expired,
+}
+
+/// What is known about one approval id.
+pub enum Decision {
+    /// Approve once or remember for the run or workspace.
+    Approve(steward_core::approval::ApprovalScope),
+    /// Deny with a reason for the model.
+    Deny(String),
+}
+
+/// The live runs of this process and the queue for run slots.
+pub struct LiveRuns {
+    runs: Mutex<HashMap<String, Arc<LiveRun>>>,
+    queue: Mutex<VecDeque<String>>,
+    slots: Arc<tokio::sync::Semaphore>,
+    max_running: usize,
+}
+
+impl LiveRuns {
+    /// At most `max_running` runs execute at once (at least 1); the rest wait in order.
+    pub fn new(max_running: usize) -> Self {
+        let max_running = max_running.max(1);
+        LiveRuns {
+            runs: Mutex::new(HashMap::new()),
+            queue: Mutex::new(VecDeque::new()),
+            slots: Arc::new(tokio::sync::Semaphore::new(max_running)),
+            max_running,
+        }
+    }
+
+    /// The concurrency limit.
+    pub fn max_running(&self) -> usize {
+        self.max_running
+    }
+
+    /// Registers a new run and puts it at the end of the queue.
+    pub fn register(&self, id: &str, owner_id: &str, cancel: CancellationToken) -> Arc<LiveRun> {
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let run = Arc::new(LiveRun {
+            id: id.to_string(),
+            owner_id: owner_id.to_string(),
+            cancel,
+            events,
+            pending: Mutex::new(HashMap::new()),
+        });
+        lock(&self.runs).insert(id.to_string(), run.clone());
+        lock(&self.queue).push_back(id.to_string());
+        run
+    }
+
+    /// Waits for a run slot in queue order; the permit frees the slot when dropped. Returns
+    /// `None` when the run was cancelled while it waited.
+    pub async fn wait_for_slot(&self, run: &LiveRun) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let permit = tokio::select! {
+            permit = self.slots.clone().acquire_owned() => permit.ok(),
+            _ = run.cancel.cancelled() => None,
+        };
+        lock(&self.queue).retain(|id| id != &run.id);
+        permit
+    }
+
+    /// Position in the queue (1 = next to start), or `None` when not queued.
+    pub fn queue_position(&self, id: &str) -> Option<usize> {
+        lock(&self.queue).iter().position(|q| q == id).map(|i| i + 1)
+    }
+
+    /// The live run `id`.
+    pub fn get(&self, id: &str) -> Option<Arc<LiveRun>> {
+        lock(&self.runs).get(id).cloned()
+    }
+
+    /// Forgets a run that has ended.
+    pub fn remove(&self, id: &str) {
+        lock(&self.runs).remove(id);
+        lock(&self.queue).retain(|q| q != id);
+    }
+
+    /// Number of live runs (queued and running).
+    pub fn len(&self) -> usize {
+        lock(&self.runs).len()
+    }
+
+    /// True when no run is live.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Delivers `owner_id`'s decision on approval `approval_id`. The token handed to the
+    /// run is the one the orchestrator signed; the orchestrator verifies it, the owner and
+    /// the expiry again before anything runs (SPEC C4).
+    pub fn decide(&self, approval_id: &str, owner_id: &str, decision: Decision) -> Result<(), DecideError> {
+        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
+        for run in runs {
+            let mut pending = lock(&run.pending);
+            let Some(entry) = pending.get(approval_id) else { continue };
+            if entry.request.owner_id != owner_id {
+                return Err(DecideError::NotOwner);
+            }
+            if chrono::Utc::now() >= entry.request.expires_at {
+                return Err(DecideError::Expired);
+            }
+            let Some(entry) = pending.remove(approval_id) else { continue };
+            let answer = match decision {
+                Decision::Approve(scope) => {
+                    ApprovalAnswer::Approve { token: entry.token, decided_by: owner_id.to_string(), scope }
+                }
+                Decision::Deny(reason) => ApprovalAnswer::Reject { reason, decided_by: owner_id.to_string() },
+            };
+            return entry.answer.send(answer).map_err(|_| DecideError::NotPending);
+        }
+        Err(DecideError::NotPending)
+    }
+
+    /// The owner of a pending approval, if one is pending here.
+    pub fn approval_owner(&self, approval_id: &str) -> Option<String> {
+        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
+        runs.iter().find_map(|run| lock(&run.pending).get(approval_id).map(|p| p.request.owner_id.clone()))
+    }
+}
+
+/// Publishes a live run's events to its subscribers.
+pub struct Broadcast(pub Arc<LiveRun>);
+
+impl EventObserver for Broadcast {
+    fn on_event(&self, event: &Event) {
+        // No subscriber is fine: the store has every event.
+        let _ = self.0.events.send(event.clone());
+    }
+}
+
+/// Answers a live run's approval requests with decisions made in the browser or API.
+pub struct WebApprover(pub Arc<LiveRun>);
+
+/// Removes a pending approval when its wait ends (answered, expired, or cancelled).
+struct PendingGuard<'a> {
+    run: &'a LiveRun,
+    id: String,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.run.pending).remove(&self.id);
+    }
+}
+
+#[async_trait]
+impl Approver for WebApprover {
+    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.0.pending)
+            .insert(request.id.clone(), Pending { request: request.clone(), token: token.to_string(), answer: tx });
+        let _guard = PendingGuard { run: &self.0, id: request.id.clone() };
+        match rx.await {
+            Ok(answer) => answer,
+            // The sender went away without an answer: fail closed.
+            Err(_) => ApprovalAnswer::NoApprover,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use steward_core::approval::ApprovalScope;
+    use steward_protocol::ApprovalStatus;
+
+    fn request(id: &str, owner: &str, expires_in_s: i64) -> ApprovalRequest {
+        let now = chrono::Utc::now();
+        ApprovalRequest {
+            id: id.into(),
+            run_id: "run_1".into(),
+            owner_id: owner.into(),
+            call_id: "call_1".into(),
+            tool: "write_file".into(),
+            arguments: serde_json::json!({"path": "a.txt"}),
+            reason: "writes".into(),
+            rule: "default".into(),
+            risk: 0.5,
+            preview: String::new(),
+            created_at: now,
+            expires_at: now + chrono::Duration::seconds(expires_in_s),
+            status: ApprovalStatus::Pending,
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_owner_decides_and_only_once() {
+        let live = LiveRuns::new(2);
+        let run = live.register("run_1", "web:a", CancellationToken::new());
+        let approver = WebApprover(run.clone());
+        let req = request("apr_1", "web:a", 60);
+        let ask = tokio::spawn(async move { approver.ask(&req, "tok").await });
+        while live.approval_owner("apr_1").is_none() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(live.decide("apr_1", "web:b", Decision::Approve(ApprovalScope::Once)), Err(DecideError::NotOwner));
+        assert_eq!(live.decide("apr_1", "web:a", Decision::Approve(ApprovalScope::Once)), Ok(()));
+        assert_eq!(
+            ask.await.unwrap(),
+            ApprovalAnswer::Approve { token: "tok".into(), decided_by: "web:a".into(), scope: ApprovalScope::Once }
+        );
+        assert_eq!(live.decide("apr_1", "web:a", Decision::Deny("x".into())), Err(DecideError::NotPending));
+        assert!(run.pending_approvals().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_expired_approval_cannot_be_decided() {
+        let live = LiveRuns::new(1);
+        let run = live.register("run_1", "web:a", CancellationToken::new());
+        let approver = WebApprover(run.clone());
+        let req = request("apr_2", "web:a", -1);
+        let ask = tokio::spawn(async move { approver.ask(&req, "tok").await });
+        while live.approval_owner("apr_2").is_none() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(live.decide("apr_2", "web:a", Decision::Approve(ApprovalScope::Once)), Err(DecideError::Expired));
+        ask.abort();
+    }
+
+    #[tokio::test]
+    async fn the_queue_keeps_order_and_reports_positions() {
+        let live = Arc::new(LiveRuns::new(1));
+        let a = live.register("run_a", "web:a", CancellationToken::new());
+        let b = live.register("run_b", "web:a", CancellationToken::new());
+        let c = live.register("run_c", "web:a", CancellationToken::new());
+        let permit_a = live.wait_for_slot(&a).await.unwrap();
+        assert_eq!(live.queue_position("run_a"), None);
+        assert_eq!(live.queue_position("run_b"), Some(1));
+        assert_eq!(live.queue_position("run_c"), Some(2));
+        c.cancel.cancel();
+        assert!(live.wait_for_slot(&c).await.is_none());
+        assert_eq!(live.queue_position("run_c"), None);
+        let waiting = {
+            let live = live.clone();
+            tokio::spawn(async move { live.wait_for_slot(&b).await.is_some() })
+        };
+        drop(permit_a);
+        assert!(waiting.await.unwrap());
+        assert_eq!(live.queue_position("run_b"), None);
+    }
+}

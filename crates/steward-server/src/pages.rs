@@ -1,0 +1,569 @@
+//! The server-rendered HTML pages (SPEC W) and the plain form posts behind them. Every page
+//! works without JavaScript; `static/app.js` adds the live updates (event stream, countdowns,
+//! buttons that act without a reload).
+
+use std::sync::OnceLock;
+
+use axum::Extension;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use minijinja::{Environment, Value, context};
+use serde::{Deserialize, Serialize};
+use steward_protocol::{ApprovalStatus, Event, EventKind};
+
+use crate::error::ApiError;
+use crate::runs;
+use crate::session::Session;
+use crate::state::{AppState, StartRun};
+
+fn templates() -> &'static Environment<'static> {
+    static ENV: OnceLock<Environment<'static>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Environment::new();
+        // `.html` names get HTML auto-escaping: every value from a run, a model or a tool is
+        // text, never markup.
+        for (name, source) in [
+            ("base.html", include_str!("../templates/base.html")),
+            ("index.html", include_str!("../templates/index.html")),
+            ("run.html", include_str!("../templates/run.html")),
+            ("trace.html", include_str!("../templates/trace.html")),
+            ("memory.html", include_str!("../templates/memory.html")),
+            ("tools.html", include_str!("../templates/tools.html")),
+            ("grants.html", include_str!("../templates/grants.html")),
+            ("error.html", include_str!("../templates/error.html")),
+        ] {
+            if let Err(e) = env.add_template(name, source) {
+                tracing::error!("template {name}: {e}");
+            }
+        }
+        env
+    })
+}
+
+/// A serialisable value for a template.
+fn ser<T: Serialize>(value: &T) -> Value {
+    Value::from(minijinja::value::Serde(value))
+}
+
+fn render(status: StatusCode, name: &str, ctx: minijinja::Value) -> Response {
+    match templates().get_template(name).and_then(|t| t.render(ctx)) {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(e) => {
+            tracing::error!("rendering {name}: {e}");
+            (StatusCode::INTERNAL_SERVER_ERROR, "page rendering failed").into_response()
+        }
+    }
+}
+
+/// The error page for `error` (its status, `#error` saying `class: message`).
+pub fn error_page(session: &Session, error: &ApiError) -> Response {
+    render(
+        error.status,
+        "error.html",
+        context! { csrf => &session.csrf, owner => &session.owner_id, error => error.to_string() },
+    )
+}
+
+/// Query of the login link.
+#[derive(Deserialize)]
+pub struct LoginQuery {
+    token: Option<String>,
+}
+
+/// `GET /login?token=…`: the one-time link printed by `steward serve` makes this browser the
+/// local owner's.
+pub async fn login(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Query(query): Query<LoginQuery>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let token = query.token.unwrap_or_default();
+    if !state.sessions.redeem_login_token(&token) {
+        let error = ApiError {
+            status: StatusCode::FORBIDDEN,
+            class: "invalid",
+            message: "this login link is not valid (each link works once; restart `steward serve` for a new one)"
+                .into(),
+        };
+        return error_page(&session, &error);
+    }
+    let jar = state
+        .sessions
+        .jar(&headers)
+        .add(crate::session::Sessions::owner_cookie(state.sessions.local_owner().to_string()));
+    (jar, Redirect::to("/")).into_response()
+}
+
+/// `GET /`: the start form and the owner's runs.
+pub async fn index(State(state): State<AppState>, Extension(session): Extension<Session>) -> Response {
+    let runs = match runs::list(&state, &session.owner_id, 50).await {
+        Ok(r) => r,
+        Err(e) => return error_page(&session, &e),
+    };
+    let providers = state.launcher.providers().await;
+    let unreachable: Vec<_> = providers.iter().filter(|p| !p.reachable).cloned().collect();
+    let rows: Vec<_> = runs
+        .iter()
+        .filter_map(|v| v.record.as_ref())
+        .map(|r| {
+            context! { id => &r.id, status => r.status.as_str(), task => &r.task, planner => &r.planner,
+            provider => &r.provider, model => &r.model, created_at => r.created_at.to_rfc3339() }
+        })
+        .collect();
+    let workspaces: Vec<String> = state.options.workspaces.iter().map(|w| w.display().to_string()).collect();
+    render(
+        StatusCode::OK,
+        "index.html",
+        context! {
+            csrf => &session.csrf, owner => &session.owner_id, runs => rows, providers => ser(&providers),
+            unreachable => ser(&unreachable), default_workspace => workspaces.first().cloned().unwrap_or_default(),
+            workspaces => workspaces,
+        },
+    )
+}
+
+/// The start form.
+#[derive(Deserialize)]
+pub struct StartForm {
+    csrf: String,
+    task: String,
+    #[serde(default)]
+    workspace: Option<String>,
+    #[serde(default)]
+    planner: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    mode: Option<String>,
+}
+
+fn check_csrf(state: &AppState, session: &Session, token: &str) -> Result<(), ApiError> {
+    if state.sessions.csrf_ok(&session.owner_id, token) { Ok(()) } else { Err(ApiError::csrf()) }
+}
+
+fn non_empty(v: Option<String>) -> Option<String> {
+    v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// `POST /runs` (form): starts a run and shows it.
+pub async fn start(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Form(form): Form<StartForm>,
+) -> Response {
+    if let Err(e) = check_csrf(&state, &session, &form.csrf) {
+        return error_page(&session, &e);
+    }
+    let start = StartRun {
+        task: form.task,
+        workspace: non_empty(form.workspace),
+        planner: non_empty(form.planner),
+        provider: non_empty(form.provider),
+        model: non_empty(form.model),
+        mode: non_empty(form.mode),
+    };
+    match runs::start(&state, &session.owner_id, start).await {
+        Ok(started) => Redirect::to(&format!("/runs/{}", started.id)).into_response(),
+        Err(e) => error_page(&session, &e),
+    }
+}
+
+/// A form carrying only the CSRF token.
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    csrf: String,
+}
+
+/// `POST /runs/{id}/cancel` (form).
+pub async fn cancel(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let result = match check_csrf(&state, &session, &form.csrf) {
+        Ok(()) => runs::cancel(&state, &session.owner_id, &id).await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => Redirect::to(&format!("/runs/{id}")).into_response(),
+        Err(e) => error_page(&session, &e),
+    }
+}
+
+/// The approve/deny form.
+#[derive(Deserialize)]
+pub struct DecideForm {
+    csrf: String,
+    run: String,
+    decision: String,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+/// `POST /approvals/{id}` (form).
+pub async fn decide(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    let result = async {
+        check_csrf(&state, &session, &form.csrf)?;
+        let decision = runs::parse_decision(&form.decision, form.scope.as_deref(), None)?;
+        runs::decide(&state, &session.owner_id, &id, decision).await
+    }
+    .await;
+    match result {
+        Ok(()) if form.run.starts_with("run_") && form.run.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
+            Redirect::to(&format!("/runs/{}", form.run)).into_response()
+        }
+        Ok(()) => Redirect::to("/").into_response(),
+        Err(e) => error_page(&session, &e),
+    }
+}
+
+/// One stage's text as the run page shows it.
+#[derive(Serialize, Default)]
+struct StageView {
+    stage: String,
+    text: String,
+}
+
+/// One tool call as the run page shows it.
+#[derive(Serialize)]
+struct CallView {
+    call_id: String,
+    tool: String,
+    arguments: String,
+    decision: String,
+    rule: String,
+    detail: String,
+}
+
+/// Stages and tool calls replayed from a run's events (the same rules as `app.js`).
+fn replay(events: &[Event]) -> (Vec<StageView>, Vec<CallView>, String) {
+    let mut stages: Vec<StageView> = Vec::new();
+    let mut calls: Vec<CallView> = Vec::new();
+    let mut final_text = String::new();
+    let set = |calls: &mut Vec<CallView>, id: &str, decision: &str, rule: Option<&str>, detail: Option<&str>| {
+        if let Some(c) = calls.iter_mut().find(|c| c.call_id == id) {
+            c.decision = decision.to_string();
+            if let Some(r) = rule {
+                c.rule = r.to_string();
+            }
+            if let Some(d) = detail {
+                c.detail = d.to_string();
+            }
+        }
+    };
+    for event in events {
+        match &event.kind {
+            // A later round of a stage starts on a new line.
+            EventKind::StageStarted { stage, .. } => match stages.iter_mut().find(|s| &s.stage == stage) {
+                Some(s) if !s.text.is_empty() && !s.text.ends_with('\n') => s.text.push('\n'),
+                Some(_) => {}
+                None => stages.push(StageView { stage: stage.clone(), text: String::new() }),
+            },
+            EventKind::StageChunk { stage, text } => match stages.iter_mut().find(|s| &s.stage == stage) {
+                Some(s) => s.text.push_str(text),
+                None => stages.push(StageView { stage: stage.clone(), text: text.clone() }),
+            },
+            EventKind::ToolRequested { call_id, tool, arguments } => calls.push(CallView {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                arguments: serde_json::to_string_pretty(arguments).unwrap_or_default(),
+                decision: "requested".into(),
+                rule: String::new(),
+                detail: String::new(),
+            }),
+            EventKind::ToolDenied { call_id, rule, reason, .. } => {
+                set(&mut calls, call_id, "denied", Some(rule), Some(reason))
+            }
+            EventKind::ToolApprovalRequired { call_id, rule, .. } => {
+                set(&mut calls, call_id, "approval required", Some(rule), None)
+            }
+            EventKind::ToolApproved { call_id, .. } => set(&mut calls, call_id, "approved", None, None),
+            EventKind::ToolRejected { call_id, reason, .. } => set(&mut calls, call_id, "rejected", None, Some(reason)),
+            EventKind::ToolApprovalExpired { call_id, .. } => set(&mut calls, call_id, "expired", None, None),
+            EventKind::ToolStarted { call_id, allowed_by, .. } => {
+                let rule = (!allowed_by.is_empty()).then_some(allowed_by.as_str());
+                set(&mut calls, call_id, "running", rule, None)
+            }
+            EventKind::ToolCompleted { call_id, output, .. } => {
+                set(&mut calls, call_id, "completed", None, Some(output))
+            }
+            EventKind::ToolFailed { call_id, error, .. } => set(&mut calls, call_id, "failed", None, Some(error)),
+            EventKind::RunCompleted { final_text: f, .. } => final_text = f.clone(),
+            EventKind::RunFailed { error, class, .. } => final_text = format!("failed ({}): {error}", class.as_str()),
+            EventKind::RunCancelled { reason, .. } => final_text = format!("cancelled: {reason}"),
+            _ => {}
+        }
+    }
+    (stages, calls, final_text)
+}
+
+/// `GET /runs/{id}`: the run view.
+pub async fn run_page(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+) -> Response {
+    let (view, events, approvals) = match runs::trace(&state, &session.owner_id, &id).await {
+        Ok(t) => t,
+        Err(e) => return error_page(&session, &e),
+    };
+    let (stages, calls, final_text) = replay(&events);
+    let ended = !matches!(view.status.as_str(), "queued" | "running");
+    let now = chrono::Utc::now();
+    let approvals: Vec<_> = approvals
+        .iter()
+        .map(|a| {
+            let state = match a.status {
+                ApprovalStatus::Pending if ended => "closed",
+                ApprovalStatus::Pending if a.expires_at <= now => "expired",
+                s => s.as_str(),
+            };
+            context! {
+                id => &a.id, tool => &a.tool, rule => &a.rule, reason => &a.reason, risk => format!("{:.2}", a.risk),
+                arguments => serde_json::to_string_pretty(&a.arguments).unwrap_or_default(), preview => &a.preview,
+                expires_at => a.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true), state => state,
+                seconds_left => if state == "pending" { (a.expires_at - now).num_seconds().max(0) } else { 0 },
+            }
+        })
+        .collect();
+    let task = view.record.as_ref().map(|r| r.task.clone()).unwrap_or_default();
+    let last_seq = events.last().map(|e| e.seq).unwrap_or(0);
+    render(
+        StatusCode::OK,
+        "run.html",
+        context! {
+            csrf => &session.csrf, owner => &session.owner_id, run => ser(&view), task => task, stages => ser(&stages),
+            calls => ser(&calls), approvals => approvals, final => final_text, ended => ended, last_seq => last_seq,
+        },
+    )
+}
+
+/// One row of the trace table (SPEC R3).
+#[derive(Serialize)]
+struct Step {
+    kind: &'static str,
+    detail: String,
+    duration_ms: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    outcome: String,
+}
+
+/// Planner calls, tool steps and approval waits with durations and tokens.
+fn steps(events: &[Event]) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut waits: Vec<(String, String, chrono::DateTime<chrono::Utc>)> = Vec::new();
+    for event in events {
+        let step = |kind, detail: String, duration_ms, input_tokens, output_tokens, outcome: &str| Step {
+            kind,
+            detail,
+            duration_ms,
+            input_tokens,
+            output_tokens,
+            outcome: outcome.to_string(),
+        };
+        match &event.kind {
+            EventKind::StageCompleted { stage, round, duration_ms, usage, tool_calls } => steps.push(step(
+                "planner call",
+                format!("{stage}, round {round}, {tool_calls} tool call(s)"),
+                *duration_ms,
+                usage.input_tokens,
+                usage.output_tokens,
+                "completed",
+            )),
+            EventKind::StageFailed { stage, round, duration_ms, class, .. } => steps.push(step(
+                "planner call",
+                format!("{stage}, round {round}"),
+                *duration_ms,
+                0,
+                0,
+                &format!("failed ({})", class.as_str()),
+            )),
+            EventKind::ToolApprovalRequired { approval_id, tool, .. } => {
+                waits.push((approval_id.clone(), tool.clone(), event.at))
+            }
+            EventKind::ToolApproved { approval_id, .. }
+            | EventKind::ToolRejected { approval_id, .. }
+            | EventKind::ToolApprovalExpired { approval_id, .. } => {
+                if let Some(i) = waits.iter().position(|w| &w.0 == approval_id) {
+                    let (_, tool, at) = waits.remove(i);
+                    let outcome = match &event.kind {
+                        EventKind::ToolApproved { .. } => "approved",
+                        EventKind::ToolRejected { .. } => "rejected",
+                        _ => "expired",
+                    };
+                    let ms = (event.at - at).num_milliseconds().max(0) as u64;
+                    steps.push(step("approval wait", tool, ms, 0, 0, outcome));
+                }
+            }
+            EventKind::ToolCompleted { tool, duration_ms, output_chars, .. } => steps.push(step(
+                "tool",
+                format!("{tool}, {output_chars} chars of output"),
+                *duration_ms,
+                0,
+                0,
+                "completed",
+            )),
+            EventKind::ToolFailed { tool, duration_ms, .. } => {
+                steps.push(step("tool", tool.clone(), *duration_ms, 0, 0, "failed"))
+            }
+            _ => {}
+        }
+    }
+    steps
+}
+
+/// `GET /runs/{id}/trace`.
+pub async fn trace_page(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+) -> Response {
+    let (view, events, _) = match runs::trace(&state, &session.owner_id, &id).await {
+        Ok(t) => t,
+        Err(e) => return error_page(&session, &e),
+    };
+    let steps = steps(&events);
+    let totals = context! {
+        steps => steps.len(),
+        duration_ms => steps.iter().map(|s| s.duration_ms).sum::<u64>(),
+        input_tokens => steps.iter().map(|s| s.input_tokens).sum::<u64>(),
+        output_tokens => steps.iter().map(|s| s.output_tokens).sum::<u64>(),
+        error_class => view.record.as_ref().and_then(|r| r.error_class.map(|c| c.as_str())),
+    };
+    render(
+        StatusCode::OK,
+        "trace.html",
+        context! { csrf => &session.csrf, owner => &session.owner_id, run => ser(&view), steps => ser(&steps), totals => totals },
+    )
+}
+
+/// `GET /memory`.
+pub async fn memory_page(State(state): State<AppState>, Extension(session): Extension<Session>) -> Response {
+    match crate::memory::list(&state, &session.owner_id).await {
+        Ok(facts) => render(
+            StatusCode::OK,
+            "memory.html",
+            context! { csrf => &session.csrf, owner => &session.owner_id, facts => ser(&facts),
+            max_facts => steward_core::memory::MAX_FACTS, max_chars => steward_core::memory::MAX_FACT_CHARS },
+        ),
+        Err(e) => error_page(&session, &e),
+    }
+}
+
+/// The remember form.
+#[derive(Deserialize)]
+pub struct FactForm {
+    csrf: String,
+    text: String,
+}
+
+/// `POST /memory` (form).
+pub async fn remember(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Form(form): Form<FactForm>,
+) -> Response {
+    let result = match check_csrf(&state, &session, &form.csrf) {
+        Ok(()) => crate::memory::remember(&state, &session.owner_id, &form.text).await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => Redirect::to("/memory").into_response(),
+        Err(e) => error_page(&session, &e),
+    }
+}
+
+/// `POST /memory/{id}/forget` (form).
+pub async fn forget(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let result = match check_csrf(&state, &session, &form.csrf) {
+        Ok(()) => crate::memory::forget(&state, &session.owner_id, &id).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => Redirect::to("/memory").into_response(),
+        Err(e) => error_page(&session, &e),
+    }
+}
+
+/// `GET /tools`.
+pub async fn tools_page(State(state): State<AppState>, Extension(session): Extension<Session>) -> Response {
+    let result = async {
+        let workspace = runs::resolve_workspace(&state, None)?;
+        let tools = state.launcher.tools(&workspace).await.map_err(ApiError::invalid)?;
+        Ok::<_, ApiError>((workspace, tools))
+    }
+    .await;
+    match result {
+        Ok((workspace, tools)) => {
+            let rows: Vec<_> = tools
+                .iter()
+                .map(|t| {
+                    context! { name => &t.name, description => &t.description,
+                    parameters => serde_json::to_string_pretty(&t.input_schema).unwrap_or_default() }
+                })
+                .collect();
+            render(
+                StatusCode::OK,
+                "tools.html",
+                context! { csrf => &session.csrf, owner => &session.owner_id,
+                workspace => workspace.display().to_string(), tools => rows },
+            )
+        }
+        Err(e) => error_page(&session, &e),
+    }
+}
+
+/// `GET /grants`.
+pub async fn grants_page(State(state): State<AppState>, Extension(session): Extension<Session>) -> Response {
+    let grants = match state.runtime.store.grants(&session.owner_id).await {
+        Ok(g) => g,
+        Err(e) => return error_page(&session, &ApiError::storage(e)),
+    };
+    let now = chrono::Utc::now();
+    let rows: Vec<_> = grants
+        .iter()
+        .map(|g| {
+            let state = runs::grant_state(g, now);
+            context! { id => &g.id, tool => &g.tool, scope => match g.scope { steward_store::GrantScope::Run => "run", steward_store::GrantScope::Workspace => "workspace" },
+            expires_at => g.expires_at.to_rfc3339(), active => state == "active", state => state }
+        })
+        .collect();
+    render(
+        StatusCode::OK,
+        "grants.html",
+        context! { csrf => &session.csrf, owner => &session.owner_id, grants => rows },
+    )
+}
+
+/// `POST /grants/{id}/revoke` (form).
+pub async fn revoke_grant(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let result = match check_csrf(&state, &session, &form.csrf) {
+        Ok(()) => runs::revoke_grant(&state, &session.owner_id, &id).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => Redirect::to("/grants").into_response(),
+        Err(e) => error_page(&session, &e),
+    }
+}

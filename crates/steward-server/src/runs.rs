@@ -1,0 +1,283 @@
+//! Starting, reading, cancelling runs and deciding approvals: the operations behind both the
+//! JSON API and the HTML forms, each checking the caller's ownership (SPEC C7).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use steward_core::RunRequest;
+use steward_core::approval::ApprovalScope;
+use steward_protocol::{ApprovalRequest, ApprovalStatus, Event};
+use steward_store::{RunRecord, new_id};
+
+use crate::error::ApiError;
+use crate::live::{Broadcast, DecideError, Decision, WebApprover};
+use crate::state::{AppState, StartRun};
+
+/// Longest task accepted, in characters.
+pub const MAX_TASK_CHARS: usize = 20_000;
+
+/// Answer to a start request.
+#[derive(Debug, Clone, Serialize)]
+pub struct Started {
+    /// The new run's id.
+    pub id: String,
+    /// `queued` or `running`.
+    pub status: &'static str,
+    /// Position in the queue (1 = next), absent when running.
+    pub queue_position: Option<usize>,
+}
+
+/// A run as the API shows it: the stored record, or a queued run that has none yet.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    /// `run_…`.
+    pub id: String,
+    /// Owner id.
+    pub owner_id: String,
+    /// `queued`, `running`, `completed`, `failed`, `cancelled` or `interrupted`.
+    pub status: String,
+    /// Position in the queue when queued.
+    pub queue_position: Option<usize>,
+    /// True while this server executes or queues it (decisions can reach it).
+    pub live: bool,
+    /// The stored record (absent while queued).
+    pub record: Option<RunRecord>,
+}
+
+/// Resolves the requested workspace against the allowed ones: absent/empty gives the
+/// default; otherwise the canonical path must be an allowed workspace or inside one.
+pub fn resolve_workspace(state: &AppState, requested: Option<&str>) -> Result<PathBuf, ApiError> {
+    let allowed = &state.options.workspaces;
+    let requested = requested.map(str::trim).filter(|w| !w.is_empty());
+    let Some(requested) = requested else {
+        return allowed.first().cloned().ok_or_else(|| ApiError::invalid("the server has no workspace configured"));
+    };
+    let canonical =
+        std::fs::canonicalize(requested).map_err(|e| ApiError::invalid(format!("workspace {requested}: {e}")))?;
+    if !canonical.is_dir() {
+        return Err(ApiError::invalid(format!("workspace {requested} is not a directory")));
+    }
+    if allowed.iter().any(|root| canonical.starts_with(root)) {
+        Ok(canonical)
+    } else {
+        Err(ApiError::invalid(format!(
+            "workspace {requested} is not one this server serves; start `steward serve --workspace DIR` to add it"
+        )))
+    }
+}
+
+/// Starts a run for `owner_id`; it waits in the queue when the concurrency limit is reached.
+pub async fn start(state: &AppState, owner_id: &str, start: StartRun) -> Result<Started, ApiError> {
+    let task = start.task.trim().to_string();
+    if task.is_empty() {
+        return Err(ApiError::invalid("the task is empty: say what to do"));
+    }
+    if task.chars().count() > MAX_TASK_CHARS {
+        return Err(ApiError::invalid(format!("the task is longer than {MAX_TASK_CHARS} characters")));
+    }
+    match start.mode.as_deref().map(str::trim) {
+        None | Some("") | Some("loop") => {}
+        Some("roles") => {
+            return Err(ApiError::invalid("mode `roles` (the role pipeline) is not available yet; use `loop`"));
+        }
+        Some(other) => return Err(ApiError::invalid(format!("unknown mode `{other}`; use `loop`"))),
+    }
+    let workspace = resolve_workspace(state, start.workspace.as_deref())?;
+    let prepared = state
+        .launcher
+        .prepare(&start, &workspace)
+        .await
+        .map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e)))?;
+    let id = new_id("run_");
+    let run = state.live.register(&id, owner_id, state.shutdown.child_token());
+    let request = RunRequest {
+        task,
+        owner_id: owner_id.to_string(),
+        workspace,
+        planner: prepared.planner,
+        config: prepared.config,
+        tools: prepared.tools,
+        approver: Arc::new(WebApprover(run.clone())),
+        observer: Arc::new(Broadcast(run.clone())),
+        cancel: run.cancel.clone(),
+        run_id: Some(id.clone()),
+    };
+    let state2 = state.clone();
+    state.tasks.spawn(async move {
+        // A run cancelled while queued still runs to its first check, so it is recorded as
+        // cancelled rather than vanishing.
+        let permit = state2.live.wait_for_slot(&run).await;
+        let result = steward_core::run_task(&state2.runtime, request).await;
+        drop(permit);
+        if let Err(e) = result {
+            tracing::warn!("run {} did not start: {}", run.id, state2.runtime.redactor.redact(&e.to_string()));
+        }
+        state2.live.remove(&run.id);
+    });
+    let queue_position = state.live.queue_position(&id);
+    Ok(Started { id, status: if queue_position.is_some() { "queued" } else { "running" }, queue_position })
+}
+
+/// The run `id` if `owner_id` owns it: `not_found` when there is none, `not_owner` when it is
+/// someone else's.
+pub async fn owned(state: &AppState, owner_id: &str, id: &str) -> Result<RunView, ApiError> {
+    let live = state.live.get(id);
+    let record = state.runtime.store.get_run(id).await.map_err(ApiError::storage)?;
+    let owner = match (&record, &live) {
+        (Some(r), _) => r.owner_id.clone(),
+        (None, Some(l)) => l.owner_id.clone(),
+        (None, None) => return Err(ApiError::not_found(format!("no run `{id}`"))),
+    };
+    if owner != owner_id {
+        return Err(ApiError::not_owner("this run"));
+    }
+    let queue_position = state.live.queue_position(id);
+    let status = match (&record, queue_position) {
+        (_, Some(_)) => "queued".to_string(),
+        (Some(r), None) => r.status.as_str().to_string(),
+        (None, None) => "queued".to_string(),
+    };
+    Ok(RunView { id: id.to_string(), owner_id: owner, status, queue_position, live: live.is_some(), record })
+}
+
+/// The owner's runs, newest first (at most `limit`), queued ones included.
+pub async fn list(state: &AppState, owner_id: &str, limit: usize) -> Result<Vec<RunView>, ApiError> {
+    let records = state.runtime.store.list_runs(10_000).await.map_err(ApiError::storage)?;
+    Ok(records
+        .into_iter()
+        .filter(|r| r.owner_id == owner_id)
+        .take(limit)
+        .map(|r| RunView {
+            id: r.id.clone(),
+            owner_id: r.owner_id.clone(),
+            status: r.status.as_str().to_string(),
+            queue_position: None,
+            live: state.live.get(&r.id).is_some(),
+            record: Some(r),
+        })
+        .collect())
+}
+
+/// A run's events and approvals (the owner's only).
+pub async fn trace(
+    state: &AppState,
+    owner_id: &str,
+    id: &str,
+) -> Result<(RunView, Vec<Event>, Vec<ApprovalRequest>), ApiError> {
+    let view = owned(state, owner_id, id).await?;
+    let events = state.runtime.store.events(id, 0).await.map_err(ApiError::storage)?;
+    let mut approvals = state.runtime.store.approvals(id).await.map_err(ApiError::storage)?;
+    // Pending requests of a run that has ended can never be answered.
+    if !view.live && view.status != "running" {
+        for a in approvals.iter_mut().filter(|a| a.status == ApprovalStatus::Pending) {
+            a.status = ApprovalStatus::Expired;
+        }
+    }
+    Ok((view, events, approvals))
+}
+
+/// Cancels the owner's run: `not_pending` (409) when it has already ended or runs in another
+/// process.
+pub async fn cancel(state: &AppState, owner_id: &str, id: &str) -> Result<RunView, ApiError> {
+    let view = owned(state, owner_id, id).await?;
+    match state.live.get(id) {
+        Some(live) => {
+            live.cancel.cancel();
+            Ok(view)
+        }
+        None if view.status == "running" => Err(ApiError::conflict(
+            "not_pending",
+            "this run executes in another process (a terminal): cancel it there with Ctrl-C",
+        )),
+        None => Err(ApiError::conflict("not_pending", format!("the run has already ended ({})", view.status))),
+    }
+}
+
+/// Decides approval `approval_id` as `owner_id`.
+pub async fn decide(state: &AppState, owner_id: &str, approval_id: &str, decision: Decision) -> Result<(), ApiError> {
+    match state.live.decide(approval_id, owner_id, decision) {
+        Ok(()) => Ok(()),
+        Err(DecideError::NotOwner) => Err(ApiError::not_owner("this approval")),
+        Err(DecideError::Expired) => {
+            Err(ApiError::conflict("expired", "the approval has expired; it can no longer be approved"))
+        }
+        Err(DecideError::NotPending) => Err(not_pending_reason(state, owner_id, approval_id).await),
+    }
+}
+
+/// Why an approval that no live run waits on cannot be decided.
+async fn not_pending_reason(state: &AppState, owner_id: &str, approval_id: &str) -> ApiError {
+    // Approvals are stored per run; look through the owner's recent runs.
+    let Ok(runs) = state.runtime.store.list_runs(500).await else {
+        return ApiError::conflict("not_pending", "the approval is not pending");
+    };
+    for run in runs {
+        let Ok(approvals) = state.runtime.store.approvals(&run.id).await else { continue };
+        if let Some(a) = approvals.iter().find(|a| a.id == approval_id) {
+            if a.owner_id != owner_id {
+                return ApiError::not_owner("this approval");
+            }
+            return match a.status {
+                ApprovalStatus::Expired => ApiError::conflict("expired", "the approval has expired"),
+                ApprovalStatus::Pending if state.live.get(&run.id).is_none() => ApiError::conflict(
+                    "not_pending",
+                    "the run waiting on this approval executes in another process; answer it there",
+                ),
+                s => ApiError::conflict("not_pending", format!("the approval is already {}", s.as_str())),
+            };
+        }
+    }
+    ApiError::not_found(format!("no approval `{approval_id}`"))
+}
+
+/// Parses a decision from the API or a form: `approve` (scope `once`, `run` or `workspace`)
+/// or `deny` (with an optional reason for the model).
+pub fn parse_decision(decision: &str, scope: Option<&str>, reason: Option<&str>) -> Result<Decision, ApiError> {
+    match decision {
+        "approve" => {
+            let scope = match scope.unwrap_or("once") {
+                "" | "once" => ApprovalScope::Once,
+                "run" => ApprovalScope::Run,
+                "workspace" => ApprovalScope::Workspace,
+                other => return Err(ApiError::invalid(format!("unknown scope `{other}`; use once, run or workspace"))),
+            };
+            Ok(Decision::Approve(scope))
+        }
+        "deny" => Ok(Decision::Deny(
+            reason
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .unwrap_or("denied by the owner")
+                .chars()
+                .take(500)
+                .collect(),
+        )),
+        other => Err(ApiError::invalid(format!("unknown decision `{other}`; use approve or deny"))),
+    }
+}
+
+/// `active`, `revoked` or `expired` (a run grant also ends with its run; the gate checks that).
+pub fn grant_state(grant: &steward_store::GrantRecord, now: chrono::DateTime<chrono::Utc>) -> &'static str {
+    if grant.revoked_at.is_some() {
+        "revoked"
+    } else if grant.expires_at <= now {
+        "expired"
+    } else {
+        "active"
+    }
+}
+
+/// Revokes the owner's grant `id` (`not_found` when the owner has none with that id); later
+/// calls of its tool ask again.
+pub async fn revoke_grant(state: &AppState, owner_id: &str, id: &str) -> Result<(), ApiError> {
+    let grants = state.runtime.store.grants(owner_id).await.map_err(ApiError::storage)?;
+    let Some(mut grant) = grants.into_iter().find(|g| g.id == id) else {
+        return Err(ApiError::not_found(format!("you have no grant `{id}`")));
+    };
+    if grant.revoked_at.is_none() {
+        grant.revoked_at = Some(chrono::Utc::now());
+        state.runtime.store.upsert_grant(&grant).await.map_err(ApiError::storage)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,244 @@
+// Progressive enhancement for Steward's pages: live run events over Server-Sent Events,
+// approval countdowns, and forms that act without a page reload. Every page works without
+// this script. All text from runs is inserted as text (textContent), never as markup.
+"use strict";
+
+const csrf = document.querySelector('meta[name="csrf-token"]')?.content || "";
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) node.append(c);
+  return node;
+}
+
+function showError(message) {
+  const box = document.getElementById("error");
+  if (!box) return;
+  box.textContent = message;
+  box.hidden = false;
+}
+
+async function api(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+  });
+  let data = {};
+  try { data = await response.json(); } catch (_) { /* empty body */ }
+  if (!response.ok) {
+    const e = data.error || { class: "error", message: response.statusText };
+    throw new Error(`${e.class}: ${e.message}`);
+  }
+  return data;
+}
+
+// ---- run view ------------------------------------------------------------------------------
+function runView(root) {
+  const runId = root.dataset.runId;
+  const status = document.getElementById("run-status");
+  const cancel = document.getElementById("cancel");
+  let ended = root.dataset.ended === "true";
+
+  function approvalNode(id) {
+    return root.querySelector(`.approval[data-approval-id="${CSS.escape(id)}"]`);
+  }
+
+  function setApprovalState(node, state) {
+    if (!node) return;
+    node.dataset.state = state;
+    node.querySelector(".approval-state").textContent = state;
+    if (state !== "pending") {
+      node.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      node.querySelector(".countdown").textContent = "0";
+    }
+  }
+
+  function endRun(text) {
+    ended = true;
+    root.dataset.ended = "true";
+    status.textContent = text;
+    if (cancel) cancel.disabled = true;
+    root.querySelectorAll('.approval[data-state="pending"]').forEach((n) => setApprovalState(n, "closed"));
+  }
+
+  function stageText(stage) {
+    let section = root.querySelector(`.stage[data-stage="${CSS.escape(stage)}"]`);
+    if (!section) {
+      section = el("section", { class: "stage", "data-stage": stage }, el("h3", { text: stage }), el("pre", { class: "stage-text" }));
+      document.getElementById("stages").append(section);
+    }
+    return section.querySelector(".stage-text");
+  }
+
+  function callNode(id) {
+    return root.querySelector(`.tool-call[data-call-id="${CSS.escape(id)}"]`);
+  }
+
+  function setCall(id, decision, rule, detail) {
+    const node = callNode(id);
+    if (!node) return;
+    node.querySelector(".decision").textContent = decision;
+    if (rule) {
+      let r = node.querySelector(".rule");
+      if (!r) { r = el("small", { class: "rule" }); node.querySelector(".decision").after(" ", r); }
+      r.replaceChildren("rule ", el("code", { text: rule }));
+    }
+    if (detail) {
+      let d = node.querySelector(".tool-detail");
+      if (!d) { d = el("pre", { class: "tool-detail" }); node.append(d); }
+      d.textContent = detail;
+    }
+  }
+
+  function addApproval(e) {
+    if (approvalNode(e.approval_id)) return;
+    const form = el("form", { class: "decide", method: "post", action: `/approvals/${e.approval_id}` },
+      el("input", { type: "hidden", name: "csrf", value: csrf }),
+      el("input", { type: "hidden", name: "run", value: runId }),
+      el("label", { for: `scope-${e.approval_id}`, text: "Remember" }),
+      el("select", { id: `scope-${e.approval_id}`, name: "scope" },
+        el("option", { value: "once", text: "this call only" }),
+        el("option", { value: "run", text: "for this run" }),
+        el("option", { value: "workspace", text: "in this workspace" })),
+      el("button", { class: "approve", name: "decision", value: "approve", text: "Approve" }),
+      el("button", { class: "deny", name: "decision", value: "deny", text: "Deny" }));
+    const node = el("div", { class: "approval", "data-approval-id": e.approval_id, "data-expires-at": e.expires_at, "data-state": "pending" },
+      el("h3", {}, el("span", { class: "approval-tool", text: e.tool }), " ",
+        el("small", {}, "risk ", el("span", { class: "approval-risk", text: Number(e.risk).toFixed(2) }), " · rule ", el("code", { text: e.rule }))),
+      el("p", { class: "approval-reason", text: e.reason }),
+      el("pre", { class: "approval-args", text: JSON.stringify(e.arguments, null, 2) }));
+    if (e.preview) node.append(el("pre", { class: "approval-preview", text: e.preview }));
+    node.append(el("p", {}, "State: ", el("strong", { class: "approval-state", text: "pending" }), " · ",
+      el("span", { class: "countdown", "aria-live": "off", text: String(secondsLeft(e.expires_at)) }), " s left"), form);
+    document.getElementById("approvals").append(node);
+    enhanceDecideForm(form);
+  }
+
+  function apply(event) {
+    switch (event.event) {
+      case "run_started": status.textContent = "running"; document.getElementById("queue-position")?.remove(); break;
+      case "stage_started": {
+        const text = stageText(event.stage);
+        if (text.textContent && !text.textContent.endsWith("\n")) text.append("\n");
+        break;
+      }
+      case "stage_chunk": stageText(event.stage).append(event.text); break;
+      case "tool_requested":
+        if (!callNode(event.call_id)) {
+          document.getElementById("tool-calls").append(el("li", { class: "tool-call", "data-call-id": event.call_id },
+            el("code", { class: "tool-name", text: event.tool }), " ", el("span", { class: "decision", text: "requested" }),
+            el("pre", { class: "tool-args", text: JSON.stringify(event.arguments, null, 2) })));
+        }
+        break;
+      case "tool_denied": setCall(event.call_id, "denied", event.rule, event.reason); break;
+      case "tool_approval_required": setCall(event.call_id, "approval required", event.rule); addApproval(event); break;
+      case "tool_approved": setCall(event.call_id, "approved"); setApprovalState(approvalNode(event.approval_id), "approved"); break;
+      case "tool_rejected": setCall(event.call_id, "rejected", null, event.reason); setApprovalState(approvalNode(event.approval_id), "denied"); break;
+      case "tool_approval_expired": setCall(event.call_id, "expired"); setApprovalState(approvalNode(event.approval_id), "expired"); break;
+      case "tool_started": setCall(event.call_id, "running", event.allowed_by || null); break;
+      case "tool_completed": setCall(event.call_id, "completed", null, event.output); break;
+      case "tool_failed": setCall(event.call_id, "failed", null, event.error); break;
+      case "run_completed": document.getElementById("final").textContent = event.final; endRun("completed"); break;
+      case "run_failed": document.getElementById("final").textContent = `failed (${event.class}): ${event.error}`; endRun("failed"); break;
+      case "run_cancelled": document.getElementById("final").textContent = `cancelled: ${event.reason}`; endRun("cancelled"); break;
+    }
+  }
+
+  function secondsLeft(expiresAt) {
+    return Math.max(0, Math.floor((Date.parse(expiresAt) - Date.now()) / 1000));
+  }
+
+  function tick() {
+    root.querySelectorAll('.approval[data-state="pending"]').forEach((node) => {
+      const left = secondsLeft(node.dataset.expiresAt);
+      node.querySelector(".countdown").textContent = String(left);
+      if (left <= 0) setApprovalState(node, "expired");
+    });
+  }
+  setInterval(tick, 1000);
+  tick();
+
+  function enhanceDecideForm(form) {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const decision = ev.submitter?.value || "approve";
+      const node = form.closest(".approval");
+      node.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      try {
+        const answer = await api("POST", `/api/approvals/${node.dataset.approvalId}`, { decision, scope: form.elements.scope.value });
+        setApprovalState(node, answer.status);
+      } catch (e) {
+        showError(e.message);
+        if (/^expired/.test(e.message)) setApprovalState(node, "expired");
+        else if (node.dataset.state === "pending" && !ended) node.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+      }
+    });
+  }
+  root.querySelectorAll("form.decide").forEach(enhanceDecideForm);
+
+  document.getElementById("cancel-form")?.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    cancel.disabled = true;
+    try { await api("POST", `/api/runs/${runId}/cancel`); } catch (e) { showError(e.message); }
+  });
+
+  if (!ended) {
+    const source = new EventSource(`/api/runs/${runId}/events?after=${root.dataset.lastSeq || 0}`);
+    const names = ["run_started", "stage_started", "stage_chunk", "stage_completed", "stage_failed", "tool_requested",
+      "tool_denied", "tool_approval_required", "tool_approved", "tool_rejected", "tool_approval_expired", "tool_started",
+      "tool_completed", "tool_failed", "patch_proposed", "patch_applied", "run_completed", "run_failed", "run_cancelled"];
+    for (const name of names) {
+      source.addEventListener(name, (msg) => {
+        const event = JSON.parse(msg.data);
+        apply(Object.assign({}, event, event.kind || {}, { event: name }));
+        root.dataset.lastSeq = msg.lastEventId;
+        if (name === "run_completed" || name === "run_failed" || name === "run_cancelled") source.close();
+      });
+    }
+  }
+}
+
+// ---- memory --------------------------------------------------------------------------------
+function memoryView(list) {
+  function render(facts) {
+    list.replaceChildren(...facts.map((f, i) => {
+      const button = el("button", { class: "forget", type: "submit", "aria-label": `Forget fact ${i + 1}`, text: "Forget" });
+      const form = el("form", { class: "forget-form", method: "post", action: `/memory/${f.id}/forget` },
+        el("input", { type: "hidden", name: "csrf", value: csrf }), button);
+      enhanceForget(form, f.id);
+      return el("li", { "data-fact-id": f.id }, el("span", { class: "fact-text", text: f.text }), " ", form);
+    }));
+  }
+  function enhanceForget(form, id) {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      try { await api("DELETE", `/api/memory/${id}`); } catch (e) { showError(e.message); }
+    });
+  }
+  list.querySelectorAll("li[data-fact-id]").forEach((li) => enhanceForget(li.querySelector("form"), li.dataset.factId));
+  const form = document.getElementById("fact-form");
+  form?.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const input = document.getElementById("fact-text");
+    try {
+      await api("POST", "/api/memory", { text: input.value });
+      input.value = "";
+    } catch (e) { showError(e.message); }
+  });
+  const source = new EventSource("/api/memory/events");
+  source.addEventListener("facts", (msg) => render(JSON.parse(msg.data).facts));
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const run = document.getElementById("run");
+  if (run) runView(run);
+  const facts = document.getElementById("facts");
+  if (facts) memoryView(facts);
+});

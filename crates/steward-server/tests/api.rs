@@ -1,0 +1,474 @@
+//! The JSON API and pages in-process (tower `oneshot`) and the event stream over a real
+//! socket: owners and CSRF, approvals decided by the owner only, expiry, cancel, the queue,
+//! memory, and escaping.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use steward_core::approval::ApprovalKey;
+use steward_core::config::Config;
+use steward_core::tools::ToolRegistry;
+use steward_core::{PlannerChoice, Runtime};
+use steward_policy::Redactor;
+use steward_protocol::{ToolChoice, ToolSpec};
+use steward_provider::fake::{FakeProvider, Scenario};
+use steward_server::{AppState, Launcher, Prepared, ProviderStatus, ServerOptions, Sessions, StartRun};
+use steward_store::{SqliteStore, Store};
+use tower::ServiceExt;
+
+const EDIT: &str = r#"
+[[round]]
+text = "Editing the note."
+[[round.tool_call]]
+name = "edit"
+arguments = { path = "note.txt", old = "old", new = "new" }
+[[round]]
+text = "Finished."
+"#;
+
+struct TestLauncher {
+    scenario: String,
+    approval_timeout_seconds: Option<u64>,
+}
+
+#[async_trait]
+impl Launcher for TestLauncher {
+    async fn prepare(&self, _start: &StartRun, _workspace: &Path) -> Result<Prepared, String> {
+        let provider = Arc::new(FakeProvider::new(Scenario::from_toml(&self.scenario).map_err(|e| e.to_string())?));
+        let mut config = Config::default();
+        config.policy.approval_timeout_seconds = self.approval_timeout_seconds;
+        Ok(Prepared {
+            planner: PlannerChoice {
+                kind: "model".into(),
+                provider,
+                model: "fake".into(),
+                tool_choice: ToolChoice::Auto,
+                max_tokens: None,
+            },
+            config,
+            tools: ToolRegistry::builtin(),
+        })
+    }
+    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
+        Ok(ToolRegistry::builtin().specs())
+    }
+    async fn providers(&self) -> Vec<ProviderStatus> {
+        vec![ProviderStatus { name: "fake".into(), reachable: true, models: vec!["fake".into()], error: String::new() }]
+    }
+}
+
+struct Server {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    state: AppState,
+    app: Router,
+    login: String,
+}
+
+async fn server_with(scenario: &str, approval_timeout_seconds: Option<u64>, max_running: usize) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("note.txt"), "old\n").unwrap();
+    let ws = std::fs::canonicalize(&ws).unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
+    let runtime = Runtime {
+        store,
+        redactor: Arc::new(Redactor::new(Vec::new())),
+        approval_key: ApprovalKey::generate(),
+        outputs_dir: dir.path().join("outputs"),
+        snapshots_dir: dir.path().join("snapshots"),
+    };
+    let sessions = Sessions::new(&[9u8; 64], "local:alice").unwrap();
+    let login = sessions.issue_login_token();
+    let state = steward_server::app_state(
+        Arc::new(runtime),
+        Arc::new(TestLauncher { scenario: scenario.to_string(), approval_timeout_seconds }),
+        sessions,
+        ServerOptions { workspaces: vec![ws.clone()], max_running },
+    );
+    let app = steward_server::router(state.clone());
+    Server { _dir: dir, ws, state, app, login }
+}
+
+async fn server(scenario: &str) -> Server {
+    server_with(scenario, None, 4).await
+}
+
+/// A browser: its owner cookie and CSRF token.
+struct Client {
+    cookie: String,
+    csrf: String,
+}
+
+async fn body_text(response: axum::response::Response) -> String {
+    let bytes = axum::body::to_bytes(response.into_body(), 10 << 20).await.unwrap();
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+fn csrf_of(html: &str) -> String {
+    let at = html.find("name=\"csrf-token\" content=\"").unwrap() + "name=\"csrf-token\" content=\"".len();
+    html[at..at + 64].to_string()
+}
+
+fn set_cookie(response: &axum::response::Response) -> Option<String> {
+    response.headers().get(header::SET_COOKIE).map(|v| v.to_str().unwrap().split(';').next().unwrap().to_string())
+}
+
+impl Server {
+    /// A new browser: the first page view gives it an owner.
+    async fn browser(&self) -> Client {
+        let response = self.app.clone().oneshot(Request::get("/").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let cookie = set_cookie(&response).expect("a new browser gets an owner cookie");
+        let csrf = csrf_of(&body_text(response).await);
+        Client { cookie, csrf }
+    }
+
+    async fn call(&self, client: &Client, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let mut request = Request::builder().method(method).uri(path).header(header::COOKIE, &client.cookie);
+        if method != "GET" {
+            request = request.header("x-csrf-token", &client.csrf);
+        }
+        let request = match body {
+            Some(b) => request.header(header::CONTENT_TYPE, "application/json").body(Body::from(b.to_string())),
+            None => request.body(Body::empty()),
+        }
+        .unwrap();
+        let response = self.app.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let text = body_text(response).await;
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    async fn page(&self, client: &Client, path: &str) -> (StatusCode, String) {
+        let request = Request::get(path).header(header::COOKIE, &client.cookie).body(Body::empty()).unwrap();
+        let response = self.app.clone().oneshot(request).await.unwrap();
+        (response.status(), body_text(response).await)
+    }
+
+    async fn start(&self, client: &Client, task: &str) -> String {
+        let (status, body) = self.call(client, "POST", "/api/runs", Some(json!({ "task": task }))).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["id"].as_str().unwrap().to_string()
+    }
+
+    /// Waits until the run has a pending approval and returns its id.
+    async fn pending_approval(&self, client: &Client, run: &str) -> String {
+        for _ in 0..500 {
+            let (_, body) = self.call(client, "GET", &format!("/api/runs/{run}"), None).await;
+            if let Some(a) = body["approvals"].as_array().and_then(|a| a.iter().find(|a| a["status"] == "pending"))
+                && self.state.live.approval_owner(a["id"].as_str().unwrap()).is_some()
+            {
+                return a["id"].as_str().unwrap().to_string();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no pending approval in run {run}");
+    }
+
+    async fn wait_status(&self, client: &Client, run: &str, want: &str) -> Value {
+        for _ in 0..1000 {
+            let (_, body) = self.call(client, "GET", &format!("/api/runs/{run}"), None).await;
+            if body["run"]["status"] == want {
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("run {run} never became {want}");
+    }
+}
+
+#[tokio::test]
+async fn state_changes_need_the_csrf_token_and_same_origin() {
+    let s = server(EDIT).await;
+    let a = s.browser().await;
+    let no_token = Request::post("/api/runs")
+        .header(header::COOKIE, &a.cookie)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json!({"task": "x"}).to_string()))
+        .unwrap();
+    let response = s.app.clone().oneshot(no_token).await.unwrap();
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert!(body_text(response).await.contains("\"csrf\""));
+    let b = s.browser().await;
+    let (status, body) = s
+        .call(
+            &Client { cookie: a.cookie.clone(), csrf: b.csrf.clone() },
+            "POST",
+            "/api/runs",
+            Some(json!({"task": "x"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["class"].as_str()),
+        (StatusCode::FORBIDDEN, Some("csrf")),
+        "another owner's token"
+    );
+    let cross = Request::post("/api/runs")
+        .header(header::COOKIE, &a.cookie)
+        .header("x-csrf-token", &a.csrf)
+        .header(header::HOST, "127.0.0.1:7878")
+        .header(header::ORIGIN, "http://evil.example")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json!({"task": "x"}).to_string()))
+        .unwrap();
+    assert_eq!(s.app.clone().oneshot(cross).await.unwrap().status(), StatusCode::FORBIDDEN);
+    // A forged cookie is not an owner: the request gets a fresh one.
+    let forged = Client { cookie: "steward_owner=local:alice".into(), csrf: a.csrf.clone() };
+    let (status, _) = s.call(&forged, "GET", "/api/runs", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let request = Request::get("/").header(header::COOKIE, "steward_owner=local:alice").body(Body::empty()).unwrap();
+    let response = s.app.clone().oneshot(request).await.unwrap();
+    assert!(set_cookie(&response).is_some(), "an unsigned cookie is replaced");
+    assert!(!body_text(response).await.contains("local:alice"));
+}
+
+#[tokio::test]
+async fn the_login_link_makes_a_browser_the_local_owner_once() {
+    let s = server(EDIT).await;
+    let request = Request::get(format!("/login?token={}", s.login)).body(Body::empty()).unwrap();
+    let response = s.app.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let cookie = response
+        .headers()
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .find(|c| c.contains("local%3Aalice") || c.contains("local:alice"))
+        .expect("cookie naming the local owner");
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    let client = Client { cookie: cookie.split(';').next().unwrap().to_string(), csrf: String::new() };
+    let (_, html) = s.page(&client, "/").await;
+    assert!(html.contains("<code id=\"owner\">local:alice</code>"), "{html}");
+    let again = Request::get(format!("/login?token={}", s.login)).body(Body::empty()).unwrap();
+    assert_eq!(s.app.clone().oneshot(again).await.unwrap().status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn only_the_owner_sees_cancels_and_decides_and_approval_runs_the_call() {
+    let s = server(EDIT).await;
+    let alice = s.browser().await;
+    let mallory = s.browser().await;
+    let run = s.start(&alice, "change the note").await;
+    let approval = s.pending_approval(&alice, &run).await;
+
+    let (status, body) = s.call(&mallory, "GET", &format!("/api/runs/{run}"), None).await;
+    assert_eq!((status, body["error"]["class"].as_str()), (StatusCode::FORBIDDEN, Some("not_owner")));
+    let (status, html) = s.page(&mallory, &format!("/runs/{run}")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(html.contains("not_owner"));
+    for (method, path, body) in [
+        ("POST", format!("/api/approvals/{approval}"), Some(json!({"decision": "approve"}))),
+        ("POST", format!("/api/approvals/{approval}"), Some(json!({"decision": "deny"}))),
+        ("POST", format!("/api/runs/{run}/cancel"), None),
+    ] {
+        let (status, body) = s.call(&mallory, method, &path, body).await;
+        assert_eq!((status, body["error"]["class"].as_str()), (StatusCode::FORBIDDEN, Some("not_owner")), "{path}");
+    }
+    let (_, listed) = s.call(&mallory, "GET", "/api/runs", None).await;
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 0, "another owner's runs are not listed");
+
+    // The run page shows the full arguments, the diff and a countdown.
+    let (status, html) = s.page(&alice, &format!("/runs/{run}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(&format!("data-approval-id=\"{approval}\"")));
+    assert!(html.contains("class=\"countdown\""));
+    assert!(html.contains("-old") && html.contains("+new"), "diff preview shown");
+
+    let (status, body) =
+        s.call(&alice, "POST", &format!("/api/approvals/{approval}"), Some(json!({"decision": "approve"}))).await;
+    assert_eq!((status, body["status"].as_str()), (StatusCode::OK, Some("approved")), "{body}");
+    let done = s.wait_status(&alice, &run, "completed").await;
+    assert_eq!(std::fs::read_to_string(s.ws.join("note.txt")).unwrap(), "new\n");
+    let names: Vec<&str> = done["events"].as_array().unwrap().iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert!(names.contains(&"tool_approved") && names.contains(&"tool_completed"), "{names:?}");
+    let (status, body) =
+        s.call(&alice, "POST", &format!("/api/approvals/{approval}"), Some(json!({"decision": "approve"}))).await;
+    assert_eq!((status, body["error"]["class"].as_str()), (StatusCode::CONFLICT, Some("not_pending")));
+    let (status, body) = s.call(&alice, "POST", &format!("/api/runs/{run}/cancel"), None).await;
+    assert_eq!((status, body["error"]["class"].as_str()), (StatusCode::CONFLICT, Some("not_pending")));
+}
+
+#[tokio::test]
+async fn a_denied_call_never_runs_and_the_model_is_told() {
+    let s = server(EDIT).await;
+    let alice = s.browser().await;
+    let run = s.start(&alice, "change the note").await;
+    let approval = s.pending_approval(&alice, &run).await;
+    let (status, _) = s
+        .call(
+            &alice,
+            "POST",
+            &format!("/api/approvals/{approval}"),
+            Some(json!({"decision": "deny", "reason": "not now"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let done = s.wait_status(&alice, &run, "completed").await;
+    assert_eq!(std::fs::read_to_string(s.ws.join("note.txt")).unwrap(), "old\n");
+    assert!(done["events"].as_array().unwrap().iter().any(|e| e["event"] == "tool_rejected"));
+    assert_eq!(done["approvals"][0]["status"], "denied");
+}
+
+#[tokio::test]
+async fn an_expired_approval_cannot_be_approved() {
+    let s = server_with(EDIT, Some(1), 4).await;
+    let alice = s.browser().await;
+    let run = s.start(&alice, "change the note").await;
+    let approval = s.pending_approval(&alice, &run).await;
+    let done = s.wait_status(&alice, &run, "completed").await;
+    assert_eq!(done["approvals"][0]["status"], "expired");
+    let (status, body) =
+        s.call(&alice, "POST", &format!("/api/approvals/{approval}"), Some(json!({"decision": "approve"}))).await;
+    assert_eq!((status, body["error"]["class"].as_str()), (StatusCode::CONFLICT, Some("expired")));
+    assert_eq!(std::fs::read_to_string(s.ws.join("note.txt")).unwrap(), "old\n");
+}
+
+#[tokio::test]
+async fn runs_beyond_the_limit_queue_and_cancel_reaches_queued_and_waiting_runs() {
+    let s = server_with(EDIT, None, 1).await;
+    let alice = s.browser().await;
+    let first = s.start(&alice, "first").await;
+    s.pending_approval(&alice, &first).await;
+    let (status, body) = s.call(&alice, "POST", "/api/runs", Some(json!({"task": "second"}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!((body["status"].as_str(), body["queue_position"].as_u64()), (Some("queued"), Some(1)));
+    let second = body["id"].as_str().unwrap().to_string();
+    let (_, view) = s.call(&alice, "GET", &format!("/api/runs/{second}"), None).await;
+    assert_eq!(view["run"]["status"], "queued");
+
+    let (status, _) = s.call(&alice, "POST", &format!("/api/runs/{second}/cancel"), None).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    s.wait_status(&alice, &second, "cancelled").await;
+    let (status, _) = s.call(&alice, "POST", &format!("/api/runs/{first}/cancel"), None).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let done = s.wait_status(&alice, &first, "cancelled").await;
+    assert_eq!(done["approvals"][0]["status"], "expired", "cancelling expires the pending approval");
+    assert_eq!(std::fs::read_to_string(s.ws.join("note.txt")).unwrap(), "old\n");
+}
+
+#[tokio::test]
+async fn bad_starts_are_refused_with_reasons() {
+    let s = server(EDIT).await;
+    let alice = s.browser().await;
+    for (body, needle) in [
+        (json!({"task": "  "}), "empty"),
+        (json!({"task": "x", "mode": "roles"}), "roles"),
+        (json!({"task": "x", "workspace": "/"}), "not one this server serves"),
+        (json!({"task": "x", "workspace": "/no/such/dir"}), "/no/such/dir"),
+    ] {
+        let (status, answer) = s.call(&alice, "POST", "/api/runs", Some(body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(answer["error"]["message"].as_str().unwrap().contains(needle), "{answer}");
+    }
+    let inside = s.ws.join("sub");
+    std::fs::create_dir(&inside).unwrap();
+    let (status, _) = s
+        .call(&alice, "POST", "/api/runs", Some(json!({"task": "x", "workspace": inside.display().to_string()})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "a folder inside a served workspace is allowed");
+}
+
+#[tokio::test]
+async fn text_from_runs_is_escaped_in_pages() {
+    let s = server("[[round]]\ntext = \"<img src=x onerror=alert(1)>\"\n").await;
+    let alice = s.browser().await;
+    let run = s.start(&alice, "<script>alert('task')</script>").await;
+    s.wait_status(&alice, &run, "completed").await;
+    let (_, html) = s.page(&alice, &format!("/runs/{run}")).await;
+    assert!(!html.contains("<script>alert") && html.contains("&lt;script&gt;"), "task escaped");
+    assert!(!html.contains("<img src=x") && html.contains("&lt;img"), "model text escaped");
+    let (_, index) = s.page(&alice, "/").await;
+    assert!(!index.contains("<script>alert"));
+}
+
+#[tokio::test]
+async fn memory_is_per_owner() {
+    let s = server(EDIT).await;
+    let alice = s.browser().await;
+    let bob = s.browser().await;
+    let (status, fact) = s.call(&alice, "POST", "/api/memory", Some(json!({"text": "the build uses cargo"}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{fact}");
+    let id = fact["id"].as_str().unwrap().to_string();
+    let (_, listed) = s.call(&bob, "GET", "/api/memory", None).await;
+    assert_eq!(listed["facts"].as_array().unwrap().len(), 0);
+    let (status, _) = s.call(&bob, "DELETE", &format!("/api/memory/{id}"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = s.call(&alice, "POST", "/api/memory", Some(json!({"text": "x".repeat(301)}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, _) = s.call(&alice, "DELETE", &format!("/api/memory/{id}"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, listed) = s.call(&alice, "GET", "/api/memory", None).await;
+    assert_eq!(listed["facts"].as_array().unwrap().len(), 0);
+}
+
+/// Reads an SSE body until `until` returns true; returns the `(id, event)` pairs seen.
+async fn read_sse(response: reqwest::Response, until: impl Fn(&str) -> bool) -> Vec<(u64, String)> {
+    use futures::StreamExt;
+    let mut stream = response.bytes_stream();
+    let mut buffer = String::new();
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while let Ok(Some(chunk)) = tokio::time::timeout_at(deadline, stream.next()).await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let id = block.lines().find_map(|l| l.strip_prefix("id:")).map(|v| v.trim().parse().unwrap());
+            let name = block.lines().find_map(|l| l.strip_prefix("event:")).map(|v| v.trim().to_string());
+            if let (Some(id), Some(name)) = (id, name) {
+                let stop = until(&name);
+                seen.push((id, name));
+                if stop {
+                    return seen;
+                }
+            }
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn the_event_stream_is_live_and_resumes_after_last_event_id() {
+    let s = server(EDIT).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let served = tokio::spawn(steward_server::serve(s.state.clone(), listener, stop.clone()));
+    let alice = s.browser().await;
+    let run = s.start(&alice, "change the note").await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let url = format!("http://{addr}/api/runs/{run}/events");
+    let response = http.get(&url).header(header::COOKIE, &alice.cookie).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/event-stream"));
+    // Live: the approval request arrives while the run waits on it; approve it meanwhile.
+    let approval = s.pending_approval(&alice, &run).await;
+    let (status, _) =
+        s.call(&alice, "POST", &format!("/api/approvals/{approval}"), Some(json!({"decision": "approve"}))).await;
+    assert_eq!(status, StatusCode::OK);
+    let all = read_sse(response, |name| name == "run_completed").await;
+    let ids: Vec<u64> = all.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>(), "every event once, in order");
+    assert!(all.iter().any(|(_, n)| n == "tool_approval_required"));
+    assert_eq!(all.last().unwrap().1, "run_completed");
+
+    let resumed =
+        http.get(&url).header(header::COOKIE, &alice.cookie).header("Last-Event-ID", "3").send().await.unwrap();
+    let rest = read_sse(resumed, |name| name == "run_completed").await;
+    assert_eq!(rest.first().map(|(id, _)| *id), Some(4), "resumes after Last-Event-ID");
+    assert_eq!(rest.len(), all.len() - 3);
+
+    let mallory = s.browser().await;
+    let denied = http.get(&url).header(header::COOKIE, &mallory.cookie).send().await.unwrap();
+    assert_eq!(denied.status(), 403);
+    stop.cancel();
+    served.await.unwrap().unwrap();
+}

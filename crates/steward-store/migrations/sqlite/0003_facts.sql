@@ -1,0 +1,10 @@
+-- Remembered facts: short texts an owner asked to keep, shown to the model each round.
+-- One row per fact; `created_at` (RFC 3339 TEXT, fixed width) gives the order users see.
+
+CREATE TABLE IF NOT EXISTS facts (
+    id         TEXT PRIMARY KEY NOT NULL,
+    owner_id   TEXT NOT NULL,
+    text       TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS facts_owner ON facts (owner_id, created_at);
