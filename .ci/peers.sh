@@ -11,10 +11,13 @@
 #     missing) and npm playwright-core, which drives it for the web UI's browser tests
 #     (tests/browser/flow.mjs); Playwright's own browser download does not work offline, so
 #     playwright-core is always launched with executablePath /usr/bin/chromium
+#   - schemathesis (PyPI), in a venv, which fuzzes the JSON API of `steward serve` against its
+#     OpenAPI document for steward-cli's `peer_schemathesis_api` test
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
 # STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR,
-# STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT) as `export` lines on stdout.
+# STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT, STEWARD_TEST_SCHEMATHESIS) as `export` lines
+# on stdout.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
@@ -24,6 +27,7 @@ MCP_SERVERS_VERSION=2026.8.31
 NODE22_VERSION=22.23.5
 INSPECTOR_VERSION=2.12.0
 PLAYWRIGHT_VERSION=1.64.1
+SCHEMATHESIS_VERSION=4.32.5
 CHROMIUM=/usr/bin/chromium
 mkdir -p "$CACHE"
 
@@ -115,6 +119,19 @@ else
   log "playwright-core $PLAYWRIGHT_VERSION cached"
 fi
 
+# --- schemathesis -------------------------------------------------------------------------
+SCHEMATHESIS_VENV="$CACHE/schemathesis-$SCHEMATHESIS_VERSION"
+if ! "$SCHEMATHESIS_VENV/bin/st" --version >/dev/null 2>&1; then
+  log "installing schemathesis $SCHEMATHESIS_VERSION"
+  rm -rf "$SCHEMATHESIS_VENV"
+  python3 -m venv "$SCHEMATHESIS_VENV"
+  export PIP_CACHE_DIR="$CACHE/pip"
+  "$SCHEMATHESIS_VENV/bin/pip" install --quiet --upgrade pip >&2
+  "$SCHEMATHESIS_VENV/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION" >&2
+else
+  log "schemathesis $SCHEMATHESIS_VERSION cached"
+fi
+
 echo "export STEWARD_TEST_LLAMA_PYTHON=$LLAMA_VENV/bin/python"
 echo "export STEWARD_TEST_AIMOCK=$AIMOCK_DIR/node_modules/.bin/llmock"
 echo "export STEWARD_TEST_MCP_EVERYTHING=$MCP_DIR/node_modules/.bin/mcp-server-everything"
@@ -123,3 +140,4 @@ echo "export STEWARD_TEST_NODE22=$NODE22"
 echo "export STEWARD_TEST_MCP_INSPECTOR=$INSPECTOR_JS"
 echo "export STEWARD_TEST_CHROMIUM=$CHROMIUM"
 echo "export STEWARD_TEST_PLAYWRIGHT=$PLAYWRIGHT_DIR"
+echo "export STEWARD_TEST_SCHEMATHESIS=$SCHEMATHESIS_VENV/bin/st"

@@ -25,7 +25,10 @@ use tokio_util::sync::CancellationToken;
 
 /// `steward bench` options.
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    mode: Option<BenchMode>,
     /// Tool-call steps per run.
     #[arg(long, default_value_t = 20)]
     steps: u32,
@@ -38,6 +41,13 @@ pub struct BenchArgs {
     /// Audit records written in the batched append measurement.
     #[arg(long, default_value_t = 50_000)]
     audit_records: u32,
+}
+
+/// Other measurements.
+#[derive(clap::Subcommand)]
+enum BenchMode {
+    /// `steward serve`: memory per run parked on an approval, and event latency to many connected clients.
+    Serve(crate::bench_serve::BenchServeArgs),
 }
 
 struct NoopRead(ToolSpec);
@@ -68,6 +78,9 @@ impl EventObserver for StepClock {
 
 /// Runs the benchmark and prints what it measured.
 pub async fn run(args: BenchArgs) -> Result<u8> {
+    if let Some(BenchMode::Serve(serve)) = args.mode {
+        return crate::bench_serve::run(serve).await;
+    }
     println!(
         "steward bench: wall time per tool-call step (fake planner call + context + policy + audit 'approved' + \
          no-op tool + audit 'completed' + events), {} steps x {} runs per line",
@@ -221,6 +234,7 @@ async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> 
             observer: clock.clone(),
             cancel: CancellationToken::new(),
             run_id: None,
+            roles: None,
         };
         handles.push(tokio::spawn(async move {
             let result = steward_core::run_task(&runtime, request).await;
@@ -262,7 +276,7 @@ fn planner(steps: u32) -> PlannerChoice {
 }
 
 /// CPU time (user + system) used by this process so far, all threads included.
-fn cpu_time() -> Duration {
+pub(crate) fn cpu_time() -> Duration {
     // SAFETY: getrusage only writes into the struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {

@@ -129,6 +129,7 @@ impl LocalRuns {
             observer,
             cancel: self.cancel.child_token(),
             run_id: None,
+            roles: None,
         })
     }
 }

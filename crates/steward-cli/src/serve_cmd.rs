@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use clap::Args;
-use steward_core::Runtime;
 use steward_core::planner::PlannerOverrides;
+use steward_core::{RunMode, Runtime};
 use steward_protocol::ToolSpec;
 use steward_server::{Launcher, Prepared, ProviderStatus, ServerOptions, Sessions, StartRun};
 use steward_store::StoreOptions;
@@ -139,9 +139,19 @@ impl Launcher for CliLauncher {
             model: non_empty(&start.model),
             ..PlannerOverrides::default()
         };
+        let mode = match non_empty(&start.mode) {
+            Some(name) => RunMode::parse(&name).ok_or_else(|| format!("unknown mode `{name}`: use loop or roles"))?,
+            None => config.run.mode.unwrap_or_default(),
+        };
+        let (planner, roles) = match mode {
+            RunMode::Loop => (steward_core::planner::resolve(&config, &overrides, &env_lookup)?, None),
+            RunMode::Roles => {
+                let plan = steward_core::planner::resolve_roles(&config, &overrides, &env_lookup)?;
+                (plan.planner.clone(), Some(plan))
+            }
+        };
         let tools = registry(&config, workspace).await.map_err(|e| format!("{e:#}"))?;
-        let planner = steward_core::planner::resolve(&config, &overrides, &env_lookup)?;
-        Ok(Prepared { planner, config, tools })
+        Ok(Prepared { planner, config, tools, roles })
     }
 
     async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, String> {

@@ -2,7 +2,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, ApprovalScope, Approver};
@@ -30,6 +30,8 @@ pub struct Human {
     mid_line: AtomicBool,
     /// True when the last planner stage streamed its text (so the final answer was shown).
     streamed: Mutex<String>,
+    /// The stage whose text was printed last (role stages get a heading when it changes).
+    last_stage: Mutex<String>,
 }
 
 impl Human {
@@ -56,7 +58,12 @@ impl EventObserver for Human {
                     s.clear();
                 }
             }
-            EventKind::StageChunk { text, .. } => {
+            EventKind::StageChunk { stage, text } => {
+                let switched =
+                    self.last_stage.lock().map(|mut last| std::mem::replace(&mut *last, stage.clone()) != *stage);
+                if switched.unwrap_or(false) && stage != "planner" {
+                    self.line(&format!("── {stage} ──"));
+                }
                 let mut out = std::io::stdout().lock();
                 let _ = write!(out, "{text}");
                 let _ = out.flush();
@@ -65,7 +72,9 @@ impl EventObserver for Human {
                     s.push_str(text);
                 }
             }
-            EventKind::StageFailed { error, class, .. } => self.line(&format!("✗ planner failed [{class}]: {error}")),
+            EventKind::StageFailed { stage, error, class, .. } => {
+                self.line(&format!("✗ {stage} failed [{class}]: {error}"))
+            }
             EventKind::ToolRequested { tool, arguments, .. } => {
                 let args = steward_protocol::truncate_chars(&arguments.to_string(), 300).to_string();
                 self.line(&format!("→ {tool} {args}"));
@@ -157,10 +166,16 @@ fn stdin_lines() -> &'static tokio::sync::Mutex<tokio::sync::mpsc::UnboundedRece
 
 /// Asks on the terminal (prompt on stderr, answer on stdin) with a countdown to expiry.
 /// Input typed before the prompt appeared is discarded, so nothing is approved unseen.
-/// When stdin is not a terminal nobody can answer: `NoApprover` (fail closed).
+/// While the prompt waits, a decision made by the same owner in `steward serve`'s web UI
+/// (recorded in `store`) answers it too. When stdin is not a terminal nobody can answer:
+/// `NoApprover` (fail closed).
 pub struct TerminalApprover {
     pub owner_id: String,
+    pub store: Arc<dyn steward_store::Store>,
 }
+
+/// How often a waiting prompt looks for a decision made in the web UI.
+const BROWSER_DECISION_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 #[async_trait]
 impl Approver for TerminalApprover {
@@ -208,7 +223,18 @@ impl Approver for TerminalApprover {
             }
         });
         let _stop_ticker = AbortOnDrop(ticker);
-        let line = lines.recv().await;
+        let line = tokio::select! {
+            line = lines.recv() => line,
+            answer = steward_core::approval::stored_decision(self.store.as_ref(), request, token, BROWSER_DECISION_POLL) => {
+                let how = match &answer {
+                    ApprovalAnswer::Approve { decided_by, .. } => format!("approved in the web UI by {decided_by}"),
+                    ApprovalAnswer::Reject { decided_by, .. } => format!("denied in the web UI by {decided_by}"),
+                    ApprovalAnswer::NoApprover => "no answer".to_string(),
+                };
+                eprintln!("\n└ {how}");
+                return answer;
+            }
+        };
         eprintln!();
         let approve =
             |scope| ApprovalAnswer::Approve { token: token.to_string(), decided_by: self.owner_id.clone(), scope };

@@ -1,5 +1,6 @@
 //! The agent loop (SPEC A1–A3): plan → gate and run the proposed tool calls → show the
-//! results → plan again, until the planner answers or a limit stops the run.
+//! results → plan again, until the planner answers or a limit stops the run. In `roles` mode
+//! the role pipeline ([`crate::roles`]) takes the planner's answer on from there.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::context::{self, RoundRecord};
 use crate::events::{ChunkRedactor, EventEmitter, EventObserver};
 use crate::interrupt::{Interrupt, Interruptible};
 use crate::orchestrator::{CallAbort, CallContext, handle_call, refuse_call};
+use crate::roles::RolePlan;
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// What every run of this process shares.
@@ -75,6 +77,9 @@ pub struct RunRequest {
     /// The run's id when the caller chose it beforehand (a server names a queued run before it
     /// starts); `None` gives a fresh `run_…` id.
     pub run_id: Option<String>,
+    /// `Some` runs the role pipeline after the planner (`mode = roles`, SPEC O1–O3; set
+    /// `planner` to [`RolePlan::planner`]); `None` runs the agent loop alone.
+    pub roles: Option<RolePlan>,
 }
 
 /// Errors before a run could start (nothing was recorded) or from storage while it ran.
@@ -101,8 +106,8 @@ impl RunError {
 /// Longest approval or grant lifetime accepted, in seconds (larger settings are clamped).
 const TEN_YEARS_S: u64 = 10 * 365 * 24 * 3600;
 
-/// How the loop ended.
-enum Ending {
+/// How the loop (or the role pipeline after it) ended.
+pub(crate) enum Ending {
     Answered(String),
     Limit(StopReason, String),
     Interrupted(Interrupt),
@@ -122,6 +127,9 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     let workspace = Arc::new(workspace);
     let policy = Policy::new(&req.config.policy).map_err(|e| RunError::Config(e.to_string()))?;
     let chains = Chains::new(&req.config.chains, &req.tools).map_err(RunError::Config)?;
+    if let Some(plan) = &req.roles {
+        plan.check().map_err(RunError::Config)?;
+    }
     let limits = req.config.limits.clone();
     let started = Instant::now();
     let interrupt = Interruptible {
@@ -253,8 +261,9 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         };
         events.emit(EventKind::StageStarted { stage: "planner".into(), round }).await?;
         let stage_started = Instant::now();
-        let reply =
-            interrupt.run(stream_stage(req.planner.provider.as_ref(), &request, &events, rt.redactor.clone())).await;
+        let reply = interrupt
+            .run(stream_stage(req.planner.provider.as_ref(), "planner", &request, &events, rt.redactor.clone()))
+            .await;
         let stage_ms = stage_started.elapsed().as_millis() as u64;
         let reply = match reply {
             Err(i) => break Ending::Interrupted(i),
@@ -346,6 +355,29 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         if rounds.len() as u32 >= limits.max_rounds {
             break Ending::Limit(StopReason::MaxRounds, what_we_have(&rounds));
         }
+    };
+
+    // In `roles` mode the planner's answer goes on to the drafters, the critic, the reviewer and
+    // the synthesizer; so does what it had when a round or tool-call limit stopped it (the run
+    // then keeps that limit as its stop reason).
+    let stages = crate::roles::Stages {
+        events: &events,
+        redactor: &rt.redactor,
+        interrupt: &interrupt,
+        instructions: instructions_for_model.as_deref(),
+        facts: facts_for_model.as_deref(),
+        max_context_chars: limits.max_context_chars,
+    };
+    let ending = match (&req.roles, ending) {
+        (Some(plan), Ending::Answered(text)) => {
+            let findings = rt.redactor.redact(&text);
+            crate::roles::run_pipeline(&stages, plan, &task_for_model, &findings, None, &mut usage).await?
+        }
+        (Some(plan), Ending::Limit(reason @ (StopReason::MaxRounds | StopReason::MaxToolCalls), text)) => {
+            let findings = rt.redactor.redact(&text);
+            crate::roles::run_pipeline(&stages, plan, &task_for_model, &findings, Some(reason), &mut usage).await?
+        }
+        (_, ending) => ending,
     };
 
     // The end: record it, publish it.
@@ -452,14 +484,19 @@ async fn record_invalid(
     Ok(())
 }
 
-enum StageError {
+/// Why a stage's model call produced no reply.
+pub(crate) enum StageError {
+    /// The provider failed.
     Provider(steward_provider::ProviderError),
+    /// An event could not be stored.
     Storage(StoreError),
 }
 
-/// One planner call, publishing its text as `stage_chunk` events while it streams.
-async fn stream_stage(
+/// One model call of stage `stage`, publishing its text as `stage_chunk` events while it
+/// streams.
+pub(crate) async fn stream_stage(
     provider: &dyn Provider,
+    stage: &str,
     request: &ChatRequest,
     events: &EventEmitter,
     redactor: Arc<Redactor>,
@@ -478,12 +515,12 @@ async fn stream_stage(
         while let Some(text) = rx.recv().await {
             let ready = chunks.push(&text);
             if !ready.is_empty() {
-                events.emit(EventKind::StageChunk { stage: "planner".into(), text: ready }).await?;
+                events.emit(EventKind::StageChunk { stage: stage.into(), text: ready }).await?;
             }
         }
         let rest = chunks.finish();
         if !rest.is_empty() {
-            events.emit(EventKind::StageChunk { stage: "planner".into(), text: rest }).await?;
+            events.emit(EventKind::StageChunk { stage: stage.into(), text: rest }).await?;
         }
         Ok::<(), StoreError>(())
     };

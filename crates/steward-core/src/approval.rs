@@ -87,6 +87,38 @@ pub async fn wait_for_answer(
     }
 }
 
+/// Waits for a decision on `request` recorded in `store` by another process (the web UI
+/// answering a run that executes in a terminal), polling every `poll`. Returns the answer to
+/// give, presenting `token` (this process's own decision token) for an approval; the
+/// orchestrator still checks the decider and the expiry. Never returns when no decision
+/// comes: race it against the other ways of answering and the expiry.
+pub async fn stored_decision(
+    store: &dyn steward_store::Store,
+    request: &ApprovalRequest,
+    token: &str,
+    poll: std::time::Duration,
+) -> ApprovalAnswer {
+    loop {
+        match store.approval_decision(&request.id).await {
+            Ok(Some(d)) if d.approve => {
+                let scope = match d.scope.as_str() {
+                    "run" => ApprovalScope::Run,
+                    "workspace" => ApprovalScope::Workspace,
+                    _ => ApprovalScope::Once,
+                };
+                return ApprovalAnswer::Approve { token: token.to_string(), decided_by: d.decided_by, scope };
+            }
+            Ok(Some(d)) => {
+                let reason = if d.reason.is_empty() { "denied by the owner".to_string() } else { d.reason };
+                return ApprovalAnswer::Reject { reason, decided_by: d.decided_by };
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("reading approval decisions: {e}"),
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
 /// The secret key for decision tokens (SPEC S4: from the environment or generated at first
 /// start into `$STEWARD_HOME` with owner-only permissions; never in source).
 #[derive(Clone)]

@@ -73,6 +73,91 @@ pub struct RawRun {
     pub provider: Option<String>,
     /// Model id.
     pub model: Option<String>,
+    /// `loop` (default: the planner answers) or `roles` (the role pipeline, SPEC O1–O3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::roles::RunMode>,
+}
+
+/// `[roles.NAME]`: who plays one role of the role pipeline (SPEC O1, P9).
+///
+/// ```toml
+/// [roles.local_drafter]
+/// provider = "ollama"          # a preset or a [providers.NAME] entry
+/// model = "qwen2.5:7b"         # optional: default, the provider's default model
+/// [roles.cloud_drafter]
+/// provider = "openai"
+/// ```
+///
+/// A role without an entry is played by the run's planner provider and model.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfig {
+    /// Provider name: a preset or a `[providers.NAME]` entry.
+    pub provider: String,
+    /// Model id (default: the provider's `default_model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// `[roles]`: one optional entry per role; other names are refused.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawRoles {
+    /// `[roles.planner]`: the planner stage (the agent loop with tools). Without it, the
+    /// planner chosen as in loop mode; a planner named on the command line wins over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<RoleConfig>,
+    /// `[roles.local_drafter]`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_drafter: Option<RoleConfig>,
+    /// `[roles.cloud_drafter]`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_drafter: Option<RoleConfig>,
+    /// `[roles.critic]`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critic: Option<RoleConfig>,
+    /// `[roles.reviewer]`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<RoleConfig>,
+    /// `[roles.synthesizer]`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synthesizer: Option<RoleConfig>,
+}
+
+impl RawRoles {
+    /// The entry of `role`, if configured.
+    pub fn get(&self, role: crate::roles::RoleName) -> Option<&RoleConfig> {
+        use crate::roles::RoleName;
+        match role {
+            RoleName::Planner => self.planner.as_ref(),
+            RoleName::LocalDrafter => self.local_drafter.as_ref(),
+            RoleName::CloudDrafter => self.cloud_drafter.as_ref(),
+            RoleName::Critic => self.critic.as_ref(),
+            RoleName::Reviewer => self.reviewer.as_ref(),
+            RoleName::Synthesizer => self.synthesizer.as_ref(),
+        }
+    }
+
+    /// The first entry with an empty `provider` or `model`: `(key, message)`.
+    fn check(&self) -> Result<(), (String, String)> {
+        for role in crate::roles::RoleName::ALL {
+            let Some(entry) = self.get(role) else { continue };
+            let name = role.as_str();
+            if entry.provider.trim().is_empty() {
+                return Err((
+                    format!("roles.{name}.provider"),
+                    format!("roles.{name}.provider is empty: name a preset or a [providers.NAME] entry"),
+                ));
+            }
+            if entry.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+                return Err((
+                    format!("roles.{name}.model"),
+                    format!("roles.{name}.model is empty: leave it out to use the provider's default model"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Sandbox settings (SPEC C3).
@@ -128,6 +213,8 @@ pub struct RawConfig {
     /// `[providers.NAME]`
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[roles.NAME]` (SPEC O1)
+    pub roles: Option<RawRoles>,
     /// `[policy]`
     pub policy: Option<PolicyConfig>,
     /// `[limits]`
@@ -192,6 +279,8 @@ pub struct Config {
     pub run: RawRun,
     /// Providers declared in files (presets are added by the caller when named).
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// Who plays each role in `roles` mode.
+    pub roles: RawRoles,
     /// The policy manifest.
     pub policy: PolicyConfig,
     /// Limits.
@@ -231,7 +320,7 @@ impl Config {
     ///
     /// A workspace's own files come with the repository, so unless the user trusts the
     /// workspace (`[trust] workspaces` in the user's configuration) they may only make things
-    /// stricter: `[providers]`, `[run]`, `[sandbox]`, `[shell]`, `[trust]`, and the command-running
+    /// stricter: `[providers]`, `[run]`, `[roles]`, `[sandbox]`, `[shell]`, `[trust]`, and the command-running
     /// `[[tool]]`, `[[hook]]` and `[[tool_call_chain]]` entries are ignored, and in
     /// `[policy]` only `blocked_actions`, `deny_path`, `context_rules`,
     /// `max_tool_calls_per_run` and rules that deny or ask are kept — added to the user's, never
@@ -314,6 +403,9 @@ impl Config {
         if let Err((_, message)) = check_limits(&l) {
             return Err(ConfigError::Resolve(message));
         }
+        if let Some(Err((_, message))) = raw.roles.as_ref().map(RawRoles::check) {
+            return Err(ConfigError::Resolve(message));
+        }
         if let Some(bad) = raw
             .sandbox
             .as_ref()
@@ -326,6 +418,7 @@ impl Config {
         Ok(Config {
             run: raw.run.unwrap_or_default(),
             providers: raw.providers,
+            roles: raw.roles.unwrap_or_default(),
             policy: raw.policy.unwrap_or_default(),
             limits,
             sandbox: raw.sandbox.unwrap_or_default(),
@@ -472,9 +565,11 @@ fn is_trusted(user: &toml::Table, workspace: &Path) -> bool {
 fn restrict_untrusted(table: &mut toml::Table) -> Vec<String> {
     let mut ignored = Vec::new();
     // `tool`, `hook` and `tool_call_chain` would run commands the workspace chose.
+    // `roles` names providers, like `run` and `providers`: it decides where data is sent.
     for key in [
         "providers",
         "run",
+        "roles",
         "sandbox",
         "trust",
         "shell",
@@ -603,6 +698,12 @@ fn parse_file(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
         let line = text.find(key).map(|at| line_of(text, at)).unwrap_or(0);
         return Err(ConfigError::Invalid { path: path.to_path_buf(), line, message });
     }
+    if let Some(roles) = &checked.roles
+        && let Err((key, message)) = roles.check()
+    {
+        let line = role_key_line(text, &key).unwrap_or(0);
+        return Err(ConfigError::Invalid { path: path.to_path_buf(), line, message });
+    }
     check_tools_and_filters(path, text, &checked)?;
     Ok(table)
 }
@@ -670,6 +771,19 @@ fn check_tools_and_filters(path: &Path, text: &str, checked: &RawConfig) -> Resu
         }
     }
     Ok(())
+}
+
+/// The line of the `roles.ROLE.KEY` value in `text` (`key` is that dotted name).
+fn role_key_line(text: &str, key: &str) -> Option<usize> {
+    #[derive(Deserialize)]
+    struct File {
+        roles: BTreeMap<String, BTreeMap<String, toml::Spanned<toml::Value>>>,
+    }
+    let mut parts = key.split('.').skip(1);
+    let (role, field) = (parts.next()?, parts.next()?);
+    let file: File = toml::from_str(text).ok()?;
+    let span = file.roles.get(role)?.get(field)?.span();
+    Some(line_of(text, span.start))
 }
 
 /// Lower bounds of the limits: `(key, message)` of the first one broken.

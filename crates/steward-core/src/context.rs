@@ -35,7 +35,21 @@ pub fn assemble(
     rounds: &[RoundRecord],
     max_context_chars: usize,
 ) -> Vec<Message> {
-    let mut system = RULES.to_string();
+    let mut messages = vec![Message::system(system_text(RULES, instructions, facts)), Message::user(task)];
+    for round in rounds {
+        messages.push(Message::assistant(round.text.clone(), round.calls.clone()));
+        for (call, (content, is_error)) in round.calls.iter().zip(&round.results) {
+            messages.push(Message::tool_result(call.id.clone(), content.clone(), *is_error));
+        }
+    }
+    compact(&mut messages, max_context_chars);
+    messages
+}
+
+/// A system message: `rules`, then the workspace's instructions and the owner's remembered
+/// facts when there are any.
+pub fn system_text(rules: &str, instructions: Option<&str>, facts: Option<&str>) -> String {
+    let mut system = rules.to_string();
     if let Some(text) = instructions.filter(|t| !t.trim().is_empty()) {
         system.push_str("\n\nInstructions from the workspace's AGENTS.md:\n");
         system.push_str(text);
@@ -46,15 +60,7 @@ pub fn assemble(
         system.push_str("\n\n");
         system.push_str(facts);
     }
-    let mut messages = vec![Message::system(system), Message::user(task)];
-    for round in rounds {
-        messages.push(Message::assistant(round.text.clone(), round.calls.clone()));
-        for (call, (content, is_error)) in round.calls.iter().zip(&round.results) {
-            messages.push(Message::tool_result(call.id.clone(), content.clone(), *is_error));
-        }
-    }
-    compact(&mut messages, max_context_chars);
-    messages
+    system
 }
 
 fn size(messages: &[Message]) -> usize {

@@ -1,5 +1,6 @@
-//! The agent loop and its composition (SPEC A, C): planners, tools, configuration, and the
-//! orchestrator that runs policy → approval → sandboxed execution → audit for every tool call.
+//! The agent loop and its composition (SPEC A, C, O): planners, the role pipeline, tools,
+//! configuration, and the orchestrator that runs policy → approval → sandboxed execution →
+//! audit for every tool call.
 #![deny(missing_docs)]
 
 pub mod agent;
@@ -15,7 +16,9 @@ pub mod memory;
 mod orchestrator;
 pub mod planner;
 pub mod recovery;
+pub mod roles;
 pub mod rollback;
 pub mod tools;
 
 pub use agent::{PlannerChoice, RunError, RunRequest, Runtime, run_task};
+pub use roles::{Locality, RoleAssignment, RoleName, RolePlan, RunMode};

@@ -121,6 +121,7 @@ async fn run(
         observer: recorder.clone(),
         cancel: CancellationToken::new(),
         run_id: None,
+        roles: None,
     };
     (run_task(&h.runtime, request).await.unwrap(), recorder)
 }
@@ -201,6 +202,7 @@ async fn cancelling_while_waiting_expires_the_approval_and_cancels_the_run() {
         observer: recorder.clone(),
         cancel: cancel.clone(),
         run_id: None,
+        roles: None,
     };
     let canceller = tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;

@@ -92,6 +92,7 @@ async fn run(ws: &std::path::Path, toml: &str, config: Config, tools: ToolRegist
         observer: recorder.clone(),
         cancel: CancellationToken::new(),
         run_id: None,
+        roles: None,
     };
     run_task(&runtime, request).await.unwrap();
     let events = recorder.0.lock().unwrap().clone();

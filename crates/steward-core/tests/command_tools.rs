@@ -152,6 +152,7 @@ async fn run(h: &Harness, config: Config, scenario_json: &str, approve: bool) ->
         observer: recorder.clone(),
         cancel: CancellationToken::new(),
         run_id: None,
+        roles: None,
     };
     let record = run_task(&h.runtime, request).await.unwrap();
     let events = recorder.0.lock().unwrap().clone();

@@ -205,6 +205,7 @@ async fn run_in(
         observer: recorder.clone(),
         cancel,
         run_id: None,
+        roles: None,
     };
     let started = Instant::now();
     let result = run_task(&runtime, request).await;

@@ -1,80 +1,311 @@
-//! The JSON API under `/api` (documented in `docs/api.md`). Every route acts for the
-//! request's owner ([`Session`]); state-changing routes need the CSRF header.
+//! The JSON API under `/api` (described by the OpenAPI document `docs/openapi.json`, served at
+//! `GET /api/openapi.json`; see [`crate::openapi`]). Every route acts for the request's owner
+//! ([`Session`]); state-changing routes need the CSRF header. Every error, including a body or
+//! query the extractors refuse, answers with the JSON body of [`ErrorBody`].
 
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use futures::Stream;
-use serde::Deserialize;
-use serde_json::{Value, json};
-use steward_store::GrantScope;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use steward_protocol::{ApprovalRequest, Event, ToolSpec};
+use steward_store::{FactRecord, GrantScope};
+use utoipa::{IntoParams, ToSchema};
 
-use crate::error::ApiError;
-use crate::runs;
+use crate::error::{ApiError, ErrorBody};
+use crate::openapi::{ApprovalRequestDoc, EventDoc, FactRecordDoc, ToolSpecDoc, string_enum};
+use crate::runs::{self, RunView, Started};
 use crate::session::Session;
 use crate::sse;
-use crate::state::{AppState, StartRun};
+use crate::state::{AppState, ProviderStatus, StartRun};
 
 /// Runs listed by `GET /api/runs`.
 const LIST_LIMIT: usize = 200;
 
-/// `POST /api/runs` → 201 `{id, status, queue_position}`.
+/// A JSON request body; a body that is not JSON or does not fit answers with the API's JSON
+/// error (400 `invalid`, 413 when too large, 415 without `Content-Type: application/json`).
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let Json(value) = Json::<T>::from_request(request, state).await?;
+        Ok(ApiJson(value))
+    }
+}
+
+/// Path parameters; a malformed one answers with the API's JSON error (400 `invalid`).
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let axum::extract::Path(value) = axum::extract::Path::<T>::from_request_parts(parts, state).await?;
+        Ok(ApiPath(value))
+    }
+}
+
+/// A query string; a malformed one answers with the API's JSON error (400 `invalid`).
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let axum::extract::Query(value) = axum::extract::Query::<T>::from_request_parts(parts, state).await?;
+        Ok(ApiQuery(value))
+    }
+}
+
+/// The caller's runs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunList {
+    /// Newest first, at most 200.
+    pub runs: Vec<RunView>,
+}
+
+/// A run with everything it recorded.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunTrace {
+    /// The run.
+    pub run: RunView,
+    /// Its events in order (`seq` 1, 2, …).
+    #[schema(value_type = Vec<EventDoc>)]
+    pub events: Vec<Event>,
+    /// Its approval requests; pending ones of a run that has ended show as `expired`.
+    #[schema(value_type = Vec<ApprovalRequestDoc>)]
+    pub approvals: Vec<ApprovalRequest>,
+}
+
+/// What a state-changing request did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatusReply {
+    /// `cancelling` (cancel), `approved` or `denied` (decide), `revoked` (revoke a grant),
+    /// `forgotten` (forget a fact).
+    #[schema(schema_with = status_schema)]
+    pub status: &'static str,
+}
+
+fn status_schema() -> utoipa::openapi::Object {
+    string_enum(&["cancelling", "approved", "denied", "revoked", "forgotten"], "What the request did.")
+}
+
+/// A remembered approval of the caller.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GrantView {
+    /// `grt_…`.
+    pub id: String,
+    /// The tool it covers.
+    pub tool: String,
+    /// `run` (later calls in the same run) or `workspace` (any run of the owner there).
+    #[schema(schema_with = grant_scope_schema)]
+    pub scope: &'static str,
+    /// The run it was given in.
+    pub run_id: String,
+    /// Canonical workspace path.
+    pub workspace: String,
+    /// The approval it came from.
+    pub approval_id: String,
+    /// When it was given.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it stops counting.
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+    /// When it was revoked, if it was.
+    #[schema(required = true)]
+    pub revoked_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// `active`, `revoked` or `expired` (a run grant also ends with its run).
+    #[schema(schema_with = grant_state_schema)]
+    pub state: &'static str,
+}
+
+fn grant_scope_schema() -> utoipa::openapi::Object {
+    string_enum(&["run", "workspace"], "How far the grant reaches.")
+}
+
+fn grant_state_schema() -> utoipa::openapi::Object {
+    string_enum(&["active", "revoked", "expired"], "Whether the grant still counts.")
+}
+
+/// The caller's remembered approvals.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GrantList {
+    /// Oldest first.
+    pub grants: Vec<GrantView>,
+}
+
+/// Configured and preset providers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProviderList {
+    /// Each with its reachability.
+    pub providers: Vec<ProviderStatus>,
+}
+
+/// The tools a run in a workspace is offered.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolList {
+    /// The resolved workspace (canonical path).
+    pub workspace: String,
+    /// The tools.
+    #[schema(value_type = Vec<ToolSpecDoc>)]
+    pub tools: Vec<ToolSpec>,
+}
+
+/// The caller's remembered facts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FactList {
+    /// Oldest first.
+    #[schema(value_type = Vec<FactRecordDoc>)]
+    pub facts: Vec<FactRecord>,
+}
+
+/// Starts a run.
+///
+/// The run waits in a queue when the server's concurrency limit is reached.
+#[utoipa::path(
+    post,
+    path = "/api/runs",
+    tag = "runs",
+    request_body = StartRun,
+    security(("owner_cookie" = [], "csrf_token" = [])),
+    responses(
+        (status = 201, description = "Started or queued", body = Started),
+        (status = 400, body = ErrorBody, description = "`invalid`: a blank or too long task, an unknown mode, a \
+            workspace this server does not serve, a run that could not be prepared, or a body that does not fit"),
+        (status = 403, description = "`csrf`: a missing or wrong CSRF token", body = ErrorBody),
+        (status = 413, description = "`invalid`: the body is too large", body = ErrorBody),
+        (status = 415, description = "`invalid`: the body is not `application/json`", body = ErrorBody),
+    )
+)]
 pub async fn start_run(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-    Json(start): Json<StartRun>,
+    ApiJson(start): ApiJson<StartRun>,
 ) -> Result<Response, ApiError> {
     let started = runs::start(&state, &session.owner_id, start).await?;
     Ok((StatusCode::CREATED, Json(started)).into_response())
 }
 
-/// `GET /api/runs` → `{runs: [...]}` (the caller's, newest first).
+/// Lists the caller's runs, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/runs",
+    tag = "runs",
+    security((), ("owner_cookie" = [])),
+    responses(
+        (status = 200, description = "The caller's runs", body = RunList),
+        (status = 500, description = "`storage`", body = ErrorBody),
+    )
+)]
 pub async fn list_runs(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RunList>, ApiError> {
     let runs = runs::list(&state, &session.owner_id, LIST_LIMIT).await?;
-    Ok(Json(json!({ "runs": runs })))
+    Ok(Json(RunList { runs }))
 }
 
-/// `GET /api/runs/{id}` → `{run, events, approvals}`.
+/// One of the caller's runs with its events and approval requests.
+#[utoipa::path(
+    get,
+    path = "/api/runs/{id}",
+    tag = "runs",
+    params(("id" = String, Path, description = "Run id (`run_…`)")),
+    security((), ("owner_cookie" = [])),
+    responses(
+        (status = 200, description = "The run, its events and approvals", body = RunTrace),
+        (status = 403, description = "`not_owner`: the run belongs to another owner", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such run", body = ErrorBody),
+        (status = 500, description = "`storage`", body = ErrorBody),
+    )
+)]
 pub async fn get_run(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-    Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    let (view, events, approvals) = runs::trace(&state, &session.owner_id, &id).await?;
-    Ok(Json(json!({ "run": view, "events": events, "approvals": approvals })))
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<RunTrace>, ApiError> {
+    let (run, events, approvals) = runs::trace(&state, &session.owner_id, &id).await?;
+    Ok(Json(RunTrace { run, events, approvals }))
 }
 
-/// `POST /api/runs/{id}/cancel` → 202 `{status}`.
+/// Cancels one of the caller's runs that this server executes or queues.
+#[utoipa::path(
+    post,
+    path = "/api/runs/{id}/cancel",
+    tag = "runs",
+    params(("id" = String, Path, description = "Run id (`run_…`)")),
+    security(("owner_cookie" = [], "csrf_token" = [])),
+    responses(
+        (status = 202, description = "Cancelling: `{\"status\": \"cancelling\"}`", body = StatusReply),
+        (status = 403, description = "`csrf` or `not_owner`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such run", body = ErrorBody),
+        (status = 409, body = ErrorBody,
+            description = "`not_pending`: the run has ended or executes in another process"),
+        (status = 500, description = "`storage`", body = ErrorBody),
+    )
+)]
 pub async fn cancel_run(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     runs::cancel(&state, &session.owner_id, &id).await?;
-    Ok((StatusCode::ACCEPTED, Json(json!({ "status": "cancelling" }))).into_response())
+    Ok((StatusCode::ACCEPTED, Json(StatusReply { status: "cancelling" })).into_response())
 }
 
 /// Query of the event stream.
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AfterQuery {
-    /// Resume after this sequence number (as `Last-Event-ID`).
+    /// Resume after this sequence number (as `Last-Event-ID`, which wins when both are given).
     after: Option<u64>,
 }
 
-/// `GET /api/runs/{id}/events` → `text/event-stream`.
+/// Headers of the event stream.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct ResumeHeaders {
+    /// Resume after this sequence number (browsers send it when they reconnect).
+    #[param(rename = "Last-Event-ID", required = false)]
+    pub last_event_id: u64,
+}
+
+/// Streams a run's events as Server-Sent Events.
+///
+/// Each SSE event carries one run event as JSON, with its `seq` as the SSE id; the stream ends
+/// after the run's terminal event.
+#[utoipa::path(
+    get,
+    path = "/api/runs/{id}/events",
+    tag = "runs",
+    params(
+        ("id" = String, Path, description = "Run id (`run_…`)"),
+        AfterQuery,
+        ResumeHeaders,
+    ),
+    security((), ("owner_cookie" = [])),
+    responses(
+        (status = 200, description = "The event stream", content_type = "text/event-stream", body = String),
+        (status = 400, description = "`invalid`: a malformed query string", body = ErrorBody),
+        (status = 403, description = "`not_owner`: the run belongs to another owner", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such run", body = ErrorBody),
+        (status = 500, description = "`storage`", body = ErrorBody),
+    )
+)]
 pub async fn run_events(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-    Path(id): Path<String>,
-    Query(query): Query<AfterQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<AfterQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     runs::owned(&state, &session.owner_id, &id).await?;
@@ -84,130 +315,254 @@ pub async fn run_events(
 }
 
 /// Body of `POST /api/approvals/{id}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct DecisionBody {
     /// `approve` or `deny`.
+    #[schema(schema_with = decision_schema)]
     decision: String,
-    /// `once` (default), `run` or `workspace`.
+    /// For approvals: `once` (default), `run` or `workspace`.
     scope: Option<String>,
-    /// Why (deny only), shown to the model.
+    /// For denials: why, shown to the model (at most 500 characters are kept).
     reason: Option<String>,
 }
 
-/// `POST /api/approvals/{id}` → `{status}`.
+fn decision_schema() -> utoipa::openapi::Object {
+    string_enum(&["approve", "deny"], "`approve` or `deny`.")
+}
+
+/// Approves or denies one of the caller's approval requests.
+#[utoipa::path(
+    post,
+    path = "/api/approvals/{id}",
+    tag = "approvals",
+    operation_id = "decide_approval",
+    params(("id" = String, Path, description = "Approval id (`apr_…`)")),
+    request_body = DecisionBody,
+    security(("owner_cookie" = [], "csrf_token" = [])),
+    responses(
+        (status = 200, body = StatusReply,
+            description = "Decided: `{\"status\": \"approved\"}` or `{\"status\": \"denied\"}`"),
+        (status = 400, body = ErrorBody,
+            description = "`invalid`: an unknown decision or scope, or a body that does not fit"),
+        (status = 403, description = "`csrf` or `not_owner`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such approval", body = ErrorBody),
+        (status = 409, description = "`expired` or `not_pending`: it can no longer be decided", body = ErrorBody),
+        (status = 413, description = "`invalid`: the body is too large", body = ErrorBody),
+        (status = 415, description = "`invalid`: the body is not `application/json`", body = ErrorBody),
+        (status = 500, description = "`storage`", body = ErrorBody),
+    )
+)]
 pub async fn decide(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-    Path(id): Path<String>,
-    Json(body): Json<DecisionBody>,
-) -> Result<Json<Value>, ApiError> {
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<DecisionBody>,
+) -> Result<Json<StatusReply>, ApiError> {
     let decision = runs::parse_decision(&body.decision, body.scope.as_deref(), body.reason.as_deref())?;
     let status = match decision {
         crate::live::Decision::Approve(_) => "approved",
         crate::live::Decision::Deny(_) => "denied",
     };
     runs::decide(&state, &session.owner_id, &id, decision).await?;
-    Ok(Json(json!({ "status": status })))
+    Ok(Json(StatusReply { status }))
 }
 
-/// `GET /api/grants` → `{grants: [...]}` (the caller's remembered approvals).
+/// Lists the caller's remembered approvals.
+#[utoipa::path(
+    get,
+    path = "/api/grants",
+    tag = "grants",
+    security((), ("owner_cookie" = [])),
+    responses(
+        (status = 200, description = "The caller's grants", body = GrantList),
+        (status = 500, description = "`storage`", body = ErrorBody),
+    )
+)]
 pub async fn list_grants(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<GrantList>, ApiError> {
     let grants = state.runtime.store.grants(&session.owner_id).await.map_err(ApiError::storage)?;
     let now = chrono::Utc::now();
-    let grants: Vec<Value> = grants
+    let grants = grants
         .into_iter()
-        .map(|g| {
-            json!({
-                "id": g.id,
-                "tool": g.tool,
-                "scope": match g.scope { GrantScope::Run => "run", GrantScope::Workspace => "workspace" },
-                "run_id": g.run_id,
-                "workspace": g.workspace,
-                "approval_id": g.approval_id,
-                "created_at": g.created_at,
-                "expires_at": g.expires_at,
-                "revoked_at": g.revoked_at,
-                "state": runs::grant_state(&g, now),
-            })
+        .map(|g| GrantView {
+            state: runs::grant_state(&g, now),
+            scope: match g.scope {
+                GrantScope::Run => "run",
+                GrantScope::Workspace => "workspace",
+            },
+            id: g.id,
+            tool: g.tool,
+            run_id: g.run_id,
+            workspace: g.workspace,
+            approval_id: g.approval_id,
+            created_at: g.created_at,
+            expires_at: g.expires_at,
+            revoked_at: g.revoked_at,
         })
         .collect();
-    Ok(Json(json!({ "grants": grants })))
+    Ok(Json(GrantList { grants }))
 }
 
-/// `POST /api/grants/{id}/revoke` → `{status: "revoked"}`.
+/// Revokes one of the caller's grants; later calls of its tool ask again.
+#[utoipa::path(
+    post,
+    path = "/api/grants/{id}/revoke",
+    tag = "grants",
+    params(("id" = String, Path, description = "Grant id (`grt_…`)")),
+    security(("owner_cookie" = [], "csrf_token" = [])),
+    responses(
+        (status = 200, description = "Revoked: `{\"status\": \"revoked\"}`", body = StatusReply),
+        (status = 403, description = "`csrf`: a missing or wrong CSRF token", body = ErrorBody),
+        (status = 404, description = "`not_found`: the caller has no such grant", body = ErrorBody),
+        (status = 500, description = "`storage`", body = ErrorBody),
+    )
+)]
 pub async fn revoke_grant(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-    Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<StatusReply>, ApiError> {
     runs::revoke_grant(&state, &session.owner_id, &id).await?;
-    Ok(Json(json!({ "status": "revoked" })))
+    Ok(Json(StatusReply { status: "revoked" }))
 }
 
-/// `GET /api/providers` → `{providers: [...]}`.
-pub async fn providers(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({ "providers": state.launcher.providers().await }))
+/// Lists the configured and preset providers with their reachability.
+#[utoipa::path(
+    get,
+    path = "/api/providers",
+    tag = "tools",
+    operation_id = "list_providers",
+    security((), ("owner_cookie" = [])),
+    responses((status = 200, description = "The providers", body = ProviderList))
+)]
+pub async fn providers(State(state): State<AppState>) -> Json<ProviderList> {
+    Json(ProviderList { providers: state.launcher.providers().await })
 }
 
 /// Query naming a workspace.
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct WorkspaceQuery {
     /// Workspace directory (default: the server's default workspace).
     workspace: Option<String>,
 }
 
-/// `GET /api/tools` → `{workspace, tools: [{name, description, risk, parameters}]}`.
+/// Lists the tools a run in a workspace is offered.
+#[utoipa::path(
+    get,
+    path = "/api/tools",
+    tag = "tools",
+    operation_id = "list_tools",
+    params(WorkspaceQuery),
+    security((), ("owner_cookie" = [])),
+    responses(
+        (status = 200, description = "The workspace and its tools", body = ToolList),
+        (status = 400, body = ErrorBody, description = "`invalid`: a workspace this server does not serve, a \
+            configuration that does not load, or a malformed query string"),
+    )
+)]
 pub async fn tools(
     State(state): State<AppState>,
-    Query(query): Query<WorkspaceQuery>,
-) -> Result<Json<Value>, ApiError> {
+    ApiQuery(query): ApiQuery<WorkspaceQuery>,
+) -> Result<Json<ToolList>, ApiError> {
     let workspace = runs::resolve_workspace(&state, query.workspace.as_deref())?;
     let tools =
         state.launcher.tools(&workspace).await.map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e)))?;
-    Ok(Json(json!({ "workspace": workspace.display().to_string(), "tools": tools })))
+    Ok(Json(ToolList { workspace: workspace.display().to_string(), tools }))
 }
 
-/// `GET /api/memory` → `{facts: [{id, text, created_at}]}`.
+/// Lists the caller's remembered facts, oldest first.
+#[utoipa::path(
+    get,
+    path = "/api/memory",
+    tag = "memory",
+    operation_id = "list_facts",
+    security((), ("owner_cookie" = [])),
+    responses(
+        (status = 200, description = "The caller's facts", body = FactList),
+        (status = 500, description = "`storage`", body = ErrorBody),
+    )
+)]
 pub async fn list_facts(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FactList>, ApiError> {
     let facts = crate::memory::list(&state, &session.owner_id).await?;
-    Ok(Json(json!({ "facts": facts })))
+    Ok(Json(FactList { facts }))
 }
 
 /// Body of `POST /api/memory`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct FactBody {
-    /// The fact (at most 300 characters).
+    /// The fact (not blank, at most 300 characters; secrets are redacted).
+    #[schema(min_length = 1)]
     text: String,
 }
 
-/// `POST /api/memory` → 201 `{id, text, created_at}`.
+/// Remembers a fact for the caller; it is shown to the model of every run of the caller.
+#[utoipa::path(
+    post,
+    path = "/api/memory",
+    tag = "memory",
+    operation_id = "remember_fact",
+    request_body = FactBody,
+    security(("owner_cookie" = [], "csrf_token" = [])),
+    responses(
+        (status = 201, description = "Remembered", body = FactRecordDoc),
+        (status = 400, body = ErrorBody, description = "`invalid`: an empty, too long or duplicate fact, too many \
+            facts, or a body that does not fit"),
+        (status = 403, description = "`csrf`: a missing or wrong CSRF token", body = ErrorBody),
+        (status = 413, description = "`invalid`: the body is too large", body = ErrorBody),
+        (status = 415, description = "`invalid`: the body is not `application/json`", body = ErrorBody),
+        (status = 500, description = "`storage`", body = ErrorBody),
+    )
+)]
 pub async fn remember(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-    Json(body): Json<FactBody>,
+    ApiJson(body): ApiJson<FactBody>,
 ) -> Result<Response, ApiError> {
     let fact = crate::memory::remember(&state, &session.owner_id, &body.text).await?;
     Ok((StatusCode::CREATED, Json(fact)).into_response())
 }
 
-/// `DELETE /api/memory/{id}` → `{status: "forgotten"}`.
+/// Forgets one of the caller's facts.
+#[utoipa::path(
+    delete,
+    path = "/api/memory/{id}",
+    tag = "memory",
+    operation_id = "forget_fact",
+    params(("id" = String, Path, description = "Fact id (`fct_…`)")),
+    security(("owner_cookie" = [], "csrf_token" = [])),
+    responses(
+        (status = 200, description = "Forgotten: `{\"status\": \"forgotten\"}`", body = StatusReply),
+        (status = 403, description = "`csrf`: a missing or wrong CSRF token", body = ErrorBody),
+        (status = 404, description = "`not_found`: the caller has no such fact", body = ErrorBody),
+        (status = 500, description = "`storage`", body = ErrorBody),
+    )
+)]
 pub async fn forget(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-    Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<StatusReply>, ApiError> {
     crate::memory::forget(&state, &session.owner_id, &id).await?;
-    Ok(Json(json!({ "status": "forgotten" })))
+    Ok(Json(StatusReply { status: "forgotten" }))
 }
 
-/// `GET /api/memory/events` → `text/event-stream` of `facts` events, each carrying the
-/// owner's whole list as `{facts: [...]}`, first at once and then after every change.
+/// Streams the caller's remembered facts as Server-Sent Events.
+///
+/// Each `facts` event carries the whole list as `{"facts": [...]}` (as `GET /api/memory`),
+/// first at once and then after every change.
+#[utoipa::path(
+    get,
+    path = "/api/memory/events",
+    tag = "memory",
+    security((), ("owner_cookie" = [])),
+    responses((status = 200, description = "The event stream", content_type = "text/event-stream", body = String))
+)]
 pub async fn fact_events(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,

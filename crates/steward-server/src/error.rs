@@ -1,13 +1,20 @@
 //! Errors of the API: an HTTP status, a short class and a sentence for the user.
 //!
-//! Every JSON error body has the shape `{"error": {"class": "...", "message": "..."}}`.
-//! Classes: `not_owner` (403), `csrf` (403), `not_found` (404), `invalid` (400), `expired`
-//! and `not_pending` (409), `busy` (429), `storage` and `internal` (500).
+//! Every JSON error body has the shape `{"error": {"class": "...", "message": "..."}}`
+//! ([`ErrorBody`]). Classes: `not_owner` (403), `csrf` (403), `not_found` (404), `invalid`
+//! (400; 413 for a body that is too large, 415 for one that is not JSON), `expired` and
+//! `not_pending` (409), `busy` (429), `storage` and `internal` (500).
 
 use axum::Json;
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Every class an error body can carry (see the module docs).
+pub const CLASSES: [&str; 9] =
+    ["not_owner", "csrf", "not_found", "invalid", "expired", "not_pending", "busy", "storage", "internal"];
 
 /// An API error.
 #[derive(Debug, Clone)]
@@ -58,6 +65,60 @@ impl ApiError {
     pub fn storage(e: impl std::fmt::Display) -> Self {
         ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, class: "storage", message: format!("storage: {e}") }
     }
+
+    /// A request the extractors refused (a body that is not JSON or does not fit, a bad query
+    /// string or path): `invalid` with the extractor's status, except that a body of the wrong
+    /// shape is 400 like every other invalid request rather than 422; a server-side extractor
+    /// mistake is 500 `internal`.
+    fn rejected(status: StatusCode, message: String) -> Self {
+        let status = if status == StatusCode::UNPROCESSABLE_ENTITY { StatusCode::BAD_REQUEST } else { status };
+        let class = if status.is_server_error() { "internal" } else { "invalid" };
+        ApiError { status, class, message }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        ApiError::rejected(rejection.status(), rejection.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiError::rejected(rejection.status(), rejection.body_text())
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> Self {
+        ApiError::rejected(rejection.status(), rejection.body_text())
+    }
+}
+
+/// The body of every error answer of the JSON API.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(examples(json!({"error": {"class": "not_found", "message": "no run `run_x`"}})))]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// The error of an [`ErrorBody`].
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Short snake_case class, stable for programs to branch on.
+    #[schema(schema_with = class_schema)]
+    pub class: &'static str,
+    /// What happened, for a person.
+    pub message: String,
+}
+
+fn class_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(CLASSES))
+        .description(Some("Short snake_case class, stable for programs to branch on."))
+        .build()
 }
 
 impl std::fmt::Display for ApiError {
@@ -68,6 +129,7 @@ impl std::fmt::Display for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"error": {"class": self.class, "message": self.message}}))).into_response()
+        let body = ErrorBody { error: ErrorDetail { class: self.class, message: self.message } };
+        (self.status, Json(body)).into_response()
     }
 }

@@ -11,6 +11,7 @@ pub mod api;
 pub mod error;
 pub mod live;
 pub mod memory;
+pub mod openapi;
 pub mod pages;
 pub mod runs;
 pub mod session;
@@ -69,6 +70,7 @@ pub fn router(state: AppState) -> Router {
         .route("/approvals/{id}", post(pages::decide))
         .route("/memory", get(pages::memory_page).post(pages::remember))
         .route("/memory/{id}/forget", post(pages::forget))
+        .route("/compare", get(pages::compare_page).post(pages::compare))
         .route("/tools", get(pages::tools_page))
         .route("/grants", get(pages::grants_page))
         .route("/grants/{id}/revoke", post(pages::revoke_grant))
@@ -84,6 +86,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/memory/{id}", axum::routing::delete(api::forget))
         .route("/api/providers", get(api::providers))
         .route("/api/tools", get(api::tools))
+        .route("/api/openapi.json", get(openapi::openapi_json))
         .route("/static/app.js", get(app_js))
         .route("/static/app.css", get(app_css))
         .layer(axum::middleware::from_fn_with_state(state.clone(), session::owner_layer))

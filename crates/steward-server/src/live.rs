@@ -15,8 +15,8 @@ use steward_protocol::{ApprovalRequest, Event};
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
-/// Events buffered per live run for slow subscribers; one that falls further behind reloads
-/// the missed events from the store.
+/// Events buffered per watched run for slow subscribers; one that falls further behind
+/// reloads the missed events from the store.
 const EVENT_BUFFER: usize = 1024;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -31,8 +31,29 @@ pub struct LiveRun {
     pub owner_id: String,
     /// Cancelling it cancels the run, queued or running (SPEC A7).
     pub cancel: CancellationToken,
-    events: broadcast::Sender<Event>,
+    /// The live stream of its events while someone watches: created by the first subscriber,
+    /// dropped once the last has gone, so a run nobody watches (one parked on an approval)
+    /// holds no buffer.
+    events: Mutex<Option<broadcast::Sender<Arc<LiveEvent>>>>,
     pending: Mutex<HashMap<String, Pending>>,
+}
+
+/// An event as the live stream hands it to every subscriber: shared, and turned into JSON
+/// once rather than once per subscriber.
+#[derive(Debug)]
+pub struct LiveEvent {
+    /// The event.
+    pub event: Event,
+    /// The event as JSON.
+    pub json: String,
+}
+
+impl LiveEvent {
+    /// `event` with its JSON.
+    pub fn new(event: Event) -> Self {
+        let json = serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_string());
+        LiveEvent { event, json }
+    }
 }
 
 struct Pending {
@@ -43,8 +64,8 @@ struct Pending {
 
 impl LiveRun {
     /// Subscribes to the events published from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.events.subscribe()
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<LiveEvent>> {
+        lock(&self.events).get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0).subscribe()
     }
 
     /// The approval requests waiting for an answer.
@@ -54,17 +75,19 @@ impl LiveRun {
 }
 
 /// Why a decision could not be delivered.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum DecideError {
-    /// No live run waits on this approval (decided, expired, or the run ended).
-    NotPending,
+    /// No live run of this process waits on this approval (decided, expired, the run ended,
+    /// or it runs elsewhere); the decision is handed back.
+    NotPending(Decision),
     /// The approval belongs to another owner.
     NotOwner,
     /// Its `expires_at` has passed.
     Expired,
 }
 
-/// What is known about one approval id.
+/// A decision on one approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Approve once or remember for the run or workspace.
     Approve(steward_core::approval::ApprovalScope),
@@ -99,12 +122,11 @@ impl LiveRuns {
 
     /// Registers a new run and puts it at the end of the queue.
     pub fn register(&self, id: &str, owner_id: &str, cancel: CancellationToken) -> Arc<LiveRun> {
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
         let run = Arc::new(LiveRun {
             id: id.to_string(),
             owner_id: owner_id.to_string(),
             cancel,
-            events,
+            events: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
         });
         lock(&self.runs).insert(id.to_string(), run.clone());
@@ -170,9 +192,15 @@ impl LiveRuns {
                 }
                 Decision::Deny(reason) => ApprovalAnswer::Reject { reason, decided_by: owner_id.to_string() },
             };
-            return entry.answer.send(answer).map_err(|_| DecideError::NotPending);
+            return entry.answer.send(answer).map_err(|answer| {
+                DecideError::NotPending(match answer {
+                    ApprovalAnswer::Approve { scope, .. } => Decision::Approve(scope),
+                    ApprovalAnswer::Reject { reason, .. } => Decision::Deny(reason),
+                    ApprovalAnswer::NoApprover => Decision::Deny(String::new()),
+                })
+            });
         }
-        Err(DecideError::NotPending)
+        Err(DecideError::NotPending(decision))
     }
 
     /// The owner of a pending approval, if one is pending here.
@@ -188,7 +216,13 @@ pub struct Broadcast(pub Arc<LiveRun>);
 impl EventObserver for Broadcast {
     fn on_event(&self, event: &Event) {
         // No subscriber is fine: the store has every event.
-        let _ = self.0.events.send(event.clone());
+        let mut events = lock(&self.0.events);
+        let Some(sender) = events.as_ref() else { return };
+        if sender.receiver_count() == 0 {
+            *events = None;
+        } else {
+            let _ = sender.send(Arc::new(LiveEvent::new(event.clone())));
+        }
     }
 }
 
@@ -257,13 +291,16 @@ mod tests {
         while live.approval_owner("apr_1").is_none() {
             tokio::task::yield_now().await;
         }
-        assert_eq!(live.decide("apr_1", "web:b", Decision::Approve(ApprovalScope::Once)), Err(DecideError::NotOwner));
-        assert_eq!(live.decide("apr_1", "web:a", Decision::Approve(ApprovalScope::Once)), Ok(()));
+        assert!(matches!(
+            live.decide("apr_1", "web:b", Decision::Approve(ApprovalScope::Once)),
+            Err(DecideError::NotOwner)
+        ));
+        assert!(live.decide("apr_1", "web:a", Decision::Approve(ApprovalScope::Once)).is_ok());
         assert_eq!(
             ask.await.unwrap(),
             ApprovalAnswer::Approve { token: "tok".into(), decided_by: "web:a".into(), scope: ApprovalScope::Once }
         );
-        assert_eq!(live.decide("apr_1", "web:a", Decision::Deny("x".into())), Err(DecideError::NotPending));
+        assert!(matches!(live.decide("apr_1", "web:a", Decision::Deny("x".into())), Err(DecideError::NotPending(_))));
         assert!(run.pending_approvals().is_empty());
     }
 
@@ -277,7 +314,10 @@ mod tests {
         while live.approval_owner("apr_2").is_none() {
             tokio::task::yield_now().await;
         }
-        assert_eq!(live.decide("apr_2", "web:a", Decision::Approve(ApprovalScope::Once)), Err(DecideError::Expired));
+        assert!(matches!(
+            live.decide("apr_2", "web:a", Decision::Approve(ApprovalScope::Once)),
+            Err(DecideError::Expired)
+        ));
         ask.abort();
     }
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use steward_core::RunRequest;
 use steward_core::approval::ApprovalScope;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, Event};
-use steward_store::{RunRecord, new_id};
+use steward_store::{ApprovalDecisionRecord, RunRecord, new_id};
 
 use crate::error::ApiError;
 use crate::live::{Broadcast, DecideError, Decision, WebApprover};
@@ -18,31 +18,47 @@ use crate::state::{AppState, StartRun};
 pub const MAX_TASK_CHARS: usize = 20_000;
 
 /// Answer to a start request.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Started {
     /// The new run's id.
     pub id: String,
     /// `queued` or `running`.
+    #[schema(schema_with = started_status_schema)]
     pub status: &'static str,
-    /// Position in the queue (1 = next), absent when running.
+    /// Position in the queue (1 = next), null when running.
+    #[schema(required = true)]
     pub queue_position: Option<usize>,
 }
 
+fn started_status_schema() -> utoipa::openapi::Object {
+    crate::openapi::string_enum(&["queued", "running"], "`queued` or `running`.")
+}
+
 /// A run as the API shows it: the stored record, or a queued run that has none yet.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RunView {
     /// `run_…`.
     pub id: String,
     /// Owner id.
     pub owner_id: String,
     /// `queued`, `running`, `completed`, `failed`, `cancelled` or `interrupted`.
+    #[schema(schema_with = run_view_status_schema)]
     pub status: String,
-    /// Position in the queue when queued.
+    /// Position in the queue when queued, null otherwise.
+    #[schema(required = true)]
     pub queue_position: Option<usize>,
     /// True while this server executes or queues it (decisions can reach it).
     pub live: bool,
-    /// The stored record (absent while queued).
+    /// The stored record (null while queued).
+    #[schema(value_type = Option<crate::openapi::RunRecordDoc>, required = true)]
     pub record: Option<RunRecord>,
+}
+
+fn run_view_status_schema() -> utoipa::openapi::Object {
+    crate::openapi::string_enum(
+        &["queued", "running", "completed", "failed", "cancelled", "interrupted"],
+        "`queued`, `running`, `completed`, `failed`, `cancelled` or `interrupted`.",
+    )
 }
 
 /// Resolves the requested workspace against the allowed ones: absent/empty gives the
@@ -76,12 +92,10 @@ pub async fn start(state: &AppState, owner_id: &str, start: StartRun) -> Result<
     if task.chars().count() > MAX_TASK_CHARS {
         return Err(ApiError::invalid(format!("the task is longer than {MAX_TASK_CHARS} characters")));
     }
-    match start.mode.as_deref().map(str::trim) {
-        None | Some("") | Some("loop") => {}
-        Some("roles") => {
-            return Err(ApiError::invalid("mode `roles` (the role pipeline) is not available yet; use `loop`"));
-        }
-        Some(other) => return Err(ApiError::invalid(format!("unknown mode `{other}`; use `loop`"))),
+    if let Some(mode) = start.mode.as_deref().map(str::trim).filter(|m| !m.is_empty())
+        && steward_core::RunMode::parse(mode).is_none()
+    {
+        return Err(ApiError::invalid(format!("unknown mode `{mode}`; use `loop` or `roles`")));
     }
     let workspace = resolve_workspace(state, start.workspace.as_deref())?;
     let prepared = state
@@ -102,6 +116,7 @@ pub async fn start(state: &AppState, owner_id: &str, start: StartRun) -> Result<
         observer: Arc::new(Broadcast(run.clone())),
         cancel: run.cancel.clone(),
         run_id: Some(id.clone()),
+        roles: prepared.roles,
     };
     let state2 = state.clone();
     state.tasks.spawn(async move {
@@ -194,41 +209,75 @@ pub async fn cancel(state: &AppState, owner_id: &str, id: &str) -> Result<RunVie
     }
 }
 
-/// Decides approval `approval_id` as `owner_id`.
+/// Decides approval `approval_id` as `owner_id`: delivered at once to a run of this server,
+/// or recorded in the store for a run executing in another process (a terminal), whose
+/// prompt picks it up.
 pub async fn decide(state: &AppState, owner_id: &str, approval_id: &str, decision: Decision) -> Result<(), ApiError> {
-    match state.live.decide(approval_id, owner_id, decision) {
-        Ok(()) => Ok(()),
-        Err(DecideError::NotOwner) => Err(ApiError::not_owner("this approval")),
+    let recorded = match state.live.decide(approval_id, owner_id, decision) {
+        Ok(()) => return Ok(()),
+        Err(DecideError::NotOwner) => return Err(ApiError::not_owner("this approval")),
         Err(DecideError::Expired) => {
+            return Err(ApiError::conflict("expired", "the approval has expired; it can no longer be approved"));
+        }
+        Err(DecideError::NotPending(decision)) => decision,
+    };
+    let Some((run, approval)) = find_approval(state, approval_id).await? else {
+        return Err(ApiError::not_found(format!("no approval `{approval_id}`")));
+    };
+    if approval.owner_id != owner_id {
+        return Err(ApiError::not_owner("this approval"));
+    }
+    let now = chrono::Utc::now();
+    match approval.status {
+        ApprovalStatus::Pending if approval.expires_at <= now => {
             Err(ApiError::conflict("expired", "the approval has expired; it can no longer be approved"))
         }
-        Err(DecideError::NotPending) => Err(not_pending_reason(state, owner_id, approval_id).await),
+        ApprovalStatus::Pending
+            if run.status == steward_store::RunStatus::Running && state.live.get(&run.id).is_none() =>
+        {
+            let (approve, scope, reason) = match recorded {
+                Decision::Approve(scope) => (true, scope_name(scope), String::new()),
+                Decision::Deny(reason) => (false, "once", reason),
+            };
+            let record = ApprovalDecisionRecord {
+                approval_id: approval_id.to_string(),
+                run_id: run.id.clone(),
+                decided_by: owner_id.to_string(),
+                approve,
+                scope: scope.to_string(),
+                reason,
+                created_at: now,
+            };
+            if state.runtime.store.insert_approval_decision(&record).await.map_err(ApiError::storage)? {
+                Ok(())
+            } else {
+                Err(ApiError::conflict("not_pending", "the approval has already been decided"))
+            }
+        }
+        ApprovalStatus::Pending => Err(ApiError::conflict("expired", "the run waiting on this approval has ended")),
+        ApprovalStatus::Expired => Err(ApiError::conflict("expired", "the approval has expired")),
+        s => Err(ApiError::conflict("not_pending", format!("the approval is already {}", s.as_str()))),
     }
 }
 
-/// Why an approval that no live run waits on cannot be decided.
-async fn not_pending_reason(state: &AppState, owner_id: &str, approval_id: &str) -> ApiError {
-    // Approvals are stored per run; look through the owner's recent runs.
-    let Ok(runs) = state.runtime.store.list_runs(500).await else {
-        return ApiError::conflict("not_pending", "the approval is not pending");
-    };
+fn scope_name(scope: ApprovalScope) -> &'static str {
+    match scope {
+        ApprovalScope::Once => "once",
+        ApprovalScope::Run => "run",
+        ApprovalScope::Workspace => "workspace",
+    }
+}
+
+/// The stored approval `approval_id` with its run (looked up among recent runs).
+async fn find_approval(state: &AppState, approval_id: &str) -> Result<Option<(RunRecord, ApprovalRequest)>, ApiError> {
+    let runs = state.runtime.store.list_runs(500).await.map_err(ApiError::storage)?;
     for run in runs {
-        let Ok(approvals) = state.runtime.store.approvals(&run.id).await else { continue };
-        if let Some(a) = approvals.iter().find(|a| a.id == approval_id) {
-            if a.owner_id != owner_id {
-                return ApiError::not_owner("this approval");
-            }
-            return match a.status {
-                ApprovalStatus::Expired => ApiError::conflict("expired", "the approval has expired"),
-                ApprovalStatus::Pending if state.live.get(&run.id).is_none() => ApiError::conflict(
-                    "not_pending",
-                    "the run waiting on this approval executes in another process; answer it there",
-                ),
-                s => ApiError::conflict("not_pending", format!("the approval is already {}", s.as_str())),
-            };
+        let approvals = state.runtime.store.approvals(&run.id).await.map_err(ApiError::storage)?;
+        if let Some(a) = approvals.into_iter().find(|a| a.id == approval_id) {
+            return Ok(Some((run, a)));
         }
     }
-    ApiError::not_found(format!("no approval `{approval_id}`"))
+    Ok(None)
 }
 
 /// Parses a decision from the API or a form: `approve` (scope `once`, `run` or `workspace`)

@@ -7,14 +7,18 @@
 //! live ones, without gaps or repeats. The stream ends after the run's terminal event. A run
 //! executing in another process is followed by polling the store.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::Stream;
 use steward_protocol::Event;
+use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::live::LiveEvent;
 use crate::state::AppState;
 
 /// Interval of keep-alive comments on an idle stream.
@@ -28,85 +32,99 @@ pub fn sse_event(event: &Event) -> SseEvent {
     SseEvent::default().id(event.seq.to_string()).event(event.kind.name()).data(data)
 }
 
+fn frame(live: &LiveEvent) -> SseEvent {
+    SseEvent::default().id(live.event.seq.to_string()).event(live.event.kind.name()).data(&live.json)
+}
+
 /// The stream of run `run_id` after sequence number `after` (ownership already checked).
 pub fn run_stream(
     state: AppState,
     run_id: String,
     after: u64,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let stream = async_stream(state, run_id, after);
+    // Subscribe before reading the store, so nothing published in between is missed.
+    let live = state.live.get(&run_id).map(|run| run.subscribe());
+    let follow =
+        Follow { state, run_id, after, live, backlog: VecDeque::new(), reload: true, last: false, done: false };
+    let stream = futures::stream::unfold(follow, |mut follow| async move {
+        let event = follow.next().await?;
+        Some((Ok(frame(&event)), follow))
+    });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
 }
 
-fn async_stream(state: AppState, run_id: String, after: u64) -> impl Stream<Item = Result<SseEvent, Infallible>> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Event>(256);
-    tokio::spawn(async move {
-        let _ = forward(&state, &run_id, after, &tx).await;
-    });
-    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok(sse_event(&e)), rx)) })
+/// One client following one run: the stored events after `after`, then the live ones, until
+/// the terminal event. The connection reads it directly (no task per client); the client
+/// going away drops it.
+struct Follow {
+    state: AppState,
+    run_id: String,
+    /// Sequence number of the last event sent.
+    after: u64,
+    live: Option<broadcast::Receiver<Arc<LiveEvent>>>,
+    /// Stored events still to send.
+    backlog: VecDeque<Event>,
+    /// Read the store before waiting for live events.
+    reload: bool,
+    /// Nothing more comes after the backlog (the run ended without a terminal event).
+    last: bool,
+    /// The terminal event was sent.
+    done: bool,
 }
 
-/// Sends the run's events after `after` to `tx` until the terminal event or until the
-/// client goes away (`Err`).
-async fn forward(
-    state: &AppState,
-    run_id: &str,
-    mut after: u64,
-    tx: &tokio::sync::mpsc::Sender<Event>,
-) -> Result<(), ()> {
-    let store = &state.runtime.store;
-    // Subscribe before reading the store, so nothing published in between is missed.
-    let mut live = state.live.get(run_id).map(|run| run.subscribe());
-    loop {
-        let stored = store.events(run_id, after).await.map_err(|_| ())?;
-        for event in stored {
-            after = event.seq;
-            let terminal = event.kind.is_terminal();
-            tx.send(event).await.map_err(|_| ())?;
-            if terminal {
-                return Ok(());
+impl Follow {
+    /// The next event to send; `None` ends the stream.
+    async fn next(&mut self) -> Option<Arc<LiveEvent>> {
+        loop {
+            if self.done {
+                return None;
             }
-        }
-        match live.as_mut() {
-            Some(rx) => loop {
-                match rx.recv().await {
-                    Ok(event) if event.seq <= after => continue,
-                    Ok(event) if event.seq == after + 1 => {
-                        after = event.seq;
-                        let terminal = event.kind.is_terminal();
-                        tx.send(event).await.map_err(|_| ())?;
-                        if terminal {
-                            return Ok(());
-                        }
-                    }
+            if let Some(event) = self.backlog.pop_front() {
+                return Some(self.sent(Arc::new(LiveEvent::new(event))));
+            }
+            if self.last {
+                return None;
+            }
+            let store = &self.state.runtime.store;
+            if self.reload {
+                self.reload = false;
+                self.backlog.extend(store.events(&self.run_id, self.after).await.ok()?);
+                continue;
+            }
+            match self.live.as_mut() {
+                Some(rx) => match rx.recv().await {
+                    Ok(live) if live.event.seq <= self.after => {}
+                    Ok(live) if live.event.seq == self.after + 1 => return Some(self.sent(live)),
                     // A gap (this subscriber lagged): reload from the store.
-                    Ok(_) | Err(RecvError::Lagged(_)) => break,
+                    Ok(_) | Err(RecvError::Lagged(_)) => self.reload = true,
                     // The run ended and its channel closed: the store has the rest.
                     Err(RecvError::Closed) => {
-                        live = None;
-                        break;
+                        self.live = None;
+                        self.reload = true;
                     }
-                }
-            },
-            None => {
-                let running = matches!(store.get_run(run_id).await, Ok(Some(r)) if r.status == steward_store::RunStatus::Running)
-                    || state.live.get(run_id).is_some();
-                if !running {
-                    // Ended without a terminal event in the store (interrupted): nothing more comes.
-                    let rest = store.events(run_id, after).await.map_err(|_| ())?;
-                    for event in rest {
-                        tx.send(event).await.map_err(|_| ())?;
+                },
+                None => {
+                    let running = matches!(store.get_run(&self.run_id).await, Ok(Some(r)) if r.status == steward_store::RunStatus::Running)
+                        || self.state.live.get(&self.run_id).is_some();
+                    if !running {
+                        // Ended without a terminal event in the store (interrupted): nothing more comes.
+                        self.backlog.extend(store.events(&self.run_id, self.after).await.ok()?);
+                        self.last = true;
+                        continue;
                     }
-                    return Ok(());
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(POLL) => {}
-                    _ = tx.closed() => return Err(()),
-                }
-                if live.is_none() {
-                    live = state.live.get(run_id).map(|run| run.subscribe());
+                    tokio::time::sleep(POLL).await;
+                    if self.live.is_none() {
+                        self.live = self.state.live.get(&self.run_id).map(|run| run.subscribe());
+                    }
+                    self.reload = true;
                 }
             }
         }
+    }
+
+    fn sent(&mut self, live: Arc<LiveEvent>) -> Arc<LiveEvent> {
+        self.after = live.event.seq;
+        self.done = live.event.kind.is_terminal();
+        live
     }
 }

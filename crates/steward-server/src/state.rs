@@ -17,9 +17,10 @@ use crate::live::LiveRuns;
 use crate::session::Sessions;
 
 /// A request to start a run, from the start form or `POST /api/runs`.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::ToSchema)]
 pub struct StartRun {
-    /// The task, in plain words (required, not blank).
+    /// The task, in plain words (required, not blank, at most 20,000 characters).
+    #[schema(min_length = 1)]
     pub task: String,
     /// Workspace directory; empty or absent means the server's default workspace. It must be
     /// one of the workspaces the server was started with, or inside one.
@@ -34,7 +35,8 @@ pub struct StartRun {
     /// Model id; empty or absent: the provider's default.
     #[serde(default)]
     pub model: Option<String>,
-    /// `loop` (the single-agent loop, default).
+    /// `loop` (the single-agent loop) or `roles` (the role pipeline); empty or absent: `[run]
+    /// mode`, else `loop`.
     #[serde(default)]
     pub mode: Option<String>,
 }
@@ -47,10 +49,12 @@ pub struct Prepared {
     pub config: Config,
     /// The tools offered.
     pub tools: ToolRegistry,
+    /// The role pipeline for mode `roles` (its planner is `planner`); `None` for the loop.
+    pub roles: Option<steward_core::RolePlan>,
 }
 
 /// A provider as the start page shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ProviderStatus {
     /// Provider name.
     pub name: String,

@@ -236,7 +236,33 @@ function memoryView(list) {
   source.addEventListener("facts", (msg) => render(JSON.parse(msg.data).facts));
 }
 
+// ---- side by side --------------------------------------------------------------------------
+function compareView(section) {
+  if (section.dataset.ended === "true") return;
+  const runId = section.dataset.runId;
+  const count = (cls, by) => {
+    const node = section.querySelector(cls);
+    node.textContent = String(Number(node.textContent) + by);
+  };
+  const source = new EventSource(`/api/runs/${runId}/events?after=${section.dataset.lastSeq || 0}`);
+  const status = section.querySelector(".run-status");
+  const on = (name, f) => source.addEventListener(name, (msg) => f(JSON.parse(msg.data)));
+  on("run_started", () => { status.textContent = "running"; });
+  on("tool_requested", () => count(".calls", 1));
+  on("tool_approval_required", () => { status.textContent = "waiting for approval (open the run)"; });
+  on("tool_started", () => { status.textContent = "running"; });
+  for (const name of ["tool_denied", "tool_rejected", "tool_approval_expired"]) {
+    on(name, () => { count(".refused", 1); status.textContent = "running"; });
+  }
+  on("stage_completed", (e) => count(".tokens", (e.usage?.input_tokens || 0) + (e.usage?.output_tokens || 0)));
+  const end = (text, final) => { status.textContent = text; section.querySelector(".final").textContent = final; source.close(); };
+  on("run_completed", (e) => end("completed", e.final));
+  on("run_failed", (e) => end("failed", `failed (${e.class}): ${e.error}`));
+  on("run_cancelled", (e) => end("cancelled", `cancelled: ${e.reason}`));
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll(".compare-run").forEach(compareView);
   const run = document.getElementById("run");
   if (run) runView(run);
   const facts = document.getElementById("facts");

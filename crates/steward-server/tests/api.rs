@@ -39,21 +39,41 @@ struct TestLauncher {
 
 #[async_trait]
 impl Launcher for TestLauncher {
-    async fn prepare(&self, _start: &StartRun, _workspace: &Path) -> Result<Prepared, String> {
-        let provider = Arc::new(FakeProvider::new(Scenario::from_toml(&self.scenario).map_err(|e| e.to_string())?));
+    async fn prepare(&self, start: &StartRun, _workspace: &Path) -> Result<Prepared, String> {
         let mut config = Config::default();
         config.policy.approval_timeout_seconds = self.approval_timeout_seconds;
-        Ok(Prepared {
-            planner: PlannerChoice {
+        let planner = if start.planner.as_deref() == Some("classic") {
+            PlannerChoice {
+                kind: "classic".into(),
+                provider: Arc::new(steward_core::planner::classic::ClassicPlanner),
+                model: "classic".into(),
+                tool_choice: ToolChoice::Auto,
+                max_tokens: None,
+            }
+        } else {
+            PlannerChoice {
                 kind: "model".into(),
-                provider,
+                provider: Arc::new(FakeProvider::new(Scenario::from_toml(&self.scenario).map_err(|e| e.to_string())?)),
                 model: "fake".into(),
                 tool_choice: ToolChoice::Auto,
                 max_tokens: None,
-            },
-            config,
-            tools: ToolRegistry::builtin(),
-        })
+            }
+        };
+        let roles = (start.mode.as_deref() == Some("roles")).then(|| {
+            let roles = steward_core::RoleName::ALL
+                .iter()
+                .map(|role| steward_core::RoleAssignment {
+                    role: *role,
+                    provider: Arc::new(FakeProvider::new(Scenario::from_toml(&self.scenario).unwrap())),
+                    provider_name: "fake".into(),
+                    model: "fake".into(),
+                    locality: steward_core::Locality::Local,
+                    max_tokens: None,
+                })
+                .collect();
+            steward_core::RolePlan { planner: planner.clone(), roles }
+        });
+        Ok(Prepared { roles, planner, config, tools: ToolRegistry::builtin() })
     }
     async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
         Ok(ToolRegistry::builtin().specs())
@@ -362,7 +382,7 @@ async fn bad_starts_are_refused_with_reasons() {
     let alice = s.browser().await;
     for (body, needle) in [
         (json!({"task": "  "}), "empty"),
-        (json!({"task": "x", "mode": "roles"}), "roles"),
+        (json!({"task": "x", "mode": "swarm"}), "unknown mode"),
         (json!({"task": "x", "workspace": "/"}), "not one this server serves"),
         (json!({"task": "x", "workspace": "/no/such/dir"}), "/no/such/dir"),
     ] {
@@ -501,4 +521,54 @@ async fn a_form_post_with_origin_null_still_needs_its_csrf_field() {
         .body(Body::from(json!({"task": "x"}).to_string()))
         .unwrap();
     assert_eq!(s.app.clone().oneshot(json).await.unwrap().status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn the_same_task_runs_with_both_planners_side_by_side() {
+    let s =
+        server("[[round]]\ntext = \"The model's answer.\"\nusage = { input_tokens = 7, output_tokens = 3 }\n").await;
+    let a = s.browser().await;
+    let request = Request::post("/compare")
+        .header(header::COOKIE, &a.cookie)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(format!("csrf={}&task=list+files&workspace=&provider=&model=", a.csrf)))
+        .unwrap();
+    let response = s.app.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let location = response.headers()[header::LOCATION].to_str().unwrap().to_string();
+    assert!(location.starts_with("/compare?a=run_") && location.contains("&b=run_"), "{location}");
+    let ids: Vec<String> = location.split(['=', '&']).filter(|p| p.starts_with("run_")).map(str::to_string).collect();
+    for id in &ids {
+        s.wait_status(&a, id, "completed").await;
+    }
+    let (status, html) = s.page(&a, &location).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("Classic planner") && html.contains("Model planner (fake&#x2f;fake)"), "{html}");
+    assert!(html.contains("The model&#x27;s answer.") || html.contains("The model's answer."), "{html}");
+    assert!(html.contains("<span class=\"tokens\">10</span>"), "model tokens counted: {html}");
+    let mallory = s.browser().await;
+    let (status, _) = s.page(&mallory, &location).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "another owner cannot see the comparison");
+}
+
+#[tokio::test]
+async fn a_run_in_roles_mode_streams_every_role() {
+    let s = server("[[round]]\ntext = \"Findings.\"\n").await;
+    let a = s.browser().await;
+    let (status, body) = s.call(&a, "POST", "/api/runs", Some(json!({"task": "explain", "mode": "roles"}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let run = body["id"].as_str().unwrap().to_string();
+    let done = s.wait_status(&a, &run, "completed").await;
+    let stages: Vec<&str> = done["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "stage_started")
+        .map(|e| e["stage"].as_str().unwrap())
+        .collect();
+    for role in ["planner", "local_drafter", "cloud_drafter", "critic", "reviewer", "synthesizer"] {
+        assert!(stages.contains(&role), "{role} in {stages:?}");
+    }
+    let (status, body) = s.call(&a, "POST", "/api/runs", Some(json!({"task": "x", "mode": "swarm"}))).await;
+    assert_eq!((status, body["error"]["class"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid")));
 }

@@ -19,8 +19,8 @@ use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
 pub use error::StoreError;
 pub use record::{
-    AuditVerification, Durability, FactRecord, GrantRecord, GrantScope, RollbackRecord, RollbackStatus, RunRecord,
-    RunStatus, StoreOptions,
+    ApprovalDecisionRecord, AuditVerification, Durability, FactRecord, GrantRecord, GrantScope, RollbackRecord,
+    RollbackStatus, RunRecord, RunStatus, StoreOptions,
 };
 pub use sqlite::SqliteStore;
 
@@ -113,6 +113,18 @@ pub trait Store: Send + Sync {
     /// Deletes the fact with this id if it belongs to `owner_id`: `true` once the deletion is
     /// committed, `false` when the owner has no such fact (another owner's fact is left alone).
     async fn delete_fact(&self, owner_id: &str, id: &str) -> Result<bool, StoreError>;
+
+    /// Deletes run `id` with its events, approval requests, approval decisions and rollback
+    /// records, unless it is `running`; true when it was deleted. The audit chain keeps its
+    /// records (they are never deleted). Returns once committed.
+    async fn delete_run(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Records `decision` unless the approval already has one; true when it was recorded.
+    /// Returns once committed.
+    async fn insert_approval_decision(&self, decision: &ApprovalDecisionRecord) -> Result<bool, StoreError>;
+
+    /// The recorded decision on approval `approval_id`, if any.
+    async fn approval_decision(&self, approval_id: &str) -> Result<Option<ApprovalDecisionRecord>, StoreError>;
 
     /// Waits until everything queued so far is committed; reports a queued event that failed
     /// since the last flush ([`StoreError::Deferred`]).

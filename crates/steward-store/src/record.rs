@@ -270,3 +270,24 @@ pub struct FactRecord {
     /// this order.
     pub created_at: Timestamp,
 }
+
+/// A decision on an approval request made outside the process running the call (SPEC C4):
+/// the web UI answering a run that executes in a terminal. The running process answers with
+/// its own decision token; the orchestrator still checks owner and expiry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalDecisionRecord {
+    /// The approval request (`apr_…`).
+    pub approval_id: String,
+    /// Its run.
+    pub run_id: String,
+    /// Owner id of whoever decided.
+    pub decided_by: String,
+    /// True to approve, false to deny.
+    pub approve: bool,
+    /// For approvals: `once`, `run` or `workspace`.
+    pub scope: String,
+    /// For denials: why, shown to the model.
+    pub reason: String,
+    /// When it was decided (UTC).
+    pub created_at: Timestamp,
+}

@@ -599,3 +599,47 @@ async fn audit_throughput() {
         assert!(store.verify_audit().await.unwrap().is_valid());
     }
 }
+
+#[tokio::test]
+async fn the_first_approval_decision_wins_and_another_process_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("steward.db");
+    let writer = SqliteStore::open(&path, StoreOptions::default()).await.unwrap();
+    let reader = SqliteStore::open(&path, StoreOptions::default()).await.unwrap();
+    let decision = |approve: bool| steward_store::ApprovalDecisionRecord {
+        approval_id: "apr_1".into(),
+        run_id: "run_1".into(),
+        decided_by: "local:alice".into(),
+        approve,
+        scope: "once".into(),
+        reason: String::new(),
+        created_at: Utc::now(),
+    };
+    assert_eq!(reader.approval_decision("apr_1").await.unwrap(), None);
+    assert!(writer.insert_approval_decision(&decision(true)).await.unwrap());
+    assert!(!writer.insert_approval_decision(&decision(false)).await.unwrap(), "a second decision is refused");
+    let read = reader.approval_decision("apr_1").await.unwrap().unwrap();
+    assert!(read.approve, "the first decision stands");
+    assert_eq!(read.decided_by, "local:alice");
+}
+
+#[tokio::test]
+async fn deleting_a_run_removes_what_belongs_to_it_but_never_a_running_one_or_the_audit() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let mut finished = run("run_old", Utc::now());
+    finished.status = RunStatus::Completed;
+    store.insert_run(&finished).await.unwrap();
+    let mut live = run("run_live", Utc::now());
+    live.status = RunStatus::Running;
+    store.insert_run(&live).await.unwrap();
+    store.append_event(&event("run_old", 1)).await.unwrap();
+    store.append_audit(entry("run_old", 1)).await.unwrap();
+    assert!(store.delete_run("run_old").await.unwrap());
+    assert!(!store.delete_run("run_live").await.unwrap(), "a running run stays");
+    assert!(!store.delete_run("run_none").await.unwrap());
+    assert!(store.get_run("run_old").await.unwrap().is_none());
+    assert!(store.events("run_old", 0).await.unwrap().is_empty());
+    assert!(store.get_run("run_live").await.unwrap().is_some());
+    assert_eq!(store.audit_records(Some("run_old")).await.unwrap().len(), 1, "the audit chain is kept");
+    assert!(matches!(store.verify_audit().await.unwrap(), AuditVerification::Valid { .. }));
+}

@@ -249,6 +249,7 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
     #[derive(serde::Serialize)]
     struct View<'a> {
         run: &'a steward_core::config::RawRun,
+        roles: &'a steward_core::config::RawRoles,
         limits: &'a steward_core::config::Limits,
         sandbox: &'a steward_core::config::RawSandbox,
         shell: &'a steward_core::config::RawShell,
@@ -261,6 +262,7 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
     }
     let view = View {
         run: &config.run,
+        roles: &config.roles,
         limits: &config.limits,
         sandbox: &config.sandbox,
         shell: &config.shell,

@@ -51,14 +51,15 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
     let mut asked_at = std::collections::HashMap::new();
     for event in &events {
         match &event.kind {
-            EventKind::StageCompleted { round, duration_ms, usage, tool_calls, .. } => println!(
-                "  planner round {round:<3} {duration_ms:>7} ms  {:>6} tokens ({} in, {} out)  {tool_calls} tool call(s)",
+            EventKind::StageCompleted { stage, round, duration_ms, usage, tool_calls } => println!(
+                "  {} {duration_ms:>7} ms  {:>6} tokens ({} in, {} out)  {tool_calls} tool call(s)",
+                stage_label(stage, *round),
                 usage.total(),
                 usage.input_tokens,
                 usage.output_tokens
             ),
-            EventKind::StageFailed { round, duration_ms, class, error, .. } => {
-                println!("  planner round {round:<3} {duration_ms:>7} ms  failed [{class}]: {error}")
+            EventKind::StageFailed { stage, round, duration_ms, class, error } => {
+                println!("  {} {duration_ms:>7} ms  failed [{class}]: {error}", stage_label(stage, *round))
             }
             EventKind::ToolDenied { tool, rule, reason, .. } => println!("    {tool:<12} denied by `{rule}`: {reason}"),
             EventKind::ToolApprovalRequired { call_id, tool, rule, .. } => {
@@ -183,4 +184,10 @@ pub async fn audit_export(since: Option<&str>, output: Option<&Path>) -> Result<
         eprintln!("steward: wrote {written} audit records");
     }
     Ok(0)
+}
+
+/// `planner round N` for a planner round, the role's name for a stage of the role pipeline
+/// (one call each), in one column.
+fn stage_label(stage: &str, round: u32) -> String {
+    if stage == "planner" { format!("planner round {round:<3}") } else { format!("{stage:<17}") }
 }

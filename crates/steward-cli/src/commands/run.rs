@@ -4,6 +4,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use steward_core::RunMode;
+
 use super::*;
 
 /// `steward run` arguments.
@@ -38,6 +40,9 @@ pub struct RunArgs {
     /// Scenario file for `--provider fake` (see README).
     #[arg(long)]
     scenario: Option<PathBuf>,
+    /// loop (the planner answers; default, or [run] mode) or roles (the planner's answer goes to two drafters, a critic, a reviewer and a synthesizer; providers per role in [roles.NAME]).
+    #[arg(long, value_parser = ["loop", "roles"])]
+    mode: Option<String>,
     /// Print events as JSON lines on stdout (diagnostics go to stderr).
     #[arg(long)]
     json: bool,
@@ -59,6 +64,7 @@ pub async fn run_scripted(workspace: &Path, scenario: &str, task: &str) -> Resul
         max_rounds: Some(2),
         max_tokens: None,
         scenario: Some(file.path().to_path_buf()),
+        mode: Some("loop".into()),
         json: false,
     })
     .await
@@ -101,7 +107,28 @@ pub async fn run(args: RunArgs) -> Result<u8> {
             names.join(", ")
         )));
     }
-    let planner = steward_core::planner::resolve(&config, &overrides, &env_lookup).map_err(usage)?;
+    let mode = match args.mode.as_deref() {
+        Some(name) => RunMode::parse(name).ok_or_else(|| usage(format!("unknown mode `{name}`: use loop or roles")))?,
+        None => config.run.mode.unwrap_or_default(),
+    };
+    let (planner, roles) = match mode {
+        RunMode::Loop => (steward_core::planner::resolve(&config, &overrides, &env_lookup).map_err(usage)?, None),
+        RunMode::Roles => {
+            let plan = steward_core::planner::resolve_roles(&config, &overrides, &env_lookup).map_err(usage)?;
+            if !args.json {
+                for role in &plan.roles {
+                    eprintln!(
+                        "steward: {} · {} · {} ({})",
+                        role.role.as_str(),
+                        role.provider_name,
+                        role.model,
+                        role.locality.as_str()
+                    );
+                }
+            }
+            (plan.planner.clone(), Some(plan))
+        }
+    };
 
     let home = Home::locate()?;
     let runtime = Runtime {
@@ -132,10 +159,11 @@ pub async fn run(args: RunArgs) -> Result<u8> {
         planner,
         config,
         tools,
-        approver: Arc::new(ui::TerminalApprover { owner_id }),
+        approver: Arc::new(ui::TerminalApprover { owner_id, store: runtime.store.clone() }),
         observer,
         cancel,
         run_id: None,
+        roles,
     };
     let run = steward_core::run_task(&runtime, request).await.map_err(|e| match e {
         steward_core::RunError::Config(msg) => usage(msg),

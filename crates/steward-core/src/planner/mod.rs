@@ -1,6 +1,7 @@
 //! Planners (SPEC A4): the classic keyword planner (offline, no model) and the model planner,
 //! which is any [`steward_provider::Provider`]. Both answer through the same trait, so the
-//! loop, the gate and the events are identical for both.
+//! loop, the gate and the events are identical for both. [`resolve_roles`] chooses the
+//! providers of the role pipeline's other roles (SPEC O1, P9).
 
 pub mod classic;
 
@@ -11,7 +12,8 @@ use steward_protocol::{ChatRequest, ChatResponse, ToolChoice};
 use steward_provider::{DeltaSink, Provider, ProviderConfig, ProviderError};
 
 use crate::agent::PlannerChoice;
-use crate::config::Config;
+use crate::config::{Config, RoleConfig};
+use crate::roles::{Locality, RoleAssignment, RoleName, RolePlan};
 
 /// Planner choices from the command line or a UI; each overrides the configuration.
 #[derive(Debug, Clone, Default)]
@@ -44,6 +46,16 @@ pub fn resolve(
     overrides: &PlannerOverrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<PlannerChoice, String> {
+    resolve_with_config(config, overrides, env).map(|(choice, _)| choice)
+}
+
+/// [`resolve`], plus the settings of the model planner's provider (base URL override applied);
+/// `None` for the classic planner.
+fn resolve_with_config(
+    config: &Config,
+    overrides: &PlannerOverrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(PlannerChoice, Option<ProviderConfig>), String> {
     let provider_name = overrides
         .provider
         .clone()
@@ -69,13 +81,16 @@ pub fn resolve(
                 "--model and --scenario need a provider: pass --provider NAME (e.g. --provider fake --scenario FILE) or set [run] provider".to_string()
             })
         }
-        "classic" => Ok(PlannerChoice {
-            kind,
-            provider: Arc::new(classic::ClassicPlanner),
-            model: "classic".into(),
-            tool_choice: ToolChoice::Auto,
-            max_tokens: None,
-        }),
+        "classic" => Ok((
+            PlannerChoice {
+                kind,
+                provider: Arc::new(classic::ClassicPlanner),
+                model: "classic".into(),
+                tool_choice: ToolChoice::Auto,
+                max_tokens: None,
+            },
+            None,
+        )),
         "model" => {
             let name = provider_name.ok_or_else(|| {
                 format!(
@@ -138,16 +153,129 @@ pub fn resolve(
             if model.trim().is_empty() {
                 return Err(format!("provider `{name}` has no default model: pass --model ID or set default_model"));
             }
-            Ok(PlannerChoice {
-                kind,
-                provider,
-                model,
-                tool_choice: ToolChoice::parse(tool_choice.as_deref().unwrap_or("auto")),
-                max_tokens,
-            })
+            Ok((
+                PlannerChoice {
+                    kind,
+                    provider,
+                    model,
+                    tool_choice: ToolChoice::parse(tool_choice.as_deref().unwrap_or("auto")),
+                    max_tokens,
+                },
+                Some(cfg),
+            ))
         }
         other => Err(format!("unknown planner `{other}`: use `classic` or `model`")),
     }
+}
+
+/// Chooses who plays each role of the role pipeline (SPEC O1, P9) from `[roles.NAME]`.
+///
+/// - `planner`: `[roles.planner]` when set and the command line names no planner, provider or
+///   base URL (`overrides.model`, when given, still picks its model); otherwise exactly what
+///   [`resolve`] gives.
+/// - every other role: its `[roles.NAME]` entry (a preset or `[providers.NAME]`, its `model`
+///   or the provider's default model); without an entry, the planner's provider and model.
+///   The classic planner writes no drafts, so with it every other role needs an entry.
+///
+/// Locality comes from each provider's settings ([`Locality::of`]), never from the role.
+/// Errors (usage/configuration, nothing was run) name the role and the file that set it: an
+/// unknown provider, a fake provider without a scenario, a provider that cannot be built, a
+/// model that resolves to nothing. As with [`resolve`], a missing API key is not an error
+/// here: that role's stage fails with `missing_api_key` when it runs, and a drafter's failure
+/// does not stop the run.
+pub fn resolve_roles(
+    config: &Config,
+    overrides: &PlannerOverrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<RolePlan, String> {
+    let set_in = |role: RoleName| match config.entry_sources.get(&format!("roles.{}", role.as_str())) {
+        Some(path) => format!("roles.{} (in {})", role.as_str(), path.display()),
+        None => format!("roles.{}", role.as_str()),
+    };
+    let named_here = overrides.planner.is_some() || overrides.provider.is_some() || overrides.base_url.is_some();
+    let (planner, planner_cfg) = match config.roles.planner.as_ref().filter(|_| !named_here) {
+        Some(entry) => {
+            let entry_overrides = PlannerOverrides {
+                planner: Some("model".into()),
+                provider: Some(entry.provider.clone()),
+                model: overrides.model.clone().or_else(|| entry.model.clone()),
+                ..overrides.clone()
+            };
+            resolve_with_config(config, &entry_overrides, env)
+                .map_err(|e| format!("{}: {e}", set_in(RoleName::Planner)))?
+        }
+        None => resolve_with_config(config, overrides, env)?,
+    };
+    let planner_role = RoleAssignment {
+        role: RoleName::Planner,
+        provider: planner.provider.clone(),
+        provider_name: planner.provider.name().to_string(),
+        model: planner.model.clone(),
+        // The classic planner makes no network request.
+        locality: planner_cfg.as_ref().map(Locality::of).unwrap_or(Locality::Local),
+        max_tokens: planner.max_tokens,
+    };
+    let mut roles = vec![planner_role.clone()];
+    for role in RoleName::ALL.into_iter().skip(1) {
+        let assignment = match config.roles.get(role) {
+            Some(entry) => role_provider(config, role, entry, env).map_err(|e| format!("{}: {e}", set_in(role)))?,
+            None if planner_cfg.is_none() => {
+                return Err(format!(
+                    "role `{0}` has no provider: the classic planner writes no drafts; set [roles.{0}] provider = \"NAME\" in .steward/config.toml or choose a model planner (--provider NAME)",
+                    role.as_str()
+                ));
+            }
+            None => RoleAssignment { role, ..planner_role.clone() },
+        };
+        roles.push(assignment);
+    }
+    Ok(RolePlan { planner, roles })
+}
+
+/// The provider and model of one `[roles.NAME]` entry other than the planner's.
+fn role_provider(
+    config: &Config,
+    role: RoleName,
+    entry: &RoleConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<RoleAssignment, String> {
+    let name = entry.provider.trim();
+    let mut cfg = config.providers.get(name).cloned().or_else(|| steward_provider::preset(name)).ok_or_else(|| {
+        format!(
+            "unknown provider `{name}`: use a preset ({}) or declare [providers.{name}]",
+            steward_provider::PRESETS.join(", ")
+        )
+    })?;
+    if cfg.kind == steward_provider::ProviderKind::Fake && cfg.scenario.is_none() {
+        return Err(format!(
+            "the fake provider `{name}` needs a scenario: declare [providers.NAME] with kind = \"fake\" and scenario = \"FILE\""
+        ));
+    }
+    // Role stages offer no tools.
+    cfg.tool_choice = None;
+    let provider: Arc<dyn Provider> = match steward_provider::build_provider(name, &cfg, env) {
+        Ok(provider) => provider,
+        Err(err) if err.class == steward_protocol::ErrorClass::MissingApiKey => {
+            Arc::new(Unavailable { name: name.to_string(), error: err })
+        }
+        Err(err) => return Err(format!("provider `{name}`: {}", err.message)),
+    };
+    let model = entry
+        .model
+        .clone()
+        .or_else(|| cfg.default_model.clone())
+        .unwrap_or_else(|| provider.default_model().to_string());
+    if model.trim().is_empty() {
+        return Err(format!("provider `{name}` has no default model: set model = \"ID\""));
+    }
+    Ok(RoleAssignment {
+        role,
+        provider,
+        provider_name: name.to_string(),
+        model,
+        locality: Locality::of(&cfg),
+        max_tokens: cfg.max_tokens,
+    })
 }
 
 /// A provider that cannot be used (for example its API key is missing): every call fails with

@@ -27,8 +27,8 @@ use self::rows::{
 use self::writer::{Document, DocumentTable, Pending, Reply, Shared, Work};
 use crate::chain::timestamp_text;
 use crate::{
-    AuditVerification, Durability, FactRecord, GrantRecord, RollbackRecord, RunRecord, RunStatus, Store, StoreError,
-    StoreOptions, verify_chain,
+    ApprovalDecisionRecord, AuditVerification, Durability, FactRecord, GrantRecord, RollbackRecord, RunRecord,
+    RunStatus, Store, StoreError, StoreOptions, verify_chain,
 };
 
 /// How long a connection waits for another one's lock before failing (10 s).
@@ -338,6 +338,36 @@ impl Store for SqliteStore {
 
     async fn delete_fact(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {
         self.write_flag(Work::DeleteFact { owner_id: owner_id.to_string(), id: id.to_string() }).await
+    }
+
+    async fn delete_run(&self, id: &str) -> Result<bool, StoreError> {
+        self.write_flag(Work::DeleteRun(id.to_string())).await
+    }
+
+    async fn insert_approval_decision(&self, decision: &ApprovalDecisionRecord) -> Result<bool, StoreError> {
+        let body = serde_json::to_string(decision)
+            .map_err(|e| StoreError::Invalid { path: self.path().to_string(), what: e.to_string() })?;
+        self.write_flag(Work::InsertDecision {
+            approval_id: decision.approval_id.clone(),
+            run_id: decision.run_id.clone(),
+            created_at: timestamp_text(&decision.created_at),
+            body,
+        })
+        .await
+    }
+
+    async fn approval_decision(&self, approval_id: &str) -> Result<Option<ApprovalDecisionRecord>, StoreError> {
+        let row = sqlx::query("SELECT body FROM approval_decisions WHERE approval_id = ?")
+            .bind(approval_id)
+            .fetch_optional(&self.read)
+            .await
+            .map_err(self.db())?;
+        let Some(row) = row else { return Ok(None) };
+        let body: String = sqlx::Row::try_get(&row, "body").map_err(self.db())?;
+        serde_json::from_str(&body).map(Some).map_err(|_| StoreError::Corrupt {
+            path: self.path().to_string(),
+            what: "approval_decisions.body is not a decision".into(),
+        })
     }
 
     async fn queue_audit(&self, entry: AuditEntry) -> Result<(), StoreError> {

@@ -72,6 +72,21 @@ pub enum Work {
         /// The fact's id.
         id: String,
     },
+    /// `INSERT` an approval decision unless the approval has one; answers whether it was
+    /// inserted.
+    InsertDecision {
+        /// The approval's id.
+        approval_id: String,
+        /// Its run.
+        run_id: String,
+        /// RFC 3339 time of the decision.
+        created_at: String,
+        /// The decision as JSON.
+        body: String,
+    },
+    /// `DELETE` a run that is not running, and what belongs to it (not its audit records);
+    /// answers whether the run was deleted.
+    DeleteRun(String),
     /// Nothing: answered once everything queued before it is committed.
     Barrier,
 }
@@ -406,6 +421,38 @@ async fn apply(
                 .await
                 .map_err(db)?;
             return Ok(Applied::Flag(done.rows_affected() > 0));
+        }
+        Work::InsertDecision { approval_id, run_id, created_at, body } => {
+            let done = sqlx::query(
+                "INSERT INTO approval_decisions (approval_id, run_id, created_at, body) VALUES (?, ?, ?, ?) \
+                 ON CONFLICT (approval_id) DO NOTHING",
+            )
+            .bind(approval_id)
+            .bind(run_id)
+            .bind(created_at)
+            .bind(body)
+            .execute(&mut *conn)
+            .await
+            .map_err(db)?;
+            return Ok(Applied::Flag(done.rows_affected() > 0));
+        }
+        Work::DeleteRun(id) => {
+            let done = sqlx::query("DELETE FROM runs WHERE id = ? AND status <> 'running'")
+                .bind(id)
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+            if done.rows_affected() == 0 {
+                return Ok(Applied::Flag(false));
+            }
+            for table in ["events", "approvals", "approval_decisions", "rollbacks"] {
+                sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE run_id = ?")))
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db)?;
+            }
+            return Ok(Applied::Flag(true));
         }
         Work::Barrier => {}
     }

@@ -1,0 +1,73 @@
+//! `steward run --mode roles`: the role pipeline end to end through the binary, with scripted
+//! providers per role and a local drafter whose server is down.
+
+mod common;
+
+use common::*;
+
+fn fake_provider(env: &Env, name: &str, text: &str) -> String {
+    let path = env.dir.path().join(format!("{name}.toml"));
+    std::fs::write(&path, format!("[[round]]\ntext = {text:?}\n")).unwrap();
+    format!("[providers.{name}]\nkind = \"fake\"\nscenario = {:?}\n", path.display().to_string())
+}
+
+#[test]
+fn roles_mode_runs_every_stage_and_survives_a_local_drafter_that_is_down() {
+    let env = Env::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut config = String::new();
+    for (name, text) in
+        [("cloud", "Cloud draft."), ("critic", "Vague."), ("reviewer", "Cloud is best."), ("synth", "Final.")]
+    {
+        config.push_str(&fake_provider(&env, name, text));
+    }
+    config.push_str(&format!(
+        "[providers.down]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\ndefault_model = \"qwen2.5:7b\"\nmax_retries = 1\n\
+         [roles.local_drafter]\nprovider = \"down\"\n[roles.cloud_drafter]\nprovider = \"cloud\"\n\
+         [roles.critic]\nprovider = \"critic\"\n[roles.reviewer]\nprovider = \"reviewer\"\n[roles.synthesizer]\nprovider = \"synth\"\n"
+    ));
+    env.user_config(&config);
+    let planner = scenario(&env, "[[round]]\ntext = \"Findings.\"\n");
+    let out =
+        env.steward(&["run", "--json", "--mode", "roles", "--provider", "fake", "--scenario", &planner, "explain"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let started: Vec<&str> =
+        evs.iter().filter(|e| e["event"] == "stage_started").map(|e| e["stage"].as_str().unwrap()).collect();
+    assert_eq!(started[0], "planner");
+    assert_eq!(started[3..], ["critic", "reviewer", "synthesizer"], "{started:?}");
+    let failed = find(&evs, "stage_failed");
+    assert_eq!(failed["stage"], "local_drafter");
+    assert_eq!(failed["class"], "provider_unreachable");
+    let done = find(&evs, "run_completed");
+    assert_eq!(done["final"], "Final.");
+    assert_eq!(done["stop_reason"], "answered");
+
+    // Without --json the plan is listed, with each role's locality.
+    let out = env.steward(&["run", "--mode", "roles", "--provider", "fake", "--scenario", &planner, "explain"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("local_drafter · down · qwen2.5:7b (local)"), "{err}");
+    assert!(
+        err.contains("✗ local_drafter failed [provider_unreachable]")
+            || stdout(&out).contains("✗ local_drafter failed")
+    );
+    assert!(stdout(&out).contains("Final."), "{}", stdout(&out));
+
+    // The default mode is still the loop: the planner's answer is final.
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &planner, "explain"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    assert_eq!(find(&evs, "run_completed")["final"], "Findings.");
+    assert!(evs.iter().all(|e| e["stage"].as_str().is_none_or(|s| s == "planner")));
+}
+
+#[test]
+fn roles_mode_without_providers_for_the_roles_is_a_usage_error() {
+    let env = Env::new();
+    let out = env.steward(&["run", "--mode", "roles", "list files"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("[roles.local_drafter]"), "{}", stderr(&out));
+    let out = env.steward(&["run", "--mode", "swarm", "list files"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}
