@@ -234,6 +234,7 @@ async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> 
             observer: clock.clone(),
             cancel: CancellationToken::new(),
             run_id: None,
+            history: Vec::new(),
             roles: None,
         };
         handles.push(tokio::spawn(async move {

@@ -146,7 +146,7 @@ async fn server(dir: &Path, scenario: Scenario, max_rounds: u32, max_running: us
         Arc::new(runtime),
         Arc::new(BenchLauncher { scenario: Arc::new(scenario), max_rounds }),
         sessions,
-        ServerOptions { workspaces: vec![ws], max_running },
+        ServerOptions { workspaces: vec![ws], max_running, ..ServerOptions::default() },
     ))
 }
 
@@ -207,6 +207,19 @@ fn rss_kib() -> (u64, u64) {
             .unwrap_or(0)
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Hands the allocator's free memory back to the system; the RSS afterwards, in KiB.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trimmed() -> Option<u64> {
+    // SAFETY: malloc_trim only releases free heap pages.
+    unsafe { libc::malloc_trim(0) };
+    Some(rss_kib().0)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trimmed() -> Option<u64> {
+    None
 }
 
 fn mib(kib: u64) -> f64 {
@@ -322,10 +335,13 @@ async fn bench_parked(n: usize) -> Result<()> {
     let (after, _) = rss_kib();
     println!(
         "parked runs: cancelling all {n} (cancel recorded in the store) took {:.2} s ({:.0} µs per run); RSS \
-         afterwards {:.1} MiB",
+         afterwards {:.1} MiB{}",
         cleanup.as_secs_f64(),
         cleanup.as_secs_f64() * 1e6 / n as f64,
-        mib(after)
+        mib(after),
+        trimmed()
+            .map(|kib| format!(", {:.1} MiB once the allocator returns its free memory", mib(kib)))
+            .unwrap_or_default()
     );
     state.shutdown.cancel();
     state.tasks.close();
@@ -621,6 +637,7 @@ async fn bench_latency(args: &BenchServeArgs, cpus: usize) -> Result<()> {
         .thread_name("bench-client")
         .enable_all()
         .build()?;
+    let (rss_before_clients, _) = rss_kib();
     let ready = Arc::new(AtomicUsize::new(0));
     let gate = Arc::new(tokio::sync::Semaphore::new(CONNECTS_IN_FLIGHT));
     let (run_arc, cookie_arc): (Arc<str>, Arc<str>) = (run_id.clone().into(), cookie.clone().into());
@@ -696,11 +713,12 @@ async fn bench_latency(args: &BenchServeArgs, cpus: usize) -> Result<()> {
     }
     println!(
         "event latency: {clients} clients on GET /api/runs/{{id}}/events (raw HTTP/1.1 over loopback TCP, owner \
-         cookie), all subscribed after {:.2} s (RSS {:.1} MiB); then {chunks} chunks, one per model round, {} ms \
-         apart; latency = arrival at the client - the event's `at` (stamped when published, before it is stored \
-         and broadcast)",
+         cookie), all subscribed after {:.2} s (RSS +{:.1} MiB, {:.1} KiB per open stream, server and client \
+         side); then {chunks} chunks, one per model round, {} ms apart; latency = arrival at the client - the \
+         event's `at` (stamped when published, before it is stored and broadcast)",
         connect_time.as_secs_f64(),
-        mib(rss_connected),
+        mib(rss_connected.saturating_sub(rss_before_clients)),
+        rss_connected.saturating_sub(rss_before_clients) as f64 / clients as f64,
         args.chunk_interval_ms
     );
     println!(

@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use steward_core::approval::ApprovalKey;
-use steward_store::{SqliteStore, Store, StoreOptions};
+use steward_store::{PgStore, SqliteStore, Store, StoreOptions};
+
+/// The environment variable that puts the state in PostgreSQL instead of `steward.db`.
+pub const DATABASE_URL_VAR: &str = "STEWARD_DATABASE_URL";
 
 /// The state directory and what lives in it.
 pub struct Home {
@@ -53,12 +56,30 @@ impl Home {
     }
 
     /// Opens the database and marks runs of dead processes as interrupted.
+    ///
+    /// The database is `steward.db` in the state directory, or the PostgreSQL database named by
+    /// `$STEWARD_DATABASE_URL` (`postgres://` or `postgresql://`; anything else is a usage
+    /// error). With PostgreSQL several nodes share the runs: only runs started on this machine
+    /// (same host name) are checked for a dead process, so another node's live runs are never
+    /// marked interrupted. The audit anchor is kept per database (`audit.anchor` for the file,
+    /// `audit-<hash of the URL without password>.anchor` for PostgreSQL).
     pub async fn open_store(&self, mut options: StoreOptions) -> Result<Arc<dyn Store>> {
-        options.audit_anchor.get_or_insert_with(|| self.dir.join("audit.anchor"));
-        let store = SqliteStore::open(&self.db_path(), options)
-            .await
-            .with_context(|| format!("cannot open {}", self.db_path().display()))?;
-        let store: Arc<dyn Store> = Arc::new(store);
+        let store: Arc<dyn Store> = match database_url()? {
+            Some(url) => {
+                options.audit_anchor.get_or_insert_with(|| self.dir.join(pg_anchor_name(&url)));
+                let store = PgStore::open(&url, options)
+                    .await
+                    .with_context(|| format!("cannot open the database named by {DATABASE_URL_VAR}"))?;
+                Arc::new(store)
+            }
+            None => {
+                options.audit_anchor.get_or_insert_with(|| self.dir.join("audit.anchor"));
+                let store = SqliteStore::open(&self.db_path(), options)
+                    .await
+                    .with_context(|| format!("cannot open {}", self.db_path().display()))?;
+                Arc::new(store)
+            }
+        };
         let recovered = steward_core::recovery::recover_interrupted(store.as_ref(), &process_alive).await?;
         for run in &recovered.runs {
             eprintln!("steward: run {run} was interrupted by a crash; marked `interrupted` (not resumed)");
@@ -113,6 +134,36 @@ impl Home {
         write_private(&path, hex::encode(&key).as_bytes())?;
         Ok(key)
     }
+}
+
+/// `$STEWARD_DATABASE_URL` when it is set and not empty. A value that is not a PostgreSQL URL
+/// is a usage error; the message never repeats the value (it may hold a password).
+pub fn database_url() -> Result<Option<String>> {
+    let Some(value) = std::env::var_os(DATABASE_URL_VAR).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let url = value
+        .into_string()
+        .map_err(|_| crate::commands::usage_error(&format!("{DATABASE_URL_VAR} is not valid UTF-8")))?;
+    if !steward_store::is_postgres_url(&url) {
+        return Err(crate::commands::usage_error(&format!(
+            "{DATABASE_URL_VAR} must be a postgres:// or postgresql:// URL; unset it to use steward.db in the \
+             state directory"
+        )));
+    }
+    Ok(Some(url))
+}
+
+/// The anchor file of a PostgreSQL database: named after a hash of its URL without the password
+/// (the user info's password and any `password=` parameter are left out), so that each database
+/// has its own anchor and none is mistaken for the SQLite file's.
+fn pg_anchor_name(url: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let query = url.split_once('?').map_or("", |(_, query)| query.split('#').next().unwrap_or(""));
+    let kept: Vec<&str> = query.split('&').filter(|pair| !pair.to_ascii_lowercase().starts_with("password=")).collect();
+    let key = format!("{}?{}", steward_store::redact_database_url(url), kept.join("&"));
+    let digest = hex::encode(Sha256::digest(key.as_bytes()));
+    format!("audit-{}.anchor", &digest[..16])
 }
 
 fn hex_decode(text: &str) -> Option<Vec<u8>> {

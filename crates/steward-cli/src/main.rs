@@ -8,6 +8,7 @@ mod eval_cmd;
 mod home;
 mod mcp_cmd;
 mod mcp_serve;
+mod mcp_token_cmd;
 mod serve_cmd;
 mod tools_cmd;
 mod ui;
@@ -223,6 +224,35 @@ enum McpCommand {
     },
     /// Serve Steward over MCP on stdio: submit_task, list_runs, get_run, list_pending_approvals (approving is not an MCP tool).
     Serve,
+    /// Bearer tokens of `/mcp` in `steward serve` (owned by the local user): create, list, revoke.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Make a token and print it once (only its hash is stored).
+    Create {
+        /// A label for the token (which assistant uses it).
+        #[arg(long)]
+        name: Option<String>,
+        /// Comma list of scopes: `read` (list_runs, get_run, list_pending_approvals), `submit` (submit_task).
+        #[arg(long, default_value = "read")]
+        scope: String,
+    },
+    /// List your tokens (never their secrets).
+    List {
+        /// JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token: requests with it are refused from now on.
+    Revoke {
+        /// The token id (`mtk_…`).
+        id: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -298,6 +328,15 @@ fn main() -> ExitCode {
                 mcp_cmd::call(&workspace, &server, &tool, &args).await
             }
             Command::Mcp { command: McpCommand::Serve } => mcp_serve::serve().await,
+            Command::Mcp { command: McpCommand::Token { command: TokenCommand::Create { name, scope } } } => {
+                mcp_token_cmd::create(name.as_deref(), &scope).await
+            }
+            Command::Mcp { command: McpCommand::Token { command: TokenCommand::List { json } } } => {
+                mcp_token_cmd::list(json).await
+            }
+            Command::Mcp { command: McpCommand::Token { command: TokenCommand::Revoke { id } } } => {
+                mcp_token_cmd::revoke(&id).await
+            }
             Command::Tools { workspace, json } => tools_cmd::tools(&workspace, json).await,
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Bench(args) => bench::run(args).await,

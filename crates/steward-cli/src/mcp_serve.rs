@@ -7,11 +7,13 @@
 //! channel, so nobody can answer a prompt, and a call that needs approval is denied with
 //! `no_approver` (visible in `get_run` and the run's trace). No tool approves, changes policy
 //! or configuration. When the client closes the session, unfinished runs get a few seconds to
-//! finish, then are cancelled (a stdio server cannot outlive its session).
-//! The streamable HTTP variant (`/mcp` inside `steward serve`) is not built: there is no
-//! `steward serve` yet.
+//! finish, then are cancelled (a stdio server cannot outlive its session). The client is the
+//! local owner with every scope (`read` and `submit`).
+//!
+//! The streamable HTTP variant is `/mcp` inside `steward serve` (`steward_server::mcp`): there
+//! a bearer token names the owner and its scopes, and runs execute in the server, so their
+//! approvals are answered by that owner in the browser.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,10 +25,11 @@ use steward_core::events::EventObserver;
 use steward_core::planner::PlannerOverrides;
 use steward_core::{RunRequest, Runtime};
 use steward_mcp::mcp_server::{
-    GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, SubmitTask, serve_stdio,
+    Caller, GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, SubmitTask, call_outcomes,
+    serve_stdio,
 };
 use steward_policy::Redactor;
-use steward_protocol::{ApprovalStatus, Event, EventKind};
+use steward_protocol::{ApprovalStatus, Event};
 use steward_store::{RunRecord, RunStatus, Store, StoreOptions};
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinSet;
@@ -61,13 +64,15 @@ pub async fn serve() -> Result<u8> {
         slots: Arc::new(Semaphore::new(MAX_CONCURRENT_RUNS)),
         tasks: Mutex::new(JoinSet::new()),
     });
-    let served = serve_stdio(service.clone()).await;
+    let caller = Caller::all_scopes(service.owner_id.clone());
+    let served = serve_stdio(service.clone(), caller).await;
     service.shutdown().await;
     served?;
     Ok(0)
 }
 
-/// The local user's runs, answered from the store; new ones started in this process.
+/// The local user's runs, answered from the store; new ones started in this process. Its only
+/// caller is the local user, so the methods answer for `owner_id`.
 struct LocalRuns {
     runtime: Arc<Runtime>,
     owner_id: String,
@@ -129,6 +134,7 @@ impl LocalRuns {
             observer,
             cancel: self.cancel.child_token(),
             run_id: None,
+            history: Vec::new(),
             roles: None,
         })
     }
@@ -148,7 +154,7 @@ impl EventObserver for FirstEvent {
 }
 
 impl RunService for LocalRuns {
-    async fn submit_task(&self, args: SubmitTask) -> Result<Value, String> {
+    async fn submit_task(&self, _caller: &Caller, args: SubmitTask) -> Result<Value, String> {
         let permit = self.slots.clone().try_acquire_owned().map_err(|_| {
             format!("busy: {MAX_CONCURRENT_RUNS} runs are already running; submit again when one has finished")
         })?;
@@ -188,7 +194,7 @@ impl RunService for LocalRuns {
         }
     }
 
-    async fn list_runs(&self, args: ListRuns) -> Result<Value, String> {
+    async fn list_runs(&self, _caller: &Caller, args: ListRuns) -> Result<Value, String> {
         let limit = args.limit.unwrap_or(LIST_RUNS_DEFAULT) as usize;
         let runs = self.store().list_runs(10_000).await.map_err(|e| self.redactor.redact(&format!("store: {e}")))?;
         let runs: Vec<Value> = runs
@@ -208,7 +214,7 @@ impl RunService for LocalRuns {
         Ok(json!({ "runs": runs }))
     }
 
-    async fn get_run(&self, args: GetRun) -> Result<Value, String> {
+    async fn get_run(&self, _caller: &Caller, args: GetRun) -> Result<Value, String> {
         let run = self.owned_run(&args.run_id).await?;
         let events = self.store().events(&run.id, 0).await.map_err(|e| self.redactor.redact(&format!("store: {e}")))?;
         let redact = |text: &Option<String>| text.as_deref().map(|t| self.redactor.redact(t));
@@ -230,7 +236,7 @@ impl RunService for LocalRuns {
         }))
     }
 
-    async fn list_pending_approvals(&self, args: ListPendingApprovals) -> Result<Value, String> {
+    async fn list_pending_approvals(&self, _caller: &Caller, args: ListPendingApprovals) -> Result<Value, String> {
         let store_error = |e: steward_store::StoreError| self.redactor.redact(&format!("store: {e}"));
         let runs = match &args.run_id {
             Some(id) => vec![self.owned_run(id).await?],
@@ -270,43 +276,4 @@ impl RunService for LocalRuns {
             "note": "read only: the owner approves in the terminal or web UI; approving is not an MCP tool",
         }))
     }
-}
-
-/// Each tool call of a run with its last outcome, in the order the calls were proposed:
-/// `{call_id, tool, outcome, reason?}` where outcome is `requested`, `denied` (with the rule
-/// and reason), `awaiting_approval`, `approved`, `rejected` (with the reason, e.g.
-/// `no_approver`), `expired`, `running`, `completed` or `failed` (with the error).
-fn call_outcomes(events: &[Event]) -> Vec<Value> {
-    let mut order: Vec<String> = Vec::new();
-    let mut calls: BTreeMap<String, Value> = BTreeMap::new();
-    let mut set = |call_id: &str, tool: Option<&str>, outcome: &str, reason: Option<&str>| {
-        let entry = calls.entry(call_id.to_string()).or_insert_with(|| {
-            order.push(call_id.to_string());
-            json!({"call_id": call_id, "tool": "", "outcome": "", "reason": null})
-        });
-        if let Some(tool) = tool {
-            entry["tool"] = json!(tool);
-        }
-        entry["outcome"] = json!(outcome);
-        entry["reason"] = json!(reason);
-    };
-    for event in events {
-        match &event.kind {
-            EventKind::ToolRequested { call_id, tool, .. } => set(call_id, Some(tool), "requested", None),
-            EventKind::ToolDenied { call_id, tool, rule, reason, .. } => {
-                set(call_id, Some(tool), "denied", Some(&format!("{rule}: {reason}")))
-            }
-            EventKind::ToolApprovalRequired { call_id, tool, .. } => {
-                set(call_id, Some(tool), "awaiting_approval", None)
-            }
-            EventKind::ToolApproved { call_id, .. } => set(call_id, None, "approved", None),
-            EventKind::ToolRejected { call_id, reason, .. } => set(call_id, None, "rejected", Some(reason)),
-            EventKind::ToolApprovalExpired { call_id, .. } => set(call_id, None, "expired", None),
-            EventKind::ToolStarted { call_id, tool, .. } => set(call_id, Some(tool), "running", None),
-            EventKind::ToolCompleted { call_id, tool, .. } => set(call_id, Some(tool), "completed", None),
-            EventKind::ToolFailed { call_id, tool, error, .. } => set(call_id, Some(tool), "failed", Some(error)),
-            _ => {}
-        }
-    }
-    order.into_iter().filter_map(|id| calls.remove(&id)).collect()
 }

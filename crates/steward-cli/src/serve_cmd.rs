@@ -37,6 +37,15 @@ pub struct ServeArgs {
     /// Scenario file for runs that use the `fake` provider (see README).
     #[arg(long)]
     scenario: Option<PathBuf>,
+    /// Finished runs kept; older ones beyond this count are deleted (checked at start and every 10 minutes).
+    #[arg(long, default_value_t = 1000)]
+    keep_runs: usize,
+    /// Finished runs older than this many days are deleted.
+    #[arg(long, default_value_t = 30)]
+    keep_days: u32,
+    /// Minutes a conversation lives without an open page.
+    #[arg(long, default_value_t = 15)]
+    conversation_idle_minutes: u64,
 }
 
 /// How long a provider probe may take for the start page.
@@ -90,7 +99,13 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
         Arc::new(runtime),
         launcher,
         sessions,
-        ServerOptions { workspaces, max_running: args.max_running },
+        ServerOptions {
+            workspaces,
+            max_running: args.max_running,
+            conversation_idle: Duration::from_secs(args.conversation_idle_minutes.max(1) * 60),
+            keep_runs: args.keep_runs,
+            keep_for: Duration::from_secs(u64::from(args.keep_days) * 24 * 3600),
+        },
     );
     let listener = tokio::net::TcpListener::bind(args.bind)
         .await
@@ -103,6 +118,7 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
     }
     println!("steward: serving on http://{addr}");
     println!("steward: open http://{addr}/login?token={login_token} to sign in as {owner} (the link works once)");
+    println!("steward: MCP over streamable HTTP at http://{addr}/mcp (bearer tokens: `steward mcp token create`)");
     let stop = CancellationToken::new();
     let on_signal = stop.clone();
     tokio::spawn(async move {

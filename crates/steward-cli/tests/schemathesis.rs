@@ -144,6 +144,7 @@ fn peer_schemathesis_api() {
         .arg(&config)
         .args(["run", &format!("http://127.0.0.1:{port}/api/openapi.json")])
         .args(["--exclude-path", "/api/runs/{id}/events", "--exclude-path", "/api/memory/events"])
+        .args(["--exclude-path", "/api/conversations/{id}/events"])
         .args(["--checks", "all", "--exclude-checks", "positive_data_acceptance"])
         .args(["--seed", "20260101", "--max-examples", "100", "--workers", "1"])
         .args(["--generation-database", "none", "--request-timeout", "10", "--no-color"])

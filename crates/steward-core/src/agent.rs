@@ -74,6 +74,9 @@ pub struct RunRequest {
     pub observer: Arc<dyn EventObserver>,
     /// Cancelling it cancels the run (SPEC A7).
     pub cancel: CancellationToken,
+    /// Earlier turns of the conversation this task belongs to, oldest first (the last
+    /// [`context::MAX_HISTORY_TURNS`] are given to the model); empty for a single task.
+    pub history: Vec<context::Turn>,
     /// The run's id when the caller chose it beforehand (a server names a queued run before it
     /// starts); `None` gives a fresh `run_…` id.
     pub run_id: Option<String>,
@@ -230,7 +233,12 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     // The owner's remembered facts join the instructions of every round (SPEC A3, A5).
     let instructions_for_model = req.config.instructions.as_deref().map(|i| rt.redactor.redact(i));
     let facts = rt.store.facts(&req.owner_id).await?;
-    let facts_for_model = crate::memory::context_block(&facts).map(|f| rt.redactor.redact(&f));
+    // Remembered facts and the conversation's earlier turns (SPEC A3), redacted.
+    let facts_for_model = match (crate::memory::context_block(&facts), context::history_block(&req.history)) {
+        (Some(f), Some(h)) => Some(format!("{f}\n\n{h}")),
+        (f, h) => f.or(h),
+    }
+    .map(|text| rt.redactor.redact(&text));
 
     let ending = loop {
         if let Some(i) = interrupt.check() {

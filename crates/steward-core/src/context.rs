@@ -46,6 +46,50 @@ pub fn assemble(
     messages
 }
 
+/// Turns of a conversation given to the model as context (SPEC A3: the last 4).
+pub const MAX_HISTORY_TURNS: usize = 4;
+/// Longest task text of an earlier turn given as context, in characters.
+const HISTORY_TASK_CHARS: usize = 500;
+/// Longest answer of an earlier turn given as context, in characters.
+const HISTORY_ANSWER_CHARS: usize = 1_500;
+
+/// One earlier turn of a conversation: what was asked and what was answered.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Turn {
+    /// The message (task) of that turn.
+    pub task: String,
+    /// Its final answer (or what the run ended with).
+    pub answer: String,
+}
+
+/// The context block for earlier turns: the last [`MAX_HISTORY_TURNS`] of `turns`, oldest
+/// first, each as its task and answer cut to 500 and 1,500 characters. `None` when there are
+/// none.
+pub fn history_block(turns: &[Turn]) -> Option<String> {
+    if turns.is_empty() {
+        return None;
+    }
+    let cut = |text: &str, max: usize| -> String {
+        let text = text.trim();
+        if text.chars().count() <= max {
+            text.to_string()
+        } else {
+            format!("{}… [cut]", text.chars().take(max).collect::<String>())
+        }
+    };
+    let start = turns.len().saturating_sub(MAX_HISTORY_TURNS);
+    let mut block = String::from("Earlier in this conversation (for context; the current task follows):");
+    for (i, turn) in turns[start..].iter().enumerate() {
+        block.push_str(&format!(
+            "\n{}. Task: {}\n   Answer: {}",
+            i + 1,
+            cut(&turn.task, HISTORY_TASK_CHARS),
+            cut(&turn.answer, HISTORY_ANSWER_CHARS)
+        ));
+    }
+    Some(block)
+}
+
 /// A system message: `rules`, then the workspace's instructions and the owner's remembered
 /// facts when there are any.
 pub fn system_text(rules: &str, instructions: Option<&str>, facts: Option<&str>) -> String {
@@ -90,6 +134,18 @@ fn compact(messages: &mut [Message], max_chars: usize) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn history_keeps_the_last_four_turns_cut_to_size() {
+        let turns: Vec<Turn> =
+            (1..=6).map(|i| Turn { task: format!("task {i}"), answer: format!("answer {i}") }).collect();
+        let block = history_block(&turns).unwrap();
+        assert!(!block.contains("task 2") && block.contains("1. Task: task 3") && block.contains("4. Task: task 6"));
+        let long = [Turn { task: "t".into(), answer: "é".repeat(2_000) }];
+        let block = history_block(&long).unwrap();
+        assert!(block.ends_with("… [cut]") && block.chars().filter(|c| *c == 'é').count() == 1_500);
+        assert_eq!(history_block(&[]), None);
+    }
 
     #[test]
     fn every_call_gets_a_result_and_old_results_are_compacted() {

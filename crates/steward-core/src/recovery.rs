@@ -17,11 +17,13 @@ pub struct Recovered {
     pub unknown_calls: Vec<(String, String)>,
 }
 
-/// Marks every `running` run whose process is gone as interrupted. `is_alive(pid)` tells
-/// whether a process still runs (the CLI checks the process table).
+/// Marks every `running` run of this machine whose process is gone as interrupted.
+/// `is_alive(pid)` tells whether a process still runs (the CLI checks the process table). Only
+/// runs of this machine ([`Store::local_running_runs`]) are judged: on a database shared by
+/// several nodes, another node's process ids mean nothing here.
 pub async fn recover_interrupted(store: &dyn Store, is_alive: &dyn Fn(u32) -> bool) -> Result<Recovered, StoreError> {
     let mut recovered = Recovered::default();
-    for mut run in store.runs_with_status(RunStatus::Running).await? {
+    for mut run in store.local_running_runs().await? {
         if is_alive(run.pid) {
             continue;
         }

@@ -121,6 +121,7 @@ async fn run(
         observer: recorder.clone(),
         cancel: CancellationToken::new(),
         run_id: None,
+        history: Vec::new(),
         roles: None,
     };
     (run_task(&h.runtime, request).await.unwrap(), recorder)
@@ -202,6 +203,7 @@ async fn cancelling_while_waiting_expires_the_approval_and_cancels_the_run() {
         observer: recorder.clone(),
         cancel: cancel.clone(),
         run_id: None,
+        history: Vec::new(),
         roles: None,
     };
     let canceller = tokio::spawn(async move {

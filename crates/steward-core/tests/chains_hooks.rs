@@ -92,6 +92,7 @@ async fn run(ws: &std::path::Path, toml: &str, config: Config, tools: ToolRegist
         observer: recorder.clone(),
         cancel: CancellationToken::new(),
         run_id: None,
+        history: Vec::new(),
         roles: None,
     };
     run_task(&runtime, request).await.unwrap();

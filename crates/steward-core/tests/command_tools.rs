@@ -152,6 +152,7 @@ async fn run(h: &Harness, config: Config, scenario_json: &str, approve: bool) ->
         observer: recorder.clone(),
         cancel: CancellationToken::new(),
         run_id: None,
+        history: Vec::new(),
         roles: None,
     };
     let record = run_task(&h.runtime, request).await.unwrap();

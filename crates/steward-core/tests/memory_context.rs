@@ -45,6 +45,7 @@ async fn the_owners_facts_are_in_the_system_message_and_nobody_elses() {
         observer: Arc::new(NoObserver),
         cancel: CancellationToken::new(),
         run_id: None,
+        history: Vec::new(),
         roles: None,
     };
     run_task(&runtime, request).await.unwrap();

@@ -198,6 +198,7 @@ async fn run_roles(h: &Harness, plan: RolePlan, config: Config, recorder: Arc<Re
         observer: recorder,
         cancel,
         run_id: None,
+        history: Vec::new(),
         roles: Some(plan),
     };
     run_task(&h.runtime, request).await.unwrap()
@@ -591,6 +592,7 @@ async fn an_incomplete_plan_is_refused_before_the_run_starts() {
         observer: Arc::new(Recorder::default()),
         cancel: CancellationToken::new(),
         run_id: None,
+        history: Vec::new(),
         roles: Some(plan),
     };
     let err = run_task(&h.runtime, request).await.unwrap_err();

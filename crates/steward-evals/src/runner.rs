@@ -205,6 +205,7 @@ async fn run_in(
         observer: recorder.clone(),
         cancel,
         run_id: None,
+        history: Vec::new(),
         roles: None,
     };
     let started = Instant::now();

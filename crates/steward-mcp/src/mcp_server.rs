@@ -1,11 +1,18 @@
 //! Steward as an MCP server (SPEC M2, the protocol side): four narrow tools offered to a remote
 //! assistant, answered by a [`RunService`] that the `steward` binary implements over its
-//! store and run loop.
+//! store and run loop (`steward mcp serve` on stdio, `/mcp` of `steward serve` over HTTP).
 //!
 //! The tools are `submit_task`, `list_runs`, `get_run` and `list_pending_approvals`
 //! ([`TOOL_NAMES`]). None of them can approve a call, change policy or configuration: what an
 //! assistant sends is data for a run, never a grant. Approving stays with the owner (terminal
 //! or web UI); it is deliberately not an MCP tool.
+//!
+//! Every request is made by a [`Caller`]: an owner and the [`Scope`]s it was given. `read`
+//! allows `list_runs`, `get_run` and `list_pending_approvals`; `submit` allows `submit_task`
+//! ([`tool_scope`]). `tools/list` shows only the tools the caller's scopes allow; calling
+//! another one gives an error result naming the missing scope. The stdio server has one fixed
+//! caller (the local owner with every scope); over HTTP the caller comes from the request
+//! (the bearer token it carried), see [`StewardMcpServer::with_caller_lookup`].
 //!
 //! Arguments are checked here against each tool's schema (unknown fields are refused) before
 //! the service sees them. A service error becomes a tool result with `isError: true` (the
@@ -16,8 +23,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use std::collections::BTreeMap;
+
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
@@ -25,6 +34,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
+use steward_protocol::{Event, EventKind};
 
 /// `submit_task`: start a run, answer its `run_id` at once.
 pub const SUBMIT_TASK: &str = "submit_task";
@@ -43,6 +53,85 @@ pub const LIST_RUNS_DEFAULT: u32 = 20;
 pub const LIST_RUNS_MAX: u32 = 200;
 /// Longest accepted task text, in characters.
 pub const MAX_TASK_CHARS: usize = 100_000;
+
+/// What a caller may do with the tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    /// `read`: `list_runs`, `get_run`, `list_pending_approvals`.
+    Read,
+    /// `submit`: `submit_task`.
+    Submit,
+}
+
+impl Scope {
+    /// Every scope, in the order they are listed.
+    pub const ALL: [Scope; 2] = [Scope::Read, Scope::Submit];
+
+    /// The scope's name: `read` or `submit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Submit => "submit",
+        }
+    }
+
+    /// The scope named exactly `name` (`read`, `submit`).
+    pub fn parse(name: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// Scopes from a comma list such as `read,submit` (spaces around names are ignored;
+    /// duplicates collapse). `Err` names an unknown scope, or says the list is empty.
+    pub fn parse_list(list: &str) -> Result<Vec<Scope>, String> {
+        let mut scopes = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let scope =
+                Scope::parse(name).ok_or_else(|| format!("unknown scope `{name}`; the scopes are read, submit"))?;
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        if scopes.is_empty() {
+            return Err("no scope given; the scopes are read, submit".to_string());
+        }
+        scopes.sort();
+        Ok(scopes)
+    }
+}
+
+/// The scope a tool needs; `None` for a name that is not one of [`TOOL_NAMES`].
+pub fn tool_scope(tool: &str) -> Option<Scope> {
+    match tool {
+        SUBMIT_TASK => Some(Scope::Submit),
+        LIST_RUNS | GET_RUN | LIST_PENDING_APPROVALS => Some(Scope::Read),
+        _ => None,
+    }
+}
+
+/// Who makes a request: the owner whose runs it sees and starts, and what it may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// Owner id (`local:<user>`, `web:<16 hex>`).
+    pub owner_id: String,
+    /// The scopes it was given.
+    pub scopes: Vec<Scope>,
+}
+
+impl Caller {
+    /// A caller with every scope (the stdio server's local owner).
+    pub fn all_scopes(owner_id: impl Into<String>) -> Caller {
+        Caller { owner_id: owner_id.into(), scopes: Scope::ALL.to_vec() }
+    }
+
+    /// True when it was given `scope`.
+    pub fn may(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+}
+
+/// Finds the caller of a request in its extensions (filled by the transport); `None` refuses
+/// the request.
+pub type CallerLookup = Arc<dyn Fn(&Extensions) -> Option<Caller> + Send + Sync>;
 
 /// Arguments of `submit_task`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -80,17 +169,25 @@ pub struct ListPendingApprovals {
     pub run_id: Option<String>,
 }
 
-/// What the tools do. `Ok` is the JSON answered to the assistant; `Err` a message it sees as
-/// a failed tool call (it must not contain secrets: it is sent as is).
+/// What the tools do, for `caller` (whose scopes were already checked: the service decides
+/// only what the caller's owner may see). `Ok` is the JSON answered to the assistant; `Err` a
+/// message it sees as a failed tool call (it must not contain secrets: it is sent as is).
 pub trait RunService: Send + Sync + 'static {
-    /// Starts a run and returns at once, e.g. `{"run_id": "run_…", "status": "running"}`.
-    fn submit_task(&self, args: SubmitTask) -> impl Future<Output = Result<Value, String>> + Send;
-    /// Recent runs, e.g. `{"runs": [{"run_id", "status", "stop_reason", "task", "created_at"}]}`.
-    fn list_runs(&self, args: ListRuns) -> impl Future<Output = Result<Value, String>> + Send;
-    /// One run's state and, once finished, its final answer.
-    fn get_run(&self, args: GetRun) -> impl Future<Output = Result<Value, String>> + Send;
-    /// Pending approval requests, read only.
-    fn list_pending_approvals(&self, args: ListPendingApprovals) -> impl Future<Output = Result<Value, String>> + Send;
+    /// Starts a run owned by `caller.owner_id` and returns at once, e.g. `{"run_id": "run_…",
+    /// "status": "running"}`.
+    fn submit_task(&self, caller: &Caller, args: SubmitTask) -> impl Future<Output = Result<Value, String>> + Send;
+    /// The owner's recent runs, e.g. `{"runs": [{"run_id", "status", "stop_reason", "task",
+    /// "created_at"}]}`.
+    fn list_runs(&self, caller: &Caller, args: ListRuns) -> impl Future<Output = Result<Value, String>> + Send;
+    /// One of the owner's runs: its state and, once finished, its final answer. Another
+    /// owner's run is reported as absent.
+    fn get_run(&self, caller: &Caller, args: GetRun) -> impl Future<Output = Result<Value, String>> + Send;
+    /// The owner's pending approval requests, read only.
+    fn list_pending_approvals(
+        &self,
+        caller: &Caller,
+        args: ListPendingApprovals,
+    ) -> impl Future<Output = Result<Value, String>> + Send;
 }
 
 /// Errors of [`serve`].
@@ -104,41 +201,74 @@ pub enum ServeError {
     Session(String),
 }
 
+/// Where a handler finds the caller of each request.
+#[derive(Clone)]
+enum CallerSource {
+    /// Always the same caller (stdio: one client, the local owner).
+    Fixed(Caller),
+    /// Looked up in each request's extensions (HTTP: the bearer token's owner and scopes).
+    Lookup(CallerLookup),
+}
+
 /// The MCP handler over a [`RunService`].
 pub struct StewardMcpServer<S> {
     service: Arc<S>,
+    caller: CallerSource,
 }
 
 impl<S: RunService> StewardMcpServer<S> {
-    /// A handler answering with `service`.
-    pub fn new(service: Arc<S>) -> Self {
-        StewardMcpServer { service }
+    /// A handler answering with `service`, every request made by `caller` (stdio).
+    pub fn new(service: Arc<S>, caller: Caller) -> Self {
+        StewardMcpServer { service, caller: CallerSource::Fixed(caller) }
     }
 
-    async fn dispatch(&self, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+    /// A handler answering with `service`, the caller of each request found by `lookup` in
+    /// the request's extensions; a request without one is refused (`invalid_request`).
+    pub fn with_caller_lookup(service: Arc<S>, lookup: CallerLookup) -> Self {
+        StewardMcpServer { service, caller: CallerSource::Lookup(lookup) }
+    }
+
+    fn caller(&self, extensions: &Extensions) -> Result<Caller, ErrorData> {
+        match &self.caller {
+            CallerSource::Fixed(caller) => Ok(caller.clone()),
+            CallerSource::Lookup(lookup) => {
+                lookup(extensions).ok_or_else(|| ErrorData::invalid_request("the request carries no credentials", None))
+            }
+        }
+    }
+
+    async fn dispatch(&self, caller: &Caller, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+        let Some(scope) = tool_scope(name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{name}`; the tools are {}", TOOL_NAMES.join(", ")),
+                None,
+            ));
+        };
+        if !caller.may(scope) {
+            let given: Vec<&str> = caller.scopes.iter().map(|s| s.as_str()).collect();
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "{name} needs the `{}` scope; this token has: {}",
+                scope.as_str(),
+                if given.is_empty() { "none".to_string() } else { given.join(", ") }
+            ))]));
+        }
         let answer = match name {
             SUBMIT_TASK => match parse::<SubmitTask>(name, args).and_then(check_submit) {
-                Ok(a) => self.service.submit_task(a).await,
+                Ok(a) => self.service.submit_task(caller, a).await,
                 Err(e) => Err(e),
             },
             LIST_RUNS => match parse::<ListRuns>(name, args).and_then(check_list_runs) {
-                Ok(a) => self.service.list_runs(a).await,
+                Ok(a) => self.service.list_runs(caller, a).await,
                 Err(e) => Err(e),
             },
             GET_RUN => match parse::<GetRun>(name, args) {
-                Ok(a) => self.service.get_run(a).await,
+                Ok(a) => self.service.get_run(caller, a).await,
                 Err(e) => Err(e),
             },
-            LIST_PENDING_APPROVALS => match parse::<ListPendingApprovals>(name, args) {
-                Ok(a) => self.service.list_pending_approvals(a).await,
+            _ => match parse::<ListPendingApprovals>(name, args) {
+                Ok(a) => self.service.list_pending_approvals(caller, a).await,
                 Err(e) => Err(e),
             },
-            other => {
-                return Err(ErrorData::invalid_params(
-                    format!("unknown tool `{other}`; the tools are {}", TOOL_NAMES.join(", ")),
-                    None,
-                ));
-            }
         };
         Ok(match answer {
             Ok(value) => CallToolResult::structured(value),
@@ -186,8 +316,9 @@ pub fn tools() -> Vec<Tool> {
         Tool::new(
             SUBMIT_TASK,
             "Start a Steward run of TASK in WORKSPACE (an existing directory) and return its run_id at once. \
-             The run goes through Steward's policy and approval gate; calls that need approval are denied \
-             (`no_approver`) because approving is not possible over MCP. Poll get_run for the result.",
+             The run goes through Steward's policy and approval gate. Approving is not possible over MCP: \
+             over HTTP the token's owner approves in Steward's web UI; over stdio calls that need approval \
+             are denied (`no_approver`). Poll get_run for the result.",
             schema(json!({
                 "type": "object",
                 "properties": {
@@ -249,9 +380,11 @@ impl<S: RunService> ServerHandler for StewardMcpServer<S> {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        let caller = self.caller(&context.extensions)?;
+        let allowed = tools().into_iter().filter(|t| tool_scope(&t.name).is_some_and(|s| caller.may(s))).collect();
+        Ok(ListToolsResult::with_all_items(allowed))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -261,23 +394,64 @@ impl<S: RunService> ServerHandler for StewardMcpServer<S> {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let caller = self.caller(&context.extensions)?;
         let args = request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Map::new()));
-        self.dispatch(&request.name, args).await.map(CallToolResponse::from)
+        self.dispatch(&caller, &request.name, args).await.map(CallToolResponse::from)
     }
 }
 
+/// Each tool call of a run with its last outcome, in the order the calls were proposed:
+/// `{call_id, tool, outcome, reason?}` where outcome is `requested`, `denied` (with the rule
+/// and reason), `awaiting_approval`, `approved`, `rejected` (with the reason, e.g.
+/// `no_approver`), `expired`, `running`, `completed` or `failed` (with the error). Not
+/// redacted: the caller redacts the result.
+pub fn call_outcomes(events: &[Event]) -> Vec<Value> {
+    let mut order: Vec<String> = Vec::new();
+    let mut calls: BTreeMap<String, Value> = BTreeMap::new();
+    let mut set = |call_id: &str, tool: Option<&str>, outcome: &str, reason: Option<&str>| {
+        let entry = calls.entry(call_id.to_string()).or_insert_with(|| {
+            order.push(call_id.to_string());
+            json!({"call_id": call_id, "tool": "", "outcome": "", "reason": null})
+        });
+        if let Some(tool) = tool {
+            entry["tool"] = json!(tool);
+        }
+        entry["outcome"] = json!(outcome);
+        entry["reason"] = json!(reason);
+    };
+    for event in events {
+        match &event.kind {
+            EventKind::ToolRequested { call_id, tool, .. } => set(call_id, Some(tool), "requested", None),
+            EventKind::ToolDenied { call_id, tool, rule, reason, .. } => {
+                set(call_id, Some(tool), "denied", Some(&format!("{rule}: {reason}")))
+            }
+            EventKind::ToolApprovalRequired { call_id, tool, .. } => {
+                set(call_id, Some(tool), "awaiting_approval", None)
+            }
+            EventKind::ToolApproved { call_id, .. } => set(call_id, None, "approved", None),
+            EventKind::ToolRejected { call_id, reason, .. } => set(call_id, None, "rejected", Some(reason)),
+            EventKind::ToolApprovalExpired { call_id, .. } => set(call_id, None, "expired", None),
+            EventKind::ToolStarted { call_id, tool, .. } => set(call_id, Some(tool), "running", None),
+            EventKind::ToolCompleted { call_id, tool, .. } => set(call_id, Some(tool), "completed", None),
+            EventKind::ToolFailed { call_id, tool, error, .. } => set(call_id, Some(tool), "failed", Some(error)),
+            _ => {}
+        }
+    }
+    order.into_iter().filter_map(|id| calls.remove(&id)).collect()
+}
+
 /// Serves `service` on one byte stream pair (`reader` from the client, `writer` to it) until
-/// the client closes it. Errors: [`ServeError::Initialize`] when the session never started,
-/// [`ServeError::Session`] when it ended abnormally.
-pub async fn serve<S, R, W>(service: Arc<S>, reader: R, writer: W) -> Result<(), ServeError>
+/// the client closes it; every request is made by `caller`. Errors: [`ServeError::Initialize`]
+/// when the session never started, [`ServeError::Session`] when it ended abnormally.
+pub async fn serve<S, R, W>(service: Arc<S>, caller: Caller, reader: R, writer: W) -> Result<(), ServeError>
 where
     S: RunService,
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
-    let running = rmcp::serve_server(StewardMcpServer::new(service), (reader, writer))
+    let running = rmcp::serve_server(StewardMcpServer::new(service, caller), (reader, writer))
         .await
         .map_err(|e| ServeError::Initialize(e.to_string()))?;
     running.waiting().await.map_err(|e| ServeError::Session(e.to_string()))?;
@@ -285,9 +459,9 @@ where
 }
 
 /// [`serve`] on this process's stdin and stdout (nothing else may write to stdout meanwhile).
-pub async fn serve_stdio<S: RunService>(service: Arc<S>) -> Result<(), ServeError> {
+pub async fn serve_stdio<S: RunService>(service: Arc<S>, caller: Caller) -> Result<(), ServeError> {
     let (stdin, stdout) = rmcp::transport::io::stdio();
-    serve(service, stdin, stdout).await
+    serve(service, caller, stdin, stdout).await
 }
 
 #[cfg(test)]
@@ -298,26 +472,30 @@ mod tests {
     struct Echo;
 
     impl RunService for Echo {
-        async fn submit_task(&self, args: SubmitTask) -> Result<Value, String> {
-            Ok(json!({"submit": args.task, "workspace": args.workspace}))
+        async fn submit_task(&self, caller: &Caller, args: SubmitTask) -> Result<Value, String> {
+            Ok(json!({"submit": args.task, "workspace": args.workspace, "owner": caller.owner_id}))
         }
-        async fn list_runs(&self, args: ListRuns) -> Result<Value, String> {
+        async fn list_runs(&self, _caller: &Caller, args: ListRuns) -> Result<Value, String> {
             Ok(json!({"limit": args.limit}))
         }
-        async fn get_run(&self, args: GetRun) -> Result<Value, String> {
+        async fn get_run(&self, _caller: &Caller, args: GetRun) -> Result<Value, String> {
             if args.run_id == "run_missing" {
                 Err("no run `run_missing`".into())
             } else {
                 Ok(json!({"run": args.run_id}))
             }
         }
-        async fn list_pending_approvals(&self, args: ListPendingApprovals) -> Result<Value, String> {
+        async fn list_pending_approvals(&self, _caller: &Caller, args: ListPendingApprovals) -> Result<Value, String> {
             Ok(json!({"pending_for": args.run_id}))
         }
     }
 
+    async fn call_as(caller: &Caller, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+        StewardMcpServer::new(Arc::new(Echo), caller.clone()).dispatch(caller, name, args).await
+    }
+
     async fn call(name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
-        StewardMcpServer::new(Arc::new(Echo)).dispatch(name, args).await
+        call_as(&Caller::all_scopes("local:alice"), name, args).await
     }
 
     #[test]
@@ -339,7 +517,10 @@ mod tests {
     async fn valid_arguments_reach_the_service_and_its_json_is_structured() {
         let result = call(SUBMIT_TASK, json!({"workspace": "/w", "task": "list files"})).await.unwrap();
         assert_eq!(result.is_error, Some(false));
-        assert_eq!(result.structured_content, Some(json!({"submit": "list files", "workspace": "/w"})));
+        assert_eq!(
+            result.structured_content,
+            Some(json!({"submit": "list files", "workspace": "/w", "owner": "local:alice"}))
+        );
         let result = call(LIST_RUNS, json!({})).await.unwrap();
         assert_eq!(result.structured_content, Some(json!({"limit": null})));
         let result = call(LIST_PENDING_APPROVALS, json!({"run_id": "run_1"})).await.unwrap();
@@ -366,6 +547,54 @@ mod tests {
         let long = "x".repeat(MAX_TASK_CHARS + 1);
         let result = call(SUBMIT_TASK, json!({"workspace": "/w", "task": long})).await.unwrap();
         assert_eq!(result.is_error, Some(true));
+    }
+
+    #[tokio::test]
+    async fn a_tool_outside_the_callers_scopes_is_an_error_naming_the_scope() {
+        let reader = Caller { owner_id: "web:1".into(), scopes: vec![Scope::Read] };
+        let result = call_as(&reader, SUBMIT_TASK, json!({"workspace": "/w", "task": "x"})).await.unwrap();
+        assert_eq!(result.is_error, Some(true));
+        let text = format!("{:?}", result.content);
+        assert!(text.contains("needs the `submit` scope") && text.contains("this token has: read"), "{text}");
+        let result = call_as(&reader, LIST_RUNS, json!({})).await.unwrap();
+        assert_eq!(result.is_error, Some(false));
+        let submitter = Caller { owner_id: "web:1".into(), scopes: vec![Scope::Submit] };
+        let result = call_as(&submitter, GET_RUN, json!({"run_id": "run_1"})).await.unwrap();
+        assert_eq!(result.is_error, Some(true));
+        assert!(format!("{:?}", result.content).contains("needs the `read` scope"));
+    }
+
+    #[test]
+    fn scope_lists_parse() {
+        assert_eq!(Scope::parse_list("read").unwrap(), vec![Scope::Read]);
+        assert_eq!(Scope::parse_list(" submit , read,read").unwrap(), vec![Scope::Read, Scope::Submit]);
+        assert!(Scope::parse_list("").unwrap_err().contains("no scope"));
+        assert!(Scope::parse_list("read,approve").unwrap_err().contains("unknown scope `approve`"));
+        for name in TOOL_NAMES {
+            assert!(tool_scope(name).is_some(), "{name}");
+        }
+        assert_eq!(tool_scope("approve"), None);
+    }
+
+    #[test]
+    fn call_outcomes_follow_each_call() {
+        let at = chrono::Utc::now();
+        let event = |seq, kind| Event { run_id: "run_1".into(), seq, at, kind };
+        let events = vec![
+            event(1, EventKind::ToolRequested { call_id: "c1".into(), tool: "edit".into(), arguments: json!({}) }),
+            event(
+                2,
+                EventKind::ToolRejected {
+                    call_id: "c1".into(),
+                    approval_id: "apr_1".into(),
+                    reason: "no_approver".into(),
+                },
+            ),
+        ];
+        assert_eq!(
+            call_outcomes(&events),
+            vec![json!({"call_id": "c1", "tool": "edit", "outcome": "rejected", "reason": "no_approver"})]
+        );
     }
 
     #[tokio::test]

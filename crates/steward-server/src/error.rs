@@ -3,7 +3,8 @@
 //! Every JSON error body has the shape `{"error": {"class": "...", "message": "..."}}`
 //! ([`ErrorBody`]). Classes: `not_owner` (403), `csrf` (403), `not_found` (404), `invalid`
 //! (400; 413 for a body that is too large, 415 for one that is not JSON), `expired` and
-//! `not_pending` (409), `busy` (429), `storage` and `internal` (500).
+//! `not_pending` (409), `busy` (409 when a conversation's task is still running, 429 when a
+//! limit is reached), `ended` (409: the conversation has ended), `storage` and `internal` (500).
 
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
@@ -13,8 +14,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 /// Every class an error body can carry (see the module docs).
-pub const CLASSES: [&str; 9] =
-    ["not_owner", "csrf", "not_found", "invalid", "expired", "not_pending", "busy", "storage", "internal"];
+pub const CLASSES: [&str; 10] =
+    ["not_owner", "csrf", "not_found", "invalid", "expired", "not_pending", "busy", "ended", "storage", "internal"];
 
 /// An API error.
 #[derive(Debug, Clone)]
@@ -56,7 +57,7 @@ impl ApiError {
         }
     }
 
-    /// 409 with `class` (`expired`, `not_pending`).
+    /// 409 with `class` (`expired`, `not_pending`, `busy`, `ended`).
     pub fn conflict(class: &'static str, message: impl Into<String>) -> Self {
         ApiError { status: StatusCode::CONFLICT, class, message: message.into() }
     }

@@ -8,8 +8,10 @@
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod conversations;
 pub mod error;
 pub mod live;
+pub mod mcp;
 pub mod memory;
 pub mod openapi;
 pub mod pages;
@@ -17,6 +19,7 @@ pub mod runs;
 pub mod session;
 pub mod sse;
 pub mod state;
+pub mod tokens;
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;
@@ -35,6 +38,9 @@ pub use error::ApiError;
 pub use session::Sessions;
 pub use state::{AppState, Inner, Launcher, Prepared, ProviderStatus, ServerOptions, StartRun};
 
+/// How often old finished runs are cleaned up (also once at start).
+const CLEANUP_EVERY: Duration = Duration::from_secs(600);
+
 /// How long runs get to record their cancellation when the server stops.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -46,6 +52,7 @@ pub fn app_state(
     options: ServerOptions,
 ) -> AppState {
     let (facts_changed, _) = tokio::sync::broadcast::channel(256);
+    let (conversations_changed, _) = tokio::sync::broadcast::channel(256);
     AppState(Arc::new(Inner {
         runtime,
         launcher,
@@ -55,10 +62,13 @@ pub fn app_state(
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),
         facts_changed,
+        conversations: conversations::Conversations::default(),
+        conversations_changed,
     }))
 }
 
-/// Every route: pages, form posts, `/api/…`, `/static/…`.
+/// Every route: pages, form posts, `/api/…`, `/static/…`, and `/mcp` (bearer tokens, outside
+/// the cookie and CSRF layer).
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(pages::index))
@@ -71,9 +81,15 @@ pub fn router(state: AppState) -> Router {
         .route("/memory", get(pages::memory_page).post(pages::remember))
         .route("/memory/{id}/forget", post(pages::forget))
         .route("/compare", get(pages::compare_page).post(pages::compare))
+        .route("/conversations", get(pages::conversations_page).post(pages::create_conversation))
+        .route("/conversations/{id}", get(pages::conversation_page))
+        .route("/conversations/{id}/messages", post(pages::send_message))
+        .route("/conversations/{id}/end", post(pages::end_conversation))
         .route("/tools", get(pages::tools_page))
         .route("/grants", get(pages::grants_page))
         .route("/grants/{id}/revoke", post(pages::revoke_grant))
+        .route("/tokens", get(tokens::tokens_page).post(tokens::create_token))
+        .route("/tokens/{id}/revoke", post(tokens::revoke_token))
         .route("/api/runs", get(api::list_runs).post(api::start_run))
         .route("/api/runs/{id}", get(api::get_run))
         .route("/api/runs/{id}/cancel", post(api::cancel_run))
@@ -84,12 +100,19 @@ pub fn router(state: AppState) -> Router {
         .route("/api/memory", get(api::list_facts).post(api::remember))
         .route("/api/memory/events", get(api::fact_events))
         .route("/api/memory/{id}", axum::routing::delete(api::forget))
+        .route("/api/conversations", get(api::list_conversations).post(api::create_conversation))
+        .route("/api/conversations/{id}", get(api::get_conversation))
+        .route("/api/conversations/{id}/messages", post(api::send_message))
+        .route("/api/conversations/{id}/end", post(api::end_conversation))
+        .route("/api/conversations/{id}/events", get(api::conversation_events))
         .route("/api/providers", get(api::providers))
         .route("/api/tools", get(api::tools))
         .route("/api/openapi.json", get(openapi::openapi_json))
         .route("/static/app.js", get(app_js))
         .route("/static/app.css", get(app_css))
         .layer(axum::middleware::from_fn_with_state(state.clone(), session::owner_layer))
+        // After the session layer: `/mcp` authenticates by bearer token and sets no cookie.
+        .merge(mcp::router(state.clone()))
         .layer(axum::middleware::from_fn(security_headers))
         .with_state(state)
 }
@@ -122,6 +145,20 @@ async fn security_headers(request: axum::extract::Request, next: axum::middlewar
 /// streams included), cancels the live runs and waits up to ten seconds for them to record it.
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener, stop: CancellationToken) -> std::io::Result<()> {
     let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let cleaner = state.clone();
+    state.tasks.spawn(async move {
+        loop {
+            match runs::cleanup(&cleaner).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!("deleted {n} old finished runs"),
+                Err(e) => tracing::warn!("cleaning up old runs: {e}"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(CLEANUP_EVERY) => {}
+                _ = cleaner.shutdown.cancelled() => break,
+            }
+        }
+    });
     let result = tokio::select! {
         served = axum::serve(listener, app).into_future() => served,
         _ = stop.cancelled() => Ok(()),

@@ -342,4 +342,30 @@ mod tests {
         assert!(waiting.await.unwrap());
         assert_eq!(live.queue_position("run_b"), None);
     }
+
+    #[test]
+    fn the_event_stream_exists_only_while_someone_watches() {
+        let live = LiveRuns::new(1);
+        let run = live.register("run_1", "web:a", CancellationToken::new());
+        let observer = Broadcast(run.clone());
+        let event = |seq| Event {
+            run_id: "run_1".into(),
+            seq,
+            at: chrono::Utc::now(),
+            kind: steward_protocol::EventKind::StageStarted { stage: "planner".into(), round: 1 },
+        };
+        observer.on_event(&event(1));
+        assert!(lock(&run.events).is_none(), "nobody watches: no buffer");
+        let mut rx = run.subscribe();
+        observer.on_event(&event(2));
+        let got = rx.try_recv().unwrap();
+        assert_eq!(got.event.seq, 2);
+        assert_eq!(serde_json::from_str::<Event>(&got.json).unwrap(), got.event);
+        drop(rx);
+        observer.on_event(&event(3));
+        assert!(lock(&run.events).is_none(), "the last subscriber left: the buffer is dropped");
+        let mut again = run.subscribe();
+        observer.on_event(&event(4));
+        assert_eq!(again.try_recv().unwrap().event.seq, 4);
+    }
 }

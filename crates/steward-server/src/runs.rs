@@ -85,6 +85,17 @@ pub fn resolve_workspace(state: &AppState, requested: Option<&str>) -> Result<Pa
 
 /// Starts a run for `owner_id`; it waits in the queue when the concurrency limit is reached.
 pub async fn start(state: &AppState, owner_id: &str, start: StartRun) -> Result<Started, ApiError> {
+    start_with_history(state, owner_id, start, Vec::new()).await
+}
+
+/// Starts a run for `owner_id` that continues a conversation: `history` holds its earlier
+/// turns, oldest first.
+pub async fn start_with_history(
+    state: &AppState,
+    owner_id: &str,
+    start: StartRun,
+    history: Vec<steward_core::context::Turn>,
+) -> Result<Started, ApiError> {
     let task = start.task.trim().to_string();
     if task.is_empty() {
         return Err(ApiError::invalid("the task is empty: say what to do"));
@@ -116,6 +127,7 @@ pub async fn start(state: &AppState, owner_id: &str, start: StartRun) -> Result<
         observer: Arc::new(Broadcast(run.clone())),
         cancel: run.cancel.clone(),
         run_id: Some(id.clone()),
+        history,
         roles: prepared.roles,
     };
     let state2 = state.clone();
@@ -329,4 +341,36 @@ pub async fn revoke_grant(state: &AppState, owner_id: &str, id: &str) -> Result<
         state.runtime.store.upsert_grant(&grant).await.map_err(ApiError::storage)?;
     }
     Ok(())
+}
+
+/// Deletes finished runs beyond the newest `keep_runs` and those older than `keep_for`
+/// (SPEC R4), with their events, approvals and saved outputs and snapshots; running and live
+/// runs are never touched, and the audit chain keeps its records. Returns how many were
+/// deleted.
+pub async fn cleanup(state: &AppState) -> Result<usize, ApiError> {
+    let store = &state.runtime.store;
+    let runs = store.list_runs(1_000_000).await.map_err(ApiError::storage)?;
+    let cutoff =
+        chrono::Utc::now() - chrono::Duration::from_std(state.options.keep_for).unwrap_or(chrono::Duration::MAX);
+    let mut finished = 0usize;
+    let mut deleted = 0usize;
+    for run in runs {
+        if run.status == steward_store::RunStatus::Running || state.live.get(&run.id).is_some() {
+            continue;
+        }
+        finished += 1;
+        if finished <= state.options.keep_runs && run.created_at >= cutoff {
+            continue;
+        }
+        if store.delete_run(&run.id).await.map_err(ApiError::storage)? {
+            deleted += 1;
+            for dir in [&state.runtime.outputs_dir, &state.runtime.snapshots_dir] {
+                let path = dir.join(&run.id);
+                if path.starts_with(dir) && path.is_dir() {
+                    let _ = std::fs::remove_dir_all(&path);
+                }
+            }
+        }
+    }
+    Ok(deleted)
 }

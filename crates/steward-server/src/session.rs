@@ -194,7 +194,7 @@ fn valid_owner_id(value: &str) -> bool {
 }
 
 /// False when the request's `Origin` names a host other than its `Host` header.
-fn same_origin(headers: &axum::http::HeaderMap) -> bool {
+pub(crate) fn same_origin(headers: &axum::http::HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else { return true };
     let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else { return false };
     let origin_host = origin.split_once("://").map(|(_, rest)| rest).unwrap_or(origin);

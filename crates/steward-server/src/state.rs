@@ -86,6 +86,24 @@ pub struct ServerOptions {
     pub workspaces: Vec<PathBuf>,
     /// Runs executing at once; more wait in a queue (SPEC R4).
     pub max_running: usize,
+    /// How long a conversation lives without a viewer (SPEC A6; default 15 minutes).
+    pub conversation_idle: std::time::Duration,
+    /// Finished runs kept; older ones beyond this count are deleted (default 1,000).
+    pub keep_runs: usize,
+    /// Finished runs older than this are deleted (default 30 days).
+    pub keep_for: std::time::Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            workspaces: Vec::new(),
+            max_running: 4,
+            conversation_idle: std::time::Duration::from_secs(15 * 60),
+            keep_runs: 1_000,
+            keep_for: std::time::Duration::from_secs(30 * 24 * 3600),
+        }
+    }
 }
 
 /// Shared state of all handlers (cheap to clone).
@@ -117,4 +135,8 @@ pub struct Inner {
     pub tasks: TaskTracker,
     /// Owner ids whose remembered facts changed (for live updates in every open tab).
     pub facts_changed: broadcast::Sender<String>,
+    /// Open conversations: viewers and idle clocks.
+    pub conversations: crate::conversations::Conversations,
+    /// Ids of conversations that changed (a turn added, ended).
+    pub conversations_changed: broadcast::Sender<String>,
 }

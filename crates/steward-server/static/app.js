@@ -261,7 +261,80 @@ function compareView(section) {
   on("run_cancelled", (e) => end("cancelled", `cancelled: ${e.reason}`));
 }
 
+// ---- conversations ------------------------------------------------------------------------
+function conversationView(root) {
+  const id = root.dataset.conversationId;
+  const list = document.getElementById("turns");
+  const state = document.getElementById("conversation-state");
+  const input = document.getElementById("message");
+  const send = document.getElementById("send");
+  let following = null; // the EventSource of the running turn's run
+
+  function follow(turnNode, runId) {
+    if (following && following.runId === runId) return;
+    if (following) following.source.close();
+    const reply = turnNode.querySelector(".reply");
+    const source = new EventSource(`/api/runs/${runId}/events`);
+    following = { runId, source };
+    source.addEventListener("stage_started", (msg) => {
+      const e = JSON.parse(msg.data);
+      if (reply.textContent && !reply.textContent.endsWith("\n")) reply.append("\n");
+      if (e.stage !== "planner") reply.append(`── ${e.stage} ──\n`);
+    });
+    source.addEventListener("stage_chunk", (msg) => reply.append(JSON.parse(msg.data).text));
+    for (const name of ["run_completed", "run_failed", "run_cancelled"]) {
+      source.addEventListener(name, () => { source.close(); following = null; });
+    }
+  }
+
+  function render(view) {
+    root.dataset.ended = String(view.ended);
+    state.textContent = view.ended ? "ended" : view.busy ? "working" : "ready";
+    input.disabled = view.ended;
+    send.disabled = view.ended;
+    document.getElementById("end").disabled = view.ended;
+    list.replaceChildren(...view.turns.map((t) => {
+      const node = el("li", { class: "turn", "data-run-id": t.run_id, "data-status": t.status },
+        el("p", { class: "message", text: t.message }));
+      if (t.run_id) {
+        node.append(el("p", { class: "turn-run" }, el("a", { href: `/runs/${t.run_id}`, text: t.run_id }), " · ",
+          el("span", { class: "turn-status", text: t.status })));
+      }
+      node.append(el("pre", { class: "reply", text: t.reply }));
+      return node;
+    }));
+    const last = list.lastElementChild;
+    if (last && (last.dataset.status === "running" || last.dataset.status === "queued") && last.dataset.runId) {
+      following = null;
+      follow(last, last.dataset.runId);
+    }
+  }
+
+  const source = new EventSource(`/api/conversations/${id}/events`);
+  source.addEventListener("conversation", (msg) => render(JSON.parse(msg.data)));
+
+  document.getElementById("message-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    send.disabled = true;
+    try {
+      await api("POST", `/api/conversations/${id}/messages`, { text: input.value });
+      input.value = "";
+      document.getElementById("error").hidden = true;
+    } catch (e) {
+      showError(e.message); // the text stays in the box
+    } finally {
+      send.disabled = root.dataset.ended === "true";
+    }
+  });
+  document.getElementById("end-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try { await api("POST", `/api/conversations/${id}/end`); } catch (e) { showError(e.message); }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  const conversation = document.getElementById("conversation");
+  if (conversation) conversationView(conversation);
   document.querySelectorAll(".compare-run").forEach(compareView);
   const run = document.getElementById("run");
   if (run) runView(run);

@@ -35,6 +35,8 @@ text = "Finished."
 struct TestLauncher {
     scenario: String,
     approval_timeout_seconds: Option<u64>,
+    /// The model provider of the latest run, to read the requests it was sent.
+    last: std::sync::Mutex<Option<Arc<FakeProvider>>>,
 }
 
 #[async_trait]
@@ -51,9 +53,11 @@ impl Launcher for TestLauncher {
                 max_tokens: None,
             }
         } else {
+            let provider = Arc::new(FakeProvider::new(Scenario::from_toml(&self.scenario).map_err(|e| e.to_string())?));
+            *self.last.lock().unwrap() = Some(provider.clone());
             PlannerChoice {
                 kind: "model".into(),
-                provider: Arc::new(FakeProvider::new(Scenario::from_toml(&self.scenario).map_err(|e| e.to_string())?)),
+                provider,
                 model: "fake".into(),
                 tool_choice: ToolChoice::Auto,
                 max_tokens: None,
@@ -89,9 +93,14 @@ struct Server {
     state: AppState,
     app: Router,
     login: String,
+    launcher: Arc<TestLauncher>,
 }
 
 async fn server_with(scenario: &str, approval_timeout_seconds: Option<u64>, max_running: usize) -> Server {
+    server_opts(scenario, approval_timeout_seconds, ServerOptions { max_running, ..ServerOptions::default() }).await
+}
+
+async fn server_opts(scenario: &str, approval_timeout_seconds: Option<u64>, options: ServerOptions) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -107,14 +116,19 @@ async fn server_with(scenario: &str, approval_timeout_seconds: Option<u64>, max_
     };
     let sessions = Sessions::new(&[9u8; 64], "local:alice").unwrap();
     let login = sessions.issue_login_token();
+    let launcher = Arc::new(TestLauncher {
+        scenario: scenario.to_string(),
+        approval_timeout_seconds,
+        last: std::sync::Mutex::new(None),
+    });
     let state = steward_server::app_state(
         Arc::new(runtime),
-        Arc::new(TestLauncher { scenario: scenario.to_string(), approval_timeout_seconds }),
+        launcher.clone(),
         sessions,
-        ServerOptions { workspaces: vec![ws.clone()], max_running },
+        ServerOptions { workspaces: vec![ws.clone()], ..options },
     );
     let app = steward_server::router(state.clone());
-    Server { _dir: dir, ws, state, app, login }
+    Server { _dir: dir, ws, state, app, login, launcher }
 }
 
 async fn server(scenario: &str) -> Server {
@@ -571,4 +585,110 @@ async fn a_run_in_roles_mode_streams_every_role() {
     }
     let (status, body) = s.call(&a, "POST", "/api/runs", Some(json!({"task": "x", "mode": "swarm"}))).await;
     assert_eq!((status, body["error"]["class"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid")));
+}
+
+#[tokio::test]
+async fn a_conversation_gives_each_task_the_earlier_turns_and_runs_one_task_at_a_time() {
+    let s = server(EDIT).await;
+    let alice = s.browser().await;
+    let (status, conversation) = s.call(&alice, "POST", "/api/conversations", Some(json!({}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{conversation}");
+    let id = conversation["id"].as_str().unwrap().to_string();
+    let messages = format!("/api/conversations/{id}/messages");
+
+    let (status, sent) = s.call(&alice, "POST", &messages, Some(json!({"text": "change the note"}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{sent}");
+    let first = sent["run_id"].as_str().unwrap().to_string();
+    let approval = s.pending_approval(&alice, &first).await;
+    // One task at a time: refused with a reason, nothing queued.
+    let (status, busy) = s.call(&alice, "POST", &messages, Some(json!({"text": "and another thing"}))).await;
+    assert_eq!((status, busy["error"]["class"].as_str()), (StatusCode::CONFLICT, Some("busy")), "{busy}");
+    let form = Request::post(format!("/conversations/{id}/messages"))
+        .header(header::COOKIE, &alice.cookie)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(format!("csrf={}&text=keep+this+text", alice.csrf)))
+        .unwrap();
+    let response = s.app.clone().oneshot(form).await.unwrap();
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let page = body_text(response).await;
+    assert!(page.contains(">keep this text</textarea>") && page.contains("busy:"), "the draft is kept: {page}");
+
+    s.call(&alice, "POST", &format!("/api/approvals/{approval}"), Some(json!({"decision": "approve"}))).await;
+    s.wait_status(&alice, &first, "completed").await;
+    // A memory command is answered without a run.
+    let (status, sent) =
+        s.call(&alice, "POST", &messages, Some(json!({"text": "remember that the note matters"}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!((sent["run_id"].as_str(), sent["reply"].as_str()), (Some(""), Some("Remembered: the note matters")));
+
+    std::fs::write(s.ws.join("note.txt"), "old\n").unwrap();
+    let (_, sent) = s.call(&alice, "POST", &messages, Some(json!({"text": "what did you change?"}))).await;
+    let second = sent["run_id"].as_str().unwrap().to_string();
+    s.pending_approval(&alice, &second).await;
+    let requests = s.launcher.last.lock().unwrap().clone().unwrap().requests();
+    let system = &requests[0].messages[0].content;
+    assert!(system.contains("Earlier in this conversation"), "{system}");
+    assert!(system.contains("1. Task: change the note\n   Answer: Finished."), "{system}");
+    assert!(system.contains("2. Task: remember that the note matters\n   Answer: Remembered: the note matters"));
+    assert!(system.contains("Remembered facts:\n1. the note matters"), "{system}");
+
+    let (_, view) = s.call(&alice, "GET", &format!("/api/conversations/{id}"), None).await;
+    assert_eq!(view["turns"].as_array().unwrap().len(), 3);
+    assert_eq!(view["busy"], true);
+    let mallory = s.browser().await;
+    let (status, _) = s.call(&mallory, "POST", &messages, Some(json!({"text": "hi"}))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = s.call(&alice, "POST", &format!("/api/conversations/{id}/end"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    s.wait_status(&alice, &second, "cancelled").await;
+    let (status, ended) = s.call(&alice, "POST", &messages, Some(json!({"text": "hello?"}))).await;
+    assert_eq!((status, ended["error"]["class"].as_str()), (StatusCode::CONFLICT, Some("ended")));
+}
+
+#[tokio::test]
+async fn a_conversation_without_a_viewer_ends_after_the_idle_time() {
+    let idle = Duration::from_millis(300);
+    let s = server_opts(EDIT, None, ServerOptions { conversation_idle: idle, ..ServerOptions::default() }).await;
+    let alice = s.browser().await;
+    let (_, watched) = s.call(&alice, "POST", "/api/conversations", Some(json!({}))).await;
+    let (_, unwatched) = s.call(&alice, "POST", "/api/conversations", Some(json!({}))).await;
+    let watched = watched["id"].as_str().unwrap().to_string();
+    let unwatched = unwatched["id"].as_str().unwrap().to_string();
+    let viewer = steward_server::conversations::join(&s.state, &watched);
+    tokio::time::sleep(idle * 3).await;
+    let (_, view) = s.call(&alice, "GET", &format!("/api/conversations/{unwatched}"), None).await;
+    assert_eq!(view["ended"], true, "nobody watched it");
+    let (_, view) = s.call(&alice, "GET", &format!("/api/conversations/{watched}"), None).await;
+    assert_eq!(view["ended"], false, "a viewer keeps it open");
+    drop(viewer);
+    tokio::time::sleep(idle * 3).await;
+    let (_, view) = s.call(&alice, "GET", &format!("/api/conversations/{watched}"), None).await;
+    assert_eq!(view["ended"], true, "it ends once the last viewer has been gone for the idle time");
+}
+
+#[tokio::test]
+async fn cleanup_deletes_old_and_surplus_finished_runs_only() {
+    let s =
+        server_opts("[[round]]\ntext = \"done\"\n", None, ServerOptions { keep_runs: 2, ..ServerOptions::default() })
+            .await;
+    let alice = s.browser().await;
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let id = s.start(&alice, &format!("task {i}")).await;
+        s.wait_status(&alice, &id, "completed").await;
+        ids.push(id);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut old = s.state.runtime.store.get_run(&ids[3]).await.unwrap().unwrap();
+    old.created_at -= chrono::Duration::days(400);
+    s.state.runtime.store.update_run(&old).await.unwrap();
+    assert_eq!(steward_server::runs::cleanup(&s.state).await.unwrap(), 2);
+    let kept: Vec<String> = s.state.runtime.store.list_runs(10).await.unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(kept.len(), 2);
+    assert!(!kept.contains(&ids[3]), "the run older than the limit is gone");
+    assert!(!kept.contains(&ids[0]), "the oldest beyond the count is gone");
+    assert!(matches!(
+        s.state.runtime.store.verify_audit().await.unwrap(),
+        steward_store::AuditVerification::Valid { .. }
+    ));
 }

@@ -212,7 +212,7 @@ async fn test_server() -> TestServer {
         Arc::new(runtime),
         Arc::new(TestLauncher),
         sessions,
-        ServerOptions { workspaces: vec![ws.clone()], max_running: 2 },
+        ServerOptions { workspaces: vec![ws.clone()], max_running: 2, ..ServerOptions::default() },
     );
     let app = steward_server::router(state);
     let first = app.clone().oneshot(Request::get("/").body(Body::empty()).unwrap()).await.unwrap();

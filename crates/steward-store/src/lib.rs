@@ -1,28 +1,43 @@
 //! Persistence for Steward behind the [`Store`] trait: runs, events, approvals, remembered
 //! facts and the hash-chained audit log.
 //!
-//! [`SqliteStore`] is the embedded default (one file, WAL mode, group commit through a single
-//! writer task). Its SQL is kept portable (RFC 3339 `TEXT` timestamps, JSON as `TEXT`) so that a
-//! PostgreSQL backend can implement the same trait.
+//! Two backends implement it with the same contracts:
+//! - [`SqliteStore`], the embedded default: one file, WAL mode, group commit through a single
+//!   writer task; several processes on one machine may share the file.
+//! - [`PgStore`], for several Steward processes (nodes) sharing one PostgreSQL database: the
+//!   same schema (`migrations/postgres/`, applied on open) and a writer task per store; audit
+//!   appends take a row lock (`audit_chain_lock`, `SELECT … FOR UPDATE`) before reading the chain
+//!   head, so every node extends ONE chain. Runs are stamped with the node that inserted them
+//!   ([`host_node`]) so that crash recovery only judges process ids of its own machine
+//!   ([`Store::local_running_runs`]).
+//!
+//! Both keep timestamps as RFC 3339 `TEXT` ([`timestamp_text`]) and JSON as `TEXT`, so the audit
+//! hash input and the sort orders are identical.
 #![deny(missing_docs)]
 
 mod anchor;
 mod chain;
 mod error;
+mod postgres;
 mod record;
 mod sqlite;
 
 use async_trait::async_trait;
 use rand::Rng;
+use steward_protocol::Timestamp;
 use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 
 pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
 pub use error::StoreError;
+pub use postgres::{PgStore, host_node, is_postgres_url, redact_database_url};
+pub use record::McpTokenRecord;
 pub use record::{
-    ApprovalDecisionRecord, AuditVerification, Durability, FactRecord, GrantRecord, GrantScope, RollbackRecord,
-    RollbackStatus, RunRecord, RunStatus, StoreOptions,
+    ApprovalDecisionRecord, AuditVerification, ConversationRecord, ConversationTurn, Durability, FactRecord,
+    GrantRecord, GrantScope, RollbackRecord, RollbackStatus, RunRecord, RunStatus, StoreOptions,
 };
 pub use sqlite::SqliteStore;
+/// Connect options of a PostgreSQL database, for [`PgStore::open_with`].
+pub use sqlx::postgres::PgConnectOptions;
 
 /// A new random id: `prefix` followed by 16 lowercase hex characters (64 random bits from the
 /// thread-local CSPRNG of the `rand` crate), e.g. `new_id("run_")` → `run_3f9a0c1e5b7d2468`.
@@ -52,6 +67,14 @@ pub trait Store: Send + Sync {
 
     /// Every run with this status, oldest first (e.g. `running` ones for crash detection).
     async fn runs_with_status(&self, status: RunStatus) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// The `running` runs executed by processes of this machine, oldest first: those whose
+    /// `pid` can be checked here to detect a crash. An embedded database lives on one machine,
+    /// so by default these are all `running` runs; a store shared by several nodes returns only
+    /// the runs inserted by a store of its own node.
+    async fn local_running_runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        self.runs_with_status(RunStatus::Running).await
+    }
 
     /// Queues an event; returns once it is ordered after every earlier event of this store
     /// (not necessarily on disk). A failure to write it (e.g. a duplicate `(run_id, seq)`) is
@@ -114,6 +137,15 @@ pub trait Store: Send + Sync {
     /// committed, `false` when the owner has no such fact (another owner's fact is left alone).
     async fn delete_fact(&self, owner_id: &str, id: &str) -> Result<bool, StoreError>;
 
+    /// Inserts a conversation or replaces the one with the same id. Returns once committed.
+    async fn upsert_conversation(&self, conversation: &ConversationRecord) -> Result<(), StoreError>;
+
+    /// Conversations of an owner, oldest first.
+    async fn conversations(&self, owner_id: &str) -> Result<Vec<ConversationRecord>, StoreError>;
+
+    /// The conversation with exactly this id.
+    async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError>;
+
     /// Deletes run `id` with its events, approval requests, approval decisions and rollback
     /// records, unless it is `running`; true when it was deleted. The audit chain keeps its
     /// records (they are never deleted). Returns once committed.
@@ -125,6 +157,28 @@ pub trait Store: Send + Sync {
 
     /// The recorded decision on approval `approval_id`, if any.
     async fn approval_decision(&self, approval_id: &str) -> Result<Option<ApprovalDecisionRecord>, StoreError>;
+
+    /// Stores a new MCP bearer token. Returns once committed. Fails if the id or the
+    /// `token_hash` exists, and with [`StoreError::Invalid`] (nothing stored) when a scope is
+    /// empty or contains a comma (scopes are stored as one comma list and read back split).
+    async fn insert_mcp_token(&self, token: &McpTokenRecord) -> Result<(), StoreError>;
+
+    /// Tokens of an owner (revoked ones included), oldest (`created_at`, then id) first;
+    /// includes every token write that has returned.
+    async fn mcp_tokens(&self, owner_id: &str) -> Result<Vec<McpTokenRecord>, StoreError>;
+
+    /// The token whose `token_hash` is exactly `token_hash` (revoked or not: the caller checks
+    /// `revoked_at`); includes every token write that has returned.
+    async fn mcp_token_by_hash(&self, token_hash: &str) -> Result<Option<McpTokenRecord>, StoreError>;
+
+    /// Sets `revoked_at` to `at` on token `id` if it belongs to `owner_id` and is not revoked
+    /// yet: `true` once that is committed; `false` when the owner has no such token or it was
+    /// already revoked (another owner's token is left alone).
+    async fn revoke_mcp_token(&self, owner_id: &str, id: &str, at: Timestamp) -> Result<bool, StoreError>;
+
+    /// Sets `last_used_at` to `at` on token `id` (revoked or not): `true` once committed,
+    /// `false` when there is no such token.
+    async fn touch_mcp_token(&self, id: &str, at: Timestamp) -> Result<bool, StoreError>;
 
     /// Waits until everything queued so far is committed; reports a queued event that failed
     /// since the last flush ([`StoreError::Deferred`]).

@@ -102,11 +102,13 @@ pub struct RunRecord {
 /// How hard a commit waits for the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
-    /// `PRAGMA synchronous = FULL`: a commit survives power loss. The default.
+    /// `PRAGMA synchronous = FULL`: a commit survives power loss. The default. On PostgreSQL
+    /// the server's `synchronous_commit` applies (on by default: the same guarantee).
     #[default]
     Full,
     /// `PRAGMA synchronous = NORMAL`: in WAL mode a commit survives a crash of the process but
-    /// the last commits may be lost on power loss. For benchmarks.
+    /// the last commits may be lost on power loss. For benchmarks. On PostgreSQL the store's
+    /// writes use `synchronous_commit = off`.
     Relaxed,
 }
 
@@ -290,4 +292,82 @@ pub struct ApprovalDecisionRecord {
     pub reason: String,
     /// When it was decided (UTC).
     pub created_at: Timestamp,
+}
+
+/// A long-lived conversation of the web UI (SPEC A6): one task at a time, each task an
+/// ordinary run; the last turns are given to the model as context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationRecord {
+    /// `cnv_…`.
+    pub id: String,
+    /// Whose conversation it is.
+    pub owner_id: String,
+    /// Workspace of its runs (canonical path).
+    pub workspace: String,
+    /// Planner, provider, model and mode chosen when it started (empty: as configured).
+    pub planner: String,
+    /// Provider name, empty for the configured one.
+    pub provider: String,
+    /// Model id, empty for the provider's default.
+    pub model: String,
+    /// `loop`, `roles` or empty.
+    pub mode: String,
+    /// Its turns, oldest first.
+    pub turns: Vec<ConversationTurn>,
+    /// When it started (UTC).
+    pub created_at: Timestamp,
+    /// When it ended (no viewer for the idle time, or ended by its owner); `None` while open.
+    pub ended_at: Option<Timestamp>,
+}
+
+/// One message of a conversation and what answered it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationTurn {
+    /// The message as sent (redacted).
+    pub message: String,
+    /// The run that handled it; empty when no run was needed (a memory command).
+    pub run_id: String,
+    /// The answer when no run was needed; for a run, its final text is read from the run.
+    pub reply: String,
+    /// When the message was sent (UTC).
+    pub at: Timestamp,
+}
+
+/// A bearer token of Steward's MCP endpoint (`/mcp` of `steward serve`, SPEC M2): whose it is,
+/// what it may do, and whether it still works. The secret itself is never stored, only its
+/// SHA-256 ([`McpTokenRecord::token_hash`]); `Debug` leaves the hash out too.
+#[derive(Clone, PartialEq, Eq)]
+pub struct McpTokenRecord {
+    /// `mtk_…` (see [`crate::new_id`]).
+    pub id: String,
+    /// The owner whose runs requests with this token see and start.
+    pub owner_id: String,
+    /// A label chosen by the owner (may be empty).
+    pub name: String,
+    /// Scope names (`read`, `submit`), each non-empty and without commas: they are stored as a
+    /// comma list.
+    pub scopes: Vec<String>,
+    /// Lowercase hex SHA-256 of the secret token; unique among all tokens.
+    pub token_hash: String,
+    /// When it was made (UTC).
+    pub created_at: Timestamp,
+    /// When a request last used it (updated at most about once a minute), if ever.
+    pub last_used_at: Option<Timestamp>,
+    /// When it was revoked, if it was; a revoked token is refused.
+    pub revoked_at: Option<Timestamp>,
+}
+
+impl std::fmt::Debug for McpTokenRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTokenRecord")
+            .field("id", &self.id)
+            .field("owner_id", &self.owner_id)
+            .field("name", &self.name)
+            .field("scopes", &self.scopes)
+            .field("token_hash", &"[redacted]")
+            .field("created_at", &self.created_at)
+            .field("last_used_at", &self.last_used_at)
+            .field("revoked_at", &self.revoked_at)
+            .finish()
+    }
 }

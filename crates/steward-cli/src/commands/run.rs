@@ -163,6 +163,7 @@ pub async fn run(args: RunArgs) -> Result<u8> {
         observer,
         cancel,
         run_id: None,
+        history: Vec::new(),
         roles,
     };
     let run = steward_core::run_task(&runtime, request).await.map_err(|e| match e {

@@ -24,11 +24,13 @@ use self::rows::{
     APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, RUN_COLUMNS, approval_from_row, audit_from_row, event_from_row,
     fact_from_row, run_from_row,
 };
+use self::rows::{MCP_TOKEN_COLUMNS, mcp_token_from_row};
 use self::writer::{Document, DocumentTable, Pending, Reply, Shared, Work};
+use crate::McpTokenRecord;
 use crate::chain::timestamp_text;
 use crate::{
-    ApprovalDecisionRecord, AuditVerification, Durability, FactRecord, GrantRecord, RollbackRecord, RunRecord,
-    RunStatus, Store, StoreError, StoreOptions, verify_chain,
+    ApprovalDecisionRecord, AuditVerification, ConversationRecord, Durability, FactRecord, GrantRecord, RollbackRecord,
+    RunRecord, RunStatus, Store, StoreError, StoreOptions, verify_chain,
 };
 
 /// How long a connection waits for another one's lock before failing (10 s).
@@ -340,6 +342,30 @@ impl Store for SqliteStore {
         self.write_flag(Work::DeleteFact { owner_id: owner_id.to_string(), id: id.to_string() }).await
     }
 
+    async fn upsert_conversation(&self, c: &ConversationRecord) -> Result<(), StoreError> {
+        self.put_document(DocumentTable::Conversations, &c.id, &c.owner_id, &c.created_at, c).await
+    }
+
+    async fn conversations(&self, owner_id: &str) -> Result<Vec<ConversationRecord>, StoreError> {
+        self.documents(DocumentTable::Conversations, owner_id).await
+    }
+
+    async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
+        self.flush().await?;
+        let row: Option<(String,)> = sqlx::query_as("SELECT body FROM conversations WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await
+            .map_err(self.db())?;
+        row.map(|(body,)| {
+            serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+                path: self.path().to_string(),
+                what: format!("conversations.body: {e}"),
+            })
+        })
+        .transpose()
+    }
+
     async fn delete_run(&self, id: &str) -> Result<bool, StoreError> {
         self.write_flag(Work::DeleteRun(id.to_string())).await
     }
@@ -368,6 +394,52 @@ impl Store for SqliteStore {
             path: self.path().to_string(),
             what: "approval_decisions.body is not a decision".into(),
         })
+    }
+
+    async fn insert_mcp_token(&self, token: &McpTokenRecord) -> Result<(), StoreError> {
+        if let Some(bad) = token.scopes.iter().find(|s| s.is_empty() || s.contains(',')) {
+            return Err(StoreError::Invalid {
+                path: self.path().to_string(),
+                what: format!("MCP token scope {bad:?} is empty or contains a comma"),
+            });
+        }
+        self.write(Work::InsertMcpToken(Box::new(token.clone()))).await
+    }
+
+    async fn mcp_tokens(&self, owner_id: &str) -> Result<Vec<McpTokenRecord>, StoreError> {
+        // Token writes are committed before they return: no barrier needed.
+        let sql = format!("SELECT {MCP_TOKEN_COLUMNS} FROM mcp_tokens WHERE owner_id = ? ORDER BY created_at, id");
+        let rows =
+            sqlx::query(sqlx::AssertSqlSafe(sql)).bind(owner_id).fetch_all(&self.read).await.map_err(self.db())?;
+        rows.iter().map(|row| mcp_token_from_row(self.path(), row)).collect()
+    }
+
+    async fn mcp_token_by_hash(&self, token_hash: &str) -> Result<Option<McpTokenRecord>, StoreError> {
+        let sql = format!("SELECT {MCP_TOKEN_COLUMNS} FROM mcp_tokens WHERE token_hash = ?");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(token_hash)
+            .fetch_optional(&self.read)
+            .await
+            .map_err(self.db())?;
+        row.map(|row| mcp_token_from_row(self.path(), &row)).transpose()
+    }
+
+    async fn revoke_mcp_token(
+        &self,
+        owner_id: &str,
+        id: &str,
+        at: steward_protocol::Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.write_flag(Work::RevokeMcpToken {
+            owner_id: owner_id.to_string(),
+            id: id.to_string(),
+            at: timestamp_text(&at),
+        })
+        .await
+    }
+
+    async fn touch_mcp_token(&self, id: &str, at: steward_protocol::Timestamp) -> Result<bool, StoreError> {
+        self.write_flag(Work::TouchMcpToken { id: id.to_string(), at: timestamp_text(&at) }).await
     }
 
     async fn queue_audit(&self, entry: AuditEntry) -> Result<(), StoreError> {

@@ -5,7 +5,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, AuditRecord, Event, Timestamp};
 
-use crate::{FactRecord, RunRecord, RunStatus, StoreError};
+use crate::{FactRecord, McpTokenRecord, RunRecord, RunStatus, StoreError};
 
 /// Columns of `runs`, in the order [`run_from_row`] and the writer use.
 pub const RUN_COLUMNS: &str = "id, owner_id, task, planner, provider, model, workspace, status, stop_reason, \
@@ -21,6 +21,9 @@ pub const AUDIT_COLUMNS: &str = "seq, id, at, agent, run_id, call_id, action, in
 
 /// Columns of `facts`.
 pub const FACT_COLUMNS: &str = "id, owner_id, text, created_at";
+
+/// Columns of `mcp_tokens`.
+pub const MCP_TOKEN_COLUMNS: &str = "id, owner_id, name, scopes, token_hash, created_at, last_used_at, revoked_at";
 
 /// Reads rows of one table for one database path, turning every failure into a
 /// [`StoreError::Corrupt`] that names the path, table and column (never the content).
@@ -166,6 +169,22 @@ pub fn fact_from_row(path: &str, row: &SqliteRow) -> Result<FactRecord, StoreErr
         owner_id: r.text(row, "owner_id")?,
         text: r.text(row, "text")?,
         created_at: r.time(row, "created_at")?,
+    })
+}
+
+/// An `mcp_tokens` row; `scopes` is a comma list (empty: no scope).
+pub fn mcp_token_from_row(path: &str, row: &SqliteRow) -> Result<McpTokenRecord, StoreError> {
+    let r = RowReader::new(path, "mcp_tokens");
+    let scopes = r.text(row, "scopes")?;
+    Ok(McpTokenRecord {
+        id: r.text(row, "id")?,
+        owner_id: r.text(row, "owner_id")?,
+        name: r.text(row, "name")?,
+        scopes: scopes.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect(),
+        token_hash: r.text(row, "token_hash")?,
+        created_at: r.time(row, "created_at")?,
+        last_used_at: r.opt_time(row, "last_used_at")?,
+        revoked_at: r.opt_time(row, "revoked_at")?,
     })
 }
 

@@ -14,7 +14,9 @@ use sqlx::{Connection, Sqlite, SqliteConnection, SqlitePool};
 use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 use tokio::sync::{mpsc, oneshot};
 
+use super::rows::MCP_TOKEN_COLUMNS;
 use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, RUN_COLUMNS, finite, to_i64};
+use crate::McpTokenRecord;
 use crate::chain::{GENESIS_HASH, audit_hash, timestamp_text};
 use crate::{FactRecord, RunRecord, StoreError, new_id};
 
@@ -87,6 +89,25 @@ pub enum Work {
     /// `DELETE` a run that is not running, and what belongs to it (not its audit records);
     /// answers whether the run was deleted.
     DeleteRun(String),
+    /// `INSERT` an MCP bearer token (fails if its id or hash exists).
+    InsertMcpToken(Box<McpTokenRecord>),
+    /// Set `revoked_at` of an owner's MCP token that is not revoked yet; answers whether one
+    /// was revoked.
+    RevokeMcpToken {
+        /// The owner the token must belong to.
+        owner_id: String,
+        /// The token's id.
+        id: String,
+        /// RFC 3339 time of the revocation.
+        at: String,
+    },
+    /// Set `last_used_at` of an MCP token; answers whether the token exists.
+    TouchMcpToken {
+        /// The token's id.
+        id: String,
+        /// RFC 3339 time of the use.
+        at: String,
+    },
     /// Nothing: answered once everything queued before it is committed.
     Barrier,
 }
@@ -112,6 +133,8 @@ pub enum DocumentTable {
     Rollbacks,
     /// Grants, looked up by `owner_id`.
     Grants,
+    /// Conversations, looked up by `owner_id`.
+    Conversations,
 }
 
 impl DocumentTable {
@@ -120,6 +143,7 @@ impl DocumentTable {
         match self {
             DocumentTable::Rollbacks => ("rollbacks", "run_id"),
             DocumentTable::Grants => ("grants", "owner_id"),
+            DocumentTable::Conversations => ("conversations", "owner_id"),
         }
     }
 }
@@ -453,6 +477,42 @@ async fn apply(
                     .map_err(db)?;
             }
             return Ok(Applied::Flag(true));
+        }
+        Work::InsertMcpToken(token) => {
+            let sql = format!("INSERT INTO mcp_tokens ({MCP_TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(&token.id)
+                .bind(&token.owner_id)
+                .bind(&token.name)
+                .bind(token.scopes.join(","))
+                .bind(&token.token_hash)
+                .bind(timestamp_text(&token.created_at))
+                .bind(token.last_used_at.as_ref().map(timestamp_text))
+                .bind(token.revoked_at.as_ref().map(timestamp_text))
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+        }
+        Work::RevokeMcpToken { owner_id, id, at } => {
+            let done = sqlx::query(
+                "UPDATE mcp_tokens SET revoked_at = ? WHERE id = ? AND owner_id = ? AND revoked_at IS NULL",
+            )
+            .bind(at)
+            .bind(id)
+            .bind(owner_id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db)?;
+            return Ok(Applied::Flag(done.rows_affected() > 0));
+        }
+        Work::TouchMcpToken { id, at } => {
+            let done = sqlx::query("UPDATE mcp_tokens SET last_used_at = ? WHERE id = ?")
+                .bind(at)
+                .bind(id)
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+            return Ok(Applied::Flag(done.rows_affected() > 0));
         }
         Work::Barrier => {}
     }

@@ -1,0 +1,180 @@
+//! `steward` with its state in PostgreSQL (`STEWARD_DATABASE_URL`): a run is stored there and
+//! read back by `steward runs` and `steward audit verify`; crash recovery leaves other nodes'
+//! runs alone; a URL of another kind is a usage error that does not repeat the value.
+//!
+//! Each test gets a fresh schema of the database named by `STEWARD_TEST_DATABASE_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/test`), dropped at the end. When PostgreSQL cannot be
+//! reached the tests fail if `CI` is set, and are skipped with a notice otherwise.
+
+mod common;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use common::*;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{ConnectOptions, Connection};
+
+const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// A schema of its own in the test database, dropped when this is dropped.
+struct Schema {
+    runtime: tokio::runtime::Runtime,
+    base: String,
+    name: String,
+}
+
+impl Schema {
+    fn create() -> Option<Schema> {
+        let base = std::env::var("STEWARD_TEST_DATABASE_URL")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_TEST_DATABASE_URL.to_string());
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let name = steward_store::new_id("t_");
+        let created = runtime.block_on(async {
+            let connect = PgConnectOptions::from_str(&base).map_err(|e| e.to_string())?.disable_statement_logging();
+            let mut conn = tokio::time::timeout(Duration::from_secs(5), PgConnection::connect_with(&connect))
+                .await
+                .map_err(|_| "no answer within 5 s".to_string())?
+                .map_err(|e| e.to_string())?;
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
+                .execute(&mut conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            conn.close().await.map_err(|e| e.to_string())
+        });
+        if let Err(why) = created {
+            let shown = steward_store::redact_database_url(&base);
+            if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+                panic!("PostgreSQL at {shown} is unreachable ({why}); CI is set, so this test fails");
+            }
+            eprintln!("notice: PostgreSQL at {shown} is unreachable ({why}): skipping this PostgreSQL test");
+            return None;
+        }
+        Some(Schema { runtime, base, name })
+    }
+
+    /// The URL `steward` gets: the test database with this schema first on the search path.
+    fn url(&self) -> String {
+        let sep = if self.base.contains('?') { '&' } else { '?' };
+        format!("{}{sep}options[search_path]={}", self.base, self.name)
+    }
+
+    /// Runs one statement in the schema; returns the first column of the first row, if any.
+    fn query(&self, sql: &str) -> Option<String> {
+        self.runtime.block_on(async {
+            let connect = PgConnectOptions::from_str(&self.url()).unwrap();
+            let mut conn = PgConnection::connect_with(&connect).await.unwrap();
+            let row: Option<(String,)> =
+                sqlx::query_as(sqlx::AssertSqlSafe(sql.to_string())).fetch_optional(&mut conn).await.unwrap();
+            conn.close().await.unwrap();
+            row.map(|(value,)| value)
+        })
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name);
+        let dropped = self.runtime.block_on(async {
+            let connect = PgConnectOptions::from_str(&self.base).ok()?;
+            let mut conn = PgConnection::connect_with(&connect).await.ok()?;
+            sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await.ok()?;
+            conn.close().await.ok()
+        });
+        if dropped.is_none() {
+            eprintln!("notice: the test schema {} could not be dropped", self.name);
+        }
+    }
+}
+
+fn steward_pg(env: &Env, url: &str, args: &[&str]) -> std::process::Output {
+    env.command(args).env("STEWARD_DATABASE_URL", url).output().unwrap()
+}
+
+#[test]
+fn a_run_is_stored_in_postgres_and_read_back_by_runs_and_audit_verify() {
+    let Some(schema) = Schema::create() else { return };
+    let url = schema.url();
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    env.write("b.txt", "beta\n");
+
+    let out = steward_pg(&env, &url, &["run", "--json", "list files"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let run_id = evs[0]["run_id"].as_str().unwrap().to_string();
+    assert!(find(&evs, "run_completed")["final"].as_str().unwrap().contains("a.txt"));
+    assert!(!db(&env).exists(), "nothing is written to steward.db");
+
+    let runs = steward_pg(&env, &url, &["runs"]);
+    assert_eq!(code(&runs), 0, "{}", stderr(&runs));
+    assert!(stdout(&runs).contains(&run_id), "{}", stdout(&runs));
+    assert!(stdout(&runs).contains("completed"), "{}", stdout(&runs));
+
+    let verify = steward_pg(&env, &url, &["audit", "verify"]);
+    assert_eq!(code(&verify), 0, "{}{}", stdout(&verify), stderr(&verify));
+    let records = schema.query("SELECT COUNT(*)::TEXT FROM audit").unwrap();
+    assert_ne!(records, "0");
+    assert!(stdout(&verify).contains(&format!("valid: {records} records")), "{}", stdout(&verify));
+
+    // The rows are in this schema, stamped with this machine's node.
+    assert_eq!(schema.query(&format!("SELECT node FROM runs WHERE id = '{run_id}'")), Some(steward_store::host_node()));
+    let shown = schema.query(&format!("SELECT COUNT(*)::TEXT FROM events WHERE run_id = '{run_id}'")).unwrap();
+    assert_eq!(shown, evs.len().to_string(), "every event was stored");
+
+    // Without the variable the SQLite file is used, and it knows nothing of the run.
+    let local = env.steward(&["runs"]);
+    assert_eq!(code(&local), 0, "{}", stderr(&local));
+    assert!(!stdout(&local).contains(&run_id));
+}
+
+#[test]
+fn recovery_leaves_other_nodes_runs_alone() {
+    let Some(schema) = Schema::create() else { return };
+    let url = schema.url();
+    let env = Env::new();
+    // Opening once creates the schema.
+    assert_eq!(code(&steward_pg(&env, &url, &["runs"])), 0);
+    // A process id no machine uses: the run's process is gone wherever it was.
+    let dead_pid = i32::MAX - 7;
+    let here = steward_store::host_node();
+    for (id, node) in [("run_here", here.as_str()), ("run_elsewhere", "another-node")] {
+        schema.query(&format!(
+            "INSERT INTO runs (id, owner_id, task, planner, provider, model, workspace, status, created_at, \
+             rounds, tool_calls, input_tokens, output_tokens, pid, node) VALUES ('{id}', 'local:tester', 'list files', \
+             'classic', '', '', '/ws', 'running', '2026-01-02T03:04:05.000000000Z', 0, 0, 0, 0, {dead_pid}, '{node}')"
+        ));
+    }
+    let out = steward_pg(&env, &url, &["runs"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("run run_here was interrupted"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("run_elsewhere"), "{}", stderr(&out));
+    let status = |id: &str| schema.query(&format!("SELECT status FROM runs WHERE id = '{id}'"));
+    assert_eq!(status("run_here").as_deref(), Some("interrupted"));
+    assert_eq!(status("run_elsewhere").as_deref(), Some("running"), "another node's run is not judged here");
+}
+
+#[test]
+fn a_database_url_of_another_kind_is_a_usage_error_that_hides_the_value() {
+    let env = Env::new();
+    for url in ["mysql://steward:hunter2@db.example/steward", "hunter2", "sqlite:///tmp/x.db"] {
+        let out = env.command(&["runs"]).env("STEWARD_DATABASE_URL", url).output().unwrap();
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("STEWARD_DATABASE_URL") && err.contains("postgres://"), "{err}");
+        assert!(!err.contains("hunter2") && !err.contains("/tmp/x.db"), "{err}");
+    }
+    // An unreachable server: the message names the variable and the database, not the password.
+    let out = env
+        .command(&["runs"])
+        .env("STEWARD_DATABASE_URL", "postgres://steward:hunter2@127.0.0.1:1/ledger")
+        .output()
+        .unwrap();
+    assert_ne!(code(&out), 0);
+    let err = stderr(&out);
+    assert!(err.contains("STEWARD_DATABASE_URL") && err.contains("postgres://steward@127.0.0.1:1/ledger"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(!db(&env).exists(), "no SQLite file is made instead");
+}

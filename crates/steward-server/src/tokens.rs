@@ -1,0 +1,325 @@
+//! Bearer tokens of `/mcp` (SPEC M2): made by an owner (`steward mcp token create` for the
+//! local owner, the Tokens page for a browser's owner), shown once, scoped, revocable.
+//!
+//! A token is `stw_` followed by 64 lowercase hex characters (32 random bytes from the thread
+//! CSPRNG). The store keeps only the lowercase hex SHA-256 of the whole token string
+//! ([`hash_token`]), and a request is matched by that hash. A token's [`Scope`]s say which MCP
+//! tools it may call; its owner is whose runs it sees and starts. Revoking sets `revoked_at`:
+//! every later request with it is refused. Secrets never reach logs: [`Secret`]'s `Debug`
+//! prints `[redacted]`, and messages name tokens by id only.
+
+use axum::Extension;
+use axum::extract::{Form, Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use minijinja::context;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use steward_mcp::mcp_server::{Caller, Scope};
+use steward_store::{McpTokenRecord, Store, StoreError, new_id};
+
+use crate::error::ApiError;
+use crate::pages::{check_csrf, error_page, render};
+use crate::session::Session;
+use crate::state::AppState;
+
+/// What every token starts with.
+pub const TOKEN_PREFIX: &str = "stw_";
+/// Longest token name, in characters.
+pub const MAX_NAME_CHARS: usize = 100;
+/// Most tokens one owner may have that are not revoked.
+pub const MAX_ACTIVE_TOKENS: usize = 50;
+/// A token's last use is recorded at most this often (seconds), to spare the store a write
+/// per request.
+const TOUCH_EVERY_SECONDS: i64 = 60;
+
+/// A token's secret: shown once to its owner, never stored or logged.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The token itself (`stw_…`), to show its owner once.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// A token just made: its stored record and its secret.
+#[derive(Debug, Clone)]
+pub struct NewToken {
+    /// What the store keeps.
+    pub record: McpTokenRecord,
+    /// The token to give the client; it cannot be shown again.
+    pub secret: Secret,
+}
+
+/// Why a token operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// A bad name or scope list, or too many tokens (the message says which).
+    #[error("{0}")]
+    Invalid(String),
+    /// The owner has no token with this id.
+    #[error("{0}")]
+    NotFound(String),
+    /// The store failed.
+    #[error("storage: {0}")]
+    Storage(#[from] StoreError),
+}
+
+impl From<TokenError> for ApiError {
+    fn from(e: TokenError) -> Self {
+        match e {
+            TokenError::Invalid(m) => ApiError::invalid(m),
+            TokenError::NotFound(m) => ApiError::not_found(m),
+            TokenError::Storage(e) => ApiError::storage(e),
+        }
+    }
+}
+
+/// Why a request's token was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthError {
+    /// No `Authorization: Bearer …` header.
+    Missing,
+    /// Not a token of this server.
+    Invalid,
+    /// Revoked by its owner.
+    Revoked,
+    /// The store could not be read.
+    Storage,
+}
+
+/// The lowercase hex SHA-256 of `token` (the whole string, prefix included).
+pub fn hash_token(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// True when `token` has the shape of a token (`stw_` and 64 lowercase hex characters).
+pub fn looks_like_token(token: &str) -> bool {
+    token
+        .strip_prefix(TOKEN_PREFIX)
+        .is_some_and(|rest| rest.len() == 64 && rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+}
+
+/// `active` or `revoked`.
+pub fn token_state(token: &McpTokenRecord) -> &'static str {
+    if token.revoked_at.is_some() { "revoked" } else { "active" }
+}
+
+/// Checks a token name: trimmed, at most [`MAX_NAME_CHARS`] characters, no control characters.
+pub fn check_name(name: &str) -> Result<String, TokenError> {
+    let name = name.trim();
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(TokenError::Invalid(format!("the name is longer than {MAX_NAME_CHARS} characters")));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(TokenError::Invalid("the name contains control characters".into()));
+    }
+    Ok(name.to_string())
+}
+
+/// Makes a token for `owner_id` with `scopes` (at least one) and stores its hash. Refused
+/// when the name is bad or the owner already has [`MAX_ACTIVE_TOKENS`] active tokens.
+pub async fn create(store: &dyn Store, owner_id: &str, name: &str, scopes: &[Scope]) -> Result<NewToken, TokenError> {
+    let name = check_name(name)?;
+    if scopes.is_empty() {
+        return Err(TokenError::Invalid("choose at least one scope (read, submit)".into()));
+    }
+    let mut scopes = scopes.to_vec();
+    scopes.sort();
+    scopes.dedup();
+    let active = store.mcp_tokens(owner_id).await?.iter().filter(|t| t.revoked_at.is_none()).count();
+    if active >= MAX_ACTIVE_TOKENS {
+        return Err(TokenError::Invalid(format!(
+            "you already have {active} active tokens (at most {MAX_ACTIVE_TOKENS}); revoke one first"
+        )));
+    }
+    let secret = Secret(format!("{TOKEN_PREFIX}{}", hex::encode(rand::random::<[u8; 32]>())));
+    let record = McpTokenRecord {
+        id: new_id("mtk_"),
+        owner_id: owner_id.to_string(),
+        name,
+        scopes: scopes.iter().map(|s| s.as_str().to_string()).collect(),
+        token_hash: hash_token(secret.expose()),
+        created_at: chrono::Utc::now(),
+        last_used_at: None,
+        revoked_at: None,
+    };
+    store.insert_mcp_token(&record).await?;
+    Ok(NewToken { record, secret })
+}
+
+/// Revokes the owner's token `id`: `Ok(true)` when it was revoked now, `Ok(false)` when it
+/// already was; [`TokenError::NotFound`] when the owner has no such token.
+pub async fn revoke(store: &dyn Store, owner_id: &str, id: &str) -> Result<bool, TokenError> {
+    if store.revoke_mcp_token(owner_id, id, chrono::Utc::now()).await? {
+        return Ok(true);
+    }
+    if store.mcp_tokens(owner_id).await?.iter().any(|t| t.id == id) {
+        Ok(false)
+    } else {
+        Err(TokenError::NotFound(format!("you have no MCP token `{id}`")))
+    }
+}
+
+/// The caller a presented token stands for: its owner and its known scopes (unknown scope
+/// names are ignored). Records the token's use (at most once a minute).
+pub async fn authenticate(store: &dyn Store, presented: &str) -> Result<Caller, AuthError> {
+    if !looks_like_token(presented) {
+        return Err(AuthError::Invalid);
+    }
+    let token = match store.mcp_token_by_hash(&hash_token(presented)).await {
+        Ok(Some(token)) => token,
+        Ok(None) => return Err(AuthError::Invalid),
+        Err(e) => {
+            tracing::warn!("mcp: looking up a token failed: {e}");
+            return Err(AuthError::Storage);
+        }
+    };
+    if token.revoked_at.is_some() {
+        return Err(AuthError::Revoked);
+    }
+    let now = chrono::Utc::now();
+    if token.last_used_at.is_none_or(|at| (now - at).num_seconds() >= TOUCH_EVERY_SECONDS)
+        && let Err(e) = store.touch_mcp_token(&token.id, now).await
+    {
+        tracing::warn!("mcp: recording the use of token {} failed: {e}", token.id);
+    }
+    let scopes = token.scopes.iter().filter_map(|s| Scope::parse(s)).collect();
+    Ok(Caller { owner_id: token.owner_id, scopes })
+}
+
+/// The URL of `/mcp` as a client on this request's side would reach it.
+fn mcp_url(headers: &HeaderMap) -> String {
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("127.0.0.1:7878");
+    format!("http://{host}/mcp")
+}
+
+/// The Tokens page: the owner's tokens, the form, and a token just made (shown this once).
+async fn page(state: &AppState, session: &Session, headers: &HeaderMap, new: Option<&NewToken>) -> Response {
+    let tokens = match state.runtime.store.mcp_tokens(&session.owner_id).await {
+        Ok(t) => t,
+        Err(e) => return error_page(session, &ApiError::storage(e)),
+    };
+    let when = |t: &Option<steward_protocol::Timestamp>| t.map(|t| t.to_rfc3339()).unwrap_or_default();
+    let rows: Vec<_> = tokens
+        .iter()
+        .rev()
+        .map(|t| {
+            context! { id => &t.id, name => &t.name, scopes => t.scopes.join(", "),
+            created_at => t.created_at.to_rfc3339(), last_used_at => when(&t.last_used_at),
+            state => token_state(t), active => t.revoked_at.is_none() }
+        })
+        .collect();
+    let mut response = render(
+        StatusCode::OK,
+        "tokens.html",
+        context! {
+            csrf => &session.csrf, owner => &session.owner_id, tokens => rows, mcp_url => mcp_url(headers),
+            max_name => MAX_NAME_CHARS, new_token => new.map(|n| n.secret.expose()),
+            new_id => new.map(|n| n.record.id.as_str()), new_scopes => new.map(|n| n.record.scopes.join(", ")),
+        },
+    );
+    // A page that shows a secret is not kept by the browser or a proxy.
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// `GET /tokens`.
+pub async fn tokens_page(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    headers: HeaderMap,
+) -> Response {
+    page(&state, &session, &headers, None).await
+}
+
+/// The create form: a name and one checkbox per scope.
+#[derive(Deserialize)]
+pub struct CreateForm {
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    scope_read: Option<String>,
+    #[serde(default)]
+    scope_submit: Option<String>,
+}
+
+/// `POST /tokens` (form): makes a token and answers the page with it, this once (no redirect:
+/// the secret is in no URL and no later page).
+pub async fn create_token(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    headers: HeaderMap,
+    Form(form): Form<CreateForm>,
+) -> Response {
+    if let Err(e) = check_csrf(&state, &session, &form.csrf) {
+        return error_page(&session, &e);
+    }
+    let mut scopes = Vec::new();
+    if form.scope_read.is_some() {
+        scopes.push(Scope::Read);
+    }
+    if form.scope_submit.is_some() {
+        scopes.push(Scope::Submit);
+    }
+    match create(state.runtime.store.as_ref(), &session.owner_id, &form.name, &scopes).await {
+        Ok(new) => page(&state, &session, &headers, Some(&new)).await,
+        Err(e) => error_page(&session, &e.into()),
+    }
+}
+
+/// A form carrying only the CSRF token.
+#[derive(Deserialize)]
+pub struct RevokeForm {
+    csrf: String,
+}
+
+/// `POST /tokens/{id}/revoke` (form).
+pub async fn revoke_token(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    Form(form): Form<RevokeForm>,
+) -> Response {
+    let result = match check_csrf(&state, &session, &form.csrf) {
+        Ok(()) => revoke(state.runtime.store.as_ref(), &session.owner_id, &id).await.map_err(ApiError::from),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(_) => Redirect::to("/tokens").into_response(),
+        Err(e) => error_page(&session, &e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_have_a_fixed_shape_and_secrets_are_not_debug_printed() {
+        assert!(looks_like_token(&format!("stw_{}", "0a".repeat(32))));
+        assert!(!looks_like_token(&format!("stw_{}", "0A".repeat(32))));
+        assert!(!looks_like_token(&format!("stw_{}", "0a".repeat(31))));
+        assert!(!looks_like_token(&format!("xyz_{}", "0a".repeat(32))));
+        assert_eq!(hash_token("stw_x").len(), 64);
+        assert_ne!(hash_token("stw_x"), hash_token("stw_y"));
+        let secret = Secret("stw_abc".into());
+        assert_eq!(format!("{secret:?}"), "Secret([redacted])");
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert_eq!(check_name("  laptop ").unwrap(), "laptop");
+        assert!(check_name(&"x".repeat(MAX_NAME_CHARS + 1)).is_err());
+        assert!(check_name("a\nb").is_err());
+    }
+}

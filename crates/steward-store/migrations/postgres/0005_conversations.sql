@@ -1,0 +1,11 @@
+-- Long-lived conversations of the web UI, mirroring migrations/sqlite/0005_conversations.sql:
+-- each row keeps its record (owner, workspace, the runs of its turns, when it ended) as JSON in
+-- `body`; `owner_id` is for lookups.
+
+CREATE TABLE IF NOT EXISTS conversations (
+    id         TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+    owner_id   TEXT NOT NULL,
+    created_at TEXT COLLATE "C" NOT NULL,
+    body       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS conversations_owner ON conversations (owner_id, created_at);
