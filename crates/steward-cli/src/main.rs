@@ -7,6 +7,7 @@ mod commands;
 mod eval_cmd;
 mod home;
 mod mcp_cmd;
+mod mcp_conformance;
 mod mcp_serve;
 mod mcp_token_cmd;
 mod serve_cmd;
@@ -229,6 +230,13 @@ enum McpCommand {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// The client under test of the MCP conformance suite: runs the scenario named by
+    /// `MCP_CONFORMANCE_SCENARIO` against URL.
+    #[command(hide = true)]
+    ConformanceClient {
+        /// The scenario's test server (streamable HTTP).
+        url: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -328,6 +336,9 @@ fn main() -> ExitCode {
                 mcp_cmd::call(&workspace, &server, &tool, &args).await
             }
             Command::Mcp { command: McpCommand::Serve } => mcp_serve::serve().await,
+            Command::Mcp { command: McpCommand::ConformanceClient { url } } => {
+                mcp_conformance::conformance_client(&url).await
+            }
             Command::Mcp { command: McpCommand::Token { command: TokenCommand::Create { name, scope } } } => {
                 mcp_token_cmd::create(name.as_deref(), &scope).await
             }

@@ -11,7 +11,7 @@ use std::ffi::OsString;
 use std::process::Stdio;
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -159,9 +159,11 @@ impl Connection {
 }
 
 /// Steward's `initialize` parameters: no client capabilities (no sampling, roots or
-/// elicitation are offered to servers).
+/// elicitation are offered to servers), and the newest protocol version that still has an
+/// `initialize` handshake (the SDK's default, its newest version, has none).
 fn client_config() -> ClientConfig {
     ClientConfig::new(ClientCapabilities::default(), Implementation::new("steward", env!("CARGO_PKG_VERSION")))
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
 async fn wait_exit(rx: &mut watch::Receiver<Option<String>>) -> String {
@@ -291,6 +293,14 @@ fn http_transport(
 mod tests {
     use super::*;
     use crate::config::{EnvValue, ValueSource};
+
+    #[test]
+    fn initialize_offers_a_version_that_has_an_initialize_handshake() {
+        let config = client_config();
+        assert!(config.protocol_version.has_initialize(), "{}", config.protocol_version);
+        assert_eq!(config.protocol_version, ProtocolVersion::V_2025_11_25);
+        assert_eq!(serde_json::to_value(&config.capabilities).unwrap(), serde_json::json!({}));
+    }
 
     #[test]
     fn child_env_is_allow_list_plus_explicit_values() {
