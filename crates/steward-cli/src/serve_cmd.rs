@@ -28,7 +28,7 @@ pub struct ServeArgs {
     /// Allow a non-loopback --bind (anyone who can reach it gets their own owner and can start runs in the served workspaces).
     #[arg(long)]
     allow_remote: bool,
-    /// Workspace runs may use (repeatable; runs may also use folders inside one). The first is the default. Default: the current directory.
+    /// Workspace runs may use (repeatable; exactly these folders, not folders inside them). The first is the default. Default: the current directory.
     #[arg(long)]
     workspace: Vec<PathBuf>,
     /// Runs executing at once; later ones wait in a queue.
@@ -105,6 +105,8 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
             conversation_idle: Duration::from_secs(args.conversation_idle_minutes.max(1) * 60),
             keep_runs: args.keep_runs,
             keep_for: Duration::from_secs(u64::from(args.keep_days) * 24 * 3600),
+            // Other machines reach the server by names and addresses it cannot know.
+            allowed_hosts: if args.allow_remote { None } else { ServerOptions::default().allowed_hosts },
         },
     );
     let listener = tokio::net::TcpListener::bind(args.bind)
@@ -122,10 +124,21 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
     let stop = CancellationToken::new();
     let on_signal = stop.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nsteward: stopping: cancelling live runs");
-            on_signal.cancel();
+        // Ctrl-C or SIGTERM (a service manager stopping it): cancel live runs and record it.
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate => {}
         }
+        eprintln!("\nsteward: stopping: cancelling live runs");
+        on_signal.cancel();
     });
     steward_server::serve(state, listener, stop).await?;
     Ok(0)

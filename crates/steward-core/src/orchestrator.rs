@@ -20,6 +20,11 @@ use crate::events::EventEmitter;
 use crate::interrupt::{Interrupt, Interruptible};
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
 
+/// Appended to the reason of an approval request whose arguments or preview had parts
+/// redacted.
+pub(crate) const HIDDEN_PARTS_WARNING: &str = " — WARNING: parts of this call are shown as [REDACTED] because they look \
+     like secrets, so you cannot see everything it would write or run; deny it unless you expect a secret there.";
+
 /// Everything one run's tool calls need.
 pub(crate) struct CallContext<'a> {
     pub run_id: &'a str,
@@ -248,6 +253,9 @@ async fn cannot_apply(
 
 /// Asks the run's owner. `Ok(Ok(approved))` when approved in time with a valid token;
 /// `Ok(Err(result))` with the result for the model otherwise.
+///
+/// Arguments and preview are shown redacted; when redaction changed them, the reason says so
+/// ([`HIDDEN_PARTS_WARNING`]), since approving then lets through text nobody could read.
 async fn ask_owner(
     cx: &CallContext<'_>,
     call: &ToolCall,
@@ -257,17 +265,25 @@ async fn ask_owner(
 ) -> Result<Result<Approved, CallResult>, CallAbort> {
     let created_at = chrono::Utc::now();
     let wait = cx.approval_ttl.to_std().unwrap_or_default();
+    let arguments = cx.redactor.redact_value(&call.arguments);
+    let shown_preview = preview.map(|(_, diff)| cx.redactor.redact(diff)).unwrap_or_default();
+    // The owner must know when the request does not show everything the call would do.
+    let hidden = arguments != call.arguments || preview.is_some_and(|(_, diff)| *diff != shown_preview);
+    let mut reason = decision.reason();
+    if hidden {
+        reason.push_str(HIDDEN_PARTS_WARNING);
+    }
     let mut request = ApprovalRequest {
         id: new_id("apr_"),
         run_id: cx.run_id.to_string(),
         owner_id: cx.owner_id.to_string(),
         call_id: call.id.clone(),
         tool: call.name.clone(),
-        arguments: cx.redactor.redact_value(&call.arguments),
-        reason: decision.reason(),
+        arguments,
+        reason,
         rule: decision.rule.clone(),
         risk: decision.risk,
-        preview: preview.map(|(_, diff)| cx.redactor.redact(diff)).unwrap_or_default(),
+        preview: shown_preview,
         created_at,
         expires_at: created_at + cx.approval_ttl,
         status: ApprovalStatus::Pending,

@@ -26,7 +26,7 @@
 //! approvals = "approve"                   # approve | reject | none (default) | ignore,
 //!                                         # or per tool: { shell_command = "approve" } (others: none)
 //! cancel_after_ms = 25                    # optional: cancel the run this long after it starts
-//! fail_roles = []                         # roles to fail (the role pipeline is not built: skipped)
+//! fail_roles = []                         # roles to fail (the eval runner runs the loop: skipped)
 //! requires = []                           # capabilities the case needs (unknown ones: skipped)
 //!
 //! [case.files]                            # extra workspace files, committed with note.txt

@@ -56,10 +56,12 @@ pub fn missing_capability(capability: &str) -> Option<String> {
     Some(match capability {
         "rag" => "requires rag: workspace search with context injection (SPEC K) is not built".into(),
         "generated_tools" => "requires generated_tools: tool generation (SPEC G) is not built".into(),
-        "memory" => "requires memory: remembered facts (SPEC A5) are not built".into(),
-        "conversations" => {
-            "requires conversations: follow-ups resolved from earlier turns (SPEC A6) are not built".into()
-        }
+        "memory" => "requires memory: remembered facts (SPEC A5) exist in `steward serve`, but the eval runner cannot \
+             seed or check them yet"
+            .into(),
+        "conversations" => "requires conversations: conversations (SPEC A6) exist in `steward serve`, but the eval \
+                            runner runs single tasks"
+            .into(),
         other => format!("requires {other}, which Steward does not have"),
     })
 }
@@ -68,7 +70,8 @@ pub fn missing_capability(capability: &str) -> Option<String> {
 pub fn skip_reason(case: &Case, options: &EvalOptions) -> Option<String> {
     if !case.fail_roles.is_empty() {
         return Some(format!(
-            "fails role {}: the multi-role pipeline (SPEC O1–O3) is not built; Steward runs a single planner",
+            "fails role {}: the eval runner runs the single loop; the role pipeline (SPEC O1–O3, `--mode \
+             roles`) is not exercised by evals yet",
             case.fail_roles.join(", ")
         ));
     }

@@ -790,23 +790,37 @@ pub async fn conversation_events(
 ) -> Result<Response, ApiError> {
     conversations::owned(&state, &session.owner_id, &id).await?;
     let viewer = conversations::join(&state, &id);
-    let rx = state.conversations_changed.subscribe();
-    let stream =
-        futures::stream::unfold((state, id, rx, true, viewer), |(state, id, mut rx, first, viewer)| async move {
+    let changes = (state.conversations_changed.subscribe(), state.run_finished.subscribe());
+    let stream = futures::stream::unfold(
+        (state, id, changes, true, viewer),
+        |(state, id, mut changes, first, viewer)| async move {
+            use tokio::sync::broadcast::error::RecvError;
+            // Wakes on a change of this conversation, or when a run of one of its turns ends.
             if !first {
                 loop {
-                    match rx.recv().await {
-                        Ok(changed) if changed == id => break,
-                        Ok(_) => continue,
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    let (changed, run_ended) = tokio::select! {
+                        c = changes.0.recv() => (Some(c), None),
+                        r = changes.1.recv() => (None, Some(r)),
+                    };
+                    match (changed, run_ended) {
+                        (Some(Ok(c)), _) if c == id => break,
+                        (_, Some(Ok(run))) => {
+                            let ours = matches!(state.runtime.store.conversation(&id).await, Ok(Some(c)) if c.turns.iter().any(|t| t.run_id == run));
+                            if ours {
+                                break;
+                            }
+                        }
+                        (Some(Err(RecvError::Lagged(_))), _) | (_, Some(Err(RecvError::Lagged(_)))) => break,
+                        (Some(Err(RecvError::Closed)), _) | (_, Some(Err(RecvError::Closed))) => return None,
+                        _ => continue,
                     }
                 }
             }
             let record = state.runtime.store.conversation(&id).await.ok().flatten()?;
             let view = conversations::view(&state, &record).await.ok()?;
             let event = SseEvent::default().event("conversation").data(serde_json::to_string(&view).ok()?);
-            Some((Ok::<_, Infallible>(event), (state, id, rx, false, viewer)))
-        });
+            Some((Ok::<_, Infallible>(event), (state, id, changes, false, viewer)))
+        },
+    );
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response())
 }

@@ -53,6 +53,7 @@ pub fn app_state(
 ) -> AppState {
     let (facts_changed, _) = tokio::sync::broadcast::channel(256);
     let (conversations_changed, _) = tokio::sync::broadcast::channel(256);
+    let (run_finished, _) = tokio::sync::broadcast::channel(256);
     AppState(Arc::new(Inner {
         runtime,
         launcher,
@@ -64,6 +65,7 @@ pub fn app_state(
         facts_changed,
         conversations: conversations::Conversations::default(),
         conversations_changed,
+        run_finished,
     }))
 }
 
@@ -114,6 +116,7 @@ pub fn router(state: AppState) -> Router {
         // After the session layer: `/mcp` authenticates by bearer token and sets no cookie.
         .merge(mcp::router(state.clone()))
         .layer(axum::middleware::from_fn(security_headers))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), host_check))
         .with_state(state)
 }
 
@@ -139,6 +142,45 @@ async fn security_headers(request: axum::extract::Request, next: axum::middlewar
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     response
+}
+
+/// Refuses a request whose `Host` names a host the server does not answer to (421), before
+/// anything else: a web page that rebinds its own domain to 127.0.0.1 gets nothing.
+async fn host_check(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if let Some(allowed) = &state.options.allowed_hosts {
+        // A request without `Host` comes from no browser (HTTP/1.1 browsers always send it).
+        let host = request.headers().get(header::HOST).map(|v| v.to_str().unwrap_or("?"));
+        if let Some(host) = host
+            && !host_allowed(host, allowed)
+        {
+            let error = ApiError {
+                status: axum::http::StatusCode::MISDIRECTED_REQUEST,
+                class: "invalid",
+                message: format!(
+                    "this server does not answer to the host name in the request; open it as http://127.0.0.1:PORT \
+                     (or start it with --allow-remote) [{}]",
+                    host.chars().take(100).collect::<String>()
+                ),
+            };
+            return error.into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// True when `host` (`name` or `name:port`, IPv6 in brackets) names one of `allowed`.
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if !name.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !host.ends_with(']') => {
+            name
+        }
+        _ => host,
+    };
+    allowed.iter().any(|a| a.eq_ignore_ascii_case(name))
 }
 
 /// Serves on `listener` until `stop` is cancelled, then closes every connection (open event
@@ -167,4 +209,20 @@ pub async fn serve(state: AppState, listener: tokio::net::TcpListener, stop: Can
     state.tasks.close();
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, state.tasks.wait()).await;
     result
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_names_pass_on_a_loopback_server() {
+        let allowed: Vec<String> = state::LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+        for ok in ["127.0.0.1:7878", "localhost:1", "LOCALHOST", "[::1]:7878", "[::1]"] {
+            assert!(host_allowed(ok, &allowed), "{ok}");
+        }
+        for bad in ["rebind.attacker.example:7878", "127.0.0.1.evil.example", "", "evil:127.0.0.1", "0.0.0.0:7878"] {
+            assert!(!host_allowed(bad, &allowed), "{bad}");
+        }
+    }
 }

@@ -36,6 +36,9 @@ pub struct LiveRun {
     /// holds no buffer.
     events: Mutex<Option<broadcast::Sender<Arc<LiveEvent>>>>,
     pending: Mutex<HashMap<String, Pending>>,
+    /// The task and when it was submitted, shown while the run waits in the queue (before it
+    /// has a stored record).
+    submitted: Mutex<Option<(String, chrono::DateTime<chrono::Utc>)>>,
 }
 
 /// An event as the live stream hands it to every subscriber: shared, and turned into JSON
@@ -66,6 +69,16 @@ impl LiveRun {
     /// Subscribes to the events published from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<LiveEvent>> {
         lock(&self.events).get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0).subscribe()
+    }
+
+    /// Records the task and submission time shown while the run is queued.
+    pub fn set_submitted(&self, task: &str, at: chrono::DateTime<chrono::Utc>) {
+        *lock(&self.submitted) = Some((task.to_string(), at));
+    }
+
+    /// The task as submitted, if recorded.
+    pub fn submitted_task(&self) -> Option<String> {
+        lock(&self.submitted).as_ref().map(|(task, _)| task.clone())
     }
 
     /// The approval requests waiting for an answer.
@@ -128,10 +141,24 @@ impl LiveRuns {
             cancel,
             events: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
+            submitted: Mutex::new(None),
         });
         lock(&self.runs).insert(id.to_string(), run.clone());
         lock(&self.queue).push_back(id.to_string());
         run
+    }
+
+    /// Live runs of `owner_id` that wait in the queue: `(id, task, submitted at)`, in queue
+    /// order.
+    pub fn queued_of(&self, owner_id: &str) -> Vec<(String, String, chrono::DateTime<chrono::Utc>)> {
+        let queue: Vec<String> = lock(&self.queue).iter().cloned().collect();
+        let runs = lock(&self.runs);
+        queue
+            .iter()
+            .filter_map(|id| runs.get(id))
+            .filter(|run| run.owner_id == owner_id)
+            .filter_map(|run| lock(&run.submitted).clone().map(|(task, at)| (run.id.clone(), task, at)))
+            .collect()
     }
 
     /// Waits for a run slot in queue order; the permit frees the slot when dropped. Returns

@@ -60,7 +60,8 @@ pub fn router(state: AppState) -> Router<AppState> {
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    Router::new().route_service(PATH, service).layer(axum::middleware::from_fn_with_state(state, bearer_layer))
+    // `route_layer`: only `/mcp` itself needs a token; other paths stay 404.
+    Router::new().route_service(PATH, service).route_layer(axum::middleware::from_fn_with_state(state, bearer_layer))
 }
 
 /// The caller that [`bearer_layer`] put into the HTTP request, as the handler sees it.

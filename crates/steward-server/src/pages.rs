@@ -111,10 +111,11 @@ pub async fn index(State(state): State<AppState>, Extension(session): Extension<
     let unreachable: Vec<_> = providers.iter().filter(|p| !p.reachable).cloned().collect();
     let rows: Vec<_> = runs
         .iter()
-        .filter_map(|v| v.record.as_ref())
-        .map(|r| {
-            context! { id => &r.id, status => r.status.as_str(), task => &r.task, planner => &r.planner,
-            provider => &r.provider, model => &r.model, created_at => r.created_at.to_rfc3339() }
+        .map(|v| match &v.record {
+            Some(r) => context! { id => &r.id, status => &v.status, task => &r.task, planner => &r.planner,
+            provider => &r.provider, model => &r.model, created_at => r.created_at.to_rfc3339() },
+            None => context! { id => &v.id, status => &v.status, task => &v.task, planner => "",
+            provider => "", model => "", created_at => "" },
         })
         .collect();
     let workspaces: Vec<String> = state.options.workspaces.iter().map(|w| w.display().to_string()).collect();
@@ -342,7 +343,7 @@ pub async fn run_page(
             }
         })
         .collect();
-    let task = view.record.as_ref().map(|r| r.task.clone()).unwrap_or_default();
+    let task = view.task.clone();
     let last_seq = events.last().map(|e| e.seq).unwrap_or(0);
     render(
         StatusCode::OK,

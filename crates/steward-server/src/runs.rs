@@ -49,6 +49,8 @@ pub struct RunView {
     pub queue_position: Option<usize>,
     /// True while this server executes or queues it (decisions can reach it).
     pub live: bool,
+    /// The task (redacted), also while queued.
+    pub task: String,
     /// The stored record (null while queued).
     #[schema(value_type = Option<crate::openapi::RunRecordDoc>, required = true)]
     pub record: Option<RunRecord>,
@@ -61,26 +63,25 @@ fn run_view_status_schema() -> utoipa::openapi::Object {
     )
 }
 
-/// Resolves the requested workspace against the allowed ones: absent/empty gives the
-/// default; otherwise the canonical path must be an allowed workspace or inside one.
+/// Resolves the requested workspace against the served ones: absent/empty gives the default;
+/// otherwise its canonical path must be exactly one of them. A folder inside a served
+/// workspace is refused: the gate judges paths relative to the workspace and reads its
+/// `.steward/`, so a sub-folder (`.git`, `.steward`, an ignored or denied folder) would slip
+/// past the rules of the repository it belongs to. Every refusal reads the same, so the answer
+/// does not tell whether a path exists.
 pub fn resolve_workspace(state: &AppState, requested: Option<&str>) -> Result<PathBuf, ApiError> {
     let allowed = &state.options.workspaces;
     let requested = requested.map(str::trim).filter(|w| !w.is_empty());
     let Some(requested) = requested else {
         return allowed.first().cloned().ok_or_else(|| ApiError::invalid("the server has no workspace configured"));
     };
-    let canonical =
-        std::fs::canonicalize(requested).map_err(|e| ApiError::invalid(format!("workspace {requested}: {e}")))?;
-    if !canonical.is_dir() {
-        return Err(ApiError::invalid(format!("workspace {requested} is not a directory")));
-    }
-    if allowed.iter().any(|root| canonical.starts_with(root)) {
-        Ok(canonical)
-    } else {
-        Err(ApiError::invalid(format!(
+    let refused = || {
+        ApiError::invalid(format!(
             "workspace {requested} is not one this server serves; start `steward serve --workspace DIR` to add it"
-        )))
-    }
+        ))
+    };
+    let canonical = std::fs::canonicalize(requested).map_err(|_| refused())?;
+    if allowed.iter().any(|root| &canonical == root) { Ok(canonical) } else { Err(refused()) }
 }
 
 /// Starts a run for `owner_id`; it waits in the queue when the concurrency limit is reached.
@@ -116,6 +117,7 @@ pub async fn start_with_history(
         .map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e)))?;
     let id = new_id("run_");
     let run = state.live.register(&id, owner_id, state.shutdown.child_token());
+    run.set_submitted(&state.runtime.redactor.redact(&task), chrono::Utc::now());
     let request = RunRequest {
         task,
         owner_id: owner_id.to_string(),
@@ -141,7 +143,19 @@ pub async fn start_with_history(
             tracing::warn!("run {} did not start: {}", run.id, state2.runtime.redactor.redact(&e.to_string()));
         }
         state2.live.remove(&run.id);
+        let _ = state2.run_finished.send(run.id.clone());
     });
+    // Answer once the run is recorded or waits in the queue, so that a page shown right away
+    // has its task and status.
+    for _ in 0..300 {
+        if state.live.queue_position(&id).is_some()
+            || state.runtime.store.get_run(&id).await.map_err(ApiError::storage)?.is_some()
+            || state.live.get(&id).is_none()
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let queue_position = state.live.queue_position(&id);
     Ok(Started { id, status: if queue_position.is_some() { "queued" } else { "running" }, queue_position })
 }
@@ -165,25 +179,39 @@ pub async fn owned(state: &AppState, owner_id: &str, id: &str) -> Result<RunView
         (Some(r), None) => r.status.as_str().to_string(),
         (None, None) => "queued".to_string(),
     };
-    Ok(RunView { id: id.to_string(), owner_id: owner, status, queue_position, live: live.is_some(), record })
+    let task = match (&record, &live) {
+        (Some(r), _) => r.task.clone(),
+        (None, Some(l)) => l.submitted_task().unwrap_or_default(),
+        (None, None) => String::new(),
+    };
+    Ok(RunView { id: id.to_string(), owner_id: owner, status, queue_position, live: live.is_some(), task, record })
 }
 
 /// The owner's runs, newest first (at most `limit`), queued ones included.
 pub async fn list(state: &AppState, owner_id: &str, limit: usize) -> Result<Vec<RunView>, ApiError> {
     let records = state.runtime.store.list_runs(10_000).await.map_err(ApiError::storage)?;
-    Ok(records
-        .into_iter()
-        .filter(|r| r.owner_id == owner_id)
-        .take(limit)
-        .map(|r| RunView {
-            id: r.id.clone(),
-            owner_id: r.owner_id.clone(),
-            status: r.status.as_str().to_string(),
-            queue_position: None,
-            live: state.live.get(&r.id).is_some(),
-            record: Some(r),
-        })
-        .collect())
+    // Queued runs have no record yet: newest first, ahead of the recorded ones.
+    let mut queued = state.live.queued_of(owner_id);
+    queued.reverse();
+    let queued = queued.into_iter().map(|(id, task, _)| RunView {
+        queue_position: state.live.queue_position(&id),
+        owner_id: owner_id.to_string(),
+        status: "queued".to_string(),
+        live: true,
+        task,
+        record: None,
+        id,
+    });
+    let recorded = records.into_iter().filter(|r| r.owner_id == owner_id).map(|r| RunView {
+        id: r.id.clone(),
+        owner_id: r.owner_id.clone(),
+        status: r.status.as_str().to_string(),
+        queue_position: None,
+        live: state.live.get(&r.id).is_some(),
+        task: r.task.clone(),
+        record: Some(r),
+    });
+    Ok(queued.chain(recorded).take(limit).collect())
 }
 
 /// A run's events and approvals (the owner's only).

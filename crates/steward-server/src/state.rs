@@ -23,7 +23,7 @@ pub struct StartRun {
     #[schema(min_length = 1)]
     pub task: String,
     /// Workspace directory; empty or absent means the server's default workspace. It must be
-    /// one of the workspaces the server was started with, or inside one.
+    /// exactly one of the workspaces the server was started with.
     #[serde(default)]
     pub workspace: Option<String>,
     /// `classic` or `model`; empty or absent: as `steward run` decides.
@@ -92,7 +92,14 @@ pub struct ServerOptions {
     pub keep_runs: usize,
     /// Finished runs older than this are deleted (default 30 days).
     pub keep_for: std::time::Duration,
+    /// Host names requests may carry in their `Host` header (any port); `None` accepts any.
+    /// A loopback server accepts only `localhost`, `127.0.0.1` and `[::1]`, so a web page on
+    /// another site cannot reach it through DNS rebinding.
+    pub allowed_hosts: Option<Vec<String>>,
 }
+
+/// Host names of a loopback server.
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 impl Default for ServerOptions {
     fn default() -> Self {
@@ -102,6 +109,7 @@ impl Default for ServerOptions {
             conversation_idle: std::time::Duration::from_secs(15 * 60),
             keep_runs: 1_000,
             keep_for: std::time::Duration::from_secs(30 * 24 * 3600),
+            allowed_hosts: Some(LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect()),
         }
     }
 }
@@ -139,4 +147,6 @@ pub struct Inner {
     pub conversations: crate::conversations::Conversations,
     /// Ids of conversations that changed (a turn added, ended).
     pub conversations_changed: broadcast::Sender<String>,
+    /// Ids of runs of this server that have ended.
+    pub run_finished: broadcast::Sender<String>,
 }

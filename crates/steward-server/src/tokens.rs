@@ -8,6 +8,8 @@
 //! every later request with it is refused. Secrets never reach logs: [`Secret`]'s `Debug`
 //! prints `[redacted]`, and messages name tokens by id only.
 
+use std::collections::HashMap;
+
 use axum::Extension;
 use axum::extract::{Form, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -232,13 +234,30 @@ async fn page(state: &AppState, session: &Session, headers: &HeaderMap, new: Opt
     response
 }
 
-/// `GET /tokens`.
+/// Tokens just made, waiting to be shown once on the owner's next `GET /tokens` (at most a
+/// minute): the form post answers with a redirect, so reloading the page never makes another.
+fn just_made() -> &'static std::sync::Mutex<HashMap<String, (NewToken, std::time::Instant)>> {
+    static SLOT: std::sync::OnceLock<std::sync::Mutex<HashMap<String, (NewToken, std::time::Instant)>>> =
+        std::sync::OnceLock::new();
+    SLOT.get_or_init(Default::default)
+}
+
+/// How long a token just made waits to be shown.
+const SHOW_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `GET /tokens`: shows a token just made by this owner, once.
 pub async fn tokens_page(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
     headers: HeaderMap,
 ) -> Response {
-    page(&state, &session, &headers, None).await
+    let new = just_made()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .remove(&session.owner_id)
+        .filter(|(_, at)| at.elapsed() < SHOW_WITHIN)
+        .map(|(new, _)| new);
+    page(&state, &session, &headers, new.as_ref()).await
 }
 
 /// The create form: a name and one checkbox per scope.
@@ -253,12 +272,11 @@ pub struct CreateForm {
     scope_submit: Option<String>,
 }
 
-/// `POST /tokens` (form): makes a token and answers the page with it, this once (no redirect:
-/// the secret is in no URL and no later page).
+/// `POST /tokens` (form): makes a token and redirects to the Tokens page, which shows it this
+/// once (the secret is in no URL; a reload shows it no more and makes no second token).
 pub async fn create_token(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-    headers: HeaderMap,
     Form(form): Form<CreateForm>,
 ) -> Response {
     if let Err(e) = check_csrf(&state, &session, &form.csrf) {
@@ -272,7 +290,13 @@ pub async fn create_token(
         scopes.push(Scope::Submit);
     }
     match create(state.runtime.store.as_ref(), &session.owner_id, &form.name, &scopes).await {
-        Ok(new) => page(&state, &session, &headers, Some(&new)).await,
+        Ok(new) => {
+            just_made()
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(session.owner_id.clone(), (new, std::time::Instant::now()));
+            Redirect::to("/tokens").into_response()
+        }
         Err(e) => error_page(&session, &e.into()),
     }
 }

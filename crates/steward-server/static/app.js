@@ -122,6 +122,11 @@ function runView(root) {
   }
 
   function apply(event) {
+    // Any event of a run that was shown as queued means it has started.
+    if (status.textContent === "queued" && !/^run_(completed|failed|cancelled)$/.test(event.event)) {
+      status.textContent = "running";
+      document.getElementById("queue-position")?.remove();
+    }
     switch (event.event) {
       case "run_started": status.textContent = "running"; document.getElementById("queue-position")?.remove(); break;
       case "stage_started": {
@@ -282,6 +287,15 @@ function conversationView(root) {
       if (e.stage !== "planner") reply.append(`── ${e.stage} ──\n`);
     });
     source.addEventListener("stage_chunk", (msg) => reply.append(JSON.parse(msg.data).text));
+    source.addEventListener("tool_approval_required", (msg) => {
+      const e = JSON.parse(msg.data);
+      const note = el("p", { class: "turn-approval", role: "status" }, `Approval needed for ${e.tool}: `,
+        el("a", { href: `/runs/${runId}`, text: "open the run to approve or deny" }));
+      turnNode.insertBefore(note, reply);
+    });
+    for (const name of ["tool_approved", "tool_rejected", "tool_approval_expired"]) {
+      source.addEventListener(name, () => turnNode.querySelectorAll(".turn-approval").forEach((n) => n.remove()));
+    }
     for (const name of ["run_completed", "run_failed", "run_cancelled"]) {
       source.addEventListener(name, () => { source.close(); following = null; });
     }

@@ -379,6 +379,10 @@ async fn runs_beyond_the_limit_queue_and_cancel_reaches_queued_and_waiting_runs(
     let second = body["id"].as_str().unwrap().to_string();
     let (_, view) = s.call(&alice, "GET", &format!("/api/runs/{second}"), None).await;
     assert_eq!(view["run"]["status"], "queued");
+    assert_eq!(view["run"]["task"], "second", "a queued run shows its task");
+    let (_, listed) = s.call(&alice, "GET", "/api/runs", None).await;
+    assert_eq!(listed["runs"][0]["id"], second.as_str(), "queued runs are listed first: {listed}");
+    assert_eq!(listed["runs"][0]["status"], "queued");
 
     let (status, _) = s.call(&alice, "POST", &format!("/api/runs/{second}/cancel"), None).await;
     assert_eq!(status, StatusCode::ACCEPTED);
@@ -404,12 +408,22 @@ async fn bad_starts_are_refused_with_reasons() {
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert!(answer["error"]["message"].as_str().unwrap().contains(needle), "{answer}");
     }
-    let inside = s.ws.join("sub");
-    std::fs::create_dir(&inside).unwrap();
-    let (status, _) = s
-        .call(&alice, "POST", "/api/runs", Some(json!({"task": "x", "workspace": inside.display().to_string()})))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "a folder inside a served workspace is allowed");
+    let exact = s.ws.display().to_string();
+    let (status, _) = s.call(&alice, "POST", "/api/runs", Some(json!({"task": "x", "workspace": exact}))).await;
+    assert_eq!(status, StatusCode::CREATED, "a served workspace by its path");
+    // A folder inside a served workspace would escape the rules of the repository it is in.
+    for inside in [".git", ".steward", "sub"] {
+        std::fs::create_dir_all(s.ws.join(inside)).unwrap();
+        let path = s.ws.join(inside).display().to_string();
+        let (status, answer) = s.call(&alice, "POST", "/api/runs", Some(json!({"task": "x", "workspace": path}))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{inside}: {answer}");
+    }
+    // The same answer whether the path exists or not.
+    let (_, missing) =
+        s.call(&alice, "POST", "/api/runs", Some(json!({"task": "x", "workspace": "/no/such/dir"}))).await;
+    let (_, file) = s.call(&alice, "POST", "/api/runs", Some(json!({"task": "x", "workspace": "/etc/hostname"}))).await;
+    assert!(missing["error"]["message"].as_str().unwrap().contains("is not one this server serves"));
+    assert!(file["error"]["message"].as_str().unwrap().contains("is not one this server serves"));
 }
 
 #[tokio::test]
@@ -613,8 +627,28 @@ async fn a_conversation_gives_each_task_the_earlier_turns_and_runs_one_task_at_a
     let page = body_text(response).await;
     assert!(page.contains(">keep this text</textarea>") && page.contains("busy:"), "the draft is kept: {page}");
 
+    // An open page hears when the task ends.
+    let events = Request::get(format!("/api/conversations/{id}/events"))
+        .header(header::COOKIE, &alice.cookie)
+        .body(Body::empty())
+        .unwrap();
+    let mut stream = s.app.clone().oneshot(events).await.unwrap().into_body().into_data_stream();
     s.call(&alice, "POST", &format!("/api/approvals/{approval}"), Some(json!({"decision": "approve"}))).await;
     s.wait_status(&alice, &first, "completed").await;
+    let mut seen = String::new();
+    let heard = tokio::time::timeout(Duration::from_secs(10), async {
+        use futures::StreamExt;
+        while let Some(Ok(chunk)) = stream.next().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains("\"busy\":false") && seen.contains("\"status\":\"completed\"") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(heard, Ok(true), "the conversation stream reports the finished task: {seen}");
+    drop(stream);
     // A memory command is answered without a run.
     let (status, sent) =
         s.call(&alice, "POST", &messages, Some(json!({"text": "remember that the note matters"}))).await;
@@ -691,4 +725,36 @@ async fn cleanup_deletes_old_and_surplus_finished_runs_only() {
         s.state.runtime.store.verify_audit().await.unwrap(),
         steward_store::AuditVerification::Valid { .. }
     ));
+}
+
+#[tokio::test]
+async fn unknown_paths_are_404_not_a_token_demand() {
+    let s = server(EDIT).await;
+    let a = s.browser().await;
+    for path in ["/favicon.ico", "/nonexistent", "/api/nope", "/static/nope.css", "/mcpx"] {
+        let request = Request::get(path).header(header::COOKIE, &a.cookie).body(Body::empty()).unwrap();
+        assert_eq!(s.app.clone().oneshot(request).await.unwrap().status(), StatusCode::NOT_FOUND, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_rebound_host_name_and_a_form_body_on_the_api_are_refused() {
+    let s = server(EDIT).await;
+    let a = s.browser().await;
+    let rebound = Request::get("/").header(header::HOST, "rebind.attacker.example:7878").body(Body::empty()).unwrap();
+    assert_eq!(s.app.clone().oneshot(rebound).await.unwrap().status(), StatusCode::MISDIRECTED_REQUEST);
+    let local = Request::get("/").header(header::HOST, "localhost:7878").body(Body::empty()).unwrap();
+    assert_eq!(s.app.clone().oneshot(local).await.unwrap().status(), StatusCode::OK);
+    let run = s.start(&a, "change the note").await;
+    s.pending_approval(&a, &run).await;
+    // A form body with `Origin: null` and no token cannot cancel through the JSON API.
+    let forged = Request::post(format!("/api/runs/{run}/cancel"))
+        .header(header::COOKIE, &a.cookie)
+        .header(header::ORIGIN, "null")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(s.app.clone().oneshot(forged).await.unwrap().status(), StatusCode::FORBIDDEN);
+    let (_, view) = s.call(&a, "GET", &format!("/api/runs/{run}"), None).await;
+    assert_eq!(view["run"]["status"], "running");
 }

@@ -138,10 +138,18 @@ impl Server {
             .send()
             .await
             .unwrap();
+        // The form post redirects; the page it leads to shows the token once.
+        let response = if response.status() == 303 {
+            self.http.get(format!("{}/tokens", self.base)).header("cookie", &browser.cookie).send().await.unwrap()
+        } else {
+            response
+        };
         assert_eq!(response.status(), 200);
         assert_eq!(response.headers()["cache-control"], "no-store");
         let html = response.text().await.unwrap();
         assert!(html.contains("will not be shown again"), "{html}");
+        let again = self.page(browser, "/tokens").await;
+        assert!(!again.contains("token-secret"), "a reload shows the token no more");
         let secret = between(&html, "<code id=\"token-secret\">", "</code>").to_string();
         let id = between(&html, "<h2>Token <code>", "</code>").to_string();
         assert!(secret.starts_with("stw_") && secret.len() == 68, "{secret}");
