@@ -299,6 +299,7 @@ pub struct ResumeHeaders {
         (status = 400, description = "`invalid`: a malformed query string", body = ErrorBody),
         (status = 403, description = "`not_owner`: the run belongs to another owner", body = ErrorBody),
         (status = 404, description = "`not_found`: no such run", body = ErrorBody),
+        (status = 429, description = "`busy`: too many event streams are open", body = ErrorBody),
         (status = 500, description = "`storage`", body = ErrorBody),
     )
 )]
@@ -312,7 +313,8 @@ pub async fn run_events(
     runs::owned(&state, &session.owner_id, &id).await?;
     let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
     let after = last_event_id.or(query.after).unwrap_or(0);
-    Ok(sse::run_stream(state, id, after).into_response())
+    let slot = sse::open_stream(&state)?;
+    Ok(sse::run_stream(state, id, after, slot).into_response())
 }
 
 /// Body of `POST /api/approvals/{id}`.
@@ -562,30 +564,35 @@ pub async fn forget(
     path = "/api/memory/events",
     tag = "memory",
     security((), ("owner_cookie" = [])),
-    responses((status = 200, description = "The event stream", content_type = "text/event-stream", body = String))
+    responses(
+        (status = 200, description = "The event stream", content_type = "text/event-stream", body = String),
+        (status = 429, description = "`busy`: too many event streams are open", body = ErrorBody),
+    )
 )]
 pub async fn fact_events(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
-) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let slot = sse::open_stream(&state)?;
     let owner = session.owner_id;
     let rx = state.facts_changed.subscribe();
-    let stream = futures::stream::unfold((state, owner, rx, true), |(state, owner, mut rx, first)| async move {
-        if !first {
-            loop {
-                match rx.recv().await {
-                    Ok(changed) if changed == owner => break,
-                    Ok(_) => continue,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+    let stream =
+        futures::stream::unfold((state, owner, rx, true, slot), |(state, owner, mut rx, first, slot)| async move {
+            if !first {
+                loop {
+                    match rx.recv().await {
+                        Ok(changed) if changed == owner => break,
+                        Ok(_) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    }
                 }
             }
-        }
-        let facts = crate::memory::list(&state, &owner).await.unwrap_or_default();
-        let event = SseEvent::default().event("facts").data(json!({ "facts": facts }).to_string());
-        Some((Ok(event), (state, owner, rx, false)))
-    });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+            let facts = crate::memory::list(&state, &owner).await.unwrap_or_default();
+            let event = SseEvent::default().event("facts").data(json!({ "facts": facts }).to_string());
+            Some((Ok(event), (state, owner, rx, false, slot)))
+        });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
 /// A conversation in a list.
@@ -780,6 +787,7 @@ pub async fn end_conversation(
         (status = 200, description = "The event stream", content_type = "text/event-stream", body = String),
         (status = 403, description = "`not_owner`: another owner's conversation", body = ErrorBody),
         (status = 404, description = "`not_found`: no such conversation", body = ErrorBody),
+        (status = 429, description = "`busy`: too many event streams are open", body = ErrorBody),
         (status = 500, description = "`storage`", body = ErrorBody),
     )
 )]
@@ -789,7 +797,8 @@ pub async fn conversation_events(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     conversations::owned(&state, &session.owner_id, &id).await?;
-    let viewer = conversations::join(&state, &id);
+    let slot = sse::open_stream(&state)?;
+    let viewer = (conversations::join(&state, &id), slot);
     let changes = (state.conversations_changed.subscribe(), state.run_finished.subscribe());
     let stream = futures::stream::unfold(
         (state, id, changes, true, viewer),

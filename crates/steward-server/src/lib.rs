@@ -66,6 +66,7 @@ pub fn app_state(
         conversations: conversations::Conversations::default(),
         conversations_changed,
         run_finished,
+        open_streams: std::sync::atomic::AtomicUsize::new(0),
     }))
 }
 

@@ -36,16 +36,54 @@ fn frame(live: &LiveEvent) -> SseEvent {
     SseEvent::default().id(live.event.seq.to_string()).event(live.event.kind.name()).data(&live.json)
 }
 
-/// The stream of run `run_id` after sequence number `after` (ownership already checked).
+/// Most event streams open at once, all owners together: far below the open-file limit a
+/// server gets, so that clients holding streams open cannot starve it of sockets.
+pub const MAX_OPEN_STREAMS: usize = 4096;
+
+/// A place among the open event streams, given back when dropped.
+pub struct StreamSlot(AppState);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.open_streams.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Takes a place for one more event stream: `busy` (429) when [`MAX_OPEN_STREAMS`] are open.
+pub fn open_stream(state: &AppState) -> Result<StreamSlot, crate::error::ApiError> {
+    let before = state.open_streams.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let slot = StreamSlot(state.clone());
+    if before >= MAX_OPEN_STREAMS {
+        return Err(crate::error::ApiError {
+            status: axum::http::StatusCode::TOO_MANY_REQUESTS,
+            class: "busy",
+            message: format!("{MAX_OPEN_STREAMS} event streams are open; close one and try again"),
+        });
+    }
+    Ok(slot)
+}
+
+/// The stream of run `run_id` after sequence number `after` (ownership already checked),
+/// holding `slot` while it is open.
 pub fn run_stream(
     state: AppState,
     run_id: String,
     after: u64,
+    slot: StreamSlot,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     // Subscribe before reading the store, so nothing published in between is missed.
     let live = state.live.get(&run_id).map(|run| run.subscribe());
-    let follow =
-        Follow { state, run_id, after, live, backlog: VecDeque::new(), reload: true, last: false, done: false };
+    let follow = Follow {
+        state,
+        run_id,
+        after,
+        live,
+        backlog: VecDeque::new(),
+        reload: true,
+        last: false,
+        done: false,
+        _slot: slot,
+    };
     let stream = futures::stream::unfold(follow, |mut follow| async move {
         let event = follow.next().await?;
         Some((Ok(frame(&event)), follow))
@@ -57,6 +95,8 @@ pub fn run_stream(
 /// the terminal event. The connection reads it directly (no task per client); the client
 /// going away drops it.
 struct Follow {
+    /// Held while the stream is open.
+    _slot: StreamSlot,
     state: AppState,
     run_id: String,
     /// Sequence number of the last event sent.

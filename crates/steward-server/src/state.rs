@@ -149,4 +149,6 @@ pub struct Inner {
     pub conversations_changed: broadcast::Sender<String>,
     /// Ids of runs of this server that have ended.
     pub run_finished: broadcast::Sender<String>,
+    /// Event streams open now (see [`crate::sse::open_stream`]).
+    pub open_streams: std::sync::atomic::AtomicUsize,
 }

@@ -758,3 +758,25 @@ async fn a_rebound_host_name_and_a_form_body_on_the_api_are_refused() {
     let (_, view) = s.call(&a, "GET", &format!("/api/runs/{run}"), None).await;
     assert_eq!(view["run"]["status"], "running");
 }
+
+#[tokio::test]
+async fn event_streams_are_capped_and_give_their_place_back() {
+    use std::sync::atomic::Ordering;
+    let s = server("[[round]]\ntext = \"done\"\n").await;
+    let a = s.browser().await;
+    let run = s.start(&a, "hello").await;
+    s.wait_status(&a, &run, "completed").await;
+    let open = |path: String| Request::get(path).header(header::COOKIE, &a.cookie).body(Body::empty()).unwrap();
+    s.state.open_streams.store(steward_server::sse::MAX_OPEN_STREAMS, Ordering::SeqCst);
+    for path in [format!("/api/runs/{run}/events"), "/api/memory/events".to_string()] {
+        let response = s.app.clone().oneshot(open(path.clone())).await.unwrap();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS, "{path}");
+    }
+    assert_eq!(s.state.open_streams.load(Ordering::SeqCst), steward_server::sse::MAX_OPEN_STREAMS);
+    s.state.open_streams.store(0, Ordering::SeqCst);
+    let response = s.app.clone().oneshot(open(format!("/api/runs/{run}/events"))).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(s.state.open_streams.load(Ordering::SeqCst), 1);
+    drop(response);
+    assert_eq!(s.state.open_streams.load(Ordering::SeqCst), 0, "a closed stream gives its place back");
+}
