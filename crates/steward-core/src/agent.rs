@@ -272,6 +272,9 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         let reply = interrupt
             .run(stream_stage(req.planner.provider.as_ref(), "planner", &request, &events, rt.redactor.clone()))
             .await;
+        // The request (its copies of every tool's schema among them) is not needed while the
+        // proposed calls run or wait for an approval, which may take long.
+        drop(request);
         let stage_ms = stage_started.elapsed().as_millis() as u64;
         let reply = match reply {
             Err(i) => break Ending::Interrupted(i),
