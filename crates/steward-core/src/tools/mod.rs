@@ -168,13 +168,21 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// The built-in file, patch, search and git tools (SPEC T2, T3, X1–X3).
+    /// The built-in file, patch, search and git tools (SPEC T2, T3, X1–X3). They keep no state
+    /// of their own (a call gets its [`ToolContext`]), so every registry shares one set: a run
+    /// does not carry its own copy of their schemas.
     pub fn builtin() -> Self {
-        let mut registry = Self::new();
-        for tool in files::tools().into_iter().chain(patch::tools()).chain(search::tools()).chain(git::tools()) {
-            registry.insert(tool);
-        }
-        registry
+        static BUILTIN: std::sync::OnceLock<ToolRegistry> = std::sync::OnceLock::new();
+        BUILTIN
+            .get_or_init(|| {
+                let mut registry = Self::new();
+                for tool in files::tools().into_iter().chain(patch::tools()).chain(search::tools()).chain(git::tools())
+                {
+                    registry.insert(tool);
+                }
+                registry
+            })
+            .clone()
     }
 
     /// The tools a configuration offers: the built-in ones, plus `shell_command` when
