@@ -67,6 +67,7 @@ pub fn app_state(
         conversations_changed,
         run_finished,
         open_streams: std::sync::atomic::AtomicUsize::new(0),
+        tokens_just_made: Default::default(),
     }))
 }
 

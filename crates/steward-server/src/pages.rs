@@ -152,6 +152,24 @@ pub(crate) fn check_csrf(state: &AppState, session: &Session, token: &str) -> Re
     if state.sessions.csrf_ok(&session.owner_id, token) { Ok(()) } else { Err(ApiError::csrf()) }
 }
 
+/// Answers a form post: `act` runs only once the form's CSRF token checks out; its success
+/// redirects (303) to the location it gives, a refusal shows the error page.
+pub(crate) async fn form_post(
+    state: &AppState,
+    session: &Session,
+    csrf: &str,
+    act: impl std::future::Future<Output = Result<String, ApiError>>,
+) -> Response {
+    let result = match check_csrf(state, session, csrf) {
+        Ok(()) => act.await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(location) => Redirect::to(&location).into_response(),
+        Err(e) => error_page(session, &e),
+    }
+}
+
 fn non_empty(v: Option<String>) -> Option<String> {
     v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
 }
@@ -162,9 +180,6 @@ pub async fn start(
     Extension(session): Extension<Session>,
     Form(form): Form<StartForm>,
 ) -> Response {
-    if let Err(e) = check_csrf(&state, &session, &form.csrf) {
-        return error_page(&session, &e);
-    }
     let start = StartRun {
         task: form.task,
         workspace: non_empty(form.workspace),
@@ -173,10 +188,8 @@ pub async fn start(
         model: non_empty(form.model),
         mode: non_empty(form.mode),
     };
-    match runs::start(&state, &session.owner_id, start).await {
-        Ok(started) => Redirect::to(&format!("/runs/{}", started.id)).into_response(),
-        Err(e) => error_page(&session, &e),
-    }
+    let act = async { Ok(format!("/runs/{}", runs::start(&state, &session.owner_id, start).await?.id)) };
+    form_post(&state, &session, &form.csrf, act).await
 }
 
 /// A form carrying only the CSRF token.
@@ -192,14 +205,8 @@ pub async fn cancel(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let result = match check_csrf(&state, &session, &form.csrf) {
-        Ok(()) => runs::cancel(&state, &session.owner_id, &id).await.map(|_| ()),
-        Err(e) => Err(e),
-    };
-    match result {
-        Ok(()) => Redirect::to(&format!("/runs/{id}")).into_response(),
-        Err(e) => error_page(&session, &e),
-    }
+    let act = async { runs::cancel(&state, &session.owner_id, &id).await.map(|_| format!("/runs/{id}")) };
+    form_post(&state, &session, &form.csrf, act).await
 }
 
 /// The approve/deny form.
@@ -219,19 +226,15 @@ pub async fn decide(
     Path(id): Path<String>,
     Form(form): Form<DecideForm>,
 ) -> Response {
-    let result = async {
-        check_csrf(&state, &session, &form.csrf)?;
+    let act = async {
         let decision = runs::parse_decision(&form.decision, form.scope.as_deref(), None)?;
-        runs::decide(&state, &session.owner_id, &id, decision).await
-    }
-    .await;
-    match result {
-        Ok(()) if form.run.starts_with("run_") && form.run.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
-            Redirect::to(&format!("/runs/{}", form.run)).into_response()
-        }
-        Ok(()) => Redirect::to("/").into_response(),
-        Err(e) => error_page(&session, &e),
-    }
+        runs::decide(&state, &session.owner_id, &id, decision).await?;
+        // Back to the run, when the form names one that is a run id and nothing else.
+        let run = &form.run;
+        let is_run = run.starts_with("run_") && run.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        Ok(if is_run { format!("/runs/{run}") } else { "/".to_string() })
+    };
+    form_post(&state, &session, &form.csrf, act).await
 }
 
 /// One stage's text as the run page shows it.
@@ -481,14 +484,8 @@ pub async fn remember(
     Extension(session): Extension<Session>,
     Form(form): Form<FactForm>,
 ) -> Response {
-    let result = match check_csrf(&state, &session, &form.csrf) {
-        Ok(()) => crate::memory::remember(&state, &session.owner_id, &form.text).await.map(|_| ()),
-        Err(e) => Err(e),
-    };
-    match result {
-        Ok(()) => Redirect::to("/memory").into_response(),
-        Err(e) => error_page(&session, &e),
-    }
+    let act = async { crate::memory::remember(&state, &session.owner_id, &form.text).await.map(|_| "/memory".into()) };
+    form_post(&state, &session, &form.csrf, act).await
 }
 
 /// `POST /memory/{id}/forget` (form).
@@ -498,14 +495,8 @@ pub async fn forget(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let result = match check_csrf(&state, &session, &form.csrf) {
-        Ok(()) => crate::memory::forget(&state, &session.owner_id, &id).await,
-        Err(e) => Err(e),
-    };
-    match result {
-        Ok(()) => Redirect::to("/memory").into_response(),
-        Err(e) => error_page(&session, &e),
-    }
+    let act = async { crate::memory::forget(&state, &session.owner_id, &id).await.map(|()| "/memory".into()) };
+    form_post(&state, &session, &form.csrf, act).await
 }
 
 /// `GET /tools`.
@@ -565,14 +556,8 @@ pub async fn revoke_grant(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let result = match check_csrf(&state, &session, &form.csrf) {
-        Ok(()) => runs::revoke_grant(&state, &session.owner_id, &id).await,
-        Err(e) => Err(e),
-    };
-    match result {
-        Ok(()) => Redirect::to("/grants").into_response(),
-        Err(e) => error_page(&session, &e),
-    }
+    let act = async { runs::revoke_grant(&state, &session.owner_id, &id).await.map(|()| "/grants".into()) };
+    form_post(&state, &session, &form.csrf, act).await
 }
 
 /// Query of the side-by-side view: the two runs to show.
@@ -682,8 +667,8 @@ pub async fn compare(
     Extension(session): Extension<Session>,
     Form(form): Form<CompareForm>,
 ) -> Response {
-    let result = async {
-        check_csrf(&state, &session, &form.csrf)?;
+    let csrf = form.csrf.clone();
+    let act = async {
         let classic = StartRun {
             task: form.task.clone(),
             workspace: non_empty(form.workspace.clone()),
@@ -701,13 +686,9 @@ pub async fn compare(
         // Prepare the model run first: a missing provider is refused before anything starts.
         let b = runs::start(&state, &session.owner_id, model).await?;
         let a = runs::start(&state, &session.owner_id, classic).await?;
-        Ok::<_, ApiError>((a.id, b.id))
-    }
-    .await;
-    match result {
-        Ok((a, b)) => Redirect::to(&format!("/compare?a={a}&b={b}")).into_response(),
-        Err(e) => error_page(&session, &e),
-    }
+        Ok(format!("/compare?a={}&b={}", a.id, b.id))
+    };
+    form_post(&state, &session, &csrf, act).await
 }
 
 /// `GET /conversations`: the owner's conversations and a form to start one.
@@ -755,8 +736,8 @@ pub async fn create_conversation(
     Extension(session): Extension<Session>,
     Form(form): Form<ConversationForm>,
 ) -> Response {
-    let result = async {
-        check_csrf(&state, &session, &form.csrf)?;
+    let csrf = form.csrf.clone();
+    let act = async {
         let new = crate::conversations::NewConversation {
             workspace: non_empty(form.workspace),
             planner: non_empty(form.planner),
@@ -764,13 +745,9 @@ pub async fn create_conversation(
             model: non_empty(form.model),
             mode: non_empty(form.mode),
         };
-        crate::conversations::create(&state, &session.owner_id, new).await
-    }
-    .await;
-    match result {
-        Ok(c) => Redirect::to(&format!("/conversations/{}", c.id)).into_response(),
-        Err(e) => error_page(&session, &e),
-    }
+        Ok(format!("/conversations/{}", crate::conversations::create(&state, &session.owner_id, new).await?.id))
+    };
+    form_post(&state, &session, &csrf, act).await
 }
 
 async fn conversation_view(
@@ -837,12 +814,8 @@ pub async fn end_conversation(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let result = match check_csrf(&state, &session, &form.csrf) {
-        Ok(()) => crate::conversations::end(&state, &session.owner_id, &id).await,
-        Err(e) => Err(e),
+    let act = async {
+        crate::conversations::end(&state, &session.owner_id, &id).await.map(|()| format!("/conversations/{id}"))
     };
-    match result {
-        Ok(()) => Redirect::to(&format!("/conversations/{id}")).into_response(),
-        Err(e) => error_page(&session, &e),
-    }
+    form_post(&state, &session, &form.csrf, act).await
 }

@@ -151,4 +151,6 @@ pub struct Inner {
     pub run_finished: broadcast::Sender<String>,
     /// Event streams open now (see [`crate::sse::open_stream`]).
     pub open_streams: std::sync::atomic::AtomicUsize,
+    /// MCP tokens just made, shown once on their owner's next Tokens page.
+    pub tokens_just_made: crate::tokens::JustMade,
 }

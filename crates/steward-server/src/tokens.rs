@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use axum::Extension;
 use axum::extract::{Form, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use minijinja::context;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -21,7 +21,7 @@ use steward_mcp::mcp_server::{Caller, Scope};
 use steward_store::{McpTokenRecord, Store, StoreError, new_id};
 
 use crate::error::ApiError;
-use crate::pages::{check_csrf, error_page, render};
+use crate::pages::{error_page, form_post, render};
 use crate::session::Session;
 use crate::state::AppState;
 
@@ -234,12 +234,13 @@ async fn page(state: &AppState, session: &Session, headers: &HeaderMap, new: Opt
     response
 }
 
-/// Tokens just made, waiting to be shown once on the owner's next `GET /tokens` (at most a
-/// minute): the form post answers with a redirect, so reloading the page never makes another.
-fn just_made() -> &'static std::sync::Mutex<HashMap<String, (NewToken, std::time::Instant)>> {
-    static SLOT: std::sync::OnceLock<std::sync::Mutex<HashMap<String, (NewToken, std::time::Instant)>>> =
-        std::sync::OnceLock::new();
-    SLOT.get_or_init(Default::default)
+/// Tokens just made, by owner, waiting to be shown once on the owner's next `GET /tokens` (at
+/// most [`SHOW_WITHIN`]): the form post answers with a redirect, so reloading the page never
+/// makes another.
+pub type JustMade = std::sync::Mutex<HashMap<String, (NewToken, std::time::Instant)>>;
+
+fn lock(m: &JustMade) -> std::sync::MutexGuard<'_, HashMap<String, (NewToken, std::time::Instant)>> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// How long a token just made waits to be shown.
@@ -251,9 +252,7 @@ pub async fn tokens_page(
     Extension(session): Extension<Session>,
     headers: HeaderMap,
 ) -> Response {
-    let new = just_made()
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    let new = lock(&state.tokens_just_made)
         .remove(&session.owner_id)
         .filter(|(_, at)| at.elapsed() < SHOW_WITHIN)
         .map(|(new, _)| new);
@@ -279,9 +278,6 @@ pub async fn create_token(
     Extension(session): Extension<Session>,
     Form(form): Form<CreateForm>,
 ) -> Response {
-    if let Err(e) = check_csrf(&state, &session, &form.csrf) {
-        return error_page(&session, &e);
-    }
     let mut scopes = Vec::new();
     if form.scope_read.is_some() {
         scopes.push(Scope::Read);
@@ -289,16 +285,12 @@ pub async fn create_token(
     if form.scope_submit.is_some() {
         scopes.push(Scope::Submit);
     }
-    match create(state.runtime.store.as_ref(), &session.owner_id, &form.name, &scopes).await {
-        Ok(new) => {
-            just_made()
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .insert(session.owner_id.clone(), (new, std::time::Instant::now()));
-            Redirect::to("/tokens").into_response()
-        }
-        Err(e) => error_page(&session, &e.into()),
-    }
+    let act = async {
+        let new = create(state.runtime.store.as_ref(), &session.owner_id, &form.name, &scopes).await?;
+        lock(&state.tokens_just_made).insert(session.owner_id.clone(), (new, std::time::Instant::now()));
+        Ok("/tokens".to_string())
+    };
+    form_post(&state, &session, &form.csrf, act).await
 }
 
 /// A form carrying only the CSRF token.
@@ -314,14 +306,13 @@ pub async fn revoke_token(
     Path(id): Path<String>,
     Form(form): Form<RevokeForm>,
 ) -> Response {
-    let result = match check_csrf(&state, &session, &form.csrf) {
-        Ok(()) => revoke(state.runtime.store.as_ref(), &session.owner_id, &id).await.map_err(ApiError::from),
-        Err(e) => Err(e),
+    let act = async {
+        revoke(state.runtime.store.as_ref(), &session.owner_id, &id)
+            .await
+            .map(|_| "/tokens".into())
+            .map_err(ApiError::from)
     };
-    match result {
-        Ok(_) => Redirect::to("/tokens").into_response(),
-        Err(e) => error_page(&session, &e),
-    }
+    form_post(&state, &session, &form.csrf, act).await
 }
 
 #[cfg(test)]
