@@ -295,6 +295,8 @@ impl Approver for TerminalApprover {
         );
         eprintln!("│ answer:    a = fill in the form and send it, d = decline, c = cancel");
         let me = || self.owner_id.clone();
+        // After a refused answer, what was typed is offered again instead of the defaults.
+        let mut typed: Vec<(String, String)> = steward_mcp::elicitation::prefilled_inputs(&prompt.fields);
         loop {
             eprint!("└ answer? [a/d/C] ");
             let _ = std::io::stderr().flush();
@@ -322,18 +324,22 @@ impl Approver for TerminalApprover {
                     }
                     _ => String::new(),
                 };
-                let default =
-                    if field.prefill.is_empty() { String::new() } else { format!(" [{}]", printable(&field.prefill)) };
+                let offered =
+                    typed.iter().find(|(name, _)| *name == field.name).map(|(_, v)| v.clone()).unwrap_or_default();
+                let default = if offered.is_empty() { String::new() } else { format!(" [{}]", printable(&offered)) };
                 eprint!("  {}{choices}{default}: ", printable(&field.label));
                 let _ = std::io::stderr().flush();
                 let Some(text) = lines.recv().await else { return ElicitationReply::NoApprover };
-                // Enter keeps the default.
-                let text = if text.is_empty() { field.prefill.clone() } else { text };
+                // Enter keeps what is offered.
+                let text = if text.is_empty() { offered } else { text };
                 inputs.push((field.name.clone(), text));
             }
             match prompt.answer(&inputs) {
                 Ok(values) => return ElicitationReply::Accept { values, decided_by: me() },
-                Err(problem) => eprintln!("│ ✗ not sent: {}; answer again", printable(&problem)),
+                Err(problem) => {
+                    eprintln!("│ ✗ not sent: {}; answer again", printable(&problem));
+                    typed = inputs;
+                }
             }
         }
     }

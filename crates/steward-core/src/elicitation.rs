@@ -138,7 +138,13 @@ async fn ask(
     request: ElicitationRequest,
 ) -> Result<ElicitationAnswer, StoreError> {
     let id = new_id("eli_");
-    let message = cx.redactor.redact(&request.message);
+    // Redacted, and with control characters (terminal escapes) written out as text.
+    let message: String = cx
+        .redactor
+        .redact(&request.message)
+        .chars()
+        .map(|c| if c.is_control() && c != '\n' && c != '\t' { c.escape_default().to_string() } else { c.to_string() })
+        .collect();
     // Titles, descriptions, choices and defaults are the server's text too.
     let shown_schema = cx.redactor.redact_value(&request.schema);
     let names: Vec<String> = match form_fields(&shown_schema, &request.order) {

@@ -306,6 +306,10 @@ fn replay(events: &[Event]) -> (Vec<StageView>, Vec<CallView>, String) {
                 let rule = (!allowed_by.is_empty()).then_some(allowed_by.as_str());
                 set(&mut calls, call_id, "running", rule, None)
             }
+            EventKind::McpElicitationRequested { call_id, .. } => {
+                set(&mut calls, call_id, "waiting for input", None, None)
+            }
+            EventKind::McpElicitationAnswered { call_id, .. } => set(&mut calls, call_id, "running", None, None),
             EventKind::ToolCompleted { call_id, output, .. } => {
                 set(&mut calls, call_id, "completed", None, Some(output))
             }
@@ -485,7 +489,8 @@ struct Step {
     outcome: String,
 }
 
-/// Planner calls, tool steps and approval waits with durations and tokens.
+/// Planner calls, tool steps, approval waits and waits for an MCP server's request for input,
+/// with durations and tokens.
 fn steps(events: &[Event]) -> Vec<Step> {
     let mut steps = Vec::new();
     let mut waits: Vec<(String, String, chrono::DateTime<chrono::Utc>)> = Vec::new();
@@ -530,6 +535,16 @@ fn steps(events: &[Event]) -> Vec<Step> {
                     };
                     let ms = (event.at - at).num_milliseconds().max(0) as u64;
                     steps.push(step("approval wait", tool, ms, 0, 0, outcome));
+                }
+            }
+            EventKind::McpElicitationRequested { elicitation_id, tool, .. } => {
+                waits.push((elicitation_id.clone(), tool.clone(), event.at))
+            }
+            EventKind::McpElicitationAnswered { elicitation_id, action, .. } => {
+                if let Some(i) = waits.iter().position(|w| &w.0 == elicitation_id) {
+                    let (_, tool, at) = waits.remove(i);
+                    let ms = (event.at - at).num_milliseconds().max(0) as u64;
+                    steps.push(step("input wait", tool, ms, 0, 0, action));
                 }
             }
             EventKind::ToolCompleted { tool, duration_ms, output_chars, .. } => steps.push(step(

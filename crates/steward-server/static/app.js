@@ -161,8 +161,14 @@ function runView(root) {
       case "tool_rejected": setCall(event.call_id, "rejected", null, event.reason); setApprovalState(approvalNode(event.approval_id), "denied"); break;
       case "tool_approval_expired": setCall(event.call_id, "expired"); setApprovalState(approvalNode(event.approval_id), "expired"); break;
       // The page renders the server's form (and keeps working without this script).
-      case "mcp_elicitation_requested": if (!elicitationNode(event.elicitation_id)) location.reload(); break;
-      case "mcp_elicitation_answered": setElicitationState(elicitationNode(event.elicitation_id), `answered: ${event.action}`); break;
+      case "mcp_elicitation_requested":
+        setCall(event.call_id, "waiting for input");
+        if (!elicitationNode(event.elicitation_id)) location.reload();
+        break;
+      case "mcp_elicitation_answered":
+        setCall(event.call_id, "running");
+        setElicitationState(elicitationNode(event.elicitation_id), `answered: ${event.action}`);
+        break;
       case "tool_started": setCall(event.call_id, "running", event.allowed_by || null); break;
       case "tool_completed": setCall(event.call_id, "completed", null, event.output); break;
       case "tool_failed": setCall(event.call_id, "failed", null, event.error); break;
