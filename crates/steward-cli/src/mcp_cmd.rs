@@ -26,6 +26,9 @@ pub async fn list(workspace: &Path, json: bool) -> Result<u8> {
         return Ok(0);
     }
     let listing = manager.tools().await;
+    for declined in &listing.declined_elicitations {
+        eprintln!("steward: warning: {declined}");
+    }
     for (name, state) in manager.status().await {
         let tools = listing.tools.iter().filter(|t| t.server == name).count();
         let state_text = match &state {
@@ -58,6 +61,9 @@ pub async fn tools(workspace: &Path, server: Option<&str>, json: bool) -> Result
     let listing = manager.tools().await;
     for failure in &listing.failures {
         eprintln!("steward: warning: {failure}");
+    }
+    for declined in &listing.declined_elicitations {
+        eprintln!("steward: warning: {declined}");
     }
     for tool in listing.tools.iter().filter(|t| server.is_none_or(|s| s == t.server)) {
         if json {

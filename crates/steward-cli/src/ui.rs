@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, ApprovalScope, Approver};
+use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
 use steward_core::events::EventObserver;
+use steward_mcp::elicitation::FieldKind;
 use steward_protocol::{ApprovalRequest, Event, EventKind};
 
 /// Writes each event as one JSON object per line on stdout (the scripting interface).
@@ -94,6 +96,13 @@ impl EventObserver for Human {
             }
             EventKind::ToolFailed { error, .. } => self.line(&format!("  ✗ failed: {error}")),
             EventKind::PatchApplied { path, .. } => self.line(&format!("  ✓ wrote {path}")),
+            // The terminal prompt shows the request itself (and this line would land inside it).
+            EventKind::McpElicitationRequested { .. } => {}
+            EventKind::McpElicitationAnswered { action, reason, .. } => {
+                let why = if reason.is_empty() { String::new() } else { format!(": {}", printable(reason)) };
+                let mark = if action == "accept" { "✓" } else { "✗" };
+                self.line(&format!("  {mark} the MCP server's request for input was answered `{action}`{why}"))
+            }
             EventKind::RunCompleted { final_text, stop_reason, rounds, tool_calls, usage, duration_ms } => {
                 let shown = self.streamed.lock().map(|s| s.trim() == final_text.trim()).unwrap_or(false);
                 if !shown {
@@ -248,6 +257,98 @@ impl Approver for TerminalApprover {
             None => ApprovalAnswer::NoApprover,
         }
     }
+
+    /// Shows the server's question as data (escaped, marked as the server's words) and asks
+    /// for each field in turn, offering its default; values that do not fit the schema are
+    /// refused with the reason and the form starts again. `d` declines, anything else (or
+    /// Enter) cancels. When stdin is not a terminal nobody can answer: `NoApprover` (the
+    /// server gets `decline`).
+    async fn elicit(&self, prompt: &ElicitationPrompt) -> ElicitationReply {
+        if !std::io::stdin().is_terminal() {
+            return ElicitationReply::NoApprover;
+        }
+        let mut lines = stdin_lines().lock().await;
+        // SAFETY: tcflush on fd 0 only discards pending terminal input.
+        unsafe {
+            libc::tcflush(0, libc::TCIFLUSH);
+        }
+        while lines.try_recv().is_ok() {}
+        eprintln!(
+            "\n┌ MCP server `{}` asks you for input during `{}` (its words, not Steward's; answering approves nothing):",
+            printable(&prompt.server),
+            printable(&prompt.tool)
+        );
+        for line in prompt.message.lines() {
+            eprintln!("│   {}", printable(line));
+        }
+        for field in &prompt.fields {
+            let required = if field.required { ", required" } else { "" };
+            eprintln!("│ · {} ({}{required})", printable(&field.label), printable(&field.hint()));
+            if !field.description.is_empty() {
+                eprintln!("│     {}", printable(&field.description));
+            }
+        }
+        eprintln!(
+            "│ expires:   {} (local time {})",
+            prompt.expires_at.to_rfc3339(),
+            prompt.expires_at.with_timezone(&chrono::Local).format("%H:%M:%S")
+        );
+        eprintln!("│ answer:    a = fill in the form and send it, d = decline, c = cancel");
+        let me = || self.owner_id.clone();
+        // After a refused answer, what was typed is offered again instead of the defaults.
+        let mut typed: Vec<(String, String)> = steward_mcp::elicitation::prefilled_inputs(&prompt.fields);
+        loop {
+            eprint!("└ answer? [a/d/C] ");
+            let _ = std::io::stderr().flush();
+            match lines.recv().await.map(|l| l.trim().to_ascii_lowercase()) {
+                None => return ElicitationReply::NoApprover,
+                Some(a) if a == "a" || a == "accept" => {}
+                Some(d) if d == "d" || d == "decline" => return ElicitationReply::Decline { decided_by: me() },
+                Some(_) => return ElicitationReply::Cancel { decided_by: me() },
+            }
+            let mut inputs = Vec::new();
+            for field in &prompt.fields {
+                let choices = match &field.kind {
+                    FieldKind::Choice { options } => {
+                        let shown: Vec<String> = options
+                            .iter()
+                            .map(|o| {
+                                if o.label == o.value {
+                                    printable(&o.value)
+                                } else {
+                                    format!("{} = {}", printable(&o.value), printable(&o.label))
+                                }
+                            })
+                            .collect();
+                        format!(" {{{}}}", shown.join(", "))
+                    }
+                    _ => String::new(),
+                };
+                let offered =
+                    typed.iter().find(|(name, _)| *name == field.name).map(|(_, v)| v.clone()).unwrap_or_default();
+                let default = if offered.is_empty() { String::new() } else { format!(" [{}]", printable(&offered)) };
+                eprint!("  {}{choices}{default}: ", printable(&field.label));
+                let _ = std::io::stderr().flush();
+                let Some(text) = lines.recv().await else { return ElicitationReply::NoApprover };
+                // Enter keeps what is offered.
+                let text = if text.is_empty() { offered } else { text };
+                inputs.push((field.name.clone(), text));
+            }
+            match prompt.answer(&inputs) {
+                Ok(values) => return ElicitationReply::Accept { values, decided_by: me() },
+                Err(problem) => {
+                    eprintln!("│ ✗ not sent: {}; answer again", printable(&problem));
+                    typed = inputs;
+                }
+            }
+        }
+    }
+}
+
+/// `text` with control characters (terminal escape sequences, carriage returns) shown as
+/// escapes, so that a server's words cannot rewrite the terminal.
+fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 /// Aborts a task when dropped (the countdown stops when the prompt is abandoned).

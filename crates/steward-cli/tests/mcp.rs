@@ -123,3 +123,187 @@ fn mcp_list_leaves_no_server_that_never_initialised() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// The last run's id and the output of its tool call.
+fn last_call(env: &Env) -> (String, String) {
+    let out = env.steward(&["show", "last", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let output = shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "tool_completed")
+        .unwrap_or_else(|| panic!("no tool_completed: {shown}"))["output"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (shown["run"]["id"].as_str().unwrap().to_string(), output)
+}
+
+fn fault_server() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../steward-mcp/tests/fixtures/fault_server.py")
+        .display()
+        .to_string()
+}
+
+/// A server that asks for input during `steward mcp call`, with nobody at a terminal: declined
+/// at once with the reason, audited; one that asks while its tools are listed is declined too.
+#[test]
+fn elicitations_without_anyone_to_answer_are_declined_with_a_reason() {
+    let env = Env::new();
+    env.user_config(&format!(
+        "[mcp_servers.srv]\ncommand = [\"python3\", {:?}, \"normal\"]\n\
+         [[policy.rule]]\nname = \"elicit-ok\"\ntool = \"srv__elicit\"\ndecision = \"allow\"\n\
+         [mcp_servers.lists]\ncommand = [\"python3\", {:?}, \"elicit_on_list\"]\n",
+        fault_server(),
+        fault_server()
+    ));
+    let out = env.steward(&["mcp", "call", "srv", "elicit", "--args", "{}"]);
+    assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains("answered `decline`: no_approver"), "{shown}");
+    let (run_id, output) = last_call(&env);
+    assert_eq!(output, r#"{"action": "decline"}"#, "the server was told decline");
+    let records = audit(&env, &run_id);
+    let asked: Vec<&serde_json::Value> = records.iter().filter(|r| r["action"] == "mcp_elicitation").collect();
+    assert_eq!(asked.len(), 2, "asked and answered: {records:?}");
+    assert_eq!(asked[1]["outcome"], "blocked");
+    assert!(asked[1]["detail"].as_str().unwrap().contains("no_approver"), "{}", asked[1]);
+
+    let listed = env.steward(&["mcp", "tools", "lists"]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    assert!(stdout(&listed).contains(r#"listing elicitation answered: {"action": "decline"}"#), "{}", stdout(&listed));
+    assert!(stderr(&listed).contains("declined automatically: no tool call of a run"), "{}", stderr(&listed));
+}
+
+/// The terminal prompt (`steward mcp call` on a terminal, here a pseudo-terminal from
+/// `script`): the server's words shown escaped, each field asked with its default, an invalid
+/// value refused with the reason and the form asked again, then sent.
+#[test]
+fn the_terminal_prompt_answers_a_request_for_input() {
+    use std::io::{Read, Write};
+    let env = Env::new();
+    env.user_config(&format!(
+        "[mcp_servers.srv]\ncommand = [\"python3\", {:?}, \"normal\"]\n\
+         [[policy.rule]]\nname = \"elicit-ok\"\ntool = \"srv__elicit\"\ndecision = \"allow\"\n",
+        fault_server()
+    ));
+    let steward = env!("CARGO_BIN_EXE_steward");
+    let mut child = std::process::Command::new("script")
+        .args(["-qfec", &format!("{steward} mcp call srv elicit --args {{}}"), "/dev/null"])
+        .current_dir(env.ws())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path())
+        .env("USER", "tester")
+        .env("STEWARD_HOME", env.home())
+        .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
+        .env("TERM", "dumb")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    });
+    let mut screen = String::new();
+    let mut wait_for = |needle: &str, screen: &mut String| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !screen.contains(needle) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(text) => screen.push_str(&text),
+                Err(_) => panic!("never saw {needle:?}:\n{screen}"),
+            }
+        }
+        // Only what follows counts for the next wait.
+        let at = screen.find(needle).unwrap() + needle.len();
+        let seen = screen[..at].to_string();
+        screen.drain(..at);
+        seen
+    };
+    let mut say = |text: &str| {
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    let header = wait_for("answer? [a/d/C]", &mut screen);
+    assert!(header.contains("MCP server `srv` asks you for input"), "{header}");
+    assert!(header.contains("<b>who</b>") && header.contains("\\u{1b}[2J"), "the escape is shown, not run: {header}");
+    assert!(header.contains("E-mail (email, required)"), "{header}");
+    say("a\n");
+    wait_for("Your name [Ada]: ", &mut screen);
+    say("\n");
+    wait_for("E-mail: ", &mut screen);
+    say("not-an-address\n");
+    for prompt in ["age [36]: ", "score [9.5]: ", "[green]: ", "agree [true]: "] {
+        wait_for(prompt, &mut screen);
+        say("\n");
+    }
+    let refused = wait_for("answer? [a/d/C]", &mut screen);
+    assert!(refused.contains("not sent: `email`"), "{refused}");
+    say("a\n");
+    wait_for("Your name [Ada]: ", &mut screen);
+    say("Grace\n");
+    // What was typed is offered again.
+    wait_for("E-mail [not-an-address]: ", &mut screen);
+    say("grace@example.org\n");
+    for prompt in ["age [36]: ", "score [9.5]: ", "[green]: ", "agree [true]: "] {
+        wait_for(prompt, &mut screen);
+        say(if prompt.starts_with("age") { "40\n" } else { "\n" });
+    }
+    let done = wait_for("(the MCP call is done)", &mut screen);
+    assert!(done.contains("answered `accept`"), "{done}");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let (_, output) = last_call(&env);
+    let sent: serde_json::Value = serde_json::from_str(&output).unwrap();
+    assert_eq!(
+        sent,
+        serde_json::json!({"action": "accept", "content": {
+            "name": "Grace", "email": "grace@example.org", "age": 40, "score": 9.5, "color": "green", "agree": true
+        }})
+    );
+}
+
+/// Making and revoking an MCP bearer token are audit records naming who, the token's id and
+/// scopes, and the action; never the token or its hash.
+#[test]
+fn mcp_tokens_made_and_revoked_are_audited_without_the_secret() {
+    let env = Env::new();
+    let made = env.steward(&["mcp", "token", "create", "--name", "laptop", "--scope", "read,submit"]);
+    assert_eq!(code(&made), 0, "{}", stderr(&made));
+    let secret = stdout(&made).trim().to_string();
+    let id = stderr(&made).split_whitespace().find(|w| w.starts_with("mtk_")).unwrap().to_string();
+    for _ in 0..2 {
+        let revoked = env.steward(&["mcp", "token", "revoke", &id]);
+        assert_eq!(code(&revoked), 0, "{}", stderr(&revoked));
+    }
+    let out = env.steward(&["audit", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains(&secret), "no secret in the audit log");
+    assert!(!text.contains(&steward_server::tokens::hash_token(&secret)), "no hash in the audit log");
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let actions: Vec<&str> = records.iter().map(|r| r["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["mcp_token_create", "mcp_token_revoke"], "revoking twice is one revocation");
+    for record in &records {
+        assert_eq!(record["agent"], "local:tester");
+        assert_eq!(record["input"]["token_id"], id.as_str());
+        assert_eq!(record["input"]["scopes"], serde_json::json!(["read", "submit"]));
+        assert_eq!(record["outcome"], "completed");
+    }
+    assert_eq!(code(&env.steward(&["audit", "verify"])), 0);
+}

@@ -9,31 +9,29 @@ use std::process::Command;
 
 use steward_peers::required_env;
 
-/// Scenarios that may be listed as expected failures besides `auth/*` (OAuth is not built):
-/// those needing a client capability Steward does not declare.
-const CAPABILITY_SCENARIOS: &[&str] = &["elicitation-sep1034-client-defaults"];
-
-/// Scenarios that must pass (the suite's summary marks them `✓`).
-const MUST_PASS: &[&str] = &["initialize", "tools_call", "sse-retry", "auth/resource-mismatch"];
+/// Scenarios that must pass (the suite's summary marks them `✓`): every client scenario but
+/// OAuth's, and the one OAuth scenario a client passes without OAuth.
+const MUST_PASS: &[&str] =
+    &["initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults", "auth/resource-mismatch"];
 
 fn baseline() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp-conformance/expected-failures.yml")
 }
 
 #[test]
-fn expected_failures_are_only_oauth_and_undeclared_capabilities() {
+fn expected_failures_are_only_oauth_each_with_its_reason() {
     let text = std::fs::read_to_string(baseline()).unwrap();
-    let entries: Vec<&str> = text
+    let entries: Vec<(&str, &str)> = text
         .lines()
-        .map(|line| line.split('#').next().unwrap_or("").trim())
-        .filter_map(|line| line.strip_prefix("- "))
+        .filter_map(|line| {
+            let (entry, comment) = line.split_once('#').unwrap_or((line, ""));
+            entry.trim().strip_prefix("- ").map(|entry| (entry.trim(), comment.trim()))
+        })
         .collect();
     assert!(!entries.is_empty(), "{text}");
-    for entry in &entries {
-        assert!(
-            entry.starts_with("auth/") || CAPABILITY_SCENARIOS.contains(entry),
-            "unexpected baseline entry {entry}"
-        );
+    for (entry, reason) in &entries {
+        assert!(entry.starts_with("auth/"), "unexpected baseline entry {entry}: only OAuth is not built");
+        assert!(reason.starts_with("OAuth:") && reason.len() > "OAuth: ".len(), "{entry} states no reason: {reason:?}");
         assert!(!MUST_PASS.contains(entry), "{entry} must pass");
     }
 }

@@ -12,6 +12,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use steward_protocol::ApprovalRequest;
 
+use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 use crate::interrupt::{Interrupt, Interruptible};
 
 /// How far an approval reaches (SPEC C4).
@@ -49,12 +50,21 @@ pub enum ApprovalAnswer {
     NoApprover,
 }
 
-/// Someone who can answer approval requests.
+/// Someone who can answer approval requests, and the questions an MCP server asks the run's
+/// owner during a tool call.
 #[async_trait]
 pub trait Approver: Send + Sync {
     /// Asks about `request`; `token` is the decision token to present when approving. The
     /// orchestrator enforces expiry by dropping this future at `expires_at`.
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer;
+
+    /// Shows an MCP server's request for input to the run's owner and returns the answer
+    /// (accepted values come from [`ElicitationPrompt::answer`]). The orchestrator enforces
+    /// expiry by dropping this future at `expires_at`. By default nobody can answer: the
+    /// server gets `decline`.
+    async fn elicit(&self, _prompt: &ElicitationPrompt) -> ElicitationReply {
+        ElicitationReply::NoApprover
+    }
 }
 
 /// An approver for runs nobody watches: every request is denied with `no_approver`.

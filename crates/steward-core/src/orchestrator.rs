@@ -452,7 +452,15 @@ async fn execute(
 ) -> Result<CallResult, CallAbort> {
     cx.events.emit(EventKind::ToolStarted { call_id: call.id.clone(), tool: call.name.clone(), allowed_by }).await?;
     let started = Instant::now();
-    let result = cx.interrupt.run(tool.run(&call.arguments, cx.tool_context)).await;
+    // An MCP server may ask the owner for input while the call runs (SPEC M1).
+    let (elicitor, mut asked) = crate::elicitation::channel();
+    let tool_context = ToolContext { elicitor: Some(elicitor), ..cx.tool_context.clone() };
+    let running = crate::elicitation::run_answering(cx, call, tool.run(&call.arguments, &tool_context), &mut asked);
+    let result = match cx.interrupt.run(running).await {
+        Ok(Err(storage)) => return Err(CallAbort::Storage(storage)),
+        Ok(Ok(result)) => Ok(result),
+        Err(interrupt) => Err(interrupt),
+    };
     let ms = started.elapsed().as_millis() as u64;
     match result {
         Err(interrupt) => {

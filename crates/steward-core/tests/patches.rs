@@ -20,6 +20,7 @@ fn context(root: &Path) -> ToolContext {
         timeout_ms: 30_000,
         snapshots: rollback::Snapshots::new(&std::env::temp_dir().join("steward-patch-test-snapshots"), "run"),
         credentials: Default::default(),
+        elicitor: None,
         accept_weaker: Vec::new(),
     }
 }

@@ -23,6 +23,7 @@ fn context(root: &Path) -> ToolContext {
             "run",
         ),
         credentials: Default::default(),
+        elicitor: None,
         accept_weaker: Vec::new(),
     }
 }

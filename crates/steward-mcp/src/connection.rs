@@ -11,17 +11,23 @@ use std::ffi::OsString;
 use std::process::Stdio;
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
-use rmcp::service::RunningService;
+use std::sync::Arc;
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProtocolVersion,
+};
+use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{RoleClient, ServiceError};
+use rmcp::{ClientHandler, RoleClient, ServiceError};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::McpError;
 use crate::config::{McpServerConfig, Transport};
+use crate::elicitation::ActiveCalls;
 
 /// Header names the streamable HTTP transport sets itself; configuring them is refused.
 pub(crate) const RESERVED_HEADERS: &[&str] = &["accept", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
@@ -29,9 +35,31 @@ pub(crate) const RESERVED_HEADERS: &[&str] = &["accept", "mcp-session-id", "mcp-
 /// How long to wait for a child's exit status after its stdout closed, to name the exit code.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 
+/// Steward's side of a connection: its `initialize` parameters, and elicitations routed to
+/// the tool call that is running (see [`ActiveCalls`]).
+pub(crate) struct Handler {
+    server: String,
+    info: ClientConfig,
+    calls: Arc<ActiveCalls>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(self.calls.elicit(&self.server, request, context.ct).await)
+    }
+}
+
 /// A started, initialised server.
 pub(crate) struct Connection {
-    service: RunningService<RoleClient, ClientConfig>,
+    service: RunningService<RoleClient, Handler>,
     /// Stdio only: `Some(description)` once the child has exited (`exit status: 1`, …).
     exit: Option<watch::Receiver<Option<String>>>,
     /// Used on drop: kills the child's process group.
@@ -76,7 +104,8 @@ impl Connection {
     /// Starts `name` and completes `initialize` within the server's `startup_timeout_ms`.
     /// Errors: [`McpError::Unavailable`] (cannot spawn/connect, exited, refused
     /// `initialize`), [`McpError::Timeout`] (no `initialize` reply in time).
-    pub(crate) async fn start(name: &str, config: &McpServerConfig) -> Result<Self, McpError> {
+    pub(crate) async fn start(name: &str, config: &McpServerConfig, calls: Arc<ActiveCalls>) -> Result<Self, McpError> {
+        let handler = Handler { server: name.to_string(), info: client_config(), calls };
         let limit = Duration::from_millis(config.startup_timeout_ms);
         let timeout = || McpError::Timeout {
             server: name.to_string(),
@@ -87,7 +116,7 @@ impl Connection {
             Transport::Stdio { program, args } => {
                 let (child, exit, kill) = spawn(name, &program, &args, config)?;
                 let mut exit_rx = exit.clone();
-                let serve = rmcp::serve_client(client_config(), child);
+                let serve = rmcp::serve_client(handler, child);
                 tokio::select! {
                     served = serve => match served {
                         Ok(service) => Ok(Connection { service, exit: Some(exit), kill }),
@@ -114,9 +143,8 @@ impl Connection {
             }
             Transport::Http { url } => {
                 let transport = http_transport(name, url, config)?;
-                let served = tokio::time::timeout(limit, rmcp::serve_client(client_config(), transport))
-                    .await
-                    .map_err(|_| timeout())?;
+                let served =
+                    tokio::time::timeout(limit, rmcp::serve_client(handler, transport)).await.map_err(|_| timeout())?;
                 let service = served.map_err(|e| McpError::unavailable(name, format!("initialize failed: {e}")))?;
                 Ok(Connection { service, exit: None, kill: GroupKill::default() })
             }
@@ -158,11 +186,13 @@ impl Connection {
     }
 }
 
-/// Steward's `initialize` parameters: no client capabilities (no sampling, roots or
-/// elicitation are offered to servers), and the newest protocol version that still has an
+/// Steward's `initialize` parameters: one client capability, elicitation in form mode (no
+/// URL mode, no sampling or roots), and the newest protocol version that still has an
 /// `initialize` handshake (the SDK's default, its newest version, has none).
 fn client_config() -> ClientConfig {
-    ClientConfig::new(ClientCapabilities::default(), Implementation::new("steward", env!("CARGO_PKG_VERSION")))
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation = Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+    ClientConfig::new(capabilities, Implementation::new("steward", env!("CARGO_PKG_VERSION")))
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
@@ -299,7 +329,11 @@ mod tests {
         let config = client_config();
         assert!(config.protocol_version.has_initialize(), "{}", config.protocol_version);
         assert_eq!(config.protocol_version, ProtocolVersion::V_2025_11_25);
-        assert_eq!(serde_json::to_value(&config.capabilities).unwrap(), serde_json::json!({}));
+        assert_eq!(
+            serde_json::to_value(&config.capabilities).unwrap(),
+            serde_json::json!({"elicitation": {"form": {}}}),
+            "form elicitation only"
+        );
     }
 
     #[test]

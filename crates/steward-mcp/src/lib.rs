@@ -9,6 +9,10 @@
 //! for a tool result, including errors, multi-part, empty and image results (case B23),
 //! capped in bytes without splitting UTF-8 (case B25).
 //!
+//! A server may ask the person behind the client for input during a tool call
+//! (`elicitation/create`, form mode only): [`elicitation`] routes it to the call's
+//! [`Elicitor`] and holds the default-filling and validation every front end uses.
+//!
 //! [`mcp_server`] is the other direction (SPEC M2): Steward as an MCP server offering four
 //! narrow tools to a remote assistant, over a service the `steward` binary implements.
 //!
@@ -19,6 +23,7 @@
 
 mod config;
 mod connection;
+pub mod elicitation;
 mod error;
 mod manager;
 pub mod mcp_server;
@@ -29,6 +34,7 @@ pub use config::{
     DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_STARTUP_TIMEOUT_MS, EnvValue, MAX_SERVER_NAME_CHARS,
     MIN_MAX_OUTPUT_BYTES, McpServerConfig, ValueSource,
 };
+pub use elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
 pub use error::McpError;
 pub use manager::{Backoff, McpManager, McpTool, McpTools, ServerState};
 pub use output::{McpCallOutput, NO_OUTPUT, head_tail_bytes};

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{McpServerConfig, ToolFilter};
 use crate::connection::Connection;
+use crate::elicitation::{ActiveCalls, CallClock, Elicitor};
 use crate::names::registry_names;
 use crate::output::McpCallOutput;
 use crate::{McpError, tool_spec};
@@ -68,6 +69,9 @@ pub struct McpTools {
     pub tools: Vec<McpTool>,
     /// Per-server listing failures (`mcp_unavailable`, `timeout`, …).
     pub failures: Vec<McpError>,
+    /// Elicitations the servers sent while no tool call of a run was in progress (during
+    /// this listing, or since the last one), each declined automatically: why.
+    pub declined_elicitations: Vec<String>,
 }
 
 /// A server's state as shown by `steward mcp list`.
@@ -103,6 +107,8 @@ struct Server {
     failures: std::sync::atomic::AtomicU32,
     /// The last successful listing, filtered by `tool_allow`/`tool_deny`.
     listed: Mutex<Option<Vec<Tool>>>,
+    /// The tool calls running on it, to route its elicitations (kept across restarts).
+    calls: Arc<ActiveCalls>,
 }
 
 /// Where a registry name leads.
@@ -139,6 +145,7 @@ impl McpManager {
                 state: Mutex::new(State::Idle),
                 failures: Default::default(),
                 listed: Mutex::new(None),
+                calls: Arc::default(),
             };
             servers.insert(name.clone(), Arc::new(server));
         }
@@ -177,6 +184,7 @@ impl McpManager {
     pub async fn tools(&self) -> McpTools {
         let listings = futures::future::join_all(self.servers.values().map(|server| self.list(server))).await;
         let failures: Vec<McpError> = listings.into_iter().filter_map(Result::err).collect();
+        let declined_elicitations = self.servers.values().flat_map(|server| server.calls.take_declined()).collect();
         let mut entries: Vec<(Arc<Server>, Tool)> = Vec::new();
         for server in self.servers.values() {
             if let Some(tools) = &*server.listed.lock().await {
@@ -198,7 +206,7 @@ impl McpManager {
         }
         tools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         *self.routes.write().await = routes;
-        McpTools { tools, failures }
+        McpTools { tools, failures, declined_elicitations }
     }
 
     /// Calls the tool registered as `registry_name` with `args` (a JSON object, or `null` for
@@ -211,11 +219,28 @@ impl McpManager {
     /// [`McpError::Timeout`] (no answer within `call_timeout_ms`; the server is told the call
     /// is cancelled), [`McpError::Rpc`] (JSON-RPC error with its code and message),
     /// [`McpError::Protocol`], [`McpError::Cancelled`] (`cancel` fired).
+    ///
+    /// An elicitation the server sends during the call is declined (nobody to answer); see
+    /// [`McpManager::call_eliciting`].
     pub async fn call(
         &self,
         registry_name: &str,
         args: Value,
         cancel: CancellationToken,
+    ) -> Result<McpCallOutput, McpError> {
+        self.call_eliciting(registry_name, args, cancel, None).await
+    }
+
+    /// [`McpManager::call`], with the server's elicitations during the call (form mode) put
+    /// to `elicitor`. While one waits for its answer, the call's `call_timeout_ms` does not
+    /// run. Only while this is the only call in progress on the server: with several, nobody
+    /// can tell which one asks, and the request is declined.
+    pub async fn call_eliciting(
+        &self,
+        registry_name: &str,
+        args: Value,
+        cancel: CancellationToken,
+        elicitor: Option<Arc<dyn Elicitor>>,
     ) -> Result<McpCallOutput, McpError> {
         let route = self.route(registry_name).await?;
         let arguments = match args {
@@ -233,6 +258,8 @@ impl McpManager {
         }
         let limit_ms = server.config.call_timeout_ms;
         let what = || format!("tools/call {}", route.tool);
+        let clock = Arc::new(CallClock::new());
+        let _active = server.calls.enter(elicitor, clock.clone());
         let result = tokio::select! {
             // A reply that arrived before the process exited wins.
             biased;
@@ -242,7 +269,7 @@ impl McpManager {
                 self.mark_failed(server, &connection, reason.clone()).await;
                 return Err(McpError::unavailable(&server.name, reason));
             }
-            _ = tokio::time::sleep(Duration::from_millis(limit_ms)) => {
+            _ = clock.expired(Duration::from_millis(limit_ms)) => {
                 self.check_alive(server, &connection).await;
                 return Err(McpError::Timeout { server: server.name.clone(), what: what(), after_ms: limit_ms });
             }
@@ -315,7 +342,7 @@ impl McpManager {
             }
             State::Failed { .. } | State::Idle => {}
         }
-        match Connection::start(&server.name, &server.config).await {
+        match Connection::start(&server.name, &server.config, server.calls.clone()).await {
             Ok(connection) => {
                 let connection = Arc::new(connection);
                 *state = State::Ready(connection.clone());

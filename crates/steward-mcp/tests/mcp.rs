@@ -414,3 +414,106 @@ async fn peer_mcp_filesystem_refuses_paths_outside_its_root() {
     assert!(!out.text.contains("outside text"));
     assert!(out.text.to_lowercase().contains("access denied"), "{}", out.text);
 }
+
+/// Answers every elicitation the way a test says, recording what it was asked.
+struct Scripted {
+    answer: Box<dyn Fn(&steward_mcp::ElicitationRequest) -> steward_mcp::ElicitationAnswer + Send + Sync>,
+    delay: Duration,
+    asked: std::sync::Mutex<Vec<steward_mcp::ElicitationRequest>>,
+}
+
+#[async_trait::async_trait]
+impl steward_mcp::Elicitor for Scripted {
+    async fn elicit(&self, request: steward_mcp::ElicitationRequest) -> steward_mcp::ElicitationAnswer {
+        self.asked.lock().unwrap().push(request.clone());
+        tokio::time::sleep(self.delay).await;
+        (self.answer)(&request)
+    }
+}
+
+fn scripted(
+    delay: Duration,
+    answer: impl Fn(&steward_mcp::ElicitationRequest) -> steward_mcp::ElicitationAnswer + Send + Sync + 'static,
+) -> std::sync::Arc<Scripted> {
+    std::sync::Arc::new(Scripted { answer: Box::new(answer), delay, asked: Default::default() })
+}
+
+async fn call_eliciting(
+    manager: &McpManager,
+    name: &str,
+    elicitor: Option<std::sync::Arc<Scripted>>,
+) -> Result<Value, McpError> {
+    let elicitor = elicitor.map(|e| e as std::sync::Arc<dyn steward_mcp::Elicitor>);
+    let out = manager.call_eliciting(name, json!({}), CancellationToken::new(), elicitor).await?;
+    Ok(serde_json::from_str(&out.text).unwrap_or(Value::String(out.text)))
+}
+
+/// A server's question during a call reaches the call's elicitor with the server's order of
+/// fields; the pre-filled form plus one typed value goes back validated, and waiting for the
+/// answer does not count against the call's timeout.
+#[tokio::test]
+async fn an_elicitation_during_a_call_reaches_its_elicitor_and_the_answer_the_server() {
+    let mut config = fault("normal");
+    config.call_timeout_ms = 1_000;
+    let manager = manager(&[("asks", config)]);
+    let owner = scripted(Duration::from_millis(1_500), |request| {
+        let fields = steward_mcp::elicitation::form_fields(&request.schema, &request.order).unwrap();
+        let mut inputs = steward_mcp::elicitation::prefilled_inputs(&fields);
+        inputs.iter_mut().find(|(name, _)| name == "email").unwrap().1 = "ada@example.org".into();
+        steward_mcp::ElicitationAnswer::Accept(
+            steward_mcp::elicitation::answer_form(&request.schema, &fields, &inputs).unwrap(),
+        )
+    });
+    let answer = call_eliciting(&manager, "asks__elicit", Some(owner.clone())).await.unwrap();
+    assert_eq!(
+        answer,
+        json!({"action": "accept", "content": {
+            "name": "Ada", "email": "ada@example.org", "age": 36, "score": 9.5, "color": "green", "agree": true
+        }}),
+        "defaults applied, the typed value kept"
+    );
+    let asked = owner.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].server, "asks");
+    assert!(asked[0].message.contains("<b>who</b>"), "the message as sent: {:?}", asked[0].message);
+    assert_eq!(asked[0].order, ["name", "email", "age", "score", "color", "agree"]);
+
+    // Two questions in one call, answered decline then cancel.
+    let count = std::sync::atomic::AtomicUsize::new(0);
+    let owner = scripted(Duration::ZERO, move |_| {
+        if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            steward_mcp::ElicitationAnswer::Decline
+        } else {
+            steward_mcp::ElicitationAnswer::Cancel
+        }
+    });
+    let answer = call_eliciting(&manager, "asks__elicit_twice", Some(owner)).await.unwrap();
+    assert_eq!(answer, json!([{"action": "decline"}, {"action": "cancel"}]));
+}
+
+/// Values that do not fit the schema are never sent (the server gets `cancel`); URL mode is
+/// not offered; a call without an elicitor and a listing are declined without asking anyone.
+#[tokio::test]
+async fn elicitations_nobody_may_answer_are_declined_and_bad_values_never_sent() {
+    let manager = manager(&[("asks", fault("normal"))]);
+    let sloppy = scripted(Duration::ZERO, |_| {
+        let mut values = serde_json::Map::new();
+        values.insert("name".into(), json!("Ada"));
+        values.insert("email".into(), json!("not an address"));
+        steward_mcp::ElicitationAnswer::Accept(values)
+    });
+    assert_eq!(call_eliciting(&manager, "asks__elicit", Some(sloppy)).await.unwrap(), json!({"action": "cancel"}));
+
+    let never = scripted(Duration::ZERO, |_| panic!("URL mode must not reach anyone"));
+    assert_eq!(call_eliciting(&manager, "asks__elicit_url", Some(never)).await.unwrap(), json!({"action": "decline"}));
+    assert_eq!(call_eliciting(&manager, "asks__elicit", None).await.unwrap(), json!({"action": "decline"}));
+
+    let listing = self::manager(&[("lists", fault("elicit_on_list"))]);
+    let listed = listing.tools().await;
+    assert!(listed.failures.is_empty(), "{:?}", listed.failures);
+    let tool = listed.tools.iter().find(|t| t.tool == "listed").unwrap();
+    assert!(tool.spec.description.contains(r#"{"action": "decline"}"#), "{}", tool.spec.description);
+    assert_eq!(listed.declined_elicitations.len(), 1, "{:?}", listed.declined_elicitations);
+    let reason = &listed.declined_elicitations[0];
+    assert!(reason.contains("`lists`") && reason.contains("no tool call of a run"), "{reason}");
+}

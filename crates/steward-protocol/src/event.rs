@@ -213,6 +213,39 @@ pub enum EventKind {
         /// Redacted error.
         error: String,
     },
+    /// An MCP server asked the run's owner for input during a tool call (form elicitation);
+    /// the owner answers on the terminal or the run's page until `expires_at`.
+    McpElicitationRequested {
+        /// Elicitation id (`eli_…`).
+        elicitation_id: String,
+        /// The tool call during which the server asked.
+        call_id: String,
+        /// Tool name (`server__tool`).
+        tool: String,
+        /// The configured server name.
+        server: String,
+        /// The server's message (untrusted text), redacted.
+        message: String,
+        /// The names of the fields asked for.
+        fields: Vec<String>,
+        /// Expiry (RFC 3339); unanswered by then, the server gets `cancel`.
+        expires_at: Timestamp,
+    },
+    /// An elicitation was answered: `accept` (the values went to the server; they are not
+    /// recorded), `decline` or `cancel`.
+    McpElicitationAnswered {
+        /// Elicitation id.
+        elicitation_id: String,
+        /// Call id.
+        call_id: String,
+        /// `accept`, `decline` or `cancel`.
+        action: String,
+        /// Who answered: the owner's id, or `steward` (expired, nobody could answer, not a
+        /// form Steward can show).
+        decided_by: String,
+        /// Why, when Steward answered (empty when the owner did).
+        reason: String,
+    },
     /// A change was proposed (diff), not yet applied.
     PatchProposed {
         /// Call id.
@@ -287,6 +320,8 @@ impl EventKind {
             EventKind::ToolStarted { .. } => "tool_started",
             EventKind::ToolCompleted { .. } => "tool_completed",
             EventKind::ToolFailed { .. } => "tool_failed",
+            EventKind::McpElicitationRequested { .. } => "mcp_elicitation_requested",
+            EventKind::McpElicitationAnswered { .. } => "mcp_elicitation_answered",
             EventKind::PatchProposed { .. } => "patch_proposed",
             EventKind::PatchApplied { .. } => "patch_applied",
             EventKind::RunCompleted { .. } => "run_completed",

@@ -82,6 +82,7 @@ pub fn router(state: AppState) -> Router {
         .route("/runs/{id}/trace", get(pages::trace_page))
         .route("/runs/{id}/cancel", post(pages::cancel))
         .route("/approvals/{id}", post(pages::decide))
+        .route("/elicitations/{id}", post(pages::answer_elicitation))
         .route("/memory", get(pages::memory_page).post(pages::remember))
         .route("/memory/{id}/forget", post(pages::forget))
         .route("/compare", get(pages::compare_page).post(pages::compare))

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, Approver};
+use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
 use steward_core::events::EventObserver;
 use steward_protocol::{ApprovalRequest, Event};
 use tokio::sync::{broadcast, oneshot};
@@ -36,6 +37,9 @@ pub struct LiveRun {
     /// holds no buffer.
     events: Mutex<Option<broadcast::Sender<Arc<LiveEvent>>>>,
     pending: Mutex<HashMap<String, Pending>>,
+    /// MCP servers' requests for input waiting for the owner (kept in memory only: they are
+    /// answered here or expire).
+    elicitations: Mutex<HashMap<String, PendingElicitation>>,
     /// The task and when it was submitted, shown while the run waits in the queue (before it
     /// has a stored record).
     submitted: Mutex<Option<(String, chrono::DateTime<chrono::Utc>)>>,
@@ -65,6 +69,11 @@ struct Pending {
     answer: oneshot::Sender<ApprovalAnswer>,
 }
 
+struct PendingElicitation {
+    prompt: ElicitationPrompt,
+    answer: oneshot::Sender<ElicitationReply>,
+}
+
 impl LiveRun {
     /// Subscribes to the events published from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<LiveEvent>> {
@@ -85,6 +94,13 @@ impl LiveRun {
     pub fn pending_approvals(&self) -> Vec<ApprovalRequest> {
         lock(&self.pending).values().map(|p| p.request.clone()).collect()
     }
+
+    /// The MCP servers' requests for input waiting for an answer, oldest first.
+    pub fn pending_elicitations(&self) -> Vec<ElicitationPrompt> {
+        let mut prompts: Vec<ElicitationPrompt> = lock(&self.elicitations).values().map(|p| p.prompt.clone()).collect();
+        prompts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        prompts
+    }
 }
 
 /// Why a decision could not be delivered.
@@ -97,6 +113,30 @@ pub enum DecideError {
     NotOwner,
     /// Its `expires_at` has passed.
     Expired,
+}
+
+/// The owner's answer to an MCP server's request for input, from the run page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ElicitationAction {
+    /// Send the filled-in form: `(field name, text)`, an empty text omitting the field.
+    Accept(Vec<(String, String)>),
+    /// Decline.
+    Decline,
+    /// Cancel (dismiss).
+    Cancel,
+}
+
+/// Why an answer to an elicitation was not delivered.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ElicitError {
+    /// No live run of this process waits on it (answered, expired, the run ended).
+    NotPending,
+    /// It belongs to another owner's run.
+    NotOwner,
+    /// Its `expires_at` has passed.
+    Expired,
+    /// The values do not fit the requested schema (the message says why); it still waits.
+    Invalid(String),
 }
 
 /// A decision on one approval.
@@ -141,6 +181,7 @@ impl LiveRuns {
             cancel,
             events: Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
+            elicitations: Mutex::new(HashMap::new()),
             submitted: Mutex::new(None),
         });
         lock(&self.runs).insert(id.to_string(), run.clone());
@@ -230,6 +271,35 @@ impl LiveRuns {
         Err(DecideError::NotPending(decision))
     }
 
+    /// Delivers `owner_id`'s answer to elicitation `id`. Accepted values are parsed, completed
+    /// with the schema's defaults and validated first; values that do not fit are refused
+    /// ([`ElicitError::Invalid`]) and the request keeps waiting.
+    pub fn answer_elicitation(&self, id: &str, owner_id: &str, action: ElicitationAction) -> Result<(), ElicitError> {
+        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
+        for run in runs {
+            let mut pending = lock(&run.elicitations);
+            let Some(entry) = pending.get(id) else { continue };
+            if entry.prompt.owner_id != owner_id {
+                return Err(ElicitError::NotOwner);
+            }
+            if chrono::Utc::now() >= entry.prompt.expires_at {
+                return Err(ElicitError::Expired);
+            }
+            let decided_by = owner_id.to_string();
+            let reply = match &action {
+                ElicitationAction::Accept(inputs) => {
+                    let values = entry.prompt.answer(inputs).map_err(ElicitError::Invalid)?;
+                    ElicitationReply::Accept { values, decided_by }
+                }
+                ElicitationAction::Decline => ElicitationReply::Decline { decided_by },
+                ElicitationAction::Cancel => ElicitationReply::Cancel { decided_by },
+            };
+            let Some(entry) = pending.remove(id) else { continue };
+            return entry.answer.send(reply).map_err(|_| ElicitError::NotPending);
+        }
+        Err(ElicitError::NotPending)
+    }
+
     /// The owner of a pending approval, if one is pending here.
     pub fn approval_owner(&self, approval_id: &str) -> Option<String> {
         let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
@@ -268,6 +338,18 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
+/// Removes a pending elicitation when its wait ends.
+struct ElicitationGuard<'a> {
+    run: &'a LiveRun,
+    id: String,
+}
+
+impl Drop for ElicitationGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.run.elicitations).remove(&self.id);
+    }
+}
+
 #[async_trait]
 impl Approver for WebApprover {
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
@@ -280,6 +362,14 @@ impl Approver for WebApprover {
             // The sender went away without an answer: fail closed.
             Err(_) => ApprovalAnswer::NoApprover,
         }
+    }
+
+    /// Waits for the owner's answer on the run's page (`POST /elicitations/{id}`).
+    async fn elicit(&self, prompt: &ElicitationPrompt) -> ElicitationReply {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.0.elicitations).insert(prompt.id.clone(), PendingElicitation { prompt: prompt.clone(), answer: tx });
+        let _guard = ElicitationGuard { run: &self.0, id: prompt.id.clone() };
+        rx.await.unwrap_or(ElicitationReply::NoApprover)
     }
 }
 

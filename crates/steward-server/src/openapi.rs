@@ -191,11 +191,14 @@ fn stop_reason_schema() -> utoipa::openapi::Object {
 /// Besides these fields each event carries the fields of its kind: `run_started` has `task`,
 /// `planner`, `provider`, `model` and `workspace`; `stage_chunk` has `stage` and `text`;
 /// `tool_approval_required` has `approval_id`, `call_id`, `tool`, `arguments`, `preview` and
-/// `expires_at`; `run_completed` has `final`, `stop_reason`, `usage` and `duration_ms`; and so
-/// on for `stage_started`, `stage_completed`, `stage_failed`, `tool_requested`, `tool_denied`,
-/// `tool_approved`, `tool_rejected`, `tool_approval_expired`, `tool_started`,
-/// `tool_completed`, `tool_failed`, `patch_proposed`, `patch_applied`, `run_failed` and
-/// `run_cancelled`.
+/// `expires_at`; `mcp_elicitation_requested` (an MCP server asks the owner for input during a
+/// call) has `elicitation_id`, `call_id`, `tool`, `server`, `message`, `fields` and
+/// `expires_at`, and `mcp_elicitation_answered` has `elicitation_id`, `call_id`, `action`
+/// (`accept`, `decline` or `cancel`), `decided_by` and `reason`; `run_completed` has `final`,
+/// `stop_reason`, `usage` and `duration_ms`; and so on for `stage_started`,
+/// `stage_completed`, `stage_failed`, `tool_requested`, `tool_denied`, `tool_approved`,
+/// `tool_rejected`, `tool_approval_expired`, `tool_started`, `tool_completed`, `tool_failed`,
+/// `patch_proposed`, `patch_applied`, `run_failed` and `run_cancelled`.
 #[derive(ToSchema)]
 #[schema(as = Event)]
 pub struct EventDoc {

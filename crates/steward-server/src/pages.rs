@@ -10,9 +10,11 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::{Environment, Value, context};
 use serde::{Deserialize, Serialize};
+use steward_mcp::elicitation::FieldKind;
 use steward_protocol::{ApprovalStatus, Event, EventKind};
 
 use crate::error::ApiError;
+use crate::live::ElicitationAction;
 use crate::runs;
 use crate::session::Session;
 use crate::state::{AppState, StartRun};
@@ -304,6 +306,10 @@ fn replay(events: &[Event]) -> (Vec<StageView>, Vec<CallView>, String) {
                 let rule = (!allowed_by.is_empty()).then_some(allowed_by.as_str());
                 set(&mut calls, call_id, "running", rule, None)
             }
+            EventKind::McpElicitationRequested { call_id, .. } => {
+                set(&mut calls, call_id, "waiting for input", None, None)
+            }
+            EventKind::McpElicitationAnswered { call_id, .. } => set(&mut calls, call_id, "running", None, None),
             EventKind::ToolCompleted { call_id, output, .. } => {
                 set(&mut calls, call_id, "completed", None, Some(output))
             }
@@ -317,13 +323,86 @@ fn replay(events: &[Event]) -> (Vec<StageView>, Vec<CallView>, String) {
     (stages, calls, final_text)
 }
 
+/// A request for input whose answer was refused: shown again with the message and what was
+/// typed.
+struct Retry {
+    id: String,
+    message: String,
+    inputs: Vec<(String, String)>,
+}
+
+/// The input type of an elicitation field in the form.
+fn input_type(kind: &FieldKind) -> &'static str {
+    match kind {
+        FieldKind::Text { format, .. } => match format.as_deref() {
+            Some("email") => "email",
+            Some("uri") => "url",
+            Some("date") => "date",
+            _ => "text",
+        },
+        FieldKind::Number { .. } => "number",
+        FieldKind::Boolean | FieldKind::Choice { .. } => "select",
+    }
+}
+
+/// The pending requests for input of a live run, for the template: each field with the value
+/// the form starts with (its default, or what was typed before a refused answer).
+fn elicitation_views(state: &AppState, run_id: &str, retry: Option<&Retry>) -> Vec<minijinja::Value> {
+    let Some(live) = state.live.get(run_id) else { return Vec::new() };
+    let now = chrono::Utc::now();
+    live.pending_elicitations()
+        .into_iter()
+        .map(|e| {
+            let retry = retry.filter(|r| r.id == e.id);
+            let fields: Vec<_> = e
+                .fields
+                .iter()
+                .map(|f| {
+                    let value = retry
+                        .and_then(|r| r.inputs.iter().find(|(name, _)| name == &f.name).map(|(_, v)| v.clone()))
+                        .unwrap_or_else(|| f.prefill.clone());
+                    let (integer, minimum, maximum, min_length, max_length, options) = match &f.kind {
+                        FieldKind::Number { integer, minimum, maximum } => (*integer, *minimum, *maximum, None, None, Vec::new()),
+                        FieldKind::Text { min_length, max_length, .. } => (false, None, None, *min_length, *max_length, Vec::new()),
+                        FieldKind::Choice { options } => (false, None, None, None, None, options.clone()),
+                        FieldKind::Boolean => {
+                            let yes_no = [("true", "yes"), ("false", "no")];
+                            let options = yes_no
+                                .map(|(value, label)| steward_mcp::elicitation::Choice { value: value.into(), label: label.into() })
+                                .to_vec();
+                            (false, None, None, None, None, options)
+                        }
+                    };
+                    context! {
+                        name => &f.name, label => &f.label, description => &f.description, required => f.required,
+                        hint => f.hint(), input => input_type(&f.kind), value => value, step => if integer { "1" } else { "any" },
+                        minimum => minimum, maximum => maximum, min_length => min_length, max_length => max_length,
+                        options => ser(&options),
+                    }
+                })
+                .collect();
+            context! {
+                id => &e.id, server => &e.server, tool => &e.tool, message => &e.message, fields => fields,
+                expires_at => e.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                seconds_left => (e.expires_at - now).num_seconds().max(0),
+                error => retry.map(|r| r.message.as_str()),
+            }
+        })
+        .collect()
+}
+
 /// `GET /runs/{id}`: the run view.
 pub async fn run_page(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
     Path(id): Path<String>,
 ) -> Response {
-    let (view, events, approvals) = match runs::trace(&state, &session.owner_id, &id).await {
+    render_run(&state, &session, &id, None).await
+}
+
+/// The run view, with a refused answer to a request for input shown again (status 400).
+async fn render_run(state: &AppState, session: &Session, id: &str, retry: Option<Retry>) -> Response {
+    let (view, events, approvals) = match runs::trace(state, &session.owner_id, id).await {
         Ok(t) => t,
         Err(e) => return error_page(&session, &e),
     };
@@ -348,14 +427,55 @@ pub async fn run_page(
         .collect();
     let task = view.task.clone();
     let last_seq = events.last().map(|e| e.seq).unwrap_or(0);
+    let elicitations = elicitation_views(state, id, retry.as_ref());
+    let status = if retry.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
     render(
-        StatusCode::OK,
+        status,
         "run.html",
         context! {
             csrf => &session.csrf, owner => &session.owner_id, run => ser(&view), task => task, stages => ser(&stages),
             calls => ser(&calls), approvals => approvals, final => final_text, ended => ended, last_seq => last_seq,
+            elicitations => elicitations,
         },
     )
+}
+
+/// `POST /elicitations/{id}` (form): the owner's answer to an MCP server's request for input:
+/// `action` = `accept` (with a `value.NAME` field per form field), `decline` or `cancel`.
+/// Values that do not fit the requested schema show the run page again with the reason and
+/// what was typed; the request keeps waiting.
+pub async fn answer_elicitation(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    Form(pairs): Form<Vec<(String, String)>>,
+) -> Response {
+    let field = |key: &str| pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_default();
+    let inputs: Vec<(String, String)> =
+        pairs.iter().filter_map(|(k, v)| k.strip_prefix("value.").map(|name| (name.to_string(), v.clone()))).collect();
+    let run = field("run");
+    let is_run = run.starts_with("run_") && run.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if let Err(e) = check_csrf(&state, &session, &field("csrf")) {
+        return error_page(&session, &e);
+    }
+    let action = match field("action").as_str() {
+        "accept" => ElicitationAction::Accept(inputs.clone()),
+        "decline" => ElicitationAction::Decline,
+        "cancel" => ElicitationAction::Cancel,
+        other => {
+            return error_page(
+                &session,
+                &ApiError::invalid(format!("unknown action `{other}`; use accept, decline or cancel")),
+            );
+        }
+    };
+    match runs::answer_elicitation(&state, &session.owner_id, &id, action) {
+        Ok(()) => Redirect::to(&if is_run { format!("/runs/{run}") } else { "/".to_string() }).into_response(),
+        Err(e) if e.class == "invalid" && is_run => {
+            render_run(&state, &session, &run, Some(Retry { id, message: e.message, inputs })).await
+        }
+        Err(e) => error_page(&session, &e),
+    }
 }
 
 /// One row of the trace table (SPEC R3).
@@ -369,7 +489,8 @@ struct Step {
     outcome: String,
 }
 
-/// Planner calls, tool steps and approval waits with durations and tokens.
+/// Planner calls, tool steps, approval waits and waits for an MCP server's request for input,
+/// with durations and tokens.
 fn steps(events: &[Event]) -> Vec<Step> {
     let mut steps = Vec::new();
     let mut waits: Vec<(String, String, chrono::DateTime<chrono::Utc>)> = Vec::new();
@@ -414,6 +535,16 @@ fn steps(events: &[Event]) -> Vec<Step> {
                     };
                     let ms = (event.at - at).num_milliseconds().max(0) as u64;
                     steps.push(step("approval wait", tool, ms, 0, 0, outcome));
+                }
+            }
+            EventKind::McpElicitationRequested { elicitation_id, tool, .. } => {
+                waits.push((elicitation_id.clone(), tool.clone(), event.at))
+            }
+            EventKind::McpElicitationAnswered { elicitation_id, action, .. } => {
+                if let Some(i) = waits.iter().position(|w| &w.0 == elicitation_id) {
+                    let (_, tool, at) = waits.remove(i);
+                    let ms = (event.at - at).num_milliseconds().max(0) as u64;
+                    steps.push(step("input wait", tool, ms, 0, 0, action));
                 }
             }
             EventKind::ToolCompleted { tool, duration_ms, output_chars, .. } => steps.push(step(

@@ -11,7 +11,7 @@ use steward_protocol::{ApprovalRequest, ApprovalStatus, Event};
 use steward_store::{ApprovalDecisionRecord, RunRecord, new_id};
 
 use crate::error::ApiError;
-use crate::live::{Broadcast, DecideError, Decision, WebApprover};
+use crate::live::{Broadcast, DecideError, Decision, ElicitError, ElicitationAction, WebApprover};
 use crate::state::{AppState, StartRun};
 
 /// Longest task accepted, in characters.
@@ -298,6 +298,29 @@ pub async fn decide(state: &AppState, owner_id: &str, approval_id: &str, decisio
         ApprovalStatus::Expired => Err(ApiError::conflict("expired", "the approval has expired")),
         s => Err(ApiError::conflict("not_pending", format!("the approval is already {}", s.as_str()))),
     }
+}
+
+/// Delivers `owner_id`'s answer to an MCP server's request for input (elicitation) `id` of a
+/// run of this server. Refused: `not_owner` for another owner's run, `expired` once its
+/// time is up (the server was told `cancel`), `not_found` when none waits here, `invalid`
+/// (with what is wrong) for values that do not fit the requested schema — the request then
+/// keeps waiting.
+pub fn answer_elicitation(
+    state: &AppState,
+    owner_id: &str,
+    id: &str,
+    action: ElicitationAction,
+) -> Result<(), ApiError> {
+    state.live.answer_elicitation(id, owner_id, action).map_err(|e| match e {
+        ElicitError::NotOwner => ApiError::not_owner("this request for input"),
+        ElicitError::Expired => {
+            ApiError::conflict("expired", "the request for input has expired; the server was told `cancel`")
+        }
+        ElicitError::NotPending => ApiError::not_found(format!(
+            "no request for input `{id}` is waiting here (it was answered, it expired, or its run has ended)"
+        )),
+        ElicitError::Invalid(problem) => ApiError::invalid(format!("not sent: {problem}")),
+    })
 }
 
 fn scope_name(scope: ApprovalScope) -> &'static str {

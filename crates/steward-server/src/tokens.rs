@@ -127,8 +127,9 @@ pub fn check_name(name: &str) -> Result<String, TokenError> {
     Ok(name.to_string())
 }
 
-/// Makes a token for `owner_id` with `scopes` (at least one) and stores its hash. Refused
-/// when the name is bad or the owner already has [`MAX_ACTIVE_TOKENS`] active tokens.
+/// Makes a token for `owner_id` with `scopes` (at least one), stores its hash and appends an
+/// audit record (owner, token id, scopes; never the secret or its hash). Refused when the name
+/// is bad or the owner already has [`MAX_ACTIVE_TOKENS`] active tokens.
 pub async fn create(store: &dyn Store, owner_id: &str, name: &str, scopes: &[Scope]) -> Result<NewToken, TokenError> {
     let name = check_name(name)?;
     if scopes.is_empty() {
@@ -155,19 +156,46 @@ pub async fn create(store: &dyn Store, owner_id: &str, name: &str, scopes: &[Sco
         revoked_at: None,
     };
     store.insert_mcp_token(&record).await?;
+    audit(store, "mcp_token_create", &record).await?;
     Ok(NewToken { record, secret })
 }
 
-/// Revokes the owner's token `id`: `Ok(true)` when it was revoked now, `Ok(false)` when it
-/// already was; [`TokenError::NotFound`] when the owner has no such token.
+/// Appends the audit record of a token made or revoked by its owner: who, the token's id and
+/// scopes, and the action. Never the secret or its hash.
+async fn audit(store: &dyn Store, action: &str, token: &McpTokenRecord) -> Result<(), StoreError> {
+    let done = if action == "mcp_token_create" { "created" } else { "revoked" };
+    store
+        .append_audit(steward_protocol::AuditEntry {
+            agent: token.owner_id.clone(),
+            run_id: String::new(),
+            call_id: String::new(),
+            action: action.to_string(),
+            input: serde_json::json!({ "token_id": token.id, "scopes": token.scopes }),
+            policy: "owner".into(),
+            risk: 0.0,
+            outcome: steward_protocol::AuditOutcome::Completed,
+            latency_ms: 0,
+            sandbox: String::new(),
+            approval_id: String::new(),
+            rollback_token: String::new(),
+            detail: format!("{} {done} MCP token {} (scopes {})", token.owner_id, token.id, token.scopes.join(",")),
+        })
+        .await
+        .map(|_| ())
+}
+
+/// Revokes the owner's token `id`: `Ok(true)` when it was revoked now (an audit record says
+/// so), `Ok(false)` when it already was; [`TokenError::NotFound`] when the owner has no such
+/// token.
 pub async fn revoke(store: &dyn Store, owner_id: &str, id: &str) -> Result<bool, TokenError> {
-    if store.revoke_mcp_token(owner_id, id, chrono::Utc::now()).await? {
-        return Ok(true);
-    }
-    if store.mcp_tokens(owner_id).await?.iter().any(|t| t.id == id) {
-        Ok(false)
-    } else {
-        Err(TokenError::NotFound(format!("you have no MCP token `{id}`")))
+    let revoked = store.revoke_mcp_token(owner_id, id, chrono::Utc::now()).await?;
+    match store.mcp_tokens(owner_id).await?.into_iter().find(|t| t.id == id) {
+        Some(token) if revoked => {
+            audit(store, "mcp_token_revoke", &token).await?;
+            Ok(true)
+        }
+        Some(_) => Ok(false),
+        None => Err(TokenError::NotFound(format!("you have no MCP token `{id}`"))),
     }
 }
 

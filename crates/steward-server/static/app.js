@@ -60,12 +60,25 @@ function runView(root) {
     }
   }
 
+  function elicitationNode(id) {
+    return root.querySelector(`.elicitation[data-elicitation-id="${CSS.escape(id)}"]`);
+  }
+
+  function setElicitationState(node, state) {
+    if (!node) return;
+    node.dataset.state = state.startsWith("answered") ? "answered" : state;
+    node.querySelector(".elicitation-state").textContent = state;
+    node.querySelectorAll("button, input, select").forEach((b) => { b.disabled = true; });
+    node.querySelector(".countdown").textContent = "0";
+  }
+
   function endRun(text) {
     ended = true;
     root.dataset.ended = "true";
     status.textContent = text;
     if (cancel) cancel.disabled = true;
     root.querySelectorAll('.approval[data-state="pending"]').forEach((n) => setApprovalState(n, "closed"));
+    root.querySelectorAll('.elicitation[data-state="pending"]').forEach((n) => setElicitationState(n, "closed"));
   }
 
   function stageText(stage) {
@@ -147,6 +160,15 @@ function runView(root) {
       case "tool_approved": setCall(event.call_id, "approved"); setApprovalState(approvalNode(event.approval_id), "approved"); break;
       case "tool_rejected": setCall(event.call_id, "rejected", null, event.reason); setApprovalState(approvalNode(event.approval_id), "denied"); break;
       case "tool_approval_expired": setCall(event.call_id, "expired"); setApprovalState(approvalNode(event.approval_id), "expired"); break;
+      // The page renders the server's form (and keeps working without this script).
+      case "mcp_elicitation_requested":
+        setCall(event.call_id, "waiting for input");
+        if (!elicitationNode(event.elicitation_id)) location.reload();
+        break;
+      case "mcp_elicitation_answered":
+        setCall(event.call_id, "running");
+        setElicitationState(elicitationNode(event.elicitation_id), `answered: ${event.action}`);
+        break;
       case "tool_started": setCall(event.call_id, "running", event.allowed_by || null); break;
       case "tool_completed": setCall(event.call_id, "completed", null, event.output); break;
       case "tool_failed": setCall(event.call_id, "failed", null, event.error); break;
@@ -165,6 +187,11 @@ function runView(root) {
       const left = secondsLeft(node.dataset.expiresAt);
       node.querySelector(".countdown").textContent = String(left);
       if (left <= 0) setApprovalState(node, "expired");
+    });
+    root.querySelectorAll('.elicitation[data-state="pending"]').forEach((node) => {
+      const left = secondsLeft(node.dataset.expiresAt);
+      node.querySelector(".countdown").textContent = String(left);
+      if (left <= 0) setElicitationState(node, "expired");
     });
   }
   setInterval(tick, 1000);
@@ -198,7 +225,8 @@ function runView(root) {
     const source = new EventSource(`/api/runs/${runId}/events?after=${root.dataset.lastSeq || 0}`);
     const names = ["run_started", "stage_started", "stage_chunk", "stage_completed", "stage_failed", "tool_requested",
       "tool_denied", "tool_approval_required", "tool_approved", "tool_rejected", "tool_approval_expired", "tool_started",
-      "tool_completed", "tool_failed", "patch_proposed", "patch_applied", "run_completed", "run_failed", "run_cancelled"];
+      "tool_completed", "tool_failed", "patch_proposed", "patch_applied", "mcp_elicitation_requested",
+      "mcp_elicitation_answered", "run_completed", "run_failed", "run_cancelled"];
     for (const name of names) {
       source.addEventListener(name, (msg) => {
         const event = JSON.parse(msg.data);

@@ -13,8 +13,9 @@ use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
 use steward_core::approval::ApprovalKey;
 use steward_core::config::Config;
-use steward_core::tools::ToolRegistry;
+use steward_core::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use steward_core::{PlannerChoice, Runtime};
+use steward_mcp::{ElicitationAnswer, ElicitationRequest};
 use steward_policy::Redactor;
 use steward_protocol::{ToolChoice, ToolSpec};
 use steward_provider::fake::{FakeProvider, Scenario};
@@ -77,13 +78,65 @@ impl Launcher for TestLauncher {
                 .collect();
             steward_core::RolePlan { planner: planner.clone(), roles }
         });
-        Ok(Prepared { roles, planner, config, tools: ToolRegistry::builtin() })
+        let mut tools = ToolRegistry::builtin();
+        if self.scenario.contains("ask_owner") {
+            tools.insert(Arc::new(AskOwner(ask_owner_spec())));
+        }
+        Ok(Prepared { roles, planner, config, tools })
     }
     async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
         Ok(ToolRegistry::builtin().specs())
     }
     async fn providers(&self) -> Vec<ProviderStatus> {
         vec![ProviderStatus { name: "fake".into(), reachable: true, models: vec!["fake".into()], error: String::new() }]
+    }
+}
+
+fn ask_owner_spec() -> ToolSpec {
+    ToolSpec {
+        name: "ask_owner".into(),
+        description: "Asks the run's owner for input, as an MCP server does".into(),
+        input_schema: json!({"type": "object", "properties": {}}),
+        risk: steward_protocol::RiskLevel::Low,
+        writes: false,
+        path_inputs: Vec::new(),
+        untrusted_output: false,
+    }
+}
+
+/// A tool that asks the run's owner for input the way an MCP server does during a call
+/// (through the call's elicitor) and answers with what came back.
+struct AskOwner(ToolSpec);
+
+#[async_trait]
+impl Tool for AskOwner {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+
+    async fn run(&self, _args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let elicitor = ctx.elicitor.clone().ok_or_else(|| ToolError::failed("no elicitor"))?;
+        let request = ElicitationRequest {
+            server: "srv".into(),
+            message: "Who <b>are</b> you? (key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789)".into(),
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "title": "Your name", "default": "Ada"},
+                    "email": {"type": "string", "format": "email"},
+                    "age": {"type": "integer", "minimum": 0, "maximum": 150, "default": 36},
+                    "color": {"type": "string", "enum": ["red", "green"], "default": "green"},
+                    "agree": {"type": "boolean", "default": true}
+                },
+                "required": ["name", "email"]
+            }),
+            order: ["name", "email", "age", "color", "agree"].map(String::from).to_vec(),
+        };
+        let content = match elicitor.elicit(request).await {
+            ElicitationAnswer::Accept(values) => format!("accept {}", Value::Object(values)),
+            other => other.action().to_string(),
+        };
+        Ok(ToolOutput { content, ..Default::default() })
     }
 }
 
@@ -205,6 +258,30 @@ impl Server {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!("no pending approval in run {run}");
+    }
+
+    /// Waits until the run has a pending request for input and returns its id.
+    async fn pending_elicitation(&self, run: &str) -> String {
+        for _ in 0..500 {
+            if let Some(pending) = self.state.live.get(run).and_then(|r| r.pending_elicitations().into_iter().next()) {
+                return pending.id;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no pending request for input in run {run}");
+    }
+
+    /// Posts a form as `client`: the status, the page and where it redirects.
+    async fn post_form(&self, client: &Client, path: &str, body: &str) -> (StatusCode, String, Option<String>) {
+        let request = Request::post(path)
+            .header(header::COOKIE, &client.cookie)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let response = self.app.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let location = response.headers().get(header::LOCATION).map(|v| v.to_str().unwrap().to_string());
+        (status, body_text(response).await, location)
     }
 
     async fn wait_status(&self, client: &Client, run: &str, want: &str) -> Value {
@@ -779,4 +856,113 @@ async fn event_streams_are_capped_and_give_their_place_back() {
     assert_eq!(s.state.open_streams.load(Ordering::SeqCst), 1);
     drop(response);
     assert_eq!(s.state.open_streams.load(Ordering::SeqCst), 0, "a closed stream gives its place back");
+}
+
+const ASK: &str = r#"
+[[round]]
+[[round.tool_call]]
+id = "ask1"
+name = "ask_owner"
+arguments = {}
+[[round]]
+text = "Finished."
+"#;
+
+#[tokio::test]
+async fn a_request_for_input_is_a_form_on_the_run_page_that_only_its_owner_answers() {
+    let s = server(ASK).await;
+    let alice = s.browser().await;
+    let mallory = s.browser().await;
+    let run = s.start(&alice, "ask me").await;
+    let id = s.pending_elicitation(&run).await;
+
+    // The run page shows the server's words as text (escaped, redacted) and the form,
+    // pre-filled with the schema's defaults.
+    let (status, html) = s.page(&alice, &format!("/runs/{run}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(&format!("action=\"/elicitations/{id}\"")), "{html}");
+    assert!(
+        html.contains("Who &lt;b&gt;are&lt;&#x2f;b&gt; you?") || html.contains("Who &lt;b&gt;are&lt;/b&gt; you?"),
+        "{html}"
+    );
+    assert!(!html.contains("<b>are</b>") && !html.contains("abcdefghijklmnopqrstuvwxyz0123456789"), "{html}");
+    assert!(html.contains("name=\"value.name\"") && html.contains("value=\"Ada\""), "{html}");
+    assert!(html.contains("type=\"email\"") && html.contains("type=\"number\""), "{html}");
+    assert!(html.contains("<option value=\"green\" selected>"), "{html}");
+    assert!(html.contains("<option value=\"true\" selected>yes</option>"), "{html}");
+
+    let accept = |csrf: &str, email: &str| {
+        format!(
+            "csrf={csrf}&run={run}&action=accept&value.name=Ada&value.email={email}&value.age=&value.color=red&value.agree=false"
+        )
+    };
+    // Another owner: neither the page nor an answer.
+    let (status, _) = s.page(&mallory, &format!("/runs/{run}")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, page, _) =
+        s.post_form(&mallory, &format!("/elicitations/{id}"), &accept(&mallory.csrf, "m%40evil.example")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(page.contains("not_owner"), "{page}");
+    // The owner needs her CSRF token.
+    let (status, page, _) =
+        s.post_form(&alice, &format!("/elicitations/{id}"), &accept("0000", "ada%40example.org")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(page.contains("csrf"), "{page}");
+    // Values that do not fit are refused with the reason; the form keeps what was typed.
+    let (status, page, _) = s.post_form(&alice, &format!("/elicitations/{id}"), &accept(&alice.csrf, "nope")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(page.contains("class=\"elicitation-error\"") && page.contains("`email`"), "{page}");
+    assert!(page.contains("value=\"nope\""), "{page}");
+    assert_eq!(s.pending_elicitation(&run).await, id, "still waiting");
+
+    let (status, _, location) =
+        s.post_form(&alice, &format!("/elicitations/{id}"), &accept(&alice.csrf, "ada%40example.org")).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location.as_deref(), Some(format!("/runs/{run}").as_str()));
+    let done = s.wait_status(&alice, &run, "completed").await;
+    let events = done["events"].as_array().unwrap();
+    let output = events.iter().find(|e| e["event"] == "tool_completed").unwrap()["output"].as_str().unwrap();
+    let sent: Value = serde_json::from_str(output.strip_prefix("accept ").unwrap()).unwrap();
+    assert_eq!(sent, json!({"name": "Ada", "email": "ada@example.org", "age": 36, "color": "red", "agree": false}));
+    let answered = events.iter().find(|e| e["event"] == "mcp_elicitation_answered").unwrap();
+    assert_eq!(answered["action"], "accept");
+    assert_eq!(answered["decided_by"], done["run"]["owner_id"], "{done}");
+    assert!(answered["decided_by"].as_str().unwrap().starts_with("web:"));
+    let (status, page, _) =
+        s.post_form(&alice, &format!("/elicitations/{id}"), &accept(&alice.csrf, "a%40b.org")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "answered once: {page}");
+    let audit = s.state.runtime.store.audit_records(Some(&run)).await.unwrap();
+    let outcomes: Vec<&str> =
+        audit.iter().filter(|r| r.entry.action == "mcp_elicitation").map(|r| r.entry.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["escalated", "approved"]);
+    assert!(!serde_json::to_string(&audit).unwrap().contains("ada@example.org"), "values are not audited");
+}
+
+#[tokio::test]
+async fn a_request_for_input_declined_or_left_to_expire() {
+    let s = server(ASK).await;
+    let alice = s.browser().await;
+    let run = s.start(&alice, "ask me").await;
+    let id = s.pending_elicitation(&run).await;
+    let (status, _, _) = s
+        .post_form(&alice, &format!("/elicitations/{id}"), &format!("csrf={}&run={run}&action=decline", alice.csrf))
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let done = s.wait_status(&alice, &run, "completed").await;
+    let output = done["events"].as_array().unwrap().iter().find(|e| e["event"] == "tool_completed").unwrap();
+    assert_eq!(output["output"], "decline");
+
+    let s = server_with(ASK, Some(1), 4).await;
+    let alice = s.browser().await;
+    let run = s.start(&alice, "ask me").await;
+    let id = s.pending_elicitation(&run).await;
+    let done = s.wait_status(&alice, &run, "completed").await;
+    let events = done["events"].as_array().unwrap();
+    assert_eq!(events.iter().find(|e| e["event"] == "tool_completed").unwrap()["output"], "cancel");
+    let answered = events.iter().find(|e| e["event"] == "mcp_elicitation_answered").unwrap();
+    assert!(answered["reason"].as_str().unwrap().contains("expired"), "{answered}");
+    let (status, _, _) = s
+        .post_form(&alice, &format!("/elicitations/{id}"), &format!("csrf={}&run={run}&action=accept", alice.csrf))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "too late");
 }

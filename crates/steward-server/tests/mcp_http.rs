@@ -314,6 +314,17 @@ async fn missing_unknown_and_revoked_tokens_and_cross_site_origins_are_refused_w
     assert!(response.text().await.unwrap().contains("revoked"));
     let html = s.page(&alice, "/tokens").await;
     assert!(html.contains("<td>revoked</td>"), "{html}");
+    // Made and revoked on the Tokens page: two audit records by its owner, without the secret.
+    let audit = s.state.runtime.store.audit_records(None).await.unwrap();
+    let records: Vec<_> = audit.iter().filter(|r| r.entry.action.starts_with("mcp_token_")).collect();
+    let actions: Vec<&str> = records.iter().map(|r| r.entry.action.as_str()).collect();
+    assert_eq!(actions, ["mcp_token_create", "mcp_token_revoke"]);
+    for record in records {
+        assert_eq!(record.entry.agent, alice.owner);
+        assert_eq!(record.entry.input, json!({"token_id": id, "scopes": ["read"]}));
+    }
+    let all = serde_json::to_string(&audit).unwrap();
+    assert!(!all.contains(&token) && !all.contains(&steward_server::tokens::hash_token(&token)), "{all}");
     s.stop().await;
 }
 

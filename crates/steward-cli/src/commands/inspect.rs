@@ -72,6 +72,15 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
                 let waited = asked_at.get(call_id).map(|t| (event.at - *t).num_milliseconds()).unwrap_or(0);
                 println!("    {:<12} {} after waiting {waited} ms", "approval", event.kind.name());
             }
+            EventKind::McpElicitationRequested { elicitation_id, tool, server, .. } => {
+                asked_at.insert(elicitation_id.clone(), event.at);
+                println!("    {tool:<12} MCP server `{server}` asked the owner for input");
+            }
+            EventKind::McpElicitationAnswered { elicitation_id, action, decided_by, reason, .. } => {
+                let waited = asked_at.get(elicitation_id).map(|t| (event.at - *t).num_milliseconds()).unwrap_or(0);
+                let why = if reason.is_empty() { String::new() } else { format!(" ({reason})") };
+                println!("    {:<12} `{action}` by {decided_by} after waiting {waited} ms{why}", "input");
+            }
             EventKind::ToolCompleted { tool, duration_ms, output_chars, .. } => {
                 println!("    {tool:<12} {duration_ms:>7} ms  completed ({output_chars} chars)")
             }

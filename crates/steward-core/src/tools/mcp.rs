@@ -25,11 +25,12 @@ impl Tool for McpToolAdapter {
     /// Calls the tool on its server. A server error, an `isError` result, a dead or silent
     /// server are tool failures with the server's words (classified `mcp_unavailable`,
     /// `timeout`, …). Results are cut at the server's `max_output_bytes` (head and tail); the
-    /// complete text goes to `full_content`, which the orchestrator saves.
+    /// complete text goes to `full_content`, which the orchestrator saves. A server's request
+    /// for input during the call goes to `ctx.elicitor` (the run's owner).
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let output = self
             .manager
-            .call(&self.spec.name, args.clone(), ctx.cancel.clone())
+            .call_eliciting(&self.spec.name, args.clone(), ctx.cancel.clone(), ctx.elicitor.clone())
             .await
             .map_err(|e| ToolError { class: e.class(), message: e.to_string(), rule: None })?;
         if output.is_error {

@@ -61,6 +61,9 @@ pub struct ToolContext {
     /// Environment names each tool may receive beyond the allow-list (the policy's
     /// `credential_scope`, by tool name; none by default).
     pub credentials: std::collections::HashMap<String, Vec<String>>,
+    /// Answers an MCP server's requests for input during this call: set per call by the
+    /// orchestrator, which puts them to the run's owner; `None` declines them.
+    pub elicitor: Option<Arc<dyn steward_mcp::Elicitor>>,
 }
 
 /// A successful tool result.

@@ -284,6 +284,7 @@ mod tests {
             timeout_ms: 1_000,
             snapshots: crate::rollback::Snapshots::new(&root.join(".snaps"), "run"),
             credentials: Default::default(),
+            elicitor: None,
             accept_weaker: Vec::new(),
         }
     }
