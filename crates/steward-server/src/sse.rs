@@ -5,7 +5,9 @@
 //! `tool_approval_required` …) and `data:` = the event as JSON. A client that reconnects with
 //! `Last-Event-ID: N` (or `?after=N`) gets every persisted event after `N` first, then the
 //! live ones, without gaps or repeats. The stream ends after the run's terminal event. A run
-//! executing in another process is followed by polling the store.
+//! executing in another process is followed through the store: woken by the store's change
+//! notices when it sends them (PostgreSQL `LISTEN/NOTIFY`: another node stored events), with a
+//! slow poll in case a notice is lost; by polling every 300 ms otherwise (SQLite).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -23,8 +25,11 @@ use crate::state::AppState;
 
 /// Interval of keep-alive comments on an idle stream.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// How often a run of another process is polled for new events.
+/// How often a run of another process is polled for new events when the store sends no
+/// change notices.
 const POLL: Duration = Duration::from_millis(300);
+/// How often it is polled when the store sends change notices (only in case one was lost).
+const NOTICED_POLL: Duration = Duration::from_secs(3);
 
 /// The SSE form of one event.
 pub fn sse_event(event: &Event) -> SseEvent {
@@ -73,7 +78,9 @@ pub fn run_stream(
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     // Subscribe before reading the store, so nothing published in between is missed.
     let live = state.live.get(&run_id).map(|run| run.subscribe());
+    let changes = if live.is_none() { state.runtime.store.subscribe_changes() } else { None };
     let follow = Follow {
+        changes,
         state,
         run_id,
         after,
@@ -102,6 +109,8 @@ struct Follow {
     /// Sequence number of the last event sent.
     after: u64,
     live: Option<broadcast::Receiver<Arc<LiveEvent>>>,
+    /// The store's change notices, while following a run of another process.
+    changes: Option<broadcast::Receiver<steward_store::Change>>,
     /// Stored events still to send.
     backlog: VecDeque<Event>,
     /// Read the store before waiting for live events.
@@ -152,13 +161,38 @@ impl Follow {
                         self.last = true;
                         continue;
                     }
-                    tokio::time::sleep(POLL).await;
+                    self.wait_for_change().await;
                     if self.live.is_none() {
                         self.live = self.state.live.get(&self.run_id).map(|run| run.subscribe());
                     }
                     self.reload = true;
                 }
             }
+        }
+    }
+
+    /// Waits until the store notices a change of this run (or may have missed one), at most
+    /// [`NOTICED_POLL`]; [`POLL`] when the store sends no notices.
+    async fn wait_for_change(&mut self) {
+        let Some(changes) = self.changes.as_mut() else {
+            tokio::time::sleep(POLL).await;
+            return;
+        };
+        let run_id = self.run_id.as_str();
+        let noticed = async {
+            loop {
+                match changes.recv().await {
+                    Ok(change) if change.concerns(run_id) => return true,
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => return true,
+                    Err(RecvError::Closed) => return false,
+                }
+            }
+        };
+        match tokio::time::timeout(NOTICED_POLL, noticed).await {
+            Ok(true) | Err(_) => {}
+            // The notices stopped: poll from now on.
+            Ok(false) => self.changes = None,
         }
     }
 
