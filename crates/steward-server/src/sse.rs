@@ -30,6 +30,9 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 const POLL: Duration = Duration::from_millis(300);
 /// How often it is polled when the store sends change notices (only in case one was lost).
 const NOTICED_POLL: Duration = Duration::from_secs(3);
+/// How many times (each up to [`POLL`]) the stream of a run whose record says it ended looks
+/// for its terminal event before ending without it.
+const END_CHECKS: u32 = 10;
 
 /// The SSE form of one event.
 pub fn sse_event(event: &Event) -> SseEvent {
@@ -89,6 +92,7 @@ pub fn run_stream(
         reload: true,
         last: false,
         done: false,
+        end_checks: 0,
         _slot: slot,
     };
     let stream = futures::stream::unfold(follow, |mut follow| async move {
@@ -119,6 +123,8 @@ struct Follow {
     last: bool,
     /// The terminal event was sent.
     done: bool,
+    /// Looks for the terminal event of a run whose record says it ended.
+    end_checks: u32,
 }
 
 impl Follow {
@@ -153,15 +159,31 @@ impl Follow {
                     }
                 },
                 None => {
-                    let running = matches!(store.get_run(&self.run_id).await, Ok(Some(r)) if r.status == steward_store::RunStatus::Running)
+                    let status = match store.get_run(&self.run_id).await {
+                        Ok(Some(r)) => Some(r.status),
+                        _ => None,
+                    };
+                    let running = status == Some(steward_store::RunStatus::Running)
                         || self.state.live.get(&self.run_id).is_some();
                     if !running {
+                        let rest = store.events(&self.run_id, self.after).await.ok()?;
+                        let terminal = rest.iter().any(|e| e.kind.is_terminal());
+                        self.backlog.extend(rest);
+                        // A run's record is updated just before its terminal event is stored:
+                        // give that event a moment, except for a run that never gets one.
+                        if !terminal
+                            && status != Some(steward_store::RunStatus::Interrupted)
+                            && self.end_checks < END_CHECKS
+                        {
+                            self.end_checks += 1;
+                            self.wait_for_change(POLL).await;
+                            continue;
+                        }
                         // Ended without a terminal event in the store (interrupted): nothing more comes.
-                        self.backlog.extend(store.events(&self.run_id, self.after).await.ok()?);
                         self.last = true;
                         continue;
                     }
-                    self.wait_for_change().await;
+                    self.wait_for_change(NOTICED_POLL).await;
                     if self.live.is_none() {
                         self.live = self.state.live.get(&self.run_id).map(|run| run.subscribe());
                     }
@@ -172,8 +194,8 @@ impl Follow {
     }
 
     /// Waits until the store notices a change of this run (or may have missed one), at most
-    /// [`NOTICED_POLL`]; [`POLL`] when the store sends no notices.
-    async fn wait_for_change(&mut self) {
+    /// `at_most`; [`POLL`] when the store sends no notices.
+    async fn wait_for_change(&mut self, at_most: Duration) {
         let Some(changes) = self.changes.as_mut() else {
             tokio::time::sleep(POLL).await;
             return;
@@ -189,7 +211,7 @@ impl Follow {
                 }
             }
         };
-        match tokio::time::timeout(NOTICED_POLL, noticed).await {
+        match tokio::time::timeout(at_most, noticed).await {
             Ok(true) | Err(_) => {}
             // The notices stopped: poll from now on.
             Ok(false) => self.changes = None,
