@@ -48,6 +48,8 @@ pub struct BenchArgs {
 enum BenchMode {
     /// `steward serve`: memory per run parked on an approval, and event latency to many connected clients.
     Serve(crate::bench_serve::BenchServeArgs),
+    /// Several nodes on one PostgreSQL database: latency of an event stored on one node until another node is notified and reads it.
+    Nodes(crate::bench_nodes::BenchNodesArgs),
 }
 
 struct NoopRead(ToolSpec);
@@ -78,8 +80,10 @@ impl EventObserver for StepClock {
 
 /// Runs the benchmark and prints what it measured.
 pub async fn run(args: BenchArgs) -> Result<u8> {
-    if let Some(BenchMode::Serve(serve)) = args.mode {
-        return crate::bench_serve::run(serve).await;
+    match args.mode {
+        Some(BenchMode::Serve(serve)) => return crate::bench_serve::run(serve).await,
+        Some(BenchMode::Nodes(nodes)) => return crate::bench_nodes::run(nodes).await,
+        None => {}
     }
     println!(
         "steward bench: wall time per tool-call step (fake planner call + context + policy + audit 'approved' + \

@@ -5,12 +5,28 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::str::FromStr;
+use std::time::Duration;
+
 use anyhow::{Context, Result};
 use steward_core::approval::ApprovalKey;
+use steward_core::recovery::LeaseTiming;
 use steward_store::{PgStore, SqliteStore, Store, StoreOptions};
+use tokio_util::sync::CancellationToken;
 
 /// The environment variable that puts the state in PostgreSQL instead of `steward.db`.
 pub const DATABASE_URL_VAR: &str = "STEWARD_DATABASE_URL";
+
+/// The environment variable naming this node on a shared PostgreSQL database (default: the
+/// host name). Every process executing runs at the same time needs its own node name when
+/// several of them share one machine (`steward serve` twice on one host).
+pub const NODE_VAR: &str = "STEWARD_NODE";
+
+/// Lifetime of a run's lease in seconds (default 15; decimals allowed).
+pub const LEASE_TTL_VAR: &str = "STEWARD_LEASE_TTL_SECONDS";
+
+/// Seconds between two lease renewals (default 5; less than the lifetime).
+pub const LEASE_RENEW_VAR: &str = "STEWARD_LEASE_RENEW_SECONDS";
 
 /// The state directory and what lives in it.
 pub struct Home {
@@ -67,7 +83,13 @@ impl Home {
         let store: Arc<dyn Store> = match database_url()? {
             Some(url) => {
                 options.audit_anchor.get_or_insert_with(|| self.dir.join(pg_anchor_name(&url)));
-                let store = PgStore::open(&url, options)
+                let connect = steward_store::PgConnectOptions::from_str(&url).map_err(|e| {
+                    crate::commands::usage_error(&format!(
+                        "{DATABASE_URL_VAR} is not a usable PostgreSQL URL ({})",
+                        steward_store::redact_database_url(&e.to_string())
+                    ))
+                })?;
+                let store = PgStore::open_with(connect, options, &node_name()?)
                     .await
                     .with_context(|| format!("cannot open the database named by {DATABASE_URL_VAR}"))?;
                 Arc::new(store)
@@ -119,21 +141,92 @@ impl Home {
     /// with mode 0600 at first use. It signs owner cookies and derives CSRF tokens.
     pub fn session_key(&self) -> Result<Vec<u8>> {
         let path = self.dir.join("session.key");
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                anyhow::bail!("{} is readable by others (mode {mode:o}); run chmod 600 on it", path.display());
-            }
-            let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
-            if bytes.len() < 64 {
-                anyhow::bail!("{} holds a key shorter than 64 bytes; delete it to make a new one", path.display());
-            }
-            return Ok(bytes);
+        if path.exists() {
+            return read_session_key(&path);
         }
         let key = rand::random::<[u8; 64]>().to_vec();
         write_private(&path, hex::encode(&key).as_bytes())?;
         Ok(key)
     }
+}
+
+/// A session key kept in `path` (given with `steward serve --session-key-file`, shared by
+/// several nodes so that each accepts the owner cookies of the others): at least 64 bytes as
+/// hex, readable by its owner only. Unlike `session.key` it is never generated.
+pub fn read_session_key(path: &Path) -> Result<Vec<u8>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        anyhow::bail!("{} is readable by others (mode {mode:o}); run chmod 600 on it", path.display());
+    }
+    let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
+    if bytes.len() < 64 {
+        anyhow::bail!("{} holds a key shorter than 64 bytes (128 hex digits)", path.display());
+    }
+    Ok(bytes)
+}
+
+/// The node name: `$STEWARD_NODE`, else the host name ([`steward_store::host_node`]). At most
+/// 200 characters, without control characters.
+pub fn node_name() -> Result<String> {
+    match std::env::var(NODE_VAR) {
+        Ok(node) if !node.trim().is_empty() => {
+            let node = node.trim().to_string();
+            if node.chars().count() > 200 || node.chars().any(char::is_control) {
+                return Err(crate::commands::usage_error(&format!(
+                    "{NODE_VAR} must be at most 200 characters without control characters"
+                )));
+            }
+            Ok(node)
+        }
+        Ok(_) => Ok(steward_store::host_node()),
+        Err(std::env::VarError::NotPresent) => Ok(steward_store::host_node()),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(crate::commands::usage_error(&format!("{NODE_VAR} is not valid UTF-8")))
+        }
+    }
+}
+
+/// Lease timing from `$STEWARD_LEASE_TTL_SECONDS` and `$STEWARD_LEASE_RENEW_SECONDS`
+/// (defaults 15 and 5): positive numbers of seconds, the renewal interval below the lifetime.
+pub fn lease_timing() -> Result<LeaseTiming> {
+    let read = |var: &str, default: Duration| -> Result<Duration> {
+        let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) else { return Ok(default) };
+        match value.trim().parse::<f64>() {
+            Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Ok(Duration::from_secs_f64(secs)),
+            _ => Err(crate::commands::usage_error(&format!("{var} must be a number of seconds above 0"))),
+        }
+    };
+    let defaults = LeaseTiming::default();
+    let timing = LeaseTiming {
+        ttl: read(LEASE_TTL_VAR, defaults.ttl)?,
+        renew_every: read(LEASE_RENEW_VAR, defaults.renew_every)?,
+    };
+    if timing.renew_every >= timing.ttl {
+        return Err(crate::commands::usage_error(&format!(
+            "{LEASE_RENEW_VAR} must be less than {LEASE_TTL_VAR}, or a lease expires before it is renewed"
+        )));
+    }
+    Ok(timing)
+}
+
+/// Starts keeping the leases of the runs this process executes and recovering the runs of
+/// stopped nodes (see `steward_core::recovery::keep_leases`) until `stop` is cancelled. Every
+/// process that executes runs on a shared database calls it; on SQLite it does nothing useful.
+pub fn spawn_lease_keeper(store: Arc<dyn Store>, stop: CancellationToken) -> Result<()> {
+    let timing = lease_timing()?;
+    let report = |recovered: &steward_core::recovery::Recovered| {
+        for run in &recovered.runs {
+            eprintln!(
+                "steward: run {run} of a node that stopped renewing its lease was marked `interrupted` (not resumed)"
+            );
+        }
+        for (run, call) in &recovered.unknown_calls {
+            eprintln!("steward: tool call {call} of run {run} has an unknown outcome (recorded in the audit log)");
+        }
+    };
+    tokio::spawn(steward_core::recovery::keep_leases(store, std::process::id(), timing, report, stop));
+    Ok(())
 }
 
 /// `$STEWARD_DATABASE_URL` when it is set and not empty. A value that is not a PostgreSQL URL

@@ -56,6 +56,9 @@ pub async fn serve() -> Result<u8> {
         outputs_dir: home.outputs_dir(),
         snapshots_dir: home.snapshots_dir(),
     };
+    let keeper_stop = CancellationToken::new();
+    crate::home::spawn_lease_keeper(runtime.store.clone(), keeper_stop.clone())?;
+    let _stop_keeper = keeper_stop.drop_guard();
     let service = Arc::new(LocalRuns {
         runtime: Arc::new(runtime),
         owner_id: local_owner(),

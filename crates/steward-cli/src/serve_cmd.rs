@@ -46,6 +46,9 @@ pub struct ServeArgs {
     /// Minutes a conversation lives without an open page.
     #[arg(long, default_value_t = 15)]
     conversation_idle_minutes: u64,
+    /// File holding the session key (at least 64 bytes as hex, mode 0600) instead of `session.key` in the state directory: give every node sharing one database the same file, so that each accepts the owner cookies of the others.
+    #[arg(long)]
+    session_key_file: Option<PathBuf>,
 }
 
 /// How long a provider probe may take for the start page.
@@ -88,7 +91,11 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
         snapshots_dir: home.snapshots_dir(),
     };
     let owner = local_owner();
-    let sessions = Sessions::new(&home.session_key()?, &owner).context("the session key is too short")?;
+    let session_key = match &args.session_key_file {
+        Some(path) => crate::home::read_session_key(path)?,
+        None => home.session_key()?,
+    };
+    let sessions = Sessions::new(&session_key, &owner).context("the session key is too short")?;
     let login_token = sessions.issue_login_token();
     let launcher = Arc::new(CliLauncher {
         scenario: args.scenario.clone(),
@@ -122,6 +129,7 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
     println!("steward: open http://{addr}/login?token={login_token} to sign in as {owner} (the link works once)");
     println!("steward: MCP over streamable HTTP at http://{addr}/mcp (bearer tokens: `steward mcp token create`)");
     let stop = CancellationToken::new();
+    crate::home::spawn_lease_keeper(state.runtime.store.clone(), stop.clone())?;
     let on_signal = stop.clone();
     tokio::spawn(async move {
         // Ctrl-C or SIGTERM (a service manager stopping it): cancel live runs and record it.

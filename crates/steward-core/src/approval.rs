@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use steward_protocol::ApprovalRequest;
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 use crate::interrupt::{Interrupt, Interruptible};
@@ -98,16 +99,22 @@ pub async fn wait_for_answer(
 }
 
 /// Waits for a decision on `request` recorded in `store` by another process (the web UI
-/// answering a run that executes in a terminal), polling every `poll`. Returns the answer to
-/// give, presenting `token` (this process's own decision token) for an approval; the
-/// orchestrator still checks the decider and the expiry. Never returns when no decision
+/// answering a run that executes in a terminal, or another node of a shared database). Returns
+/// the answer to give, presenting `token` (this process's own decision token) for an approval;
+/// the orchestrator still checks the decider and the expiry. Never returns when no decision
 /// comes: race it against the other ways of answering and the expiry.
+///
+/// When the store sends change notices ([`steward_store::Store::subscribe_changes`]) it looks
+/// again as soon as a decision on this approval is noticed, and otherwise every
+/// [`NOTICED_POLL`] in case a notice was lost; without notices it polls every `poll`.
 pub async fn stored_decision(
     store: &dyn steward_store::Store,
     request: &ApprovalRequest,
     token: &str,
     poll: std::time::Duration,
 ) -> ApprovalAnswer {
+    // Subscribe before the first look, so a decision recorded in between is noticed.
+    let mut changes = store.subscribe_changes();
     loop {
         match store.approval_decision(&request.id).await {
             Ok(Some(d)) if d.approve => {
@@ -125,9 +132,31 @@ pub async fn stored_decision(
             Ok(None) => {}
             Err(e) => tracing::warn!("reading approval decisions: {e}"),
         }
-        tokio::time::sleep(poll).await;
+        match changes.as_mut() {
+            Some(rx) => {
+                let noticed = async {
+                    loop {
+                        match rx.recv().await {
+                            Ok(steward_store::Change::Decision { approval_id, .. }) if approval_id == request.id => {
+                                return;
+                            }
+                            Ok(steward_store::Change::Resync) | Err(RecvError::Lagged(_)) => return,
+                            Ok(_) => {}
+                            // The store's notices stopped: poll from now on.
+                            Err(RecvError::Closed) => std::future::pending::<()>().await,
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(NOTICED_POLL, noticed).await;
+            }
+            None => tokio::time::sleep(poll).await,
+        }
     }
 }
+
+/// How often [`stored_decision`] looks at the store when it also gets change notices: only in
+/// case a notice was lost.
+pub const NOTICED_POLL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The secret key for decision tokens (SPEC S4: from the environment or generated at first
 /// start into `$STEWARD_HOME` with owner-only permissions; never in source).

@@ -2,8 +2,13 @@
 //! `interrupted`, never resumed; their pending approvals expire; and a tool call that was
 //! approved but has no recorded outcome gets an audit record with outcome `unknown`, so
 //! nothing is re-run on the assumption that it did not happen.
+//!
+//! Two ways to find such runs: by process id for runs of this machine at start
+//! ([`recover_interrupted`]), and by lease for runs of other nodes sharing a PostgreSQL
+//! database ([`keep_leases`], [`recover_expired_leases`]).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use steward_protocol::{ApprovalStatus, AuditEntry, AuditOutcome};
 use steward_store::{RunStatus, Store, StoreError};
@@ -23,45 +28,130 @@ pub struct Recovered {
 /// several nodes, another node's process ids mean nothing here.
 pub async fn recover_interrupted(store: &dyn Store, is_alive: &dyn Fn(u32) -> bool) -> Result<Recovered, StoreError> {
     let mut recovered = Recovered::default();
-    for mut run in store.local_running_runs().await? {
+    for run in store.local_running_runs().await? {
         if is_alive(run.pid) {
             continue;
         }
-        let mut last: BTreeMap<String, steward_protocol::AuditRecord> = BTreeMap::new();
-        for record in store.audit_records(Some(&run.id)).await? {
-            if !record.entry.call_id.is_empty() {
-                last.insert(record.entry.call_id.clone(), record);
-            }
-        }
-        for (call_id, record) in last {
-            if record.entry.outcome != AuditOutcome::Approved {
-                continue;
-            }
-            store
-                .append_audit(AuditEntry {
-                    agent: "steward".into(),
-                    outcome: AuditOutcome::Unknown,
-                    latency_ms: 0,
-                    detail: "the process ended after this call was approved and before its outcome was recorded; \
-                             it is not re-run automatically"
-                        .into(),
-                    ..record.entry.clone()
-                })
-                .await?;
-            recovered.unknown_calls.push((run.id.clone(), call_id));
-        }
-        for mut approval in store.approvals(&run.id).await? {
-            if approval.status == ApprovalStatus::Pending {
-                approval.status = ApprovalStatus::Expired;
-                store.upsert_approval(&approval).await?;
-            }
-        }
-        run.status = RunStatus::Interrupted;
-        run.finished_at = Some(chrono::Utc::now());
-        run.error = Some("the process running it ended unexpectedly; not resumed".into());
-        store.update_run(&run).await?;
-        recovered.runs.push(run.id);
+        recover_run(store, run, "the process running it ended unexpectedly; not resumed", &mut recovered).await?;
     }
     store.flush().await?;
     Ok(recovered)
+}
+
+/// Recovers the runs of other nodes whose lease expired (SPEC H3, several nodes on one
+/// database): takes them over ([`Store::take_over_expired_runs`], so no two nodes recover the
+/// same run, for `ttl`) and recovers each exactly as [`recover_interrupted`] does: marked
+/// `interrupted`, pending approvals `expired`, approved calls without an outcome recorded as
+/// `unknown`. Nothing is re-executed here or anywhere. A store without leases recovers none.
+pub async fn recover_expired_leases(store: &dyn Store, ttl: Duration) -> Result<Recovered, StoreError> {
+    let mut recovered = Recovered::default();
+    loop {
+        let taken = store.take_over_expired_runs(ttl, TAKE_OVER_BATCH).await?;
+        let more = taken.len() >= TAKE_OVER_BATCH as usize;
+        for run in taken {
+            let why = "the node running it stopped renewing its lease (it crashed or lost the database); \
+                       recovered by another node, not resumed";
+            recover_run(store, run, why, &mut recovered).await?;
+        }
+        if !more {
+            break;
+        }
+    }
+    // Only when something was written: a flush also hands over (and so takes away from the
+    // run that queued it) a failed queued write.
+    if !recovered.runs.is_empty() {
+        store.flush().await?;
+    }
+    Ok(recovered)
+}
+
+/// Runs taken over per call of [`Store::take_over_expired_runs`].
+const TAKE_OVER_BATCH: u32 = 32;
+
+/// How a process keeps the leases of the runs it executes (SPEC H3): renewed every
+/// `renew_every`, each valid for `ttl`. Defaults: 5 s and 15 s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseTiming {
+    /// Time between two renewals (and two looks for expired leases of other nodes).
+    pub renew_every: Duration,
+    /// Lifetime of a lease: another node recovers a run whose lease is this old.
+    pub ttl: Duration,
+}
+
+impl Default for LeaseTiming {
+    fn default() -> Self {
+        LeaseTiming { renew_every: Duration::from_secs(5), ttl: Duration::from_secs(15) }
+    }
+}
+
+/// Until `stop` is cancelled: every `timing.renew_every`, renews the leases of the runs
+/// process `pid` executes, then recovers the runs of other nodes whose lease expired, handing
+/// what it recovered to `report`. Failures are logged and retried at the next tick. Does
+/// nothing useful on a store without leases (SQLite), where it only costs a timer.
+pub async fn keep_leases(
+    store: std::sync::Arc<dyn Store>,
+    pid: u32,
+    timing: LeaseTiming,
+    report: impl Fn(&Recovered) + Send,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        if let Err(e) = store.renew_leases(pid, timing.ttl).await {
+            tracing::warn!("renewing run leases: {e}");
+        }
+        match recover_expired_leases(store.as_ref(), timing.ttl).await {
+            Ok(recovered) if recovered.runs.is_empty() => {}
+            Ok(recovered) => report(&recovered),
+            Err(e) => tracing::warn!("recovering runs of stopped nodes: {e}"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(timing.renew_every) => {}
+            _ = stop.cancelled() => return,
+        }
+    }
+}
+
+/// Interrupts one run whose executor is gone: unknown outcomes for approved calls, pending
+/// approvals expired, then the run itself (last, so that a recovery cut short is redone).
+async fn recover_run(
+    store: &dyn Store,
+    mut run: steward_store::RunRecord,
+    why: &str,
+    recovered: &mut Recovered,
+) -> Result<(), StoreError> {
+    let mut last: BTreeMap<String, steward_protocol::AuditRecord> = BTreeMap::new();
+    for record in store.audit_records(Some(&run.id)).await? {
+        if !record.entry.call_id.is_empty() {
+            last.insert(record.entry.call_id.clone(), record);
+        }
+    }
+    for (call_id, record) in last {
+        if record.entry.outcome != AuditOutcome::Approved {
+            continue;
+        }
+        store
+            .append_audit(AuditEntry {
+                agent: "steward".into(),
+                outcome: AuditOutcome::Unknown,
+                latency_ms: 0,
+                detail: "the process ended after this call was approved and before its outcome was recorded; \
+                         it is not re-run automatically"
+                    .into(),
+                ..record.entry.clone()
+            })
+            .await?;
+        recovered.unknown_calls.push((run.id.clone(), call_id));
+    }
+    for mut approval in store.approvals(&run.id).await? {
+        if approval.status == ApprovalStatus::Pending {
+            approval.status = ApprovalStatus::Expired;
+            store.upsert_approval(&approval).await?;
+        }
+    }
+    run.status = RunStatus::Interrupted;
+    run.finished_at = Some(chrono::Utc::now());
+    run.error = Some(why.into());
+    store.update_run(&run).await?;
+    recovered.runs.push(run.id);
+    Ok(())
 }

@@ -323,8 +323,14 @@ impl EventObserver for Broadcast {
     }
 }
 
-/// Answers a live run's approval requests with decisions made in the browser or API.
-pub struct WebApprover(pub Arc<LiveRun>);
+/// Answers a live run's approval requests with decisions made in the browser or API of this
+/// server, or recorded in the store by another server sharing the database
+/// (`approval_decisions`: a browser on another node, or another process on this machine).
+pub struct WebApprover(pub Arc<LiveRun>, pub Arc<dyn steward_store::Store>);
+
+/// How often a pending approval is looked up in the store when the store sends no change
+/// notices (with notices, a decision recorded elsewhere is picked up as soon as it is noticed).
+pub const STORED_DECISION_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Removes a pending approval when its wait ends (answered, expired, or cancelled).
 struct PendingGuard<'a> {
@@ -357,10 +363,14 @@ impl Approver for WebApprover {
         lock(&self.0.pending)
             .insert(request.id.clone(), Pending { request: request.clone(), token: token.to_string(), answer: tx });
         let _guard = PendingGuard { run: &self.0, id: request.id.clone() };
-        match rx.await {
-            Ok(answer) => answer,
-            // The sender went away without an answer: fail closed.
-            Err(_) => ApprovalAnswer::NoApprover,
+        let stored = steward_core::approval::stored_decision(self.1.as_ref(), request, token, STORED_DECISION_POLL);
+        tokio::select! {
+            answer = rx => match answer {
+                Ok(answer) => answer,
+                // The sender went away without an answer: fail closed.
+                Err(_) => ApprovalAnswer::NoApprover,
+            },
+            answer = stored => answer,
         }
     }
 
@@ -378,6 +388,14 @@ mod tests {
     use super::*;
     use steward_core::approval::ApprovalScope;
     use steward_protocol::ApprovalStatus;
+
+    /// A store in a temporary directory, removed when the directory is dropped.
+    async fn store() -> (tempfile::TempDir, Arc<dyn steward_store::Store>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("steward.db");
+        let store = steward_store::SqliteStore::open(&path, steward_store::StoreOptions::default()).await.unwrap();
+        (dir, Arc::new(store))
+    }
 
     fn request(id: &str, owner: &str, expires_in_s: i64) -> ApprovalRequest {
         let now = chrono::Utc::now();
@@ -402,7 +420,8 @@ mod tests {
     async fn only_the_owner_decides_and_only_once() {
         let live = LiveRuns::new(2);
         let run = live.register("run_1", "web:a", CancellationToken::new());
-        let approver = WebApprover(run.clone());
+        let (_dir, store) = store().await;
+        let approver = WebApprover(run.clone(), store);
         let req = request("apr_1", "web:a", 60);
         let ask = tokio::spawn(async move { approver.ask(&req, "tok").await });
         while live.approval_owner("apr_1").is_none() {
@@ -425,7 +444,8 @@ mod tests {
     async fn an_expired_approval_cannot_be_decided() {
         let live = LiveRuns::new(1);
         let run = live.register("run_1", "web:a", CancellationToken::new());
-        let approver = WebApprover(run.clone());
+        let (_dir, store) = store().await;
+        let approver = WebApprover(run.clone(), store);
         let req = request("apr_2", "web:a", -1);
         let ask = tokio::spawn(async move { approver.ask(&req, "tok").await });
         while live.approval_owner("apr_2").is_none() {

@@ -125,7 +125,7 @@ pub async fn start_with_history(
         planner: prepared.planner,
         config: prepared.config,
         tools: prepared.tools,
-        approver: Arc::new(WebApprover(run.clone())),
+        approver: Arc::new(WebApprover(run.clone(), state.runtime.store.clone())),
         observer: Arc::new(Broadcast(run.clone())),
         cancel: run.cancel.clone(),
         run_id: Some(id.clone()),

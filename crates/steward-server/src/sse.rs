@@ -5,7 +5,9 @@
 //! `tool_approval_required` …) and `data:` = the event as JSON. A client that reconnects with
 //! `Last-Event-ID: N` (or `?after=N`) gets every persisted event after `N` first, then the
 //! live ones, without gaps or repeats. The stream ends after the run's terminal event. A run
-//! executing in another process is followed by polling the store.
+//! executing in another process is followed through the store: woken by the store's change
+//! notices when it sends them (PostgreSQL `LISTEN/NOTIFY`: another node stored events), with a
+//! slow poll in case a notice is lost; by polling every 300 ms otherwise (SQLite).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -23,8 +25,14 @@ use crate::state::AppState;
 
 /// Interval of keep-alive comments on an idle stream.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// How often a run of another process is polled for new events.
+/// How often a run of another process is polled for new events when the store sends no
+/// change notices.
 const POLL: Duration = Duration::from_millis(300);
+/// How often it is polled when the store sends change notices (only in case one was lost).
+const NOTICED_POLL: Duration = Duration::from_secs(3);
+/// How many times (each up to [`POLL`]) the stream of a run whose record says it ended looks
+/// for its terminal event before ending without it.
+const END_CHECKS: u32 = 10;
 
 /// The SSE form of one event.
 pub fn sse_event(event: &Event) -> SseEvent {
@@ -73,7 +81,9 @@ pub fn run_stream(
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     // Subscribe before reading the store, so nothing published in between is missed.
     let live = state.live.get(&run_id).map(|run| run.subscribe());
+    let changes = if live.is_none() { state.runtime.store.subscribe_changes() } else { None };
     let follow = Follow {
+        changes,
         state,
         run_id,
         after,
@@ -82,6 +92,7 @@ pub fn run_stream(
         reload: true,
         last: false,
         done: false,
+        end_checks: 0,
         _slot: slot,
     };
     let stream = futures::stream::unfold(follow, |mut follow| async move {
@@ -102,6 +113,8 @@ struct Follow {
     /// Sequence number of the last event sent.
     after: u64,
     live: Option<broadcast::Receiver<Arc<LiveEvent>>>,
+    /// The store's change notices, while following a run of another process.
+    changes: Option<broadcast::Receiver<steward_store::Change>>,
     /// Stored events still to send.
     backlog: VecDeque<Event>,
     /// Read the store before waiting for live events.
@@ -110,6 +123,8 @@ struct Follow {
     last: bool,
     /// The terminal event was sent.
     done: bool,
+    /// Looks for the terminal event of a run whose record says it ended.
+    end_checks: u32,
 }
 
 impl Follow {
@@ -144,21 +159,62 @@ impl Follow {
                     }
                 },
                 None => {
-                    let running = matches!(store.get_run(&self.run_id).await, Ok(Some(r)) if r.status == steward_store::RunStatus::Running)
+                    let status = match store.get_run(&self.run_id).await {
+                        Ok(Some(r)) => Some(r.status),
+                        _ => None,
+                    };
+                    let running = status == Some(steward_store::RunStatus::Running)
                         || self.state.live.get(&self.run_id).is_some();
                     if !running {
+                        let rest = store.events(&self.run_id, self.after).await.ok()?;
+                        let terminal = rest.iter().any(|e| e.kind.is_terminal());
+                        self.backlog.extend(rest);
+                        // A run's record is updated just before its terminal event is stored:
+                        // give that event a moment, except for a run that never gets one.
+                        if !terminal
+                            && status != Some(steward_store::RunStatus::Interrupted)
+                            && self.end_checks < END_CHECKS
+                        {
+                            self.end_checks += 1;
+                            self.wait_for_change(POLL).await;
+                            continue;
+                        }
                         // Ended without a terminal event in the store (interrupted): nothing more comes.
-                        self.backlog.extend(store.events(&self.run_id, self.after).await.ok()?);
                         self.last = true;
                         continue;
                     }
-                    tokio::time::sleep(POLL).await;
+                    self.wait_for_change(NOTICED_POLL).await;
                     if self.live.is_none() {
                         self.live = self.state.live.get(&self.run_id).map(|run| run.subscribe());
                     }
                     self.reload = true;
                 }
             }
+        }
+    }
+
+    /// Waits until the store notices a change of this run (or may have missed one), at most
+    /// `at_most`; [`POLL`] when the store sends no notices.
+    async fn wait_for_change(&mut self, at_most: Duration) {
+        let Some(changes) = self.changes.as_mut() else {
+            tokio::time::sleep(POLL).await;
+            return;
+        };
+        let run_id = self.run_id.as_str();
+        let noticed = async {
+            loop {
+                match changes.recv().await {
+                    Ok(change) if change.concerns(run_id) => return true,
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => return true,
+                    Err(RecvError::Closed) => return false,
+                }
+            }
+        };
+        match tokio::time::timeout(at_most, noticed).await {
+            Ok(true) | Err(_) => {}
+            // The notices stopped: poll from now on.
+            Ok(false) => self.changes = None,
         }
     }
 

@@ -17,6 +17,7 @@
 
 mod anchor;
 mod chain;
+mod change;
 mod error;
 mod postgres;
 mod record;
@@ -28,6 +29,7 @@ use steward_protocol::Timestamp;
 use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 
 pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
+pub use change::{CHANGE_BUFFER, Change};
 pub use error::StoreError;
 pub use postgres::{PgStore, host_node, is_postgres_url, redact_database_url};
 pub use record::McpTokenRecord;
@@ -183,6 +185,34 @@ pub trait Store: Send + Sync {
     /// Waits until everything queued so far is committed; reports a queued event that failed
     /// since the last flush ([`StoreError::Deferred`]).
     async fn flush(&self) -> Result<(), StoreError>;
+
+    /// Renews, to now + `ttl`, the leases of the `running` runs that process `pid` of this node
+    /// executes, so that other nodes sharing the database know they are alive (call it every
+    /// few seconds, well within `ttl`); a lease another node has taken over stays with it.
+    /// Returns how many leases were renewed. A store on one machine keeps no leases: the
+    /// default renews none (`Ok(0)`), and crash recovery there judges process ids.
+    async fn renew_leases(&self, pid: u32, ttl: std::time::Duration) -> Result<u64, StoreError> {
+        let _ = (pid, ttl);
+        Ok(0)
+    }
+
+    /// Takes over at most `limit` `running` runs of OTHER nodes whose lease has expired (the
+    /// node stopped renewing: it crashed or lost the database), for this node to recover them
+    /// (see `steward_core::recovery`): each is handed to exactly one caller, even when several
+    /// nodes call this at once, and stays with it for `ttl`. Nothing is changed in the runs
+    /// themselves. The default (a store on one machine) takes over nothing.
+    async fn take_over_expired_runs(&self, ttl: std::time::Duration, limit: u32) -> Result<Vec<RunRecord>, StoreError> {
+        let _ = (ttl, limit);
+        Ok(Vec::new())
+    }
+
+    /// Notices of changes to runs (events stored, approval requests and decisions, run
+    /// records), also those written by other nodes sharing the database, from now on; a
+    /// receiver that lags behind or gets [`Change::Resync`] must re-read what it follows.
+    /// `None` when the store cannot notify: followers poll instead (the default).
+    fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -140,6 +140,8 @@ pub async fn run(args: RunArgs) -> Result<u8> {
     };
     let owner_id = local_owner();
     let cancel = CancellationToken::new();
+    // Renewed until the process ends, also while a cancelled run records its end.
+    crate::home::spawn_lease_keeper(runtime.store.clone(), CancellationToken::new())?;
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {

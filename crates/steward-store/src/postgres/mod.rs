@@ -8,6 +8,8 @@
 //! that appends locks the row of `audit_chain_lock` first and reads the chain head after it.
 //! A commit is durable when PostgreSQL says so (`synchronous_commit`, on by default).
 
+mod leases;
+mod notify;
 mod rows;
 mod writer;
 
@@ -29,8 +31,8 @@ use self::rows::{
 use self::writer::{Document, DocumentTable, Pending, Reply, Shared, Work};
 use crate::chain::timestamp_text;
 use crate::{
-    ApprovalDecisionRecord, AuditVerification, ConversationRecord, Durability, FactRecord, GrantRecord, McpTokenRecord,
-    RollbackRecord, RunRecord, RunStatus, Store, StoreError, StoreOptions, verify_chain,
+    ApprovalDecisionRecord, AuditVerification, Change, ConversationRecord, Durability, FactRecord, GrantRecord,
+    McpTokenRecord, RollbackRecord, RunRecord, RunStatus, Store, StoreError, StoreOptions, verify_chain,
 };
 
 /// Read connections per store.
@@ -91,6 +93,8 @@ pub struct PgStore {
     shared: Arc<Shared>,
     read: PgPool,
     queue: mpsc::Sender<Pending>,
+    /// Change notices of every node (see [`notify`]).
+    hub: Arc<notify::Hub>,
 }
 
 impl PgStore {
@@ -138,6 +142,7 @@ impl PgStore {
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_lazy_with(write_connect);
+        let hub = Arc::new(notify::Hub::new(connect.clone(), display.clone()));
         let read = PgPoolOptions::new()
             .max_connections(READ_POOL_SIZE)
             .acquire_timeout(CONNECT_TIMEOUT)
@@ -147,10 +152,11 @@ impl PgStore {
             node: node.to_string(),
             deferred: Mutex::new(None),
             anchor: options.audit_anchor.clone(),
+            lease_ttl_ms: std::sync::atomic::AtomicU64::new(leases::DEFAULT_TTL_MS),
         });
         let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
         tokio::spawn(writer::run(write, Arc::clone(&shared), receiver));
-        Ok(PgStore { shared, read, queue })
+        Ok(PgStore { shared, read, queue, hub })
     }
 
     /// The database as shown in messages: `postgres://user@host:port/database`, no password.
@@ -522,6 +528,18 @@ impl Store for PgStore {
             Some(message) => Err(StoreError::Deferred { path: self.shared.path.clone(), message }),
             None => Ok(()),
         }
+    }
+
+    async fn renew_leases(&self, pid: u32, ttl: Duration) -> Result<u64, StoreError> {
+        self.renew(pid, ttl).await
+    }
+
+    async fn take_over_expired_runs(&self, ttl: Duration, limit: u32) -> Result<Vec<RunRecord>, StoreError> {
+        self.take_over(ttl, limit).await
+    }
+
+    fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        Some(self.hub.subscribe())
     }
 }
 

@@ -47,6 +47,9 @@ pub struct Shared {
     pub deferred: Mutex<Option<String>>,
     /// The audit anchor file, if any (see [`crate::anchor`]).
     pub anchor: Option<std::path::PathBuf>,
+    /// Lifetime in milliseconds of the lease a run gets when it is inserted (see
+    /// [`super::leases`]); the last TTL given to `renew_leases`, 15,000 until then.
+    pub lease_ttl_ms: std::sync::atomic::AtomicU64,
 }
 
 /// One queued write and who waits for its result.
@@ -173,8 +176,10 @@ pub enum Reply {
 }
 
 /// What applying one write produced.
-enum Applied {
+pub enum Applied {
+    /// Nothing to report.
     Nothing,
+    /// The audit record appended.
     Audit(Box<AuditRecord>),
     /// Whether a conditional write changed a row.
     Flag(bool),
@@ -354,6 +359,8 @@ async fn apply_batch(
         }
         i = end;
     }
+    // Delivered to every listening node when (and only if) the transaction commits.
+    super::notify::send(&mut tx, path, works, &results).await.map_err(BatchError::Write)?;
     tx.commit().await.map_err(|e| BatchError::Transaction(db(e)))?;
     Ok(results)
 }
@@ -413,6 +420,7 @@ async fn apply(
                 .execute(&mut *conn)
                 .await
                 .map_err(db)?;
+            super::leases::insert_lease(conn, shared, &run.id).await?;
         }
         Work::UpdateRun(run) => {
             let sql = "UPDATE runs SET id = $1, owner_id = $2, task = $3, planner = $4, provider = $5, model = $6, \
@@ -526,7 +534,7 @@ async fn apply(
             if done.rows_affected() == 0 {
                 return Ok(Applied::Flag(false));
             }
-            for table in ["events", "approvals", "approval_decisions", "rollbacks"] {
+            for table in ["events", "approvals", "approval_decisions", "rollbacks", "run_leases"] {
                 sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE run_id = $1")))
                     .bind(id)
                     .execute(&mut *conn)

@@ -1,0 +1,198 @@
+//! Several nodes on one PostgreSQL database: leases of running runs (renewed by their node,
+//! taken over by exactly one other node once expired) and change notices (`LISTEN/NOTIFY`)
+//! from one node's writes to another node's subscribers. PostgreSQL only; SQLite keeps no
+//! leases and sends no notices.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use chrono::Utc;
+use common::Db;
+use steward_protocol::{Event, EventKind};
+use steward_store::{Change, PgStore, RunRecord, RunStatus, Store, StoreOptions, new_id};
+
+fn running(id: &str, pid: u32) -> RunRecord {
+    RunRecord {
+        id: id.into(),
+        owner_id: "local:alice".into(),
+        task: "fix the tests".into(),
+        planner: "model".into(),
+        provider: "fake".into(),
+        model: "fake".into(),
+        workspace: "/work/ws".into(),
+        status: RunStatus::Running,
+        stop_reason: None,
+        final_text: None,
+        error_class: None,
+        error: None,
+        created_at: Utc::now(),
+        finished_at: None,
+        rounds: 0,
+        tool_calls: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        pid,
+    }
+}
+
+async fn node(db: &Db, name: &str) -> PgStore {
+    db.open_pg(name, StoreOptions::default()).await
+}
+
+/// Lets the leases of node `node` expire now (as if it had stopped renewing a while ago).
+async fn expire_leases_of(db: &Db, node: &str) {
+    db.tamper(&format!("UPDATE run_leases SET expires_at = now() - interval '1 second' WHERE node = '{node}'")).await;
+}
+
+#[tokio::test]
+async fn two_recoverers_never_take_over_the_same_expired_run() {
+    let Some(db) = Db::postgres().await else { return };
+    let dead = node(&db, "node-dead").await;
+    let mut ids = BTreeSet::new();
+    for _ in 0..40 {
+        let id = new_id("run_");
+        dead.insert_run(&running(&id, 7)).await.unwrap();
+        ids.insert(id);
+    }
+    // A finished run of the dead node is never taken over, expired lease or not.
+    let mut finished = running(&new_id("run_"), 7);
+    dead.insert_run(&finished).await.unwrap();
+    finished.status = RunStatus::Completed;
+    dead.update_run(&finished).await.unwrap();
+    expire_leases_of(&db, "node-dead").await;
+
+    let a = node(&db, "node-a").await;
+    let b = node(&db, "node-b").await;
+    let ttl = Duration::from_secs(60);
+    let take_all = |store: PgStore| async move {
+        let mut taken = Vec::new();
+        loop {
+            let batch = store.take_over_expired_runs(ttl, 3).await.unwrap();
+            if batch.is_empty() {
+                return taken;
+            }
+            taken.extend(batch.into_iter().map(|r| r.id));
+        }
+    };
+    let (by_a, by_b) = tokio::join!(take_all(a.clone()), take_all(b.clone()));
+    let set_a: BTreeSet<String> = by_a.iter().cloned().collect();
+    let set_b: BTreeSet<String> = by_b.iter().cloned().collect();
+    assert_eq!(set_a.len(), by_a.len(), "node-a took a run twice");
+    assert_eq!(set_b.len(), by_b.len(), "node-b took a run twice");
+    assert!(set_a.is_disjoint(&set_b), "both nodes took over {:?}", set_a.intersection(&set_b).collect::<Vec<_>>());
+    let all: BTreeSet<String> = set_a.union(&set_b).cloned().collect();
+    assert_eq!(all, ids, "every expired running run is taken over exactly once, the finished one never");
+    // Taken over for the TTL: nobody takes them again meanwhile.
+    assert!(a.take_over_expired_runs(ttl, 100).await.unwrap().is_empty());
+    assert!(b.take_over_expired_runs(ttl, 100).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn renewed_leases_are_not_taken_over_and_a_node_never_takes_its_own() {
+    let Some(db) = Db::postgres().await else { return };
+    let b = node(&db, "node-b").await;
+    let a = node(&db, "node-a").await;
+    let mine = new_id("run_");
+    let other_process = new_id("run_");
+    b.insert_run(&running(&mine, 100)).await.unwrap();
+    b.insert_run(&running(&other_process, 200)).await.unwrap();
+    expire_leases_of(&db, "node-b").await;
+    // Node b's process 100 renews: only its own run's lease comes back.
+    assert_eq!(b.renew_leases(100, Duration::from_secs(30)).await.unwrap(), 1);
+    assert!(b.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap().is_empty(), "not its own");
+    let taken = a.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap();
+    assert_eq!(taken.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec![other_process.as_str()]);
+    // A taken-over lease stays with the node that took it, even if the old node renews.
+    assert_eq!(b.renew_leases(200, Duration::from_secs(30)).await.unwrap(), 0);
+    expire_leases_of(&db, "node-a").await;
+    let again = b.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap();
+    assert_eq!(again.len(), 1, "a recoverer that stopped in turn hands the run on");
+}
+
+#[tokio::test]
+async fn a_lease_expires_when_its_node_stops_renewing() {
+    let Some(db) = Db::postgres().await else { return };
+    let b = node(&db, "node-b").await;
+    let a = node(&db, "node-a").await;
+    // Leases of 300 ms from now on, the first one included.
+    b.renew_leases(1, Duration::from_millis(300)).await.unwrap();
+    let id = new_id("run_");
+    b.insert_run(&running(&id, 1)).await.unwrap();
+    assert!(a.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap().is_empty(), "still valid");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let taken = a.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].id, id);
+}
+
+/// The next notice about `run_id`, within 10 s.
+async fn next_about(rx: &mut tokio::sync::broadcast::Receiver<Change>, run_id: &str) -> Change {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match rx.recv().await.unwrap() {
+                change if change.run_id() == Some(run_id) => return change,
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("a notice within 10 s")
+}
+
+#[tokio::test]
+async fn writes_of_one_node_notify_the_subscribers_of_another() {
+    let Some(db) = Db::postgres().await else { return };
+    let other_schema = Db::postgres().await.unwrap();
+    let a = node(&db, "node-a").await;
+    let b = node(&db, "node-b").await;
+    let elsewhere = node(&other_schema, "node-c").await;
+    let mut rx = a.subscribe_changes().expect("PostgreSQL sends notices");
+    let mut rx_elsewhere = elsewhere.subscribe_changes().unwrap();
+    // The listener is connected once it has said so.
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap().unwrap(), Change::Resync);
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), rx_elsewhere.recv()).await.unwrap().unwrap(),
+        Change::Resync
+    );
+
+    let id = new_id("run_");
+    b.insert_run(&running(&id, 1)).await.unwrap();
+    assert_eq!(next_about(&mut rx, &id).await, Change::Run { run_id: id.clone() });
+    for seq in 1..=5 {
+        let kind = EventKind::StageStarted { stage: "planner".into(), round: 1 };
+        b.append_event(&Event { run_id: id.clone(), seq, at: Utc::now(), kind }).await.unwrap();
+    }
+    b.flush().await.unwrap();
+    // Events of one commit are folded into one notice with the highest seq.
+    let mut seen = 0;
+    while seen < 5 {
+        match next_about(&mut rx, &id).await {
+            Change::Event { seq, .. } => {
+                assert!(seq > seen, "notices in order");
+                seen = seq;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let decision = steward_store::ApprovalDecisionRecord {
+        approval_id: "apr_1".into(),
+        run_id: id.clone(),
+        decided_by: "local:alice".into(),
+        approve: true,
+        scope: "once".into(),
+        reason: String::new(),
+        created_at: Utc::now(),
+    };
+    assert!(b.insert_approval_decision(&decision).await.unwrap());
+    assert_eq!(next_about(&mut rx, &id).await, Change::Decision { run_id: id.clone(), approval_id: "apr_1".into() });
+    // A second decision is not recorded, so nothing is announced for it.
+    assert!(!b.insert_approval_decision(&decision).await.unwrap());
+    let mut finished = running(&id, 1);
+    finished.status = RunStatus::Completed;
+    b.update_run(&finished).await.unwrap();
+    assert_eq!(next_about(&mut rx, &id).await, Change::Run { run_id: id.clone() });
+    // Another schema hears nothing of this one.
+    assert!(rx_elsewhere.try_recv().is_err());
+}
