@@ -18,6 +18,7 @@
 mod anchor;
 mod chain;
 mod error;
+pub mod ledger;
 mod postgres;
 mod record;
 mod sqlite;
@@ -29,6 +30,7 @@ use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 
 pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
 pub use error::StoreError;
+pub use ledger::LedgerStore;
 pub use postgres::{PgStore, host_node, is_postgres_url, redact_database_url};
 pub use record::McpTokenRecord;
 pub use record::{
@@ -183,6 +185,12 @@ pub trait Store: Send + Sync {
     /// Waits until everything queued so far is committed; reports a queued event that failed
     /// since the last flush ([`StoreError::Deferred`]).
     async fn flush(&self) -> Result<(), StoreError>;
+
+    /// The work ledger kept in the same database ([`ledger::LedgerStore`]); `None` for a store
+    /// without one.
+    fn ledger(&self) -> Option<&dyn ledger::LedgerStore> {
+        None
+    }
 }
 
 #[cfg(test)]

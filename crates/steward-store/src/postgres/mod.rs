@@ -8,6 +8,7 @@
 //! that appends locks the row of `audit_chain_lock` first and reads the chain head after it.
 //! A commit is durable when PostgreSQL says so (`synchronous_commit`, on by default).
 
+mod ledger;
 mod rows;
 mod writer;
 
@@ -513,6 +514,10 @@ impl Store for PgStore {
             return Ok(verdict);
         }
         self.check_anchor(&records, verdict)
+    }
+
+    fn ledger(&self) -> Option<&dyn crate::ledger::LedgerStore> {
+        Some(self)
     }
 
     async fn flush(&self) -> Result<(), StoreError> {
