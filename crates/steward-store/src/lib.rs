@@ -18,6 +18,7 @@
 mod anchor;
 mod chain;
 mod error;
+mod journal;
 pub mod ledger;
 mod postgres;
 mod record;
@@ -30,6 +31,7 @@ use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 
 pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
 pub use error::StoreError;
+pub use journal::{JournalRecord, JournalState, JournalStore};
 pub use ledger::LedgerStore;
 pub use postgres::{PgStore, host_node, is_postgres_url, redact_database_url};
 pub use record::McpTokenRecord;

@@ -8,6 +8,7 @@
 //! that appends locks the row of `audit_chain_lock` first and reads the chain head after it.
 //! A commit is durable when PostgreSQL says so (`synchronous_commit`, on by default).
 
+mod journal;
 mod ledger;
 mod rows;
 mod writer;

@@ -5,6 +5,7 @@
 //! writer takes the write lock with `BEGIN IMMEDIATE` (waiting up to [`BUSY_TIMEOUT`]) and reads
 //! the chain head inside that transaction.
 
+mod journal;
 mod ledger;
 mod rows;
 mod writer;
