@@ -6,6 +6,7 @@ mod bench_serve;
 mod commands;
 mod eval_cmd;
 mod home;
+mod ledger_cmd;
 mod mcp_cmd;
 mod mcp_conformance;
 mod mcp_serve;
@@ -126,6 +127,11 @@ enum Command {
     Serve(serve_cmd::ServeArgs),
     /// Measure the harness's own overhead per tool-call step (fake provider, no-op tool).
     Bench(bench::BenchArgs),
+    /// The work ledger on the local store: file, list, approve and revoke work requests.
+    Ledger {
+        #[command(subcommand)]
+        command: ledger_cmd::LedgerCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -351,6 +357,7 @@ fn main() -> ExitCode {
             Command::Tools { workspace, json } => tools_cmd::tools(&workspace, json).await,
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Ledger { command } => ledger_cmd::run(command).await,
             Command::Serve(args) => serve_cmd::serve(args).await,
             Command::Eval(args) => eval_cmd::eval(args).await,
         }

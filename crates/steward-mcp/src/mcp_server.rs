@@ -61,21 +61,25 @@ pub enum Scope {
     Read,
     /// `submit`: `submit_task`.
     Submit,
+    /// `hub`: no MCP tool; over HTTP, the work ledger's candidates, claims and result reports
+    /// (`/api/ledger/…` of `steward serve`).
+    Hub,
 }
 
 impl Scope {
     /// Every scope, in the order they are listed.
-    pub const ALL: [Scope; 2] = [Scope::Read, Scope::Submit];
+    pub const ALL: [Scope; 3] = [Scope::Read, Scope::Submit, Scope::Hub];
 
     /// The scope's name: `read` or `submit`.
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Read => "read",
             Scope::Submit => "submit",
+            Scope::Hub => "hub",
         }
     }
 
-    /// The scope named exactly `name` (`read`, `submit`).
+    /// The scope named exactly `name` (`read`, `submit`, `hub`).
     pub fn parse(name: &str) -> Option<Scope> {
         Scope::ALL.into_iter().find(|s| s.as_str() == name)
     }
@@ -85,14 +89,14 @@ impl Scope {
     pub fn parse_list(list: &str) -> Result<Vec<Scope>, String> {
         let mut scopes = Vec::new();
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let scope =
-                Scope::parse(name).ok_or_else(|| format!("unknown scope `{name}`; the scopes are read, submit"))?;
+            let scope = Scope::parse(name)
+                .ok_or_else(|| format!("unknown scope `{name}`; the scopes are read, submit, hub"))?;
             if !scopes.contains(&scope) {
                 scopes.push(scope);
             }
         }
         if scopes.is_empty() {
-            return Err("no scope given; the scopes are read, submit".to_string());
+            return Err("no scope given; the scopes are read, submit, hub".to_string());
         }
         scopes.sort();
         Ok(scopes)
