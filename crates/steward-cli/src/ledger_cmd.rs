@@ -62,6 +62,20 @@ pub enum LedgerCommand {
         /// The request id (`wrq_…`).
         id: String,
     },
+    /// List the hub's held attempts (never re-run automatically) with what is known of them.
+    Held {
+        /// JSON lines, with the evidence recorded so far.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record your decision on a held attempt; nothing is run (`retry` needs a fresh approval).
+    Resolve {
+        /// The attempt id (`att_…`), as `steward ledger held` lists it.
+        attempt: String,
+        /// completed, failed, or retry (the request becomes eligible again through a new approval).
+        #[arg(long = "as", value_parser = ["completed", "failed", "retry"])]
+        resolution: String,
+    },
 }
 
 /// Runs a `steward ledger` subcommand.
@@ -71,6 +85,8 @@ pub async fn run(command: LedgerCommand) -> Result<u8> {
         LedgerCommand::List { limit, json } => list(limit, json).await,
         LedgerCommand::Approve { id, head, expires_in, revision } => approve(&id, &head, &expires_in, revision).await,
         LedgerCommand::Revoke { id } => revoke(&id).await,
+        LedgerCommand::Held { json } => crate::hub_cmd::held(json).await,
+        LedgerCommand::Resolve { attempt, resolution } => crate::hub_cmd::resolve_held(&attempt, &resolution).await,
     }
 }
 

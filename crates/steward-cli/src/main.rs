@@ -6,6 +6,7 @@ mod bench_serve;
 mod commands;
 mod eval_cmd;
 mod home;
+mod hub_cmd;
 mod ledger_cmd;
 mod mcp_cmd;
 mod mcp_conformance;
@@ -132,6 +133,8 @@ enum Command {
         #[command(subcommand)]
         command: ledger_cmd::LedgerCommand,
     },
+    /// Run the hub: claim approved work from a ledger, run it once as a read-only run, report evidence.
+    Hub(hub_cmd::HubArgs),
 }
 
 #[derive(Subcommand)]
@@ -360,6 +363,7 @@ fn main() -> ExitCode {
             Command::Ledger { command } => ledger_cmd::run(command).await,
             Command::Serve(args) => serve_cmd::serve(args).await,
             Command::Eval(args) => eval_cmd::eval(args).await,
+            Command::Hub(args) => hub_cmd::hub(args).await,
         }
     });
     // Do not wait for a blocked stdin reader (an approval prompt) after the run ended.

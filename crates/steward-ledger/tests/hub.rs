@@ -277,10 +277,11 @@ async fn duplicate_result_report_is_attached_to_the_same_attempt() {
     };
     let ack = env.client.report(row.authority_id.as_deref().unwrap(), &report).await.unwrap();
     assert_eq!((ack.attempt_id.as_str(), ack.first), (row.attempt_id.as_str(), false));
-    let l = env.ledger.lock().unwrap();
-    assert_eq!(l.entry(&approval).reports.len(), 3);
-    assert_eq!(l.entry(&approval).completions, 1, "no second completion");
-    drop(l);
+    let (reports, completions) = {
+        let l = env.ledger.lock().unwrap();
+        (l.entry(&approval).reports.len(), l.entry(&approval).completions)
+    };
+    assert_eq!((reports, completions), (3, 1), "no second completion");
     assert_eq!(env.runs().await, 1);
 }
 
