@@ -232,7 +232,7 @@ enum McpCommand {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
     },
-    /// Serve Steward over MCP on stdio: submit_task, list_runs, get_run, list_pending_approvals (approving is not an MCP tool).
+    /// Serve Steward over MCP on stdio: submit_task, list_runs, get_run, list_pending_approvals, submit_work_request (approving is not an MCP tool).
     Serve,
     /// Bearer tokens of `/mcp` in `steward serve` (owned by the local user): create, list, revoke.
     Token {
@@ -255,7 +255,7 @@ enum TokenCommand {
         /// A label for the token (which assistant uses it).
         #[arg(long)]
         name: Option<String>,
-        /// Comma list of scopes: `read` (list_runs, get_run, list_pending_approvals), `submit` (submit_task).
+        /// Comma list of scopes: `read` (list_runs, get_run, list_pending_approvals), `submit` (submit_task, submit_work_request), `hub` (claim approved work from the ledger).
         #[arg(long, default_value = "read")]
         scope: String,
     },
