@@ -340,3 +340,22 @@ async fn shutdown_stops_claiming_before_the_next_candidate() {
     // `run` returns at once when claiming is already stopped.
     tokio::time::timeout(Duration::from_secs(5), env.hub.run(claiming)).await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn an_expired_approval_starts_nothing() {
+    let env = env("Add a feature", SUMMARY).await;
+    let approval = env.ledger.lock().unwrap().approve("demo", 1, &env.head, "");
+    // Listed by a ledger whose clock lags: the hub itself refuses to start it.
+    env.ledger.lock().unwrap().entries[0].approval.expires_at = chrono::Utc::now() - chrono::Duration::seconds(1);
+    let mut candidate = steward_ledger::wire::Candidate {
+        approval: env.ledger.lock().unwrap().entries[0].approval.clone(),
+        text: String::new(),
+    };
+    assert_eq!(env.hub.handle(&candidate).await.unwrap(), Handled::Ignored("expired"));
+    assert!(env.store.journal_by_approval(&approval).await.unwrap().is_none());
+    // Expiring between listing and claim: the ledger denies the claim, nothing runs.
+    candidate.approval.expires_at = chrono::Utc::now() + chrono::Duration::hours(1);
+    assert_eq!(env.hub.handle(&candidate).await.unwrap(), Handled::Denied("expired".into()));
+    assert_eq!(env.row(&approval).await.state, JournalState::Denied);
+    assert_eq!(env.runs().await, 0);
+}

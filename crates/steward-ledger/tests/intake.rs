@@ -119,6 +119,13 @@ async fn a_response_echoing_the_credential_is_refused() {
     let err = client.candidates(None, 10).await.unwrap_err();
     assert_eq!(err, IntakeError::CredentialEcho);
     assert_no_server_text(&err);
+    // In a header too.
+    let client = serve(route(get(|headers: HeaderMap| async move {
+        let auth = headers.get("authorization").cloned().unwrap();
+        ([("x-debug-auth", auth)], page(None)).into_response()
+    })))
+    .await;
+    assert_eq!(client.candidates(None, 10).await.unwrap_err(), IntakeError::CredentialEcho);
 }
 
 #[tokio::test]

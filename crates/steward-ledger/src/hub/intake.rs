@@ -246,6 +246,10 @@ impl LedgerClient {
             .map_err(|e| {
                 if e.is_connect() { IntakeError::Unavailable { retry_after: None } } else { IntakeError::Timeout }
             })?;
+        let credential = self.token.expose().as_bytes();
+        if response.headers().values().any(|v| contains(v.as_bytes(), credential)) {
+            return Err(IntakeError::CredentialEcho);
+        }
         let status = response.status();
         if status.is_redirection() {
             return Err(IntakeError::Redirect);
