@@ -48,6 +48,8 @@ pub struct BenchArgs {
 enum BenchMode {
     /// `steward serve`: memory per run parked on an approval, and event latency to many connected clients.
     Serve(crate::bench_serve::BenchServeArgs),
+    /// The work ledger: claims per second with several hubs at once, on SQLite and PostgreSQL.
+    Ledger(crate::bench_ledger::BenchLedgerArgs),
 }
 
 struct NoopRead(ToolSpec);
@@ -78,8 +80,10 @@ impl EventObserver for StepClock {
 
 /// Runs the benchmark and prints what it measured.
 pub async fn run(args: BenchArgs) -> Result<u8> {
-    if let Some(BenchMode::Serve(serve)) = args.mode {
-        return crate::bench_serve::run(serve).await;
+    match args.mode {
+        Some(BenchMode::Serve(serve)) => return crate::bench_serve::run(serve).await,
+        Some(BenchMode::Ledger(ledger)) => return crate::bench_ledger::run(ledger).await,
+        None => {}
     }
     println!(
         "steward bench: wall time per tool-call step (fake planner call + context + policy + audit 'approved' + \
