@@ -1,7 +1,8 @@
 //! The real `steward hub` binary against a ledger served by this test (the wire contract of
 //! `steward_ledger::wire`), killed with `STEWARD_HUB_CRASH_AT` at each journal step, 20 times
-//! per step, then restarted: no request is executed twice, none is lost (each ends completed
-//! or held and listed), and a crash right after launch is never re-run.
+//! per step (SQLite; 5 per step with the state in PostgreSQL), then restarted: no request is
+//! executed twice, none is lost (each ends completed or held and listed), and a crash right
+//! after launch is never re-run. Also the hub against the real ledger of `steward serve`.
 
 mod common;
 
@@ -12,7 +13,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 
 use common::{Env, code, stderr, stdout};
-use steward_store::{JournalState, JournalStore, SqliteStore, Store, StoreOptions};
+use std::sync::Arc;
+
+use sqlx::{ConnectOptions, Connection};
+use steward_store::{JournalState, JournalStore, PgStore, SqliteStore, Store, StoreOptions};
 
 const ROUNDS: u64 = 20;
 const POINTS: [&str; 5] = ["after_intent", "before_claim", "after_claim", "after_launch", "after_result"];
@@ -23,6 +27,8 @@ struct Hub {
     head: String,
     url: String,
     ledger: fake_ledger::Shared,
+    /// `STEWARD_DATABASE_URL` for the hub (a fresh schema), or `None` for `steward.db`.
+    database_url: Option<String>,
 }
 
 async fn hub_env() -> Hub {
@@ -35,7 +41,44 @@ async fn hub_env() -> Hub {
     std::fs::write(&token, fake_ledger::TOKEN).unwrap();
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::write(env.dir.path().join("scenario.toml"), "[[round]]\ntext = \"Summary: adds feature.txt.\"\n").unwrap();
-    Hub { env, repo, head, url, ledger }
+    Hub { env, repo, head, url, ledger, database_url: None }
+}
+
+/// The test database (`STEWARD_TEST_DATABASE_URL`, default the local server) with a fresh
+/// schema first on the search path; `None` (with a notice) when it cannot be reached, unless
+/// `CI` is set.
+async fn pg_schema() -> Option<String> {
+    let base = std::env::var("STEWARD_TEST_DATABASE_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_string());
+    let name = steward_store::new_id("t_");
+    let created = async {
+        let connect = base.parse::<sqlx::postgres::PgConnectOptions>().map_err(|e| e.to_string())?;
+        let mut conn = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            sqlx::postgres::PgConnection::connect_with(&connect.disable_statement_logging()),
+        )
+        .await
+        .map_err(|_| "no answer within 5 s".to_string())?
+        .map_err(|e| e.to_string())?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
+            .execute(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        conn.close().await.map_err(|e| e.to_string())
+    }
+    .await;
+    if let Err(why) = created {
+        let shown = steward_store::redact_database_url(&base);
+        if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+            panic!("PostgreSQL at {shown} is unreachable ({why}); CI is set, so this test fails");
+        }
+        eprintln!("notice: PostgreSQL at {shown} is unreachable ({why}): skipping this PostgreSQL test");
+        return None;
+    }
+    let sep = if base.contains('?') { '&' } else { '?' };
+    Some(format!("{base}{sep}options[search_path]={name}"))
 }
 
 impl Hub {
@@ -71,11 +114,25 @@ impl Hub {
         if let Some(point) = crash {
             cmd.env("STEWARD_HUB_CRASH_AT", point);
         }
+        if let Some(url) = &self.database_url {
+            cmd.env("STEWARD_DATABASE_URL", url);
+        }
         tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap()
     }
 
-    async fn store(&self) -> SqliteStore {
-        SqliteStore::open(&self.env.home().join("steward.db"), StoreOptions::default()).await.unwrap()
+    /// The hub's state store and journal (the same database).
+    async fn store(&self) -> (Arc<dyn Store>, Arc<dyn JournalStore>) {
+        match &self.database_url {
+            Some(url) => {
+                let store = Arc::new(PgStore::open(url, StoreOptions::default()).await.unwrap());
+                (store.clone(), store)
+            }
+            None => {
+                let path = self.env.home().join("steward.db");
+                let store = Arc::new(SqliteStore::open(&path, StoreOptions::default()).await.unwrap());
+                (store.clone(), store)
+            }
+        }
     }
 }
 
@@ -87,11 +144,33 @@ fn runs_of(runs: &[steward_store::RunRecord], n: u64) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hub_killed_at_any_step_never_runs_twice_and_loses_nothing() {
-    let hub = hub_env().await;
+    crash_at_every_step(&hub_env().await, ROUNDS).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_with_its_journal_in_postgres_killed_at_any_step_never_runs_twice() {
+    let Some(url) = pg_schema().await else { return };
+    let mut hub = hub_env().await;
+    hub.database_url = Some(url.clone());
+    crash_at_every_step(&hub, 5).await;
+    // Drop the schema (left behind only when the test failed).
+    let (base, schema) = url.rsplit_once("options[search_path]=").unwrap();
+    let connect = base.trim_end_matches(['?', '&']).parse::<sqlx::postgres::PgConnectOptions>().unwrap();
+    let mut conn = sqlx::postgres::PgConnection::connect_with(&connect).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE")))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+}
+
+/// Kills the hub `rounds` times at each crash point (a new request each time), restarts it
+/// after each kill, and checks every request's fate.
+async fn crash_at_every_step(hub: &Hub, rounds: u64) {
     let mut n = 0u64;
     let mut expected: Vec<(u64, &str, String)> = Vec::new();
     for point in POINTS {
-        for _ in 0..ROUNDS {
+        for _ in 0..rounds {
             n += 1;
             hub.pr(n);
             let approval = hub.ledger.lock().unwrap().approve("demo", n, &hub.head, "");
@@ -105,7 +184,7 @@ async fn a_hub_killed_at_any_step_never_runs_twice_and_loses_nothing() {
     // A last pass with nothing new: still no second execution anywhere.
     let last = hub.run(None).await;
     assert_eq!(code(&last), 0, "{}", stderr(&last));
-    let store = hub.store().await;
+    let (store, journal) = hub.store().await;
     let runs = store.list_runs(10_000).await.unwrap();
     let mut duplicates = 0;
     let mut lost = 0;
@@ -114,7 +193,7 @@ async fn a_hub_killed_at_any_step_never_runs_twice_and_loses_nothing() {
         if count > 1 {
             duplicates += 1;
         }
-        let row = store.journal_by_approval(approval).await.unwrap();
+        let row = journal.journal_by_approval(approval).await.unwrap();
         let Some(row) = row else {
             lost += 1;
             continue;
@@ -152,8 +231,8 @@ async fn a_hub_killed_at_any_step_never_runs_twice_and_loses_nothing() {
     }
     println!("hub crash injection: {} kills, {duplicates} duplicate executions, {lost} lost requests", expected.len());
     assert_eq!((duplicates, lost), (0, 0));
-    let held = store.journal_list(&[JournalState::Held]).await.unwrap();
-    assert_eq!(held.len() as u64, 4 * ROUNDS);
+    let held = journal.journal_list(&[JournalState::Held]).await.unwrap();
+    assert_eq!(held.len() as u64, 4 * rounds);
 }
 
 fn libc_sigabrt() -> i32 {
@@ -173,9 +252,9 @@ async fn a_hub_serves_an_approved_pr_and_a_second_hub_start_does_nothing() {
     let again = hub.run(None).await;
     assert_eq!(code(&again), 0);
     assert!(stdout(&again).contains("already_journaled"));
-    let store = hub.store().await;
+    let (store, journal) = hub.store().await;
     assert_eq!(runs_of(&store.list_runs(100).await.unwrap(), 1), 1);
-    let row = store.journal_by_approval(&approval).await.unwrap().unwrap();
+    let row = journal.journal_by_approval(&approval).await.unwrap().unwrap();
     assert_eq!(row.state, JournalState::Acknowledged);
 }
 
@@ -298,7 +377,7 @@ async fn the_hub_serves_the_real_ledger_of_steward_serve() {
     let again = run_hub().await;
     assert_eq!(code(&again), 0, "{}", stderr(&again));
     assert!(stdout(&again).trim().is_empty(), "{}", stdout(&again));
-    let store = hub.store().await;
+    let (store, _) = hub.store().await;
     let runs = store.list_runs(100).await.unwrap();
     assert_eq!((runs_of(&runs, 1), runs_of(&runs, 2), runs_of(&runs, 3)), (1, 0, 0));
 
