@@ -16,11 +16,11 @@ use steward_core::planner::PlannerOverrides;
 use steward_ledger::hub::crash::CrashPoint;
 use steward_ledger::hub::resolve::{self, Resolution};
 use steward_ledger::hub::{Handled, Hub, HubSettings, HubToken, LedgerClient, RunLauncher};
-use steward_store::{JournalRecord, JournalStore, PgStore, SqliteStore, Store, StoreOptions};
+use steward_store::{JournalRecord, JournalStore, Store, StoreOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::{redactor, usage_error};
-use crate::home::{DATABASE_URL_VAR, Home, database_url, local_owner};
+use crate::home::{Home, local_owner};
 
 /// `steward hub` arguments.
 #[derive(Args)]
@@ -64,20 +64,7 @@ pub struct HubArgs {
 /// Opens the state store and its journal view (the same database: `steward.db`, or
 /// `$STEWARD_DATABASE_URL`), after marking runs of dead processes interrupted.
 pub async fn open_stores(home: &Home) -> Result<(Arc<dyn Store>, Arc<dyn JournalStore>)> {
-    let store = home.open_store(StoreOptions::default()).await?;
-    let journal: Arc<dyn JournalStore> = match database_url()? {
-        Some(url) => Arc::new(
-            PgStore::open(&url, StoreOptions::default())
-                .await
-                .with_context(|| format!("cannot open the database named by {DATABASE_URL_VAR}"))?,
-        ),
-        None => Arc::new(
-            SqliteStore::open(&home.db_path(), StoreOptions::default())
-                .await
-                .with_context(|| format!("cannot open {}", home.db_path().display()))?,
-        ),
-    };
-    Ok((store, journal))
+    home.open_store_with_journal(StoreOptions::default()).await
 }
 
 fn read_token(path: &PathBuf) -> Result<HubToken> {
@@ -200,7 +187,8 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
         }
         return Ok(if pass.complete { 0 } else { 1 });
     }
-    hub.run(claiming).await?;
+    hub.run(claiming, &|approval_id, handled| eprintln!("steward: hub: {}", handled_json(approval_id, handled)))
+        .await?;
     Ok(0)
 }
 

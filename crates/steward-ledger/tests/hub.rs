@@ -338,7 +338,7 @@ async fn shutdown_stops_claiming_before_the_next_candidate() {
     assert!(pass.handled.is_empty());
     assert_eq!(env.ledger.lock().unwrap().claims, 0);
     // `run` returns at once when claiming is already stopped.
-    tokio::time::timeout(Duration::from_secs(5), env.hub.run(claiming)).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), env.hub.run(claiming, &|_, _| {})).await.unwrap().unwrap();
 }
 
 #[tokio::test]
@@ -358,4 +358,54 @@ async fn an_expired_approval_starts_nothing() {
     assert_eq!(env.hub.handle(&candidate).await.unwrap(), Handled::Denied("expired".into()));
     assert_eq!(env.row(&approval).await.state, JournalState::Denied);
     assert_eq!(env.runs().await, 0);
+}
+
+#[tokio::test]
+async fn the_loop_serves_new_work_until_claiming_stops() {
+    let env = Arc::new(env("Add a feature", SUMMARY).await);
+    let claiming = CancellationToken::new();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let task = {
+        let (env, claiming, seen) = (Arc::clone(&env), claiming.clone(), Arc::clone(&seen));
+        tokio::spawn(async move {
+            env.hub
+                .run(claiming, &move |id: &str, handled: &Handled| {
+                    seen.lock().unwrap().push((id.to_string(), handled.clone()))
+                })
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    let approval = env.ledger.lock().unwrap().approve("demo", 1, &env.head, "");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while env.store.journal_by_approval(&approval).await.unwrap().map(|r| r.state) != Some(JournalState::Acknowledged) {
+        assert!(tokio::time::Instant::now() < deadline, "the loop never served the new approval");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    claiming.cancel();
+    tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap().unwrap();
+    assert!(env.ledger.lock().unwrap().listings >= 2, "it polled more than once");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, vec![(approval, Handled::Finished { outcome: AttemptOutcome::Completed, acknowledged: true })]);
+}
+
+#[tokio::test]
+async fn the_loop_backs_off_as_long_as_retry_after_asks() {
+    let env = Arc::new(env("Add a feature", SUMMARY).await);
+    env.ledger.lock().unwrap().overloaded = 1;
+    let claiming = CancellationToken::new();
+    let task = {
+        let (env, claiming) = (Arc::clone(&env), claiming.clone());
+        tokio::spawn(async move { env.hub.run(claiming, &|_, _| {}).await })
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while env.ledger.lock().unwrap().listings < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "no second listing");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    claiming.cancel();
+    tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap().unwrap();
+    let at = env.ledger.lock().unwrap().listed_at.clone();
+    // The backoff alone would wait at most 100 ms; the ledger asked for 1 s.
+    assert!(at[1] - at[0] >= Duration::from_millis(990), "{:?}", at[1] - at[0]);
 }

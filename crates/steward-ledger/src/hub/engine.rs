@@ -32,6 +32,12 @@ const CLAIM_REASONS: &[&str] = &[
     "unknown_approval",
 ];
 
+/// Longest request text handed to a job, in characters (the ledger accepts at most 4,000).
+pub const MAX_REQUEST_TEXT_CHARS: usize = 4_000;
+
+/// Longest summary put in the evidence, in characters (the rest is cut).
+pub const MAX_SUMMARY_CHARS: usize = 16_000;
+
 /// What the hub is configured with.
 #[derive(Debug, Clone)]
 pub struct HubSettings {
@@ -181,11 +187,19 @@ impl Hub {
     }
 
     /// Passes until `claiming` is cancelled: `poll_interval` between complete passes, backoff
-    /// with jitter after a failed listing (at least the ledger's `Retry-After`).
-    pub async fn run(&self, claiming: CancellationToken) -> Result<(), HubError> {
+    /// with jitter after a failed listing (at least the ledger's `Retry-After`). `on_handled`
+    /// hears of every candidate handled (approval id, what happened).
+    pub async fn run(
+        &self,
+        claiming: CancellationToken,
+        on_handled: &(dyn Fn(&str, &Handled) + Send + Sync),
+    ) -> Result<(), HubError> {
         let mut backoff = Backoff::new(self.settings.backoff_base, self.settings.backoff_max);
         while !claiming.is_cancelled() {
             let pass = self.pass(&claiming).await?;
+            for (approval_id, handled) in &pass.handled {
+                on_handled(approval_id, handled);
+            }
             let wait = if pass.complete {
                 backoff.reset();
                 self.settings.poll_interval
@@ -435,7 +449,7 @@ impl Hub {
             repository: row.repository.clone(),
             pr_number: row.pr_number,
             head_sha: row.head_sha.clone(),
-            request_text: candidate.text.clone(),
+            request_text: candidate.text.chars().take(MAX_REQUEST_TEXT_CHARS).collect(),
             pr_description: forge::description(&repo, &row.head_sha).await,
             workspace: worktree.path().to_path_buf(),
         };
@@ -473,7 +487,7 @@ impl Hub {
         let outcome = match ended {
             Ok(end) => {
                 evidence.environment.extend(end.environment);
-                evidence.summary = end.summary;
+                evidence.summary = end.summary.map(|t| t.chars().take(MAX_SUMMARY_CHARS).collect());
                 if end.status == steward_store::RunStatus::Completed {
                     AttemptOutcome::Completed
                 } else {

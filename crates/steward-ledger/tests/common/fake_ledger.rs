@@ -44,6 +44,10 @@ pub struct Ledger {
     pub lose_claim_answers: bool,
     /// Process the next N reports, then answer 502.
     pub lose_report_acks: u32,
+    /// Answer the next N listings with 429 and `Retry-After: 1`.
+    pub overloaded: u32,
+    /// When each listing request arrived.
+    pub listed_at: Vec<std::time::Instant>,
     /// Requests seen, by kind.
     pub listings: u32,
     pub claims: u32,
@@ -107,6 +111,11 @@ async fn candidates(State(s): State<Shared>, headers: HeaderMap, Query(q): Query
     }
     let mut l = s.lock().unwrap();
     l.listings += 1;
+    l.listed_at.push(std::time::Instant::now());
+    if l.overloaded > 0 {
+        l.overloaded -= 1;
+        return (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "1")], "slow down").into_response();
+    }
     let now = chrono::Utc::now();
     let mut all: Vec<Candidate> = l
         .entries
