@@ -19,7 +19,7 @@
 
 use axum::extract::{DefaultBodyLimit, Form, FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -587,8 +587,9 @@ pub async fn revoke(
     responses(
         (status = 200, description = "One page; complete once `next_cursor` is null", body = CandidatePageDoc),
         (status = 400, description = "`invalid`: a bad cursor or limit, or an unknown parameter", body = ErrorBody),
-        (status = 401, description = "`unauthorized`: an unknown or revoked bearer token", body = ErrorBody),
-        (status = 403, description = "`forbidden`: not a token with the `hub` scope", body = ErrorBody),
+        (status = 401, description = "`unauthorized`: no, an unknown or a revoked bearer token", body = ErrorBody),
+        (status = 403, description = "`forbidden`: a token without the `hub` scope; `csrf`: an `Origin` naming \
+            another site", body = ErrorBody),
         (status = 500, description = "`storage`", body = ErrorBody),
     )
 )]
@@ -640,8 +641,9 @@ pub async fn candidates(
         (status = 200, description = "The decision", body = ClaimResponseDoc),
         (status = 400, body = ErrorBody, description = "`invalid`: a bad hub or attempt id, an unknown field, or a \
             body that does not fit"),
-        (status = 401, description = "`unauthorized`: an unknown or revoked bearer token", body = ErrorBody),
-        (status = 403, description = "`forbidden`: not a token with the `hub` scope", body = ErrorBody),
+        (status = 401, description = "`unauthorized`: no, an unknown or a revoked bearer token", body = ErrorBody),
+        (status = 403, description = "`forbidden`: a token without the `hub` scope; `csrf`: an `Origin` naming \
+            another site", body = ErrorBody),
         (status = 413, description = "`invalid`: the body is larger than 16 KiB", body = ErrorBody),
         (status = 415, description = "`invalid`: the body is not `application/json`", body = ErrorBody),
         (status = 500, description = "`storage`", body = ErrorBody),
@@ -704,8 +706,9 @@ pub async fn claim(
     responses(
         (status = 200, description = "Recorded, or a duplicate of the recorded result", body = ResultAckDoc),
         (status = 400, body = ErrorBody, description = "`invalid`: an unknown field, or a body that does not fit"),
-        (status = 401, description = "`unauthorized`: an unknown or revoked bearer token", body = ErrorBody),
-        (status = 403, description = "`forbidden`: not a token with the `hub` scope", body = ErrorBody),
+        (status = 401, description = "`unauthorized`: no, an unknown or a revoked bearer token", body = ErrorBody),
+        (status = 403, description = "`forbidden`: a token without the `hub` scope; `csrf`: an `Origin` naming \
+            another site", body = ErrorBody),
         (status = 404, description = "`not_found`: no such authority (of this owner)", body = ErrorBody),
         (status = 409, description = "`conflict`: the authority was issued to another attempt", body = ErrorBody),
         (status = 413, description = "`invalid`: the body is larger than 256 KiB", body = ErrorBody),
@@ -779,13 +782,31 @@ pub fn result_body_limit() -> DefaultBodyLimit {
     DefaultBodyLimit::max(MAX_RESULT_BODY)
 }
 
+/// True for the operations only a hub token may call (candidates, claims, results).
+fn is_hub_operation(method: &Method, path: &str) -> bool {
+    match *method {
+        Method::GET => path == "/api/ledger/candidates",
+        Method::POST => {
+            path == "/api/ledger/claims"
+                || path.strip_prefix("/api/ledger/authorities/").is_some_and(|rest| rest.ends_with("/result"))
+        }
+        _ => false,
+    }
+}
+
 /// Middleware in front of the cookie layer: a request to `/api/ledger/…` that carries
 /// `Authorization: Bearer …` is answered by [`TokenRoutes`] for the token's owner and scopes
 /// (401 `unauthorized` for a missing, unknown or revoked token; 403 `csrf` for an `Origin`
-/// naming another site); every other request passes on unchanged.
+/// naming another site); a request to a hub-only endpoint without a token is 401; every other
+/// request passes on unchanged.
 pub async fn bearer_layer(State(routes): State<TokenRoutes>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
     let authorization = request.headers().get(header::AUTHORIZATION).cloned();
-    let Some(authorization) = authorization.filter(|_| request.uri().path().starts_with("/api/ledger/")) else {
+    let Some(authorization) = authorization.filter(|_| path.starts_with("/api/ledger/")) else {
+        if is_hub_operation(request.method(), path) {
+            // Only hubs call these, and only with a token: no cookie session is made for them.
+            return unauthorized(AuthError::Missing);
+        }
         return next.run(request).await;
     };
     if !crate::session::same_origin(request.headers()) {
