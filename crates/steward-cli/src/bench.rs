@@ -50,6 +50,8 @@ enum BenchMode {
     Serve(crate::bench_serve::BenchServeArgs),
     /// Several nodes on one PostgreSQL database: latency of an event stored on one node until another node is notified and reads it.
     Nodes(crate::bench_nodes::BenchNodesArgs),
+    /// The work ledger: claims per second with several hubs at once, on SQLite and PostgreSQL.
+    Ledger(crate::bench_ledger::BenchLedgerArgs),
 }
 
 struct NoopRead(ToolSpec);
@@ -83,6 +85,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
     match args.mode {
         Some(BenchMode::Serve(serve)) => return crate::bench_serve::run(serve).await,
         Some(BenchMode::Nodes(nodes)) => return crate::bench_nodes::run(nodes).await,
+        Some(BenchMode::Ledger(ledger)) => return crate::bench_ledger::run(ledger).await,
         None => {}
     }
     println!(

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use steward_core::approval::ApprovalKey;
 use steward_core::recovery::LeaseTiming;
-use steward_store::{PgStore, SqliteStore, Store, StoreOptions};
+use steward_store::{JournalStore, PgStore, SqliteStore, Store, StoreOptions};
 use tokio_util::sync::CancellationToken;
 
 /// The environment variable that puts the state in PostgreSQL instead of `steward.db`.
@@ -79,8 +79,16 @@ impl Home {
     /// (same host name) are checked for a dead process, so another node's live runs are never
     /// marked interrupted. The audit anchor is kept per database (`audit.anchor` for the file,
     /// `audit-<hash of the URL without password>.anchor` for PostgreSQL).
-    pub async fn open_store(&self, mut options: StoreOptions) -> Result<Arc<dyn Store>> {
-        let store: Arc<dyn Store> = match database_url()? {
+    pub async fn open_store(&self, options: StoreOptions) -> Result<Arc<dyn Store>> {
+        Ok(self.open_store_with_journal(options).await?.0)
+    }
+
+    /// [`Home::open_store`], also returning the same database as the hub's journal.
+    pub async fn open_store_with_journal(
+        &self,
+        mut options: StoreOptions,
+    ) -> Result<(Arc<dyn Store>, Arc<dyn JournalStore>)> {
+        let (store, journal): (Arc<dyn Store>, Arc<dyn JournalStore>) = match database_url()? {
             Some(url) => {
                 options.audit_anchor.get_or_insert_with(|| self.dir.join(pg_anchor_name(&url)));
                 let connect = steward_store::PgConnectOptions::from_str(&url).map_err(|e| {
@@ -92,14 +100,16 @@ impl Home {
                 let store = PgStore::open_with(connect, options, &node_name()?)
                     .await
                     .with_context(|| format!("cannot open the database named by {DATABASE_URL_VAR}"))?;
-                Arc::new(store)
+                let store = Arc::new(store);
+                (store.clone(), store)
             }
             None => {
                 options.audit_anchor.get_or_insert_with(|| self.dir.join("audit.anchor"));
                 let store = SqliteStore::open(&self.db_path(), options)
                     .await
                     .with_context(|| format!("cannot open {}", self.db_path().display()))?;
-                Arc::new(store)
+                let store = Arc::new(store);
+                (store.clone(), store)
             }
         };
         let recovered = steward_core::recovery::recover_interrupted(store.as_ref(), &process_alive).await?;
@@ -109,7 +119,7 @@ impl Home {
         for (run, call) in &recovered.unknown_calls {
             eprintln!("steward: tool call {call} of run {run} has an unknown outcome (recorded in the audit log)");
         }
-        Ok(store)
+        Ok((store, journal))
     }
 
     /// The approval key: `$STEWARD_APPROVAL_KEY` (hex, at least 16 bytes), else

@@ -3,10 +3,13 @@
 
 mod bench;
 mod bench_nodes;
+mod bench_ledger;
 mod bench_serve;
 mod commands;
 mod eval_cmd;
 mod home;
+mod hub_cmd;
+mod ledger_cmd;
 mod mcp_cmd;
 mod mcp_conformance;
 mod mcp_serve;
@@ -127,6 +130,13 @@ enum Command {
     Serve(serve_cmd::ServeArgs),
     /// Measure the harness's own overhead per tool-call step (fake provider, no-op tool).
     Bench(bench::BenchArgs),
+    /// The work ledger on the local store: file, list, approve and revoke work requests.
+    Ledger {
+        #[command(subcommand)]
+        command: ledger_cmd::LedgerCommand,
+    },
+    /// Run the hub: claim approved work from a ledger, run it once as a read-only run, report evidence.
+    Hub(hub_cmd::HubArgs),
 }
 
 #[derive(Subcommand)]
@@ -224,7 +234,7 @@ enum McpCommand {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
     },
-    /// Serve Steward over MCP on stdio: submit_task, list_runs, get_run, list_pending_approvals (approving is not an MCP tool).
+    /// Serve Steward over MCP on stdio: submit_task, list_runs, get_run, list_pending_approvals, submit_work_request (approving is not an MCP tool).
     Serve,
     /// Bearer tokens of `/mcp` in `steward serve` (owned by the local user): create, list, revoke.
     Token {
@@ -247,7 +257,7 @@ enum TokenCommand {
         /// A label for the token (which assistant uses it).
         #[arg(long)]
         name: Option<String>,
-        /// Comma list of scopes: `read` (list_runs, get_run, list_pending_approvals), `submit` (submit_task).
+        /// Comma list of scopes: `read` (list_runs, get_run, list_pending_approvals), `submit` (submit_task, submit_work_request), `hub` (claim approved work from the ledger).
         #[arg(long, default_value = "read")]
         scope: String,
     },
@@ -352,8 +362,10 @@ fn main() -> ExitCode {
             Command::Tools { workspace, json } => tools_cmd::tools(&workspace, json).await,
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Ledger { command } => ledger_cmd::run(command).await,
             Command::Serve(args) => serve_cmd::serve(args).await,
             Command::Eval(args) => eval_cmd::eval(args).await,
+            Command::Hub(args) => hub_cmd::hub(args).await,
         }
     });
     // Do not wait for a blocked stdin reader (an approval prompt) after the run ended.

@@ -1,5 +1,5 @@
 //! `steward mcp serve`: Steward as an MCP server on stdio (SPEC M2). The protocol side lives in
-//! `steward_mcp::mcp_server`; this module answers its four tools from the local store and
+//! `steward_mcp::mcp_server`; this module answers its five tools from the local store and
 //! starts runs exactly as `steward run` does (configuration, tool registry, policy, store),
 //! owned by the local user (`local:<user>`).
 //!
@@ -25,8 +25,8 @@ use steward_core::events::EventObserver;
 use steward_core::planner::PlannerOverrides;
 use steward_core::{RunRequest, Runtime};
 use steward_mcp::mcp_server::{
-    Caller, GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, SubmitTask, call_outcomes,
-    serve_stdio,
+    Caller, GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, SubmitTask, SubmitWorkRequest,
+    call_outcomes, serve_stdio,
 };
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalStatus, Event};
@@ -157,6 +157,27 @@ impl EventObserver for FirstEvent {
 }
 
 impl RunService for LocalRuns {
+    async fn submit_work_request(&self, caller: &Caller, args: SubmitWorkRequest) -> Result<Value, String> {
+        let new = steward_ledger::wire::NewWorkRequest {
+            kind: steward_ledger::wire::WorkKind::PrSummary,
+            repository: args.repository,
+            pr_number: args.pr_number,
+            text: args.text,
+        };
+        let ledger = self.store().ledger().ok_or("this store keeps no work ledger")?;
+        let record = steward_server::ledger::file_request(ledger, &caller.owner_id, &new)
+            .await
+            .map_err(|e| self.redactor.redact(&e.message))?;
+        Ok(json!({
+            "request_id": record.id,
+            "status": record.status.as_str(),
+            "revision": record.revision,
+            "owner_id": record.requester,
+            "note": "nothing runs until the owner approves it (`steward ledger approve` or the Ledger page of \
+                     `steward serve`); approving is not an MCP tool",
+        }))
+    }
+
     async fn submit_task(&self, _caller: &Caller, args: SubmitTask) -> Result<Value, String> {
         let permit = self.slots.clone().try_acquire_owned().map_err(|_| {
             format!("busy: {MAX_CONCURRENT_RUNS} runs are already running; submit again when one has finished")

@@ -112,7 +112,10 @@ fn peer_mcp_inspector_http_lists_and_calls_tools_with_a_bearer_token() {
     let (_server, url) = serve(&env);
     let (ok, listed) = inspector(&env, &url, Some(&submitter), &["--method", "tools/list"]);
     assert!(ok, "{listed}");
-    assert_eq!(tool_names(&listed), ["submit_task", "list_runs", "get_run", "list_pending_approvals"]);
+    assert_eq!(
+        tool_names(&listed),
+        ["submit_task", "list_runs", "get_run", "list_pending_approvals", "submit_work_request"]
+    );
     let (ok, listed) = inspector(&env, &url, Some(&reader), &["--method", "tools/list"]);
     assert!(ok, "{listed}");
     assert_eq!(tool_names(&listed), ["list_runs", "get_run", "list_pending_approvals"]);

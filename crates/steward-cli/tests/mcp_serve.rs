@@ -1,5 +1,5 @@
 //! `steward mcp serve` (SPEC M2) driven by Steward's own MCP client (`steward_mcp::McpManager`)
-//! over stdio: the four tools, a classic-planner run submitted and polled to its answer, a
+//! over stdio: the five tools, a classic-planner run submitted and polled to its answer, a
 //! call needing approval denied with `no_approver`, ownership and redaction.
 
 mod common;
@@ -61,13 +61,13 @@ async fn finished(mcp: &McpManager, run_id: &str) -> Value {
 }
 
 #[tokio::test]
-async fn mcp_serve_offers_exactly_four_tools_none_of_which_approves() {
+async fn mcp_serve_offers_exactly_five_tools_none_of_which_approves() {
     let env = Env::new();
     let mcp = client(&env);
     let listing = mcp.tools().await;
     assert!(listing.failures.is_empty(), "{:?}", listing.failures);
     let names: Vec<&str> = listing.tools.iter().map(|t| t.tool.as_str()).collect();
-    assert_eq!(names, ["get_run", "list_pending_approvals", "list_runs", "submit_task"]);
+    assert_eq!(names, ["get_run", "list_pending_approvals", "list_runs", "submit_task", "submit_work_request"]);
     let submit = listing.tools.iter().find(|t| t.tool == "submit_task").unwrap();
     assert_eq!(submit.spec.name, "steward__submit_task");
     assert_eq!(submit.spec.input_schema["required"], json!(["workspace", "task"]), "{:?}", submit.spec.input_schema);
@@ -257,7 +257,11 @@ fn peer_mcp_inspector_lists_and_calls_steward_tools() {
     let (ok, listed) = inspector(&env, &["--method", "tools/list"]);
     assert!(ok, "{listed}");
     let names: Vec<&str> = listed["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["submit_task", "list_runs", "get_run", "list_pending_approvals"], "{listed}");
+    assert_eq!(
+        names,
+        ["submit_task", "list_runs", "get_run", "list_pending_approvals", "submit_work_request"],
+        "{listed}"
+    );
 
     let workspace = format!("workspace={}", env.ws().display());
     let (ok, submitted) = inspector(

@@ -6,7 +6,8 @@
 //!
 //! schemathesis is told that the owner cookie and the CSRF header are the document's security
 //! schemes (`[auth.openapi.*]` in its configuration), so that it sends them as credentials and
-//! does not count requests it made without them as schema violations.
+//! does not count requests it made without them as schema violations; the work ledger's
+//! bearer scheme gets a token with every scope (`read,submit,hub`).
 
 mod common;
 
@@ -33,6 +34,9 @@ api_key = "${STEWARD_OWNER_COOKIE}"
 
 [auth.openapi.csrf_token]
 api_key = "${STEWARD_CSRF_TOKEN}"
+
+[auth.openapi.bearer_token]
+bearer = "${STEWARD_BEARER_TOKEN}"
 "#;
 
 /// Longest the schemathesis run may take.
@@ -71,6 +75,9 @@ fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &st
 fn peer_schemathesis_api() {
     let st = required_env("STEWARD_TEST_SCHEMATHESIS");
     let env = Env::new();
+    let made = env.steward(&["mcp", "token", "create", "--scope", "read,submit,hub"]);
+    assert!(made.status.success(), "{}", common::stderr(&made));
+    let bearer = common::stdout(&made).trim().to_string();
     let scenario = common::scenario(&env, SCENARIO);
     let port = free_port();
     let mut command = env.command(&[
@@ -151,6 +158,7 @@ fn peer_schemathesis_api() {
         .current_dir(env.dir.path())
         .env("STEWARD_OWNER_COOKIE", &cookie)
         .env("STEWARD_CSRF_TOKEN", &csrf)
+        .env("STEWARD_BEARER_TOKEN", &bearer)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

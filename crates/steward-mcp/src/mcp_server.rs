@@ -1,15 +1,16 @@
-//! Steward as an MCP server (SPEC M2, the protocol side): four narrow tools offered to a remote
+//! Steward as an MCP server (SPEC M2, the protocol side): five narrow tools offered to a remote
 //! assistant, answered by a [`RunService`] that the `steward` binary implements over its
 //! store and run loop (`steward mcp serve` on stdio, `/mcp` of `steward serve` over HTTP).
 //!
-//! The tools are `submit_task`, `list_runs`, `get_run` and `list_pending_approvals`
-//! ([`TOOL_NAMES`]). None of them can approve a call, change policy or configuration: what an
+//! The tools are `submit_task`, `list_runs`, `get_run`, `list_pending_approvals` and
+//! `submit_work_request` ([`TOOL_NAMES`]). None of them can approve a call, change policy or configuration: what an
 //! assistant sends is data for a run, never a grant. Approving stays with the owner (terminal
 //! or web UI); it is deliberately not an MCP tool.
 //!
 //! Every request is made by a [`Caller`]: an owner and the [`Scope`]s it was given. `read`
-//! allows `list_runs`, `get_run` and `list_pending_approvals`; `submit` allows `submit_task`
-//! ([`tool_scope`]). `tools/list` shows only the tools the caller's scopes allow; calling
+//! allows `list_runs`, `get_run` and `list_pending_approvals`; `submit` allows `submit_task` and
+//! `submit_work_request` (which files a work request in the ledger; only the owner approves it)
+//! ([`tool_scope`]); `hub` allows no tool. `tools/list` shows only the tools the caller's scopes allow; calling
 //! another one gives an error result naming the missing scope. The stdio server has one fixed
 //! caller (the local owner with every scope); over HTTP the caller comes from the request
 //! (the bearer token it carried), see [`StewardMcpServer::with_caller_lookup`].
@@ -44,8 +45,10 @@ pub const LIST_RUNS: &str = "list_runs";
 pub const GET_RUN: &str = "get_run";
 /// `list_pending_approvals`: approval requests waiting for the owner (read only).
 pub const LIST_PENDING_APPROVALS: &str = "list_pending_approvals";
+/// `submit_work_request`: file a work request in the ledger (never approve it).
+pub const SUBMIT_WORK_REQUEST: &str = "submit_work_request";
 /// Every tool the server offers, in the order `tools/list` gives them.
-pub const TOOL_NAMES: [&str; 4] = [SUBMIT_TASK, LIST_RUNS, GET_RUN, LIST_PENDING_APPROVALS];
+pub const TOOL_NAMES: [&str; 5] = [SUBMIT_TASK, LIST_RUNS, GET_RUN, LIST_PENDING_APPROVALS, SUBMIT_WORK_REQUEST];
 
 /// Default and largest `limit` of `list_runs`.
 pub const LIST_RUNS_DEFAULT: u32 = 20;
@@ -53,6 +56,8 @@ pub const LIST_RUNS_DEFAULT: u32 = 20;
 pub const LIST_RUNS_MAX: u32 = 200;
 /// Longest accepted task text, in characters.
 pub const MAX_TASK_CHARS: usize = 100_000;
+/// Longest accepted work request text, in characters.
+pub const MAX_WORK_TEXT_CHARS: usize = 4_000;
 
 /// What a caller may do with the tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -61,21 +66,25 @@ pub enum Scope {
     Read,
     /// `submit`: `submit_task`.
     Submit,
+    /// `hub`: no MCP tool; over HTTP, the work ledger's candidates, claims and result reports
+    /// (`/api/ledger/…` of `steward serve`).
+    Hub,
 }
 
 impl Scope {
     /// Every scope, in the order they are listed.
-    pub const ALL: [Scope; 2] = [Scope::Read, Scope::Submit];
+    pub const ALL: [Scope; 3] = [Scope::Read, Scope::Submit, Scope::Hub];
 
     /// The scope's name: `read` or `submit`.
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Read => "read",
             Scope::Submit => "submit",
+            Scope::Hub => "hub",
         }
     }
 
-    /// The scope named exactly `name` (`read`, `submit`).
+    /// The scope named exactly `name` (`read`, `submit`, `hub`).
     pub fn parse(name: &str) -> Option<Scope> {
         Scope::ALL.into_iter().find(|s| s.as_str() == name)
     }
@@ -85,14 +94,14 @@ impl Scope {
     pub fn parse_list(list: &str) -> Result<Vec<Scope>, String> {
         let mut scopes = Vec::new();
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let scope =
-                Scope::parse(name).ok_or_else(|| format!("unknown scope `{name}`; the scopes are read, submit"))?;
+            let scope = Scope::parse(name)
+                .ok_or_else(|| format!("unknown scope `{name}`; the scopes are read, submit, hub"))?;
             if !scopes.contains(&scope) {
                 scopes.push(scope);
             }
         }
         if scopes.is_empty() {
-            return Err("no scope given; the scopes are read, submit".to_string());
+            return Err("no scope given; the scopes are read, submit, hub".to_string());
         }
         scopes.sort();
         Ok(scopes)
@@ -102,7 +111,7 @@ impl Scope {
 /// The scope a tool needs; `None` for a name that is not one of [`TOOL_NAMES`].
 pub fn tool_scope(tool: &str) -> Option<Scope> {
     match tool {
-        SUBMIT_TASK => Some(Scope::Submit),
+        SUBMIT_TASK | SUBMIT_WORK_REQUEST => Some(Scope::Submit),
         LIST_RUNS | GET_RUN | LIST_PENDING_APPROVALS => Some(Scope::Read),
         _ => None,
     }
@@ -169,6 +178,20 @@ pub struct ListPendingApprovals {
     pub run_id: Option<String>,
 }
 
+/// Arguments of `submit_work_request`: ask for a summary of pull request `pr_number` of
+/// `repository`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitWorkRequest {
+    /// The repository's name (checked by the service).
+    pub repository: String,
+    /// The pull request's number (≥ 1).
+    pub pr_number: u64,
+    /// Free text for the job, at most [`MAX_WORK_TEXT_CHARS`] characters: data, never a grant.
+    #[serde(default)]
+    pub text: String,
+}
+
 /// What the tools do, for `caller` (whose scopes were already checked: the service decides
 /// only what the caller's owner may see). `Ok` is the JSON answered to the assistant; `Err` a
 /// message it sees as a failed tool call (it must not contain secrets: it is sent as is).
@@ -187,6 +210,13 @@ pub trait RunService: Send + Sync + 'static {
         &self,
         caller: &Caller,
         args: ListPendingApprovals,
+    ) -> impl Future<Output = Result<Value, String>> + Send;
+    /// Files an `open` work request owned by `caller.owner_id` in the ledger, e.g.
+    /// `{"request_id": "wrq_…", "status": "open"}`. Only the owner approves it, never over MCP.
+    fn submit_work_request(
+        &self,
+        caller: &Caller,
+        args: SubmitWorkRequest,
     ) -> impl Future<Output = Result<Value, String>> + Send;
 }
 
@@ -265,6 +295,10 @@ impl<S: RunService> StewardMcpServer<S> {
                 Ok(a) => self.service.get_run(caller, a).await,
                 Err(e) => Err(e),
             },
+            SUBMIT_WORK_REQUEST => match parse::<SubmitWorkRequest>(name, args).and_then(check_work_request) {
+                Ok(a) => self.service.submit_work_request(caller, a).await,
+                Err(e) => Err(e),
+            },
             _ => match parse::<ListPendingApprovals>(name, args) {
                 Ok(a) => self.service.list_pending_approvals(caller, a).await,
                 Err(e) => Err(e),
@@ -294,6 +328,19 @@ fn check_submit(args: SubmitTask) -> Result<SubmitTask, String> {
     Ok(args)
 }
 
+fn check_work_request(args: SubmitWorkRequest) -> Result<SubmitWorkRequest, String> {
+    if args.repository.trim().is_empty() {
+        return Err("repository is empty: name the repository".to_string());
+    }
+    if args.pr_number == 0 {
+        return Err("pr_number must be at least 1".to_string());
+    }
+    if args.text.chars().count() > MAX_WORK_TEXT_CHARS {
+        return Err(format!("the text is longer than {MAX_WORK_TEXT_CHARS} characters"));
+    }
+    Ok(args)
+}
+
 fn check_list_runs(args: ListRuns) -> Result<ListRuns, String> {
     match args.limit {
         Some(0) => Err("limit must be at least 1".to_string()),
@@ -309,7 +356,7 @@ fn schema(value: Value) -> Map<String, Value> {
     }
 }
 
-/// The four tools with their input schemas (JSON Schema objects, no extra properties).
+/// The five tools with their input schemas (JSON Schema objects, no extra properties).
 pub fn tools() -> Vec<Tool> {
     let read_only = ToolAnnotations::new().read_only(true).destructive(false);
     vec![
@@ -363,6 +410,24 @@ pub fn tools() -> Vec<Tool> {
             })),
         )
         .annotate(read_only),
+        Tool::new(
+            SUBMIT_WORK_REQUEST,
+            "File a work request in Steward's ledger: ask for a summary of pull request PR_NUMBER of \
+             REPOSITORY. It starts `open`; nothing runs until the owner approves it in Steward's web UI or \
+             terminal, pinned to a head commit and an expiry. Approving is not possible over MCP, and the text \
+             is passed to the job as data only.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "repository": {"type": "string", "description": "The repository's name, e.g. demo or org/demo"},
+                    "pr_number": {"type": "integer", "minimum": 1},
+                    "text": {"type": "string", "description": "Free text for the job", "maxLength": MAX_WORK_TEXT_CHARS}
+                },
+                "required": ["repository", "pr_number"],
+                "additionalProperties": false
+            })),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(false)),
     ]
 }
 
@@ -372,8 +437,8 @@ impl<S: RunService> ServerHandler for StewardMcpServer<S> {
             .with_server_info(Implementation::new("steward", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Steward runs tasks in local workspaces under its policy and approval gate. submit_task starts \
-                 a run; get_run and list_runs report on it. Approvals are given by the owner in the terminal \
-                 or web UI, never over MCP.",
+                 a run; get_run and list_runs report on it; submit_work_request files a work request in the \
+                 ledger. Approvals are given by the owner in the terminal or web UI, never over MCP.",
             )
     }
 
@@ -488,6 +553,9 @@ mod tests {
         async fn list_pending_approvals(&self, _caller: &Caller, args: ListPendingApprovals) -> Result<Value, String> {
             Ok(json!({"pending_for": args.run_id}))
         }
+        async fn submit_work_request(&self, caller: &Caller, args: SubmitWorkRequest) -> Result<Value, String> {
+            Ok(json!({"repository": args.repository, "pr": args.pr_number, "owner": caller.owner_id}))
+        }
     }
 
     async fn call_as(caller: &Caller, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
@@ -499,7 +567,7 @@ mod tests {
     }
 
     #[test]
-    fn tools_are_the_four_names_with_closed_object_schemas() {
+    fn tools_are_the_five_names_with_closed_object_schemas() {
         let tools = tools();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(names, TOOL_NAMES);
@@ -510,7 +578,7 @@ mod tests {
         }
         let read_only: Vec<bool> =
             tools.iter().map(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true)).collect();
-        assert_eq!(read_only, [false, true, true, true]);
+        assert_eq!(read_only, [false, true, true, true, false]);
     }
 
     #[tokio::test]
@@ -562,6 +630,26 @@ mod tests {
         let result = call_as(&submitter, GET_RUN, json!({"run_id": "run_1"})).await.unwrap();
         assert_eq!(result.is_error, Some(true));
         assert!(format!("{:?}", result.content).contains("needs the `read` scope"));
+    }
+
+    #[tokio::test]
+    async fn work_requests_need_submit_and_valid_arguments() {
+        let submitter = Caller { owner_id: "web:1".into(), scopes: vec![Scope::Submit] };
+        let args = json!({"repository": "demo", "pr_number": 4, "text": "please"});
+        let result = call_as(&submitter, SUBMIT_WORK_REQUEST, args.clone()).await.unwrap();
+        assert_eq!(result.structured_content, Some(json!({"repository": "demo", "pr": 4, "owner": "web:1"})));
+        let hub = Caller { owner_id: "web:1".into(), scopes: vec![Scope::Hub] };
+        let result = call_as(&hub, SUBMIT_WORK_REQUEST, args).await.unwrap();
+        assert_eq!(result.is_error, Some(true));
+        for bad in [
+            json!({"repository": "demo", "pr_number": 0}),
+            json!({"repository": " ", "pr_number": 1}),
+            json!({"repository": "demo", "pr_number": 1, "approve": true}),
+            json!({"repository": "demo", "pr_number": 1, "text": "x".repeat(MAX_WORK_TEXT_CHARS + 1)}),
+        ] {
+            let result = call_as(&submitter, SUBMIT_WORK_REQUEST, bad.clone()).await.unwrap();
+            assert_eq!(result.is_error, Some(true), "{bad}");
+        }
     }
 
     #[test]

@@ -4,7 +4,10 @@
 //! ([`ErrorBody`]). Classes: `not_owner` (403), `csrf` (403), `not_found` (404), `invalid`
 //! (400; 413 for a body that is too large, 415 for one that is not JSON), `expired` and
 //! `not_pending` (409), `busy` (409 when a conversation's task is still running, 429 when a
-//! limit is reached), `ended` (409: the conversation has ended), `storage` and `internal` (500).
+//! limit is reached), `ended` (409: the conversation has ended), `storage` and `internal` (500);
+//! the work ledger adds `unauthorized` (401: a missing, unknown or revoked bearer token),
+//! `forbidden` (403: a token without the scope, or a token where only the owner may act) and
+//! `conflict` (409: the request changed or ended).
 
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
@@ -14,8 +17,21 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 /// Every class an error body can carry (see the module docs).
-pub const CLASSES: [&str; 10] =
-    ["not_owner", "csrf", "not_found", "invalid", "expired", "not_pending", "busy", "ended", "storage", "internal"];
+pub const CLASSES: [&str; 13] = [
+    "not_owner",
+    "csrf",
+    "not_found",
+    "invalid",
+    "expired",
+    "not_pending",
+    "busy",
+    "ended",
+    "storage",
+    "internal",
+    "unauthorized",
+    "forbidden",
+    "conflict",
+];
 
 /// An API error.
 #[derive(Debug, Clone)]

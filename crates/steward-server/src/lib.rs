@@ -10,6 +10,7 @@
 pub mod api;
 pub mod conversations;
 pub mod error;
+pub mod ledger;
 pub mod live;
 pub mod mcp;
 pub mod memory;
@@ -115,7 +116,23 @@ pub fn router(state: AppState) -> Router {
         .route("/api/openapi.json", get(openapi::openapi_json))
         .route("/static/app.js", get(app_js))
         .route("/static/app.css", get(app_css))
+        // The work ledger: pages and API for the owner's session; calls with a bearer token are
+        // answered by `ledger::bearer_layer` (below) before the session layer sees them.
+        .route("/ledger", get(ledger::ledger_page).post(ledger::file_request_form))
+        .route("/ledger/{id}/approve", post(ledger::approve_form))
+        .route("/ledger/{id}/revoke", post(ledger::revoke_form))
+        .route(
+            "/api/ledger/requests",
+            get(ledger::list_requests).post(ledger::create_request).layer(ledger::body_limit()),
+        )
+        .route("/api/ledger/requests/{id}", get(ledger::get_request))
+        .route("/api/ledger/requests/{id}/approve", post(ledger::approve).layer(ledger::body_limit()))
+        .route("/api/ledger/requests/{id}/revoke", post(ledger::revoke).layer(ledger::body_limit()))
+        .route("/api/ledger/candidates", get(ledger::candidates))
+        .route("/api/ledger/claims", post(ledger::claim).layer(ledger::body_limit()))
+        .route("/api/ledger/authorities/{id}/result", post(ledger::report_result).layer(ledger::result_body_limit()))
         .layer(axum::middleware::from_fn_with_state(state.clone(), session::owner_layer))
+        .layer(axum::middleware::from_fn_with_state(ledger::TokenRoutes::new(state.clone()), ledger::bearer_layer))
         // After the session layer: `/mcp` authenticates by bearer token and sets no cookie.
         .merge(mcp::router(state.clone()))
         .layer(axum::middleware::from_fn(security_headers))

@@ -1,6 +1,6 @@
 //! `/mcp`: Steward as an MCP server over streamable HTTP (SPEC M2), inside `steward serve`.
 //!
-//! The protocol side is `steward_mcp::mcp_server` (the four tools, their schemas, scope
+//! The protocol side is `steward_mcp::mcp_server` (the five tools, their schemas, scope
 //! checks); the transport is rmcp's `StreamableHttpService`, stateless (every POST is one
 //! JSON-RPC exchange answered as JSON, no `Mcp-Session-Id`), behind [`bearer_layer`]:
 //!
@@ -30,7 +30,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::{Value, json};
 use steward_mcp::mcp_server::{
     Caller, CallerLookup, GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, StewardMcpServer,
-    SubmitTask, call_outcomes,
+    SubmitTask, SubmitWorkRequest, call_outcomes,
 };
 use steward_protocol::ApprovalStatus;
 use steward_store::RunStatus;
@@ -158,6 +158,29 @@ impl ServerRuns {
 }
 
 impl RunService for ServerRuns {
+    async fn submit_work_request(&self, caller: &Caller, args: SubmitWorkRequest) -> Result<Value, String> {
+        let new = steward_ledger::wire::NewWorkRequest {
+            kind: steward_ledger::wire::WorkKind::PrSummary,
+            repository: args.repository,
+            pr_number: args.pr_number,
+            text: args.text,
+        };
+        let ledger = self.state.runtime.store.ledger().ok_or("this server keeps no work ledger")?;
+        let record =
+            crate::ledger::file_request(ledger, &caller.owner_id, &new).await.map_err(|e| self.redact(&e.message))?;
+        Ok(json!({
+            "request_id": record.id,
+            "status": record.status.as_str(),
+            "revision": record.revision,
+            "owner_id": record.requester,
+            "note": format!(
+                "nothing runs until {} approves it on the Ledger page of Steward's web UI or with `steward ledger \
+                 approve`; approving is not an MCP tool",
+                record.requester
+            ),
+        }))
+    }
+
     async fn submit_task(&self, caller: &Caller, args: SubmitTask) -> Result<Value, String> {
         let start = StartRun { task: args.task, workspace: Some(args.workspace), ..StartRun::default() };
         let started = runs::start(&self.state, &caller.owner_id, start).await.map_err(|e| self.message(e, None))?;

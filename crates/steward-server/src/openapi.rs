@@ -67,7 +67,9 @@ pub struct ApiDoc;
 
 /// The document, as served and committed.
 pub fn document() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
+    let mut doc = ApiDoc::openapi();
+    doc.merge(crate::ledger::LedgerApi::openapi());
+    doc
 }
 
 /// This OpenAPI document.

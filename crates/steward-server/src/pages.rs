@@ -38,6 +38,7 @@ fn templates() -> &'static Environment<'static> {
             ("conversations.html", include_str!("../templates/conversations.html")),
             ("conversation.html", include_str!("../templates/conversation.html")),
             ("error.html", include_str!("../templates/error.html")),
+            ("ledger.html", include_str!("../templates/ledger.html")),
         ] {
             if let Err(e) = env.add_template(name, source) {
                 tracing::error!("template {name}: {e}");

@@ -133,7 +133,7 @@ pub fn check_name(name: &str) -> Result<String, TokenError> {
 pub async fn create(store: &dyn Store, owner_id: &str, name: &str, scopes: &[Scope]) -> Result<NewToken, TokenError> {
     let name = check_name(name)?;
     if scopes.is_empty() {
-        return Err(TokenError::Invalid("choose at least one scope (read, submit)".into()));
+        return Err(TokenError::Invalid("choose at least one scope (read, submit, hub)".into()));
     }
     let mut scopes = scopes.to_vec();
     scopes.sort();
@@ -297,6 +297,8 @@ pub struct CreateForm {
     scope_read: Option<String>,
     #[serde(default)]
     scope_submit: Option<String>,
+    #[serde(default)]
+    scope_hub: Option<String>,
 }
 
 /// `POST /tokens` (form): makes a token and redirects to the Tokens page, which shows it this
@@ -312,6 +314,9 @@ pub async fn create_token(
     }
     if form.scope_submit.is_some() {
         scopes.push(Scope::Submit);
+    }
+    if form.scope_hub.is_some() {
+        scopes.push(Scope::Hub);
     }
     let act = async {
         let new = create(state.runtime.store.as_ref(), &session.owner_id, &form.name, &scopes).await?;

@@ -374,7 +374,13 @@ async fn a_submitted_run_is_the_tokens_owners_and_only_that_owner_approves_it_in
     let mallory = s.browser().await;
     let (_, token) = s.token(&alice, "assistant", &["read", "submit"]).await;
     let client = s.client(&token).await;
-    assert_eq!(client.peer().list_all_tools().await.unwrap().len(), 4);
+    assert_eq!(client.peer().list_all_tools().await.unwrap().len(), 5);
+    // A work request filed over MCP is the token owner's and waits, open, for that owner.
+    let filed = call(&client, "submit_work_request", json!({"repository": "demo", "pr_number": 3})).await;
+    assert_eq!(filed.is_error, Some(false), "{}", text_of(&filed));
+    let filed = filed.structured_content.unwrap();
+    assert_eq!(filed["status"], "open");
+    assert!(filed["owner_id"].as_str().unwrap().starts_with("web:"), "{filed}");
 
     let outside = call(&client, "submit_task", json!({"workspace": "/", "task": "change the note"})).await;
     assert_eq!(outside.is_error, Some(true));

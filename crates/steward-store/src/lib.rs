@@ -19,6 +19,8 @@ mod anchor;
 mod chain;
 mod change;
 mod error;
+mod journal;
+pub mod ledger;
 mod postgres;
 mod record;
 mod sqlite;
@@ -31,6 +33,8 @@ use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
 pub use change::{CHANGE_BUFFER, Change};
 pub use error::StoreError;
+pub use journal::{JournalRecord, JournalState, JournalStore};
+pub use ledger::LedgerStore;
 pub use postgres::{PgStore, host_node, is_postgres_url, redact_database_url};
 pub use record::McpTokenRecord;
 pub use record::{
@@ -211,6 +215,12 @@ pub trait Store: Send + Sync {
     /// receiver that lags behind or gets [`Change::Resync`] must re-read what it follows.
     /// `None` when the store cannot notify: followers poll instead (the default).
     fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        None
+    }
+
+    /// The work ledger kept in the same database ([`ledger::LedgerStore`]); `None` for a store
+    /// without one.
+    fn ledger(&self) -> Option<&dyn ledger::LedgerStore> {
         None
     }
 }

@@ -10,6 +10,8 @@
 
 mod leases;
 mod notify;
+mod journal;
+mod ledger;
 mod rows;
 mod writer;
 
@@ -519,6 +521,10 @@ impl Store for PgStore {
             return Ok(verdict);
         }
         self.check_anchor(&records, verdict)
+    }
+
+    fn ledger(&self) -> Option<&dyn crate::ledger::LedgerStore> {
+        Some(self)
     }
 
     async fn flush(&self) -> Result<(), StoreError> {

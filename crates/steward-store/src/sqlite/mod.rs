@@ -5,6 +5,8 @@
 //! writer takes the write lock with `BEGIN IMMEDIATE` (waiting up to [`BUSY_TIMEOUT`]) and reads
 //! the chain head inside that transaction.
 
+mod journal;
+mod ledger;
 mod rows;
 mod writer;
 
@@ -517,6 +519,10 @@ impl Store for SqliteStore {
             }
         }
         Ok(verdict)
+    }
+
+    fn ledger(&self) -> Option<&dyn crate::ledger::LedgerStore> {
+        Some(self)
     }
 
     async fn flush(&self) -> Result<(), StoreError> {

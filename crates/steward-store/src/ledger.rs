@@ -1,0 +1,987 @@
+//! The work ledger's persistence (SPEC H1, H2): work requests, the owner's approvals pinned to
+//! exactly what was approved, the one-time authorities issued to hubs, and their results.
+//!
+//! [`LedgerStore`] is implemented by [`crate::SqliteStore`] and [`crate::PgStore`] and reached
+//! from any [`crate::Store`] with [`crate::Store::ledger`]. Every decision that changes state
+//! (approve, revoke, claim, result) is taken inside ONE write transaction that first reads the
+//! rows it depends on under a lock: `BEGIN IMMEDIATE` on SQLite (the database's write lock,
+//! shared by every process on the file), `SELECT … FOR UPDATE` of the approval and request rows
+//! on PostgreSQL (shared by every node). A claim is therefore one-time across processes and
+//! nodes: of N concurrent claims of one approval exactly one is `issued`, the others see the
+//! authority it created and are `spent` (the `ledger_authorities.approval_id` column is also
+//! `UNIQUE`). After the commit, each change is appended to the audit chain
+//! ([`crate::Store::append_audit`]): action `ledger_request`, `ledger_approve`, `ledger_revoke`,
+//! `ledger_claim` or `ledger_result`, `run_id` the request's id, `call_id` the attempt id,
+//! `approval_id` the approval's id.
+//!
+//! Text written by requesters is stored as data; nothing in it is ever read as a pin, a scope
+//! or a command.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use steward_protocol::{AuditEntry, AuditOutcome, Timestamp};
+
+use crate::StoreError;
+
+/// Where a work request stands; wire names are snake_case (`open`, `approved`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkStatus {
+    /// Waiting for the owner's approval.
+    Open,
+    /// Approved; a hub may claim it until the approval expires.
+    Approved,
+    /// An authority was issued to a hub; no result yet.
+    Claimed,
+    /// The hub reported `completed`.
+    Completed,
+    /// The hub reported `failed`, `not_visible` or `head_moved`.
+    Failed,
+    /// Revoked by the owner (its epoch was bumped); nothing may start.
+    Revoked,
+}
+
+impl WorkStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkStatus::Open => "open",
+            WorkStatus::Approved => "approved",
+            WorkStatus::Claimed => "claimed",
+            WorkStatus::Completed => "completed",
+            WorkStatus::Failed => "failed",
+            WorkStatus::Revoked => "revoked",
+        }
+    }
+
+    /// Parses a wire name; `None` for anything else.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "open" => WorkStatus::Open,
+            "approved" => WorkStatus::Approved,
+            "claimed" => WorkStatus::Claimed,
+            "completed" => WorkStatus::Completed,
+            "failed" => WorkStatus::Failed,
+            "revoked" => WorkStatus::Revoked,
+            _ => return None,
+        })
+    }
+
+    /// True for `completed`, `failed` and `revoked`: nothing changes it any more.
+    pub fn is_final(self) -> bool {
+        matches!(self, WorkStatus::Completed | WorkStatus::Failed | WorkStatus::Revoked)
+    }
+}
+
+impl std::fmt::Display for WorkStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A work request as stored (the wire `WorkRequest` of `steward-ledger`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkRequestRecord {
+    /// `wrq_` + 16 hex.
+    pub id: String,
+    /// Starts at 1; an approval pins one revision.
+    pub revision: u32,
+    /// Starts at 1; bumped by every revocation.
+    pub epoch: u64,
+    /// What is asked for (`pr_summary`).
+    pub kind: String,
+    /// The owner id of whoever asked; only this owner sees, approves and revokes it.
+    pub requester: String,
+    /// The repository's name.
+    pub repository: String,
+    /// The pull request's number (≥ 1).
+    pub pr_number: u64,
+    /// Free text from the requester (data).
+    pub text: String,
+    /// Where it stands.
+    pub status: WorkStatus,
+    /// When it was made.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+/// An approval as stored, with every pin (the wire `WorkApproval`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkApprovalRecord {
+    /// `wap_` + 16 hex.
+    pub id: String,
+    /// The request approved.
+    pub request_id: String,
+    /// The request's revision approved.
+    pub revision: u32,
+    /// The request's epoch at approval time.
+    pub epoch: u64,
+    /// The repository approved.
+    pub repository: String,
+    /// The pull request approved.
+    pub pr_number: u64,
+    /// The head commit approved (40 lowercase hex).
+    pub head_sha: String,
+    /// What the job may do (`read`).
+    pub scope: String,
+    /// The owner who approved.
+    pub approved_by: String,
+    /// When.
+    pub approved_at: Timestamp,
+    /// After this, nothing may be claimed under it.
+    pub expires_at: Timestamp,
+}
+
+/// A one-time authority issued to a hub's attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthorityRecord {
+    /// `ath_` + 16 hex.
+    pub id: String,
+    /// The approval it was issued under (at most one authority per approval).
+    pub approval_id: String,
+    /// The approval's request.
+    pub request_id: String,
+    /// The attempt it was issued to.
+    pub attempt_id: String,
+    /// The hub that claimed.
+    pub hub_id: String,
+    /// When.
+    pub issued_at: Timestamp,
+}
+
+/// The result of an attempt, as first reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultRecord {
+    /// The attempt (one result per attempt).
+    pub attempt_id: String,
+    /// Its authority.
+    pub authority_id: String,
+    /// `completed`, `failed`, `not_visible` or `head_moved`.
+    pub outcome: String,
+    /// The evidence, as JSON text.
+    pub evidence: String,
+    /// When the first report arrived.
+    pub reported_at: Timestamp,
+    /// How many later reports of the same attempt arrived (and were ignored).
+    pub duplicates: u32,
+}
+
+/// One approval a hub may claim, with its request's text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CandidateRecord {
+    /// The approval.
+    pub approval: WorkApprovalRecord,
+    /// The request's text (data).
+    pub text: String,
+}
+
+/// Where a candidate listing resumes: after the candidate with this approval time and id.
+/// Shown to clients only as an opaque string ([`CandidateCursor::encode`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CandidateCursor {
+    /// RFC 3339 approval time of the last candidate seen (as stored).
+    pub approved_at: String,
+    /// Its approval id.
+    pub approval_id: String,
+}
+
+impl CandidateCursor {
+    /// The cursor after `approval`.
+    pub fn after(approval: &WorkApprovalRecord) -> Self {
+        CandidateCursor { approved_at: crate::timestamp_text(&approval.approved_at), approval_id: approval.id.clone() }
+    }
+
+    /// The opaque form: lowercase hex of `<approved_at> <approval id>`.
+    pub fn encode(&self) -> String {
+        hex::encode(format!("{} {}", self.approved_at, self.approval_id))
+    }
+
+    /// Reads an opaque cursor; `None` when it is not one this ledger made.
+    pub fn decode(text: &str) -> Option<Self> {
+        if text.len() > 512 {
+            return None;
+        }
+        let bytes = hex::decode(text).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        let (at, id) = text.split_once(' ')?;
+        let valid = chrono::DateTime::parse_from_rfc3339(at).is_ok()
+            && !id.is_empty()
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        valid.then(|| CandidateCursor { approved_at: at.to_string(), approval_id: id.to_string() })
+    }
+}
+
+/// What the owner approves (see [`LedgerStore::approve_work_request`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApproveInput {
+    /// The request.
+    pub request_id: String,
+    /// Who approves: must be the request's requester.
+    pub owner_id: String,
+    /// The revision the owner saw.
+    pub revision: u32,
+    /// The head SHA approved (40 lowercase hex; checked by the caller).
+    pub head_sha: String,
+    /// The scope granted (`read`).
+    pub scope: String,
+    /// When it was approved.
+    pub at: Timestamp,
+    /// When it expires (after `at`).
+    pub expires_at: Timestamp,
+}
+
+/// What became of an approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApproveOutcome {
+    /// Stored; the request is `approved`.
+    Approved(WorkApprovalRecord),
+    /// No such request.
+    NotFound,
+    /// The request belongs to another owner (nothing changed).
+    NotOwner,
+    /// The request is not `open` (it has this status).
+    NotOpen(WorkStatus),
+    /// The request's revision is not the one the owner saw (it is this one).
+    StaleRevision(u32),
+}
+
+/// What became of a revocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RevokeOutcome {
+    /// The request is `revoked` and its epoch was bumped.
+    Revoked(WorkRequestRecord),
+    /// No such request.
+    NotFound,
+    /// The request belongs to another owner (nothing changed).
+    NotOwner,
+    /// The request already ended with this status (`completed`, `failed` or `revoked`).
+    AlreadyFinal(WorkStatus),
+}
+
+/// A hub's claim of an approval; every pin is repeated (see the wire `ClaimRequest`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimInput {
+    /// The approval claimed.
+    pub approval_id: String,
+    /// Its request.
+    pub request_id: String,
+    /// The revision the hub saw.
+    pub revision: u32,
+    /// The epoch the hub saw.
+    pub epoch: u64,
+    /// The head SHA the hub saw.
+    pub head_sha: String,
+    /// The owner the hub's token belongs to: another owner's approval is `unknown_approval`.
+    pub owner_id: String,
+    /// The hub.
+    pub hub_id: String,
+    /// The hub's attempt id.
+    pub attempt_id: String,
+    /// When the claim arrived (compared with the expiry).
+    pub at: Timestamp,
+}
+
+/// Why a claim was denied: the fixed reason codes of the wire `ClaimResponse`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DenyReason {
+    /// `revoked`: the owner revoked the request.
+    Revoked,
+    /// `expired`: the approval expired.
+    Expired,
+    /// `stale_revision`: the claim names another revision than the approval's.
+    StaleRevision,
+    /// `stale_epoch`: the claim's (or the approval's) epoch is not the current one.
+    StaleEpoch,
+    /// `head_mismatch`: the claim names another head SHA than the approval's.
+    HeadMismatch,
+    /// `not_approved`: the request is not (or no longer) approved.
+    NotApproved,
+    /// `unknown_approval`: no such approval (of this owner, for this request).
+    UnknownApproval,
+}
+
+impl DenyReason {
+    /// The wire code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DenyReason::Revoked => "revoked",
+            DenyReason::Expired => "expired",
+            DenyReason::StaleRevision => "stale_revision",
+            DenyReason::StaleEpoch => "stale_epoch",
+            DenyReason::HeadMismatch => "head_mismatch",
+            DenyReason::NotApproved => "not_approved",
+            DenyReason::UnknownApproval => "unknown_approval",
+        }
+    }
+}
+
+/// What became of a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// The authority was issued to this claim's attempt: the hub may launch once.
+    Issued(AuthorityRecord),
+    /// An authority had already been issued (to this or another attempt): here it is.
+    Spent(AuthorityRecord),
+    /// Refused.
+    Denied(DenyReason),
+}
+
+/// A hub's report of how an attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultInput {
+    /// The authority reported on.
+    pub authority_id: String,
+    /// The attempt; must be the authority's.
+    pub attempt_id: String,
+    /// The owner the hub's token belongs to: another owner's authority is `UnknownAuthority`.
+    pub owner_id: String,
+    /// `completed`, `failed`, `not_visible` or `head_moved` (checked by the caller).
+    pub outcome: String,
+    /// The evidence as JSON text.
+    pub evidence: String,
+    /// When the report arrived.
+    pub at: Timestamp,
+}
+
+/// What became of a result report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResultOutcome {
+    /// Recorded (`first`), or a duplicate of the attempt's recorded result (`!first`, counted,
+    /// nothing else changed). `result` is the record on file.
+    Recorded {
+        /// False for a duplicate.
+        first: bool,
+        /// The result on record (the first report's).
+        result: ResultRecord,
+    },
+    /// No such authority (of this owner).
+    UnknownAuthority,
+    /// The authority was issued to another attempt (this one); nothing was recorded.
+    WrongAttempt(String),
+}
+
+/// Persistence of the work ledger; see the module docs for the transactions and the audit
+/// records. Every method fails with [`StoreError`] (class `storage`) when the database does.
+#[async_trait]
+pub trait LedgerStore: Send + Sync {
+    /// Stores a new request (its id must be new) and audits it. Returns once committed.
+    async fn insert_work_request(&self, request: &WorkRequestRecord) -> Result<(), StoreError>;
+
+    /// The request with exactly this id.
+    async fn work_request(&self, id: &str) -> Result<Option<WorkRequestRecord>, StoreError>;
+
+    /// The requests of `requester`, newest (`created_at`, then id) first, at most `limit`.
+    async fn work_requests(&self, requester: &str, limit: u32) -> Result<Vec<WorkRequestRecord>, StoreError>;
+
+    /// The approvals of a request, oldest first.
+    async fn work_approvals(&self, request_id: &str) -> Result<Vec<WorkApprovalRecord>, StoreError>;
+
+    /// The authority issued under an approval, if any.
+    async fn authority_of(&self, approval_id: &str) -> Result<Option<AuthorityRecord>, StoreError>;
+
+    /// The recorded result of an attempt, if any.
+    async fn attempt_result(&self, attempt_id: &str) -> Result<Option<ResultRecord>, StoreError>;
+
+    /// Approves an `open` request at the revision the owner saw, pinning its epoch, repository
+    /// and PR with `input`'s head SHA, scope and expiry (a new `wap_` id); the request becomes
+    /// `approved`. One transaction; audited.
+    async fn approve_work_request(&self, input: &ApproveInput) -> Result<ApproveOutcome, StoreError>;
+
+    /// Revokes a request that has not ended: bumps its epoch and marks it `revoked`, so every
+    /// approval of it is dead and every later claim is denied. One transaction; audited.
+    async fn revoke_work_request(
+        &self,
+        request_id: &str,
+        owner_id: &str,
+        at: Timestamp,
+    ) -> Result<RevokeOutcome, StoreError>;
+
+    /// Approvals of `owner_id` a hub may claim at `now`: the request is `approved`, the
+    /// approval carries its current epoch and revision, has not expired and has no authority.
+    /// Ordered by approval time then id; at most `limit`, after `after` when given.
+    async fn ledger_candidates(
+        &self,
+        owner_id: &str,
+        after: Option<&CandidateCursor>,
+        limit: u32,
+        now: Timestamp,
+    ) -> Result<Vec<CandidateRecord>, StoreError>;
+
+    /// Decides a claim in one locked transaction (see [`decide_claim`]); on `Issued` stores a
+    /// new `ath_` authority and marks the request `claimed`. Audited (issued, spent or denied).
+    async fn claim_approval(&self, claim: &ClaimInput) -> Result<ClaimOutcome, StoreError>;
+
+    /// Records an attempt's result once: the first report stores it and ends the request
+    /// (`completed` for outcome `completed`, otherwise `failed`); a later report of the same
+    /// attempt only counts as a duplicate. Audited.
+    async fn record_result(&self, input: &ResultInput) -> Result<ResultOutcome, StoreError>;
+}
+
+/// The decision on a claim, from the rows read under the lock: `approval` (already matched to
+/// the claim's request and owner, `None` otherwise), its `request`, and the authority already
+/// issued under it. In this order: an existing authority → `Spent`; no approval →
+/// `unknown_approval`; revoked request → `revoked`; epoch differs (claim, approval or request)
+/// → `stale_epoch`; revision differs → `stale_revision`; head differs → `head_mismatch`;
+/// `at >= expires_at` → `expired`; request not `approved` → `not_approved`; else `None`
+/// (issue).
+pub fn decide_claim(
+    claim: &ClaimInput,
+    approval: Option<&WorkApprovalRecord>,
+    request: Option<&WorkRequestRecord>,
+    existing: Option<&AuthorityRecord>,
+) -> Option<ClaimOutcome> {
+    if let Some(existing) = existing {
+        return Some(ClaimOutcome::Spent(existing.clone()));
+    }
+    let deny = |reason| Some(ClaimOutcome::Denied(reason));
+    let (Some(approval), Some(request)) = (approval, request) else { return deny(DenyReason::UnknownApproval) };
+    if approval.request_id != claim.request_id
+        || request.id != approval.request_id
+        || approval.approved_by != claim.owner_id
+    {
+        return deny(DenyReason::UnknownApproval);
+    }
+    if request.status == WorkStatus::Revoked {
+        return deny(DenyReason::Revoked);
+    }
+    if claim.epoch != request.epoch || approval.epoch != request.epoch {
+        return deny(DenyReason::StaleEpoch);
+    }
+    if claim.revision != approval.revision || approval.revision != request.revision {
+        return deny(DenyReason::StaleRevision);
+    }
+    if claim.head_sha != approval.head_sha {
+        return deny(DenyReason::HeadMismatch);
+    }
+    if claim.at >= approval.expires_at {
+        return deny(DenyReason::Expired);
+    }
+    if request.status != WorkStatus::Approved {
+        return deny(DenyReason::NotApproved);
+    }
+    None
+}
+
+/// The status a request ends in for a reported attempt outcome.
+pub fn status_for_outcome(outcome: &str) -> WorkStatus {
+    if outcome == "completed" { WorkStatus::Completed } else { WorkStatus::Failed }
+}
+
+/// The audit entry of a ledger change.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn audit(
+    agent: &str,
+    request_id: &str,
+    action: &str,
+    input: serde_json::Value,
+    outcome: AuditOutcome,
+    approval_id: &str,
+    attempt_id: &str,
+    detail: String,
+) -> AuditEntry {
+    AuditEntry {
+        agent: agent.to_string(),
+        run_id: request_id.to_string(),
+        call_id: attempt_id.to_string(),
+        action: action.to_string(),
+        input,
+        policy: "ledger".into(),
+        risk: 0.0,
+        outcome,
+        latency_ms: 0,
+        sandbox: String::new(),
+        approval_id: approval_id.to_string(),
+        rollback_token: String::new(),
+        detail,
+    }
+}
+
+/// The audit entry of a claim's outcome.
+pub(crate) fn claim_audit(claim: &ClaimInput, outcome: &ClaimOutcome) -> AuditEntry {
+    let input = serde_json::json!({
+        "approval_id": claim.approval_id, "revision": claim.revision, "epoch": claim.epoch,
+        "head_sha": claim.head_sha, "hub_id": claim.hub_id, "attempt_id": claim.attempt_id,
+    });
+    let (result, detail) = match outcome {
+        ClaimOutcome::Issued(a) => (AuditOutcome::Approved, format!("authority {} issued to {}", a.id, a.attempt_id)),
+        ClaimOutcome::Spent(a) => {
+            (AuditOutcome::Blocked, format!("spent: authority {} was issued to {} before", a.id, a.attempt_id))
+        }
+        ClaimOutcome::Denied(reason) => (AuditOutcome::Blocked, format!("denied: {}", reason.as_str())),
+    };
+    audit(
+        &claim.hub_id,
+        &claim.request_id,
+        "ledger_claim",
+        input,
+        result,
+        &claim.approval_id,
+        &claim.attempt_id,
+        detail,
+    )
+}
+
+/// Columns of `ledger_requests`, in the order the row readers expect.
+pub(crate) const REQUEST_COLUMNS: &str =
+    "id, revision, epoch, kind, requester, repository, pr_number, text, status, created_at, updated_at";
+/// Columns of `ledger_approvals`.
+pub(crate) const APPROVAL_COLUMNS: &str =
+    "id, request_id, revision, epoch, repository, pr_number, head_sha, scope, approved_by, approved_at, expires_at";
+/// Columns of `ledger_authorities`.
+pub(crate) const AUTHORITY_COLUMNS: &str = "id, approval_id, request_id, attempt_id, hub_id, issued_at";
+/// Columns of `ledger_results`.
+pub(crate) const RESULT_COLUMNS: &str = "attempt_id, authority_id, outcome, evidence, reported_at, duplicates";
+
+/// SQL of the ledger with `?` placeholders (PostgreSQL numbers them, see [`numbered`]).
+pub(crate) mod sql {
+    /// Inserts a request (11 values).
+    pub const INSERT_REQUEST: &str = "INSERT INTO ledger_requests (id, revision, epoch, kind, requester, repository, \
+        pr_number, text, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    /// Inserts an approval (11 values).
+    pub const INSERT_APPROVAL: &str = "INSERT INTO ledger_approvals (id, request_id, revision, epoch, repository, \
+        pr_number, head_sha, scope, approved_by, approved_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    /// Inserts an authority (6 values).
+    pub const INSERT_AUTHORITY: &str = "INSERT INTO ledger_authorities (id, approval_id, request_id, attempt_id, \
+        hub_id, issued_at) VALUES (?, ?, ?, ?, ?, ?)";
+    /// Inserts a result (6 values).
+    pub const INSERT_RESULT: &str = "INSERT INTO ledger_results (attempt_id, authority_id, outcome, evidence, \
+        reported_at, duplicates) VALUES (?, ?, ?, ?, ?, ?)";
+    /// Sets a request's status, epoch and update time (by id).
+    pub const SET_REQUEST: &str = "UPDATE ledger_requests SET status = ?, epoch = ?, updated_at = ? WHERE id = ?";
+    /// Counts a duplicate report (by attempt).
+    pub const COUNT_DUPLICATE: &str = "UPDATE ledger_results SET duplicates = duplicates + 1 WHERE attempt_id = ?";
+}
+
+/// `sql` with its `?` placeholders numbered `$1`, `$2` … (PostgreSQL's syntax). The ledger's
+/// SQL has no `?` inside literals.
+pub(crate) fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push_str(&format!("${n}"));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The candidate query: `owner`, `now`, then (with a cursor) `at`, `at`, `id`, then `limit`.
+pub(crate) fn candidates_sql(with_cursor: bool) -> String {
+    let columns = APPROVAL_COLUMNS.split(", ").map(|c| format!("a.{c}")).collect::<Vec<_>>().join(", ");
+    format!(
+        "SELECT {columns}, r.text AS request_text FROM ledger_approvals a JOIN ledger_requests r ON r.id = a.request_id \
+         WHERE a.approved_by = ? AND r.status = 'approved' AND a.epoch = r.epoch AND a.revision = r.revision \
+         AND a.expires_at > ? \
+         AND NOT EXISTS (SELECT 1 FROM ledger_authorities x WHERE x.approval_id = a.id) {} \
+         ORDER BY a.approved_at, a.id LIMIT ?",
+        if with_cursor { "AND (a.approved_at > ? OR (a.approved_at = ? AND a.id > ?))" } else { "" }
+    )
+}
+
+/// Reads rows of the ledger tables from either backend.
+pub(crate) mod rows {
+    use sqlx::{ColumnIndex, Decode, Row, Type};
+
+    use super::*;
+
+    fn corrupt(path: &str, what: impl Into<String>) -> StoreError {
+        StoreError::Corrupt { path: path.to_string(), what: what.into() }
+    }
+
+    fn text<R>(path: &str, row: &R, column: &str) -> Result<String, StoreError>
+    where
+        R: Row,
+        for<'a> &'a str: ColumnIndex<R>,
+        for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        row.try_get::<String, _>(column).map_err(|e| corrupt(path, format!("ledger column {column}: {e}")))
+    }
+
+    fn int<R>(path: &str, row: &R, column: &str) -> Result<i64, StoreError>
+    where
+        R: Row,
+        for<'a> &'a str: ColumnIndex<R>,
+        for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        row.try_get::<i64, _>(column).map_err(|e| corrupt(path, format!("ledger column {column}: {e}")))
+    }
+
+    fn time<R>(path: &str, row: &R, column: &str) -> Result<Timestamp, StoreError>
+    where
+        R: Row,
+        for<'a> &'a str: ColumnIndex<R>,
+        for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        let raw = text(path, row, column)?;
+        chrono::DateTime::parse_from_rfc3339(&raw)
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .map_err(|_| corrupt(path, format!("ledger column {column} is not an RFC 3339 time")))
+    }
+
+    fn u32_of(path: &str, value: i64, column: &str) -> Result<u32, StoreError> {
+        u32::try_from(value).map_err(|_| corrupt(path, format!("ledger column {column} is out of range")))
+    }
+
+    fn u64_of(path: &str, value: i64, column: &str) -> Result<u64, StoreError> {
+        u64::try_from(value).map_err(|_| corrupt(path, format!("ledger column {column} is out of range")))
+    }
+
+    /// A `ledger_requests` row ([`REQUEST_COLUMNS`]).
+    pub fn request<R>(path: &str, row: &R) -> Result<WorkRequestRecord, StoreError>
+    where
+        R: Row,
+        for<'a> &'a str: ColumnIndex<R>,
+        for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+        for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        let status = text(path, row, "status")?;
+        Ok(WorkRequestRecord {
+            id: text(path, row, "id")?,
+            revision: u32_of(path, int(path, row, "revision")?, "revision")?,
+            epoch: u64_of(path, int(path, row, "epoch")?, "epoch")?,
+            kind: text(path, row, "kind")?,
+            requester: text(path, row, "requester")?,
+            repository: text(path, row, "repository")?,
+            pr_number: u64_of(path, int(path, row, "pr_number")?, "pr_number")?,
+            text: text(path, row, "text")?,
+            status: WorkStatus::parse(&status).ok_or_else(|| corrupt(path, "ledger_requests.status is unknown"))?,
+            created_at: time(path, row, "created_at")?,
+            updated_at: time(path, row, "updated_at")?,
+        })
+    }
+
+    /// A `ledger_approvals` row ([`APPROVAL_COLUMNS`]).
+    pub fn approval<R>(path: &str, row: &R) -> Result<WorkApprovalRecord, StoreError>
+    where
+        R: Row,
+        for<'a> &'a str: ColumnIndex<R>,
+        for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+        for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        Ok(WorkApprovalRecord {
+            id: text(path, row, "id")?,
+            request_id: text(path, row, "request_id")?,
+            revision: u32_of(path, int(path, row, "revision")?, "revision")?,
+            epoch: u64_of(path, int(path, row, "epoch")?, "epoch")?,
+            repository: text(path, row, "repository")?,
+            pr_number: u64_of(path, int(path, row, "pr_number")?, "pr_number")?,
+            head_sha: text(path, row, "head_sha")?,
+            scope: text(path, row, "scope")?,
+            approved_by: text(path, row, "approved_by")?,
+            approved_at: time(path, row, "approved_at")?,
+            expires_at: time(path, row, "expires_at")?,
+        })
+    }
+
+    /// A `ledger_authorities` row ([`AUTHORITY_COLUMNS`]).
+    pub fn authority<R>(path: &str, row: &R) -> Result<AuthorityRecord, StoreError>
+    where
+        R: Row,
+        for<'a> &'a str: ColumnIndex<R>,
+        for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        Ok(AuthorityRecord {
+            id: text(path, row, "id")?,
+            approval_id: text(path, row, "approval_id")?,
+            request_id: text(path, row, "request_id")?,
+            attempt_id: text(path, row, "attempt_id")?,
+            hub_id: text(path, row, "hub_id")?,
+            issued_at: time(path, row, "issued_at")?,
+        })
+    }
+
+    /// A `ledger_results` row ([`RESULT_COLUMNS`]).
+    pub fn result<R>(path: &str, row: &R) -> Result<ResultRecord, StoreError>
+    where
+        R: Row,
+        for<'a> &'a str: ColumnIndex<R>,
+        for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+        for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        Ok(ResultRecord {
+            attempt_id: text(path, row, "attempt_id")?,
+            authority_id: text(path, row, "authority_id")?,
+            outcome: text(path, row, "outcome")?,
+            evidence: text(path, row, "evidence")?,
+            reported_at: time(path, row, "reported_at")?,
+            duplicates: u32_of(path, int(path, row, "duplicates")?, "duplicates")?,
+        })
+    }
+
+    /// A candidate row: the approval's columns and `request_text`.
+    pub fn candidate<R>(path: &str, row: &R) -> Result<CandidateRecord, StoreError>
+    where
+        R: Row,
+        for<'a> &'a str: ColumnIndex<R>,
+        for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+        for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    {
+        Ok(CandidateRecord { approval: approval(path, row)?, text: text(path, row, "request_text")? })
+    }
+}
+
+/// The row operations of one open write transaction, implemented by each backend; the
+/// decisions built on them ([`approve_in`], [`revoke_in`], [`claim_in`], [`result_in`]) are
+/// shared. `lock` asks PostgreSQL for `FOR UPDATE` (SQLite's transaction already holds the
+/// database's write lock).
+#[async_trait]
+pub(crate) trait LedgerTx: Send {
+    /// A request by id.
+    async fn request(&mut self, id: &str, lock: bool) -> Result<Option<WorkRequestRecord>, StoreError>;
+    /// An approval by id.
+    async fn approval(&mut self, id: &str, lock: bool) -> Result<Option<WorkApprovalRecord>, StoreError>;
+    /// The authority issued under an approval.
+    async fn authority_by_approval(&mut self, approval_id: &str) -> Result<Option<AuthorityRecord>, StoreError>;
+    /// An authority by id.
+    async fn authority(&mut self, id: &str, lock: bool) -> Result<Option<AuthorityRecord>, StoreError>;
+    /// The result of an attempt.
+    async fn result(&mut self, attempt_id: &str) -> Result<Option<ResultRecord>, StoreError>;
+    /// Inserts an approval.
+    async fn insert_approval(&mut self, approval: &WorkApprovalRecord) -> Result<(), StoreError>;
+    /// Sets a request's status, epoch and update time.
+    async fn set_request(&mut self, id: &str, status: WorkStatus, epoch: u64, at: Timestamp) -> Result<(), StoreError>;
+    /// Inserts an authority.
+    async fn insert_authority(&mut self, authority: &AuthorityRecord) -> Result<(), StoreError>;
+    /// Inserts a result.
+    async fn insert_result(&mut self, result: &ResultRecord) -> Result<(), StoreError>;
+    /// Counts a duplicate report of an attempt.
+    async fn count_duplicate(&mut self, attempt_id: &str) -> Result<(), StoreError>;
+}
+
+/// Approves inside `tx` (see [`LedgerStore::approve_work_request`]).
+pub(crate) async fn approve_in(tx: &mut dyn LedgerTx, input: &ApproveInput) -> Result<ApproveOutcome, StoreError> {
+    let Some(request) = tx.request(&input.request_id, true).await? else { return Ok(ApproveOutcome::NotFound) };
+    if request.requester != input.owner_id {
+        return Ok(ApproveOutcome::NotOwner);
+    }
+    if request.status != WorkStatus::Open {
+        return Ok(ApproveOutcome::NotOpen(request.status));
+    }
+    if request.revision != input.revision {
+        return Ok(ApproveOutcome::StaleRevision(request.revision));
+    }
+    let approval = WorkApprovalRecord {
+        id: crate::new_id("wap_"),
+        request_id: request.id.clone(),
+        revision: request.revision,
+        epoch: request.epoch,
+        repository: request.repository.clone(),
+        pr_number: request.pr_number,
+        head_sha: input.head_sha.clone(),
+        scope: input.scope.clone(),
+        approved_by: input.owner_id.clone(),
+        approved_at: input.at,
+        expires_at: input.expires_at,
+    };
+    tx.insert_approval(&approval).await?;
+    tx.set_request(&request.id, WorkStatus::Approved, request.epoch, input.at).await?;
+    Ok(ApproveOutcome::Approved(approval))
+}
+
+/// Revokes inside `tx` (see [`LedgerStore::revoke_work_request`]).
+pub(crate) async fn revoke_in(
+    tx: &mut dyn LedgerTx,
+    request_id: &str,
+    owner_id: &str,
+    at: Timestamp,
+) -> Result<RevokeOutcome, StoreError> {
+    let Some(mut request) = tx.request(request_id, true).await? else { return Ok(RevokeOutcome::NotFound) };
+    if request.requester != owner_id {
+        return Ok(RevokeOutcome::NotOwner);
+    }
+    if request.status.is_final() {
+        return Ok(RevokeOutcome::AlreadyFinal(request.status));
+    }
+    request.epoch += 1;
+    request.status = WorkStatus::Revoked;
+    request.updated_at = at;
+    tx.set_request(&request.id, WorkStatus::Revoked, request.epoch, at).await?;
+    Ok(RevokeOutcome::Revoked(request))
+}
+
+/// Claims inside `tx`: locks the approval row, then its request, then decides
+/// ([`decide_claim`]) and issues.
+pub(crate) async fn claim_in(tx: &mut dyn LedgerTx, claim: &ClaimInput) -> Result<ClaimOutcome, StoreError> {
+    let approval = tx.approval(&claim.approval_id, true).await?;
+    let request = match &approval {
+        Some(a) => tx.request(&a.request_id, true).await?,
+        None => None,
+    };
+    let existing = match &approval {
+        Some(a) => tx.authority_by_approval(&a.id).await?,
+        None => None,
+    };
+    // Another owner's approval is not revealed, not even as spent.
+    let foreign = approval.as_ref().is_some_and(|a| a.approved_by != claim.owner_id);
+    let existing = if foreign { None } else { existing };
+    if let Some(outcome) = decide_claim(claim, approval.as_ref(), request.as_ref(), existing.as_ref()) {
+        return Ok(outcome);
+    }
+    let (Some(approval), Some(request)) = (approval, request) else {
+        return Ok(ClaimOutcome::Denied(DenyReason::UnknownApproval));
+    };
+    let authority = AuthorityRecord {
+        id: crate::new_id("ath_"),
+        approval_id: approval.id.clone(),
+        request_id: request.id.clone(),
+        attempt_id: claim.attempt_id.clone(),
+        hub_id: claim.hub_id.clone(),
+        issued_at: claim.at,
+    };
+    tx.insert_authority(&authority).await?;
+    tx.set_request(&request.id, WorkStatus::Claimed, request.epoch, claim.at).await?;
+    Ok(ClaimOutcome::Issued(authority))
+}
+
+/// Records a result inside `tx`; also answers the request id (for the audit record).
+pub(crate) async fn result_in(
+    tx: &mut dyn LedgerTx,
+    input: &ResultInput,
+) -> Result<(ResultOutcome, Option<String>), StoreError> {
+    let Some(authority) = tx.authority(&input.authority_id, true).await? else {
+        return Ok((ResultOutcome::UnknownAuthority, None));
+    };
+    let owner_matches = match tx.approval(&authority.approval_id, false).await? {
+        Some(a) => a.approved_by == input.owner_id,
+        None => false,
+    };
+    if !owner_matches {
+        return Ok((ResultOutcome::UnknownAuthority, None));
+    }
+    if authority.attempt_id != input.attempt_id {
+        return Ok((ResultOutcome::WrongAttempt(authority.attempt_id), Some(authority.request_id)));
+    }
+    if let Some(mut result) = tx.result(&input.attempt_id).await? {
+        tx.count_duplicate(&input.attempt_id).await?;
+        result.duplicates += 1;
+        return Ok((ResultOutcome::Recorded { first: false, result }, Some(authority.request_id)));
+    }
+    let result = ResultRecord {
+        attempt_id: input.attempt_id.clone(),
+        authority_id: authority.id.clone(),
+        outcome: input.outcome.clone(),
+        evidence: input.evidence.clone(),
+        reported_at: input.at,
+        duplicates: 0,
+    };
+    tx.insert_result(&result).await?;
+    if let Some(request) = tx.request(&authority.request_id, true).await?
+        && request.status == WorkStatus::Claimed
+    {
+        tx.set_request(&request.id, status_for_outcome(&input.outcome), request.epoch, input.at).await?;
+    }
+    Ok((ResultOutcome::Recorded { first: true, result }, Some(authority.request_id)))
+}
+
+/// The audit entry of a new request.
+pub(crate) fn request_audit(request: &WorkRequestRecord) -> AuditEntry {
+    audit(
+        &request.requester,
+        &request.id,
+        "ledger_request",
+        serde_json::json!({"kind": request.kind, "repository": request.repository, "pr_number": request.pr_number}),
+        AuditOutcome::Completed,
+        "",
+        "",
+        format!("work request {} created (revision {})", request.id, request.revision),
+    )
+}
+
+/// The audit entry of an approval attempt.
+pub(crate) fn approve_audit(input: &ApproveInput, outcome: &ApproveOutcome) -> AuditEntry {
+    let (result, approval_id, detail) = match outcome {
+        ApproveOutcome::Approved(a) => (
+            AuditOutcome::Approved,
+            a.id.as_str(),
+            format!("approved revision {} at head {} until {}", a.revision, a.head_sha, a.expires_at.to_rfc3339()),
+        ),
+        ApproveOutcome::NotFound => (AuditOutcome::Blocked, "", "refused: no such request".into()),
+        ApproveOutcome::NotOwner => (AuditOutcome::Blocked, "", "refused: another owner's request".into()),
+        ApproveOutcome::NotOpen(s) => (AuditOutcome::Blocked, "", format!("refused: the request is {s}")),
+        ApproveOutcome::StaleRevision(r) => {
+            (AuditOutcome::Blocked, "", format!("refused: the request is at revision {r}"))
+        }
+    };
+    audit(
+        &input.owner_id,
+        &input.request_id,
+        "ledger_approve",
+        serde_json::json!({"revision": input.revision, "head_sha": input.head_sha, "scope": input.scope,
+            "expires_at": input.expires_at.to_rfc3339()}),
+        result,
+        approval_id,
+        "",
+        detail,
+    )
+}
+
+/// The audit entry of a revocation attempt.
+pub(crate) fn revoke_audit(request_id: &str, owner_id: &str, outcome: &RevokeOutcome) -> AuditEntry {
+    let (result, detail) = match outcome {
+        RevokeOutcome::Revoked(r) => (AuditOutcome::Completed, format!("revoked; epoch is now {}", r.epoch)),
+        RevokeOutcome::NotFound => (AuditOutcome::Blocked, "refused: no such request".into()),
+        RevokeOutcome::NotOwner => (AuditOutcome::Blocked, "refused: another owner's request".into()),
+        RevokeOutcome::AlreadyFinal(s) => (AuditOutcome::Blocked, format!("refused: the request is already {s}")),
+    };
+    audit(owner_id, request_id, "ledger_revoke", serde_json::json!({}), result, "", "", detail)
+}
+
+/// The audit entry of a result report.
+pub(crate) fn result_audit(input: &ResultInput, request_id: Option<&str>, outcome: &ResultOutcome) -> AuditEntry {
+    let (result, detail) = match outcome {
+        ResultOutcome::Recorded { first: true, result } => (
+            if result.outcome == "completed" { AuditOutcome::Completed } else { AuditOutcome::Failed },
+            format!("result {} recorded", result.outcome),
+        ),
+        ResultOutcome::Recorded { first: false, result } => {
+            (AuditOutcome::Blocked, format!("duplicate report ignored (on record: {})", result.outcome))
+        }
+        ResultOutcome::UnknownAuthority => (AuditOutcome::Blocked, "refused: unknown authority".into()),
+        ResultOutcome::WrongAttempt(expected) => {
+            (AuditOutcome::Blocked, format!("refused: the authority was issued to attempt {expected}"))
+        }
+    };
+    audit(
+        &input.owner_id,
+        request_id.unwrap_or(""),
+        "ledger_result",
+        serde_json::json!({"authority_id": input.authority_id, "outcome": input.outcome}),
+        result,
+        "",
+        &input.attempt_id,
+        detail,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_foreign_ones_are_refused() {
+        let c = CandidateCursor { approved_at: "2026-11-30T12:00:00.000000000Z".into(), approval_id: "wap_1".into() };
+        assert_eq!(CandidateCursor::decode(&c.encode()), Some(c));
+        assert_eq!(CandidateCursor::decode("zz"), None);
+        assert_eq!(CandidateCursor::decode(&hex::encode("yesterday wap_1")), None);
+        assert_eq!(CandidateCursor::decode(&hex::encode("2026-11-30T12:00:00Z x';--")), None);
+    }
+
+    #[test]
+    fn statuses_round_trip() {
+        for s in [
+            WorkStatus::Open,
+            WorkStatus::Approved,
+            WorkStatus::Claimed,
+            WorkStatus::Completed,
+            WorkStatus::Failed,
+            WorkStatus::Revoked,
+        ] {
+            assert_eq!(WorkStatus::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(WorkStatus::parse("done"), None);
+    }
+}
