@@ -242,7 +242,10 @@ enum McpCommand {
         command: TokenCommand,
     },
     /// The client under test of the MCP conformance suite: runs the scenario named by
-    /// `MCP_CONFORMANCE_SCENARIO` against URL.
+    /// `MCP_CONFORMANCE_SCENARIO` against URL. No human is there: a server's request for input
+    /// (elicitation) is answered by playing an owner who submits the pre-filled form unchanged
+    /// (the schema's defaults, through the same default-filling and validation as a person's
+    /// answer).
     #[command(hide = true)]
     ConformanceClient {
         /// The scenario's test server (streamable HTTP).

@@ -219,7 +219,7 @@ fn the_terminal_prompt_answers_a_request_for_input() {
         }
     });
     let mut screen = String::new();
-    let mut wait_for = |needle: &str, screen: &mut String| {
+    let wait_for = |needle: &str, screen: &mut String| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while !screen.contains(needle) {
             let left = deadline.saturating_duration_since(std::time::Instant::now());

@@ -9,9 +9,8 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::process::Stdio;
-use std::time::Duration;
-
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,

@@ -458,6 +458,66 @@ mod tests {
         ask.abort();
     }
 
+    fn prompt(id: &str, owner: &str, expires_in_s: i64) -> ElicitationPrompt {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer", "maximum": 9, "default": 3}, "who": {"type": "string"}},
+            "required": ["who"]
+        });
+        let now = chrono::Utc::now();
+        ElicitationPrompt {
+            id: id.into(),
+            run_id: "run_1".into(),
+            owner_id: owner.into(),
+            call_id: "call_1".into(),
+            tool: "srv__ask".into(),
+            server: "srv".into(),
+            message: "who?".into(),
+            fields: steward_mcp::elicitation::form_fields(&schema, &[]).unwrap(),
+            schema,
+            created_at: now,
+            expires_at: now + chrono::Duration::seconds(expires_in_s),
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_owner_answers_a_request_for_input_with_values_that_fit() {
+        let live = LiveRuns::new(1);
+        let run = live.register("run_1", "web:a", CancellationToken::new());
+        let approver = WebApprover(run.clone());
+        let asked = prompt("eli_1", "web:a", 60);
+        let ask = tokio::spawn(async move { approver.elicit(&asked).await });
+        while run.pending_elicitations().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let accept = |pairs: &[(&str, &str)]| {
+            ElicitationAction::Accept(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        };
+        assert_eq!(live.answer_elicitation("eli_1", "web:b", ElicitationAction::Decline), Err(ElicitError::NotOwner));
+        let Err(ElicitError::Invalid(problem)) = live.answer_elicitation("eli_1", "web:a", accept(&[("n", "10")]))
+        else {
+            panic!("a value above the maximum and a missing required one are refused")
+        };
+        assert!(problem.contains("`n`") || problem.contains("who"), "{problem}");
+        assert_eq!(run.pending_elicitations().len(), 1, "still waiting");
+        assert_eq!(live.answer_elicitation("eli_1", "web:a", accept(&[("who", "Ada"), ("n", "")])), Ok(()));
+        let mut values = serde_json::Map::new();
+        values.insert("n".into(), serde_json::json!(3));
+        values.insert("who".into(), serde_json::json!("Ada"));
+        assert_eq!(ask.await.unwrap(), ElicitationReply::Accept { values, decided_by: "web:a".into() });
+        assert_eq!(live.answer_elicitation("eli_1", "web:a", ElicitationAction::Cancel), Err(ElicitError::NotPending));
+        assert!(run.pending_elicitations().is_empty());
+
+        let approver = WebApprover(run.clone());
+        let late = prompt("eli_2", "web:a", -1);
+        let ask = tokio::spawn(async move { approver.elicit(&late).await });
+        while run.pending_elicitations().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(live.answer_elicitation("eli_2", "web:a", ElicitationAction::Decline), Err(ElicitError::Expired));
+        ask.abort();
+    }
+
     #[tokio::test]
     async fn the_queue_keeps_order_and_reports_positions() {
         let live = Arc::new(LiveRuns::new(1));

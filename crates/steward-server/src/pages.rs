@@ -405,7 +405,7 @@ pub async fn run_page(
 async fn render_run(state: &AppState, session: &Session, id: &str, retry: Option<Retry>) -> Response {
     let (view, events, approvals) = match runs::trace(state, &session.owner_id, id).await {
         Ok(t) => t,
-        Err(e) => return error_page(&session, &e),
+        Err(e) => return error_page(session, &e),
     };
     let (stages, calls, final_text) = replay(&events);
     let ended = !matches!(view.status.as_str(), "queued" | "running");
