@@ -117,18 +117,7 @@ pub async fn stored_decision(
     let mut changes = store.subscribe_changes();
     loop {
         match store.approval_decision(&request.id).await {
-            Ok(Some(d)) if d.approve => {
-                let scope = match d.scope.as_str() {
-                    "run" => ApprovalScope::Run,
-                    "workspace" => ApprovalScope::Workspace,
-                    _ => ApprovalScope::Once,
-                };
-                return ApprovalAnswer::Approve { token: token.to_string(), decided_by: d.decided_by, scope };
-            }
-            Ok(Some(d)) => {
-                let reason = if d.reason.is_empty() { "denied by the owner".to_string() } else { d.reason };
-                return ApprovalAnswer::Reject { reason, decided_by: d.decided_by };
-            }
+            Ok(Some(d)) => return recorded_answer(d, token),
             Ok(None) => {}
             Err(e) => tracing::warn!("reading approval decisions: {e}"),
         }
@@ -151,6 +140,23 @@ pub async fn stored_decision(
             }
             None => tokio::time::sleep(poll).await,
         }
+    }
+}
+
+/// The answer a decision recorded in the store gives, presenting `token` (the decision token
+/// of the process running the call) for an approval: scope `run`, `workspace` or else `once`;
+/// a denial without a reason says "denied by the owner".
+pub fn recorded_answer(d: steward_store::ApprovalDecisionRecord, token: &str) -> ApprovalAnswer {
+    if d.approve {
+        let scope = match d.scope.as_str() {
+            "run" => ApprovalScope::Run,
+            "workspace" => ApprovalScope::Workspace,
+            _ => ApprovalScope::Once,
+        };
+        ApprovalAnswer::Approve { token: token.to_string(), decided_by: d.decided_by, scope }
+    } else {
+        let reason = if d.reason.is_empty() { "denied by the owner".to_string() } else { d.reason };
+        ApprovalAnswer::Reject { reason, decided_by: d.decided_by }
     }
 }
 

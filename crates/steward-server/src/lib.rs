@@ -207,6 +207,8 @@ fn host_allowed(host: &str, allowed: &[String]) -> bool {
 /// streams included), cancels the live runs and waits up to ten seconds for them to record it.
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener, stop: CancellationToken) -> std::io::Result<()> {
     let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    // Decisions given through other nodes on runs of this one.
+    state.tasks.spawn(live::follow_recorded_decisions(state.clone()));
     let cleaner = state.clone();
     state.tasks.spawn(async move {
         loop {

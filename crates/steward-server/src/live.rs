@@ -13,6 +13,7 @@ use steward_core::approval::{ApprovalAnswer, Approver};
 use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
 use steward_core::events::EventObserver;
 use steward_protocol::{ApprovalRequest, Event};
+use steward_store::ApprovalDecisionRecord;
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -300,10 +301,66 @@ impl LiveRuns {
         Err(ElicitError::NotPending)
     }
 
+    /// Ids of the approvals pending here.
+    pub fn pending_approval_ids(&self) -> Vec<String> {
+        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
+        runs.iter().flat_map(|run| lock(&run.pending).keys().cloned().collect::<Vec<_>>()).collect()
+    }
+
+    /// Hands a decision recorded in the store (through another node) to the run waiting on
+    /// it here, with this process's own decision token; the orchestrator checks the decider
+    /// and the expiry as for any answer. True when a run here was waiting on it.
+    pub fn deliver_recorded(&self, record: ApprovalDecisionRecord) -> bool {
+        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
+        for run in runs {
+            let Some(entry) = lock(&run.pending).remove(&record.approval_id) else { continue };
+            let answer = steward_core::approval::recorded_answer(record, &entry.token);
+            return entry.answer.send(answer).is_ok();
+        }
+        false
+    }
+
     /// The owner of a pending approval, if one is pending here.
     pub fn approval_owner(&self, approval_id: &str) -> Option<String> {
         let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
         runs.iter().find_map(|run| lock(&run.pending).get(approval_id).map(|p| p.request.owner_id.clone()))
+    }
+}
+
+/// Until the server shuts down: delivers to this server's waiting runs the decisions recorded
+/// in the store through other nodes (a browser on node A approving a run of node B), as soon
+/// as the store notices them ([`steward_store::Change::Decision`]). When notices may have been
+/// lost ([`steward_store::Change::Resync`], or this receiver lagged) every approval pending
+/// here is looked up once. Returns at once when the store sends no notices (SQLite): a run of
+/// a server is then decided through that server only.
+pub async fn follow_recorded_decisions(state: crate::state::AppState) {
+    let store = state.runtime.store.clone();
+    let Some(mut changes) = store.subscribe_changes() else { return };
+    loop {
+        let received = tokio::select! {
+            received = changes.recv() => received,
+            _ = state.shutdown.cancelled() => return,
+        };
+        let ids = match received {
+            Ok(steward_store::Change::Decision { approval_id, .. }) => vec![approval_id],
+            Ok(steward_store::Change::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                state.live.pending_approval_ids()
+            }
+            Ok(_) => continue,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        for id in ids {
+            if state.live.approval_owner(&id).is_none() {
+                continue;
+            }
+            match store.approval_decision(&id).await {
+                Ok(Some(record)) => {
+                    state.live.deliver_recorded(record);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!("reading the decision on approval {id}: {e}"),
+            }
+        }
     }
 }
 
@@ -324,13 +381,8 @@ impl EventObserver for Broadcast {
 }
 
 /// Answers a live run's approval requests with decisions made in the browser or API of this
-/// server, or recorded in the store by another server sharing the database
-/// (`approval_decisions`: a browser on another node, or another process on this machine).
-pub struct WebApprover(pub Arc<LiveRun>, pub Arc<dyn steward_store::Store>);
-
-/// How often a pending approval is looked up in the store when the store sends no change
-/// notices (with notices, a decision recorded elsewhere is picked up as soon as it is noticed).
-pub const STORED_DECISION_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+/// server, or recorded in the store through another node ([`follow_recorded_decisions`]).
+pub struct WebApprover(pub Arc<LiveRun>);
 
 /// Removes a pending approval when its wait ends (answered, expired, or cancelled).
 struct PendingGuard<'a> {
@@ -363,14 +415,10 @@ impl Approver for WebApprover {
         lock(&self.0.pending)
             .insert(request.id.clone(), Pending { request: request.clone(), token: token.to_string(), answer: tx });
         let _guard = PendingGuard { run: &self.0, id: request.id.clone() };
-        let stored = steward_core::approval::stored_decision(self.1.as_ref(), request, token, STORED_DECISION_POLL);
-        tokio::select! {
-            answer = rx => match answer {
-                Ok(answer) => answer,
-                // The sender went away without an answer: fail closed.
-                Err(_) => ApprovalAnswer::NoApprover,
-            },
-            answer = stored => answer,
+        match rx.await {
+            Ok(answer) => answer,
+            // The sender went away without an answer: fail closed.
+            Err(_) => ApprovalAnswer::NoApprover,
         }
     }
 
@@ -388,14 +436,6 @@ mod tests {
     use super::*;
     use steward_core::approval::ApprovalScope;
     use steward_protocol::ApprovalStatus;
-
-    /// A store in a temporary directory, removed when the directory is dropped.
-    async fn store() -> (tempfile::TempDir, Arc<dyn steward_store::Store>) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("steward.db");
-        let store = steward_store::SqliteStore::open(&path, steward_store::StoreOptions::default()).await.unwrap();
-        (dir, Arc::new(store))
-    }
 
     fn request(id: &str, owner: &str, expires_in_s: i64) -> ApprovalRequest {
         let now = chrono::Utc::now();
@@ -420,8 +460,7 @@ mod tests {
     async fn only_the_owner_decides_and_only_once() {
         let live = LiveRuns::new(2);
         let run = live.register("run_1", "web:a", CancellationToken::new());
-        let (_dir, store) = store().await;
-        let approver = WebApprover(run.clone(), store);
+        let approver = WebApprover(run.clone());
         let req = request("apr_1", "web:a", 60);
         let ask = tokio::spawn(async move { approver.ask(&req, "tok").await });
         while live.approval_owner("apr_1").is_none() {
@@ -441,11 +480,44 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_decision_recorded_through_another_node_reaches_the_waiting_run_with_this_token() {
+        let live = LiveRuns::new(1);
+        let run = live.register("run_1", "web:a", CancellationToken::new());
+        let approver = WebApprover(run.clone());
+        let req = request("apr_3", "web:a", 60);
+        let ask = tokio::spawn(async move { approver.ask(&req, "local-token").await });
+        while live.approval_owner("apr_3").is_none() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(live.pending_approval_ids(), vec!["apr_3".to_string()]);
+        let record = |approval_id: &str| ApprovalDecisionRecord {
+            approval_id: approval_id.into(),
+            run_id: "run_1".into(),
+            decided_by: "web:a".into(),
+            approve: true,
+            scope: "run".into(),
+            reason: String::new(),
+            created_at: chrono::Utc::now(),
+        };
+        assert!(!live.deliver_recorded(record("apr_other")), "not pending here");
+        assert!(live.deliver_recorded(record("apr_3")));
+        assert_eq!(
+            ask.await.unwrap(),
+            ApprovalAnswer::Approve {
+                token: "local-token".into(),
+                decided_by: "web:a".into(),
+                scope: ApprovalScope::Run
+            }
+        );
+        assert!(!live.deliver_recorded(record("apr_3")), "answered once");
+        assert!(live.pending_approval_ids().is_empty());
+    }
+
+    #[tokio::test]
     async fn an_expired_approval_cannot_be_decided() {
         let live = LiveRuns::new(1);
         let run = live.register("run_1", "web:a", CancellationToken::new());
-        let (_dir, store) = store().await;
-        let approver = WebApprover(run.clone(), store);
+        let approver = WebApprover(run.clone());
         let req = request("apr_2", "web:a", -1);
         let ask = tokio::spawn(async move { approver.ask(&req, "tok").await });
         while live.approval_owner("apr_2").is_none() {

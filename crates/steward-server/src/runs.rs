@@ -125,7 +125,7 @@ pub async fn start_with_history(
         planner: prepared.planner,
         config: prepared.config,
         tools: prepared.tools,
-        approver: Arc::new(WebApprover(run.clone(), state.runtime.store.clone())),
+        approver: Arc::new(WebApprover(run.clone())),
         observer: Arc::new(Broadcast(run.clone())),
         cancel: run.cancel.clone(),
         run_id: Some(id.clone()),
@@ -243,15 +243,15 @@ pub async fn cancel(state: &AppState, owner_id: &str, id: &str) -> Result<RunVie
         }
         None if view.status == "running" => Err(ApiError::conflict(
             "not_pending",
-            "this run executes in another process (a terminal): cancel it there with Ctrl-C",
+            "this run executes in another process (a terminal, or another node): cancel it there",
         )),
         None => Err(ApiError::conflict("not_pending", format!("the run has already ended ({})", view.status))),
     }
 }
 
 /// Decides approval `approval_id` as `owner_id`: delivered at once to a run of this server,
-/// or recorded in the store for a run executing in another process (a terminal), whose
-/// prompt picks it up.
+/// or recorded in the store for a run executing in another process, which picks it up: the
+/// prompt of a terminal, or another node sharing the database (woken by its change notice).
 pub async fn decide(state: &AppState, owner_id: &str, approval_id: &str, decision: Decision) -> Result<(), ApiError> {
     let recorded = match state.live.decide(approval_id, owner_id, decision) {
         Ok(()) => return Ok(()),

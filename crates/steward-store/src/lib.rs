@@ -8,8 +8,13 @@
 //!   same schema (`migrations/postgres/`, applied on open) and a writer task per store; audit
 //!   appends take a row lock (`audit_chain_lock`, `SELECT … FOR UPDATE`) before reading the chain
 //!   head, so every node extends ONE chain. Runs are stamped with the node that inserted them
-//!   ([`host_node`]) so that crash recovery only judges process ids of its own machine
-//!   ([`Store::local_running_runs`]).
+//!   ([`host_node`], or a name given to [`PgStore::open_with`]) so that crash recovery only
+//!   judges process ids of its own machine ([`Store::local_running_runs`]). Running runs hold
+//!   leases that their node renews ([`Store::renew_leases`]); the runs of a node that stopped
+//!   renewing are taken over by exactly one other node for recovery
+//!   ([`Store::take_over_expired_runs`], `FOR UPDATE SKIP LOCKED`). Every commit that stores
+//!   events, approvals, decisions or run records sends a `NOTIFY` ([`Change`]) that the other
+//!   nodes receive through [`Store::subscribe_changes`].
 //!
 //! Both keep timestamps as RFC 3339 `TEXT` ([`timestamp_text`]) and JSON as `TEXT`, so the audit
 //! hash input and the sort orders are identical.
