@@ -466,3 +466,59 @@ async fn the_ledger_page_files_approves_and_revokes_without_javascript() {
     let html = body_text(s.app.clone().oneshot(page(())).await.unwrap()).await;
     assert!(html.contains(">revoked<") && !html.contains("class=\"revoke\""), "{html}");
 }
+
+/// A validator for component `name` of the served OpenAPI document, and its property names.
+fn schema_of(name: &str) -> (jsonschema::Validator, Vec<String>) {
+    let doc = serde_json::to_value(steward_server::openapi::document()).unwrap();
+    let schema = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$ref": format!("#/components/schemas/{name}"),
+        "components": doc["components"],
+    });
+    let mut properties: Vec<String> =
+        doc["components"]["schemas"][name]["properties"].as_object().unwrap().keys().cloned().collect();
+    properties.sort();
+    (jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("schema {name}: {e}")), properties)
+}
+
+/// The document's schemas describe the wire shapes exactly: every real answer validates, with
+/// the same field names.
+fn assert_described(name: &str, value: &Value) {
+    let (validator, properties) = schema_of(name);
+    let errors: Vec<String> = validator.iter_errors(value).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{name}: {errors:?} in {value}");
+    let mut fields: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
+    fields.sort();
+    assert_eq!(fields, properties, "{name}");
+}
+
+#[tokio::test]
+async fn the_documented_schemas_are_the_wire_shapes() {
+    let s = server().await;
+    let alice = s.browser().await;
+    let hub = s.token(&alice, &[Scope::Hub]).await;
+    let request = s.file(&alice, 1).await;
+    assert_described("WorkRequest", &request);
+    let approval = s.approve(&alice, request["id"].as_str().unwrap(), 600).await;
+    assert_described("WorkApproval", &approval);
+    let (_, page) = s.call(&hub, "GET", "/api/ledger/candidates?limit=1", None).await;
+    assert_described("CandidatePage", &page);
+    assert_described("Candidate", &page["items"][0]);
+    let issued = s.claim(&hub, &approval, "att_0000000000000001").await;
+    assert_described("ClaimResponse", &issued);
+    assert_described("ClaimResponse", &s.claim(&hub, &approval, "att_0000000000000002").await);
+    let path = format!("/api/ledger/authorities/{}/result", issued["authority_id"].as_str().unwrap());
+    let body = report("att_0000000000000001", "completed");
+    assert_described("ResultReport", &body);
+    assert_described("Evidence", &body["evidence"]);
+    assert_described("Check", &body["evidence"]["checks"][0]);
+    let (_, ack) = s.call(&hub, "POST", &path, Some(body)).await;
+    assert_described("ResultAck", &ack);
+    let (_, list) = s.call(&alice, "GET", "/api/ledger/requests", None).await;
+    assert_described("WorkRequestList", &list);
+    assert_described(
+        "NewWorkRequest",
+        &json!({"kind": "pr_summary", "repository": "demo", "pr_number": 1, "text": ""}),
+    );
+    assert_described("ApproveWorkRequest", &json!({"revision": 1, "head_sha": HEAD, "expires_in_s": 60}));
+}
