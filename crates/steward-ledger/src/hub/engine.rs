@@ -472,8 +472,9 @@ impl Hub {
         let ended = task.await.unwrap_or_else(|_| Err("the job's task panicked".to_string()));
         drop(worktree);
         evidence.run_id = Some(run_id.clone());
+        // The job itself as a check: passed only when its run completed; its log is the run.
         evidence.checks.push(Check {
-            command: vec!["steward".into(), "run".into(), format!("--run-id={run_id}")],
+            command: vec!["steward".into(), "show".into(), run_id.clone()],
             outcome: match &ended {
                 Ok(end) if end.status == steward_store::RunStatus::Completed => CheckOutcome::Passed,
                 Ok(_) => CheckOutcome::Failed,
