@@ -467,6 +467,34 @@ async fn the_ledger_page_files_approves_and_revokes_without_javascript() {
     assert!(html.contains(">revoked<") && !html.contains("class=\"revoke\""), "{html}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_concurrent_http_claims_of_one_approval_exactly_one_is_issued() {
+    let s = Arc::new(server().await);
+    let alice = s.browser().await;
+    let Client::Token(hub) = s.token(&alice, &[Scope::Hub]).await else { unreachable!() };
+    let request = s.file(&alice, 1).await;
+    let approval = s.approve(&alice, request["id"].as_str().unwrap(), 600).await;
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let (s, hub, approval) = (Arc::clone(&s), hub.clone(), approval.clone());
+        tasks
+            .push(tokio::spawn(async move { s.claim(&Client::Token(hub), &approval, &format!("att_{i:016x}")).await }));
+    }
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    let issued: Vec<&Value> = outcomes.iter().filter(|o| o["outcome"] == "issued").collect();
+    assert_eq!(issued.len(), 1, "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| o["authority_id"] == issued[0]["authority_id"]), "{outcomes:?}");
+    assert_eq!(outcomes.iter().filter(|o| o["outcome"] == "spent").count(), 15);
+    // The owner's page names the hub and the attempt the authority went to.
+    let Client::Browser { cookie, .. } = &alice else { unreachable!() };
+    let page = Request::get("/ledger").header(header::COOKIE, cookie).body(Body::empty()).unwrap();
+    let html = body_text(s.app.clone().oneshot(page).await.unwrap()).await;
+    assert!(html.contains(issued[0]["attempt_id"].as_str().unwrap()) && html.contains("hub:test"), "{html}");
+}
+
 /// A validator for component `name` of the served OpenAPI document, and its property names.
 fn schema_of(name: &str) -> (jsonschema::Validator, Vec<String>) {
     let doc = serde_json::to_value(steward_server::openapi::document()).unwrap();
