@@ -68,3 +68,17 @@ fn the_local_owner_requests_approves_and_revokes() {
     let out = env.steward(&["audit", "verify"]);
     assert!(out.status.success(), "{}", stdout(&out));
 }
+
+#[test]
+fn hub_tokens_are_made_with_the_hub_scope() {
+    let env = Env::new();
+    let out = env.steward(&["mcp", "token", "create", "--name", "hub", "--scope", "hub"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).trim().starts_with("stw_"));
+    let out = env.steward(&["mcp", "token", "list", "--json"]);
+    let token: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(token["scopes"], serde_json::json!(["hub"]));
+    let out = env.steward(&["mcp", "token", "create", "--scope", "approve"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("read, submit, hub"), "{}", stderr(&out));
+}
