@@ -428,3 +428,21 @@ async fn a_claim_refused_before_processing_is_sent_again_with_the_same_attempt()
     assert_eq!(attempts, vec![row.attempt_id.clone(), row.attempt_id.clone()], "one attempt id for both claims");
     assert_eq!(env.runs().await, 1);
 }
+
+#[tokio::test]
+async fn an_approval_that_expires_after_the_claim_starts_nothing() {
+    let env = env("Add a feature", SUMMARY).await;
+    let approval = env.ledger.lock().unwrap().approve("demo", 1, &env.head, "");
+    env.ledger.lock().unwrap().claim_delay = Some(Duration::from_millis(600));
+    let mut candidate = steward_ledger::wire::Candidate {
+        approval: env.ledger.lock().unwrap().entries[0].approval.clone(),
+        text: String::new(),
+    };
+    // The hub saw it valid for 300 ms more; the claim's answer takes 600 ms.
+    candidate.approval.expires_at = chrono::Utc::now() + chrono::Duration::milliseconds(300);
+    let handled = env.hub.handle(&candidate).await.unwrap();
+    assert_eq!(handled, Handled::Held("expired_before_launch".into()));
+    let row = env.row(&approval).await;
+    assert_eq!((row.state, row.held_from, row.run_id), (JournalState::Held, Some(JournalState::Claimed), None));
+    assert_eq!(env.runs().await, 0);
+}

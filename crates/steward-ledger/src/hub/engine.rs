@@ -434,6 +434,12 @@ impl Hub {
             return self.finish(row, JournalState::Claimed, AttemptOutcome::Failed, evidence).await;
         }
 
+        // Nothing starts under an approval that expired meanwhile (the authority does not
+        // outlive it): held for the owner, nothing ran.
+        if row.expires_at <= Utc::now() {
+            return self.hold(row, JournalState::Claimed, "expired_before_launch").await;
+        }
+
         // Journal `launching` (with the run id chosen now) before anything starts.
         let run_id = new_id("run_");
         let mut launching = row.clone();

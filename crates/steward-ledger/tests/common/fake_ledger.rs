@@ -44,6 +44,8 @@ pub struct Ledger {
     pub lose_claim_answers: bool,
     /// Process the next N reports, then answer 502.
     pub lose_report_acks: u32,
+    /// Wait this long before answering a claim.
+    pub claim_delay: Option<std::time::Duration>,
     /// Answer the next N claims with 503 before looking at them.
     pub unavailable_claims: u32,
     /// Every claim's attempt id, in order.
@@ -146,6 +148,10 @@ async fn candidates(State(s): State<Shared>, headers: HeaderMap, Query(q): Query
 async fn claim(State(s): State<Shared>, headers: HeaderMap, Json(c): Json<ClaimRequest>) -> Response {
     if !authorized(&headers) {
         return status(StatusCode::UNAUTHORIZED);
+    }
+    let delay = s.lock().unwrap().claim_delay;
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
     }
     let mut l = s.lock().unwrap();
     l.claims += 1;
