@@ -252,7 +252,12 @@ pub async fn resolve_held(attempt_id: &str, resolution: &str) -> Result<u8> {
         Resolution::parse(resolution).ok_or_else(|| usage_error("--as must be completed, failed or retry"))?;
     let home = Home::locate()?;
     let (store, journal) = open_stores(&home).await?;
-    let row = resolve::resolve(journal.as_ref(), store.as_ref(), attempt_id, resolution, &local_owner()).await?;
+    let row = resolve::resolve(journal.as_ref(), store.as_ref(), attempt_id, resolution, &local_owner())
+        .await
+        .map_err(|e| match e {
+            resolve::ResolveError::Store(e) => anyhow::Error::new(e),
+            other => usage_error(&other.to_string()),
+        })?;
     println!("{} resolved as {}", row.attempt_id, resolution.as_str());
     if resolution == Resolution::Retry {
         println!("nothing was run: approve the request again in the ledger to make it eligible");

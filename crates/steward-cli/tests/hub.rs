@@ -400,6 +400,9 @@ async fn the_hub_serves_the_real_ledger_of_steward_serve() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let out = env.steward(&["ledger", "held"]);
     assert!(stdout(&out).contains("no held attempts"), "{}", stdout(&out));
+    let out = env.steward(&["ledger", "resolve", attempt, "--as", "completed"]);
+    assert_eq!(code(&out), 2, "a decided attempt is not decided again");
+    assert!(stderr(&out).contains("not held"), "{}", stderr(&out));
     let audit = env.steward(&["audit", "list"]);
     assert!(stdout(&audit).contains("hub_resolve"));
 }
