@@ -56,8 +56,11 @@ async fn body_text(response: axum::response::Response) -> String {
 }
 
 async fn server() -> Server {
+    server_on(Arc::new(SqliteStore::open_in_memory().await.unwrap())).await
+}
+
+async fn server_on(store: Arc<dyn Store>) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
     let runtime = Runtime {
         store,
         redactor: Arc::new(Redactor::new(Vec::new())),
@@ -469,7 +472,41 @@ async fn the_ledger_page_files_approves_and_revokes_without_javascript() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn of_concurrent_http_claims_of_one_approval_exactly_one_is_issued() {
-    let s = Arc::new(server().await);
+    concurrent_claims(server().await).await;
+}
+
+/// The same through a store in PostgreSQL (a fresh schema of `STEWARD_TEST_DATABASE_URL`, default
+/// `postgres://postgres@127.0.0.1:5432/test`, dropped afterwards). Skipped with a notice when
+/// PostgreSQL is unreachable, failed instead when `CI` is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_concurrent_http_claims_of_one_approval_exactly_one_is_issued_on_postgres() {
+    use sqlx::{ConnectOptions, Connection};
+    use std::str::FromStr;
+    let url = std::env::var("STEWARD_TEST_DATABASE_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".into());
+    let connect = steward_store::PgConnectOptions::from_str(&url).unwrap().disable_statement_logging();
+    let mut admin = match sqlx::postgres::PgConnection::connect_with(&connect).await {
+        Ok(conn) => conn,
+        Err(e) if std::env::var_os("CI").is_none_or(|v| v.is_empty()) => {
+            eprintln!("notice: PostgreSQL is unreachable ({e}): skipping this PostgreSQL test");
+            return;
+        }
+        Err(e) => panic!("PostgreSQL is unreachable ({e}); CI is set, so this test fails"),
+    };
+    let schema = steward_store::new_id("t_");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&mut admin).await.unwrap();
+    let options = connect.clone().options([("search_path", schema.as_str())]);
+    let store = steward_store::PgStore::open_with(options, Default::default(), "node-a").await.unwrap();
+    let outcome = tokio::spawn(async move { concurrent_claims(server_on(Arc::new(store)).await).await }).await;
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE"))).execute(&mut admin).await.unwrap();
+    admin.close().await.unwrap();
+    outcome.unwrap();
+}
+
+async fn concurrent_claims(s: Server) {
+    let s = Arc::new(s);
     let alice = s.browser().await;
     let Client::Token(hub) = s.token(&alice, &[Scope::Hub]).await else { unreachable!() };
     let request = s.file(&alice, 1).await;
