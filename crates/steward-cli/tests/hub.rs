@@ -117,6 +117,10 @@ impl Hub {
         if let Some(url) = &self.database_url {
             cmd.env("STEWARD_DATABASE_URL", url);
         }
+        // Worktrees of killed hubs stay inside the test's directory.
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        cmd.env("TMPDIR", tmp);
         tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap()
     }
 
