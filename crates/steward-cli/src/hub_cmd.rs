@@ -160,22 +160,23 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
     }
     let claiming = CancellationToken::new();
     let on_signal = claiming.clone();
+    // The first Ctrl-C or SIGTERM stops claiming and lets the attempt in flight finish; a second
+    // one quits at once (what was in flight is held at the next start).
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot watch for SIGTERM")?;
     tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let terminated = async {
-            match term.as_mut() {
-                Some(t) => {
-                    t.recv().await;
-                }
-                None => std::future::pending::<()>().await,
+        for signals in 0.. {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
             }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminated => {}
+            if signals > 0 {
+                eprintln!("steward: hub quitting now; the attempt in flight will be held at the next start");
+                std::process::exit(130);
+            }
+            eprintln!("steward: hub stopping: no new claims; waiting for the attempt in flight (again to quit now)");
+            on_signal.cancel();
         }
-        eprintln!("steward: hub stopping: no new claims; waiting for the attempt in flight");
-        on_signal.cancel();
     });
     if args.once {
         let pass = hub.pass(&claiming).await?;
@@ -251,7 +252,12 @@ pub async fn resolve_held(attempt_id: &str, resolution: &str) -> Result<u8> {
         Resolution::parse(resolution).ok_or_else(|| usage_error("--as must be completed, failed or retry"))?;
     let home = Home::locate()?;
     let (store, journal) = open_stores(&home).await?;
-    let row = resolve::resolve(journal.as_ref(), store.as_ref(), attempt_id, resolution, &local_owner()).await?;
+    let row = resolve::resolve(journal.as_ref(), store.as_ref(), attempt_id, resolution, &local_owner())
+        .await
+        .map_err(|e| match e {
+            resolve::ResolveError::Store(e) => anyhow::Error::new(e),
+            other => usage_error(&other.to_string()),
+        })?;
     println!("{} resolved as {}", row.attempt_id, resolution.as_str());
     if resolution == Resolution::Retry {
         println!("nothing was run: approve the request again in the ledger to make it eligible");

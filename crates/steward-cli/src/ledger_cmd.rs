@@ -171,6 +171,15 @@ async fn list(limit: u32, json: bool) -> Result<u8> {
             println!("{}", serde_json::json!({"request": view, "approvals": approvals}));
         } else {
             println!("{}", line(r));
+            if let Some(a) = ledger.work_approvals(&r.id).await?.last() {
+                println!(
+                    "    approved revision {} at {} until {} ({})",
+                    a.revision,
+                    a.head_sha,
+                    a.expires_at.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S"),
+                    a.id
+                );
+            }
         }
     }
     if records.is_empty() && !json {

@@ -117,6 +117,10 @@ impl Hub {
         if let Some(url) = &self.database_url {
             cmd.env("STEWARD_DATABASE_URL", url);
         }
+        // Worktrees of killed hubs stay inside the test's directory.
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        cmd.env("TMPDIR", tmp);
         tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap()
     }
 
@@ -400,6 +404,63 @@ async fn the_hub_serves_the_real_ledger_of_steward_serve() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let out = env.steward(&["ledger", "held"]);
     assert!(stdout(&out).contains("no held attempts"), "{}", stdout(&out));
+    let out = env.steward(&["ledger", "resolve", attempt, "--as", "completed"]);
+    assert_eq!(code(&out), 2, "a decided attempt is not decided again");
+    assert!(stderr(&out).contains("not held"), "{}", stderr(&out));
     let audit = env.steward(&["audit", "list"]);
     assert!(stdout(&audit).contains("hub_resolve"));
+}
+
+/// SIGTERM while a job runs: the hub claims nothing more, lets the job finish and report, and
+/// exits 0; the next approval stays untouched for a later start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_claiming_and_lets_the_job_in_flight_finish() {
+    let hub = hub_env().await;
+    let dir = hub.env.dir.path();
+    std::fs::write(dir.join("slow.toml"), "[[round]]\ndelay_ms = 1500\ntext = \"Summary: slow.\"\n").unwrap();
+    hub.pr(2);
+    let first = hub.ledger.lock().unwrap().approve("demo", 1, &hub.head, "");
+    let second = hub.ledger.lock().unwrap().approve("demo", 2, &hub.head, "");
+    let child = hub
+        .env
+        .command(&[
+            "hub",
+            "--url",
+            &hub.url,
+            "--token-file",
+            &dir.join("hub.token").display().to_string(),
+            "--repo",
+            &format!("demo={}", hub.repo.display()),
+            "--provider",
+            "fake",
+            "--scenario",
+            &dir.join("slow.toml").display().to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(child);
+    let (_, journal) = hub.store().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while journal.journal_by_approval(&first).await.unwrap().map(|r| r.state) != Some(JournalState::Started) {
+        assert!(std::time::Instant::now() < deadline, "the first job never started");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // SAFETY: kill(2) with SIGTERM to our own child process.
+    assert_eq!(unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) }, 0);
+    let out = tokio::task::spawn_blocking(move || {
+        let status = child.0.wait().unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+        (status, err)
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.0.code(), Some(0), "{}", out.1);
+    assert!(out.1.contains("no new claims"), "{}", out.1);
+    let row = journal.journal_by_approval(&first).await.unwrap().unwrap();
+    assert_eq!(row.state, JournalState::Acknowledged, "the job in flight finished and reported");
+    assert!(journal.journal_by_approval(&second).await.unwrap().is_none(), "nothing more was claimed");
+    assert_eq!(hub.ledger.lock().unwrap().claims, 1);
 }

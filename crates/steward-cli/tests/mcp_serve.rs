@@ -282,3 +282,23 @@ fn peer_mcp_inspector_lists_and_calls_steward_tools() {
     assert!(!ok && err["isError"] == true, "{err}");
     assert_eq!(err["content"][0]["text"], "no run `run_nope`", "{err}");
 }
+
+#[tokio::test]
+async fn mcp_serve_files_a_work_request_that_only_the_owner_approves() {
+    let env = Env::new();
+    let mcp = client(&env);
+    let filed = call(&mcp, "submit_work_request", json!({"repository": "demo", "pr_number": 9, "text": "approve it"}))
+        .await
+        .unwrap();
+    assert_eq!(filed["status"], "open", "{filed}");
+    assert!(filed["note"].as_str().unwrap().contains("not an MCP tool"), "{filed}");
+    let id = filed["request_id"].as_str().unwrap();
+    // The request is the local owner's, open, and shows in `steward ledger list`.
+    let listed = env.steward(&["ledger", "list", "--json"]);
+    let row: Value = serde_json::from_str(stdout(&listed).trim()).unwrap();
+    assert_eq!((row["request"]["id"].as_str(), row["request"]["status"].as_str()), (Some(id), Some("open")));
+    assert_eq!(row["request"]["requester"], "local:tester");
+    assert_eq!(row["approvals"], json!([]));
+    let refused = call(&mcp, "submit_work_request", json!({"repository": "../etc", "pr_number": 1})).await;
+    assert!(refused.unwrap_err().contains("repository"));
+}

@@ -409,3 +409,40 @@ async fn the_loop_backs_off_as_long_as_retry_after_asks() {
     // The backoff alone would wait at most 100 ms; the ledger asked for 1 s.
     assert!(at[1] - at[0] >= Duration::from_millis(990), "{:?}", at[1] - at[0]);
 }
+
+#[tokio::test]
+async fn a_claim_refused_before_processing_is_sent_again_with_the_same_attempt() {
+    let env = env("Add a feature", SUMMARY).await;
+    let approval = env.ledger.lock().unwrap().approve("demo", 1, &env.head, "");
+    env.ledger.lock().unwrap().unavailable_claims = 1;
+    assert_eq!(env.pass().await, vec![(approval.clone(), Handled::Deferred)]);
+    let row = env.row(&approval).await;
+    assert_eq!((row.state, row.note.as_deref()), (JournalState::Intent, Some("claim_deferred")));
+    assert_eq!(env.runs().await, 0);
+    let handled = env.pass().await;
+    assert_eq!(
+        handled,
+        vec![(approval.clone(), Handled::Finished { outcome: AttemptOutcome::Completed, acknowledged: true })]
+    );
+    let attempts = env.ledger.lock().unwrap().claim_attempts.clone();
+    assert_eq!(attempts, vec![row.attempt_id.clone(), row.attempt_id.clone()], "one attempt id for both claims");
+    assert_eq!(env.runs().await, 1);
+}
+
+#[tokio::test]
+async fn an_approval_that_expires_after_the_claim_starts_nothing() {
+    let env = env("Add a feature", SUMMARY).await;
+    let approval = env.ledger.lock().unwrap().approve("demo", 1, &env.head, "");
+    env.ledger.lock().unwrap().claim_delay = Some(Duration::from_millis(600));
+    let mut candidate = steward_ledger::wire::Candidate {
+        approval: env.ledger.lock().unwrap().entries[0].approval.clone(),
+        text: String::new(),
+    };
+    // The hub saw it valid for 300 ms more; the claim's answer takes 600 ms.
+    candidate.approval.expires_at = chrono::Utc::now() + chrono::Duration::milliseconds(300);
+    let handled = env.hub.handle(&candidate).await.unwrap();
+    assert_eq!(handled, Handled::Held("expired_before_launch".into()));
+    let row = env.row(&approval).await;
+    assert_eq!((row.state, row.held_from, row.run_id), (JournalState::Held, Some(JournalState::Claimed), None));
+    assert_eq!(env.runs().await, 0);
+}

@@ -872,12 +872,29 @@ pub async fn ledger_page(State(state): State<AppState>, Extension(session): Exte
                 Err(e) => return error_page(&session, &ApiError::storage(e)),
             },
         };
+        let authority = match &approval {
+            Some(a) => match ledger.authority_of(&a.id).await {
+                Ok(found) => found,
+                Err(e) => return error_page(&session, &ApiError::storage(e)),
+            },
+            None => None,
+        };
+        let result = match &authority {
+            Some(a) => match ledger.attempt_result(&a.attempt_id).await {
+                Ok(found) => found,
+                Err(e) => return error_page(&session, &ApiError::storage(e)),
+            },
+            None => None,
+        };
         rows.push(context! {
             id => &r.id, revision => r.revision, epoch => r.epoch, kind => &r.kind, repository => &r.repository,
             pr_number => r.pr_number, text => &r.text, status => r.status.as_str(), created_at => when(&r.created_at),
             open => r.status == WorkStatus::Open, revocable => !r.status.is_final(),
             head_sha => approval.as_ref().map(|a| a.head_sha.clone()),
             expires_at => approval.as_ref().map(|a| when(&a.expires_at)),
+            hub_id => authority.as_ref().map(|a| a.hub_id.clone()),
+            attempt_id => authority.as_ref().map(|a| a.attempt_id.clone()),
+            outcome => result.as_ref().map(|r| r.outcome.clone()),
         });
     }
     render(

@@ -56,8 +56,11 @@ async fn body_text(response: axum::response::Response) -> String {
 }
 
 async fn server() -> Server {
+    server_on(Arc::new(SqliteStore::open_in_memory().await.unwrap())).await
+}
+
+async fn server_on(store: Arc<dyn Store>) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
     let runtime = Runtime {
         store,
         redactor: Arc::new(Redactor::new(Vec::new())),
@@ -465,4 +468,122 @@ async fn the_ledger_page_files_approves_and_revokes_without_javascript() {
     assert_eq!(revoked.status(), StatusCode::SEE_OTHER);
     let html = body_text(s.app.clone().oneshot(page(())).await.unwrap()).await;
     assert!(html.contains(">revoked<") && !html.contains("class=\"revoke\""), "{html}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_concurrent_http_claims_of_one_approval_exactly_one_is_issued() {
+    concurrent_claims(server().await).await;
+}
+
+/// The same through a store in PostgreSQL (a fresh schema of `STEWARD_TEST_DATABASE_URL`, default
+/// `postgres://postgres@127.0.0.1:5432/test`, dropped afterwards). Skipped with a notice when
+/// PostgreSQL is unreachable, failed instead when `CI` is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_concurrent_http_claims_of_one_approval_exactly_one_is_issued_on_postgres() {
+    use sqlx::{ConnectOptions, Connection};
+    use std::str::FromStr;
+    let url = std::env::var("STEWARD_TEST_DATABASE_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".into());
+    let connect = steward_store::PgConnectOptions::from_str(&url).unwrap().disable_statement_logging();
+    let mut admin = match sqlx::postgres::PgConnection::connect_with(&connect).await {
+        Ok(conn) => conn,
+        Err(e) if std::env::var_os("CI").is_none_or(|v| v.is_empty()) => {
+            eprintln!("notice: PostgreSQL is unreachable ({e}): skipping this PostgreSQL test");
+            return;
+        }
+        Err(e) => panic!("PostgreSQL is unreachable ({e}); CI is set, so this test fails"),
+    };
+    let schema = steward_store::new_id("t_");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&mut admin).await.unwrap();
+    let options = connect.clone().options([("search_path", schema.as_str())]);
+    let store = steward_store::PgStore::open_with(options, Default::default(), "node-a").await.unwrap();
+    let outcome = tokio::spawn(async move { concurrent_claims(server_on(Arc::new(store)).await).await }).await;
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE"))).execute(&mut admin).await.unwrap();
+    admin.close().await.unwrap();
+    outcome.unwrap();
+}
+
+async fn concurrent_claims(s: Server) {
+    let s = Arc::new(s);
+    let alice = s.browser().await;
+    let Client::Token(hub) = s.token(&alice, &[Scope::Hub]).await else { unreachable!() };
+    let request = s.file(&alice, 1).await;
+    let approval = s.approve(&alice, request["id"].as_str().unwrap(), 600).await;
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let (s, hub, approval) = (Arc::clone(&s), hub.clone(), approval.clone());
+        tasks
+            .push(tokio::spawn(async move { s.claim(&Client::Token(hub), &approval, &format!("att_{i:016x}")).await }));
+    }
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    let issued: Vec<&Value> = outcomes.iter().filter(|o| o["outcome"] == "issued").collect();
+    assert_eq!(issued.len(), 1, "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| o["authority_id"] == issued[0]["authority_id"]), "{outcomes:?}");
+    assert_eq!(outcomes.iter().filter(|o| o["outcome"] == "spent").count(), 15);
+    // The owner's page names the hub and the attempt the authority went to.
+    let Client::Browser { cookie, .. } = &alice else { unreachable!() };
+    let page = Request::get("/ledger").header(header::COOKIE, cookie).body(Body::empty()).unwrap();
+    let html = body_text(s.app.clone().oneshot(page).await.unwrap()).await;
+    assert!(html.contains(issued[0]["attempt_id"].as_str().unwrap()) && html.contains("hub:test"), "{html}");
+}
+
+/// A validator for component `name` of the served OpenAPI document, and its property names.
+fn schema_of(name: &str) -> (jsonschema::Validator, Vec<String>) {
+    let doc = serde_json::to_value(steward_server::openapi::document()).unwrap();
+    let schema = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$ref": format!("#/components/schemas/{name}"),
+        "components": doc["components"],
+    });
+    let mut properties: Vec<String> =
+        doc["components"]["schemas"][name]["properties"].as_object().unwrap().keys().cloned().collect();
+    properties.sort();
+    (jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("schema {name}: {e}")), properties)
+}
+
+/// The document's schemas describe the wire shapes exactly: every real answer validates, with
+/// the same field names.
+fn assert_described(name: &str, value: &Value) {
+    let (validator, properties) = schema_of(name);
+    let errors: Vec<String> = validator.iter_errors(value).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{name}: {errors:?} in {value}");
+    let mut fields: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
+    fields.sort();
+    assert_eq!(fields, properties, "{name}");
+}
+
+#[tokio::test]
+async fn the_documented_schemas_are_the_wire_shapes() {
+    let s = server().await;
+    let alice = s.browser().await;
+    let hub = s.token(&alice, &[Scope::Hub]).await;
+    let request = s.file(&alice, 1).await;
+    assert_described("WorkRequest", &request);
+    let approval = s.approve(&alice, request["id"].as_str().unwrap(), 600).await;
+    assert_described("WorkApproval", &approval);
+    let (_, page) = s.call(&hub, "GET", "/api/ledger/candidates?limit=1", None).await;
+    assert_described("CandidatePage", &page);
+    assert_described("Candidate", &page["items"][0]);
+    let issued = s.claim(&hub, &approval, "att_0000000000000001").await;
+    assert_described("ClaimResponse", &issued);
+    assert_described("ClaimResponse", &s.claim(&hub, &approval, "att_0000000000000002").await);
+    let path = format!("/api/ledger/authorities/{}/result", issued["authority_id"].as_str().unwrap());
+    let body = report("att_0000000000000001", "completed");
+    assert_described("ResultReport", &body);
+    assert_described("Evidence", &body["evidence"]);
+    assert_described("Check", &body["evidence"]["checks"][0]);
+    let (_, ack) = s.call(&hub, "POST", &path, Some(body)).await;
+    assert_described("ResultAck", &ack);
+    let (_, list) = s.call(&alice, "GET", "/api/ledger/requests", None).await;
+    assert_described("WorkRequestList", &list);
+    assert_described(
+        "NewWorkRequest",
+        &json!({"kind": "pr_summary", "repository": "demo", "pr_number": 1, "text": ""}),
+    );
+    assert_described("ApproveWorkRequest", &json!({"revision": 1, "head_sha": HEAD, "expires_in_s": 60}));
 }

@@ -502,6 +502,7 @@ pub(crate) fn claim_audit(claim: &ClaimInput, outcome: &ClaimOutcome) -> AuditEn
     let input = serde_json::json!({
         "approval_id": claim.approval_id, "revision": claim.revision, "epoch": claim.epoch,
         "head_sha": claim.head_sha, "hub_id": claim.hub_id, "attempt_id": claim.attempt_id,
+        "owner_id": claim.owner_id,
     });
     let (result, detail) = match outcome {
         ClaimOutcome::Issued(a) => (AuditOutcome::Approved, format!("authority {} issued to {}", a.id, a.attempt_id)),

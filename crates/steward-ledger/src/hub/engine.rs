@@ -434,6 +434,12 @@ impl Hub {
             return self.finish(row, JournalState::Claimed, AttemptOutcome::Failed, evidence).await;
         }
 
+        // Nothing starts under an approval that expired meanwhile (the authority does not
+        // outlive it): held for the owner, nothing ran.
+        if row.expires_at <= Utc::now() {
+            return self.hold(row, JournalState::Claimed, "expired_before_launch").await;
+        }
+
         // Journal `launching` (with the run id chosen now) before anything starts.
         let run_id = new_id("run_");
         let mut launching = row.clone();
@@ -472,8 +478,9 @@ impl Hub {
         let ended = task.await.unwrap_or_else(|_| Err("the job's task panicked".to_string()));
         drop(worktree);
         evidence.run_id = Some(run_id.clone());
+        // The job itself as a check: passed only when its run completed; its log is the run.
         evidence.checks.push(Check {
-            command: vec!["steward".into(), "run".into(), format!("--run-id={run_id}")],
+            command: vec!["steward".into(), "show".into(), run_id.clone()],
             outcome: match &ended {
                 Ok(end) if end.status == steward_store::RunStatus::Completed => CheckOutcome::Passed,
                 Ok(_) => CheckOutcome::Failed,

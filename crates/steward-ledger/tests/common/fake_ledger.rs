@@ -44,6 +44,12 @@ pub struct Ledger {
     pub lose_claim_answers: bool,
     /// Process the next N reports, then answer 502.
     pub lose_report_acks: u32,
+    /// Wait this long before answering a claim.
+    pub claim_delay: Option<std::time::Duration>,
+    /// Answer the next N claims with 503 before looking at them.
+    pub unavailable_claims: u32,
+    /// Every claim's attempt id, in order.
+    pub claim_attempts: Vec<String>,
     /// Answer the next N listings with 429 and `Retry-After: 1`.
     pub overloaded: u32,
     /// When each listing request arrived.
@@ -143,8 +149,17 @@ async fn claim(State(s): State<Shared>, headers: HeaderMap, Json(c): Json<ClaimR
     if !authorized(&headers) {
         return status(StatusCode::UNAUTHORIZED);
     }
+    let delay = s.lock().unwrap().claim_delay;
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
     let mut l = s.lock().unwrap();
     l.claims += 1;
+    l.claim_attempts.push(c.attempt_id.clone());
+    if l.unavailable_claims > 0 {
+        l.unavailable_claims -= 1;
+        return status(StatusCode::SERVICE_UNAVAILABLE);
+    }
     let lose = l.lose_claim_answers;
     let Some(e) = l.entries.iter_mut().find(|e| e.approval.id == c.approval_id) else {
         return Json(ClaimResponse {
