@@ -49,7 +49,10 @@ impl Policy {
     /// Result: the strictest part's decision and rule (first among equals); `default:shell`
     /// (*ask*, or *deny* when the configured `default` is deny) for a part no rule covers or
     /// a line that runs nothing; `unparseable_command` (same decision) when the line cannot
-    /// be parsed. Reasons: the deciding part's first, then other parts that are not allowed.
+    /// be parsed. A git part that can print file contents from history or the index
+    /// (`git log -p`, `git show`, an alias …) is at least *ask* (`git_history`) while a
+    /// repository is reachable from the workspace, whatever rule allows it. Reasons: the
+    /// deciding part's first, then other parts that are not allowed.
     pub fn judge_command(&self, line: &str, workspace: &Workspace) -> Decision {
         self.judge_line(line, workspace, RiskLevel::High.base_score())
     }

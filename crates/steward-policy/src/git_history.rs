@@ -228,10 +228,7 @@ pub(crate) fn prints_history(program: &str, args: &[String], dynamic: &[bool]) -
     if ALWAYS.contains(&sub) {
         return Some(shown(None));
     }
-    if LOG_LIKE.contains(&sub) {
-        return log_prints_content(rest).map(|flag| shown(Some(flag)));
-    }
-    if RAW_DIFFS.contains(&sub) {
+    if LOG_LIKE.contains(&sub) || RAW_DIFFS.contains(&sub) {
         return log_prints_content(rest).map(|flag| shown(Some(flag)));
     }
     match sub {
