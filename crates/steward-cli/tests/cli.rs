@@ -417,10 +417,12 @@ fn shell_command_is_judged_per_simple_command_confined_and_taints_the_run() {
     assert!(stdout(&out).contains("taint_escalation"), "the escalation is named");
 }
 
-/// A program a rule allows can still print a secret file (`git diff` of a tracked `.env`);
-/// what the file holds never reaches the model, the events or the state (B09).
+/// A program a rule allows can still print a secret file (`grep -r` over the workspace);
+/// what the file holds never reaches the model, the events or the state (B09). A plain
+/// `git diff` would print the committed version of a tracked secret file (its `-` lines come
+/// from the index), which redaction does not know: it asks even though a rule allows it.
 #[test]
-fn an_allowed_git_diff_shows_no_line_of_a_secret_file() {
+fn an_allowed_reader_shows_no_line_of_a_secret_file() {
     let env = Env::new();
     env.write(".env", "SECRET=first-value-1234\n");
     env.write("keys/id_ed25519", "b3BlbnNzaC1rZXktdjEAAAAAFIRST\n");
@@ -431,21 +433,81 @@ fn an_allowed_git_diff_shows_no_line_of_a_secret_file() {
     env.write("note.txt", "new\n");
     env.user_config(
         "[shell]\nenabled = true\n\
-         [[policy.rule]]\nname = \"diff-ok\"\ntool = \"shell_command\"\nargv = [\"git\", \"diff\", \"**\"]\ndecision = \"allow\"\n",
+         [[policy.rule]]\nname = \"diff-ok\"\ntool = \"shell_command\"\nargv = [\"git\", \"diff\", \"**\"]\ndecision = \"allow\"\n\
+         [[policy.rule]]\nname = \"grep-ok\"\ntool = \"shell_command\"\nargv = [\"grep\", \"**\"]\ndecision = \"allow\"\n",
     );
     let path = scenario(
         &env,
         "[[round]]\n[[round.tool_call]]\nid = \"d1\"\nname = \"shell_command\"\narguments = { command = \"git diff\" }\n\
+         [[round.tool_call]]\nid = \"g1\"\nname = \"shell_command\"\narguments = { command = \"grep -rn -e pass -e SECRET= -e b3Bl .\" }\n\
+         [[round.tool_call]]\nid = \"s1\"\nname = \"shell_command\"\narguments = { command = \"git diff --stat\" }\n\
          [[round]]\ntext = \"done\"\n",
     );
     let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "go"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let evs = events(&out);
-    let done = evs.iter().find(|e| e["event"] == "tool_completed" && e["call_id"] == "d1").expect("git diff ran");
+    let asked = evs.iter().find(|e| e["event"] == "tool_approval_required" && e["call_id"] == "d1").expect("asked");
+    assert_eq!(asked["rule"], "git_history", "{asked}");
+    assert!(evs.iter().any(|e| e["event"] == "tool_rejected" && e["call_id"] == "d1"));
+    let done = evs.iter().find(|e| e["event"] == "tool_completed" && e["call_id"] == "g1").expect("grep ran");
     let output = done["output"].as_str().unwrap();
-    assert!(output.contains("+new") && output.contains("[REDACTED]"), "{output}");
-    for secret in ["zebra-purple-9911", "first-value-1234", "AAAAASECOND"] {
+    assert!(output.contains(".env:") && output.contains("[REDACTED]"), "{output}");
+    let stat = evs.iter().find(|e| e["event"] == "tool_completed" && e["call_id"] == "s1").expect("stat ran");
+    assert!(stat["output"].as_str().unwrap().contains("note.txt"), "{stat}");
+    for secret in ["zebra-purple-9911", "first-value-1234", "AAAAASECOND", "AAAAAFIRST"] {
         assert!(!stdout(&out).contains(secret), "{secret} reached the events");
         assert!(!contains_bytes(&db(&env), secret), "{secret} reached the database");
     }
+}
+
+/// B09 through git history: `.env` was committed and later changed, so only history holds
+/// its old value. A rule allows every git command, yet `git log -p` asks (nobody can answer
+/// here, so it is refused) and the old value reaches neither the model nor the output;
+/// `git log --oneline` still runs, and `steward policy check` gives the same decision.
+#[test]
+fn git_log_p_never_shows_a_secret_that_only_history_holds() {
+    let env = Env::new();
+    env.write(".env", "API_TOKEN=old-history-value-7351\n");
+    env.write("app.py", "print('v1')\n");
+    env.git_init();
+    env.write(".env", "API_TOKEN=current-value-4482\n");
+    env.write("app.py", "print('v2')\n");
+    for args in [
+        &["add", "-A"][..],
+        &["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "rotate the token"],
+    ] {
+        let ok = std::process::Command::new("git").args(args).current_dir(env.ws()).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    }
+    env.user_config(
+        "[shell]\nenabled = true\n\
+         [[policy.rule]]\nname = \"git-any\"\ntool = \"shell_command\"\nargv = [\"git\", \"**\"]\ndecision = \"allow\"\n",
+    );
+    let path = scenario(
+        &env,
+        "[[round]]\n[[round.tool_call]]\nid = \"p1\"\nname = \"shell_command\"\narguments = { command = \"git log -p\" }\n\
+         [[round.tool_call]]\nid = \"o1\"\nname = \"shell_command\"\narguments = { command = \"git --no-pager log --oneline\" }\n\
+         [[round]]\ntext = \"done\"\n",
+    );
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "go"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let asked = evs.iter().find(|e| e["event"] == "tool_approval_required" && e["call_id"] == "p1").expect("asked");
+    assert_eq!(asked["rule"], "git_history", "{asked}");
+    let reason = asked["reason"].as_str().unwrap();
+    assert!(reason.contains("`git log -p` can print old versions of secret files"), "{reason}");
+    let rejected = evs.iter().find(|e| e["event"] == "tool_rejected" && e["call_id"] == "p1").expect("rejected");
+    assert_eq!(rejected["reason"], "no_approver");
+    assert!(!evs.iter().any(|e| e["event"] == "tool_started" && e["call_id"] == "p1"));
+    let log = evs.iter().find(|e| e["event"] == "tool_completed" && e["call_id"] == "o1").expect("log ran");
+    assert!(log["output"].as_str().unwrap().contains("rotate the token"), "{log}");
+    for text in [stdout(&out), stderr(&out)] {
+        assert!(!text.contains("old-history-value-7351"), "the old secret reached the output");
+    }
+    assert!(!contains_bytes(&db(&env), "old-history-value-7351"), "the old secret reached the database");
+
+    let check = env.steward(&["policy", "check", "shell_command", "--args", "{\"command\":\"git log -p\"}", "--json"]);
+    assert_eq!(code(&check), 0, "{}", stderr(&check));
+    let v: serde_json::Value = serde_json::from_str(stdout(&check).trim()).unwrap();
+    assert_eq!((v["decision"].as_str(), v["rule"].as_str()), (Some("ask"), Some("git_history")), "{v}");
 }

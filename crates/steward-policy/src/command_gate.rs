@@ -7,6 +7,7 @@ use steward_protocol::{Decision, DecisionKind, RiskLevel};
 
 use crate::argv_rule::{ArgvRule, CommandView};
 use crate::gate::Policy;
+use crate::git_history::{prints_history, repository_reachable};
 use crate::paths::{Access, PathError, Workspace};
 use crate::programs::env_is_risky;
 use crate::secrets::is_secret_path;
@@ -48,7 +49,10 @@ impl Policy {
     /// Result: the strictest part's decision and rule (first among equals); `default:shell`
     /// (*ask*, or *deny* when the configured `default` is deny) for a part no rule covers or
     /// a line that runs nothing; `unparseable_command` (same decision) when the line cannot
-    /// be parsed. Reasons: the deciding part's first, then other parts that are not allowed.
+    /// be parsed. A git part that can print file contents from history or the index
+    /// (`git log -p`, `git show`, an alias …) is at least *ask* (`git_history`) while a
+    /// repository is reachable from the workspace, whatever rule allows it. Reasons: the
+    /// deciding part's first, then other parts that are not allowed.
     pub fn judge_command(&self, line: &str, workspace: &Workspace) -> Decision {
         self.judge_line(line, workspace, RiskLevel::High.base_score())
     }
@@ -122,6 +126,19 @@ impl Policy {
                 },
             },
         };
+        // A rule may allow `git **`; what git prints from history is not known to redaction.
+        if verdict.kind == DecisionKind::Allow
+            && let Some(git) =
+                prints_history(&cmd.program, cmd.argv.get(1..).unwrap_or(&[]), cmd.dynamic.get(1..).unwrap_or(&[]))
+            && repository_reachable(ws.root())
+        {
+            verdict.raise(DecisionKind::Ask, "git_history", || {
+                format!(
+                    "`{shown}`: `{git}` can print old versions of secret files from the repository's history or \
+                     index, which output redaction does not know; no rule allows it."
+                )
+            });
+        }
         if let Some(reason) = runs_other_code(cmd, ws) {
             verdict.raise(DecisionKind::Ask, "runs_other_code", || format!("`{shown}`: {reason}"));
         }

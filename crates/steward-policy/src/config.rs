@@ -136,7 +136,11 @@ impl std::fmt::Display for ArgvExample {
 /// Independently of rules, a part escalates: arguments or redirections naming a secret
 /// path or a `deny_path` → deny; escaping the workspace, ignored paths, words expanded at
 /// run time, output redirection to a file, risky environment assignments (`PATH=`,
-/// `LD_PRELOAD=`, `GIT_*=`, …) → at least ask.
+/// `LD_PRELOAD=`, `GIT_*=`, …) → at least ask. A git command that can print file contents
+/// from the repository's history or index (`git show`, `git log -p`, `git diff HEAD~1`, a
+/// plain `git diff`, `git blame`, `git grep`, `git cat-file`, `git archive`, an alias, …)
+/// is never allowed by a rule while a repository is reachable from the workspace: it asks
+/// (`git_history`), because output redaction only knows the secret files' current lines.
 ///
 /// `match` and `not_match` list examples (argv arrays or command lines) checked when the
 /// policy loads: a `match` example the rule does not match, or a `not_match` example it

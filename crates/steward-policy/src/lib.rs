@@ -10,7 +10,9 @@
 //! - [`Policy`]: the gate that turns a proposed [`ToolCall`](steward_protocol::ToolCall) into
 //!   a [`Decision`](steward_protocol::Decision) (C1, C2), with run context ([`GateContext`]:
 //!   taint, context rules) and `shell_command` judged per simple command
-//!   ([`Policy::judge_command`], T4, cases B06, B08).
+//!   ([`Policy::judge_command`], T4, cases B06, B08); a git command that can print file
+//!   contents from history or the index is never allowed by a rule while a repository is
+//!   reachable (rule `git_history`, case B09).
 //! - [`shell`]: the command-line splitter behind it.
 #![deny(missing_docs)]
 
@@ -19,6 +21,7 @@ mod command_gate;
 mod config;
 mod context;
 mod gate;
+mod git_history;
 mod ignore_rules;
 mod names;
 mod paths;

@@ -421,3 +421,112 @@ decision = "deny"
         assert_eq!(d.decision, expected, "{line}: {} {:?}", d.rule, d.reasons);
     }
 }
+
+/// A policy that allows every git command but `push` and `blame`.
+const ALL_GIT: &str = r#"
+[policy]
+[[policy.rule]]
+name = "git"
+tool = "shell_command"
+argv = ["git", "**"]
+decision = "allow"
+match = ["git log -p", "git -C src show HEAD~1:.env"]
+[[policy.rule]]
+name = "no-push"
+tool = "shell_command"
+argv = ["git", "push", "**"]
+decision = "deny"
+[[policy.rule]]
+name = "no-blame"
+tool = "shell_command"
+argv = ["git", "blame", "**"]
+decision = "deny"
+[[policy.rule]]
+name = "cat"
+tool = "shell_command"
+argv = ["cat", "**"]
+decision = "allow"
+"#;
+
+/// B09 through git history: a rule that allows `git **` still never allows a git command that
+/// can print old versions of secret files, while the workspace is a repository.
+#[test]
+fn git_commands_printing_history_are_never_allowed_by_a_rule() {
+    let (_dir, ws) = workspace();
+    fs::create_dir_all(ws.root().join(".git")).unwrap();
+    let policy = Policy::new(&config(ALL_GIT)).unwrap();
+    let table = [
+        ("git status", Allow),
+        ("git log", Allow),
+        ("git log --oneline -5", Allow),
+        ("git log --stat", Allow),
+        ("git diff --stat HEAD~1", Allow),
+        ("git -C src status -s", Allow),
+        ("git branch -v", Allow),
+        ("git log -p", Ask),
+        ("git log --patch -1 -- src", Ask),
+        ("git log -L1,3:src/lib.rs", Ask),
+        ("git log --cc", Ask),
+        ("git log -S TOKEN --oneline", Ask),
+        ("git whatchanged -p", Ask),
+        ("git show HEAD~1", Ask),
+        ("git diff HEAD~1", Ask),
+        ("git diff --cached", Ask),
+        ("git diff", Ask),
+        ("git diff-tree -p HEAD", Ask),
+        ("git diff-index -p --cached HEAD", Ask),
+        ("git annotate src/lib.rs", Ask),
+        ("git grep -e TOKEN HEAD~1", Ask),
+        ("git cat-file -p HEAD~1:src/lib.rs", Ask),
+        ("git archive HEAD", Ask),
+        ("git format-patch --stdout -1", Ask),
+        ("git stash show -p", Ask),
+        ("git reflog -p", Ask),
+        ("git bundle create - --all", Ask),
+        ("git fast-export --all", Ask),
+        ("git --no-pager log -p", Ask),
+        ("git -C src log -p", Ask),
+        ("git --git-dir=.git log -p", Deny),
+        ("git -c alias.x='log -p' x", Ask),
+        ("git lg", Ask),
+        ("git --exec-path=/usr/lib/git-core log", Ask),
+        ("GIT_PAGER=cat git log -p", Ask),
+        ("GIT_DIR=.git git log", Ask),
+        ("bash -c 'git log -p | cat'", Ask),
+        ("cat src/lib.rs && git show HEAD", Ask),
+        ("git show HEAD:.env", Deny),
+        ("git push origin main", Deny),
+        ("git blame src/lib.rs", Deny),
+    ];
+    for (line, expected) in table {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!(d.decision, expected, "{line}: {} {:?}", d.rule, d.reasons);
+    }
+    let d = policy.judge_command("git log -p", &ws);
+    assert_eq!(d.rule, "git_history");
+    assert!(
+        d.reasons[0].contains("`git log -p` can print old versions of secret files from the repository's history"),
+        "{:?}",
+        d.reasons
+    );
+    assert_eq!(policy.judge_command("git -c alias.x=show x", &ws).decision, Ask);
+    // `steward policy check` and the runtime share `decide`.
+    let d = policy.decide(Some(&shell_spec()), &call("shell_command", json!({"command": "git show HEAD~1"})), &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (Ask, "git_history"));
+    let d = policy.decide(Some(&shell_spec()), &call("shell_command", json!({"command": "git log --oneline"})), &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (Allow, "git"));
+}
+
+/// Without a repository git has no history to print: the rule decides as before. A repository
+/// nested in the workspace counts.
+#[test]
+fn git_history_needs_a_reachable_repository() {
+    let (_dir, ws) = workspace();
+    let policy = Policy::new(&config(ALL_GIT)).unwrap();
+    if std::env::var_os("GIT_DIR").is_none() {
+        assert_eq!(policy.judge_command("git log -p", &ws).decision, Allow);
+    }
+    fs::create_dir_all(ws.root().join("src/vendored/.git")).unwrap();
+    let d = policy.judge_command("git -C src/vendored log -p", &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (Ask, "git_history"), "{:?}", d.reasons);
+}
