@@ -2,8 +2,8 @@
 //! model's proposed tool calls may do.
 
 mod bench;
-mod bench_nodes;
 mod bench_ledger;
+mod bench_nodes;
 mod bench_serve;
 mod commands;
 mod eval_cmd;

@@ -8,5 +8,5 @@
 //! [`hub`] is the hub itself (strict client, poller, journal-first loop, restart rule).
 #![deny(missing_docs)]
 
-pub mod wire;
 pub mod hub;
+pub mod wire;

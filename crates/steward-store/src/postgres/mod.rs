@@ -8,10 +8,10 @@
 //! that appends locks the row of `audit_chain_lock` first and reads the chain head after it.
 //! A commit is durable when PostgreSQL says so (`synchronous_commit`, on by default).
 
-mod leases;
-mod notify;
 mod journal;
+mod leases;
 mod ledger;
+mod notify;
 mod rows;
 mod writer;
 
