@@ -511,3 +511,79 @@ fn git_log_p_never_shows_a_secret_that_only_history_holds() {
     let v: serde_json::Value = serde_json::from_str(stdout(&check).trim()).unwrap();
     assert_eq!((v["decision"].as_str(), v["rule"].as_str()), (Some("ask"), Some("git_history")), "{v}");
 }
+
+/// git groups short options (`-Rp` is `-R -p`), and a repository's own configuration can run
+/// a program on `git status` (`core.fsmonitor`). A rule allows every git command, yet
+/// `git log -1 -Rp` and `git status` ask (and are refused here): the old secret is not shown
+/// and the fsmonitor program never runs. `steward policy check` agrees.
+#[test]
+fn grouped_git_options_and_repository_programs_ask() {
+    let env = Env::new();
+    env.write(".env", "API_TOKEN=old-history-value-5821\n");
+    env.git_init();
+    env.write(".env", "API_TOKEN=current-value-1190\n");
+    let ok = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-am", "rotate"])
+        .current_dir(env.ws())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    env.user_config(
+        "[shell]\nenabled = true\n\
+         [[policy.rule]]\nname = \"git-any\"\ntool = \"shell_command\"\nargv = [\"git\", \"**\"]\ndecision = \"allow\"\n",
+    );
+    let marker = env.ws().join("FSMONITOR_RAN");
+    let hook = env.ws().join(".git/fsmon.sh");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = scenario(
+        &env,
+        "[[round]]\n[[round.tool_call]]\nid = \"r1\"\nname = \"shell_command\"\narguments = { command = \"git log -1 -Rp\" }\n\
+         [[round]]\ntext = \"done\"\n",
+    );
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "go"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let asked = evs.iter().find(|e| e["event"] == "tool_approval_required" && e["call_id"] == "r1").expect("asked");
+    assert_eq!(asked["rule"], "git_history", "{asked}");
+    assert!(!evs.iter().any(|e| e["event"] == "tool_started" && e["call_id"] == "r1"));
+    for text in [stdout(&out), stderr(&out)] {
+        assert!(!text.contains("old-history-value-5821"), "the old secret reached the output");
+    }
+
+    let ok = std::process::Command::new("git")
+        .args(["config", "core.fsmonitor", &hook.display().to_string()])
+        .current_dir(env.ws())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let path = scenario(
+        &env,
+        "[[round]]\n[[round.tool_call]]\nid = \"s1\"\nname = \"shell_command\"\narguments = { command = \"git status\" }\n\
+         [[round]]\ntext = \"done\"\n",
+    );
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "go"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let asked = evs.iter().find(|e| e["event"] == "tool_approval_required" && e["call_id"] == "s1").expect("asked");
+    assert_eq!(asked["rule"], "repository_config", "{asked}");
+    assert!(asked["reason"].as_str().unwrap().contains("core.fsmonitor"), "{asked}");
+    assert!(!evs.iter().any(|e| e["event"] == "tool_started" && e["call_id"] == "s1"));
+    assert!(!marker.exists(), "the repository's fsmonitor program ran");
+
+    for (command, rule) in [("git log -1 -Rp", "git_history"), ("git status", "repository_config")] {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let check = env.steward(&["policy", "check", "shell_command", "--args", &args, "--json"]);
+        assert_eq!(code(&check), 0, "{}", stderr(&check));
+        let v: serde_json::Value = serde_json::from_str(stdout(&check).trim()).unwrap();
+        assert_eq!((v["decision"].as_str(), v["rule"].as_str()), (Some("ask"), Some(rule)), "{command}: {v}");
+    }
+    // The setting is live: git run directly does start the program.
+    std::process::Command::new("git").args(["status", "--short"]).current_dir(env.ws()).output().unwrap();
+    assert!(marker.exists(), "the fsmonitor setting did not take effect");
+}

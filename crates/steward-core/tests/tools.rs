@@ -510,4 +510,14 @@ async fn git_tools_refuse_a_gitdir_pointing_outside_and_repository_filters() {
     let ctx = context(ws.path());
     assert_eq!(refused_rule(call(&ctx, "git_status", json!({})).await), "repository_config");
     assert!(!ws.path().join("PWNED").exists());
+
+    // The same filter behind an include (which the check does not follow) is refused too.
+    let ws = tempfile::tempdir().unwrap();
+    git(ws.path(), &["init", "-q"]);
+    put(ws.path(), "extra.cfg", b"[filter \"evil\"]\n\tclean = touch PWNED; cat\n");
+    git(ws.path(), &["config", "include.path", "../extra.cfg"]);
+    put(ws.path(), ".gitattributes", b"* filter=evil\n");
+    let ctx = context(ws.path());
+    assert_eq!(refused_rule(call(&ctx, "git_status", json!({})).await), "repository_config");
+    assert!(!ws.path().join("PWNED").exists());
 }

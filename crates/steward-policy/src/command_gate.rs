@@ -8,6 +8,7 @@ use steward_protocol::{Decision, DecisionKind, RiskLevel};
 use crate::argv_rule::{ArgvRule, CommandView};
 use crate::gate::Policy;
 use crate::git_history::{prints_history, repository_reachable};
+use crate::git_programs::{option_runs_program, repository_runs_programs};
 use crate::paths::{Access, PathError, Workspace};
 use crate::programs::env_is_risky;
 use crate::secrets::is_secret_path;
@@ -138,6 +139,22 @@ impl Policy {
                      index, which output redaction does not know; no rule allows it."
                 )
             });
+        }
+        // A rule may allow `git **`; the repository's own configuration or hooks can make an
+        // ordinary `git status` or `git commit` run a program.
+        if verdict.kind == DecisionKind::Allow {
+            let dir = match cwd {
+                Cwd::Known(rel) => Some(ws.root().join(rel)),
+                Cwd::Unknown => None,
+            };
+            if let Some(reason) = repository_runs_programs(
+                &cmd.program,
+                cmd.argv.get(1..).unwrap_or(&[]),
+                cmd.dynamic.get(1..).unwrap_or(&[]),
+                dir.as_deref(),
+            ) {
+                verdict.raise(DecisionKind::Ask, "repository_config", || format!("`{shown}`: {reason}"));
+            }
         }
         if let Some(reason) = runs_other_code(cmd, ws) {
             verdict.raise(DecisionKind::Ask, "runs_other_code", || format!("`{shown}`: {reason}"));
@@ -291,19 +308,6 @@ fn runs_other_code(cmd: &SimpleCommand, ws: &Workspace) -> Option<String> {
     const EXEC_OPTIONS: &[(&str, &[&str])] = &[
         ("find", &["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]),
         (
-            "git",
-            &[
-                "--upload-pack",
-                "--receive-pack",
-                "--exec",
-                "--open-files-in-pager",
-                "-O",
-                "--ext-diff",
-                "--textconv",
-                "-x",
-            ],
-        ),
-        (
             "tar",
             &[
                 "--to-command",
@@ -321,8 +325,37 @@ fn runs_other_code(cmd: &SimpleCommand, ws: &Workspace) -> Option<String> {
         ("vim", &["-c", "--cmd"]),
         ("nvim", &["-c", "--cmd"]),
     ];
-    const EXEC_SUBCOMMANDS: &[(&str, &[&str])] =
-        &[("git", &["filter-branch", "bisect", "daemon", "submodule", "difftool", "mergetool", "instaweb"])];
+    const EXEC_SUBCOMMANDS: &[(&str, &[&str])] = &[(
+        "git",
+        &[
+            "filter-branch",
+            "bisect",
+            "daemon",
+            "submodule",
+            "difftool",
+            "mergetool",
+            "instaweb",
+            "send-email",
+            "for-each-repo",
+            "credential",
+            "p4",
+            "svn",
+            "cvsimport",
+            "cvsserver",
+            "cvsexportcommit",
+            "archimport",
+            "quiltimport",
+            "shell",
+            "remote-ext",
+            "remote-fd",
+            "web--browse",
+        ],
+    )];
+    if let Some(option) =
+        option_runs_program(&cmd.program, cmd.argv.get(1..).unwrap_or(&[]), cmd.dynamic.get(1..).unwrap_or(&[]))
+    {
+        return Some(format!("`{option}` makes `git` run another program or changes what it runs."));
+    }
     let args: Vec<&str> = cmd.argv.iter().skip(1).map(String::as_str).collect();
     for (program, options) in EXEC_OPTIONS {
         if cmd.program == *program

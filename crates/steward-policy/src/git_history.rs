@@ -163,10 +163,16 @@ const PATCH_LONG: &[&str] = &[
     "--line-range",
 ];
 
-/// First letters of short log/diff options that print contents: `-p`, `-u`, `-U<n>`,
+/// Letters of short log/diff options that print contents: `-p`, `-u`, `-U<n>`,
 /// `-L<range>:<file>`, `-S<string>`, `-G<regex>`, `-W`, `-c` (combined diff), `-m` (diffs of
-/// merges; implies a patch since git 2.31).
+/// merges; implies a patch since git 2.31). git groups short options (`-Rp` is `-R -p`), so
+/// every letter of a group counts ([`short_group_prints_content`]).
 const PATCH_SHORT: &str = "puULSGWcm";
+
+/// Letters of short log/diff options whose value is any text attached to them
+/// (`-O<orderfile>`, `-I<regex>`, `-X<dirstat>`; git-log(1), git-diff(1)): the rest of a
+/// group after one of them is that value, not more options.
+const TEXT_VALUE_SHORT: &str = "OIX";
 
 /// Options of `git diff` that replace the patch with a summary (no file lines).
 const SUMMARY_ONLY: &[&str] = &[
@@ -281,11 +287,31 @@ fn option_from<'a>(args: &'a [String], long: &[&str], short: &str) -> Option<&'a
 fn log_prints_content(args: &[String]) -> Option<&str> {
     args.iter().take_while(|a| *a != "--" && *a != "--end-of-options").map(String::as_str).find(|arg| {
         if arg.starts_with("--") {
-            PATCH_LONG.contains(&option_name(arg))
+            let name = option_name(arg);
+            PATCH_LONG.contains(&name)
+                || name == "--show-notes-by-default"
+                || (matches!(name, "--format" | "--pretty") && arg.contains("%N"))
         } else {
-            arg.strip_prefix('-').and_then(|s| s.chars().next()).is_some_and(|c| PATCH_SHORT.contains(c))
+            arg.strip_prefix('-').is_some_and(short_group_prints_content)
         }
     })
+}
+
+/// Whether a group of short log/diff options (the word after its `-`: `Rp`, `1p`, `RU3`,
+/// `n5`) holds a letter of [`PATCH_SHORT`], read letter by letter up to the first letter of
+/// [`TEXT_VALUE_SHORT`] (whose value the rest is). Letters with a numeric value (`-n5`,
+/// `-l300`, `-M50%`, `-B/70%`) and digits (`-1`) are skipped, and a letter after them still
+/// counts (fail closed: `-Bp` is `-B -p` to some git versions).
+fn short_group_prints_content(group: &str) -> bool {
+    for c in group.chars() {
+        if PATCH_SHORT.contains(c) {
+            return true;
+        }
+        if TEXT_VALUE_SHORT.contains(c) {
+            return false;
+        }
+    }
+    false
 }
 
 /// Whether `git diff ARGS` prints file lines: a patch option, or the default patch (the `-`
@@ -413,6 +439,20 @@ mod tests {
             ("git-log -p", Some("git log -p")),
             ("git-cat-file -p HEAD:.env", Some("git cat-file")),
             ("git-upload-pack .", Some("git upload-pack")),
+            ("git log -1 -Rp", Some("git log -Rp")),
+            ("git log -1 -RU3", Some("git log -RU3")),
+            ("git log -1 -zp", Some("git log -zp")),
+            ("git log -1p", Some("git log -1p")),
+            ("git -C . -P log -1 -Bp", Some("git log -Bp")),
+            ("git log -M50%p", Some("git log -M50%p")),
+            ("git diff --stat -Rp HEAD~1", Some("git diff -Rp")),
+            ("git diff-tree -Rp HEAD", Some("git diff-tree -Rp")),
+            ("git reflog -Rp", Some("git reflog -Rp")),
+            ("git whatchanged -1 -Rp", Some("git whatchanged -Rp")),
+            ("git stash list -Rp", Some("git stash list -Rp")),
+            ("git log --format=%h%N", Some("git log --format=%h%N")),
+            ("git log --pretty=format:%N", Some("git log --pretty=format:%N")),
+            ("git log --show-notes-by-default", Some("git log --show-notes-by-default")),
         ];
         for (line, expected) in table {
             assert_eq!(judge(line).as_deref(), expected, "{line}");
@@ -426,6 +466,14 @@ mod tests {
             "git status -sb",
             "git log",
             "git log --oneline -5",
+            "git log --oneline",
+            "git log -1 --stat",
+            "git log -n 5",
+            "git log -n5",
+            "git log -Rz -n5 --stat",
+            "git log -Ofile-with-p",
+            "git diff --stat",
+            "git diff -R --stat",
             "git log --stat",
             "git log --format=%H%x00%s --name-only",
             "git log -- -p",

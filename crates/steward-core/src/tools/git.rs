@@ -261,14 +261,13 @@ impl Tool for GitTool {
     }
 }
 
-/// Runs one git argv in the sandbox; a non-zero exit becomes a `tool_failed` error carrying
-/// git's stderr.
 /// The repository git may use: `<workspace>/.git` must be a directory inside the workspace
 /// (not a `gitdir:` file pointing elsewhere, not a parent repository above the workspace), and
-/// its local configuration must not make read-only commands start programs (`filter.*.clean`,
-/// `.smudge`, `.process` run on `status` and `diff`). Returns the environment that pins git to
-/// that repository.
-async fn repository_guard(ctx: &ToolContext) -> Result<Vec<(String, String)>, ToolError> {
+/// its own configuration (read by [`steward_policy::repository_config_programs`], submodules
+/// included) must not make read-only commands start programs (`filter.*.clean`, `.smudge`,
+/// `.process` run on `status` and `diff`; an `include.path` is not followed, so it counts).
+/// Returns the environment that pins git to that repository.
+fn repository_guard(ctx: &ToolContext) -> Result<Vec<(String, String)>, ToolError> {
     let root = ctx.workspace.root();
     let git_dir = root.join(".git");
     match std::fs::symlink_metadata(&git_dir) {
@@ -289,21 +288,21 @@ async fn repository_guard(ctx: &ToolContext) -> Result<Vec<(String, String)>, To
         ("GIT_DIR".to_string(), git_dir.display().to_string()),
         ("GIT_WORK_TREE".to_string(), root.display().to_string()),
     ];
-    let argv = ["git", "config", "--local", "--includes", "--name-only", "--list"].map(String::from).to_vec();
-    let request = ExecRequest {
-        env_allow: ctx.env_allow.clone(),
-        env_set: env.clone(),
-        timeout: Duration::from_millis(ctx.timeout_ms),
-        network: false,
-        max_output_bytes: 256 * 1024,
-        memory_bytes: None,
-        accept_weaker: ctx.accept_weaker.clone(),
-        ..ExecRequest::new(argv, root.to_path_buf())
-    };
-    let output = steward_sandbox::run(request, ctx.cancel.clone()).await.map_err(sandbox_error)?;
-    let names = String::from_utf8_lossy(&output.stdout).to_ascii_lowercase();
-    if let Some(name) = names.lines().find(|n| {
-        n.starts_with("filter.") && (n.ends_with(".clean") || n.ends_with(".smudge") || n.ends_with(".process"))
+    // The shared check of `steward_policy` (the shell judge uses it too). Filter drivers run
+    // on `status` and `diff`, and an include may hold one; the fixed argv above turns off the
+    // other settings these read-only commands would obey (pager, fsmonitor, diff drivers).
+    let names = steward_policy::repository_config_programs(&git_dir).map_err(|e| {
+        ToolError::refused(
+            "repository_config",
+            format!(
+                "the repository's own git configuration cannot be checked ({e}); the git tools refuse this repository"
+            ),
+        )
+    })?;
+    if let Some(name) = names.iter().find(|n| {
+        (n.starts_with("filter.") && (n.ends_with(".clean") || n.ends_with(".smudge") || n.ends_with(".process")))
+            || n.starts_with("include.")
+            || n.starts_with("includeif.")
     }) {
         return Err(ToolError::refused(
             "repository_config",
@@ -315,8 +314,10 @@ async fn repository_guard(ctx: &ToolContext) -> Result<Vec<(String, String)>, To
     Ok(env)
 }
 
+/// Runs one git argv in the sandbox; a non-zero exit becomes a `tool_failed` error carrying
+/// git's stderr.
 async fn run_git(ctx: &ToolContext, argv: Vec<String>) -> Result<ToolOutput, ToolError> {
-    let env = repository_guard(ctx).await?;
+    let env = repository_guard(ctx)?;
     // Read-only git commands: nothing writable (the sandbox's default), no network.
     let request = ExecRequest {
         env_allow: ctx.env_allow.clone(),

@@ -530,3 +530,158 @@ fn git_history_needs_a_reachable_repository() {
     let d = policy.judge_command("git -C src/vendored log -p", &ws);
     assert_eq!((d.decision, d.rule.as_str()), (Ask, "git_history"), "{:?}", d.reasons);
 }
+
+/// git groups short options (`-Rp` is `-R -p`) and has numeric options (`-n5`, `-1`): every
+/// letter of a group is judged, and notes formats count as printing history.
+#[test]
+fn grouped_short_git_options_are_read_letter_by_letter() {
+    let (_dir, ws) = workspace();
+    fs::create_dir_all(ws.root().join(".git")).unwrap();
+    let policy = Policy::new(&config(ALL_GIT)).unwrap();
+    for line in [
+        "git log -1 -Rp",
+        "git log -1 -RU3",
+        "git log -1 -zp",
+        "git -C . -P log -1 -Bp",
+        "git diff --stat -Rp HEAD~1",
+        "git diff-tree -Rp HEAD",
+        "git reflog -Rp",
+        "git whatchanged -1 -Rp",
+        "git stash list -Rp",
+        "git log --format=%H%N",
+        "git log --pretty=tformat:%N",
+        "git log --show-notes-by-default",
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Ask, "git_history"), "{line}: {:?}", d.reasons);
+    }
+    for line in [
+        "git status",
+        "git log --oneline",
+        "git log -1 --stat",
+        "git diff --stat",
+        "git branch -v",
+        "git log -n 5",
+        "git log -n5",
+        "git log -1 -Rz --stat",
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!(d.decision, Allow, "{line}: {} {:?}", d.rule, d.reasons);
+    }
+}
+
+/// Options that make git run another program, as git's option parser accepts them:
+/// abbreviated long options, short aliases, values attached to short options, groups.
+#[test]
+fn git_options_running_programs_are_never_allowed_by_a_rule() {
+    let (_dir, ws) = workspace();
+    let policy = Policy::new(&config(ALL_GIT)).unwrap();
+    for line in [
+        "git ls-remote --upload='sh -c id' .",
+        "git ls-remote --upload-pa='sh -c id' .",
+        "git ls-remote --upload-pack 'sh -c id' .",
+        "git ls-remote -u 'sh -c id' .",
+        "git fetch --upl='sh -c id' origin",
+        "git clone -u 'sh -c id' . copy",
+        "git clone -qu'sh -c id' . copy",
+        "git clone --temp=tpl . copy",
+        "git clone -c core.fsmonitor=./x . copy",
+        "git send-pack --rec=./x . main",
+        "git rebase --exe 'touch x' HEAD~1",
+        "git rebase --ex='touch x' HEAD~1",
+        "git rebase -xCMD HEAD~1",
+        "git rebase '-xtouch x' HEAD~1",
+        "git rebase -ix 'touch x' HEAD~1",
+        "git archive --remote=. --exe=./x HEAD",
+        "git grep -Ovim TOKEN",
+        "git diff --ext --stat",
+        "git log --textc --stat",
+        "git config core.pager ./x",
+        "git config --add core.editor ./x",
+        "git config set core.fsmonitor ./x",
+        "git config -e",
+        "git send-email --to=x@y 0001.patch",
+        "git for-each-repo --config=x status",
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Ask, "runs_other_code"), "{line}: {:?}", d.reasons);
+    }
+    for line in [
+        "git status",
+        "git log --oneline",
+        "git diff --no-ext-diff --no-textconv --stat",
+        "git cherry-pick -x HEAD",
+        "git clean -nx",
+        "git branch -u origin/main",
+        "git fetch -u origin",
+        "git config --get user.name",
+        "git config user.name",
+        "git config get user.name",
+        "git config --list",
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!(d.decision, Allow, "{line}: {} {:?}", d.rule, d.reasons);
+    }
+}
+
+fn write_executable(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A repository's own configuration or hooks can make an allowed `git status` or `git commit`
+/// run a program: such a command asks, for the repository git would use.
+#[test]
+fn repository_configuration_running_programs_makes_git_ask() {
+    if std::env::var_os("GIT_DIR").is_some() {
+        return;
+    }
+    let (_dir, ws) = workspace();
+    let root = ws.root().to_path_buf();
+    fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    fs::write(root.join(".git/config"), "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = false\n").unwrap();
+    write_executable(&root.join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n");
+    fs::create_dir_all(root.join("src/vendored/.git")).unwrap();
+    let policy = Policy::new(&config(ALL_GIT)).unwrap();
+    for line in ["git status", "git commit -m x", "git -C src/vendored log --oneline"] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!(d.decision, Allow, "{line}: {} {:?}", d.rule, d.reasons);
+    }
+
+    // Settings that run programs, in the forms git's configuration syntax allows.
+    let cases = [
+        ("[core]\n\tfsmonitor = ./fsmon\n", "core.fsmonitor"),
+        ("[core] fsMonitor = \"./a b\" ; comment\n", "core.fsmonitor"),
+        ("[filter \"lfs\"]\n\tclean = ./x %f\n", "filter.lfs.clean"),
+        ("[diff.secret]\n\ttextconv = ./x\n", "diff.secret.textconv"),
+        ("[user]\n\tname = a \\\n b\n[alias]\n\tst = !./x\n", "alias.st"),
+        ("[include]\n\tpath = other.cfg\n", "include.path"),
+        ("[credential]\n\thelper = ./x\n", "credential.helper"),
+    ];
+    for (text, key) in cases {
+        fs::write(root.join("src/vendored/.git/config"), text).unwrap();
+        let d = policy.judge_command("git -C src/vendored status", &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Ask, "repository_config"), "{:?}", d.reasons);
+        assert!(d.reasons[0].contains(&format!("configuration (`{key}`)")), "{text}: {:?}", d.reasons);
+        // After `cd` (which no rule allows here) the `git` part asks for the same reason.
+        let d = policy.judge_command("cd src/vendored && git status", &ws);
+        assert!(d.reasons.iter().any(|r| r.contains(&format!("configuration (`{key}`)"))), "{text}: {:?}", d.reasons);
+        assert_eq!(policy.judge_command("git status", &ws).decision, Allow, "{text}");
+    }
+    // Configuration that cannot be parsed counts as running a program.
+    fs::write(root.join("src/vendored/.git/config"), "[core\n\tfsmonitor = ./x\n").unwrap();
+    let d = policy.judge_command("git -C src/vendored status", &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (Ask, "repository_config"), "{:?}", d.reasons);
+
+    // An executable hook: commands that run hooks ask, read-only ones do not.
+    write_executable(&root.join(".git/hooks/pre-commit"), "#!/bin/sh\ntouch PWNED\n");
+    for line in ["git commit -m x", "git merge topic", "git rebase main", "git am 0001.patch", "git push origin main"] {
+        let d = policy.judge_command(line, &ws);
+        assert!(d.decision >= Ask, "{line}: {} {:?}", d.rule, d.reasons);
+    }
+    let d = policy.judge_command("git commit -m x", &ws);
+    assert_eq!(d.rule, "repository_config");
+    assert!(d.reasons[0].contains("hook (`pre-commit`)"), "{:?}", d.reasons);
+    assert_eq!(policy.judge_command("git status", &ws).decision, Allow);
+}
