@@ -8,7 +8,7 @@ use steward_protocol::{Decision, DecisionKind, RiskLevel};
 use crate::argv_rule::{ArgvRule, CommandView};
 use crate::gate::Policy;
 use crate::git_history::{prints_history, repository_reachable};
-use crate::git_programs::{option_runs_program, repository_runs_programs};
+use crate::git_programs::{log_shows_default_notes, option_runs_program, repository_runs_programs};
 use crate::paths::{Access, PathError, Workspace};
 use crate::programs::env_is_risky;
 use crate::secrets::is_secret_path;
@@ -139,6 +139,21 @@ impl Policy {
                      index, which output redaction does not know; no rule allows it."
                 )
             });
+        }
+        if verdict.kind == DecisionKind::Allow {
+            let dir = match cwd {
+                Cwd::Known(rel) => Some(ws.root().join(rel)),
+                Cwd::Unknown => None,
+            };
+            let args = cmd.argv.get(1..).unwrap_or(&[]);
+            if log_shows_default_notes(&cmd.program, args, cmd.dynamic.get(1..).unwrap_or(&[]), dir.as_deref()) {
+                verdict.raise(DecisionKind::Ask, "git_history", || {
+                    format!(
+                        "`{shown}`: this repository has notes, which `git log` shows by default and which can hold \
+                         old versions of secret files; use `--oneline`, `--format` or `--no-notes`."
+                    )
+                });
+            }
         }
         // A rule may allow `git **`; the repository's own configuration or hooks can make an
         // ordinary `git status` or `git commit` run a program.

@@ -526,6 +526,40 @@ pub(crate) fn repository_runs_programs(
     None
 }
 
+/// Whether `git log` / `git whatchanged` with these arguments, started in `cwd` (`None`:
+/// unknown), shows notes through git's default format: no `--format`, `--pretty`,
+/// `--oneline` or `--no-notes`, and the repository it uses has notes refs (or refs that cannot
+/// be read, a reftable). Notes can hold any blob, an old secret file's among them.
+pub(crate) fn log_shows_default_notes(program: &str, args: &[String], dynamic: &[bool], cwd: Option<&Path>) -> bool {
+    let (skip, _) = subcommand_args(program, args, dynamic);
+    let sub = if program == "git" { args.get(skip).map(String::as_str) } else { program.strip_prefix("git-") };
+    if !matches!(sub, Some("log" | "whatchanged")) {
+        return false;
+    }
+    let options = args.iter().take_while(|a| *a != "--" && *a != "--end-of-options");
+    if options.clone().any(|a| {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        matches!(name, "--format" | "--pretty" | "--oneline" | "--no-notes")
+    }) {
+        return false;
+    }
+    let Some(cwd) = cwd else { return true };
+    let git_dir = match std::env::var_os("GIT_DIR") {
+        Some(dir) => cwd.join(dir),
+        None => match discover(cwd) {
+            Some(dir) => dir,
+            None => return false,
+        },
+    };
+    let common = common_dir(&git_dir);
+    if common.join("reftable").exists() {
+        return true;
+    }
+    let loose = std::fs::read_dir(common.join("refs/notes")).is_ok_and(|mut entries| entries.next().is_some());
+    let packed = std::fs::read_to_string(common.join("packed-refs")).is_ok_and(|text| text.contains(" refs/notes/"));
+    loose || packed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -568,6 +568,17 @@ fn grouped_short_git_options_are_read_letter_by_letter() {
         let d = policy.judge_command(line, &ws);
         assert_eq!(d.decision, Allow, "{line}: {} {:?}", d.rule, d.reasons);
     }
+    // Notes: a plain `git log` shows them once the repository has any.
+    fs::create_dir_all(ws.root().join(".git/refs/notes")).unwrap();
+    fs::write(ws.root().join(".git/refs/notes/commits"), "0000000000000000000000000000000000000000\n").unwrap();
+    for line in ["git log", "git log -1 --stat", "git whatchanged"] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Ask, "git_history"), "{line}: {:?}", d.reasons);
+    }
+    for line in ["git log --oneline", "git log --no-notes -1 --stat", "git log --format=%h"] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!(d.decision, Allow, "{line}: {} {:?}", d.rule, d.reasons);
+    }
 }
 
 /// Options that make git run another program, as git's option parser accepts them:
