@@ -239,7 +239,7 @@ async fn the_job_reads_the_pr_with_the_git_tools() {
     let row = env.row(&approval).await;
     let audit = env.store.audit_records(row.run_id.as_deref()).await.unwrap();
     for tool in ["git_log", "git_show"] {
-        let done = audit.iter().filter(|r| r.entry.action == tool).next_back().expect("the git call is audited");
+        let done = audit.iter().rfind(|r| r.entry.action == tool).expect("the git call is audited");
         assert_eq!(done.entry.outcome, steward_protocol::AuditOutcome::Completed, "{tool}: {}", done.entry.detail);
     }
     // The job's clone is gone, and the configured repository has no worktree entry.
