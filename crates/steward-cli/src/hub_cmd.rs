@@ -142,6 +142,7 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
         },
         owner_id: local_owner(),
     };
+    launcher.check_planner().map_err(|e| usage_error(&e))?;
     let settings = HubSettings {
         hub_id,
         repos,
@@ -260,7 +261,10 @@ pub async fn resolve_held(attempt_id: &str, resolution: &str) -> Result<u8> {
         })?;
     println!("{} resolved as {}", row.attempt_id, resolution.as_str());
     if resolution == Resolution::Retry {
-        println!("nothing was run: approve the request again in the ledger to make it eligible");
+        println!(
+            "nothing was run: this approval is never attempted again; file a new work request \
+             (`steward ledger request`) and approve it to run the work"
+        );
     }
     Ok(0)
 }

@@ -465,6 +465,22 @@ async fn git_tools_in_a_fresh_repository() {
 }
 
 #[tokio::test]
+async fn git_show_and_log_print_no_notes() {
+    // A note can hold any blob, e.g. an old version of a secret file: the git tools never
+    // print notes.
+    let dir = git_repo();
+    let blob = git(dir.path(), &["rev-parse", "HEAD~1:.env"]);
+    git(dir.path(), &["notes", "add", "-C", blob.trim(), "HEAD"]);
+    assert!(git(dir.path(), &["show", "HEAD"]).contains("COMMITTED_SECRET_V1"), "the note is shown by plain git show");
+    let ctx = context(dir.path());
+    let show = call(&ctx, "git_show", json!({"rev": "HEAD"})).await.unwrap();
+    assert!(show.content.contains("second commit"), "{}", show.content);
+    assert!(!show.content.contains("SECRET") && !show.content.contains("Notes:"), "{}", show.content);
+    let log = call(&ctx, "git_log", json!({})).await.unwrap();
+    assert!(!log.content.contains("SECRET") && !log.content.contains("Notes:"), "{}", log.content);
+}
+
+#[tokio::test]
 async fn git_show_refuses_option_injection_and_non_commits() {
     let dir = git_repo();
     let ctx = context(dir.path());

@@ -237,8 +237,17 @@ impl Tool for GitTool {
                     }
                 })?;
                 let commit = commit.content.trim().to_string();
-                let mut a =
-                    vec!["show", "--no-ext-diff", "--no-textconv", "--relative", "--date=iso", &commit, "--", "."];
+                let mut a = vec![
+                    "show",
+                    "--no-notes",
+                    "--no-ext-diff",
+                    "--no-textconv",
+                    "--relative",
+                    "--date=iso",
+                    &commit,
+                    "--",
+                    ".",
+                ];
                 a.extend(SECRET_PATHSPEC_EXCLUDES);
                 (git_argv(&a), true)
             }

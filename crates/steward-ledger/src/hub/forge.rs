@@ -91,18 +91,21 @@ pub async fn description(repo: &Path, sha: &str) -> String {
     run.stdout.trim().chars().take(MAX_DESCRIPTION_CHARS).collect()
 }
 
-/// A detached worktree of a repository at one commit, in a private temporary directory;
-/// removed (with `git worktree remove --force`) when dropped.
+/// A working tree of a repository at one commit, in a private temporary directory: a local
+/// clone (`git clone --local --no-checkout`, objects hard-linked or copied, so commits that only
+/// `refs/pull/N/head` reaches are there too) with the commit checked out detached. It has a
+/// `.git` directory of its own, so the job's git tools can read its history; the configured
+/// repository is never changed. Removed with its directory when dropped.
 #[derive(Debug)]
 pub struct Worktree {
-    repo: PathBuf,
     path: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Worktree {
-    /// `git worktree add --detach` of `sha` into a new temporary directory. Errors: the
-    /// failing git run (its exit code) or an I/O error as text.
+    /// Clones `repo` into a new temporary directory and checks out `sha` detached. Errors: the
+    /// failing git run (its exit code), or a `mktemp` run without an exit code when the
+    /// directory cannot be made.
     pub async fn create(repo: &Path, sha: &str) -> Result<(Worktree, GitRun), GitRun> {
         let dir = tempfile::Builder::new().prefix("steward-hub-").tempdir().map_err(|_| GitRun {
             argv: vec!["mktemp".into()],
@@ -111,31 +114,19 @@ impl Worktree {
         })?;
         let path = dir.path().join("ws");
         let path_text = path.display().to_string();
-        let run = git(repo, &["worktree", "add", "--detach", "--quiet", &path_text, sha]).await;
-        if run.exit_code != Some(0) {
-            return Err(run);
+        let clone = git(repo, &["clone", "--quiet", "--local", "--no-checkout", ".", &path_text]).await;
+        if clone.exit_code != Some(0) {
+            return Err(clone);
         }
-        Ok((Worktree { repo: repo.to_path_buf(), path, _dir: dir }, run))
+        let checkout = git(&path, &["checkout", "--quiet", "--detach", sha]).await;
+        if checkout.exit_code != Some(0) {
+            return Err(checkout);
+        }
+        Ok((Worktree { path, _dir: dir }, checkout))
     }
 
-    /// The worktree's directory.
+    /// The working tree's directory.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-}
-
-impl Drop for Worktree {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&self.repo)
-            .args(["worktree", "remove", "--force"])
-            .arg(&self.path)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
     }
 }

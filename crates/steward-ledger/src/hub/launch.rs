@@ -17,7 +17,7 @@ use steward_store::RunStatus;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-/// One job to run: a PR summary at the approved head, in a prepared worktree.
+/// One job to run: a PR summary at the approved head, in a prepared working tree.
 #[derive(Debug, Clone)]
 pub struct Job {
     /// The hub's attempt.
@@ -34,7 +34,7 @@ pub struct Job {
     pub request_text: String,
     /// The PR's description: data.
     pub pr_description: String,
-    /// The worktree at `head_sha`.
+    /// The working tree at `head_sha` (a private clone).
     pub workspace: PathBuf,
 }
 
@@ -93,6 +93,10 @@ pub fn harden(config: &mut Config) {
     }
 }
 
+/// Why a job cannot run with the classic planner (no model configured).
+pub const NEEDS_MODEL: &str =
+    "a pull-request summary needs a model: give the hub --provider (or --base-url) and --model, or set [run] provider";
+
 /// Runs jobs with `steward-core` like `steward run` does: the user's configuration (the
 /// worktree's own `.steward/` is untrusted and can only tighten it), hardened by [`harden`],
 /// nobody to approve (every ask is denied), the planner chosen by `overrides`.
@@ -105,6 +109,26 @@ pub struct RunLauncher {
     pub overrides: PlannerOverrides,
     /// The owner the runs belong to (`local:<user>`).
     pub owner_id: String,
+}
+
+impl RunLauncher {
+    /// Checks, before anything is claimed, that jobs will get a model planner: the user's
+    /// configuration (with an empty workspace) and the overrides must name a provider.
+    /// `Err` says what to give instead.
+    pub fn check_planner(&self) -> Result<(), String> {
+        let empty = tempfile::Builder::new()
+            .prefix("steward-hub-check-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+        let config = Config::load(self.user_config_dir.as_deref(), empty.path())
+            .map_err(|e| format!("the configuration cannot be loaded: {e}"))?;
+        let env = |name: &str| std::env::var(name).ok();
+        let planner = steward_core::planner::resolve(&config, &self.overrides, &env)?;
+        if planner.kind == steward_core::planner::classic::CLASSIC {
+            return Err(NEEDS_MODEL.to_string());
+        }
+        Ok(())
+    }
 }
 
 struct StartSignal(Mutex<Option<oneshot::Sender<()>>>);
@@ -131,6 +155,11 @@ impl Launcher for RunLauncher {
         let env = |name: &str| std::env::var(name).ok();
         let planner = steward_core::planner::resolve(&config, &self.overrides, &env)
             .map_err(|_| "the planner cannot be set up".to_string())?;
+        if planner.kind == steward_core::planner::classic::CLASSIC {
+            // The classic planner cannot read and summarise a pull request: its answer would
+            // be reported as a completed summary that is not one.
+            return Err(NEEDS_MODEL.to_string());
+        }
         let environment = vec![
             ("planner".to_string(), planner.kind.clone()),
             ("model".to_string(), planner.model.clone()),

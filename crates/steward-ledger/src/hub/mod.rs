@@ -2,7 +2,7 @@
 //!
 //! - [`intake`]: the strict HTTP client of the ledger API.
 //! - [`poller`]: complete listings, one at a time, with backoff.
-//! - [`forge`]: the local git repository a PR is read from, and detached worktrees.
+//! - [`forge`]: the local git repository a PR is read from, and private clones at one commit.
 //! - [`launch`]: a job as an ordinary, read-only Steward run.
 //! - [`engine`]: the loop itself, journaling each step in [`steward_store::JournalStore`]
 //!   before taking it, and the restart rule (in-flight rows become `held`).
