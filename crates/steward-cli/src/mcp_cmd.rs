@@ -87,7 +87,7 @@ pub async fn tools(workspace: &Path, server: Option<&str>, json: bool) -> Result
 ///
 /// Prints the run's progress and then the tool's result text, redacted and capped as a model
 /// would see it, on stdout. With `json`, stdout is one JSON object instead (see
-/// [`CallResult`]); progress and prompts stay on stderr.
+/// [`CallResult`]) and no progress is printed; prompts still go to stderr.
 pub async fn call(workspace: &Path, server: &str, tool: &str, args: &str, json: bool) -> Result<u8> {
     let arguments: serde_json::Value =
         serde_json::from_str(args).map_err(|e| usage_error(&format!("--args is not JSON: {e}")))?;
