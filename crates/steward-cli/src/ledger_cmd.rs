@@ -63,12 +63,20 @@ pub enum LedgerCommand {
         id: String,
     },
     /// List the hub's held attempts (never re-run automatically) with what is known of them.
+    ///
+    /// Reads the hub's journal in the hub's own database: run it where the hub runs, with the
+    /// hub's `STEWARD_HOME` (and its `STEWARD_DATABASE_URL` when the hub uses one), not the
+    /// environment of `steward serve`.
     Held {
         /// JSON lines, with the evidence recorded so far.
         #[arg(long)]
         json: bool,
     },
     /// Record your decision on a held attempt; nothing is run (`retry` needs a fresh approval).
+    ///
+    /// Writes to the hub's journal in the hub's own database: run it with the hub's
+    /// `STEWARD_HOME` (and its `STEWARD_DATABASE_URL` when the hub uses one), as for
+    /// `steward ledger held`.
     Resolve {
         /// The attempt id (`att_…`), as `steward ledger held` lists it.
         attempt: String,

@@ -221,7 +221,7 @@ enum McpCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Call one tool through the control layer (policy, approval, audit), for debugging.
+    /// Call one tool through the control layer (policy, approval, audit), for debugging; prints the tool's result (redacted, capped).
     Call {
         /// Server name.
         server: String,
@@ -233,6 +233,9 @@ enum McpCommand {
         /// Workspace to run in.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
+        /// Print only the outcome as one JSON object on stdout: run_id, tool, status (completed, failed, denied, rejected, not_run), output (the result text, redacted and capped), output_chars, duration_ms, error.
+        #[arg(long)]
+        json: bool,
     },
     /// Serve Steward over MCP on stdio: submit_task, list_runs, get_run, list_pending_approvals, submit_work_request (approving is not an MCP tool).
     Serve,
@@ -346,8 +349,8 @@ fn main() -> ExitCode {
             Command::Mcp { command: McpCommand::Tools { server, workspace, json } } => {
                 mcp_cmd::tools(&workspace, server.as_deref(), json).await
             }
-            Command::Mcp { command: McpCommand::Call { server, tool, args, workspace } } => {
-                mcp_cmd::call(&workspace, &server, &tool, &args).await
+            Command::Mcp { command: McpCommand::Call { server, tool, args, workspace, json } } => {
+                mcp_cmd::call(&workspace, &server, &tool, &args, json).await
             }
             Command::Mcp { command: McpCommand::Serve } => mcp_serve::serve().await,
             Command::Mcp { command: McpCommand::ConformanceClient { url } } => {

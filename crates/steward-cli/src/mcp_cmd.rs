@@ -1,13 +1,17 @@
 //! `steward mcp list | tools | call`: the configured MCP servers and their tools.
 
+use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Result;
-use serde_json::json;
+use serde_json::{Value, json};
+use steward_core::events::EventObserver;
 use steward_mcp::{McpManager, ServerState};
+use steward_protocol::{Event, EventKind};
 
 use crate::commands::{load_config, usage_error};
+use crate::ui;
 
 fn manager(workspace: &Path) -> Result<(steward_core::config::Config, McpManager)> {
     let config = load_config(workspace)?;
@@ -80,7 +84,11 @@ pub async fn tools(workspace: &Path, server: Option<&str>, json: bool) -> Result
 
 /// `steward mcp call SERVER TOOL --args JSON`: one call through the whole control layer (policy,
 /// approval, audit, redaction), as a run whose scripted planner makes exactly that call.
-pub async fn call(workspace: &Path, server: &str, tool: &str, args: &str) -> Result<u8> {
+///
+/// Prints the run's progress and then the tool's result text, redacted and capped as a model
+/// would see it, on stdout. With `json`, stdout is one JSON object instead (see
+/// [`CallResult`]) and no progress is printed; prompts still go to stderr.
+pub async fn call(workspace: &Path, server: &str, tool: &str, args: &str, json: bool) -> Result<u8> {
     let arguments: serde_json::Value =
         serde_json::from_str(args).map_err(|e| usage_error(&format!("--args is not JSON: {e}")))?;
     let (_, manager) = manager(workspace)?;
@@ -99,5 +107,73 @@ pub async fn call(workspace: &Path, server: &str, tool: &str, args: &str) -> Res
         toml::Value::String(found.spec.name.clone()),
         toml::Value::String(arguments.to_string())
     );
-    crate::commands::run_scripted(workspace, &scenario, &format!("mcp call {server} {tool}")).await
+    let result = Arc::new(CallResult::new(json));
+    let observer: Arc<dyn EventObserver> = result.clone();
+    let code =
+        crate::commands::run_scripted(workspace, &scenario, &format!("mcp call {server} {tool}"), Some(observer))
+            .await?;
+    if json {
+        println!("{}", result.json(&found.spec.name));
+    }
+    Ok(code)
+}
+
+/// What `steward mcp call` shows of its run: the terminal printer's lines with the tool's
+/// result text after them, or (`--json`) the outcome gathered for one JSON object:
+/// `{"run_id", "tool", "status": "completed" | "failed" | "denied" | "rejected" |
+/// "not_run", "output": text (redacted, capped; completed only), "output_chars": number
+/// (before capping), "duration_ms", "error": text (failed, denied, rejected)}`.
+struct CallResult {
+    /// `None` with `--json`: nothing but the final object goes to stdout.
+    human: Option<ui::Human>,
+    seen: Mutex<Value>,
+}
+
+impl CallResult {
+    fn new(json: bool) -> Self {
+        CallResult { human: (!json).then(ui::Human::default), seen: Mutex::new(json!({"status": "not_run"})) }
+    }
+
+    /// The JSON object for `tool`.
+    fn json(&self, tool: &str) -> Value {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        seen["tool"] = json!(tool);
+        seen
+    }
+}
+
+impl EventObserver for CallResult {
+    fn on_event(&self, event: &Event) {
+        if let Some(human) = &self.human {
+            human.on_event(event);
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        seen["run_id"] = json!(event.run_id);
+        match &event.kind {
+            EventKind::ToolCompleted { duration_ms, output_chars, output, .. } => {
+                if self.human.is_some() {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "{output}");
+                    let _ = out.flush();
+                }
+                *seen = json!({
+                    "run_id": event.run_id, "status": "completed", "output": output,
+                    "output_chars": output_chars, "duration_ms": duration_ms,
+                });
+            }
+            EventKind::ToolFailed { duration_ms, error, .. } => {
+                *seen = json!({"run_id": event.run_id, "status": "failed", "error": error, "duration_ms": duration_ms});
+            }
+            EventKind::ToolDenied { rule, reason, .. } => {
+                *seen = json!({"run_id": event.run_id, "status": "denied", "error": format!("denied by `{rule}`: {reason}")});
+            }
+            EventKind::ToolRejected { reason, .. } => {
+                *seen = json!({"run_id": event.run_id, "status": "rejected", "error": reason});
+            }
+            EventKind::ToolApprovalExpired { .. } => {
+                *seen = json!({"run_id": event.run_id, "status": "rejected", "error": "approval expired"});
+            }
+            _ => {}
+        }
+    }
 }

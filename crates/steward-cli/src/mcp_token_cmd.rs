@@ -36,8 +36,8 @@ pub async fn create(name: Option<&str>, scope: &str) -> Result<u8> {
     println!("{}", new.secret.expose());
     eprintln!("steward: this token will not be shown again: copy it now (Steward keeps only its hash).");
     eprintln!(
-        "steward: clients send it as `Authorization: Bearer <token>` to http://HOST:PORT/mcp of `steward serve`; \
-         revoke it with `steward mcp token revoke {}`",
+        "steward: {} of `steward serve`; revoke it with `steward mcp token revoke {}`",
+        tokens::where_sent(&new.record.scopes, "http://HOST:PORT"),
         new.record.id
     );
     Ok(0)

@@ -260,7 +260,7 @@ impl Approver for TerminalApprover {
 
     /// Shows the server's question as data (escaped, marked as the server's words) and asks
     /// for each field in turn, offering its default; values that do not fit the schema are
-    /// refused with the reason and the form starts again. `d` declines, anything else (or
+    /// refused with the reason and the form starts again, offering the defaults again. `d` declines, anything else (or
     /// Enter) cancels. When stdin is not a terminal nobody can answer: `NoApprover` (the
     /// server gets `decline`).
     async fn elicit(&self, prompt: &ElicitationPrompt) -> ElicitationReply {
@@ -295,8 +295,9 @@ impl Approver for TerminalApprover {
         );
         eprintln!("│ answer:    a = fill in the form and send it, d = decline, c = cancel");
         let me = || self.owner_id.clone();
-        // After a refused answer, what was typed is offered again instead of the defaults.
-        let mut typed: Vec<(String, String)> = steward_mcp::elicitation::prefilled_inputs(&prompt.fields);
+        // Each field offers the schema's default, also after a refused answer (the message
+        // names what was wrong): a value that failed the check is never offered back.
+        let defaults: Vec<(String, String)> = steward_mcp::elicitation::prefilled_inputs(&prompt.fields);
         loop {
             eprint!("└ answer? [a/d/C] ");
             let _ = std::io::stderr().flush();
@@ -325,7 +326,7 @@ impl Approver for TerminalApprover {
                     _ => String::new(),
                 };
                 let offered =
-                    typed.iter().find(|(name, _)| *name == field.name).map(|(_, v)| v.clone()).unwrap_or_default();
+                    defaults.iter().find(|(name, _)| *name == field.name).map(|(_, v)| v.clone()).unwrap_or_default();
                 let default = if offered.is_empty() { String::new() } else { format!(" [{}]", printable(&offered)) };
                 eprint!("  {}{choices}{default}: ", printable(&field.label));
                 let _ = std::io::stderr().flush();
@@ -336,10 +337,7 @@ impl Approver for TerminalApprover {
             }
             match prompt.answer(&inputs) {
                 Ok(values) => return ElicitationReply::Accept { values, decided_by: me() },
-                Err(problem) => {
-                    eprintln!("│ ✗ not sent: {}; answer again", printable(&problem));
-                    typed = inputs;
-                }
+                Err(problem) => eprintln!("│ ✗ not sent: {}; answer again", printable(&problem)),
             }
         }
     }

@@ -301,6 +301,7 @@ async fn the_hub_serves_the_real_ledger_of_steward_serve() {
     // A hub token of the local owner.
     let out = env.steward(&["mcp", "token", "create", "--name", "hub", "--scope", "hub"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("/api/ledger/") && !stderr(&out).contains("/mcp"), "{}", stderr(&out));
     let token_path = env.dir.path().join("hub.token");
     std::fs::write(&token_path, stdout(&out).trim()).unwrap();
     // Three requests: one served, one revoked after approval, one whose head moves.

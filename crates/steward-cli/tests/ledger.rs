@@ -31,7 +31,10 @@ fn the_local_owner_requests_approves_and_revokes() {
         (vec!["ledger", "approve", id, "--head", "abc"], "40 hex"),
         (vec!["ledger", "approve", id, "--head", HEAD, "--expires-in", "2d"], "1 to 86400 seconds"),
         (vec!["ledger", "approve", id, "--head", HEAD, "--expires-in", "soon"], "--expires-in"),
-        (vec!["ledger", "approve", id, "--head", HEAD, "--revision", "2"], "revision 1"),
+        (
+            vec!["ledger", "approve", id, "--head", HEAD, "--revision", "2"],
+            "there is no revision 2; the request is at revision 1",
+        ),
         (vec!["ledger", "approve", "wrq_missing", "--head", HEAD], "no work request"),
         (vec!["ledger", "request", "--repo", "../x", "--pr", "1"], "repository"),
     ] {

@@ -7,7 +7,8 @@
 //! The server's message and schema are untrusted text: redacted, shown as data, and an answer
 //! only ever goes back to that server (it approves nothing). The form is pre-filled with the
 //! schema's defaults; accepted values are validated against the schema before they are sent.
-//! Unanswered by the expiry, the server gets `cancel`; with nobody to ask, `decline`. Every
+//! Unanswered by the expiry, the server gets `cancel`; with nobody to ask, or a schema beyond
+//! the MCP spec's (reason `unsupported_schema`, without asking anyone), `decline`. Every
 //! elicitation is two audit records (asked, answered) with the server, the tool and the
 //! outcome, never the values given.
 
@@ -172,7 +173,7 @@ async fn ask(
     let fields = match form_fields(&shown_schema, &request.order) {
         Ok(fields) => fields,
         Err(why) => {
-            let reason = format!("not a form Steward can show: {why}");
+            let reason = format!("unsupported_schema: not a form Steward can show: {why}");
             cx.store.append_audit(entry(AuditOutcome::Blocked, "steward", format!("declined: {reason}"), 0)).await?;
             answered(cx, call, &id, "decline", "steward", &reason).await?;
             return Ok(ElicitationAnswer::Decline);

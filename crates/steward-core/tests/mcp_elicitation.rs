@@ -99,6 +99,15 @@ async fn run(
     answer: Answer,
     approval_timeout_seconds: Option<u64>,
 ) -> (Value, Vec<Event>, Vec<Value>, Vec<ElicitationPrompt>) {
+    run_tool(answer, approval_timeout_seconds, CALL_ELICIT).await
+}
+
+/// [`run`] with another scenario (`srv__…` tool calls).
+async fn run_tool(
+    answer: Answer,
+    approval_timeout_seconds: Option<u64>,
+    scenario: &str,
+) -> (Value, Vec<Event>, Vec<Value>, Vec<ElicitationPrompt>) {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -113,7 +122,7 @@ async fn run(
     let manager = McpManager::new(&[("srv".to_string(), fault_server())].into_iter().collect()).unwrap();
     let (tools, failures) = ToolRegistry::builtin().with_mcp(Arc::new(manager)).await;
     assert!(failures.is_empty(), "{failures:?}");
-    let provider = Arc::new(FakeProvider::new(Scenario::from_toml(CALL_ELICIT).unwrap()));
+    let provider = Arc::new(FakeProvider::new(Scenario::from_toml(scenario).unwrap()));
     let planner = PlannerChoice {
         kind: "model".into(),
         provider,
@@ -254,6 +263,24 @@ async fn an_unanswered_request_expires_like_an_approval_and_the_server_gets_canc
     let record = audit.iter().rfind(|r| r["action"] == "mcp_elicitation").unwrap();
     assert_eq!(record["outcome"], "blocked");
     assert!(record["detail"].as_str().unwrap().contains("expired"), "{record}");
+}
+
+/// A schema beyond the MCP spec's (a bare list, a nested object) is declined without asking
+/// the owner: audited, announced with its reason, never an unknown-method error.
+#[tokio::test]
+async fn a_form_beyond_the_spec_is_declined_with_its_reason() {
+    let scenario = CALL_ELICIT.replace("srv__elicit", "srv__elicit_unsupported");
+    let (output, events, audit, asked) = run_tool(Answer::Accepts, None, &scenario).await;
+    assert_eq!(output, json!({"action": "decline"}));
+    assert!(asked.is_empty(), "the owner is not asked: {asked:?}");
+    let (action, decided_by, reason) = answered(&events);
+    assert_eq!((action.as_str(), decided_by.as_str()), ("decline", "steward"));
+    assert!(reason.starts_with("unsupported_schema:") && reason.contains("`address`"), "{reason}");
+    assert_eq!(elicitation_audit(&audit), [("blocked".into(), "steward".into())]);
+    let record = audit.iter().rfind(|r| r["action"] == "mcp_elicitation").unwrap();
+    assert_eq!(record["input"]["server"], "srv");
+    assert_eq!(record["input"]["tool"], "srv__elicit_unsupported");
+    assert!(record["detail"].as_str().unwrap().contains("unsupported_schema"), "{record}");
 }
 
 /// The default approver (nobody to ask, e.g. `NoApprover`) declines, and says why.

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
-    FormElicitationCapability, Implementation, ProtocolVersion,
+    ClientCapabilities, ClientConfig, CustomRequest, CustomResult, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, ErrorCode, FormElicitationCapability, Implementation, ProtocolVersion,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -53,6 +53,25 @@ impl ClientHandler for Handler {
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
         Ok(self.calls.elicit(&self.server, request, context.ct).await)
+    }
+
+    /// A request the SDK could not read as one it knows. An `elicitation/create` lands here
+    /// when its schema is beyond the MCP spec's (a list, a nested object): it is answered
+    /// like any form request, so it is declined with a reason, audited and shown, rather
+    /// than refused as an unknown method. Other methods: method not found.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CustomResult, rmcp::ErrorData> {
+        if request.method != "elicitation/create" {
+            return Err(rmcp::ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None));
+        }
+        let params = request.params.unwrap_or(serde_json::Value::Null);
+        let result = self.calls.elicit_unread(&self.server, params, context.ct).await;
+        serde_json::to_value(result)
+            .map(CustomResult::new)
+            .map_err(|e| rmcp::ErrorData::internal_error(format!("elicitation result: {e}"), None))
     }
 }
 

@@ -335,10 +335,33 @@ pub fn validate(schema: &Value, values: &Map<String, Value>) -> Result<(), Strin
         .map(|e| {
             let at = e.instance_path().to_string();
             let field = at.trim_start_matches('/');
-            if field.is_empty() { e.to_string() } else { format!("`{field}`: {e}") }
+            let problem = match e.kind() {
+                jsonschema::error::ValidationErrorKind::Format { format } => {
+                    format!("{} {}", e.instance(), format_problem(format))
+                }
+                _ => e.to_string(),
+            };
+            if field.is_empty() { problem } else { format!("`{field}`: {problem}") }
         })
         .collect();
     if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
+/// Why a URL-mode request is declined.
+const URL_MODE: &str = "it asked to open a URL; Steward offers form elicitation only";
+
+/// What a value that fails the `format` check is not, in words (`is not a valid email
+/// address`); formats without a name here read `does not match format "…"`.
+fn format_problem(format: &str) -> String {
+    let what = match format {
+        "email" | "idn-email" => "a valid email address",
+        "uri" | "iri" => "a valid URI (such as https://example.org/page)",
+        "date" => "a valid date (YYYY-MM-DD)",
+        "date-time" => "a valid date and time (such as 2025-01-31T09:30:00Z)",
+        "time" => "a valid time (such as 09:30:00Z)",
+        _ => return format!("does not match format {format:?}"),
+    };
+    format!("is not {what}")
 }
 
 /// How long a tool call has waited for people: its timeout does not run while an elicitation
@@ -472,8 +495,51 @@ impl ActiveCalls {
                     Err(e) => return self.decline(server, format!("its schema could not be read ({e})")),
                 }
             }
-            _ => return self.decline(server, "it asked to open a URL; Steward offers form elicitation only".into()),
+            _ => return self.decline(server, URL_MODE.into()),
         };
+        self.route(server, message, schema, order, cancelled).await
+    }
+
+    /// Answers one `elicitation/create` whose parameters the SDK could not read as a form
+    /// request (`params` as sent): a requested schema beyond what the MCP spec allows (a
+    /// list, a nested object, a property without a type). Routed like [`Self::elicit`], so
+    /// the run's elicitor declines it (with its audit records and events) after
+    /// [`form_fields`] refused the schema; declined at once when it asks to open a URL or
+    /// lacks a message or a `requestedSchema` object.
+    pub(crate) async fn elicit_unread(
+        &self,
+        server: &str,
+        params: Value,
+        cancelled: CancellationToken,
+    ) -> ElicitResult {
+        if params.get("mode").and_then(Value::as_str) == Some("url") {
+            return self.decline(server, URL_MODE.into());
+        }
+        let Some(message) = params.get("message").and_then(Value::as_str) else {
+            return self.decline(server, "its request has no text `message`".into());
+        };
+        let schema = match params.get("requestedSchema") {
+            Some(schema @ Value::Object(_)) => schema.clone(),
+            _ => return self.decline(server, "its request has no `requestedSchema` object".into()),
+        };
+        let order: Vec<String> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        self.route(server, message.to_string(), schema, order, cancelled).await
+    }
+
+    /// Puts a form request to the only running call's elicitor and turns its answer into the
+    /// server's result (accepted values validated once more; `cancel` when they do not fit).
+    async fn route(
+        &self,
+        server: &str,
+        message: String,
+        schema: Value,
+        order: Vec<String>,
+        cancelled: CancellationToken,
+    ) -> ElicitResult {
         let route = {
             let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
             match calls.as_slice() {
@@ -642,7 +708,18 @@ mod tests {
         );
         let missing = answer(&[("email", ""), ("n", "3")]).unwrap_err();
         assert!(missing.contains("email") && missing.contains("required"), "{missing}");
-        assert!(answer(&[("email", "not an address")]).unwrap_err().contains("`email`"));
+        assert_eq!(
+            answer(&[("email", "not an address")]).unwrap_err(),
+            r#"`email`: "not an address" is not a valid email address"#
+        );
+        assert_eq!(
+            answer(&[("email", "a@b.org"), ("when", "31/01/2025")]).unwrap_err(),
+            r#"`when`: "31/01/2025" is not a valid date (YYYY-MM-DD)"#
+        );
+        let odd = json!({"type": "object", "properties": {"v": {"type": "string", "format": "ipv4"}}});
+        let odd_fields = form_fields(&odd, &[]).unwrap();
+        let wrong = answer_form(&odd, &odd_fields, &[("v".into(), "x".into())]).unwrap_err();
+        assert_eq!(wrong, r#"`v`: "x" does not match format "ipv4""#);
         assert_eq!(answer(&[("email", "a@b.org"), ("n", "three")]).unwrap_err(), "`n` must be a whole number");
         let big = answer(&[("email", "a@b.org"), ("n", "11")]).unwrap_err();
         assert!(big.contains("`n`") && big.contains("maximum"), "{big}");

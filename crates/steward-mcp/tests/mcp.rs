@@ -508,6 +508,26 @@ async fn elicitations_nobody_may_answer_are_declined_and_bad_values_never_sent()
     assert_eq!(call_eliciting(&manager, "asks__elicit_url", Some(never)).await.unwrap(), json!({"action": "decline"}));
     assert_eq!(call_eliciting(&manager, "asks__elicit", None).await.unwrap(), json!({"action": "decline"}));
 
+    // A schema beyond the spec's (which the SDK cannot read) still reaches the elicitor, as
+    // sent, for it to decline; it is never refused as an unknown method.
+    let refuses = scripted(Duration::ZERO, |request| {
+        assert!(steward_mcp::elicitation::form_fields(&request.schema, &request.order).is_err());
+        steward_mcp::ElicitationAnswer::Decline
+    });
+    let answer = call_eliciting(&manager, "asks__elicit_unsupported", Some(refuses.clone())).await.unwrap();
+    assert_eq!(answer, json!({"action": "decline"}));
+    let asked = refuses.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].message, "Tags and address, please");
+    assert_eq!(asked[0].schema["properties"]["tags"], json!({"type": "array"}));
+    let sloppy = scripted(Duration::ZERO, |_| steward_mcp::ElicitationAnswer::Accept(serde_json::Map::new()));
+    assert_eq!(
+        call_eliciting(&manager, "asks__elicit_unsupported", Some(sloppy)).await.unwrap(),
+        json!({"action": "cancel"}),
+        "nothing is accepted against a schema Steward cannot check"
+    );
+    assert_eq!(call_eliciting(&manager, "asks__elicit_unsupported", None).await.unwrap(), json!({"action": "decline"}));
+
     let listing = self::manager(&[("lists", fault("elicit_on_list"))]);
     let listed = listing.tools().await;
     assert!(listed.failures.is_empty(), "{:?}", listed.failures);

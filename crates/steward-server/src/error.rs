@@ -4,8 +4,9 @@
 //! ([`ErrorBody`]). Classes: `not_owner` (403), `csrf` (403), `not_found` (404), `invalid`
 //! (400; 413 for a body that is too large, 415 for one that is not JSON), `expired` and
 //! `not_pending` (409), `busy` (409 when a conversation's task is still running, 429 when a
-//! limit is reached), `ended` (409: the conversation has ended), `storage` and `internal` (500);
-//! the work ledger adds `unauthorized` (401: a missing, unknown or revoked bearer token),
+//! limit is reached), `ended` (409: the conversation has ended), `storage` and `internal` (500),
+//! `unauthorized` (401: a bearer token sent to a route of the browser session; on the work
+//! ledger's routes, a missing, unknown or revoked bearer token); the work ledger adds
 //! `forbidden` (403: a token without the scope, or a token where only the owner may act) and
 //! `conflict` (409: the request changed or ended).
 

@@ -295,6 +295,9 @@ pub async fn approve_request(
         ApproveOutcome::NotOpen(status) => {
             Err(conflict(format!("the work request is {status}; only an open request can be approved")))
         }
+        ApproveOutcome::StaleRevision(current) if body.revision > current => {
+            Err(conflict(format!("there is no revision {}; the request is at revision {current}", body.revision)))
+        }
         ApproveOutcome::StaleRevision(current) => Err(conflict(format!(
             "the work request changed: it is at revision {current}, not {}; review it again",
             body.revision

@@ -125,10 +125,17 @@ impl Sessions {
 /// Middleware: finds or creates the request's owner, checks the origin and CSRF token of
 /// state-changing requests, and sets the cookie of a new owner on the response.
 ///
+/// A request with `Authorization: Bearer …` is refused with 401 `unauthorized` (bearer
+/// tokens are for `/mcp` and the ledger's routes, answered before this layer), never served
+/// as an anonymous browser.
+///
 /// A state-changing request (not GET/HEAD/OPTIONS) is refused with `csrf` (403) when it has an
 /// `Origin` header naming another host, or when it carries neither a valid `X-CSRF-Token`
 /// header nor is a form post (forms are checked by their handlers, field `csrf`).
 pub async fn owner_layer(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    if has_bearer(request.headers()) {
+        return bearer_refused();
+    }
     let sessions = &state.sessions;
     let jar = sessions.jar(request.headers());
     let existing = jar.get(OWNER_COOKIE).map(|c| c.value().to_string()).filter(|v| valid_owner_id(v));
@@ -176,6 +183,31 @@ pub async fn owner_layer(State(state): State<AppState>, mut request: Request, ne
     request.extensions_mut().insert(session);
     let response = next.run(request).await;
     with_cookie(jar, response)
+}
+
+/// True when the request carries `Authorization: Bearer …` (scheme in any case).
+fn has_bearer(headers: &axum::http::HeaderMap) -> bool {
+    headers.get_all(header::AUTHORIZATION).iter().any(|v| {
+        let v = v.as_bytes();
+        v.len() >= 6 && v[..6].eq_ignore_ascii_case(b"bearer") && v.get(6).is_none_or(|c| *c == b' ')
+    })
+}
+
+/// 401 `unauthorized` for a bearer token sent where only the browser session counts: it is
+/// never taken for an anonymous browser (no owner cookie is made for it).
+fn bearer_refused() -> Response {
+    let error = ApiError {
+        status: axum::http::StatusCode::UNAUTHORIZED,
+        class: "unauthorized",
+        message: "bearer tokens are accepted only on /mcp and the work ledger's routes (/api/ledger/…); \
+                  this endpoint is for the browser session (its owner cookie)"
+            .into(),
+    };
+    let mut response = error.into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static(r#"Bearer realm="steward""#));
+    response
 }
 
 /// Adds a new owner's cookie to `response`, unless the handler set the owner cookie itself

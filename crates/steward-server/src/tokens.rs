@@ -226,10 +226,31 @@ pub async fn authenticate(store: &dyn Store, presented: &str) -> Result<Caller, 
     Ok(Caller { owner_id: token.owner_id, scopes })
 }
 
+/// Where a token with `scopes` is sent, as `Authorization: Bearer <token>`, to the server
+/// at `base` (`http://HOST:PORT`, no trailing slash): `base/mcp` for `read` and `submit`,
+/// `base/api/ledger/…` for `hub` (what `steward hub --token-file` calls). One sentence,
+/// without a final stop, for the CLI and the Tokens page.
+pub fn where_sent(scopes: &[String], base: &str) -> String {
+    let mcp = scopes.iter().any(|s| s == "read" || s == "submit");
+    let hub = scopes.iter().any(|s| s == "hub");
+    let ledger = format!("{base}/api/ledger/… (the work ledger; a hub uses it with `steward hub --token-file FILE`)");
+    let target = match (mcp, hub) {
+        (true, true) => format!("{base}/mcp (its read/submit tools) and to {ledger}"),
+        (false, true) => ledger,
+        _ => format!("{base}/mcp"),
+    };
+    format!("clients send it as `Authorization: Bearer <token>` to {target}")
+}
+
 /// The URL of `/mcp` as a client on this request's side would reach it.
 fn mcp_url(headers: &HeaderMap) -> String {
+    format!("{}/mcp", base_url(headers))
+}
+
+/// `http://HOST` as a client on this request's side would reach this server.
+fn base_url(headers: &HeaderMap) -> String {
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("127.0.0.1:7878");
-    format!("http://{host}/mcp")
+    format!("http://{host}")
 }
 
 /// The Tokens page: the owner's tokens, the form, and a token just made (shown this once).
@@ -255,6 +276,7 @@ async fn page(state: &AppState, session: &Session, headers: &HeaderMap, new: Opt
             csrf => &session.csrf, owner => &session.owner_id, tokens => rows, mcp_url => mcp_url(headers),
             max_name => MAX_NAME_CHARS, new_token => new.map(|n| n.secret.expose()),
             new_id => new.map(|n| n.record.id.as_str()), new_scopes => new.map(|n| n.record.scopes.join(", ")),
+            new_where => new.map(|n| where_sent(&n.record.scopes, &base_url(headers))),
         },
     );
     // A page that shows a secret is not kept by the browser or a proxy.
@@ -362,6 +384,19 @@ mod tests {
         assert_ne!(hash_token("stw_x"), hash_token("stw_y"));
         let secret = Secret("stw_abc".into());
         assert_eq!(format!("{secret:?}"), "Secret([redacted])");
+    }
+
+    #[test]
+    fn the_hint_names_where_each_scope_is_used() {
+        let scopes = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let base = "http://h:1";
+        let mcp = where_sent(&scopes(&["read", "submit"]), base);
+        assert!(mcp.ends_with("to http://h:1/mcp"), "{mcp}");
+        let hub = where_sent(&scopes(&["hub"]), base);
+        assert!(hub.contains("http://h:1/api/ledger/") && hub.contains("steward hub --token-file"), "{hub}");
+        assert!(!hub.contains("/mcp"), "a hub token is not for /mcp: {hub}");
+        let both = where_sent(&scopes(&["read", "hub"]), base);
+        assert!(both.contains("http://h:1/mcp") && both.contains("http://h:1/api/ledger/"), "{both}");
     }
 
     #[test]

@@ -814,6 +814,34 @@ async fn unknown_paths_are_404_not_a_token_demand() {
     }
 }
 
+/// A bearer token sent to a route of the browser session is refused, never taken for a new
+/// anonymous browser (no owner cookie); with a cookie too, the token is not ignored.
+#[tokio::test]
+async fn a_bearer_token_outside_mcp_and_the_ledger_is_refused() {
+    let s = server(EDIT).await;
+    let a = s.browser().await;
+    for (path, cookie) in [("/api/runs", None), ("/api/runs", Some(&a.cookie)), ("/", None), ("/api/memory", None)] {
+        let mut request = Request::get(path).header(header::AUTHORIZATION, format!("Bearer stw_{}", "0a".repeat(32)));
+        if let Some(cookie) = cookie {
+            request = request.header(header::COOKIE, cookie);
+        }
+        let response = s.app.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path}");
+        assert!(set_cookie(&response).is_none(), "{path}: no owner is made for a token");
+        let body: Value = serde_json::from_str(&body_text(response).await).unwrap();
+        assert_eq!(body["error"]["class"], "unauthorized", "{path}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("/mcp") && message.contains("/api/ledger"), "{message}");
+    }
+    // Another scheme (a proxy's basic auth) is no bearer token: the browser is served.
+    let basic = Request::get("/api/runs")
+        .header(header::COOKIE, &a.cookie)
+        .header(header::AUTHORIZATION, "Basic dXNlcjpwdw==")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(s.app.clone().oneshot(basic).await.unwrap().status(), StatusCode::OK);
+}
+
 #[tokio::test]
 async fn a_rebound_host_name_and_a_form_body_on_the_api_are_refused() {
     let s = server(EDIT).await;

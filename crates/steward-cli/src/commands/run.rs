@@ -50,10 +50,16 @@ pub struct RunArgs {
 
 /// Runs `task` with the scripted planner `scenario` (the fake provider's TOML format): used to
 /// send one chosen call through the whole control layer.
-pub async fn run_scripted(workspace: &Path, scenario: &str, task: &str) -> Result<u8> {
+/// `observer` sees the run's events (the terminal printers when `None`).
+pub async fn run_scripted(
+    workspace: &Path,
+    scenario: &str,
+    task: &str,
+    observer: Option<Arc<dyn steward_core::events::EventObserver>>,
+) -> Result<u8> {
     let mut file = tempfile::Builder::new().suffix(".toml").tempfile()?;
     std::io::Write::write_all(&mut file, scenario.as_bytes())?;
-    run(RunArgs {
+    let args = RunArgs {
         task: task.to_string(),
         workspace: workspace.to_path_buf(),
         provider: Some("fake".into()),
@@ -66,12 +72,17 @@ pub async fn run_scripted(workspace: &Path, scenario: &str, task: &str) -> Resul
         scenario: Some(file.path().to_path_buf()),
         mode: Some("loop".into()),
         json: false,
-    })
-    .await
+    };
+    run_observed(args, observer).await
 }
 
 /// `steward run`.
 pub async fn run(args: RunArgs) -> Result<u8> {
+    run_observed(args, None).await
+}
+
+/// [`run`], its events going to `observer` instead of the terminal printers when given.
+async fn run_observed(args: RunArgs, observer: Option<Arc<dyn steward_core::events::EventObserver>>) -> Result<u8> {
     let workspace = std::fs::canonicalize(&args.workspace)
         .map_err(|e| usage(format!("workspace {}: {e}", args.workspace.display())))?;
     let mut config = load_config(&workspace)?;
@@ -152,8 +163,11 @@ pub async fn run(args: RunArgs) -> Result<u8> {
             }
         }
     });
-    let observer: Arc<dyn steward_core::events::EventObserver> =
-        if args.json { Arc::new(ui::JsonLines) } else { Arc::new(ui::Human::default()) };
+    let observer: Arc<dyn steward_core::events::EventObserver> = match observer {
+        Some(observer) => observer,
+        None if args.json => Arc::new(ui::JsonLines),
+        None => Arc::new(ui::Human::default()),
+    };
     let request = RunRequest {
         task: args.task,
         owner_id: owner_id.clone(),
