@@ -4,7 +4,9 @@
 //!   notices) and approved through node A; B picks the decision up and completes the run;
 //!   another owner gets `not_owner` on either node;
 //! - node B is killed (`kill -9`) while a run waits on an approval: after the lease lifetime
-//!   node A reports it `interrupted` with the approval `expired`, and the tool never ran.
+//!   node A reports it `interrupted` with the approval `expired`, and the tool never ran;
+//! - a `steward run` node paused (`kill -STOP`) past the lease lifetime resumes after node A
+//!   recovered its run: it runs no further tool call and leaves the run `interrupted`.
 //!
 //! The database is a fresh schema of `STEWARD_TEST_DATABASE_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/test`), dropped at the end; without a reachable
@@ -364,5 +366,80 @@ text = "Changed."
     assert!(!names.contains(&"tool_started") && !names.contains(&"tool_completed"), "{names:?}");
     let outcomes = schema.column(&format!("SELECT outcome FROM audit WHERE run_id = '{run2}' ORDER BY seq")).await;
     assert!(!outcomes.iter().any(|o| o == "completed" || o == "approved" || o == "failed"), "{outcomes:?}");
+    drop(node_a);
+}
+
+#[tokio::test]
+async fn peer_a_paused_node_resumes_without_running_the_call_of_a_recovered_run() {
+    let Some(schema) = Schema::create().await else { return };
+    let url = schema.url();
+    let env_a = Env::new();
+    let env_b = Env::new();
+    std::fs::write(env_b.ws().join("a.txt"), "hello\n").unwrap();
+    let scenario = env_b.dir.path().join("scenario.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+[[round]]
+delay_ms = 2000
+text = "Reading."
+[[round.tool_call]]
+name = "read"
+arguments = { path = "a.txt" }
+[[round]]
+text = "Read it."
+"#,
+    )
+    .unwrap();
+    let key_file = env_a.dir.path().join("shared-session.key");
+    std::fs::write(&key_file, hex::encode(rand::random::<[u8; 64]>())).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let node_a = start_node(&env_a, "node-a", &url, &key_file, &scenario, &[env_a.ws()]);
+    let scenario_arg = scenario.display().to_string();
+    let mut b = Killed(
+        env_b
+            .command(&["run", "--json", "--provider", "fake", "--scenario", &scenario_arg, "read the file"])
+            .env("STEWARD_DATABASE_URL", &url)
+            .env("STEWARD_NODE", "node-b")
+            .env("STEWARD_LEASE_TTL_SECONDS", LEASE_TTL)
+            .env("STEWARD_LEASE_RENEW_SECONDS", LEASE_RENEW)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start steward run"),
+    );
+    let started = Instant::now();
+    let run_id = loop {
+        let ids = schema.column("SELECT id FROM runs WHERE node = 'node-b'").await;
+        if let Some(id) = ids.into_iter().next() {
+            break id;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "node B never stored its run");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Paused while its planner waits, for more than twice the lease lifetime: node A recovers.
+    let pid = b.0.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let status = schema.column(&format!("SELECT status FROM runs WHERE id = '{run_id}'")).await;
+    let resumed = std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success();
+    assert!(resumed);
+    assert_eq!(status, vec!["interrupted"], "node A recovered the paused node's run");
+    // Node B resumes and ends without running the call or finishing the run its own way.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while b.0.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "node B did not stop");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        schema.column(&format!("SELECT status FROM runs WHERE id = '{run_id}'")).await,
+        vec!["interrupted"],
+        "the recovery is not overwritten"
+    );
+    let outcomes = schema.column(&format!("SELECT outcome FROM audit WHERE run_id = '{run_id}' ORDER BY seq")).await;
+    assert!(!outcomes.iter().any(|o| o == "approved" || o == "completed"), "{outcomes:?}");
     drop(node_a);
 }

@@ -115,6 +115,9 @@ pub(crate) enum Ending {
     Limit(StopReason, String),
     Interrupted(Interrupt),
     Failed(ErrorClass, String),
+    /// Another node took the run over (this node lost its lease) and recovered it: nothing
+    /// more of it is written here.
+    Superseded,
 }
 
 /// Runs one task to its end and returns the final run record.
@@ -135,8 +138,10 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     }
     let limits = req.config.limits.clone();
     let started = Instant::now();
+    // The run's own token: cancelled with `req.cancel`, or alone by the lease keeper.
+    let cancel = req.cancel.child_token();
     let interrupt = Interruptible {
-        cancel: req.cancel.clone(),
+        cancel: cancel.clone(),
         deadline: tokio::time::Instant::now() + std::time::Duration::from_millis(limits.max_total_runtime_ms),
     };
 
@@ -162,6 +167,9 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         pid: std::process::id(),
     };
     rt.store.insert_run(&run).await?;
+    // While it runs, the lease keeper of a shared database cancels the run as soon as another
+    // node has taken it over (see `recovery::keep_leases`).
+    let executing = crate::recovery::executing(&run.id, cancel.clone());
     let events = EventEmitter::new(&run.id, rt.store.clone(), req.observer.clone(), rt.redactor.clone());
     events
         .emit(EventKind::RunStarted {
@@ -176,7 +184,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
 
     let tool_context = ToolContext {
         workspace: workspace.clone(),
-        cancel: req.cancel.child_token(),
+        cancel: cancel.child_token(),
         env_allow: req.config.sandbox.env_allow.clone(),
         timeout_ms: limits.tool_timeout_ms,
         snapshots: crate::rollback::Snapshots::new(&rt.snapshots_dir, &run.id),
@@ -321,7 +329,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
             record.results.push((message, true));
         }
         let mut limit_hit = false;
-        let mut stop: Option<Interrupt> = None;
+        let mut stop: Option<Ending> = None;
         for call in &reply.tool_calls {
             if stop.is_some() || limit_hit || tool_calls >= limits.max_tool_calls_per_run {
                 limit_hit = stop.is_none();
@@ -352,14 +360,18 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
                 Err(CallAbort::Storage(e)) => return Err(e.into()),
                 Err(CallAbort::Interrupted(i)) => {
                     record.results.push((format!("Not finished: the run was {}.", i.as_str()), true));
-                    stop = Some(i);
+                    stop = Some(Ending::Interrupted(i));
+                }
+                Err(CallAbort::Superseded) => {
+                    record.results.push(("Not run: another node took the run over.".into(), true));
+                    stop = Some(Ending::Superseded);
                 }
             }
         }
         tool_calls += reply.invalid_tool_calls.len() as u32;
         rounds.push(record);
-        if let Some(i) = stop {
-            break Ending::Interrupted(i);
+        if let Some(ending) = stop {
+            break ending;
         }
         if limit_hit {
             break Ending::Limit(StopReason::MaxToolCalls, what_we_have(&rounds));
@@ -400,6 +412,10 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     run.output_tokens = usage.output_tokens;
     run.finished_at = Some(chrono::Utc::now());
     let terminal = match ending {
+        Ending::Superseded => {
+            drop(executing);
+            return superseded(rt, run).await;
+        }
         Ending::Answered(text) => {
             completed(&mut run, StopReason::Answered, rt.redactor.redact(&text), usage, duration_ms)
         }
@@ -421,10 +437,35 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
             EventKind::RunFailed { error, class, rounds: run.rounds, duration_ms }
         }
     };
-    rt.store.update_run(&run).await?;
+    // Finishing is conditional: a run another node has meanwhile recovered (marked
+    // `interrupted` after this node lost its lease) keeps that record.
+    drop(executing);
+    if !rt.store.finish_run(&run).await? {
+        return superseded(rt, run).await;
+    }
     events.emit(terminal).await?;
     rt.store.flush().await?;
     Ok(run)
+}
+
+/// The end of a run this process may no longer write as its own (another node took it over
+/// after its lease expired, or it was ended elsewhere): nothing of the run record is
+/// written; the queued records are flushed and the stored run returned, as `interrupted` when
+/// the recovering node has not recorded it yet.
+async fn superseded(rt: &Runtime, mut run: RunRecord) -> Result<RunRecord, RunError> {
+    tracing::warn!(run = %run.id, "the run was taken over by another node; it stops here without recording its end");
+    rt.store.flush().await?;
+    match rt.store.get_run(&run.id).await? {
+        Some(stored) if stored.status != RunStatus::Running => Ok(stored),
+        _ => {
+            run.status = RunStatus::Interrupted;
+            run.stop_reason = None;
+            run.final_text = None;
+            run.error_class = None;
+            run.error = Some("another node took the run over after this node lost its lease; not finished here".into());
+            Ok(run)
+        }
+    }
 }
 
 fn completed(run: &mut RunRecord, reason: StopReason, text: String, usage: Usage, duration_ms: u64) -> EventKind {

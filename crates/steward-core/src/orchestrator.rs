@@ -62,6 +62,10 @@ pub(crate) struct CallResult {
 pub(crate) enum CallAbort {
     Interrupted(Interrupt),
     Storage(StoreError),
+    /// The run is no longer this process's to execute: another node sharing the database took
+    /// it over (its lease expired) and recovered it, or it was ended elsewhere. Nothing more
+    /// of it runs here.
+    Superseded,
 }
 
 impl From<StoreError> for CallAbort {
@@ -709,8 +713,11 @@ fn call_entry(cx: &CallContext<'_>, call: &ToolCall, policy: &str, risk: f64, ou
 }
 
 /// Appends one audit record for `call`. A record that lets the call run (`approved`) is
-/// durable when this returns; every other record is queued and committed with the next
-/// durable one or the run's final flush, so a step pays for one forced write, not two.
+/// durable when this returns, and written only while the run is still `running` and this
+/// node holds its lease ([`Store::append_audit_if_running`]); otherwise a `blocked` record
+/// saying the call was not executed is queued and [`CallAbort::Superseded`] returned. Every
+/// other record is queued and committed with the next durable one or the run's final flush,
+/// so a step pays for one forced write, not two.
 #[allow(clippy::too_many_arguments)]
 async fn audit(
     cx: &CallContext<'_>,
@@ -723,7 +730,7 @@ async fn audit(
     latency_ms: u64,
     sandbox: &str,
     detail: &str,
-) -> Result<(), StoreError> {
+) -> Result<(), CallAbort> {
     let entry = AuditEntry {
         agent: agent.to_string(),
         latency_ms,
@@ -732,9 +739,25 @@ async fn audit(
         detail: cx.redactor.redact(detail),
         ..call_entry(cx, call, policy, risk, outcome)
     };
-    if outcome == AuditOutcome::Approved {
-        cx.store.append_audit(entry).await.map(|_| ())
-    } else {
-        cx.store.queue_audit(entry).await
+    if outcome != AuditOutcome::Approved {
+        return Ok(cx.store.queue_audit(entry).await?);
     }
+    // The record that lets the call run is only written while the run is still this node's
+    // (fail closed): a node that was paused or cut off past its lease finds here that another
+    // node has recovered the run, and the call does not execute.
+    if cx.store.append_audit_if_running(entry.clone()).await?.is_some() {
+        return Ok(());
+    }
+    tracing::warn!(run = %cx.run_id, call = %call.id, "the run was taken over by another node; the call is not executed");
+    cx.store
+        .queue_audit(AuditEntry {
+            agent: "steward".into(),
+            outcome: AuditOutcome::Blocked,
+            detail: "not executed: this node no longer holds the run (its lease expired and another node \
+                     recovered it, or the run ended)"
+                .into(),
+            ..entry
+        })
+        .await?;
+    Err(CallAbort::Superseded)
 }

@@ -8,10 +8,61 @@
 //! database ([`keep_leases`], [`recover_expired_leases`]).
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use steward_protocol::{ApprovalStatus, AuditEntry, AuditOutcome};
 use steward_store::{RunStatus, Store, StoreError};
+use tokio_util::sync::CancellationToken;
+
+/// The runs this process executes (run id → the token that cancels the run), for
+/// [`keep_leases`] to stop those another node has taken over.
+static EXECUTING: Mutex<BTreeMap<String, CancellationToken>> = Mutex::new(BTreeMap::new());
+
+/// Registers run `run_id`, executed by this process, until the returned guard is dropped:
+/// [`keep_leases`] cancels `cancel` should another node take the run over. Register only once
+/// the run is stored as `running`.
+pub fn executing(run_id: &str, cancel: CancellationToken) -> Executing {
+    if let Ok(mut runs) = EXECUTING.lock() {
+        runs.insert(run_id.to_string(), cancel);
+    }
+    Executing { run_id: run_id.to_string() }
+}
+
+/// A run registered by [`executing`]; dropping it ends the registration.
+#[derive(Debug)]
+pub struct Executing {
+    run_id: String,
+}
+
+impl Drop for Executing {
+    fn drop(&mut self) {
+        if let Ok(mut runs) = EXECUTING.lock() {
+            runs.remove(&self.run_id);
+        }
+    }
+}
+
+/// Cancels the registered runs of this process that `store` says it must no longer execute
+/// ([`Store::lost_runs`]: recovered by, or leased to, another node); returns their ids.
+pub async fn cancel_lost_runs(store: &dyn Store) -> Result<Vec<String>, StoreError> {
+    let ids: Vec<String> = match EXECUTING.lock() {
+        Ok(runs) => runs.keys().cloned().collect(),
+        Err(_) => return Ok(Vec::new()),
+    };
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lost = store.lost_runs(&ids).await?;
+    if let Ok(runs) = EXECUTING.lock() {
+        for id in &lost {
+            if let Some(cancel) = runs.get(id) {
+                cancel.cancel();
+            }
+        }
+    }
+    Ok(lost)
+}
 
 /// What recovery changed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -85,7 +136,8 @@ impl Default for LeaseTiming {
 }
 
 /// Until `stop` is cancelled: every `timing.renew_every`, renews the leases of the runs
-/// process `pid` executes, then recovers the runs of other nodes whose lease expired, handing
+/// process `pid` executes, cancels those of its runs that another node has taken over
+/// ([`cancel_lost_runs`]), then recovers the runs of other nodes whose lease expired, handing
 /// what it recovered to `report`. Failures are logged and retried at the next tick. Does
 /// nothing useful on a store without leases (SQLite), where it only costs a timer.
 pub async fn keep_leases(
@@ -93,11 +145,21 @@ pub async fn keep_leases(
     pid: u32,
     timing: LeaseTiming,
     report: impl Fn(&Recovered) + Send,
-    stop: tokio_util::sync::CancellationToken,
+    stop: CancellationToken,
 ) {
     loop {
         if let Err(e) = store.renew_leases(pid, timing.ttl).await {
             tracing::warn!("renewing run leases: {e}");
+        }
+        // A run whose lease was not renewed because another node took it over (this process
+        // was paused or cut off past the TTL) stops at once: the other node has recovered it.
+        match cancel_lost_runs(store.as_ref()).await {
+            Ok(lost) => {
+                for run in lost {
+                    tracing::warn!(run = %run, "another node took this run over; it is cancelled here");
+                }
+            }
+            Err(e) => tracing::warn!("checking the leases of the runs of this process: {e}"),
         }
         match recover_expired_leases(store.as_ref(), timing.ttl).await {
             Ok(recovered) if recovered.runs.is_empty() => {}
@@ -151,7 +213,10 @@ async fn recover_run(
     run.status = RunStatus::Interrupted;
     run.finished_at = Some(chrono::Utc::now());
     run.error = Some(why.into());
-    store.update_run(&run).await?;
-    recovered.runs.push(run.id);
+    // Conditional like every finishing write: a run that ended meanwhile, or that yet another
+    // node took over, keeps its record.
+    if store.finish_run(&run).await? {
+        recovered.runs.push(run.id);
+    }
     Ok(())
 }

@@ -1,20 +1,31 @@
 //! Recovery of the runs of a node that stopped renewing its leases (SPEC H3), on PostgreSQL:
 //! another node marks them `interrupted`, expires their pending approvals and records an
 //! approved call without outcome as `unknown`; two nodes recovering at once never recover the
-//! same run twice.
+//! same run twice; a node that lost its lease (paused or cut off past the TTL) executes no
+//! further tool call of the run and does not overwrite the recovery's `interrupted`.
 //!
 //! The database is a fresh schema of `STEWARD_TEST_DATABASE_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/test`), dropped at the end; without a reachable
 //! PostgreSQL the tests fail if `CI` is set and are skipped with a notice otherwise.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use async_trait::async_trait;
 
 use chrono::Utc;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection};
-use steward_core::recovery::recover_expired_leases;
-use steward_protocol::{ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome};
+use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
+use steward_core::config::Config;
+use steward_core::events::EventObserver;
+use steward_core::recovery::{cancel_lost_runs, recover_expired_leases};
+use steward_core::tools::ToolRegistry;
+use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
+use steward_policy::Redactor;
+use steward_protocol::{ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, Event, ToolChoice};
+use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{PgStore, RunRecord, RunStatus, Store, StoreOptions, new_id};
 
 const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -209,4 +220,135 @@ async fn two_nodes_recovering_at_once_recover_each_run_once() {
             .count();
         assert_eq!(unknown, 1, "run {id}: one unknown outcome");
     }
+}
+
+/// Approves every request as the run's owner.
+struct Approves;
+
+#[async_trait]
+impl Approver for Approves {
+    async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+        ApprovalAnswer::Approve { token: token.into(), decided_by: "local:alice".into(), scope: ApprovalScope::Once }
+    }
+}
+
+struct Quiet;
+
+impl EventObserver for Quiet {
+    fn on_event(&self, _event: &Event) {}
+}
+
+/// A run on node `store` whose planner waits `delay_ms`, then creates `side-effect.txt`, then
+/// answers; started in the background. Returns the workspace's directory, the run's id (once
+/// stored) and the task.
+async fn start_slow_run(
+    store: PgStore,
+    delay_ms: u64,
+) -> (tempfile::TempDir, String, tokio::task::JoinHandle<RunRecord>) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let scenario = format!(
+        r#"
+[[round]]
+delay_ms = {delay_ms}
+text = "Creating."
+[[round.tool_call]]
+name = "create"
+id = "call_w"
+arguments = {{ path = "side-effect.txt", content = "written" }}
+[[round]]
+text = "Done."
+"#
+    );
+    let provider = Arc::new(FakeProvider::new(Scenario::from_toml(&scenario).unwrap()));
+    let store: Arc<dyn steward_store::Store> = Arc::new(store);
+    let runtime = Runtime {
+        store: store.clone(),
+        redactor: Arc::new(Redactor::new(Vec::new())),
+        approval_key: ApprovalKey::generate(),
+        outputs_dir: dir.path().join("outputs"),
+        snapshots_dir: dir.path().join("snapshots"),
+    };
+    let run_id = new_id("run_");
+    let request = RunRequest {
+        task: "create the file".into(),
+        owner_id: "local:alice".into(),
+        workspace: ws,
+        planner: PlannerChoice {
+            kind: "model".into(),
+            provider,
+            model: "fake".into(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: None,
+        },
+        config: Config::default(),
+        tools: ToolRegistry::builtin(),
+        approver: Arc::new(Approves),
+        observer: Arc::new(Quiet),
+        cancel: tokio_util::sync::CancellationToken::new(),
+        history: Vec::new(),
+        run_id: Some(run_id.clone()),
+        roles: None,
+    };
+    let task = tokio::spawn(async move { run_task(&runtime, request).await.unwrap() });
+    // Wait until the run is stored (and so holds its lease).
+    for _ in 0..100 {
+        if store.get_run(&run_id).await.unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (dir, run_id, task)
+}
+
+/// The run ended on `store` as the recovering node left it, without the side effect.
+async fn assert_recovered_without_side_effect(store: &PgStore, dir: &tempfile::TempDir, id: &str, ended: &RunRecord) {
+    assert!(!dir.path().join("ws/side-effect.txt").exists(), "the call ran after the run was taken over");
+    assert_eq!(ended.status, RunStatus::Interrupted, "{ended:?}");
+    let stored = store.get_run(id).await.unwrap().unwrap();
+    assert_eq!(stored.status, RunStatus::Interrupted);
+    assert!(stored.error.unwrap_or_default().contains("recovered by another node"), "the recovery's record stays");
+    let audit = store.audit_records(Some(id)).await.unwrap();
+    assert!(
+        audit.iter().all(|r| !matches!(r.entry.outcome, AuditOutcome::Approved | AuditOutcome::Completed)),
+        "{:?}",
+        audit.iter().map(|r| r.entry.outcome).collect::<Vec<_>>()
+    );
+    assert!(matches!(store.verify_audit().await.unwrap(), steward_store::AuditVerification::Valid { .. }));
+}
+
+#[tokio::test]
+async fn a_run_taken_over_by_another_node_runs_no_further_call_and_keeps_its_recovery() {
+    let Some(schema) = Schema::create().await else { return };
+    let paused = schema.node("node-b").await;
+    let (dir, id, task) = start_slow_run(paused.clone(), 1500).await;
+    // While node b's planner waits, its lease expires and node a recovers the run.
+    schema.execute("UPDATE run_leases SET expires_at = now() - interval '1 second'").await;
+    let live = schema.node("node-a").await;
+    let recovered = recover_expired_leases(&live, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(recovered.runs, vec![id.clone()]);
+    // Node b resumes: its next call must not run, and its end must not overwrite `interrupted`.
+    let ended = tokio::time::timeout(Duration::from_secs(20), task).await.unwrap().unwrap();
+    assert_recovered_without_side_effect(&live, &dir, &id, &ended).await;
+    let audit = live.audit_records(Some(&id)).await.unwrap();
+    assert!(
+        audit.iter().any(|r| r.entry.outcome == AuditOutcome::Blocked && r.entry.detail.contains("not executed")),
+        "the refused call is on record"
+    );
+}
+
+#[tokio::test]
+async fn the_lease_keeper_cancels_a_run_another_node_took_over() {
+    let Some(schema) = Schema::create().await else { return };
+    let paused = schema.node("node-b").await;
+    let (dir, id, task) = start_slow_run(paused.clone(), 60_000).await;
+    assert!(cancel_lost_runs(&paused).await.unwrap().is_empty(), "still its own");
+    schema.execute("UPDATE run_leases SET expires_at = now() - interval '1 second'").await;
+    let live = schema.node("node-a").await;
+    assert_eq!(recover_expired_leases(&live, Duration::from_secs(30)).await.unwrap().runs, vec![id.clone()]);
+    // The planner would wait a minute; the lease check stops the run at once.
+    assert_eq!(cancel_lost_runs(&paused).await.unwrap(), vec![id.clone()]);
+    let ended = tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap();
+    assert_recovered_without_side_effect(&live, &dir, &id, &ended).await;
 }

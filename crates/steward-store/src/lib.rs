@@ -70,6 +70,16 @@ pub trait Store: Send + Sync {
     /// there is none. Returns once committed.
     async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError>;
 
+    /// Writes the final record of a run this store's process executed (every field, as
+    /// [`Store::update_run`]) only if the stored run is still `running` and, on a store shared
+    /// by several nodes, its lease is held by this store's node (a run without a lease row
+    /// counts as held): `true` once committed; `false` when it was superseded (another node
+    /// took the run over and recovered it, or it already ended), nothing written. Checked in the
+    /// write transaction, with the lease row locked, so a node taking the run over at the same
+    /// time either waits for this write (and then finds the run ended) or makes it return
+    /// `false`. [`StoreError::NotFound`] when there is no such run.
+    async fn finish_run(&self, run: &RunRecord) -> Result<bool, StoreError>;
+
     /// The run with exactly this id.
     async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError>;
 
@@ -108,6 +118,14 @@ pub trait Store: Send + Sync {
     /// still build a single chain. Refuses a non-finite `risk` or a `latency_ms` above
     /// `i64::MAX` ([`StoreError::Invalid`]).
     async fn append_audit(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError>;
+
+    /// [`Store::append_audit`] for a record that lets a call of run `entry.run_id` execute:
+    /// appended only if that run is still `running` and, on a store shared by several nodes,
+    /// its lease is held by this store's node (a run without a lease row counts as held),
+    /// checked in the write transaction with the lease row locked. `Ok(None)` when it is not
+    /// (another node took the run over to recover it, or the run ended or does not exist):
+    /// nothing was appended and the call must not execute.
+    async fn append_audit_if_running(&self, entry: AuditEntry) -> Result<Option<AuditRecord>, StoreError>;
 
     /// Inserts a rollback record or replaces the one with the same token. Returns once committed.
     async fn upsert_rollback(&self, record: &RollbackRecord) -> Result<(), StoreError>;
@@ -204,6 +222,12 @@ pub trait Store: Send + Sync {
         let _ = (pid, ttl);
         Ok(0)
     }
+
+    /// Of `run_ids` (runs this store's process executes), those it must stop executing: the
+    /// ones no longer `running` (another node recovered them, or they ended) and, on a store
+    /// shared by several nodes, the ones whose lease another node has taken over. Ids of runs
+    /// that do not exist are left out.
+    async fn lost_runs(&self, run_ids: &[String]) -> Result<Vec<String>, StoreError>;
 
     /// Takes over at most `limit` `running` runs of OTHER nodes whose lease has expired (the
     /// node stopped renewing: it crashed or lost the database), for this node to recover them

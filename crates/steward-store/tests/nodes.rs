@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::Db;
-use steward_protocol::{Event, EventKind};
+use steward_protocol::{AuditEntry, AuditOutcome, Event, EventKind};
 use steward_store::{Change, PgStore, RunRecord, RunStatus, Store, StoreOptions, new_id};
 
 fn running(id: &str, pid: u32) -> RunRecord {
@@ -125,6 +125,55 @@ async fn a_lease_expires_when_its_node_stops_renewing() {
     let taken = a.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap();
     assert_eq!(taken.len(), 1);
     assert_eq!(taken[0].id, id);
+}
+
+#[tokio::test]
+async fn a_node_that_lost_its_lease_can_neither_approve_a_call_nor_finish_the_run() {
+    let Some(db) = Db::postgres().await else { return };
+    let b = node(&db, "node-b").await;
+    let a = node(&db, "node-a").await;
+    let id = new_id("run_");
+    let mut run = running(&id, 100);
+    b.insert_run(&run).await.unwrap();
+    let approved = AuditEntry {
+        agent: "steward".into(),
+        run_id: id.clone(),
+        call_id: "call_1".into(),
+        action: "write".into(),
+        input: serde_json::json!({"path": "side-effect.txt"}),
+        policy: "default".into(),
+        risk: 0.5,
+        outcome: AuditOutcome::Approved,
+        latency_ms: 0,
+        sandbox: String::new(),
+        approval_id: String::new(),
+        rollback_token: String::new(),
+        detail: String::new(),
+    };
+    assert!(b.append_audit_if_running(approved.clone()).await.unwrap().is_some(), "lease held");
+    assert!(b.lost_runs(std::slice::from_ref(&id)).await.unwrap().is_empty());
+
+    // Node b stops renewing (paused past the TTL); node a takes the run over.
+    expire_leases_of(&db, "node-b").await;
+    assert_eq!(a.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap().len(), 1);
+    // Still `running` (a has not recorded the recovery yet), but no longer b's.
+    assert_eq!(b.lost_runs(std::slice::from_ref(&id)).await.unwrap(), vec![id.clone()]);
+    assert!(b.append_audit_if_running(approved.clone()).await.unwrap().is_none(), "lease lost: refused");
+    let mut completed = run.clone();
+    completed.status = RunStatus::Completed;
+    completed.final_text = Some("done".into());
+    assert!(!b.finish_run(&completed).await.unwrap(), "lease lost: not finished");
+
+    // Node a records the recovery; b's late final write does not overwrite it.
+    run.status = RunStatus::Interrupted;
+    run.error = Some("recovered by node-a".into());
+    assert!(a.finish_run(&run).await.unwrap());
+    assert!(!b.finish_run(&completed).await.unwrap());
+    assert!(!a.finish_run(&run).await.unwrap(), "ended once");
+    assert_eq!(b.get_run(&id).await.unwrap().map(|r| r.status), Some(RunStatus::Interrupted));
+    assert_eq!(a.audit_records(Some(&id)).await.unwrap().len(), 1, "only the approval made while held");
+    // Renewing does not bring the lease back to b.
+    assert_eq!(b.renew_leases(100, Duration::from_secs(30)).await.unwrap(), 0);
 }
 
 /// The next notice about `run_id`, within 10 s.

@@ -138,6 +138,46 @@ both! {
 
 both! {
     #[tokio::test]
+    async fn a_run_finishes_and_approves_calls_only_while_running(db: Db) {
+        let store = db.open().await;
+        let id = new_id("run_");
+        let mut r = run(&id, Utc::now());
+        store.insert_run(&r).await.unwrap();
+        let approved = AuditEntry { outcome: AuditOutcome::Approved, ..entry(&id, 1) };
+        assert!(store.append_audit_if_running(approved.clone()).await.unwrap().is_some());
+        assert!(store.lost_runs(std::slice::from_ref(&id)).await.unwrap().is_empty());
+
+        // Another process marked the run interrupted (crash recovery).
+        let mut interrupted = r.clone();
+        interrupted.status = RunStatus::Interrupted;
+        interrupted.error = Some("recovered".into());
+        store.update_run(&interrupted).await.unwrap();
+        assert_eq!(store.lost_runs(std::slice::from_ref(&id)).await.unwrap(), vec![id.clone()]);
+        assert!(store.append_audit_if_running(approved.clone()).await.unwrap().is_none(), "refused");
+        assert_eq!(store.audit_records(Some(&id)).await.unwrap().len(), 1, "nothing appended");
+        r.status = RunStatus::Completed;
+        r.final_text = Some("done".into());
+        assert!(!store.finish_run(&r).await.unwrap(), "superseded");
+        assert_eq!(store.get_run(&id).await.unwrap(), Some(interrupted));
+        assert!(matches!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 1 }));
+
+        // A running run finishes once.
+        let other = new_id("run_");
+        let mut o = run(&other, Utc::now());
+        store.insert_run(&o).await.unwrap();
+        o.status = RunStatus::Completed;
+        assert!(store.finish_run(&o).await.unwrap());
+        assert_eq!(store.get_run(&other).await.unwrap(), Some(o.clone()));
+        assert!(!store.finish_run(&o).await.unwrap(), "no longer running");
+        let missing = store.finish_run(&run("run_missing", Utc::now())).await.unwrap_err();
+        assert!(matches!(missing, StoreError::NotFound { .. }));
+        let stray = AuditEntry { outcome: AuditOutcome::Approved, ..entry("run_missing", 2) };
+        assert!(store.append_audit_if_running(stray).await.unwrap().is_none(), "no such run");
+    }
+}
+
+both! {
+    #[tokio::test]
     async fn runs_with_equal_times_are_ordered_by_id_bytes(db: Db) {
         // Text order is byte order on both backends (PostgreSQL columns use the "C" collation).
         let store = db.open().await;

@@ -69,6 +69,24 @@ impl PgStore {
         Ok(done.rows_affected())
     }
 
+    /// Of `run_ids`, those no longer `running` or whose lease another node holds.
+    pub(super) async fn lost(&self, run_ids: &[String]) -> Result<Vec<String>, StoreError> {
+        if run_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lost: Vec<(String,)> = sqlx::query_as(
+            "SELECT r.id FROM runs r LEFT JOIN run_leases l ON l.run_id = r.id \
+             WHERE r.id = ANY($1) AND (r.status <> $2 OR (l.node IS NOT NULL AND l.node <> $3)) ORDER BY r.id",
+        )
+        .bind(run_ids)
+        .bind(RunStatus::Running.as_str())
+        .bind(&self.shared.node)
+        .fetch_all(&self.read)
+        .await
+        .map_err(self.db())?;
+        Ok(lost.into_iter().map(|(id,)| id).collect())
+    }
+
     /// Takes over at most `limit` `running` runs of other nodes whose lease has expired: their
     /// leases move to this node for `ttl` (long enough to recover them; should this node stop
     /// meanwhile, another one takes them over in turn). Returns the runs, oldest lease first.

@@ -283,6 +283,10 @@ impl Store for PgStore {
         self.write(Work::UpdateRun(Box::new(run.clone()))).await
     }
 
+    async fn finish_run(&self, run: &RunRecord) -> Result<bool, StoreError> {
+        self.write_flag(Work::FinishRun(Box::new(run.clone()))).await
+    }
+
     async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1");
         let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(&self.read).await.map_err(self.db())?;
@@ -481,6 +485,12 @@ impl Store for PgStore {
         rx.await.map_err(|_| self.closed())?
     }
 
+    async fn append_audit_if_running(&self, entry: AuditEntry) -> Result<Option<AuditRecord>, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(Work::GuardedAudit(Box::new(entry)), Reply::GuardedAudit(tx)).await?;
+        rx.await.map_err(|_| self.closed())?
+    }
+
     async fn audit_records(&self, run_id: Option<&str>) -> Result<Vec<AuditRecord>, StoreError> {
         let rows = match run_id {
             Some(run_id) => {
@@ -538,6 +548,10 @@ impl Store for PgStore {
 
     async fn renew_leases(&self, pid: u32, ttl: Duration) -> Result<u64, StoreError> {
         self.renew(pid, ttl).await
+    }
+
+    async fn lost_runs(&self, run_ids: &[String]) -> Result<Vec<String>, StoreError> {
+        self.lost(run_ids).await
     }
 
     async fn take_over_expired_runs(&self, ttl: Duration, limit: u32) -> Result<Vec<RunRecord>, StoreError> {

@@ -67,6 +67,9 @@ fn payloads(works: &[&Work], results: &[Applied]) -> Vec<String> {
                 changes.push(Change::Decision { run_id: run_id.clone(), approval_id: approval_id.clone() });
             }
             Work::InsertRun(run) | Work::UpdateRun(run) => changes.push(Change::Run { run_id: run.id.clone() }),
+            Work::FinishRun(run) if matches!(result, Applied::Flag(true)) => {
+                changes.push(Change::Run { run_id: run.id.clone() });
+            }
             _ => {}
         }
     }

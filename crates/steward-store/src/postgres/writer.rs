@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, MCP_TOKEN_COLUMNS, RUN_COLUMNS, finite, to_i64};
 use crate::chain::{GENESIS_HASH, audit_hash, timestamp_text};
-use crate::{FactRecord, McpTokenRecord, RunRecord, StoreError, new_id};
+use crate::{FactRecord, McpTokenRecord, RunRecord, RunStatus, StoreError, new_id};
 
 /// Most writes committed in one transaction.
 pub const MAX_BATCH: usize = 256;
@@ -66,12 +66,18 @@ pub enum Work {
     InsertRun(Box<RunRecord>),
     /// `UPDATE` a run by id (its node is kept).
     UpdateRun(Box<RunRecord>),
+    /// `UPDATE` a run by id only if it is `running` and its lease is this node's (see
+    /// [`guard_run`]); answers whether it was written.
+    FinishRun(Box<RunRecord>),
     /// `INSERT` an event.
     Event(Box<Event>),
     /// Insert or replace an approval.
     Approval(Box<ApprovalRequest>),
     /// Append to the audit chain.
     Audit(Box<AuditEntry>),
+    /// Append to the audit chain only if the entry's run is `running` and its lease is this
+    /// node's (see [`guard_run`]); answers the record, or `Flag(false)` when refused.
+    GuardedAudit(Box<AuditEntry>),
     /// Insert or replace a JSON document row (`rollbacks`, `grants`).
     Document(Box<Document>),
     /// `INSERT` a fact unless its owner already has `max_per_owner` facts; answers whether it
@@ -173,6 +179,8 @@ pub enum Reply {
     Audit(oneshot::Sender<Result<AuditRecord, StoreError>>),
     /// A caller waiting for whether a conditional write took effect.
     Flag(oneshot::Sender<Result<bool, StoreError>>),
+    /// A caller waiting for a conditional audit record (`None`: refused).
+    GuardedAudit(oneshot::Sender<Result<Option<AuditRecord>, StoreError>>),
 }
 
 /// What applying one write produced.
@@ -312,6 +320,16 @@ fn answer(shared: &Shared, reply: Reply, result: Result<Applied, StoreError>) {
                 }),
             }));
         }
+        Reply::GuardedAudit(tx) => {
+            let _ = tx.send(result.and_then(|applied| match applied {
+                Applied::Audit(record) => Ok(Some(*record)),
+                Applied::Flag(false) => Ok(None),
+                Applied::Nothing | Applied::Flag(true) => Err(StoreError::Write {
+                    path: shared.path.clone(),
+                    message: "the audit write produced no record".into(),
+                }),
+            }));
+        }
     }
 }
 
@@ -369,7 +387,7 @@ async fn apply_batch(
 /// other in a cycle over them: the audit chain lock, then the fact owners' locks (sorted).
 async fn lock_up_front(conn: &mut PgConnection, path: &str, works: &[&Work]) -> Result<(), StoreError> {
     let db = |source| StoreError::Database { path: path.to_string(), source };
-    if works.iter().any(|w| matches!(w, Work::Audit(_))) {
+    if works.iter().any(|w| matches!(w, Work::Audit(_) | Work::GuardedAudit(_))) {
         let locked: Option<(i32,)> = sqlx::query_as("SELECT id FROM audit_chain_lock WHERE id = 1 FOR UPDATE")
             .fetch_optional(&mut *conn)
             .await
@@ -421,6 +439,34 @@ async fn apply(
                 .await
                 .map_err(db)?;
             super::leases::insert_lease(conn, shared, &run.id).await?;
+        }
+        Work::FinishRun(run) => {
+            match guard_run(conn, shared, &run.id).await? {
+                Some(true) => {}
+                Some(false) => return Ok(Applied::Flag(false)),
+                None => return Err(StoreError::NotFound { path: path.to_string(), what: format!("run {}", run.id) }),
+            }
+            let sql = "UPDATE runs SET id = $1, owner_id = $2, task = $3, planner = $4, provider = $5, model = $6, \
+                       workspace = $7, status = $8, stop_reason = $9, final_text = $10, error_class = $11, \
+                       error = $12, created_at = $13, finished_at = $14, rounds = $15, tool_calls = $16, \
+                       input_tokens = $17, output_tokens = $18, pid = $19 WHERE id = $20 AND status = $21";
+            let done = bind_run(sqlx::query(sql), path, run)?
+                .bind(&run.id)
+                .bind(RunStatus::Running.as_str())
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+            return Ok(Applied::Flag(done.rows_affected() > 0));
+        }
+        Work::GuardedAudit(entry) => {
+            if guard_run(conn, shared, &entry.run_id).await? != Some(true) {
+                return Ok(Applied::Flag(false));
+            }
+            let mut records = append_audits(conn, path, &[entry], head).await?;
+            return records.pop().map(|r| Applied::Audit(Box::new(r))).ok_or_else(|| StoreError::Write {
+                path: path.to_string(),
+                message: "the audit write produced no record".into(),
+            });
         }
         Work::UpdateRun(run) => {
             let sql = "UPDATE runs SET id = $1, owner_id = $2, task = $3, planner = $4, provider = $5, model = $6, \
@@ -582,6 +628,28 @@ async fn apply(
         Work::Barrier => {}
     }
     Ok(Applied::Nothing)
+}
+
+/// Whether run `run_id` may still be written as executed by `shared`'s node: it is `running`
+/// and its lease row, locked here until the commit (`FOR UPDATE`, so a node taking it over,
+/// which skips locked leases, waits or finds it held), names this node or does not exist.
+/// `None` when there is no such run.
+async fn guard_run(conn: &mut PgConnection, shared: &Shared, run_id: &str) -> Result<Option<bool>, StoreError> {
+    let db = |source| StoreError::Database { path: shared.path.clone(), source };
+    let lease: Option<(String,)> = sqlx::query_as("SELECT node FROM run_leases WHERE run_id = $1 FOR UPDATE")
+        .bind(run_id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db)?;
+    if lease.is_some_and(|(node,)| node != shared.node) {
+        return Ok(Some(false));
+    }
+    let status: Option<(String,)> = sqlx::query_as("SELECT status FROM runs WHERE id = $1")
+        .bind(run_id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db)?;
+    Ok(status.map(|(status,)| status == RunStatus::Running.as_str()))
 }
 
 /// Inserts events in one statement.

@@ -257,6 +257,10 @@ impl Store for SqliteStore {
         self.write(Work::UpdateRun(Box::new(run.clone()))).await
     }
 
+    async fn finish_run(&self, run: &RunRecord) -> Result<bool, StoreError> {
+        self.write_flag(Work::FinishRun(Box::new(run.clone()))).await
+    }
+
     async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?");
         let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(&self.read).await.map_err(self.db())?;
@@ -454,6 +458,12 @@ impl Store for SqliteStore {
         rx.await.map_err(|_| self.closed())?
     }
 
+    async fn append_audit_if_running(&self, entry: AuditEntry) -> Result<Option<AuditRecord>, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(Work::GuardedAudit(Box::new(entry)), Reply::GuardedAudit(tx)).await?;
+        rx.await.map_err(|_| self.closed())?
+    }
+
     async fn audit_records(&self, run_id: Option<&str>) -> Result<Vec<AuditRecord>, StoreError> {
         let rows = match run_id {
             Some(run_id) => {
@@ -523,6 +533,21 @@ impl Store for SqliteStore {
 
     fn ledger(&self) -> Option<&dyn crate::ledger::LedgerStore> {
         Some(self)
+    }
+
+    async fn lost_runs(&self, run_ids: &[String]) -> Result<Vec<String>, StoreError> {
+        let mut lost = Vec::new();
+        for id in run_ids {
+            let status: Option<(String,)> = sqlx::query_as("SELECT status FROM runs WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&self.read)
+                .await
+                .map_err(self.db())?;
+            if status.is_some_and(|(status,)| status != RunStatus::Running.as_str()) {
+                lost.push(id.clone());
+            }
+        }
+        Ok(lost)
     }
 
     async fn flush(&self) -> Result<(), StoreError> {

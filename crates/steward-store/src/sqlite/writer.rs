@@ -18,7 +18,7 @@ use super::rows::MCP_TOKEN_COLUMNS;
 use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, RUN_COLUMNS, finite, to_i64};
 use crate::McpTokenRecord;
 use crate::chain::{GENESIS_HASH, audit_hash, timestamp_text};
-use crate::{FactRecord, RunRecord, StoreError, new_id};
+use crate::{FactRecord, RunRecord, RunStatus, StoreError, new_id};
 
 /// Most writes committed in one transaction.
 pub const MAX_BATCH: usize = 256;
@@ -51,12 +51,17 @@ pub enum Work {
     InsertRun(Box<RunRecord>),
     /// `UPDATE` a run by id.
     UpdateRun(Box<RunRecord>),
+    /// `UPDATE` a run by id only if it is `running`; answers whether it was written.
+    FinishRun(Box<RunRecord>),
     /// `INSERT` an event.
     Event(Box<Event>),
     /// Insert or replace an approval.
     Approval(Box<ApprovalRequest>),
     /// Append to the audit chain.
     Audit(Box<AuditEntry>),
+    /// Append to the audit chain only if the entry's run is `running`; answers the record, or
+    /// `Flag(false)` when refused.
+    GuardedAudit(Box<AuditEntry>),
     /// Insert or replace a JSON document row (`rollbacks`, `grants`).
     Document(Box<Document>),
     /// `INSERT` a fact unless its owner already has `max_per_owner` facts; answers whether it
@@ -158,6 +163,8 @@ pub enum Reply {
     Audit(oneshot::Sender<Result<AuditRecord, StoreError>>),
     /// A caller waiting for whether a conditional write took effect.
     Flag(oneshot::Sender<Result<bool, StoreError>>),
+    /// A caller waiting for a conditional audit record (`None`: refused).
+    GuardedAudit(oneshot::Sender<Result<Option<AuditRecord>, StoreError>>),
 }
 
 /// What applying one write produced.
@@ -294,6 +301,16 @@ fn answer(shared: &Shared, reply: Reply, result: Result<Applied, StoreError>) {
                 }),
             }));
         }
+        Reply::GuardedAudit(tx) => {
+            let _ = tx.send(result.and_then(|applied| match applied {
+                Applied::Audit(record) => Ok(Some(*record)),
+                Applied::Flag(false) => Ok(None),
+                Applied::Nothing | Applied::Flag(true) => Err(StoreError::Write {
+                    path: shared.path.clone(),
+                    message: "the audit write produced no record".into(),
+                }),
+            }));
+        }
     }
 }
 
@@ -357,6 +374,34 @@ async fn apply(
                 "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             );
             bind_run(sqlx::query(sqlx::AssertSqlSafe(sql)), path, run)?.execute(&mut *conn).await.map_err(db)?;
+        }
+        Work::FinishRun(run) => {
+            match run_is_running(conn, path, &run.id).await? {
+                Some(true) => {}
+                Some(false) => return Ok(Applied::Flag(false)),
+                None => return Err(StoreError::NotFound { path: path.to_string(), what: format!("run {}", run.id) }),
+            }
+            let sql = "UPDATE runs SET id = ?, owner_id = ?, task = ?, planner = ?, provider = ?, model = ?, \
+                       workspace = ?, status = ?, stop_reason = ?, final_text = ?, error_class = ?, error = ?, \
+                       created_at = ?, finished_at = ?, rounds = ?, tool_calls = ?, input_tokens = ?, \
+                       output_tokens = ?, pid = ? WHERE id = ? AND status = ?";
+            let done = bind_run(sqlx::query(sql), path, run)?
+                .bind(&run.id)
+                .bind(RunStatus::Running.as_str())
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+            return Ok(Applied::Flag(done.rows_affected() > 0));
+        }
+        Work::GuardedAudit(entry) => {
+            if run_is_running(conn, path, &entry.run_id).await? != Some(true) {
+                return Ok(Applied::Flag(false));
+            }
+            let mut records = append_audits(conn, path, &[entry], head).await?;
+            return records.pop().map(|r| Applied::Audit(Box::new(r))).ok_or_else(|| StoreError::Write {
+                path: path.to_string(),
+                message: "the audit write produced no record".into(),
+            });
         }
         Work::UpdateRun(run) => {
             let sql = "UPDATE runs SET id = ?, owner_id = ?, task = ?, planner = ?, provider = ?, model = ?, \
@@ -517,6 +562,17 @@ async fn apply(
         Work::Barrier => {}
     }
     Ok(Applied::Nothing)
+}
+
+/// Whether run `run_id` is `running`, read inside the write transaction (which holds the
+/// database's write lock, so it stays so until the commit); `None` when there is no such run.
+async fn run_is_running(conn: &mut SqliteConnection, path: &str, run_id: &str) -> Result<Option<bool>, StoreError> {
+    let status: Option<(String,)> = sqlx::query_as("SELECT status FROM runs WHERE id = ?")
+        .bind(run_id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(|source| StoreError::Database { path: path.to_string(), source })?;
+    Ok(status.map(|(status,)| status == RunStatus::Running.as_str()))
 }
 
 /// Inserts events in one statement.
