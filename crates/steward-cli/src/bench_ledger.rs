@@ -140,6 +140,7 @@ fn claim_of(a: &WorkApprovalRecord, hub: usize) -> ClaimInput {
         head_sha: a.head_sha.clone(),
         owner_id: OWNER.into(),
         hub_id: format!("hub:bench-{hub}"),
+        token_id: format!("tok_bench-{hub}"),
         attempt_id: new_id("att_"),
         at: Utc::now(),
     }

@@ -112,7 +112,7 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
     let crash = CrashPoint::from_env().map_err(|e| usage_error(&e))?;
     let repos = parse_repos(&args.repos)?;
     let token = read_token(&args.token_file)?;
-    let client = LedgerClient::new(&args.url, token).map_err(|e| usage_error(&format!("--url: {e}")))?;
+    let client = LedgerClient::new(&args.url, token.clone()).map_err(|e| usage_error(&format!("--url: {e}")))?;
     let hub_id = args.hub_id.clone().unwrap_or_else(|| format!("hub:{}", steward_store::host_node()));
     let home = Home::locate()?;
     let (store, journal) = open_stores(&home).await?;
@@ -141,6 +141,7 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
             max_tokens: None,
         },
         owner_id: local_owner(),
+        hub_token: token,
     };
     launcher.check_planner().map_err(|e| usage_error(&e))?;
     let settings = HubSettings {

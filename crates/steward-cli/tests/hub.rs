@@ -463,5 +463,7 @@ async fn sigterm_stops_claiming_and_lets_the_job_in_flight_finish() {
     let row = journal.journal_by_approval(&first).await.unwrap().unwrap();
     assert_eq!(row.state, JournalState::Acknowledged, "the job in flight finished and reported");
     assert!(journal.journal_by_approval(&second).await.unwrap().is_none(), "nothing more was claimed");
-    assert_eq!(hub.ledger.lock().unwrap().claims, 1);
+    // The first approval's claim and its confirmation before launch; nothing for the second.
+    let attempts = hub.ledger.lock().unwrap().claim_attempts.clone();
+    assert_eq!(attempts, vec![row.attempt_id.clone(); 2]);
 }

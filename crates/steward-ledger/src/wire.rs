@@ -200,9 +200,11 @@ pub struct ClaimResponse {
     /// What became of the claim (`issued`, `spent` or `denied`; the ledger never says
     /// `unknown`).
     pub outcome: AuthorityOutcome,
-    /// `ath_` + 16 hex when `issued`; for `spent`, the authority issued earlier.
+    /// `ath_` + 16 hex when `issued`; for `spent`, the authority issued earlier, named only to
+    /// the bearer token that claimed it (null for any other token).
     pub authority_id: Option<String>,
-    /// The attempt the authority was issued to (this claim's when `issued`).
+    /// The attempt the authority was issued to (this claim's when `issued`; for `spent`, only
+    /// to the token that claimed it).
     pub attempt_id: Option<String>,
     /// Why, when `denied` or `spent`: a fixed code (`revoked`, `expired`, `stale_revision`,
     /// `stale_epoch`, `head_mismatch`, `not_approved`, `already_claimed`, `unknown_approval`).

@@ -29,6 +29,7 @@ struct Env {
     store: Arc<SqliteStore>,
     hub: Hub,
     client: LedgerClient,
+    launcher: Arc<RunLauncher>,
 }
 
 async fn env(pr_body: &str, scenario: &str) -> Env {
@@ -57,7 +58,9 @@ async fn env(pr_body: &str, scenario: &str) -> Env {
             ..PlannerOverrides::default()
         },
         owner_id: "local:test".into(),
+        hub_token: HubToken::new(TOKEN).unwrap(),
     };
+    let launcher = Arc::new(launcher);
     let client = LedgerClient::new(&url, HubToken::new(TOKEN).unwrap()).unwrap();
     let settings = HubSettings {
         hub_id: "hub:test".into(),
@@ -68,8 +71,17 @@ async fn env(pr_body: &str, scenario: &str) -> Env {
         page_limit: 50,
     };
     let journal: Arc<dyn JournalStore> = store.clone();
-    let hub = Hub::new(settings, client.clone(), journal, Arc::new(launcher), None);
-    Env { repo: repo_dir.path().to_path_buf(), _dirs: vec![repo_dir, state], head, ledger, store, hub, client }
+    let hub = Hub::new(settings, client.clone(), journal, launcher.clone(), None);
+    Env {
+        repo: repo_dir.path().to_path_buf(),
+        _dirs: vec![repo_dir, state],
+        head,
+        ledger,
+        store,
+        hub,
+        client,
+        launcher,
+    }
 }
 
 impl Env {
@@ -168,7 +180,9 @@ async fn same_candidate_fetched_twice_runs_once() {
     let again = env.pass().await;
     assert_eq!(again, vec![(approval.clone(), Handled::AlreadyJournaled(JournalState::Acknowledged)); 2]);
     assert_eq!(env.runs().await, 1);
-    assert_eq!(env.ledger.lock().unwrap().claims, 1);
+    assert_eq!(env.ledger.lock().unwrap().claims, 2, "the claim, and its confirmation before launch");
+    let attempts = env.ledger.lock().unwrap().claim_attempts.clone();
+    assert_eq!(attempts[0], attempts[1]);
 }
 
 #[tokio::test]
@@ -469,7 +483,7 @@ async fn a_claim_refused_before_processing_is_sent_again_with_the_same_attempt()
         vec![(approval.clone(), Handled::Finished { outcome: AttemptOutcome::Completed, acknowledged: true })]
     );
     let attempts = env.ledger.lock().unwrap().claim_attempts.clone();
-    assert_eq!(attempts, vec![row.attempt_id.clone(), row.attempt_id.clone()], "one attempt id for both claims");
+    assert_eq!(attempts, vec![row.attempt_id.clone(); 3], "one attempt id for every claim (and the confirmation)");
     assert_eq!(env.runs().await, 1);
 }
 
@@ -489,4 +503,77 @@ async fn an_approval_that_expires_after_the_claim_starts_nothing() {
     let row = env.row(&approval).await;
     assert_eq!((row.state, row.held_from, row.run_id), (JournalState::Held, Some(JournalState::Claimed), None));
     assert_eq!(env.runs().await, 0);
+}
+
+#[tokio::test]
+async fn an_authority_revoked_after_the_claim_starts_nothing() {
+    let env = env("Add a feature", SUMMARY).await;
+    let approval = env.ledger.lock().unwrap().approve("demo", 1, &env.head, "");
+    // Issued, then revoked at once: the confirmation before launch is denied.
+    env.ledger.lock().unwrap().revoke_after_issue = true;
+    let handled = env.pass().await;
+    assert_eq!(handled, vec![(approval.clone(), Handled::Denied("revoked".into()))]);
+    let row = env.row(&approval).await;
+    assert_eq!((row.state, row.note.as_deref(), row.run_id.as_deref()), (JournalState::Denied, Some("revoked"), None));
+    assert_eq!(env.ledger.lock().unwrap().claim_attempts, vec![row.attempt_id.clone(); 2]);
+    assert_eq!(env.runs().await, 0);
+}
+
+#[tokio::test]
+async fn a_spent_answer_naming_this_attempt_is_ours_only_while_the_approval_lives() {
+    let env = env("Add a feature", SUMMARY).await;
+    let approval = env.ledger.lock().unwrap().approve("demo", 1, &env.head, "");
+    let candidate = |env: &Env, i: usize| steward_ledger::wire::Candidate {
+        approval: env.ledger.lock().unwrap().entries[i].approval.clone(),
+        text: String::new(),
+    };
+    // The ledger took the claim but the answer was 503: deferred; the retry is answered
+    // `spent` with this attempt, which the hub recognises and runs.
+    env.ledger.lock().unwrap().unavailable_after_claims = 1;
+    assert_eq!(env.hub.handle(&candidate(&env, 0)).await.unwrap(), Handled::Deferred);
+    let handled = env.hub.handle(&candidate(&env, 0)).await.unwrap();
+    assert_eq!(handled, Handled::Finished { outcome: AttemptOutcome::Completed, acknowledged: true });
+    assert_eq!(
+        env.row(&approval).await.authority_id,
+        env.ledger.lock().unwrap().entry(&approval).authority.clone().map(|a| a.0)
+    );
+    assert_eq!(env.runs().await, 1);
+    // The same, but the approval expired (by the hub's clock) before the retry: a ledger still
+    // answering `spent` with this attempt does not make it run.
+    let expiring = env.ledger.lock().unwrap().approve("demo", 1, &env.head, "");
+    let mut listed = candidate(&env, 1);
+    listed.approval.expires_at = chrono::Utc::now() + chrono::Duration::milliseconds(400);
+    env.ledger.lock().unwrap().unavailable_after_claims = 1;
+    assert_eq!(env.hub.handle(&listed).await.unwrap(), Handled::Deferred);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // (The ledger's clock lags: it still answers `spent`, not `expired`.)
+    assert_eq!(env.hub.handle(&listed).await.unwrap(), Handled::Denied("expired".into()));
+    let row = env.row(&expiring).await;
+    assert_eq!((row.state, row.note.as_deref()), (JournalState::Denied, Some("expired")));
+    assert_eq!(env.runs().await, 1, "nothing more ran");
+}
+
+#[tokio::test]
+async fn the_hub_token_never_reaches_a_jobs_task_events_or_answer() {
+    let scenario = format!("[[round]]\ntext = \"Summary: the token is {TOKEN}.\"\n");
+    let env = env("Add a feature", &scenario).await;
+    let (tx, _rx) = tokio::sync::oneshot::channel();
+    let job = steward_ledger::hub::Job {
+        attempt_id: "att_0000000000000001".into(),
+        run_id: steward_store::new_id("run_"),
+        repository: "demo".into(),
+        pr_number: 1,
+        head_sha: env.head.clone(),
+        request_text: format!("use {TOKEN} please"),
+        pr_description: format!("token: {TOKEN}"),
+        workspace: env.repo.clone(),
+    };
+    let end = steward_ledger::hub::Launcher::launch(env.launcher.as_ref(), job.clone(), tx).await.unwrap();
+    assert!(!end.summary.as_deref().unwrap().contains(TOKEN));
+    assert!(end.summary.as_deref().unwrap().contains("[REDACTED]"));
+    let run = env.store.get_run(&job.run_id).await.unwrap().unwrap();
+    assert!(!run.task.contains(TOKEN) && run.task.contains("[REDACTED]"), "{}", run.task);
+    let events = env.store.events(&job.run_id, 0).await.unwrap();
+    assert!(!events.is_empty());
+    assert!(!serde_json::to_string(&events).unwrap().contains(TOKEN));
 }

@@ -129,6 +129,26 @@ async fn a_response_echoing_the_credential_is_refused() {
 }
 
 #[tokio::test]
+async fn a_credential_hidden_by_json_escapes_is_refused() {
+    // `\u0068` is `h`: the raw bytes never hold the token, the decoded text does.
+    let client = serve(route(get(|| async {
+        let escaped = format!("\\u0068{}", &TOKEN[1..]);
+        let approval = serde_json::json!({
+            "id": "wap_0000000000000001", "request_id": "wrq_0000000000000001", "revision": 1, "epoch": 1,
+            "repository": "demo", "pr_number": 1, "head_sha": "0".repeat(40), "scope": "read",
+            "approved_by": "local:owner", "approved_at": "2026-11-30T12:00:00Z", "expires_at": "2099-11-30T12:00:00Z",
+        });
+        let body = format!(r#"{{"items":[{{"approval":{approval},"text":"run with {escaped}"}}],"next_cursor":null}}"#);
+        assert!(!body.contains(TOKEN));
+        ([("content-type", "application/json")], body).into_response()
+    })))
+    .await;
+    let err = client.candidates(None, 10).await.unwrap_err();
+    assert_eq!(err, IntakeError::CredentialEcho);
+    assert_no_server_text(&err);
+}
+
+#[tokio::test]
 async fn overload_carries_retry_after_seconds_or_date() {
     let client = serve(route(get(|| async {
         (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "3")], SERVER_TEXT).into_response()

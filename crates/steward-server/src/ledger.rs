@@ -8,7 +8,9 @@
 //!   `read`, reads them); a token can never approve or revoke;
 //! - a bearer token with the `hub` scope lists its owner's claimable candidates, claims one
 //!   (one-time: `issued`, `spent` or `denied` with a fixed reason) and reports the attempt's
-//!   result (idempotent per attempt).
+//!   result (idempotent per attempt). An authority belongs to the token that claimed it: only
+//!   that token reports its result, and only to it does a `spent` answer name the authority and
+//!   the attempt.
 //!
 //! Requests with `Authorization: Bearer …` to `/api/ledger/…` are answered by [`bearer_layer`]
 //! (outside the cookie and CSRF layer: a bearer token is not sent by browsers on their own, so
@@ -74,7 +76,12 @@ pub enum Principal {
     /// A browser session (cookie; its CSRF token was checked for a state change).
     Owner(Session),
     /// A bearer token (checked by [`bearer_layer`]).
-    Token(Caller),
+    Token {
+        /// Its owner and scopes.
+        caller: Caller,
+        /// The token's id (`mcp_…`; never its secret).
+        token_id: String,
+    },
 }
 
 impl Principal {
@@ -82,15 +89,24 @@ impl Principal {
     pub fn owner_id(&self) -> &str {
         match self {
             Principal::Owner(s) => &s.owner_id,
-            Principal::Token(c) => &c.owner_id,
+            Principal::Token { caller, .. } => &caller.owner_id,
+        }
+    }
+
+    /// Like [`Principal::token_with`], also answering the token's id.
+    fn token_id_with(&self, scope: Scope, what: &str) -> Result<(&Caller, &str), ApiError> {
+        let caller = self.token_with(scope, what)?;
+        match self {
+            Principal::Token { token_id, .. } => Ok((caller, token_id)),
+            Principal::Owner(_) => Err(forbidden(format!("{what} needs a bearer token"))),
         }
     }
 
     /// Refused unless this is a token with `scope` (403 `forbidden`).
     fn token_with(&self, scope: Scope, what: &str) -> Result<&Caller, ApiError> {
         match self {
-            Principal::Token(c) if c.may(scope) => Ok(c),
-            Principal::Token(_) => {
+            Principal::Token { caller, .. } if caller.may(scope) => Ok(caller),
+            Principal::Token { .. } => {
                 Err(forbidden(format!("{what} needs a bearer token with the `{}` scope", scope.as_str())))
             }
             Principal::Owner(_) => {
@@ -104,23 +120,24 @@ impl Principal {
     fn owner_session(&self, what: &str) -> Result<&Session, ApiError> {
         match self {
             Principal::Owner(s) => Ok(s),
-            Principal::Token(_) => Err(forbidden(format!(
+            Principal::Token { .. } => Err(forbidden(format!(
                 "{what} is done by the owner in the web UI or the terminal, never with a bearer token"
             ))),
         }
     }
 }
 
-/// The caller a bearer token stands for, as [`bearer_layer`] puts it into the request.
+/// The caller a bearer token stands for and the token's id, as [`bearer_layer`] puts them into
+/// the request.
 #[derive(Debug, Clone)]
-struct TokenCaller(Caller);
+struct TokenCaller(Caller, String);
 
 impl<S: Send + Sync> FromRequestParts<S> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        if let Some(TokenCaller(caller)) = parts.extensions.get::<TokenCaller>() {
-            return Ok(Principal::Token(caller.clone()));
+        if let Some(TokenCaller(caller, token_id)) = parts.extensions.get::<TokenCaller>() {
+            return Ok(Principal::Token { caller: caller.clone(), token_id: token_id.clone() });
         }
         match parts.extensions.get::<Session>() {
             Some(session) => Ok(Principal::Owner(session.clone())),
@@ -441,7 +458,7 @@ pub async fn create_request(
     principal: Principal,
     ApiJson(body): ApiJson<NewWorkRequest>,
 ) -> Result<Response, ApiError> {
-    if let Principal::Token(_) = principal {
+    if let Principal::Token { .. } = principal {
         principal.token_with(Scope::Submit, "filing a work request")?;
     }
     let record = file_request(ledger(&state)?, principal.owner_id(), &body).await?;
@@ -450,7 +467,7 @@ pub async fn create_request(
 
 fn may_read(principal: &Principal) -> Result<(), ApiError> {
     match principal {
-        Principal::Token(c) if !(c.may(Scope::Read) || c.may(Scope::Submit)) => {
+        Principal::Token { caller: c, .. } if !(c.may(Scope::Read) || c.may(Scope::Submit)) => {
             Err(forbidden("reading work requests needs a token with the `read` or `submit` scope".into()))
         }
         _ => Ok(()),
@@ -630,10 +647,14 @@ pub async fn candidates(
 
 /// Claims an approval: the one-time authority to run it.
 ///
-/// `issued` once (to the first claim that matches every pin); afterwards `spent` with the
-/// authority and attempt it went to; or `denied` with `reason` `revoked`, `expired`,
-/// `stale_revision`, `stale_epoch`, `head_mismatch`, `not_approved` or `unknown_approval`.
-/// Every outcome is answered with 200: a denial is a decision, not an error.
+/// `issued` once (to the first claim that matches every pin); afterwards `spent`, naming the
+/// authority and the attempt it went to only when this same token claimed it (so a hub
+/// recognises its own earlier claim; another token learns neither id); or `denied` with
+/// `reason` `revoked`, `expired`, `stale_revision`, `stale_epoch`, `head_mismatch`,
+/// `not_approved` or `unknown_approval`. The pins, revocation and expiry are checked before an
+/// existing authority is answered `spent`: a claim replayed after the request was revoked or
+/// the approval expired is `denied`. Every outcome is answered with 200: a denial is a
+/// decision, not an error.
 #[utoipa::path(
     post,
     path = "/api/ledger/claims",
@@ -657,7 +678,7 @@ pub async fn claim(
     principal: Principal,
     ApiJson(body): ApiJson<ClaimRequest>,
 ) -> Result<Json<ClaimResponse>, ApiError> {
-    let caller = principal.token_with(Scope::Hub, "claiming")?;
+    let (caller, token_id) = principal.token_id_with(Scope::Hub, "claiming")?;
     check_token_id("hub_id", &body.hub_id)?;
     check_token_id("attempt_id", &body.attempt_id)?;
     let input = ClaimInput {
@@ -668,6 +689,7 @@ pub async fn claim(
         head_sha: body.head_sha.to_ascii_lowercase(),
         owner_id: caller.owner_id.clone(),
         hub_id: body.hub_id.clone(),
+        token_id: token_id.to_string(),
         attempt_id: body.attempt_id.clone(),
         at: Utc::now(),
     };
@@ -678,10 +700,17 @@ pub async fn claim(
             attempt_id: Some(a.attempt_id),
             reason: None,
         },
-        ClaimOutcome::Spent(a) => ClaimResponse {
+        // Only the token that claimed learns which authority and attempt hold it.
+        ClaimOutcome::Spent(a) if a.claimed_by(token_id) => ClaimResponse {
             outcome: AuthorityOutcome::Spent,
             authority_id: Some(a.id),
             attempt_id: Some(a.attempt_id),
+            reason: Some("already_claimed".into()),
+        },
+        ClaimOutcome::Spent(_) => ClaimResponse {
+            outcome: AuthorityOutcome::Spent,
+            authority_id: None,
+            attempt_id: None,
             reason: Some("already_claimed".into()),
         },
         ClaimOutcome::Denied(reason) => ClaimResponse {
@@ -696,9 +725,10 @@ pub async fn claim(
 
 /// Reports how the attempt holding an authority ended, with its evidence.
 ///
-/// Idempotent per attempt: the first report is recorded and ends the request (`completed`, or
-/// `failed` for every other outcome); a later one answers `first: false` with the outcome on
-/// record and changes nothing.
+/// Only the bearer token that claimed the authority may report (another token of the same
+/// owner is refused 403 `forbidden`). Idempotent per attempt: the first report is recorded and
+/// ends the request (`completed`, or `failed` for every other outcome); a later one answers
+/// `first: false` with the outcome on record and changes nothing.
 #[utoipa::path(
     post,
     path = "/api/ledger/authorities/{id}/result",
@@ -710,8 +740,8 @@ pub async fn claim(
         (status = 200, description = "Recorded, or a duplicate of the recorded result", body = ResultAckDoc),
         (status = 400, body = ErrorBody, description = "`invalid`: an unknown field, or a body that does not fit"),
         (status = 401, description = "`unauthorized`: no, an unknown or a revoked bearer token", body = ErrorBody),
-        (status = 403, description = "`forbidden`: a token without the `hub` scope; `csrf`: an `Origin` naming \
-            another site", body = ErrorBody),
+        (status = 403, description = "`forbidden`: a token without the `hub` scope, or another token than the one \
+            that claimed the authority; `csrf`: an `Origin` naming another site", body = ErrorBody),
         (status = 404, description = "`not_found`: no such authority (of this owner)", body = ErrorBody),
         (status = 409, description = "`conflict`: the authority was issued to another attempt", body = ErrorBody),
         (status = 413, description = "`invalid`: the body is larger than 256 KiB", body = ErrorBody),
@@ -725,13 +755,14 @@ pub async fn report_result(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ResultReport>,
 ) -> Result<Json<ResultAck>, ApiError> {
-    let caller = principal.token_with(Scope::Hub, "reporting a result")?;
+    let (caller, token_id) = principal.token_id_with(Scope::Hub, "reporting a result")?;
     check_token_id("attempt_id", &body.attempt_id)?;
     let evidence = serde_json::to_string(&body.evidence).map_err(|e| internal(format!("evidence: {e}")))?;
     let input = ResultInput {
         authority_id: id.clone(),
         attempt_id: body.attempt_id.clone(),
         owner_id: caller.owner_id.clone(),
+        token_id: token_id.to_string(),
         outcome: outcome_name(body.outcome).into(),
         evidence,
         at: Utc::now(),
@@ -741,6 +772,10 @@ pub async fn report_result(
             Ok(Json(ResultAck { attempt_id: result.attempt_id, first, outcome: outcome_of(&result.outcome)? }))
         }
         ResultOutcome::UnknownAuthority => Err(ApiError::not_found(format!("no authority `{id}`"))),
+        ResultOutcome::OtherToken => Err(forbidden(format!(
+            "authority `{id}` was claimed with another bearer token; only the token that claimed it reports its \
+             result; nothing was recorded"
+        ))),
         ResultOutcome::WrongAttempt(expected) => Err(conflict(format!(
             "authority `{id}` was issued to attempt `{expected}`, not `{}`; nothing was recorded",
             body.attempt_id
@@ -826,8 +861,8 @@ pub async fn bearer_layer(State(routes): State<TokenRoutes>, request: Request, n
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim().to_string());
     let Some(presented) = presented else { return unauthorized(AuthError::Missing) };
-    match tokens::authenticate(routes.state.runtime.store.as_ref(), &presented).await {
-        Ok(caller) => {
+    match tokens::authenticate_with_id(routes.state.runtime.store.as_ref(), &presented).await {
+        Ok((token_id, caller)) => {
             // This layer runs after the outer router matched the route: hand the token routes a
             // fresh request (method, URI, headers, body) without the outer match's path
             // parameters, and with the token's caller.
@@ -837,7 +872,7 @@ pub async fn bearer_layer(State(routes): State<TokenRoutes>, request: Request, n
             *fresh.uri_mut() = parts.uri;
             *fresh.version_mut() = parts.version;
             *fresh.headers_mut() = parts.headers;
-            fresh.extensions_mut().insert(TokenCaller(caller));
+            fresh.extensions_mut().insert(TokenCaller(caller, token_id));
             match routes.router.clone().oneshot(fresh).await {
                 Ok(response) => response,
                 Err(never) => match never {},
@@ -1192,10 +1227,11 @@ pub struct ClaimResponseDoc {
     /// What became of the claim.
     #[schema(schema_with = authority_outcome_schema)]
     pub outcome: String,
-    /// The authority (`issued`: this claim's; `spent`: the earlier one).
+    /// The authority (`issued`: this claim's; `spent`: the earlier one, only when this same token
+    /// claimed it, else null).
     #[schema(required = true)]
     pub authority_id: Option<String>,
-    /// The attempt the authority went to.
+    /// The attempt the authority went to (null for `denied`, and for `spent` to another token).
     #[schema(required = true)]
     pub attempt_id: Option<String>,
     /// Why (`denied`, `spent`): `revoked`, `expired`, `stale_revision`, `stale_epoch`,

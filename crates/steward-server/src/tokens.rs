@@ -202,6 +202,12 @@ pub async fn revoke(store: &dyn Store, owner_id: &str, id: &str) -> Result<bool,
 /// The caller a presented token stands for: its owner and its known scopes (unknown scope
 /// names are ignored). Records the token's use (at most once a minute).
 pub async fn authenticate(store: &dyn Store, presented: &str) -> Result<Caller, AuthError> {
+    authenticate_with_id(store, presented).await.map(|(_, caller)| caller)
+}
+
+/// Like [`authenticate`], also answering the token's id (`mcp_…`; never its secret), which the
+/// work ledger records with what the token claims.
+pub async fn authenticate_with_id(store: &dyn Store, presented: &str) -> Result<(String, Caller), AuthError> {
     if !looks_like_token(presented) {
         return Err(AuthError::Invalid);
     }
@@ -223,7 +229,7 @@ pub async fn authenticate(store: &dyn Store, presented: &str) -> Result<Caller, 
         tracing::warn!("mcp: recording the use of token {} failed: {e}", token.id);
     }
     let scopes = token.scopes.iter().filter_map(|s| Scope::parse(s)).collect();
-    Ok(Caller { owner_id: token.owner_id, scopes })
+    Ok((token.id, Caller { owner_id: token.owner_id, scopes }))
 }
 
 /// Where a token with `scopes` is sent, as `Authorization: Bearer <token>`, to the server

@@ -366,6 +366,76 @@ async fn results_are_idempotent_per_attempt() {
 }
 
 #[tokio::test]
+async fn an_authority_is_reported_and_revealed_only_to_the_token_that_claimed_it() {
+    let s = server().await;
+    let alice = s.browser().await;
+    let hub = s.token(&alice, &[Scope::Hub]).await;
+    let other = s.token(&alice, &[Scope::Hub]).await;
+    let request = s.file(&alice, 1).await;
+    let approval = s.approve(&alice, request["id"].as_str().unwrap(), 600).await;
+    let issued = s.claim(&hub, &approval, "att_0000000000000001").await;
+    assert_eq!(issued["outcome"], "issued");
+    // Another token of the same owner: spent, without the authority or the attempt.
+    let spent = s.claim(&other, &approval, "att_0000000000000002").await;
+    assert_eq!(
+        spent,
+        json!({"outcome": "spent", "authority_id": null, "attempt_id": null, "reason": "already_claimed"})
+    );
+    // The claiming token replaying its own claim still recognises it.
+    let replay = s.claim(&hub, &approval, "att_0000000000000001").await;
+    assert_eq!(
+        (replay["authority_id"].clone(), replay["attempt_id"].as_str()),
+        (issued["authority_id"].clone(), Some("att_0000000000000001"))
+    );
+    // Another token cannot file the result, even knowing both ids; nothing is recorded.
+    let path = format!("/api/ledger/authorities/{}/result", issued["authority_id"].as_str().unwrap());
+    let (status, body) = s.call(&other, "POST", &path, Some(report("att_0000000000000001", "failed"))).await;
+    assert_eq!((status, class(&body)), (StatusCode::FORBIDDEN, "forbidden"), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("another bearer token"), "{body}");
+    let id = request["id"].as_str().unwrap();
+    let (_, current) = s.call(&alice, "GET", &format!("/api/ledger/requests/{id}"), None).await;
+    assert_eq!(current["status"], "claimed");
+    let (status, ack) = s.call(&hub, "POST", &path, Some(report("att_0000000000000001", "completed"))).await;
+    assert_eq!((status, ack["first"].as_bool()), (StatusCode::OK, Some(true)), "{ack}");
+    // The audit records name the tokens by id, never by secret.
+    let records = s.state.runtime.store.audit_records(Some(id)).await.unwrap();
+    let tokens = s
+        .state
+        .runtime
+        .store
+        .mcp_tokens(match &alice {
+            Client::Browser { owner, .. } => owner,
+            Client::Token(_) => unreachable!(),
+        })
+        .await
+        .unwrap();
+    let ids: Vec<&str> = tokens.iter().map(|t| t.id.as_str()).collect();
+    for r in records.iter().filter(|r| r.entry.action == "ledger_claim" || r.entry.action == "ledger_result") {
+        let token_id = r.entry.input["token_id"].as_str().unwrap();
+        assert!(ids.contains(&token_id), "{token_id}");
+        for secret in [&hub, &other] {
+            let Client::Token(secret) = secret else { unreachable!() };
+            assert!(!r.entry.input.to_string().contains(secret.as_str()) && !r.entry.detail.contains(secret.as_str()));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_claim_replayed_after_revocation_is_denied() {
+    let s = server().await;
+    let alice = s.browser().await;
+    let hub = s.token(&alice, &[Scope::Hub]).await;
+    let request = s.file(&alice, 1).await;
+    let id = request["id"].as_str().unwrap();
+    let approval = s.approve(&alice, id, 600).await;
+    assert_eq!(s.claim(&hub, &approval, "att_0000000000000001").await["outcome"], "issued");
+    let (status, _) = s.call(&alice, "POST", &format!("/api/ledger/requests/{id}/revoke"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let replay = s.claim(&hub, &approval, "att_0000000000000001").await;
+    assert_eq!(replay, json!({"outcome": "denied", "authority_id": null, "attempt_id": null, "reason": "revoked"}));
+}
+
+#[tokio::test]
 async fn bodies_are_strict_and_bounded() {
     let s = server().await;
     let alice = s.browser().await;

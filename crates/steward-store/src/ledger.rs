@@ -12,7 +12,12 @@
 //! `UNIQUE`). After the commit, each change is appended to the audit chain
 //! ([`crate::Store::append_audit`]): action `ledger_request`, `ledger_approve`, `ledger_revoke`,
 //! `ledger_claim` or `ledger_result`, `run_id` the request's id, `call_id` the attempt id,
-//! `approval_id` the approval's id.
+//! `approval_id` the approval's id. Claim and result records name the id of the bearer token
+//! that made them (`token_id`; never its secret).
+//!
+//! An authority belongs to the token that claimed it (its id is stored with the authority): only
+//! that token may report its result, and a later claim of the same approval with another token
+//! learns only that it is `spent`, not which authority or attempt holds it.
 //!
 //! Text written by requesters is stored as data; nothing in it is ever read as a pin, a scope
 //! or a command.
@@ -146,8 +151,18 @@ pub struct AuthorityRecord {
     pub attempt_id: String,
     /// The hub that claimed.
     pub hub_id: String,
+    /// The id of the bearer token that claimed (never its secret); `''` for an authority issued
+    /// before token ids were recorded (no token may report its result).
+    pub token_id: String,
     /// When.
     pub issued_at: Timestamp,
+}
+
+impl AuthorityRecord {
+    /// True when the token `token_id` claimed this authority (never for an empty id).
+    pub fn claimed_by(&self, token_id: &str) -> bool {
+        !token_id.is_empty() && self.token_id == token_id
+    }
 }
 
 /// The result of an attempt, as first reported.
@@ -276,6 +291,8 @@ pub struct ClaimInput {
     pub owner_id: String,
     /// The hub.
     pub hub_id: String,
+    /// The id of the bearer token that claims (stored with an issued authority).
+    pub token_id: String,
     /// The hub's attempt id.
     pub attempt_id: String,
     /// When the claim arrived (compared with the expiry).
@@ -321,7 +338,8 @@ impl DenyReason {
 pub enum ClaimOutcome {
     /// The authority was issued to this claim's attempt: the hub may launch once.
     Issued(AuthorityRecord),
-    /// An authority had already been issued (to this or another attempt): here it is.
+    /// An authority had already been issued (to this or another attempt): here it is. Only
+    /// when [`AuthorityRecord::claimed_by`] the claim's token may its ids be shown to the caller.
     Spent(AuthorityRecord),
     /// Refused.
     Denied(DenyReason),
@@ -336,6 +354,8 @@ pub struct ResultInput {
     pub attempt_id: String,
     /// The owner the hub's token belongs to: another owner's authority is `UnknownAuthority`.
     pub owner_id: String,
+    /// The id of the reporting bearer token: must be the one that claimed the authority.
+    pub token_id: String,
     /// `completed`, `failed`, `not_visible` or `head_moved` (checked by the caller).
     pub outcome: String,
     /// The evidence as JSON text.
@@ -357,6 +377,8 @@ pub enum ResultOutcome {
     },
     /// No such authority (of this owner).
     UnknownAuthority,
+    /// The authority was claimed with another bearer token of the owner; nothing was recorded.
+    OtherToken,
     /// The authority was issued to another attempt (this one); nothing was recorded.
     WrongAttempt(String),
 }
@@ -420,20 +442,18 @@ pub trait LedgerStore: Send + Sync {
 
 /// The decision on a claim, from the rows read under the lock: `approval` (already matched to
 /// the claim's request and owner, `None` otherwise), its `request`, and the authority already
-/// issued under it. In this order: an existing authority → `Spent`; no approval →
-/// `unknown_approval`; revoked request → `revoked`; epoch differs (claim, approval or request)
-/// → `stale_epoch`; revision differs → `stale_revision`; head differs → `head_mismatch`;
-/// `at >= expires_at` → `expired`; request not `approved` → `not_approved`; else `None`
-/// (issue).
+/// issued under it. In this order: no approval → `unknown_approval`; revoked request →
+/// `revoked`; epoch differs (claim, approval or request) → `stale_epoch`; revision differs →
+/// `stale_revision`; head differs → `head_mismatch`; `at >= expires_at` → `expired`; an
+/// existing authority → `Spent`; request not `approved` → `not_approved`; else `None` (issue).
+/// A replay of an issued claim (same attempt) is therefore denied once the request was revoked
+/// or the approval expired: `spent` never stands for a live authority that is not.
 pub fn decide_claim(
     claim: &ClaimInput,
     approval: Option<&WorkApprovalRecord>,
     request: Option<&WorkRequestRecord>,
     existing: Option<&AuthorityRecord>,
 ) -> Option<ClaimOutcome> {
-    if let Some(existing) = existing {
-        return Some(ClaimOutcome::Spent(existing.clone()));
-    }
     let deny = |reason| Some(ClaimOutcome::Denied(reason));
     let (Some(approval), Some(request)) = (approval, request) else { return deny(DenyReason::UnknownApproval) };
     if approval.request_id != claim.request_id
@@ -456,6 +476,9 @@ pub fn decide_claim(
     }
     if claim.at >= approval.expires_at {
         return deny(DenyReason::Expired);
+    }
+    if let Some(existing) = existing {
+        return Some(ClaimOutcome::Spent(existing.clone()));
     }
     if request.status != WorkStatus::Approved {
         return deny(DenyReason::NotApproved);
@@ -502,13 +525,19 @@ pub(crate) fn claim_audit(claim: &ClaimInput, outcome: &ClaimOutcome) -> AuditEn
     let input = serde_json::json!({
         "approval_id": claim.approval_id, "revision": claim.revision, "epoch": claim.epoch,
         "head_sha": claim.head_sha, "hub_id": claim.hub_id, "attempt_id": claim.attempt_id,
-        "owner_id": claim.owner_id,
+        "owner_id": claim.owner_id, "token_id": claim.token_id,
     });
     let (result, detail) = match outcome {
         ClaimOutcome::Issued(a) => (AuditOutcome::Approved, format!("authority {} issued to {}", a.id, a.attempt_id)),
-        ClaimOutcome::Spent(a) => {
-            (AuditOutcome::Blocked, format!("spent: authority {} was issued to {} before", a.id, a.attempt_id))
-        }
+        ClaimOutcome::Spent(a) => (
+            AuditOutcome::Blocked,
+            format!(
+                "spent: authority {} was issued to {} before ({})",
+                a.id,
+                a.attempt_id,
+                if a.claimed_by(&claim.token_id) { "same token" } else { "another token; not shown to it" }
+            ),
+        ),
         ClaimOutcome::Denied(reason) => (AuditOutcome::Blocked, format!("denied: {}", reason.as_str())),
     };
     audit(
@@ -530,7 +559,7 @@ pub(crate) const REQUEST_COLUMNS: &str =
 pub(crate) const APPROVAL_COLUMNS: &str =
     "id, request_id, revision, epoch, repository, pr_number, head_sha, scope, approved_by, approved_at, expires_at";
 /// Columns of `ledger_authorities`.
-pub(crate) const AUTHORITY_COLUMNS: &str = "id, approval_id, request_id, attempt_id, hub_id, issued_at";
+pub(crate) const AUTHORITY_COLUMNS: &str = "id, approval_id, request_id, attempt_id, hub_id, token_id, issued_at";
 /// Columns of `ledger_results`.
 pub(crate) const RESULT_COLUMNS: &str = "attempt_id, authority_id, outcome, evidence, reported_at, duplicates";
 
@@ -542,9 +571,9 @@ pub(crate) mod sql {
     /// Inserts an approval (11 values).
     pub const INSERT_APPROVAL: &str = "INSERT INTO ledger_approvals (id, request_id, revision, epoch, repository, \
         pr_number, head_sha, scope, approved_by, approved_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-    /// Inserts an authority (6 values).
+    /// Inserts an authority (7 values).
     pub const INSERT_AUTHORITY: &str = "INSERT INTO ledger_authorities (id, approval_id, request_id, attempt_id, \
-        hub_id, issued_at) VALUES (?, ?, ?, ?, ?, ?)";
+        hub_id, token_id, issued_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
     /// Inserts a result (6 values).
     pub const INSERT_RESULT: &str = "INSERT INTO ledger_results (attempt_id, authority_id, outcome, evidence, \
         reported_at, duplicates) VALUES (?, ?, ?, ?, ?, ?)";
@@ -691,6 +720,7 @@ pub(crate) mod rows {
             request_id: text(path, row, "request_id")?,
             attempt_id: text(path, row, "attempt_id")?,
             hub_id: text(path, row, "hub_id")?,
+            token_id: text(path, row, "token_id")?,
             issued_at: time(path, row, "issued_at")?,
         })
     }
@@ -831,6 +861,7 @@ pub(crate) async fn claim_in(tx: &mut dyn LedgerTx, claim: &ClaimInput) -> Resul
         request_id: request.id.clone(),
         attempt_id: claim.attempt_id.clone(),
         hub_id: claim.hub_id.clone(),
+        token_id: claim.token_id.clone(),
         issued_at: claim.at,
     };
     tx.insert_authority(&authority).await?;
@@ -852,6 +883,10 @@ pub(crate) async fn result_in(
     };
     if !owner_matches {
         return Ok((ResultOutcome::UnknownAuthority, None));
+    }
+    // Before the attempt check, so that another token does not learn the attempt id either.
+    if !authority.claimed_by(&input.token_id) {
+        return Ok((ResultOutcome::OtherToken, Some(authority.request_id)));
     }
     if authority.attempt_id != input.attempt_id {
         return Ok((ResultOutcome::WrongAttempt(authority.attempt_id), Some(authority.request_id)));
@@ -942,6 +977,9 @@ pub(crate) fn result_audit(input: &ResultInput, request_id: Option<&str>, outcom
             (AuditOutcome::Blocked, format!("duplicate report ignored (on record: {})", result.outcome))
         }
         ResultOutcome::UnknownAuthority => (AuditOutcome::Blocked, "refused: unknown authority".into()),
+        ResultOutcome::OtherToken => {
+            (AuditOutcome::Blocked, "refused: the authority was claimed with another bearer token".into())
+        }
         ResultOutcome::WrongAttempt(expected) => {
             (AuditOutcome::Blocked, format!("refused: the authority was issued to attempt {expected}"))
         }
@@ -950,7 +988,7 @@ pub(crate) fn result_audit(input: &ResultInput, request_id: Option<&str>, outcom
         &input.owner_id,
         request_id.unwrap_or(""),
         "ledger_result",
-        serde_json::json!({"authority_id": input.authority_id, "outcome": input.outcome}),
+        serde_json::json!({"authority_id": input.authority_id, "outcome": input.outcome, "token_id": input.token_id}),
         result,
         "",
         &input.attempt_id,

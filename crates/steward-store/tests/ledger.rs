@@ -61,6 +61,7 @@ fn claim(a: &WorkApprovalRecord, hub: &str) -> ClaimInput {
         head_sha: a.head_sha.clone(),
         owner_id: OWNER.into(),
         hub_id: hub.into(),
+        token_id: format!("tok_{hub}"),
         attempt_id: new_id("att_"),
         at: Utc::now(),
     }
@@ -228,6 +229,7 @@ both! {
             authority_id: authority.id.clone(),
             attempt_id: "att_other".into(),
             owner_id: OWNER.into(),
+            token_id: c.token_id.clone(),
             outcome: "completed".into(),
             evidence: r#"{"checks":[]}"#.into(),
             at: Utc::now(),
@@ -281,5 +283,80 @@ both! {
         assert_eq!(seen, expected);
         assert!(!seen.contains(&short.id) && !seen.contains(&taken.id));
         assert!(ledger.ledger_candidates("web:0123456789abcdef", None, 10, now).await.unwrap().is_empty());
+    }
+}
+
+both! {
+    #[tokio::test]
+    async fn an_authority_belongs_to_the_token_that_claimed_it(db: Db) {
+        let store = db.open().await;
+        let ledger = store.ledger().unwrap();
+        let (r, a) = approved(store.as_ref(), Duration::hours(1)).await;
+        let mine = claim(&a, "hub:one");
+        let ClaimOutcome::Issued(authority) = ledger.claim_approval(&mine).await.unwrap() else { panic!() };
+        assert_eq!((authority.token_id.as_str(), authority.hub_id.as_str()), ("tok_hub:one", "hub:one"));
+        assert!(authority.claimed_by("tok_hub:one") && !authority.claimed_by("tok_hub:two") && !authority.claimed_by(""));
+        assert_eq!(ledger.authority_of(&a.id).await.unwrap(), Some(authority.clone()));
+        // Another token of the same owner sees it spent, but it is not its own.
+        let ClaimOutcome::Spent(spent) = ledger.claim_approval(&claim(&a, "hub:two")).await.unwrap() else { panic!() };
+        assert!(!spent.claimed_by("tok_hub:two"));
+        // ... and cannot report its result, even knowing the attempt id.
+        let mut report = ResultInput {
+            authority_id: authority.id.clone(),
+            attempt_id: mine.attempt_id.clone(),
+            owner_id: OWNER.into(),
+            token_id: "tok_hub:two".into(),
+            outcome: "failed".into(),
+            evidence: "{}".into(),
+            at: Utc::now(),
+        };
+        assert_eq!(ledger.record_result(&report).await.unwrap(), ResultOutcome::OtherToken);
+        report.attempt_id = "att_other".into();
+        assert_eq!(ledger.record_result(&report).await.unwrap(), ResultOutcome::OtherToken, "no attempt id leaks");
+        assert_eq!(ledger.attempt_result(&mine.attempt_id).await.unwrap(), None);
+        assert_eq!(ledger.work_request(&r.id).await.unwrap().unwrap().status, WorkStatus::Claimed);
+        report.token_id = String::new();
+        assert_eq!(ledger.record_result(&report).await.unwrap(), ResultOutcome::OtherToken);
+        // The claiming token can.
+        report.token_id = "tok_hub:one".into();
+        report.attempt_id = mine.attempt_id.clone();
+        assert!(matches!(ledger.record_result(&report).await.unwrap(), ResultOutcome::Recorded { first: true, .. }));
+        assert_eq!(ledger.work_request(&r.id).await.unwrap().unwrap().status, WorkStatus::Failed);
+        // The audit records name the token ids, never a secret.
+        let records = store.audit_records(Some(&r.id)).await.unwrap();
+        let claims: Vec<_> = records.iter().filter(|a| a.entry.action == "ledger_claim").collect();
+        assert_eq!(claims[0].entry.input["token_id"], "tok_hub:one");
+        assert_eq!(claims[1].entry.input["token_id"], "tok_hub:two");
+        assert!(claims[1].entry.detail.contains("another token"), "{}", claims[1].entry.detail);
+        let results: Vec<_> = records.iter().filter(|a| a.entry.action == "ledger_result").collect();
+        assert_eq!(results.len(), 4);
+        assert_eq!(results[0].entry.input["token_id"], "tok_hub:two");
+        assert!(results[0].entry.detail.contains("another bearer token"), "{}", results[0].entry.detail);
+        assert_eq!(results[3].entry.input["token_id"], "tok_hub:one");
+    }
+}
+
+both! {
+    #[tokio::test]
+    async fn a_claim_replayed_after_revocation_or_expiry_is_denied_not_spent(db: Db) {
+        let store = db.open().await;
+        let ledger = store.ledger().unwrap();
+        // Revoked after the authority was issued: the same attempt's replay is denied.
+        let (r, a) = approved(store.as_ref(), Duration::hours(1)).await;
+        let c = claim(&a, "hub:one");
+        let ClaimOutcome::Issued(authority) = ledger.claim_approval(&c).await.unwrap() else { panic!() };
+        assert_eq!(ledger.claim_approval(&c).await.unwrap(), ClaimOutcome::Spent(authority));
+        assert!(matches!(ledger.revoke_work_request(&r.id, OWNER, Utc::now()).await.unwrap(), RevokeOutcome::Revoked(_)));
+        assert_eq!(ledger.claim_approval(&c).await.unwrap(), ClaimOutcome::Denied(DenyReason::Revoked));
+        // Expired after the authority was issued: likewise.
+        let (_, a) = approved(store.as_ref(), Duration::hours(1)).await;
+        let mut c = claim(&a, "hub:one");
+        let ClaimOutcome::Issued(_) = ledger.claim_approval(&c).await.unwrap() else { panic!() };
+        c.at = a.expires_at;
+        assert_eq!(ledger.claim_approval(&c).await.unwrap(), ClaimOutcome::Denied(DenyReason::Expired));
+        // A replay with changed pins is denied by the pin, not answered spent.
+        c.at = Utc::now();
+        c.head_sha = "f".repeat(40);
+        assert_eq!(ledger.claim_approval(&c).await.unwrap(), ClaimOutcome::Denied(DenyReason::HeadMismatch));
     }
 }

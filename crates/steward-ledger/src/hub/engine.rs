@@ -1,5 +1,13 @@
 //! The hub loop (SPEC H2–H4): discover candidates, journal the intent, claim, check the forge,
-//! launch once, record evidence, report, acknowledge — each step journaled before it is taken.
+//! confirm the authority is still live, launch once, record evidence, report, acknowledge —
+//! each step journaled before it is taken.
+//!
+//! A claim answer is taken as this attempt's authority when it is `issued` to this attempt, or
+//! `spent` naming this attempt (an earlier, deferred claim of the same attempt took it); the
+//! latter must also pass the hub's own checks of the journaled pins and the expiry. Right
+//! before launching, the hub sends the same claim again (same attempt id, every pin): only an
+//! answer naming this attempt's authority lets the job start; `denied` (the owner revoked the
+//! request, or the approval expired, after the authority was issued) starts nothing.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -299,12 +307,16 @@ impl Hub {
                     AuthorityOutcome::Issued if ours && resp.authority_id.is_some() => {
                         (AuthorityOutcome::Issued, resp.authority_id.clone(), reason)
                     }
-                    // Our own earlier (deferred) claim already took the authority.
+                    // Our own earlier (deferred) claim already took the authority: taken as ours only
+                    // when the journaled pins still hold and the approval has not expired.
                     AuthorityOutcome::Spent
                         if resp.attempt_id.as_deref() == Some(row.attempt_id.as_str())
                             && resp.authority_id.is_some() =>
                     {
-                        (AuthorityOutcome::Issued, resp.authority_id.clone(), reason)
+                        match self.unusable(&row) {
+                            None => (AuthorityOutcome::Issued, resp.authority_id.clone(), reason),
+                            Some(why) => (AuthorityOutcome::Denied, None, Some(why.to_string())),
+                        }
                     }
                     AuthorityOutcome::Spent => (AuthorityOutcome::Spent, None, reason),
                     AuthorityOutcome::Denied => (AuthorityOutcome::Denied, None, reason),
@@ -440,6 +452,13 @@ impl Hub {
             return self.hold(row, JournalState::Claimed, "expired_before_launch").await;
         }
 
+        // The authority may have died since it was issued (the owner revoked the request, the
+        // approval expired by the ledger's clock): the same claim, sent again, must still name
+        // this attempt's authority. Anything else starts nothing.
+        if let Some(handled) = self.confirm(&row).await? {
+            return Ok(handled);
+        }
+
         // Journal `launching` (with the run id chosen now) before anything starts.
         let run_id = new_id("run_");
         let mut launching = row.clone();
@@ -557,6 +576,66 @@ impl Hub {
                 Ok(None)
             }
         }
+    }
+
+    /// Why a journaled row must not be acted on by this hub's own checks (the same ones a new
+    /// candidate passes): `repository_not_configured`, `invalid_pins` or `expired`; `None`
+    /// when it may.
+    fn unusable(&self, row: &JournalRecord) -> Option<&'static str> {
+        if !self.settings.repos.contains_key(&row.repository) {
+            return Some("repository_not_configured");
+        }
+        if !forge::is_sha(&row.head_sha) || row.pr_number == 0 {
+            return Some("invalid_pins");
+        }
+        if row.expires_at <= Utc::now() {
+            return Some("expired");
+        }
+        None
+    }
+
+    /// Sends the claim of a `claimed` row again (same attempt id, every pin) right before
+    /// launching. `None` when the ledger still names this attempt's authority; otherwise what
+    /// became of the row: `denied` with the ledger's reason (journaled `denied`, nothing runs),
+    /// or held `authority_unconfirmed` when there is no usable answer.
+    async fn confirm(&self, row: &JournalRecord) -> Result<Option<Handled>, HubError> {
+        let claim = ClaimRequest {
+            approval_id: row.approval_id.clone(),
+            request_id: row.request_id.clone(),
+            revision: row.revision,
+            epoch: row.epoch,
+            head_sha: row.head_sha.clone(),
+            hub_id: self.settings.hub_id.clone(),
+            attempt_id: row.attempt_id.clone(),
+        };
+        let reason = match self.client.claim(&claim).await {
+            Ok(resp)
+                if matches!(resp.outcome, AuthorityOutcome::Spent | AuthorityOutcome::Issued)
+                    && resp.attempt_id.as_deref() == Some(row.attempt_id.as_str())
+                    && resp.authority_id.is_some()
+                    && resp.authority_id == row.authority_id =>
+            {
+                return Ok(None);
+            }
+            Ok(resp) if resp.outcome == AuthorityOutcome::Denied => resp
+                .reason
+                .as_deref()
+                .map(|r| if CLAIM_REASONS.contains(&r) { r.to_string() } else { "other".to_string() })
+                .unwrap_or_else(|| "denied".to_string()),
+            Ok(_) => return self.hold(row.clone(), JournalState::Claimed, "authority_unconfirmed").await.map(Some),
+            Err(e) => {
+                tracing::warn!(attempt = %row.attempt_id, failure = e.code(), "authority not confirmed; held");
+                return self.hold(row.clone(), JournalState::Claimed, "authority_unconfirmed").await.map(Some);
+            }
+        };
+        let mut next = row.clone();
+        next.state = JournalState::Denied;
+        next.note = Some(reason.clone());
+        next.updated_at = Utc::now();
+        if !self.journal.journal_update(&next, JournalState::Claimed).await? {
+            return Ok(Some(Handled::Held("journal_conflict".into())));
+        }
+        Ok(Some(Handled::Denied(reason)))
     }
 
     async fn hold(&self, row: JournalRecord, from: JournalState, reason: &str) -> Result<Handled, HubError> {

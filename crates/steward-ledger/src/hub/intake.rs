@@ -3,8 +3,9 @@
 //! Every response is distrusted until it has passed, in order: no redirect (a 3xx is an
 //! error, never followed), a status the endpoint may answer, a body of at most
 //! [`MAX_RESPONSE_BYTES`] (read as a stream, reading stops past the limit), no copy of the
-//! hub's own bearer credential anywhere in the body, and typed parsing into the
-//! [`crate::wire`] types, which refuse unknown fields. No proxy is used (environment proxy
+//! hub's own bearer credential anywhere in the body (neither in its bytes nor in any string or
+//! key once JSON escapes are decoded), and typed parsing into the [`crate::wire`] types, which
+//! refuse unknown fields. No proxy is used (environment proxy
 //! settings are ignored). Errors are fixed codes ([`IntakeError`]); the server's own text is
 //! never copied into an error or a log line.
 
@@ -43,6 +44,12 @@ impl HubToken {
 
     fn expose(&self) -> &str {
         &self.0
+    }
+
+    /// `base` with this token added to its known secret values, so that the token is replaced by
+    /// `[REDACTED]` wherever that redactor is applied (a job's task, its events, its answer).
+    pub fn redacting(&self, base: &steward_policy::Redactor) -> steward_policy::Redactor {
+        base.clone().with_values([self.0.clone()])
     }
 }
 
@@ -289,10 +296,21 @@ async fn read_limited(response: reqwest::Response) -> Result<Vec<u8>, IntakeErro
     Ok(body)
 }
 
-/// The checks on a complete body: no echo of `credential`, then typed parsing.
+/// The checks on a complete body: no echo of `credential` in its bytes, nor in any string or
+/// object key of the JSON once decoded (a JSON escape such as `\u0073` cannot hide it), then
+/// typed parsing. Errors: [`IntakeError::CredentialEcho`], [`IntakeError::UnknownField`],
+/// [`IntakeError::Malformed`].
 pub fn check_body<T: DeserializeOwned>(body: &[u8], credential: &str) -> Result<T, IntakeError> {
     if !credential.is_empty() && contains(body, credential.as_bytes()) {
         return Err(IntakeError::CredentialEcho);
+    }
+    if !credential.is_empty() {
+        // A body that is not JSON at all is refused by the typed parse below.
+        if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body)
+            && holds(&value, credential)
+        {
+            return Err(IntakeError::CredentialEcho);
+        }
     }
     serde_json::from_slice(body).map_err(|e| {
         // serde's own message (never the server's text) tells an unknown field apart.
@@ -302,6 +320,27 @@ pub fn check_body<T: DeserializeOwned>(body: &[u8], credential: &str) -> Result<
             IntakeError::Malformed
         }
     })
+}
+
+/// True when a decoded string or object key anywhere in `value` contains `needle`.
+fn holds(value: &serde_json::Value, needle: &str) -> bool {
+    use serde_json::Value;
+    // Iterative, so that a deeply nested body cannot exhaust the stack.
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::String(s) if s.contains(needle) => return true,
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => {
+                if map.keys().any(|k| k.contains(needle)) {
+                    return true;
+                }
+                pending.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -355,5 +394,20 @@ mod tests {
         assert_eq!(check_body::<CandidatePage>(b"<html>", "tok").unwrap_err(), IntakeError::Malformed);
         let echo = br#"{"items":[],"next_cursor":"tok"}"#;
         assert_eq!(check_body::<CandidatePage>(echo, "tok").unwrap_err(), IntakeError::CredentialEcho);
+        // Escaped, in a value or in a key: decoded first, then refused.
+        let escaped = br#"{"items":[],"next_cursor":"x-\u0073tw_secret1"}"#;
+        assert_eq!(check_body::<CandidatePage>(escaped, "stw_secret1").unwrap_err(), IntakeError::CredentialEcho);
+        let key = br#"{"items":[],"next_cursor":null,"\u0073tw_secret1":1}"#;
+        assert_eq!(check_body::<CandidatePage>(key, "stw_secret1").unwrap_err(), IntakeError::CredentialEcho);
+        let nested = br#"{"items":[{"approval":{},"text":["a","st\u0077_secret1"]}],"next_cursor":null}"#;
+        assert_eq!(check_body::<CandidatePage>(nested, "stw_secret1").unwrap_err(), IntakeError::CredentialEcho);
+    }
+
+    #[test]
+    fn the_token_is_redacted_by_a_jobs_redactor() {
+        let token = HubToken::new("stw_0123456789abcdef0123").unwrap();
+        let redactor = token.redacting(&steward_policy::Redactor::new(Vec::<String>::new()));
+        let out = redactor.redact("summarise; the key is stw_0123456789abcdef0123 ok");
+        assert!(!out.contains("stw_0123456789abcdef0123") && out.contains(steward_policy::REDACTED), "{out}");
     }
 }

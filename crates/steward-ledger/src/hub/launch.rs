@@ -109,6 +109,9 @@ pub struct RunLauncher {
     pub overrides: PlannerOverrides,
     /// The owner the runs belong to (`local:<user>`).
     pub owner_id: String,
+    /// The hub's bearer credential: added to each run's redactor, so that it never reaches the
+    /// model, the run's task, events or answer, or the store.
+    pub hub_token: super::intake::HubToken,
 }
 
 impl RunLauncher {
@@ -182,16 +185,14 @@ impl Launcher for RunLauncher {
             run_id: Some(job.run_id.clone()),
             roles: None,
         };
-        let run = steward_core::run_task(&self.runtime, request).await.map_err(|e| match e {
+        let runtime =
+            Runtime { redactor: Arc::new(self.hub_token.redacting(&self.runtime.redactor)), ..self.runtime.clone() };
+        let run = steward_core::run_task(&runtime, request).await.map_err(|e| match e {
             steward_core::RunError::Config(_) => "the run's configuration was refused".to_string(),
             steward_core::RunError::Storage(_) => "the run could not be stored".to_string(),
         })?;
         let mut environment = environment;
         environment.push(("provider".to_string(), run.provider.clone()));
-        Ok(JobEnd {
-            status: run.status,
-            summary: run.final_text.map(|t| self.runtime.redactor.redact(&t)),
-            environment,
-        })
+        Ok(JobEnd { status: run.status, summary: run.final_text.map(|t| runtime.redactor.redact(&t)), environment })
     }
 }

@@ -48,6 +48,10 @@ pub struct Ledger {
     pub claim_delay: Option<std::time::Duration>,
     /// Answer the next N claims with 503 before looking at them.
     pub unavailable_claims: u32,
+    /// Process the next N claims, then answer 503 (as a proxy in front of the ledger might).
+    pub unavailable_after_claims: u32,
+    /// Revoke an approval right after its authority was issued.
+    pub revoke_after_issue: bool,
     /// Every claim's attempt id, in order.
     pub claim_attempts: Vec<String>,
     /// Answer the next N listings with 429 and `Retry-After: 1`.
@@ -161,6 +165,11 @@ async fn claim(State(s): State<Shared>, headers: HeaderMap, Json(c): Json<ClaimR
         return status(StatusCode::SERVICE_UNAVAILABLE);
     }
     let lose = l.lose_claim_answers;
+    let unavailable_after = l.unavailable_after_claims > 0;
+    if unavailable_after {
+        l.unavailable_after_claims -= 1;
+    }
+    let revoke_after_issue = l.revoke_after_issue;
     let Some(e) = l.entries.iter_mut().find(|e| e.approval.id == c.approval_id) else {
         return Json(ClaimResponse {
             outcome: AuthorityOutcome::Denied,
@@ -196,6 +205,7 @@ async fn claim(State(s): State<Shared>, headers: HeaderMap, Json(c): Json<ClaimR
     } else {
         let ath = format!("ath_{:016x}", rand_u64());
         e.authority = Some((ath.clone(), c.attempt_id.clone()));
+        e.revoked = revoke_after_issue;
         ClaimResponse {
             outcome: AuthorityOutcome::Issued,
             authority_id: Some(ath),
@@ -205,6 +215,9 @@ async fn claim(State(s): State<Shared>, headers: HeaderMap, Json(c): Json<ClaimR
     };
     if lose {
         return status(StatusCode::BAD_GATEWAY);
+    }
+    if unavailable_after {
+        return status(StatusCode::SERVICE_UNAVAILABLE);
     }
     Json(answer).into_response()
 }

@@ -107,6 +107,7 @@ impl LedgerTx for Tx<'_> {
             .bind(&a.request_id)
             .bind(&a.attempt_id)
             .bind(&a.hub_id)
+            .bind(&a.token_id)
             .bind(timestamp_text(&a.issued_at))
             .execute(&mut *self.conn)
             .await

@@ -1,0 +1,6 @@
+-- Mirrors migrations/sqlite/0010_ledger_authority_token.sql: the bearer token that claimed
+-- each authority (its id, never its secret). Only the same token may report the authority's
+-- result or learn, from a later claim, which attempt holds it. Authorities issued before this
+-- column existed keep '' and take no result report.
+
+ALTER TABLE ledger_authorities ADD COLUMN IF NOT EXISTS token_id TEXT NOT NULL DEFAULT '';
