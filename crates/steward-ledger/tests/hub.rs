@@ -277,6 +277,7 @@ async fn a_hub_without_a_model_refuses_to_start() {
         user_config_dir: Some(state.path().join("no-config")),
         overrides: PlannerOverrides::default(),
         owner_id: "local:test".into(),
+        hub_token: HubToken::new(TOKEN).unwrap(),
     };
     let refused = launcher.check_planner().unwrap_err();
     assert!(refused.contains("needs a model"), "{refused}");
