@@ -15,7 +15,7 @@ use std::os::unix::process::ExitStatusExt;
 use common::{Env, code, stderr, stdout};
 use std::sync::Arc;
 
-use sqlx::{ConnectOptions, Connection};
+use sqlx::Connection;
 use steward_store::{JournalState, JournalStore, PgStore, SqliteStore, Store, StoreOptions};
 
 const ROUNDS: u64 = 20;
@@ -48,37 +48,8 @@ async fn hub_env() -> Hub {
 /// schema first on the search path; `None` (with a notice) when it cannot be reached, unless
 /// `CI` is set.
 async fn pg_schema() -> Option<String> {
-    let base = std::env::var("STEWARD_TEST_DATABASE_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_string());
-    let name = steward_store::new_id("t_");
-    let created = async {
-        let connect = base.parse::<sqlx::postgres::PgConnectOptions>().map_err(|e| e.to_string())?;
-        let mut conn = tokio::time::timeout(
-            std::time::Duration::from_secs(5),
-            sqlx::postgres::PgConnection::connect_with(&connect.disable_statement_logging()),
-        )
-        .await
-        .map_err(|_| "no answer within 5 s".to_string())?
-        .map_err(|e| e.to_string())?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
-            .execute(&mut conn)
-            .await
-            .map_err(|e| e.to_string())?;
-        conn.close().await.map_err(|e| e.to_string())
-    }
-    .await;
-    if let Err(why) = created {
-        let shown = steward_store::redact_database_url(&base);
-        if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-            panic!("PostgreSQL at {shown} is unreachable ({why}); CI is set, so this test fails");
-        }
-        eprintln!("notice: PostgreSQL at {shown} is unreachable ({why}): skipping this PostgreSQL test");
-        return None;
-    }
-    let sep = if base.contains('?') { '&' } else { '?' };
-    Some(format!("{base}{sep}options[search_path]={name}"))
+    let (base, name) = steward_peers::fresh_postgres_schema().await?;
+    Some(steward_peers::with_search_path(&base, &name))
 }
 
 impl Hub {

@@ -22,11 +22,9 @@ use std::time::{Duration, Instant};
 
 use common::Env;
 use serde_json::{Value, json};
+use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
-use sqlx::{ConnectOptions, Connection};
 use steward_peers::free_port;
-
-const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 /// Lease lifetime and renewal interval the nodes run with, in seconds.
 const LEASE_TTL: &str = "3";
@@ -40,39 +38,13 @@ struct Schema {
 
 impl Schema {
     async fn create() -> Option<Schema> {
-        let base = std::env::var("STEWARD_TEST_DATABASE_URL")
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| DEFAULT_TEST_DATABASE_URL.to_string());
-        let name = steward_store::new_id("t_");
-        let created = async {
-            let connect = PgConnectOptions::from_str(&base).map_err(|e| e.to_string())?.disable_statement_logging();
-            let mut conn = tokio::time::timeout(Duration::from_secs(5), PgConnection::connect_with(&connect))
-                .await
-                .map_err(|_| "no answer within 5 s".to_string())?
-                .map_err(|e| e.to_string())?;
-            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
-                .execute(&mut conn)
-                .await
-                .map_err(|e| e.to_string())?;
-            conn.close().await.map_err(|e| e.to_string())
-        }
-        .await;
-        if let Err(why) = created {
-            let shown = steward_store::redact_database_url(&base);
-            if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-                panic!("PostgreSQL at {shown} is unreachable ({why}); CI is set, so this test fails");
-            }
-            eprintln!("notice: PostgreSQL at {shown} is unreachable ({why}): skipping this PostgreSQL test");
-            return None;
-        }
+        let (base, name) = steward_peers::fresh_postgres_schema().await?;
         Some(Schema { base, name })
     }
 
     /// The URL the nodes get: the test database with this schema first on the search path.
     fn url(&self) -> String {
-        let sep = if self.base.contains('?') { '&' } else { '?' };
-        format!("{}{sep}options[search_path]={}", self.base, self.name)
+        steward_peers::with_search_path(&self.base, &self.name)
     }
 
     /// The first column of every row of `sql`, run in the schema.

@@ -28,8 +28,6 @@ use steward_protocol::{ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{PgStore, RunRecord, RunStatus, Store, StoreOptions, new_id};
 
-const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
 /// A schema of its own, dropped when this is dropped.
 struct Schema {
     connect: PgConnectOptions,
@@ -38,32 +36,8 @@ struct Schema {
 
 impl Schema {
     async fn create() -> Option<Schema> {
-        let url = std::env::var("STEWARD_TEST_DATABASE_URL")
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| DEFAULT_TEST_DATABASE_URL.to_string());
-        let connect = PgConnectOptions::from_str(&url).unwrap().disable_statement_logging();
-        let name = new_id("t_");
-        let created = async {
-            let mut conn = tokio::time::timeout(Duration::from_secs(5), PgConnection::connect_with(&connect))
-                .await
-                .map_err(|_| "no answer within 5 s".to_string())?
-                .map_err(|e| e.to_string())?;
-            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
-                .execute(&mut conn)
-                .await
-                .map_err(|e| e.to_string())?;
-            conn.close().await.map_err(|e| e.to_string())
-        }
-        .await;
-        if let Err(why) = created {
-            let shown = steward_store::redact_database_url(&url);
-            if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-                panic!("PostgreSQL at {shown} is unreachable ({why}); CI is set, so this test fails");
-            }
-            eprintln!("notice: PostgreSQL at {shown} is unreachable ({why}): skipping this PostgreSQL test");
-            return None;
-        }
+        let (url, name) = steward_peers::fresh_postgres_schema().await?;
+        let connect = PgConnectOptions::from_str(&url).ok()?.disable_statement_logging();
         Some(Schema { connect, name })
     }
 

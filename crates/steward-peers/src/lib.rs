@@ -1,7 +1,8 @@
 //! Test support: the real third-party servers Steward's tests talk to, each started on a free
 //! loopback port and killed when dropped. Their programs come from `.ci/peers.sh` through
 //! environment variables (`scripts/test.sh` sets them); a test that needs one and finds it
-//! unset fails with a message saying so.
+//! unset fails with a message saying so. PostgreSQL tests get a fresh schema of the local test
+//! database ([`fresh_postgres_schema`]).
 #![deny(missing_docs)]
 
 use std::net::{TcpListener, TcpStream};
@@ -99,4 +100,54 @@ pub fn aimock(fixtures: serde_json::Value, api_key: Option<&str>) -> Peer {
 fn write_json(path: &Path, value: &serde_json::Value) {
     let bytes = serde_json::to_vec(value).unwrap_or_else(|e| panic!("fixtures: {e}"));
     std::fs::write(path, bytes).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
+/// The test database: `$STEWARD_TEST_DATABASE_URL`, else the local server
+/// (`postgres://postgres@127.0.0.1:5432/test`, trust auth).
+pub fn test_database_url() -> String {
+    std::env::var("STEWARD_TEST_DATABASE_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_string())
+}
+
+/// A fresh schema `t_<16 hex>` in the test database ([`test_database_url`]):
+/// `Some((database url, schema name))`. When PostgreSQL cannot be reached within 5 s it prints
+/// a notice and gives `None` (the test skips itself) — unless `CI` is set, where it panics:
+/// PostgreSQL tests fail rather than skip in CI.
+pub async fn fresh_postgres_schema() -> Option<(String, String)> {
+    use sqlx::{ConnectOptions, Connection};
+    let base = test_database_url();
+    let name = steward_store::new_id("t_");
+    let created = async {
+        let connect = base.parse::<sqlx::postgres::PgConnectOptions>().map_err(|e| e.to_string())?;
+        let mut conn = tokio::time::timeout(
+            Duration::from_secs(5),
+            sqlx::postgres::PgConnection::connect_with(&connect.disable_statement_logging()),
+        )
+        .await
+        .map_err(|_| "no answer within 5 s".to_string())?
+        .map_err(|e| e.to_string())?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}")))
+            .execute(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        conn.close().await.map_err(|e| e.to_string())
+    }
+    .await;
+    if let Err(why) = created {
+        let shown = steward_store::redact_database_url(&base);
+        if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+            panic!("PostgreSQL at {shown} is unreachable ({why}); CI is set, so this test fails");
+        }
+        eprintln!("notice: PostgreSQL at {shown} is unreachable ({why}): skipping this PostgreSQL test");
+        return None;
+    }
+    Some((base, name))
+}
+
+/// `base` with `schema` first on the search path (`options[search_path]=…`, sqlx's URL form).
+pub fn with_search_path(base: &str, schema: &str) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}options[search_path]={schema}")
 }
