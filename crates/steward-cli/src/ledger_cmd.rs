@@ -187,6 +187,11 @@ async fn list(limit: u32, json: bool) -> Result<u8> {
                     a.expires_at.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S"),
                     a.id
                 );
+                if let Some(authority) = ledger.authority_of(&a.id).await?
+                    && let Some(result) = ledger.attempt_result(&authority.attempt_id).await?
+                {
+                    println!("    {}", result_line(&authority.hub_id, &result));
+                }
             }
         }
     }
@@ -194,6 +199,20 @@ async fn list(limit: u32, json: bool) -> Result<u8> {
         println!("no work requests (file one with `steward ledger request --repo R --pr N`)");
     }
     Ok(0)
+}
+
+/// One line on an attempt's reported result: hub, outcome and the start of the summary (the
+/// hub's text: control characters dropped, at most 200 chars).
+fn result_line(hub_id: &str, result: &steward_store::ledger::ResultRecord) -> String {
+    let evidence: Option<steward_ledger::wire::Evidence> = serde_json::from_str(&result.evidence).ok();
+    let summary: String = evidence
+        .and_then(|e| e.summary)
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    format!("{} by {} (attempt {}): {}", result.outcome, hub_id, result.attempt_id, summary.trim())
 }
 
 fn approval_line(a: &WorkApprovalRecord) -> String {

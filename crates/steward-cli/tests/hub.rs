@@ -365,6 +365,12 @@ async fn the_hub_serves_the_real_ledger_of_steward_serve() {
         |id: &str| listed.iter().find(|l| l["request"]["id"] == id).map(|l| l["request"]["status"].clone()).unwrap();
     assert_eq!(status_of(&ids[0]), "completed");
     assert_eq!(status_of(&ids[1]), "revoked");
+    let out = env.steward(&["ledger", "list"]);
+    assert!(
+        stdout(&out).contains("completed by hub:") && stdout(&out).contains("Summary: adds feature.txt."),
+        "{}",
+        stdout(&out)
+    );
 
     // The moved head is held; the owner resolves it.
     let out = env.steward(&["ledger", "held", "--json"]);

@@ -31,7 +31,7 @@ use minijinja::context;
 use serde::Deserialize;
 use steward_ledger::wire::{
     ApproveWorkRequest, AttemptOutcome, AuthorityOutcome, Candidate, CandidatePage, ClaimRequest, ClaimResponse,
-    NewWorkRequest, RequestStatus, ResultAck, ResultReport, WorkApproval, WorkKind, WorkRequest, WorkScope,
+    Evidence, NewWorkRequest, RequestStatus, ResultAck, ResultReport, WorkApproval, WorkKind, WorkRequest, WorkScope,
 };
 use steward_mcp::mcp_server::{Caller, Scope};
 use steward_store::ledger::{
@@ -924,6 +924,9 @@ pub async fn ledger_page(State(state): State<AppState>, Extension(session): Exte
             },
             None => None,
         };
+        // The evidence was checked against the wire shape when it was reported; an unreadable
+        // one shows no summary rather than failing the page.
+        let evidence: Option<Evidence> = result.as_ref().and_then(|r| serde_json::from_str(&r.evidence).ok());
         rows.push(context! {
             id => &r.id, revision => r.revision, epoch => r.epoch, kind => &r.kind, repository => &r.repository,
             pr_number => r.pr_number, text => &r.text, status => r.status.as_str(), created_at => when(&r.created_at),
@@ -933,6 +936,9 @@ pub async fn ledger_page(State(state): State<AppState>, Extension(session): Exte
             hub_id => authority.as_ref().map(|a| a.hub_id.clone()),
             attempt_id => authority.as_ref().map(|a| a.attempt_id.clone()),
             outcome => result.as_ref().map(|r| r.outcome.clone()),
+            summary => evidence.as_ref().and_then(|e| e.summary.clone()),
+            tested_sha => evidence.as_ref().and_then(|e| e.tested_sha.clone()),
+            run_id => evidence.as_ref().and_then(|e| e.run_id.clone()),
         });
     }
     render(

@@ -353,6 +353,11 @@ async fn results_are_idempotent_per_attempt() {
     let (_, request) =
         s.call(&alice, "GET", &format!("/api/ledger/requests/{}", request["id"].as_str().unwrap()), None).await;
     assert_eq!(request["status"], "completed");
+    // The owner sees the first report's summary and tested commit on the Ledger page.
+    let Client::Browser { cookie, .. } = &alice else { unreachable!() };
+    let page = Request::get("/ledger").header(header::COOKIE, cookie).body(Body::empty()).unwrap();
+    let html = body_text(s.app.clone().oneshot(page).await.unwrap()).await;
+    assert!(html.contains("It adds a flag.") && html.contains(HEAD) && html.contains("run_1"), "{html}");
     let (status, body) =
         s.call(&hub, "POST", "/api/ledger/authorities/ath_missing/result", Some(report("att_1", "failed"))).await;
     assert_eq!((status, class(&body)), (StatusCode::NOT_FOUND, "not_found"));
