@@ -1,12 +1,14 @@
 //! `argv` rules (SPEC C1, T4): per-element globs over the parsed argv of a simple command,
 //! compiled once, with their `match` / `not_match` examples checked at load time.
 
+use std::borrow::Cow;
+
 use globset::{GlobBuilder, GlobMatcher};
 use steward_protocol::DecisionKind;
 
 use crate::config::{ArgvExample, RuleConfig};
 use crate::gate::PolicyError;
-use crate::programs::subcommand_args;
+use crate::programs::options::{Unsure, global_options};
 use crate::shell::{self, SimpleCommand};
 
 /// How a rule reads words it cannot know: an allow rule must be sure, a deny or ask rule
@@ -50,6 +52,18 @@ pub(crate) struct ArgvPattern {
     elements: Vec<Element>,
     /// The pattern ended in `**`.
     rest: bool,
+    /// The second element as written, unless it is `*` or `**`.
+    second: Option<String>,
+}
+
+/// How a rule matched a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Match {
+    /// The rule matches the command's words.
+    Sure,
+    /// A deny or ask rule about a subcommand, applied because the command's subcommand
+    /// cannot be known (see [`CommandView::unsure`]) and some word from there on fits it.
+    AsIfMatched,
 }
 
 /// A simple command as rules see it: the program name(s) and the arguments after the
@@ -59,12 +73,22 @@ pub(crate) struct CommandView<'a> {
     pub program: &'a str,
     /// Base name of `argv[0]` as written (differs from `program` for a link).
     pub spelled: &'a str,
-    /// Arguments after global options.
-    pub args: &'a [String],
+    /// Arguments after global options; options grouped with an operand option are split
+    /// out (`python -Bmpip` → `-m`, `pip`).
+    pub args: Cow<'a, [String]>,
     /// `dynamic` flags of `args`.
-    pub dynamic: &'a [bool],
+    pub dynamic: Cow<'a, [bool]>,
+    /// The arguments as written.
+    pub written: &'a [String],
+    /// `dynamic` flags of `written`.
+    pub written_dynamic: &'a [bool],
     /// The first risky global option used (`git -c`), if any.
     pub risky: Option<String>,
+    /// Why the subcommand cannot be known, and the index into `written` of the first word
+    /// that may be it (the unknown option or computed word).
+    pub unsure: Option<(Unsure, usize)>,
+    /// The program's operand options (`python -m`), which rules about a subcommand may start with.
+    operand_options: &'static [&'static str],
 }
 
 impl<'a> CommandView<'a> {
@@ -72,16 +96,42 @@ impl<'a> CommandView<'a> {
     pub(crate) fn new(cmd: &'a SimpleCommand) -> Option<CommandView<'a>> {
         let first = cmd.argv.first()?;
         let spelled = first.rsplit('/').find(|s| !s.is_empty()).unwrap_or(first);
-        let args = cmd.argv.get(1..).unwrap_or(&[]);
-        let dynamic = cmd.dynamic.get(1..).unwrap_or(&[]);
-        let (skip, risky) = subcommand_args(&cmd.program, args, dynamic);
+        let written = cmd.argv.get(1..).unwrap_or(&[]);
+        let written_dynamic = cmd.dynamic.get(1..).unwrap_or(&[]);
+        let options = global_options(&cmd.program, written, written_dynamic);
+        let skip = options.start.min(written.len());
+        let (args, dynamic) = match options.operand {
+            Some((option, value)) => {
+                let after = (skip + 1).min(written.len());
+                let mut args = vec![option];
+                let mut dynamic = vec![false];
+                if let Some(value) = value {
+                    args.push(value);
+                    dynamic.push(false);
+                }
+                args.extend_from_slice(&written[after..]);
+                dynamic.extend_from_slice(written_dynamic.get(after..).unwrap_or(&[]));
+                (Cow::Owned(args), Cow::Owned(dynamic))
+            }
+            None => (Cow::Borrowed(&written[skip..]), Cow::Borrowed(written_dynamic.get(skip..).unwrap_or(&[]))),
+        };
         Some(CommandView {
             program: &cmd.program,
             spelled,
-            args: &args[skip..],
-            dynamic: dynamic.get(skip..).unwrap_or(&[]),
-            risky,
+            args,
+            dynamic,
+            written,
+            written_dynamic,
+            risky: options.risky,
+            unsure: options.unsure.map(|why| (why, skip)),
+            operand_options: options.operand_options,
         })
+    }
+
+    /// The word from which the subcommand cannot be known, if it cannot.
+    pub(crate) fn unsure_word(&self) -> Option<(Unsure, &str)> {
+        let (why, at) = self.unsure?;
+        Some((why, self.written.get(at).map_or("", String::as_str)))
     }
 }
 
@@ -110,6 +160,7 @@ impl ArgvPattern {
         if program.contains('/') {
             return Err(bad("the program is matched by its base name; write `rm`, not `/bin/rm`"));
         }
+        let second = argv.get(1).filter(|e| *e != "*" && *e != "**").cloned();
         let mut elements = Vec::with_capacity(argv.len());
         let mut rest = false;
         for (index, element) in argv.iter().enumerate() {
@@ -127,28 +178,54 @@ impl ArgvPattern {
                 });
             }
         }
-        Ok(ArgvPattern { elements, rest })
+        Ok(ArgvPattern { elements, rest, second })
     }
 
-    /// True when the pattern matches `view`, read from `side`.
-    pub(crate) fn matches(&self, view: &CommandView<'_>, side: Side) -> bool {
-        let Some((program, elements)) = self.elements.split_first() else { return false };
+    /// How the pattern matches `view`, read from `side`, if it does. Sure: the words after
+    /// the global options, or the words as written, fit. As if matched (deny and ask rules
+    /// about a subcommand only, when the subcommand cannot be known): the words from any
+    /// position on from the first unknown word fit.
+    pub(crate) fn matches(&self, view: &CommandView<'_>, side: Side) -> Option<Match> {
+        let program = self.elements.first()?;
         if side == Side::Allow && view.risky.is_some() {
-            return false;
+            return None;
         }
         let program_ok = match side {
             Side::Allow => program.matches(view.program, false, side),
             Side::Strict => program.matches(view.program, false, side) || program.matches(view.spelled, false, side),
         };
         if !program_ok {
-            return false;
+            return None;
         }
-        let count_ok = if self.rest { view.args.len() >= elements.len() } else { view.args.len() == elements.len() };
+        if self.matches_at(&view.args, &view.dynamic, side)
+            || (view.args.as_ref() != view.written && self.matches_at(view.written, view.written_dynamic, side))
+        {
+            return Some(Match::Sure);
+        }
+        if side == Side::Strict
+            && let Some((_, from)) = view.unsure
+            && self.about_subcommand(view.operand_options)
+            && (from..view.written.len())
+                .any(|j| self.matches_at(&view.written[j..], view.written_dynamic.get(j..).unwrap_or(&[]), side))
+        {
+            return Some(Match::AsIfMatched);
+        }
+        None
+    }
+
+    /// Whether the rule names a subcommand: its second element is a word that is not an
+    /// option (`["cargo", "publish", "**"]`, `["cat", ".env"]`), or one of the program's
+    /// operand options (`["python", "-m", "pip", "**"]`). `["rm", "-rf", "**"]`,
+    /// `["ls", "**"]` and `["git", "*", "x"]` do not.
+    fn about_subcommand(&self, operand_options: &[&str]) -> bool {
+        self.second.as_deref().is_some_and(|s| !s.starts_with('-') || operand_options.contains(&s))
+    }
+
+    fn matches_at(&self, args: &[String], dynamic: &[bool], side: Side) -> bool {
+        let elements = self.elements.get(1..).unwrap_or(&[]);
+        let count_ok = if self.rest { args.len() >= elements.len() } else { args.len() == elements.len() };
         count_ok
-            && elements
-                .iter()
-                .zip(view.args.iter().zip(view.dynamic))
-                .all(|(e, (arg, dynamic))| e.matches(arg, *dynamic, side))
+            && elements.iter().zip(args.iter().zip(dynamic)).all(|(e, (arg, dynamic))| e.matches(arg, *dynamic, side))
     }
 }
 
@@ -171,7 +248,7 @@ impl ArgvRule {
         for (examples, expected) in [(&rule.matches, true), (&rule.not_match, false)] {
             for example in examples {
                 let cmd = example_command(&rule.name, example)?;
-                let got = CommandView::new(&cmd).is_some_and(|v| compiled.matches(&v));
+                let got = CommandView::new(&cmd).is_some_and(|v| compiled.matches(&v).is_some());
                 if got != expected {
                     let message = if expected { "the rule does not match it" } else { "the rule matches it" };
                     return Err(PolicyError::Example {
@@ -185,8 +262,8 @@ impl ArgvRule {
         Ok(compiled)
     }
 
-    /// True when the rule matches `view` (read from the side of its decision).
-    pub(crate) fn matches(&self, view: &CommandView<'_>) -> bool {
+    /// How the rule matches `view` (read from the side of its decision), if it does.
+    pub(crate) fn matches(&self, view: &CommandView<'_>) -> Option<Match> {
         self.pattern.matches(view, Side::of(self.decision))
     }
 }

@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 
 use steward_protocol::{Decision, DecisionKind, RiskLevel};
 
-use crate::argv_rule::{ArgvRule, CommandView};
+use crate::argv_rule::{ArgvRule, CommandView, Match};
 use crate::gate::Policy;
 use crate::git_history::{prints_history, repository_reachable};
 use crate::git_programs::{log_shows_default_notes, option_runs_program, repository_runs_programs};
 use crate::paths::{Access, PathError, Workspace};
 use crate::programs::env_is_risky;
+use crate::programs::options::Unsure;
 use crate::secrets::is_secret_path;
 use crate::shell::{self, ShellError, SimpleCommand};
 
@@ -115,10 +116,15 @@ impl Policy {
                 reason: format!("`{shown}` only redirects."),
             },
             Some(view) => match self.strictest_rule(&view) {
-                Some(rule) => Verdict {
+                Some((rule, Match::Sure)) => Verdict {
                     kind: rule.decision,
                     rule: rule.name.clone(),
                     reason: format!("`{shown}`: policy rule `{}` {} it.", rule.name, verb(rule.decision)),
+                },
+                Some((rule, Match::AsIfMatched)) => Verdict {
+                    kind: rule.decision,
+                    rule: UNKNOWN_OPTION_RULE.into(),
+                    reason: as_if_matched(&shown, &view, rule),
                 },
                 None => Verdict {
                     kind: floor,
@@ -222,16 +228,44 @@ impl Policy {
         verdict
     }
 
-    /// The strictest matching `argv` rule, first among equals.
-    fn strictest_rule(&self, view: &CommandView<'_>) -> Option<&ArgvRule> {
-        let mut best: Option<&ArgvRule> = None;
+    /// The strictest matching `argv` rule and how it matched; among equals a sure match
+    /// wins, then the first.
+    fn strictest_rule(&self, view: &CommandView<'_>) -> Option<(&ArgvRule, Match)> {
+        let mut best: Option<(&ArgvRule, Match)> = None;
         for rule in &self.argv_rules {
-            if rule.matches(view) && best.is_none_or(|b| rule.decision > b.decision) {
-                best = Some(rule);
+            let Some(how) = rule.matches(view) else { continue };
+            let better = best.is_none_or(|(b, b_how)| {
+                rule.decision > b.decision
+                    || (rule.decision == b.decision && b_how == Match::AsIfMatched && how == Match::Sure)
+            });
+            if better {
+                best = Some((rule, how));
             }
         }
         best
     }
+}
+
+/// The rule reported when a deny or ask rule applies because the subcommand cannot be known.
+const UNKNOWN_OPTION_RULE: &str = "unknown_option_before_subcommand";
+
+/// Why `rule` applies to a command whose subcommand cannot be known.
+fn as_if_matched(shown: &str, view: &CommandView<'_>, rule: &ArgvRule) -> String {
+    let decision = if rule.decision == DecisionKind::Deny { "deny" } else { "ask" };
+    let (why, word) = view.unsure_word().unwrap_or((Unsure::UnknownOption, ""));
+    let program = view.program;
+    let cause = match why {
+        Unsure::UnknownOption => format!("`{program} {word}` is not a global option Steward knows"),
+        Unsure::Dynamic => format!("`{word}` is expanded at run time where `{program}`'s options or subcommand stand"),
+        Unsure::NoTable => {
+            format!("Steward knows no global options of `{program}` and `{word}` comes before its first operand")
+        }
+    };
+    format!(
+        "`{shown}`: {cause}, so which word is the subcommand cannot be known; the {decision} rule `{}` applies as \
+         if it matched.",
+        rule.name
+    )
 }
 
 fn verb(kind: DecisionKind) -> &'static str {

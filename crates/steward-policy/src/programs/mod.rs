@@ -1,11 +1,16 @@
 //! Everything Steward knows about particular programs, in one place: transparent wrappers
 //! and their options, shells whose `-c SCRIPT` is opened, builtins that run dynamic code,
-//! per-program global options skipped before a subcommand (git), and environment variables
-//! that change what a command runs.
+//! per-program global options read before a subcommand ([`options`], with the tables in
+//! `tables.rs`), and environment variables that change what a command runs.
 //!
 //! Option lists follow the programs' manuals: GNU coreutils `env`, `nice`, `timeout`,
 //! `nohup`, `stdbuf`; GNU `time`; findutils `xargs`; util-linux `setsid`; bash builtins
-//! `command`, `exec`, `builtin`, `time`; git(1) "OPTIONS".
+//! `command`, `exec`, `builtin`, `time`; each option table cites its program's manual.
+
+pub(crate) mod options;
+mod tables;
+
+pub(crate) use options::subcommand_args;
 
 /// A program that runs another program given on its command line.
 pub(crate) struct Wrapper {
@@ -154,87 +159,6 @@ pub(crate) fn runs_dynamic_code(program: &str) -> bool {
     DYNAMIC_CODE.contains(&program)
 }
 
-/// Global options a program accepts before its subcommand.
-pub(crate) struct OptionTable {
-    /// Program base name.
-    pub program: &'static str,
-    /// Options without a value.
-    pub flags: &'static [&'static str],
-    /// Options taking a value (next word, or `--long=value`, or `-xVALUE`).
-    pub with_value: &'static [&'static str],
-    /// Options that change what the subcommand runs (configuration, helper paths): an
-    /// allow rule never matches a command that uses one; deny and ask rules still do.
-    pub risky: &'static [&'static str],
-}
-
-const OPTION_TABLES: &[OptionTable] = &[OptionTable {
-    program: "git",
-    flags: &[
-        "-p",
-        "--paginate",
-        "-P",
-        "--no-pager",
-        "--bare",
-        "--no-replace-objects",
-        "--literal-pathspecs",
-        "--glob-pathspecs",
-        "--noglob-pathspecs",
-        "--icase-pathspecs",
-        "--no-optional-locks",
-        "--no-advice",
-        "--exec-path",
-        "--html-path",
-        "--man-path",
-        "--info-path",
-    ],
-    with_value: &[
-        "-C",
-        "-c",
-        "--git-dir",
-        "--work-tree",
-        "--namespace",
-        "--config-env",
-        "--super-prefix",
-        "--attr-source",
-        "--list-cmds",
-    ],
-    risky: &["-c", "--config-env", "--exec-path"],
-}];
-
-/// The arguments of `program` with its global options removed, as indices into `args`,
-/// plus the first risky option used. `dynamic[i]` says whether `args[i]` expands at run
-/// time; a computed word ends the options.
-pub(crate) fn subcommand_args(program: &str, args: &[String], dynamic: &[bool]) -> (usize, Option<String>) {
-    let Some(table) = OPTION_TABLES.iter().find(|t| t.program.eq_ignore_ascii_case(program)) else {
-        return (0, None);
-    };
-    let mut risky = None;
-    let mut k = 0;
-    while let Some(arg) = args.get(k) {
-        if dynamic.get(k).copied().unwrap_or(true) || !arg.starts_with('-') || arg == "-" {
-            break;
-        }
-        let name = option_name(arg);
-        let step = if table.flags.contains(&name) {
-            1
-        } else if table.with_value.contains(&name) {
-            if name.len() < arg.len() { 1 } else { 2 }
-        } else if let Some(short) = arg.get(..2)
-            && !arg.starts_with("--")
-            && table.with_value.contains(&short)
-        {
-            1
-        } else {
-            break;
-        };
-        if risky.is_none() && (table.risky.contains(&name) || arg.get(..2).is_some_and(|s| table.risky.contains(&s))) {
-            risky = Some(name.to_string());
-        }
-        k += step;
-    }
-    (k.min(args.len()), risky)
-}
-
 /// `--name=value` → `--name`; anything else unchanged.
 pub(crate) fn option_name(arg: &str) -> &str {
     if arg.starts_with("--") { arg.split_once('=').map_or(arg, |(name, _)| name) } else { arg }
@@ -295,31 +219,6 @@ pub(crate) fn env_is_risky(name: &str, value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn strings(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn git_global_options_are_skipped() {
-        let table = [
-            (&["-C", "dir", "push"][..], 2, None),
-            (&["-c", "k=v", "push"][..], 2, Some("-c")),
-            (&["--git-dir=x", "push"][..], 1, None),
-            (&["--git-dir", "x", "push"][..], 2, None),
-            (&["--no-pager", "-C", "d", "log"][..], 3, None),
-            (&["-Cdir", "push"][..], 1, None),
-            (&["--version"][..], 0, None),
-            (&["push", "-C"][..], 0, None),
-        ];
-        for (args, index, risky) in table {
-            let args = strings(args);
-            let dynamic = vec![false; args.len()];
-            let (k, r) = subcommand_args("git", &args, &dynamic);
-            assert_eq!((k, r.as_deref()), (index, risky), "{args:?}");
-        }
-        assert_eq!(subcommand_args("ls", &strings(&["-l"]), &[false]), (0, None));
-    }
 
     #[test]
     fn risky_environment_names() {
