@@ -283,6 +283,49 @@ fn policy_check_decides_without_running() {
     assert_eq!(v["rule"], "no_compensation");
 }
 
+/// A deny rule on a subcommand sees it behind global options (`cargo +nightly publish`), and
+/// applies strictly behind an option Steward does not know, through the real binary with a
+/// trusted workspace policy file.
+#[test]
+fn option_before_subcommand_is_judged_by_policy_check() {
+    let env = Env::new();
+    env.user_config("[shell]\nenabled = true\n");
+    env.write(
+        ".steward/policy.toml",
+        "[[policy.rule]]\nname = \"no-publish\"\ntool = \"shell_command\"\nargv = [\"cargo\", \"publish\", \"**\"]\n\
+         decision = \"deny\"\n[[policy.rule]]\nname = \"cargo\"\ntool = \"shell_command\"\nargv = [\"cargo\", \"**\"]\n\
+         decision = \"allow\"\n",
+    );
+    let trusted = env.steward(&["trust"]);
+    assert_eq!(code(&trusted), 0, "{}", stderr(&trusted));
+    let check = |line: &str| {
+        let args = serde_json::json!({ "command": line }).to_string();
+        let out = env.steward(&["policy", "check", "shell_command", "--args", &args, "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        serde_json::from_str::<serde_json::Value>(stdout(&out).trim()).unwrap()
+    };
+    for (line, decision, rule) in [
+        ("cargo publish", "deny", "no-publish"),
+        ("cargo +nightly publish", "deny", "no-publish"),
+        ("cargo --locked -Zunstable-options --color=never publish --dry-run", "deny", "no-publish"),
+        ("cargo --frobnicate publish", "deny", "unknown_option_before_subcommand"),
+        ("cargo +nightly build", "allow", "cargo"),
+    ] {
+        let v = check(line);
+        assert_eq!((v["decision"].as_str(), v["rule"].as_str()), (Some(decision), Some(rule)), "{line}: {v}");
+    }
+    let v = check("cargo --frobnicate publish");
+    let reason = v["reasons"][0].as_str().unwrap_or("");
+    assert!(
+        reason.contains("`cargo --frobnicate` is not a global option Steward knows")
+            && reason.contains("the deny rule `no-publish` applies as if it matched"),
+        "{v}"
+    );
+    // The human-readable form names the rule too.
+    let out = env.steward(&["policy", "check", "shell_command", "--args", "{\"command\":\"cargo +nightly publish\"}"]);
+    assert!(stdout(&out).starts_with("deny (rule `no-publish`"), "{}", stdout(&out));
+}
+
 #[test]
 fn rollback_undoes_a_runs_edits_and_never_clobbers_later_changes() {
     let env = Env::new();
