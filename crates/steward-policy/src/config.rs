@@ -126,9 +126,20 @@ impl std::fmt::Display for ArgvExample {
 /// - `*` matches exactly one element, `**` (last element only) any number, including none;
 /// - any other element is a glob over that one element (globset syntax, `/` matched
 ///   literally): `--format=*`, `src/**`, `*.tmp`;
-/// - for `git`, global options before the subcommand are skipped (`git -C dir push`,
-///   `git -c k=v push` and `git --git-dir=x push` all match `["git", "push", "**"]`); an
-///   allow rule never matches when `-c`, `--config-env` or `--exec-path` is used;
+/// - global options before the subcommand are skipped for the programs Steward has option
+///   tables for (git, cargo, rustup, npm, npx, pnpm, yarn, bun, pip, uv, python, docker,
+///   podman, kubectl, helm, terraform, tofu, make, go, gh, systemctl; each from its manual):
+///   `git -C dir push`, `cargo +nightly --locked publish`, `npm --prefix=x publish`,
+///   `kubectl -nprod delete` match `[PROGRAM, SUBCOMMAND, "**"]`; an option that changes
+///   what runs (`git -c`, `cargo --config`, `npm --userconfig`, `make -f`, `make VAR=x`, …)
+///   keeps every allow rule from matching. For `python`, `-m MODULE` and `-c CODE` stand
+///   where a subcommand would (`["python3", "-m", "pip", "**"]`);
+/// - when the subcommand cannot be known (an option the program's table does not list, a
+///   word expanded at run time among the options, or any option before the first operand
+///   of a program with no table), a deny or ask rule about a subcommand (its second element
+///   is a word not starting with `-`, or `python -m`/`-c`) applies as if it matched when
+///   its words fit from any later position (`cargo --frobnicate publish`), reported as
+///   `unknown_option_before_subcommand`; allow rules need a sure match;
 /// - deny and ask rules match case-insensitively and treat words expanded at run time
 ///   (`$X`, `$(…)`, globs) as matching any element; allow rules match case-sensitively and
 ///   let such words match only `*` / `**`.

@@ -60,8 +60,9 @@ pub(crate) struct GlobalOptions {
     pub risky: Option<String>,
     /// Set when the subcommand cannot be known from `start` on.
     pub unsure: Option<Unsure>,
-    /// When the word at `start` groups options ending in an operand option (`-Bm`, `-mpip`,
-    /// `-Ic CODE`): that option and its attached value, which rules see in place of the word.
+    /// When the word at `start` holds an operand option with other options or its value
+    /// (`-Bm`, `-mpip`, `-Ic CODE`, `--eval=CODE`): that option and its attached value, which
+    /// rules see in place of the word.
     pub operand: Option<(String, Option<String>)>,
     /// The operand options of the program's table (for deciding which rules are about a
     /// subcommand).
@@ -129,13 +130,22 @@ impl OptionTable {
         {
             return Step::Words(words, name);
         }
-        if let Some((head, _)) = arg.split_once('=')
-            && let Some(name) = self.listed(head)
-        {
-            return Step::Words(1, name);
+        if let Some((head, value)) = arg.split_once('=') {
+            if self.operand_options.contains(&head) {
+                return Step::Operand(head.to_string(), Some(value.to_string()));
+            }
+            if let Some(name) = self.listed(head) {
+                return Step::Words(1, name);
+            }
         }
         if arg.starts_with("--") || arg.len() <= 2 {
             return Step::Unknown;
+        }
+        if let Some(short) = arg.get(..2)
+            && !self.clusters
+            && self.operand_options.contains(&short)
+        {
+            return Step::Operand(short.to_string(), arg.get(2..).map(str::to_string));
         }
         if !self.clusters {
             // `-Cdir`: an attached value of a two-character option.
@@ -312,6 +322,10 @@ mod tests {
         assert_eq!((got.start, got.operand), (0, Some(("-m".into(), Some("pip".into())))));
         let got = read("python", "-I -c code");
         assert_eq!((got.start, got.operand), (1, None));
+        let got = read("bun", "--silent --eval=code");
+        assert_eq!((got.start, got.operand), (1, Some(("--eval".into(), Some("code".into())))));
+        let got = read("bun", "-ecode");
+        assert_eq!((got.start, got.operand), (0, Some(("-e".into(), Some("code".into())))));
     }
 
     #[test]
