@@ -89,6 +89,9 @@ pub(crate) struct CommandView<'a> {
     pub unsure: Option<(Unsure, usize)>,
     /// The program's operand options (`python -m`), which rules about a subcommand may start with.
     operand_options: &'static [&'static str],
+    /// Index into `written` of the first word after the global options, when every operand
+    /// is a command of its own (`make all deploy`).
+    every_operand_from: Option<usize>,
 }
 
 impl<'a> CommandView<'a> {
@@ -125,6 +128,7 @@ impl<'a> CommandView<'a> {
             risky: options.risky,
             unsure: options.unsure.map(|why| (why, skip)),
             operand_options: options.operand_options,
+            every_operand_from: (options.every_operand && options.unsure.is_none()).then_some(skip),
         })
     }
 
@@ -182,7 +186,8 @@ impl ArgvPattern {
     }
 
     /// How the pattern matches `view`, read from `side`, if it does. Sure: the words after
-    /// the global options, or the words as written, fit. As if matched (deny and ask rules
+    /// the global options, or the words as written, fit (or, read strictly, the words from
+    /// any operand on of a program whose every operand is a command). As if matched (deny and ask rules
     /// about a subcommand only, when the subcommand cannot be known): the words from any
     /// position on from the first unknown word fit.
     pub(crate) fn matches(&self, view: &CommandView<'_>, side: Side) -> Option<Match> {
@@ -199,6 +204,17 @@ impl ArgvPattern {
         }
         if self.matches_at(&view.args, &view.dynamic, side)
             || (view.args.as_ref() != view.written && self.matches_at(view.written, view.written_dynamic, side))
+        {
+            return Some(Match::Sure);
+        }
+        let at_any = |from: usize| {
+            (from..view.written.len())
+                .any(|j| self.matches_at(&view.written[j..], view.written_dynamic.get(j..).unwrap_or(&[]), side))
+        };
+        if side == Side::Strict
+            && let Some(from) = view.every_operand_from
+            && self.about_subcommand(view.operand_options)
+            && at_any(from)
         {
             return Some(Match::Sure);
         }

@@ -652,6 +652,11 @@ fn option_variants() -> Vec<Variant> {
             out.push(known("global-options", format!("{program} {last} {first} {sub}")));
             out.push(known("global-option-shell", format!("bash -c {}", quote(&format!("{program} {last} {sub}")))));
         }
+        if program.ends_with("make") {
+            // make(1): every target named is a goal make runs.
+            out.push(known("every-goal", format!("{program} all {sub}")));
+            out.push(known("every-goal", format!("{program} -k all -j2 {sub}")));
+        }
         let unsure = Some("unknown_option_before_subcommand".to_string());
         for unknown in ["--steward-unknown", "--steward-unknown=1", "-%"] {
             out.push(Variant {

@@ -37,6 +37,9 @@ pub(crate) struct OptionTable {
     /// `NAME=value` words before the first operand set variables (`make CC=x all`); each
     /// counts as risky.
     pub assignments: bool,
+    /// Every operand is a command of its own (`make all deploy` runs the goal `deploy`):
+    /// deny and ask rules about a subcommand match at any word after the options.
+    pub every_operand: bool,
 }
 
 /// Why the subcommand's position cannot be known.
@@ -67,6 +70,8 @@ pub(crate) struct GlobalOptions {
     /// The operand options of the program's table (for deciding which rules are about a
     /// subcommand).
     pub operand_options: &'static [&'static str],
+    /// See [`OptionTable::every_operand`].
+    pub every_operand: bool,
 }
 
 /// The table for `program` (case-insensitive; `python3.12` and `pip3.12` count as `python3`
@@ -186,7 +191,14 @@ impl OptionTable {
 /// unsure at an unknown option, a computed word, or, for a program with no table, at any
 /// option before the first operand (or a computed first word).
 pub(crate) fn global_options(program: &str, args: &[String], dynamic: &[bool]) -> GlobalOptions {
-    let mut out = GlobalOptions { start: 0, risky: None, unsure: None, operand: None, operand_options: &[] };
+    let mut out = GlobalOptions {
+        start: 0,
+        risky: None,
+        unsure: None,
+        operand: None,
+        operand_options: &[],
+        every_operand: false,
+    };
     let is_dynamic = |k: usize| dynamic.get(k).copied().unwrap_or(true);
     let Some(table) = table_for(program) else {
         if let Some(first) = args.first() {
@@ -199,6 +211,7 @@ pub(crate) fn global_options(program: &str, args: &[String], dynamic: &[bool]) -
         return out;
     };
     out.operand_options = table.operand_options;
+    out.every_operand = table.every_operand;
     let mut k = 0;
     while let Some(arg) = args.get(k) {
         out.start = k;

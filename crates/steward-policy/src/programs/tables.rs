@@ -19,6 +19,7 @@ const fn table(programs: &'static [&'static str]) -> OptionTable {
         clusters: false,
         toolchain: false,
         assignments: false,
+        every_operand: false,
     }
 }
 
@@ -573,7 +574,8 @@ const TERRAFORM: OptionTable = OptionTable {
 
 /// make(1) / `make --help` (GNU make 4.3–4.4); getopt parsing (grouped short options,
 /// attached values, `-j [N]` and `-l [N]` take the next word only when it is a number).
-/// `VAR=value` words before the first target set variables. Risky: other makefiles (`-f`,
+/// `VAR=value` words before the first target set variables; every target named is a goal
+/// make runs (`make all deploy`). Risky: other makefiles (`-f`,
 /// `-I`), `-E`/`--eval` (makefile text), `-e` (the environment overrides the makefile), and
 /// `VAR=value` words (they can change any recipe).
 const MAKE: OptionTable = OptionTable {
@@ -650,6 +652,7 @@ const MAKE: OptionTable = OptionTable {
     risky: &["-E", "--eval", "-f", "--file", "--makefile", "-I", "--include-dir", "-e", "--environment-overrides"],
     clusters: true,
     assignments: true,
+    every_operand: true,
     ..table(&["make", "gmake"])
 };
 

@@ -106,6 +106,15 @@ fn option_before_subcommand_is_skipped_for_every_program() {
     for line in ["cargo +nightly build", "npm -w pkg test", "kubectl -n prod get pods", "make -j4 all"] {
         assert_eq!(policy.judge_command(line, &ws).decision, Allow, "{line}");
     }
+    // Every target of make is a goal it runs.
+    for line in ["make all deploy", "make -j4 clean deploy", "gmake all -k deploy"] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!(
+            (d.decision, d.rule.as_str()),
+            (Deny, &*format!("no-{}-deploy", &line[..line.find(' ').unwrap()])),
+            "{line}"
+        );
+    }
     // `git --version push` is `git version push`; `git --help push` is `git help push`.
     assert_eq!(policy.judge_command("git --help push", &ws).rule, "git");
 }
