@@ -135,6 +135,7 @@ const DOCUMENTED: &[Documented] = &[
             "--no-optional-locks",
             "--no-advice",
             "--literal-pathspecs",
+            "--no-literal-pathspecs",
             "--glob-pathspecs",
             "--noglob-pathspecs",
             "--icase-pathspecs",
@@ -180,6 +181,9 @@ const DOCUMENTED: &[Documented] = &[
     Documented {
         programs: &["npm"],
         words: &[
+            // npm-config(7): a boolean option may be followed by `true` or `false`.
+            "--force false",
+            "-g true",
             "-g",
             "--global",
             "-ws",
@@ -214,7 +218,7 @@ const DOCUMENTED: &[Documented] = &[
     },
     Documented {
         programs: &["pnpm"],
-        words: &["-w", "--workspace-root", "-r", "--recursive", "-s", "--silent", "--stream", "--parallel"],
+        words: &["-r false", "-w", "--workspace-root", "-r", "--recursive", "-s", "--silent", "--stream", "--parallel"],
         values: &[
             ("-C", "src"),
             ("--dir", "src"),

@@ -37,6 +37,10 @@ pub(crate) struct OptionTable {
     /// `NAME=value` words before the first operand set variables (`make CC=x all`); each
     /// counts as risky.
     pub assignments: bool,
+    /// Options are read by npm's `nopt`: a flag takes a following `true` or `false` as its
+    /// value (`--force false`), and a value option followed by an option-like word may take
+    /// no value; the latter, and a computed word after a flag, leave the subcommand unsure.
+    pub nopt: bool,
     /// Every operand is a command of its own (`make all deploy` runs the goal `deploy`):
     /// deny and ask rules about a subcommand match at any word after the options.
     pub every_operand: bool,
@@ -110,12 +114,20 @@ impl OptionTable {
             .copied()
     }
 
-    /// Words a value option `name` (exactly as listed) takes from `next` on.
+    /// Words option `name` (exactly as listed) takes from `next` on; `None` when that
+    /// cannot be known.
     fn value_words(&self, name: &str, next: Option<(&String, bool)>) -> Option<usize> {
         if self.flags.contains(&name) {
-            Some(1)
+            match next {
+                Some((_, true)) if self.nopt => None,
+                Some((word, false)) if self.nopt && (word == "true" || word == "false") => Some(2),
+                _ => Some(1),
+            }
         } else if self.with_value.contains(&name) {
-            Some(2)
+            match next {
+                Some((word, _)) if self.nopt && word.starts_with('-') => None,
+                _ => Some(2),
+            }
         } else if self.optional_number.contains(&name) {
             match next {
                 Some((_, true)) => None,
@@ -130,10 +142,11 @@ impl OptionTable {
     }
 
     fn step(&self, arg: &str, next: Option<(&String, bool)>) -> Step {
-        if let Some(name) = self.listed(arg)
-            && let Some(words) = self.value_words(name, next)
-        {
-            return Step::Words(words, name);
+        if let Some(name) = self.listed(arg) {
+            return match self.value_words(name, next) {
+                Some(words) => Step::Words(words, name),
+                None => Step::Unknown,
+            };
         }
         if let Some((head, value)) = arg.split_once('=') {
             if self.operand_options.contains(&head) {
@@ -322,6 +335,7 @@ mod tests {
             ("go", "--C dir run", 2),
             ("python3", "-u -X dev -W ignore -m pip", 5),
             ("systemctl", "--user -H host stop", 3),
+            ("npm", "--force true -g false --prefix x publish", 6),
         ];
         for (program, line, start) in table {
             let got = read(program, line);
@@ -350,6 +364,8 @@ mod tests {
             ("terraform", "-chdir infra destroy", 0, Unsure::UnknownOption),
             ("npm", "$OPT publish", 0, Unsure::Dynamic),
             ("make", "-j $N deploy", 0, Unsure::UnknownOption),
+            ("npm", "-g $X publish", 0, Unsure::UnknownOption),
+            ("npm", "--prefix -w test publish", 0, Unsure::UnknownOption),
             ("foo", "--x sub", 0, Unsure::NoTable),
             ("foo", "$X sub", 0, Unsure::Dynamic),
         ];

@@ -19,12 +19,14 @@ const fn table(programs: &'static [&'static str]) -> OptionTable {
         clusters: false,
         toolchain: false,
         assignments: false,
+        nopt: false,
         every_operand: false,
     }
 }
 
-/// git(1) "OPTIONS" (git 2.47) and `handle_options()` in git's `git.c`: no grouped short
-/// options and no attached `-Cdir`; `--exec-path[=path]`, `--list-cmds=group`.
+/// git(1) "OPTIONS" (git 2.47) and `handle_options()` in git's `git.c`, which also reads
+/// `--no-literal-pathspecs` and `--shallow-file FILE`; `--super-prefix` is git's before 2.40.
+/// No grouped short options and no attached `-Cdir`; `--exec-path[=path]`, `--list-cmds=group`.
 /// `--version`, `--help`, `-v` and `-h` are read by git as the `version` / `help` commands.
 /// Risky: `-c` and `--config-env` set any configuration (aliases, `core.pager`, hooks path),
 /// `--exec-path=DIR` picks where git's own helper programs come from.
@@ -40,6 +42,7 @@ const GIT: OptionTable = OptionTable {
         "--no-optional-locks",
         "--no-advice",
         "--literal-pathspecs",
+        "--no-literal-pathspecs",
         "--glob-pathspecs",
         "--noglob-pathspecs",
         "--icase-pathspecs",
@@ -100,8 +103,8 @@ const RUSTUP: OptionTable = OptionTable {
 };
 
 /// npm-config(7) / `npm help config` (npm 10–11): configuration given as `--key value` or
-/// `--key=value` anywhere on the line; shorthands from npm's `shorthands` list (`-g`,
-/// `-ws`, `-w`, `-C` for `--prefix`, …). Only a common subset is listed; any other option
+/// `--key=value` anywhere on the line, read by `nopt` (`--flag true|false`); shorthands from
+/// npm's `shorthands` list (`-g`, `-ws`, `-w`, `-C` for `--prefix`, `-c` for `--call`, …). Only a common subset is listed; any other option
 /// is unknown. Risky: configuration files (`--userconfig`, `--globalconfig`), the prefix
 /// (its `etc/npmrc` is read), where packages come from (`--registry`), what runs scripts
 /// (`--script-shell`, `--node-options`).
@@ -162,6 +165,7 @@ const NPM: OptionTable = OptionTable {
         "--node-options",
     ],
     risky: &["-C", "--prefix", "--registry", "--userconfig", "--globalconfig", "--script-shell", "--node-options"],
+    nopt: true,
     ..table(&["npm"])
 };
 
@@ -198,10 +202,12 @@ const NPX: OptionTable = OptionTable {
         "--loglevel",
     ],
     risky: &["-p", "--package", "-c", "--call", "--prefix", "--registry", "--userconfig"],
+    nopt: true,
     ..table(&["npx"])
 };
 
-/// `pnpm --help` and pnpm.io "CLI options" (pnpm 9–10): `-C`/`--dir`, `--filter`/`-F`,
+/// `pnpm --help` and pnpm.io "CLI options" (pnpm 9–10; options read by `nopt` as npm's are):
+/// `-C`/`--dir`, `--filter`/`-F`,
 /// `-w`/`--workspace-root`, `-r`. Risky: `--config.KEY=VALUE` (any configuration) is not
 /// listed, so it is unknown.
 const PNPM: OptionTable = OptionTable {
@@ -240,6 +246,7 @@ const PNPM: OptionTable = OptionTable {
         "--loglevel",
         "--workspace-concurrency",
     ],
+    nopt: true,
     ..table(&["pnpm"])
 };
 
