@@ -89,6 +89,8 @@ pub(crate) struct CommandView<'a> {
     pub unsure: Option<(Unsure, usize)>,
     /// The program's operand options (`python -m`), which rules about a subcommand may start with.
     operand_options: &'static [&'static str],
+    /// `args` differs from `written` (global options were skipped or split).
+    stripped: bool,
     /// Index into `written` of the first word after the global options, when every operand
     /// is a command of its own (`make all deploy`).
     every_operand_from: Option<usize>,
@@ -103,6 +105,7 @@ impl<'a> CommandView<'a> {
         let written_dynamic = cmd.dynamic.get(1..).unwrap_or(&[]);
         let options = global_options(&cmd.program, written, written_dynamic);
         let skip = options.start.min(written.len());
+        let stripped = skip > 0 || options.operand.is_some();
         let (args, dynamic) = match options.operand {
             Some((option, value)) => {
                 let after = (skip + 1).min(written.len());
@@ -128,6 +131,7 @@ impl<'a> CommandView<'a> {
             risky: options.risky,
             unsure: options.unsure.map(|why| (why, skip)),
             operand_options: options.operand_options,
+            stripped,
             every_operand_from: (options.every_operand && options.unsure.is_none()).then_some(skip),
         })
     }
@@ -203,7 +207,7 @@ impl ArgvPattern {
             return None;
         }
         if self.matches_at(&view.args, &view.dynamic, side)
-            || (view.args.as_ref() != view.written && self.matches_at(view.written, view.written_dynamic, side))
+            || (view.stripped && self.matches_at(view.written, view.written_dynamic, side))
         {
             return Some(Match::Sure);
         }
