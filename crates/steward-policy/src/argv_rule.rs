@@ -191,9 +191,9 @@ impl ArgvPattern {
 
     /// How the pattern matches `view`, read from `side`, if it does. Sure: the words after
     /// the global options, or the words as written, fit (or, read strictly, the words from
-    /// any operand on of a program whose every operand is a command). As if matched (deny and ask rules
-    /// about a subcommand only, when the subcommand cannot be known): the words from any
-    /// position on from the first unknown word fit.
+    /// any operand on, for a program whose every operand is a command). As if matched (deny
+    /// and ask rules about a subcommand only, when the subcommand cannot be known): the words
+    /// from any position on from the first unknown word fit.
     pub(crate) fn matches(&self, view: &CommandView<'_>, side: Side) -> Option<Match> {
         let program = self.elements.first()?;
         if side == Side::Allow && view.risky.is_some() {
@@ -225,8 +225,7 @@ impl ArgvPattern {
         if side == Side::Strict
             && let Some((_, from)) = view.unsure
             && self.about_subcommand(view.operand_options)
-            && (from..view.written.len())
-                .any(|j| self.matches_at(&view.written[j..], view.written_dynamic.get(j..).unwrap_or(&[]), side))
+            && at_any(from)
         {
             return Some(Match::AsIfMatched);
         }
