@@ -442,7 +442,8 @@ const PYTHON: OptionTable = OptionTable {
 
 /// docker(1) / `docker --help` "Global Options" (docker 24–28); pflag parsing (grouped
 /// short options, `-Hvalue`, `-H=value`). Risky: `--config` (its `config.json` names
-/// credential helpers and plugin directories).
+/// credential helpers and plugin directories) and `-H`/`--host` (a daemon elsewhere, an
+/// `ssh://` host reached by running `ssh`).
 const DOCKER: OptionTable = OptionTable {
     flags: &["-D", "--debug", "--tls", "--tlsverify", "-v", "--version", "-h", "--help"],
     with_value: &[
@@ -457,14 +458,15 @@ const DOCKER: OptionTable = OptionTable {
         "--tlscert",
         "--tlskey",
     ],
-    risky: &["--config"],
+    risky: &["--config", "-H", "--host"],
     clusters: true,
     ..table(&["docker"])
 };
 
 /// podman(1) "GLOBAL OPTIONS" (podman 4–5); pflag parsing. Risky: options naming programs
 /// or configuration podman runs with (`--conmon`, `--runtime`, `--runtime-flag`,
-/// `--hooks-dir`, `--network-cmd-path`, `--module`).
+/// `--hooks-dir`, `--network-cmd-path`, `--module`) and a service elsewhere (`--url`,
+/// `-H`/`--host`, `--ssh`, `--identity`).
 const PODMAN: OptionTable = OptionTable {
     flags: &["--noout", "-r", "--remote", "--syslog", "--transient-store", "-v", "--version", "-h", "--help"],
     with_value: &[
@@ -496,7 +498,19 @@ const PODMAN: OptionTable = OptionTable {
         "--cdi-spec-dir",
         "--db-backend",
     ],
-    risky: &["--conmon", "--runtime", "--runtime-flag", "--hooks-dir", "--network-cmd-path", "--module"],
+    risky: &[
+        "--conmon",
+        "--runtime",
+        "--runtime-flag",
+        "--hooks-dir",
+        "--network-cmd-path",
+        "--module",
+        "--url",
+        "-H",
+        "--host",
+        "--ssh",
+        "--identity",
+    ],
     clusters: true,
     ..table(&["podman"])
 };

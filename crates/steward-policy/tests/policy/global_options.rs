@@ -133,6 +133,8 @@ fn risky_global_options_never_ride_on_an_allow_rule() {
         "pip --python /tmp/python list",
         "uv --config-file uv.toml sync",
         "docker --config elsewhere ps",
+        "docker -H ssh://build-host ps",
+        "podman --url ssh://build-host ps",
         "kubectl --kubeconfig k get pods",
         "helm --repository-config r list",
         "make -f Other.mk all",
