@@ -131,7 +131,10 @@ impl OptionTable {
         } else if self.optional_number.contains(&name) {
             match next {
                 Some((_, true)) => None,
-                Some((word, false)) if !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit() || b == b'.') => {
+                Some((word, false))
+                    if word.bytes().any(|b| b.is_ascii_digit())
+                        && word.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
+                {
                     Some(2)
                 }
                 _ => Some(1),
