@@ -2,12 +2,14 @@
 //! compiled once, with their `match` / `not_match` examples checked at load time.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 use globset::{GlobBuilder, GlobMatcher};
 use steward_protocol::DecisionKind;
 
 use crate::config::{ArgvExample, RuleConfig};
 use crate::gate::PolicyError;
+use crate::option_set::{OptionPattern, OptionSet};
 use crate::programs::options::{Unsure, global_options};
 use crate::shell::{self, SimpleCommand};
 
@@ -54,6 +56,9 @@ pub(crate) struct ArgvPattern {
     rest: bool,
     /// The second element as written, unless it is `*` or `**`.
     second: Option<String>,
+    /// How a deny or ask rule naming an option reads a command's options (see
+    /// [`crate::option_set`]); `None` for a rule naming none.
+    options: Option<OptionPattern>,
 }
 
 /// How a rule matched a command.
@@ -94,6 +99,8 @@ pub(crate) struct CommandView<'a> {
     /// Index into `written` of the first word after the global options, when every operand
     /// is a command of its own (`make all deploy`).
     every_operand_from: Option<usize>,
+    /// The arguments read as options and operands, when a rule first needs them.
+    option_set: OnceCell<OptionSet>,
 }
 
 impl<'a> CommandView<'a> {
@@ -133,7 +140,13 @@ impl<'a> CommandView<'a> {
             operand_options: options.operand_options,
             stripped,
             every_operand_from: (options.every_operand && options.unsure.is_none()).then_some(skip),
+            option_set: OnceCell::new(),
         })
+    }
+
+    /// The arguments as written, read as options and operands.
+    fn option_set(&self) -> &OptionSet {
+        self.option_set.get_or_init(|| OptionSet::read(self.program, self.written, self.written_dynamic))
     }
 
     /// The word from which the subcommand cannot be known, if it cannot.
@@ -186,7 +199,8 @@ impl ArgvPattern {
                 });
             }
         }
-        Ok(ArgvPattern { elements, rest, second })
+        let options = OptionPattern::compile(rule, argv, &|glob| compile(rule, glob, true))?;
+        Ok(ArgvPattern { elements, rest, second, options })
     }
 
     /// How the pattern matches `view`, read from `side`, if it does. Sure: the words after
@@ -228,6 +242,12 @@ impl ArgvPattern {
             && at_any(from)
         {
             return Some(Match::AsIfMatched);
+        }
+        if side == Side::Strict
+            && let Some(options) = &self.options
+            && options.matches(view.option_set())
+        {
+            return Some(Match::Sure);
         }
         None
     }
@@ -279,6 +299,12 @@ impl ArgvRule {
             }
         }
         Ok(compiled)
+    }
+
+    /// Makes the rule match as written only (no option reading), for the mutation check of
+    /// the tests.
+    pub(crate) fn drop_option_reading(&mut self) {
+        self.pattern.options = None;
     }
 
     /// How the rule matches `view` (read from the side of its decision), if it does.

@@ -134,6 +134,18 @@ impl Policy {
         })
     }
 
+    /// The policy with every `argv` rule matched as written only, without reading a command's
+    /// options as a set (see [`RuleConfig`](crate::RuleConfig)). Weaker than
+    /// [`Policy::new`]'s policy: it exists so that tests can show their commands need the
+    /// option reading, and no configuration reaches it.
+    #[doc(hidden)]
+    pub fn without_option_reading_for_tests(mut self) -> Policy {
+        for rule in &mut self.argv_rules {
+            rule.drop_option_reading();
+        }
+        self
+    }
+
     /// [`Policy::decide_in`] for an untainted run.
     pub fn decide(&self, spec: Option<&ToolSpec>, call: &ToolCall, workspace: &Workspace) -> Decision {
         self.decide_in(spec, call, workspace, &GateContext::default())

@@ -1,12 +1,14 @@
 //! Everything Steward knows about particular programs, in one place: transparent wrappers
 //! and their options, shells whose `-c SCRIPT` is opened, builtins that run dynamic code,
 //! per-program global options read before a subcommand ([`options`], with the tables in
-//! `tables.rs`), and environment variables that change what a command runs.
+//! `tables.rs`), the options of particular commands as deny and ask rules read them
+//! ([`command_options`]), and environment variables that change what a command runs.
 //!
 //! Option lists follow the programs' manuals: GNU coreutils `env`, `nice`, `timeout`,
 //! `nohup`, `stdbuf`; GNU `time`; findutils `xargs`; util-linux `setsid`; bash builtins
 //! `command`, `exec`, `builtin`, `time`; each option table cites its program's manual.
 
+pub(crate) mod command_options;
 pub(crate) mod options;
 mod tables;
 

@@ -1,7 +1,8 @@
-//! Integration tests of steward-policy: workspace paths (B09, B10), redaction (B13), gate, shell commands (B06, B08).
+//! Integration tests of steward-policy: workspace paths (B09, B10), redaction (B13), gate, shell commands (B06, B08), option sets.
 
 mod gate;
 mod global_options;
+mod option_sets;
 mod paths;
 mod redaction;
 mod shell_gate;
