@@ -183,9 +183,15 @@ impl OptionSet {
             return how;
         }
         if table.is_none() {
-            // A program Steward has no table for: the word may be one option (`-delete`).
-            let values = next_value(&Next::Maybe);
-            self.push(None, &[], word, None, values);
+            // A program Steward has no table for: the word may be one option (`-delete`,
+            // `-auto-approve=true`).
+            let (name, attached) = match word.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (word, None),
+            };
+            let mut values = next_value(&Next::Maybe);
+            values.extend(attached.map(|v| (v.to_string(), false)));
+            self.push(None, &[], name, None, values);
         }
         let body = &word[1..];
         for (at, letter) in body.char_indices() {
@@ -310,6 +316,18 @@ pub(crate) struct OptionPattern {
     rest: bool,
 }
 
+/// An option no table knows, as its spellings: a word of several letters may be read with
+/// one dash or two (Go's `flag` package reads `-auto-approve` and `--auto-approve` alike).
+fn dash_twins(name: &str) -> Vec<String> {
+    let name = name.to_ascii_lowercase();
+    let bare = name.trim_start_matches('-');
+    if bare.chars().count() < 2 {
+        return vec![name];
+    }
+    let twin = if name.starts_with("--") { format!("-{bare}") } else { format!("--{bare}") };
+    vec![name, twin]
+}
+
 fn has_glob_meta(text: &str) -> bool {
     text.contains(['*', '?', '[', ']', '{', '}', '\\'])
 }
@@ -406,12 +424,12 @@ impl RuleReader<'_> {
         let whole = word.starts_with("--") || table.is_some_and(|t| t.words || t.exact(word).is_some());
         let mut out = Vec::new();
         if whole || table.is_none() {
-            let (name, attached) = match word.split_once('=').filter(|_| word.starts_with("--") || whole) {
+            let (name, attached) = match word.split_once('=') {
                 Some((name, value)) => (name, Some(value)),
                 None => (word, None),
             };
             let opts = lookup(table, name);
-            let names = if opts.is_empty() { vec![name.to_ascii_lowercase()] } else { lower_names(&opts) };
+            let names = if opts.is_empty() { dash_twins(name) } else { lower_names(&opts) };
             if let Some(value) = attached {
                 out.push((vec![need(names, Some((self.elem)(value)?))], 1));
             } else {

@@ -251,8 +251,11 @@ fn option_values_and_unknown_programs_are_read_both_ways() {
         ("no-frob-ab", r#"["frob", "-ab", "**"]"#, "deny"),
         // A global option in a deny rule is met wherever the command writes it.
         ("no-prod-delete", r#"["kubectl", "--context", "prod", "delete", "**"]"#, "deny"),
+        // Go's `flag` package reads one dash or two, and `=value`.
+        ("no-auto-approve", r#"["terraform", "destroy", "-auto-approve", "**"]"#, "deny"),
         ("frob", r#"["frob", "**"]"#, "allow"),
         ("kubectl", r#"["kubectl", "**"]"#, "allow"),
+        ("terraform", r#"["terraform", "**"]"#, "allow"),
     ]);
     check(
         &policy,
@@ -271,6 +274,11 @@ fn option_values_and_unknown_programs_are_read_both_ways() {
             ("kubectl delete --context=prod pod web", Deny, "no-prod-delete"),
             ("kubectl delete pod web --context dev", Allow, "kubectl"),
             ("kubectl get pods --context prod", Allow, "kubectl"),
+            ("terraform destroy -auto-approve", Deny, "no-auto-approve"),
+            ("terraform destroy --auto-approve", Deny, "no-auto-approve"),
+            ("terraform -chdir=infra destroy -auto-approve=true", Deny, "no-auto-approve"),
+            ("terraform destroy -target=x -auto-approve", Deny, "no-auto-approve"),
+            ("terraform destroy -target=x", Allow, "terraform"),
         ],
     );
 }
