@@ -327,6 +327,37 @@ fn option_before_subcommand_is_judged_by_policy_check() {
 }
 
 #[test]
+fn option_spellings_meet_deny_rules_in_policy_check() {
+    let env = Env::new();
+    env.user_config("[shell]\nenabled = true\n");
+    env.write(
+        ".steward/policy.toml",
+        "[[policy.rule]]\nname = \"no-rm-rf\"\ntool = \"shell_command\"\nargv = [\"rm\", \"-rf\", \"**\"]\n\
+         decision = \"deny\"\n[[policy.rule]]\nname = \"no-force\"\ntool = \"shell_command\"\n\
+         argv = [\"git\", \"push\", \"--force\", \"**\"]\ndecision = \"deny\"\n[[policy.rule]]\nname = \"rm\"\n\
+         tool = \"shell_command\"\nargv = [\"rm\", \"**\"]\ndecision = \"allow\"\n[[policy.rule]]\nname = \"push\"\n\
+         tool = \"shell_command\"\nargv = [\"git\", \"push\", \"**\"]\ndecision = \"allow\"\n",
+    );
+    let trusted = env.steward(&["trust"]);
+    assert_eq!(code(&trusted), 0, "{}", stderr(&trusted));
+    for (line, decision, rule) in [
+        ("rm -r -f x", "deny", "no-rm-rf"),
+        ("rm x --recursive --force", "deny", "no-rm-rf"),
+        ("rm --recur -v -f x", "deny", "no-rm-rf"),
+        ("git push origin +main", "deny", "no-force"),
+        ("git push --force-with-lease origin main", "deny", "no-force"),
+        ("rm -r x", "allow", "rm"),
+        ("git push origin main", "allow", "push"),
+    ] {
+        let args = serde_json::json!({ "command": line }).to_string();
+        let out = env.steward(&["policy", "check", "shell_command", "--args", &args, "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!((v["decision"].as_str(), v["rule"].as_str()), (Some(decision), Some(rule)), "{line}: {v}");
+    }
+}
+
+#[test]
 fn rollback_undoes_a_runs_edits_and_never_clobbers_later_changes() {
     let env = Env::new();
     env.write("note.txt", "old text\n");

@@ -142,7 +142,35 @@ impl std::fmt::Display for ArgvExample {
 ///   `unknown_option_before_subcommand`; allow rules need a sure match;
 /// - deny and ask rules match case-insensitively and treat words expanded at run time
 ///   (`$X`, `$(…)`, globs) as matching any element; allow rules match case-sensitively and
-///   let such words match only `*` / `**`.
+///   let such words match only `*` / `**`;
+/// - a deny or ask rule with an element that is an option (starts with `-`, is not `-` or
+///   `--`, and has no glob character before any `=`) also matches by **option set**. The
+///   rule reads as "the program (and subcommand) with at least these options, and these
+///   other elements, in this order, as its operands": `["rm", "-rf", "**"]` is rm with the
+///   options `r` and `f` and any operands; `["git", "push", "--force", "**"]` is git push
+///   with a force in any spelling; `["curl", "-X", "POST", "**"]` is curl with `-X` whose
+///   value is `POST`; `["chmod", "-R", "777", "**"]` is chmod with `-R` whose first operand
+///   is `777`. Both the rule and the command are read as the program reads its arguments:
+///   short options group (`-rfv`) and take attached values (`-XPOST`); long options take
+///   `=value` or the next word and may be abbreviated (`--recur`; a prefix of several long
+///   options is each of them); options after operands count (GNU permutation) but nothing
+///   after `--` is an option; spellings of one option are one option, and some options and
+///   operands imply others, per the command's table written from its manual (rm, chmod,
+///   chown, chgrp, cp, mv, git push/clean/reset/checkout/switch/branch, curl, docker and
+///   podman rm/rmi/run/prune, kubectl delete, find, npm and pnpm publish): `-R` is
+///   `--recursive`, `git push origin +main`, `--force-with-lease` and `--mirror` are force
+///   pushes, `curl -d`/`--json`/`-F` set `--request=POST`, `git branch -D` is `--delete
+///   --force`. Where the arity of an option is not known (no table, or an option the table
+///   does not list) both readings count: its next word may be its value or an operand; a
+///   group of letters may also be one option (`-delete`) with one dash or two
+///   (`--auto-approve`); a word expanded at run time may be any option. Extra options in
+///   the command never prevent the match; the rule's other elements must fit the command's
+///   operands in order, with `**` allowing more (without it, exactly as many). The values
+///   of the program's global options (`kubectl --context prod`) may stand anywhere, so
+///   `["kubectl", "--context", "prod", "delete", "**"]` matches `kubectl delete pod x
+///   --context prod`. Options are compared case-insensitively like every strict element
+///   (`git clean -x` meets a rule on `-X`). Allow rules never match this way: they match
+///   only as written.
 ///
 /// Independently of rules, a part escalates: arguments or redirections naming a secret
 /// path or a `deny_path` → deny; escaping the workspace, ignored paths, words expanded at
@@ -171,7 +199,8 @@ impl std::fmt::Display for ArgvExample {
 /// tool = "shell_command"
 /// argv = ["rm", "-rf", "**"]
 /// decision = "deny"
-/// match = ["bash -lc 'rm -rf ./dist'", "FOO=1 /bin/rm -rf x"]
+/// match = ["bash -lc 'rm -rf ./dist'", "FOO=1 /bin/rm -rf x", "rm x --recursive -f"]
+/// not_match = ["rm -r x", "rm -r -- -f"]
 /// ```
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]

@@ -113,6 +113,9 @@ fn long_and_short_spellings_are_one_option() {
         ("no-delete-all", r#"["kubectl", "delete", "--all", "**"]"#, "deny"),
         ("no-hard-reset", r#"["git", "reset", "--hard", "**"]"#, "deny"),
         ("no-find-delete", r#"["find", "-delete", "**"]"#, "deny"),
+        ("ask-tag", r#"["npm", "publish", "--tag", "latest", "**"]"#, "ask"),
+        ("no-clean-ignored", r#"["git", "clean", "-X", "**"]"#, "deny"),
+        ("npm", r#"["npm", "**"]"#, "allow"),
         ("chmod", r#"["chmod", "**"]"#, "allow"),
         ("curl", r#"["curl", "**"]"#, "allow"),
         ("docker", r#"["docker", "**"]"#, "allow"),
@@ -160,6 +163,14 @@ fn long_and_short_spellings_are_one_option() {
             ("git reset --soft HEAD~1", Allow, "git"),
             ("find . -name '*.tmp' -delete", Deny, "no-find-delete"),
             ("find src -delete -print", Deny, "no-find-delete"),
+            ("npm publish --tag=latest", Ask, "ask-tag"),
+            ("npm publish --tag latest --dry-run", Ask, "ask-tag"),
+            ("npm --tag latest publish", Ask, "ask-tag"),
+            ("npm publish --tag next", Allow, "npm"),
+            // Options compare case-insensitively on the strict side: `-x` meets a rule on `-X`.
+            ("git clean -fX", Deny, "no-clean-ignored"),
+            ("git clean -f -x", Deny, "no-clean-ignored"),
+            ("git clean -fd", Allow, "git"),
         ],
     );
 }
