@@ -141,6 +141,47 @@ fn bench_policy() -> Result<()> {
     }
     let per = started.elapsed() / n;
     println!("shell command line judged (split into 3 simple commands): {:.1} µs each", per.as_secs_f64() * 1e6);
+    bench_option_rules(&workspace, n)
+}
+
+/// A command line judged against deny rules that name options, which read the command's
+/// options as a set, and against the same rules matched only as written.
+fn bench_option_rules(workspace: &steward_policy::Workspace, n: u32) -> Result<()> {
+    use steward_protocol::DecisionKind::{Allow, Deny};
+    let rule = |name: &str, argv: &[&str], decision| steward_policy::RuleConfig {
+        name: name.into(),
+        tool: "shell_command".into(),
+        path: Vec::new(),
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        decision,
+        matches: Vec::new(),
+        not_match: Vec::new(),
+    };
+    let config = steward_policy::PolicyConfig {
+        rules: vec![
+            rule("no-rm-rf", &["rm", "-rf", "**"], Deny),
+            rule("no-force", &["git", "push", "--force", "**"], Deny),
+            rule("no-post", &["curl", "-X", "POST", "**"], Deny),
+            rule("rm", &["rm", "**"], Allow),
+            rule("push", &["git", "push", "**"], Allow),
+            rule("curl", &["curl", "**"], Allow),
+        ],
+        ..Default::default()
+    };
+    let line = "rm -v -r build/a build/b && git push -u origin main && curl -sS -H Accept:x https://example.invalid";
+    let as_set = steward_policy::Policy::new(&config)?;
+    let as_written = steward_policy::Policy::new(&config)?.without_option_reading_for_tests();
+    for (label, policy) in [("options read as a set", &as_set), ("rules matched as written", &as_written)] {
+        let started = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(policy.judge_command(line, workspace));
+        }
+        let per = started.elapsed() / n;
+        println!(
+            "shell command line against deny rules naming options, {label}: {:.1} µs each",
+            per.as_secs_f64() * 1e6
+        );
+    }
     Ok(())
 }
 
