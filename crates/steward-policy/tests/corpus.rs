@@ -8,6 +8,12 @@
 //! The global options of each program are written here from the program's manual or
 //! `--help`, independently of Steward's own option tables, so that an option those tables
 //! miss shows up as a wrong rule name.
+//!
+//! Deny rules that name options (`rm -rf`, `git push --force`, `curl -X POST`, …) meet
+//! every spelling of those options the manuals give, written here too: separate or grouped
+//! letters, long forms and their abbreviations, attached values, options after operands,
+//! other options among them, and operands that imply an option (`+refspec`). Judged by
+//! bypasses only; matching the same rules as written must let most variants through.
 
 use std::fs;
 

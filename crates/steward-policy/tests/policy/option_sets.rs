@@ -160,6 +160,9 @@ fn long_and_short_spellings_are_one_option() {
             ("git reset --hard HEAD~1", Deny, "no-hard-reset"),
             ("git reset HEAD~1 --hard", Deny, "no-hard-reset"),
             ("git -C src reset -q --hard", Deny, "no-hard-reset"),
+            ("git reset --har HEAD~1", Deny, "no-hard-reset"),
+            // git refuses `--hard=REV` ("option `hard' takes no value"); read as `--hard` anyway.
+            ("git reset --hard=HEAD~1", Deny, "no-hard-reset"),
             ("git reset --soft HEAD~1", Allow, "git"),
             ("find . -name '*.tmp' -delete", Deny, "no-find-delete"),
             ("find src -delete -print", Deny, "no-find-delete"),
