@@ -56,8 +56,8 @@ pub(crate) struct ArgvPattern {
     rest: bool,
     /// The second element as written, unless it is `*` or `**`.
     second: Option<String>,
-    /// How a deny or ask rule naming an option reads a command's options (see
-    /// [`crate::option_set`]); `None` for a rule naming none.
+    /// How a deny or ask rule naming an option or two words reads a command's options (see
+    /// [`crate::option_set`]); `None` for other rules.
     options: Option<OptionPattern>,
 }
 

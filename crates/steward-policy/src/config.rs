@@ -144,9 +144,11 @@ impl std::fmt::Display for ArgvExample {
 ///   (`$X`, `$(…)`, globs) as matching any element; allow rules match case-sensitively and
 ///   let such words match only `*` / `**`;
 /// - a deny or ask rule with an element that is an option (starts with `-`, is not `-` or
-///   `--`, and has no glob character before any `=`) also matches by **option set**. The
-///   rule reads as "the program (and subcommand) with at least these options, and these
-///   other elements, in this order, as its operands": `["rm", "-rf", "**"]` is rm with the
+///   `--`, and has no glob character before any `=`), or with two or more other elements
+///   after the program (`["kubectl", "delete", "namespace", "**"]`), also matches by
+///   **option set**. The rule reads as "the program (and subcommand) with at least these
+///   options, and these other elements, in this order, as its operands": `["rm", "-rf",
+///   "**"]` is rm with the
 ///   options `r` and `f` and any operands; `["git", "push", "--force", "**"]` is git push
 ///   with a force in any spelling; `["curl", "-X", "POST", "**"]` is curl with `-X` whose
 ///   value is `POST`; `["chmod", "-R", "777", "**"]` is chmod with `-R` whose first operand
@@ -170,7 +172,8 @@ impl std::fmt::Display for ArgvExample {
 ///   `["kubectl", "--context", "prod", "delete", "**"]` matches `kubectl delete pod x
 ///   --context prod`. Options are compared case-insensitively like every strict element
 ///   (`git clean -x` meets a rule on `-X`). Allow rules never match this way: they match
-///   only as written.
+///   only as written, and so do deny and ask rules with no option and fewer than two other
+///   elements (`["ls", "*"]`, `["git", "push", "**"]`).
 ///
 /// Independently of rules, a part escalates: arguments or redirections naming a secret
 /// path or a `deny_path` → deny; escaping the workspace, ignored paths, words expanded at

@@ -12,8 +12,9 @@
 //! option's next word is both its value and an operand that may be skipped, a group of
 //! letters is both the letters and one word, a computed word may be any option.
 //!
-//! A rule is read the same way into needs (options, with an optional value glob) and its
-//! other elements into operands, which keep their order. It matches a command that sets
+//! A rule that names an option, or two words after the program (`kubectl delete namespace`),
+//! is read the same way into needs (options, with an optional value glob) and its other
+//! elements into operands, which keep their order. It matches a command that sets
 //! every needed option (any spelling, implied ones too, extra options allowed) and whose
 //! operands fit the rule's in order (`**` at the end allows more).
 
@@ -333,8 +334,9 @@ fn has_glob_meta(text: &str) -> bool {
 }
 
 impl OptionPattern {
-    /// The option reading of a rule's `argv`, or `None` when the rule names no option, or
-    /// an option through a glob (`-*`): such rules are matched only as written. `compile`
+    /// The option reading of a rule's `argv`, or `None` when the rule names neither an
+    /// option nor two words after the program (`["ls", "*"]`, `["git", "push", "**"]`), or
+    /// names an option through a glob (`-*`): such rules are matched only as written. `compile`
     /// builds an element's glob. Errors: [`PolicyError::BadArgvRule`] for a rule with more
     /// than [`MAX_READINGS`] readings, glob errors from `compile`.
     pub(crate) fn compile(
@@ -346,7 +348,10 @@ impl OptionPattern {
         let rest = elements.last().is_some_and(|e| e == "**");
         let elements = if rest { &elements[..elements.len() - 1] } else { elements };
         let options: Vec<&String> = elements.iter().filter(|e| is_option_word(e)).collect();
-        if options.is_empty() || options.iter().any(|e| has_glob_meta(e.split_once('=').map_or(e, |(name, _)| name))) {
+        let operands = elements.iter().filter(|e| !is_option_word(e) && *e != "--").count();
+        if (options.is_empty() && operands < 2)
+            || options.iter().any(|e| has_glob_meta(e.split_once('=').map_or(e, |(name, _)| name)))
+        {
             return Ok(None);
         }
         let words: Vec<&str> = elements.iter().map(String::as_str).collect();

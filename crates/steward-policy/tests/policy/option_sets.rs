@@ -358,3 +358,31 @@ decision = "deny"
     let err = Policy::new(&config(many)).unwrap_err();
     assert!(matches!(err, PolicyError::BadArgvRule { .. }), "{err}");
 }
+
+#[test]
+fn options_between_a_rules_words_do_not_hide_them() {
+    let (_dir, ws) = workspace();
+    let policy = policy(&[
+        ("no-ns-delete", r#"["kubectl", "delete", "namespace", "**"]"#, "deny"),
+        ("no-remote-remove", r#"["git", "remote", "remove", "**"]"#, "deny"),
+        ("no-origin-main", r#"["git", "push", "origin", "main"]"#, "ask"),
+        ("kubectl", r#"["kubectl", "**"]"#, "allow"),
+        ("git", r#"["git", "**"]"#, "allow"),
+    ]);
+    check(
+        &policy,
+        &ws,
+        &[
+            ("kubectl delete namespace prod", Deny, "no-ns-delete"),
+            ("kubectl delete --wait=false namespace prod", Deny, "no-ns-delete"),
+            ("kubectl delete -n x --now namespace prod", Deny, "no-ns-delete"),
+            ("kubectl delete pod namespace", Allow, "kubectl"),
+            ("git remote -v remove origin", Deny, "no-remote-remove"),
+            ("git push -v origin main", Ask, "no-origin-main"),
+            ("git push origin --verbose main", Ask, "no-origin-main"),
+            // Without `**` the operands are exactly the rule's.
+            ("git push origin main dev", Allow, "git"),
+            ("git push origin dev", Allow, "git"),
+        ],
+    );
+}
