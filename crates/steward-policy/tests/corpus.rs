@@ -899,7 +899,7 @@ const fn case(rule: &'static str, allow: &'static str, command: &'static str) ->
 /// `--force-with-lease[=<refname>]`, `--mirror`, "+<src>:<dst>" refspecs), git-clean(1),
 /// git-reset(1), git-branch(1) (`-D` is `--delete --force`); curl(1) (`-X`/`--request`;
 /// `-d`/`--data*`, `--json`, `-F`/`--form` send a POST); docker-rm(1), podman-rm(1);
-/// kubectl-delete(1); GNU findutils find(1).
+/// kubectl-delete(1); git-remote(1) (`-v` before the subcommand); GNU findutils find(1).
 const OPTION_CASES: &[OptionCase] = &[
     OptionCase {
         needs: &[&["-r", "-R", "--recursive"], &["-f", "--force"]],
@@ -987,6 +987,16 @@ const OPTION_CASES: &[OptionCase] = &[
         ..case(r#"["kubectl", "delete", "--all", "**"]"#, r#"["kubectl", "**"]"#, "kubectl delete")
     },
     OptionCase {
+        operands: "namespace prod",
+        extra: &["--wait=false", "--now", "-n prod", "--grace-period 0", "--force"],
+        ..case(r#"["kubectl", "delete", "namespace", "**"]"#, r#"["kubectl", "**"]"#, "kubectl delete")
+    },
+    OptionCase {
+        operands: "remove origin",
+        extra: &["-v", "--verbose"],
+        ..case(r#"["git", "remote", "remove", "**"]"#, r#"["git", "remote", "**"]"#, "git remote")
+    },
+    OptionCase {
         needs: &[&["-delete"]],
         operands: ".",
         extra: &["-name x", "-type f", "-print"],
@@ -1012,7 +1022,9 @@ fn option_layouts(c: &OptionCase, chosen: &[&str]) -> Vec<String> {
     if let Some((first, rest)) = chosen.split_first() {
         out.push(line(&[&[p, first, o], rest].concat()));
     }
+    let (o_first, o_rest) = o.split_once(' ').unwrap_or((o, ""));
     for extra in c.extra {
+        out.push(line(&[&[p, o_first, extra], chosen, &[o_rest]].concat()));
         out.push(line(&[&[p, extra], chosen, &[o]].concat()));
         out.push(line(&[&[p], chosen, &[extra, o]].concat()));
         out.push(line(&[&[p, o], &reversed[..], &[extra]].concat()));
