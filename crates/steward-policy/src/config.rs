@@ -158,8 +158,8 @@ impl std::fmt::Display for ArgvExample {
 ///   options is each of them); options after operands count (GNU permutation) but nothing
 ///   after `--` is an option; spellings of one option are one option, and some options and
 ///   operands imply others, per the command's table written from its manual (rm, chmod,
-///   chown, chgrp, cp, mv, git push/clean/reset/checkout/switch/branch, curl, docker and
-///   podman rm/rmi/run/prune, kubectl delete, find, npm and pnpm publish): `-R` is
+///   chown, chgrp, cp, mv, git push/clean/reset/checkout/switch/branch, curl, rsync,
+///   docker and podman rm/rmi/run/prune, kubectl delete, find, npm and pnpm publish): `-R` is
 ///   `--recursive`, `git push origin +main`, `--force-with-lease` and `--mirror` are force
 ///   pushes, `curl -d`/`--json`/`-F` set `--request=POST`, `git branch -D` is `--delete
 ///   --force`. Where the arity of an option is not known (no table, or an option the table

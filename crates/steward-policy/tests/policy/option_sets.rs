@@ -116,6 +116,8 @@ fn long_and_short_spellings_are_one_option() {
         ("ask-tag", r#"["npm", "publish", "--tag", "latest", "**"]"#, "ask"),
         ("no-clean-ignored", r#"["git", "clean", "-X", "**"]"#, "deny"),
         ("npm", r#"["npm", "**"]"#, "allow"),
+        ("no-rsync-delete", r#"["rsync", "--delete", "**"]"#, "deny"),
+        ("rsync", r#"["rsync", "**"]"#, "allow"),
         ("chmod", r#"["chmod", "**"]"#, "allow"),
         ("curl", r#"["curl", "**"]"#, "allow"),
         ("docker", r#"["docker", "**"]"#, "allow"),
@@ -174,6 +176,12 @@ fn long_and_short_spellings_are_one_option() {
             ("git clean -fX", Deny, "no-clean-ignored"),
             ("git clean -f -x", Deny, "no-clean-ignored"),
             ("git clean -fd", Allow, "git"),
+            // rsync(1): `--del` and `--delete-after` and the like imply `--delete`.
+            ("rsync -a --delete src/ dst/", Deny, "no-rsync-delete"),
+            ("rsync -a src/ dst/ --del", Deny, "no-rsync-delete"),
+            ("rsync -av --delete-after src/ dst/", Deny, "no-rsync-delete"),
+            ("rsync --delete-excluded -a src/ dst/", Deny, "no-rsync-delete"),
+            ("rsync -a src/ dst/", Allow, "rsync"),
         ],
     );
 }
