@@ -440,7 +440,8 @@ impl RuleReader<'_> {
             } else {
                 self.with_next(&mut out, need(names, None), next_of(&opts), next)?;
             }
-            if whole {
+            // A single letter (`-o`) reads the same as a word.
+            if whole || word.chars().count() <= 2 {
                 return Ok(out);
             }
         }
@@ -535,4 +536,55 @@ fn operands_fit(rule: &[Elem], command: &[Operand], rest: bool) -> bool {
         }
     }
     fit[0][0]
+}
+
+#[cfg(test)]
+mod tests {
+    use globset::GlobBuilder;
+
+    use super::*;
+
+    fn pattern(argv: &str) -> OptionPattern {
+        let argv: Vec<String> = argv.split(' ').map(str::to_string).collect();
+        let compile = |glob: &str| -> Result<GlobMatcher, PolicyError> {
+            Ok(GlobBuilder::new(glob).case_insensitive(true).build().unwrap().compile_matcher())
+        };
+        OptionPattern::compile("r", &argv, &compile).unwrap().unwrap()
+    }
+
+    fn command(line: &str) -> OptionSet {
+        let words: Vec<String> = line.split(' ').map(str::to_string).collect();
+        let dynamic: Vec<bool> = words.iter().map(|w| w.starts_with('$')).collect();
+        OptionSet::read(&words[0], &words[1..], &dynamic[1..])
+    }
+
+    #[test]
+    fn rules_are_read_with_the_command_table() {
+        // Known arity: one reading.
+        assert_eq!(pattern("curl -X POST **").readings.len(), 1);
+        assert_eq!(pattern("rm -rf **").readings.len(), 1);
+        assert_eq!(pattern("rm -rf **").readings[0].needs.len(), 2);
+        // `-o` of a program with no table may take `x` or not; `-ab` may be one word or two letters.
+        assert_eq!(pattern("frob -o x").readings.len(), 2);
+        assert!(pattern("frob -ab **").readings.len() >= 2);
+        // Rules naming no option and fewer than two words have no option reading.
+        let argv = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+        let compile = |_: &str| -> Result<GlobMatcher, PolicyError> { unreachable!() };
+        assert!(OptionPattern::compile("r", &argv("git push **"), &compile).unwrap().is_none());
+        assert!(OptionPattern::compile("r", &argv("rm -* x"), &compile).unwrap().is_none());
+    }
+
+    #[test]
+    fn commands_are_read_as_their_programs_read_them() {
+        let post = pattern("curl -X POST **");
+        for line in ["curl -sSXPOST u", "curl u --request=POST", "curl --requ POST u", "curl -d x u", "curl $M u"] {
+            assert!(post.matches(&command(line)), "{line}");
+        }
+        for line in ["curl -H -XPOST u", "curl -X GET u", "curl u -- -XPOST"] {
+            assert!(!post.matches(&command(line)), "{line}");
+        }
+        let set = command("git push -o ci.skip origin +main");
+        assert_eq!(set.operands.iter().map(|o| o.text.as_str()).collect::<Vec<_>>(), ["push", "origin", "+main"]);
+        assert!(set.occurrences.iter().any(|o| o.names.contains(&"--force".to_string())));
+    }
 }
