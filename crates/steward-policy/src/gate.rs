@@ -137,7 +137,7 @@ impl Policy {
     /// The policy with every `argv` rule matched as written only, without reading a command's
     /// options as a set (see [`RuleConfig`](crate::RuleConfig)). Weaker than
     /// [`Policy::new`]'s policy: it exists so that tests can show their commands need the
-    /// option reading, and no configuration reaches it.
+    /// option reading and `steward bench` can compare its cost; no configuration reaches it.
     #[doc(hidden)]
     pub fn without_option_reading_for_tests(mut self) -> Policy {
         for rule in &mut self.argv_rules {
