@@ -290,7 +290,10 @@ fn check_path(verdict: &mut Verdict, text: &str, access: Access, cwd: &Cwd, ws: 
     };
     if let Err(err) = ws.resolve(&joined, access) {
         let kind = match err {
-            PathError::Secret { .. } | PathError::Denied { .. } | PathError::Protected { .. } => DecisionKind::Deny,
+            PathError::Secret { .. }
+            | PathError::SecretLink { .. }
+            | PathError::Denied { .. }
+            | PathError::Protected { .. } => DecisionKind::Deny,
             _ => DecisionKind::Ask,
         };
         verdict.raise(kind, err.rule(), || format!("`{text}`: {err}."));
