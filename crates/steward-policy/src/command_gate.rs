@@ -9,6 +9,7 @@ use crate::argv_rule::{ArgvRule, CommandView};
 use crate::gate::Policy;
 use crate::git_history::{prints_history, repository_reachable};
 use crate::git_programs::{log_shows_default_notes, option_runs_program, repository_runs_programs};
+use crate::named_paths::path_parts;
 use crate::paths::{Access, PathError, Workspace};
 use crate::programs::env_is_risky;
 use crate::secrets::is_secret_path;
@@ -201,6 +202,13 @@ impl Policy {
                 && (looks_like_path(path) || matches!(cwd, Cwd::Unknown) || exists_in(path, cwd, ws))
             {
                 check_path(&mut verdict, path, Access::Read, cwd, ws);
+            }
+            // Parts of one word that a program splits itself (`dd if=.env`, `a,.env`), judged
+            // as `[[tool]]` values are (`crate::named_paths`): when they exist or are secret.
+            for part in path_parts(arg).into_iter().skip(1).filter(|p| !p.starts_with('-')) {
+                if is_secret_path(Path::new(part)) || exists_in(part, cwd, ws) {
+                    check_path(&mut verdict, part, Access::Read, cwd, ws);
+                }
             }
         }
         for input in &cmd.inputs {
