@@ -22,7 +22,7 @@ use steward_protocol::AuditRecord;
 
 use crate::AuditVerification;
 
-/// Reads the anchor: `Ok(None)` when the file does not exist yet.
+/// Reads the anchor: `Ok(None)` when the file does not exist yet or holds no `SEQ HASH` line.
 pub fn read(path: &Path) -> std::io::Result<Option<(u64, String)>> {
     let mut text = String::new();
     match File::open(path) {
@@ -49,8 +49,14 @@ pub fn advance(path: &Path, seq: u64, hash: &str, starts_chain: bool) -> std::io
     let _lock = Lock::exclusive(&file)?;
     let mut text = String::new();
     (&file).read_to_string(&mut text)?;
-    if parse(&text).is_some_and(|(known, _)| known >= seq) {
-        return Ok(());
+    match parse(&text) {
+        Some((known, _)) if known >= seq => return Ok(()),
+        Some(_) => {}
+        // Emptied or garbled: as good as removed, so it is not rewritten at the head either.
+        None if !starts_chain => {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "the audit anchor is empty or garbled"));
+        }
+        None => {}
     }
     file.set_len(0)?;
     (&file).seek(SeekFrom::Start(0))?;
@@ -84,9 +90,9 @@ pub fn check(path: &Path, records: &[AuditRecord], verdict: AuditVerification) -
                 seq: last,
                 id: head.id.clone(),
                 problem: format!(
-                    "anchor missing: the chain has {} records but the anchor {} does not exist (records cut off the end \
-                     would go unnoticed); if it was removed on purpose, `steward audit anchor --reset` records that \
-                     and anchors the chain's head",
+                    "anchor missing: the chain has {} records but the anchor {} does not exist or holds no `SEQ HASH` \
+                     line (records cut off the end would go unnoticed); if it was removed on purpose, `steward audit \
+                     anchor --reset` records that and anchors the chain's head",
                     records.len(),
                     path.display()
                 ),
@@ -192,5 +198,10 @@ mod tests {
         assert_eq!(read(&path).unwrap(), Some((2, "second".to_string())));
         reset(&path, 1, "back").unwrap();
         assert_eq!(read(&path).unwrap(), Some((1, "back".to_string())));
+        // Emptied instead of removed: not rewritten by an append either.
+        std::fs::write(&path, "").unwrap();
+        let err = advance(&path, 3, "third", false).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        assert_eq!(read(&path).unwrap(), None);
     }
 }
