@@ -20,7 +20,7 @@
 
 use std::path::Path;
 
-use crate::paths::Workspace;
+use crate::paths::{Access, PathError, Workspace};
 use crate::secrets::is_secret_path;
 
 /// Characters that separate the parts of one value.
@@ -78,6 +78,25 @@ impl Workspace {
         }
         out
     }
+
+    /// The secret file `value` names, if any, as the refusal: like
+    /// [`Workspace::paths_named_by`] from the workspace root, but only secrets count — a
+    /// secret path or a hard link to a secret file inside the workspace, and outside it any
+    /// path spelled like a secret (`/home/me/.ssh/id_rsa`). For values handed to programs
+    /// whose own rules decide where they may reach (MCP servers): paths elsewhere are theirs
+    /// to refuse, secret files never.
+    pub fn secret_named_by(&self, value: &str) -> Option<PathError> {
+        for named in self.paths_named_by(value, "") {
+            match self.resolve(&named, Access::Read) {
+                Err(err @ (PathError::Secret { .. } | PathError::SecretLink { .. })) => return Some(err),
+                Err(PathError::Outside { .. }) if is_secret_path(Path::new(&named)) => {
+                    return Some(PathError::Secret { rel: named });
+                }
+                _ => {}
+            }
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -116,5 +135,11 @@ mod tests {
         assert_eq!(refused("hello world", ""), None);
         assert_eq!(refused("https://example.com/x", ""), None);
         assert_eq!(ws.paths_named_by("a.txt", "sub"), ["sub/a.txt"]);
+        // Only secrets count for `secret_named_by`.
+        let secret = |value: &str| ws.secret_named_by(value).map(|e| e.rule());
+        assert_eq!(secret("sub/../.env"), Some("secret_path"));
+        assert_eq!(secret("/elsewhere/.ssh/id_rsa"), Some("secret_path"));
+        assert_eq!(secret("../outside.txt"), None);
+        assert_eq!(secret("sub/a.txt"), None);
     }
 }
