@@ -205,7 +205,7 @@ impl Policy {
             }
             // Parts of one word that a program splits itself (`dd if=.env`, `a,.env`), judged
             // as `[[tool]]` values are (`crate::named_paths`): when they exist or are secret.
-            for part in path_parts(arg).into_iter().skip(1).filter(|p| !p.starts_with('-')) {
+            for part in path_parts(arg).into_iter().filter(|p| *p != arg.as_str() && !p.starts_with('-')) {
                 if is_secret_path(Path::new(part)) || exists_in(part, cwd, ws) {
                     check_path(&mut verdict, part, Access::Read, cwd, ws);
                 }

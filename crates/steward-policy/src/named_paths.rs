@@ -13,6 +13,9 @@
 //! then resolves each like a path input, so an existing path outside the workspace is refused
 //! as `workspace_boundary` and a secret one as `secret_path`.
 //!
+//! Bounds: parts longer than 4096 bytes (`PATH_MAX`) are skipped, and suffixes are taken after
+//! the first 16 separators only (every piece is always taken), so a value costs linear time.
+//!
 //! Not covered: values a program splits by other rules (a space-separated list inside one
 //! item, a glob the program expands itself, `~` expanded by the program, a prefix glued to a
 //! path without a separator such as `-f.env`), and names a program derives from a value (a
@@ -26,25 +29,34 @@ use crate::secrets::is_secret_path;
 /// Characters that separate the parts of one value.
 const SEPARATORS: &[char] = &['=', ',', ':', ';'];
 
+/// Suffixes are taken after the first this many separators only (every piece between two
+/// separators is always taken), so a value with thousands of separators costs linear time.
+const MAX_SUFFIXES: usize = 16;
+
+/// Longest part looked at, in bytes: a longer one cannot be opened as one path (`PATH_MAX`).
+const MAX_PART_BYTES: usize = 4096;
+
 /// The parts of `value` that a program could open as a path (see the module documentation),
-/// deduplicated, in order of appearance; empty parts are left out.
+/// deduplicated, in order of appearance; empty parts and parts longer than 4096 bytes are
+/// left out, and suffixes are taken after the first 16 separators only.
 pub fn path_parts(value: &str) -> Vec<&str> {
     let mut parts: Vec<&str> = vec![value];
     let mut start = 0;
-    for (index, ch) in value.char_indices() {
-        if SEPARATORS.contains(&ch) {
-            parts.push(&value[start..index]);
+    for (count, (index, ch)) in value.char_indices().filter(|(_, c)| SEPARATORS.contains(c)).enumerate() {
+        parts.push(&value[start..index]);
+        if count < MAX_SUFFIXES {
             parts.push(&value[index + ch.len_utf8()..]);
-            start = index + ch.len_utf8();
         }
+        start = index + ch.len_utf8();
     }
     if start > 0 {
         parts.push(&value[start..]);
     }
+    let mut seen = std::collections::HashSet::new();
     let mut out: Vec<&str> = Vec::with_capacity(parts.len() * 2);
-    for part in parts {
+    for part in parts.into_iter().filter(|p| p.len() <= MAX_PART_BYTES) {
         for candidate in [part, part.strip_prefix('@').unwrap_or("")] {
-            if !candidate.is_empty() && !out.contains(&candidate) {
+            if !candidate.is_empty() && seen.insert(candidate) {
                 out.push(candidate);
             }
         }
@@ -61,6 +73,7 @@ impl Workspace {
     pub fn paths_named_by(&self, value: &str, cwd: &str) -> Vec<String> {
         let base = self.root().join(cwd);
         let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for part in path_parts(value) {
             let given = Path::new(part);
             let exists = std::fs::symlink_metadata(base.join(given)).is_ok();
@@ -72,7 +85,7 @@ impl Workspace {
             } else {
                 Path::new(cwd).join(given).to_string_lossy().into_owned()
             };
-            if !out.contains(&named) {
+            if seen.insert(named.clone()) {
                 out.push(named);
             }
         }
@@ -112,6 +125,10 @@ mod tests {
         assert_eq!(path_parts("@.env"), ["@.env", ".env"]);
         assert_eq!(path_parts("if=x,y"), ["if=x,y", "if", "x,y", "x", "y"]);
         assert_eq!(path_parts(""), Vec::<&str>::new());
+        // Thousands of separators: every piece, suffixes only after the first ones.
+        let long = "x,".repeat(5000) + ".env";
+        let parts = path_parts(&long);
+        assert!(parts.contains(&".env") && parts.len() < 40, "{}", parts.len());
     }
 
     #[test]
