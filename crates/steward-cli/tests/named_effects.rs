@@ -167,6 +167,22 @@ fn a_hard_link_to_a_secret_file_is_secret_for_every_tool() {
 }
 
 #[test]
+fn a_hard_link_to_a_deny_path_file_is_denied_by_that_rule() {
+    let env = Env::new();
+    env.write("private/db.txt", "row-one\n");
+    std::fs::hard_link(env.ws().join("private/db.txt"), env.ws().join("rows.txt")).unwrap();
+    env.user_config("[policy]\ndeny_path = [\"private/**\"]\n");
+    let path = calls_scenario(&env, &[("r1", "read", "{ path = \"rows.txt\" }"), ("l1", "list", "{}")]);
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "go"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    assert_denied(&evs, "r1", "deny_path");
+    let (_, l1) = outcome(&evs, "l1");
+    assert!(!l1.contains("rows.txt"), "list showed the linked file: {l1}");
+    assert!(!stdout(&out).contains("row-one"), "{}", stdout(&out));
+}
+
+#[test]
 fn declared_credentials_are_redacted_whatever_their_names() {
     let env = Env::new();
     let scoped = "s3cr3t-value-123";

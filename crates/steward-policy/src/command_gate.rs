@@ -301,6 +301,7 @@ fn check_path(verdict: &mut Verdict, text: &str, access: Access, cwd: &Cwd, ws: 
             PathError::Secret { .. }
             | PathError::SecretLink { .. }
             | PathError::Denied { .. }
+            | PathError::DeniedLink { .. }
             | PathError::Protected { .. } => DecisionKind::Deny,
             _ => DecisionKind::Ask,
         };

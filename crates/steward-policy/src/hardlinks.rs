@@ -1,6 +1,6 @@
 //! Secret files under other names (SPEC S1): a hard link shares its file with every other
 //! name of it, so `notes.txt` linked to `.env` *is* `.env`, whatever [`is_secret_path`] says
-//! about the name `notes.txt`.
+//! about the name `notes.txt`. The same holds for a file matched by `deny_path`.
 //!
 //! A regular file with a single name (`st_nlink == 1`) cannot be another secret file's name,
 //! so only files with several names are compared. They are compared by `(st_dev, st_ino)`
@@ -34,22 +34,27 @@ type FileId = (u64, u64);
 /// What one scan found.
 #[derive(Debug, Default)]
 struct Scan {
-    /// Every multiply-linked regular file seen → whether one of its names is secret.
-    seen: HashMap<FileId, bool>,
+    /// Every multiply-linked regular file seen → the strictest verdict over its names.
+    seen: HashMap<FileId, LinkVerdict>,
     /// The scan stopped at [`MAX_SCAN_ENTRIES`].
     truncated: bool,
 }
 
-/// The verdict on one file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The verdict on one file, in increasing strictness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LinkVerdict {
-    /// One name, or several names none of which is secret.
+    /// One name, or several names none of which is secret or denied.
     Plain,
-    /// Another name of a secret file.
-    Secret,
+    /// Another name of a file matched by `deny_path`.
+    Denied,
     /// Several names, and the scan stopped before it could compare them all.
     Unknown,
+    /// Another name of a secret file.
+    Secret,
 }
+
+/// Which names of the workspace `deny_path` matches (workspace-relative paths of files).
+pub(crate) type DenyCheck<'a> = &'a dyn Fn(&Path) -> bool;
 
 /// The hard-link index of one workspace (held by [`crate::Workspace`]).
 #[derive(Debug)]
@@ -66,29 +71,29 @@ impl SecretLinks {
         SecretLinks { root, home, scan: Mutex::new(None) }
     }
 
-    /// The verdict for the file at `abs` (links not followed: pass the real path). Anything
-    /// that is not a regular file with several names is [`LinkVerdict::Plain`].
-    pub(crate) fn verdict(&self, abs: &Path) -> LinkVerdict {
+    /// The verdict for the file at `abs` (links not followed: pass the real path); `denied`
+    /// says which workspace names `deny_path` matches. Anything that is not a regular file
+    /// with several names is [`LinkVerdict::Plain`].
+    pub(crate) fn verdict(&self, abs: &Path, denied: DenyCheck<'_>) -> LinkVerdict {
         match std::fs::symlink_metadata(abs) {
-            Ok(meta) => self.verdict_for(&meta),
+            Ok(meta) => self.verdict_for(&meta, denied),
             Err(_) => LinkVerdict::Plain,
         }
     }
 
     /// [`SecretLinks::verdict`] for metadata already at hand (a walker's entry).
-    pub(crate) fn verdict_for(&self, meta: &std::fs::Metadata) -> LinkVerdict {
+    pub(crate) fn verdict_for(&self, meta: &std::fs::Metadata, denied: DenyCheck<'_>) -> LinkVerdict {
         if !meta.is_file() || meta.nlink() < 2 {
             return LinkVerdict::Plain;
         }
         let id = (meta.dev(), meta.ino());
         let mut slot = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(known) = slot.as_ref().and_then(|s| s.seen.get(&id)) {
-            return if *known { LinkVerdict::Secret } else { LinkVerdict::Plain };
+            return *known;
         }
-        let fresh = scan(&self.root, self.home.as_deref());
+        let fresh = scan(&self.root, self.home.as_deref(), denied);
         let verdict = match fresh.seen.get(&id) {
-            Some(true) => LinkVerdict::Secret,
-            Some(false) => LinkVerdict::Plain,
+            Some(known) => *known,
             None if fresh.truncated => LinkVerdict::Unknown,
             // Not under the workspace or the home's secret folders: no secret name there.
             None => LinkVerdict::Plain,
@@ -100,21 +105,29 @@ impl SecretLinks {
 
 /// Walks the workspace and the home's secret places once, recording every multiply-linked
 /// regular file and whether one of its names is secret.
-fn scan(root: &Path, home: Option<&Path>) -> Scan {
+fn scan(root: &Path, home: Option<&Path>, denied: DenyCheck<'_>) -> Scan {
     let mut out = Scan::default();
     let mut budget = MAX_SCAN_ENTRIES;
-    walk_into(&mut out, root, root, &mut budget, None);
+    walk_into(&mut out, root, root, &mut budget, None, denied);
     if let Some(home) = home {
+        let nothing_denied: DenyCheck<'_> = &|_| false;
         // The home's own entries (one level: `.netrc`, `.env`, `.git-credentials`, …).
-        walk_into(&mut out, home, home, &mut budget, Some(1));
+        walk_into(&mut out, home, home, &mut budget, Some(1), nothing_denied);
         for dir in HOME_SECRET_DIRS {
-            walk_into(&mut out, home, &home.join(dir), &mut budget, Some(3));
+            walk_into(&mut out, home, &home.join(dir), &mut budget, Some(3), nothing_denied);
         }
     }
     out
 }
 
-fn walk_into(out: &mut Scan, base: &Path, start: &Path, budget: &mut usize, depth: Option<usize>) {
+fn walk_into(
+    out: &mut Scan,
+    base: &Path,
+    start: &Path,
+    budget: &mut usize,
+    depth: Option<usize>,
+    denied: DenyCheck<'_>,
+) {
     if !start.is_dir() {
         return;
     }
@@ -133,9 +146,13 @@ fn walk_into(out: &mut Scan, base: &Path, start: &Path, budget: &mut usize, dept
         if meta.nlink() < 2 {
             continue;
         }
-        let secret = entry.path().strip_prefix(base).is_ok_and(is_secret_path);
-        let known = out.seen.entry((meta.dev(), meta.ino())).or_insert(false);
-        *known |= secret;
+        let verdict = match entry.path().strip_prefix(base) {
+            Ok(rel) if is_secret_path(rel) => LinkVerdict::Secret,
+            Ok(rel) if denied(rel) => LinkVerdict::Denied,
+            _ => LinkVerdict::Plain,
+        };
+        let known = out.seen.entry((meta.dev(), meta.ino())).or_insert(LinkVerdict::Plain);
+        *known = (*known).max(verdict);
     }
 }
 
@@ -152,13 +169,18 @@ mod tests {
         std::fs::write(root.join("shared.txt"), "hello\n").unwrap();
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::hard_link(root.join("shared.txt"), root.join("sub/copy.txt")).unwrap();
+        std::fs::create_dir_all(root.join("private")).unwrap();
+        std::fs::write(root.join("private/db.txt"), "rows\n").unwrap();
+        std::fs::hard_link(root.join("private/db.txt"), root.join("rows.txt")).unwrap();
         let links = SecretLinks { root: root.clone(), home: None, scan: Mutex::new(None) };
-        assert_eq!(links.verdict(&root.join("plain.txt")), LinkVerdict::Plain);
-        assert_eq!(links.verdict(&root.join("sub/copy.txt")), LinkVerdict::Plain);
+        let denied: DenyCheck<'_> = &|rel| rel.starts_with("private");
+        assert_eq!(links.verdict(&root.join("plain.txt"), denied), LinkVerdict::Plain);
+        assert_eq!(links.verdict(&root.join("sub/copy.txt"), denied), LinkVerdict::Plain);
+        assert_eq!(links.verdict(&root.join("rows.txt"), denied), LinkVerdict::Denied);
         // Linked after the first scan: the next check sees it.
         std::fs::hard_link(root.join(".env"), root.join("sub/notes.txt")).unwrap();
-        assert_eq!(links.verdict(&root.join("sub/notes.txt")), LinkVerdict::Secret);
-        assert_eq!(links.verdict(&root.join(".env")), LinkVerdict::Secret);
+        assert_eq!(links.verdict(&root.join("sub/notes.txt"), denied), LinkVerdict::Secret);
+        assert_eq!(links.verdict(&root.join(".env"), denied), LinkVerdict::Secret);
     }
 
     #[test]
@@ -173,7 +195,7 @@ mod tests {
         std::fs::hard_link(home.join(".ssh/id_ed25519"), root.join("a.txt")).unwrap();
         std::fs::hard_link(home.join(".netrc"), root.join("b.txt")).unwrap();
         let links = SecretLinks { root: root.clone(), home: Some(home), scan: Mutex::new(None) };
-        assert_eq!(links.verdict(&root.join("a.txt")), LinkVerdict::Secret);
-        assert_eq!(links.verdict(&root.join("b.txt")), LinkVerdict::Secret);
+        assert_eq!(links.verdict(&root.join("a.txt"), &|_| false), LinkVerdict::Secret);
+        assert_eq!(links.verdict(&root.join("b.txt"), &|_| false), LinkVerdict::Secret);
     }
 }

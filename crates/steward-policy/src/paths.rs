@@ -71,6 +71,12 @@ pub enum PathError {
         /// Why it counts as secret.
         detail: String,
     },
+    /// Another name (a hard link) of a file matched by a `deny_path` glob.
+    #[error("`{rel}` is another name (a hard link) of a file matched by a deny_path rule")]
+    DeniedLink {
+        /// Workspace-relative path.
+        rel: String,
+    },
     /// Ignored by a `.gitignore` or `.stewardignore` of the workspace.
     #[error("`{rel}` is ignored by the workspace's .gitignore/.stewardignore rules")]
     Ignored {
@@ -117,7 +123,7 @@ impl PathError {
             PathError::Secret { .. } | PathError::SecretLink { .. } => "secret_path",
             PathError::Protected { .. } => "protected_path",
             PathError::Ignored { .. } => "ignored_path",
-            PathError::Denied { .. } => "deny_path",
+            PathError::Denied { .. } | PathError::DeniedLink { .. } => "deny_path",
             PathError::Invalid { .. } => "invalid_path",
             PathError::Io { .. } => "io",
         }
@@ -221,7 +227,7 @@ impl Workspace {
         {
             self.check_rel(rel_lexical, is_dir, &rel_lexical.to_string_lossy())?;
         }
-        check_links(self.inner.links.verdict(&real), &rel)?;
+        check_links(self.inner.links.verdict(&real, &|r| self.inner.deny.is_denied(r, false)), &rel)?;
         Ok(WorkspacePath { abs: real, rel })
     }
 
@@ -245,8 +251,12 @@ impl Workspace {
         if rel.as_os_str().is_empty() || rel.has_root() {
             return None;
         }
-        if !is_dir && self.inner.links.verdict(&self.root().join(rel)) != LinkVerdict::Plain {
-            return Some(Exclusion::Secret);
+        if !is_dir {
+            match self.inner.links.verdict(&self.root().join(rel), &|r| self.inner.deny.is_denied(r, false)) {
+                LinkVerdict::Plain => {}
+                LinkVerdict::Denied => return Some(Exclusion::Denied),
+                LinkVerdict::Secret | LinkVerdict::Unknown => return Some(Exclusion::Secret),
+            }
         }
         self.name_exclusion(rel, is_dir)
     }
@@ -300,8 +310,11 @@ impl Workspace {
                     return true;
                 }
                 let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                let denied = |r: &Path| inner.deny.is_denied(r, false);
                 let linked_secret = entry.file_type().is_some_and(|t| t.is_file())
-                    && entry.metadata().map_or(true, |meta| inner.links.verdict_for(&meta) != LinkVerdict::Plain);
+                    && entry
+                        .metadata()
+                        .map_or(true, |meta| inner.links.verdict_for(&meta, &denied) != LinkVerdict::Plain);
                 !(is_secret_path(rel)
                     || linked_secret
                     || inner.deny.is_denied(rel, is_dir)
@@ -311,10 +324,12 @@ impl Workspace {
     }
 }
 
-/// Refuses a file that is another name of a secret file, or that could not be compared.
+/// Refuses a file that is another name of a secret or denied file, or that could not be
+/// compared.
 fn check_links(verdict: LinkVerdict, rel: &str) -> Result<(), PathError> {
     let detail = match verdict {
         LinkVerdict::Plain => return Ok(()),
+        LinkVerdict::Denied => return Err(PathError::DeniedLink { rel: rel.to_string() }),
         LinkVerdict::Secret => "is another name (a hard link) of a secret file",
         LinkVerdict::Unknown => {
             "has several names (hard links) and the workspace is too large to compare them all with the secret files"
