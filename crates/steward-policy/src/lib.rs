@@ -5,7 +5,10 @@
 //!
 //! - [`Workspace`]: path containment, secret paths, `.gitignore` / `.stewardignore` and
 //!   `deny_path` rules for every path a tool touches (cases B09, B10).
-//! - [`is_secret_path`]: the one shared secret-path predicate (S1).
+//! - [`is_secret_path`]: the one shared secret-path predicate (S1); a hard link to a secret
+//!   file is secret too, for every path check and walker of a [`Workspace`].
+//! - [`Workspace::paths_named_by`] and [`path_parts`]: the paths a free-form argument value
+//!   names (`--file=.env`, `a,.env`), so values are judged by what they name on disk.
 //! - [`Redactor`] and [`scan_value`]: secret redaction and scanning (S2, S3, case B13).
 //! - [`Policy`]: the gate that turns a proposed [`ToolCall`](steward_protocol::ToolCall) into
 //!   a [`Decision`](steward_protocol::Decision) (C1, C2), with run context ([`GateContext`]:

@@ -283,9 +283,9 @@ impl Workspace {
 
     /// A walker rooted at `dir` that honours `.gitignore` and `.stewardignore` (nested ones
     /// too, also outside a git repository; the files between the root and `dir` included),
-    /// shows hidden files, never yields secret paths (hard links to secret files included),
-    /// `.git`, or `deny_path` matches, and
-    /// does not follow symbolic links (links are yielded as links; resolve before reading).
+    /// shows hidden files, never yields secret paths, `.git`, or `deny_path` matches (nor hard
+    /// links to such files), and does not follow symbolic links (links are yielded as links;
+    /// resolve before reading).
     pub fn walk(&self, dir: &WorkspacePath) -> ignore::Walk {
         let root = self.root().to_path_buf();
         let rel_dir = PathBuf::from(&dir.rel);
