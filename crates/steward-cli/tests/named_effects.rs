@@ -255,10 +255,15 @@ fn a_removed_audit_anchor_fails_verification_until_a_recorded_reset() {
     let still = env.steward(&["audit", "verify"]);
     assert_eq!(code(&still), 1, "{}", stdout(&still));
     assert!(stdout(&still).contains("anchor missing"), "{}", stdout(&still));
+    let status = env.steward(&["audit", "anchor"]);
+    assert_eq!(code(&status), 1, "{}", stdout(&status));
+    assert!(stdout(&status).contains("missing"), "{}", stdout(&status));
     let reset = env.steward(&["audit", "anchor", "--reset"]);
     assert_eq!(code(&reset), 0, "{}{}", stdout(&reset), stderr(&reset));
     let ok = env.steward(&["audit", "verify"]);
     assert_eq!(code(&ok), 0, "{}", stdout(&ok));
+    let status = env.steward(&["audit", "anchor"]);
+    assert_eq!(code(&status), 0, "{}", stdout(&status));
     let list = env.steward(&["audit", "list"]);
     let records: Vec<Value> = stdout(&list).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let last = records.last().unwrap();
