@@ -13,7 +13,10 @@
 //! meets one the last scan did not see (it was linked after the scan), so a link made during
 //! a run is caught by the next check. Every multiply-linked file a scan sees is remembered
 //! with its verdict; a scan stops after [`MAX_SCAN_ENTRIES`] entries, and then a file it did
-//! not see counts as secret (fail closed).
+//! not see counts as secret (fail closed). A verdict is kept for the life of the
+//! [`crate::Workspace`] (one run): a multiply-linked file renamed to a secret name after the
+//! scan saw it (`mv backup.txt .env` while `copy.txt` still links it) is noticed by the next
+//! run's workspace.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
