@@ -63,7 +63,7 @@ pub enum PathError {
         rel: String,
     },
     /// Another name (a hard link) of a secret file, or a file with several names that could
-    /// not be compared with every secret file (see [`crate::hardlinks`]).
+    /// not be compared with every secret file (the workspace was too large to scan).
     #[error("`{rel}` {detail}; it is never read or written")]
     SecretLink {
         /// Workspace-relative path.

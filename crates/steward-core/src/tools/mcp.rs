@@ -22,7 +22,7 @@ impl Tool for McpToolAdapter {
         &self.spec
     }
 
-    /// Refuses a call that names a secret file (see [`refuse_secret_arguments`]).
+    /// Refuses a call that names a secret file (see `refuse_secret_arguments`).
     async fn preview(&self, args: &Value, ctx: &ToolContext) -> Result<Option<(String, String)>, ToolError> {
         refuse_secret_arguments(args, &ctx.workspace).map(|()| None)
     }
