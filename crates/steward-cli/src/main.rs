@@ -149,6 +149,14 @@ enum AuditCommand {
         #[arg(long)]
         run: Option<String>,
     },
+    /// Show the audit anchor (the chain's newest record, kept outside the database); `--reset`
+    /// sets it to the chain's head after recording who reset it (needed after the anchor file
+    /// was removed: until then `audit verify` fails with "anchor missing").
+    Anchor {
+        /// Reset the anchor to the chain's head, as an audit record of its own.
+        #[arg(long)]
+        reset: bool,
+    },
     /// Write audit records as JSON lines (to stdout, or to --output FILE), oldest first.
     Export {
         /// Only records at or after this time (RFC 3339, e.g. 2026-11-30T00:00:00Z) or sequence number.
@@ -330,6 +338,7 @@ fn main() -> ExitCode {
             Command::Show { run_id, json } => commands::show(&run_id, json).await,
             Command::Audit { command: AuditCommand::Verify } => commands::audit_verify().await,
             Command::Audit { command: AuditCommand::List { run } } => commands::audit_list(run.as_deref()).await,
+            Command::Audit { command: AuditCommand::Anchor { reset } } => commands::audit_anchor(reset).await,
             Command::Audit { command: AuditCommand::Export { since, output } } => {
                 commands::audit_export(since.as_deref(), output.as_deref()).await
             }

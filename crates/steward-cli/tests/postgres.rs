@@ -150,3 +150,31 @@ fn a_database_url_of_another_kind_is_a_usage_error_that_hides_the_value() {
     assert!(!err.contains("hunter2"), "{err}");
     assert!(!db(&env).exists(), "no SQLite file is made instead");
 }
+
+/// The anchor of a PostgreSQL database (`$STEWARD_HOME/audit-<hash>.anchor`) works as
+/// SQLite's: removed, `audit verify` fails with "anchor missing" until the recorded reset.
+#[test]
+fn a_removed_postgres_audit_anchor_fails_verification_until_a_recorded_reset() {
+    let Some(schema) = Schema::create() else { return };
+    let url = schema.url();
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    assert_eq!(code(&steward_pg(&env, &url, &["run", "read a.txt"])), 0);
+    assert_eq!(code(&steward_pg(&env, &url, &["audit", "verify"])), 0);
+    let anchors: Vec<_> = std::fs::read_dir(env.home())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("audit-"))
+        .collect();
+    assert_eq!(anchors.len(), 1, "one anchor for the database: {anchors:?}");
+    std::fs::remove_file(&anchors[0]).unwrap();
+    let bad = steward_pg(&env, &url, &["audit", "verify"]);
+    assert_eq!(code(&bad), 1, "{}", stdout(&bad));
+    assert!(stdout(&bad).contains("anchor missing"), "{}", stdout(&bad));
+    let reset = steward_pg(&env, &url, &["audit", "anchor", "--reset"]);
+    assert_eq!(code(&reset), 0, "{}{}", stdout(&reset), stderr(&reset));
+    assert_eq!(code(&steward_pg(&env, &url, &["audit", "verify"])), 0);
+    let action = schema.query("SELECT action FROM audit ORDER BY seq DESC LIMIT 1");
+    assert_eq!(action.as_deref(), Some("audit_anchor_reset"));
+}

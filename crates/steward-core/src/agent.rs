@@ -123,9 +123,16 @@ pub(crate) enum Ending {
 /// Runs one task to its end and returns the final run record.
 pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunError> {
     // The run's redactor also knows what the workspace's secret files hold, so a program the
-    // policy lets run (`git diff`) cannot pass their contents on (B09, S3).
+    // policy lets run (`git diff`) cannot pass their contents on (B09, S3), and the values the
+    // configuration declares as credentials (`credential_scope`, `[[tool]] env`).
+    let declared = req.config.declared_credential_values(&|name| std::env::var(name).ok());
     let rt = &Runtime {
-        redactor: Arc::new((*rt.redactor).clone().with_values(steward_policy::secret_file_values(&req.workspace))),
+        redactor: Arc::new(
+            (*rt.redactor)
+                .clone()
+                .with_values(steward_policy::secret_file_values(&req.workspace))
+                .with_values(declared),
+        ),
         ..rt.clone()
     };
     let workspace =

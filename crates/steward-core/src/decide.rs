@@ -21,7 +21,7 @@ pub fn decide(
     let tool = tools.get(&call.name);
     let context = GateContext {
         tainted,
-        paths: tool.map(|t| t.target_paths(&call.arguments)).unwrap_or_default(),
+        paths: tool.map(|t| t.target_paths(&call.arguments, workspace)).unwrap_or_default(),
         actions: tool.map(|t| t.implied_actions(&call.arguments)).unwrap_or_default(),
     };
     let decision = policy.decide_in(tool.map(|t| t.spec()), call, workspace, &context);

@@ -419,6 +419,49 @@ async fn t7_path_inputs_to_secret_ignored_or_outside_paths_are_refused_before_ru
     assert!(h.ws.join("out/ran").exists());
 }
 
+/// A tool with inputs not declared `path`, run in `out/`: a string, an integer and an array.
+const UNDECLARED_TOOL: &str = r#"
+[[tool]]
+name = "show_any"
+description = "Show files."
+command = ["sh", "-c", "touch ran && cat -- \"$@\"", "sh", { input = "name" }, { input = "number" }, { input = "more" }]
+cwd = "out"
+writes = ["out/**"]
+[[tool.input]]
+name = "name"
+type = "string"
+[[tool.input]]
+name = "number"
+type = "integer"
+[[tool.input]]
+name = "more"
+type = "array"
+items = "string"
+"#;
+
+#[tokio::test]
+async fn values_of_inputs_not_declared_paths_are_judged_by_the_files_they_name() {
+    let h = harness().await;
+    std::fs::hard_link(h.ws.join(".env"), h.ws.join("out/7")).unwrap();
+    let c = config(&h, UNDECLARED_TOOL);
+    let calls = [
+        json!({"name": "../.env"}),
+        json!({"number": 7}),
+        json!({"more": ["../notes.txt", "x,../build.log"]}),
+        json!({"name": "../../outside.txt"}),
+        json!({"name": "../.env.local"}),
+    ];
+    let out = run(&h, c, &scenario("show_any", &calls), true).await;
+    assert_eq!(out.denied_rules(), ["secret_path", "secret_path", "ignored_path", "workspace_boundary", "secret_path"]);
+    assert!(!out.kinds().contains(&"tool_started"));
+    assert!(!h.ws.join("out/ran").exists(), "the command ran");
+
+    // Values that name ordinary workspace files, or nothing, run.
+    let c = config(&h, UNDECLARED_TOOL);
+    let out = run(&h, c, &scenario("show_any", &[json!({"name": "../notes.txt", "more": []})]), true).await;
+    assert_eq!(out.completed(), ["[exit status 0]\nhello notes\n"]);
+}
+
 #[tokio::test]
 async fn array_inputs_expand_to_several_argv_items_and_absent_optionals_to_none() {
     let h = harness().await;

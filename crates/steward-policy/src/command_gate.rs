@@ -9,6 +9,7 @@ use crate::argv_rule::{ArgvRule, CommandView, Match};
 use crate::gate::Policy;
 use crate::git_history::{prints_history, repository_reachable};
 use crate::git_programs::{log_shows_default_notes, option_runs_program, repository_runs_programs};
+use crate::named_paths::path_parts;
 use crate::paths::{Access, PathError, Workspace};
 use crate::programs::env_is_risky;
 use crate::programs::options::Unsure;
@@ -208,6 +209,13 @@ impl Policy {
             {
                 check_path(&mut verdict, path, Access::Read, cwd, ws);
             }
+            // Parts of one word that a program splits itself (`dd if=.env`, `a,.env`), judged
+            // as `[[tool]]` values are (`crate::named_paths`): when they exist or are secret.
+            for part in path_parts(arg).into_iter().filter(|p| *p != arg.as_str() && !p.starts_with('-')) {
+                if is_secret_path(Path::new(part)) || exists_in(part, cwd, ws) {
+                    check_path(&mut verdict, part, Access::Read, cwd, ws);
+                }
+            }
         }
         for input in &cmd.inputs {
             check_path(&mut verdict, input, Access::Read, cwd, ws);
@@ -324,7 +332,11 @@ fn check_path(verdict: &mut Verdict, text: &str, access: Access, cwd: &Cwd, ws: 
     };
     if let Err(err) = ws.resolve(&joined, access) {
         let kind = match err {
-            PathError::Secret { .. } | PathError::Denied { .. } | PathError::Protected { .. } => DecisionKind::Deny,
+            PathError::Secret { .. }
+            | PathError::SecretLink { .. }
+            | PathError::Denied { .. }
+            | PathError::DeniedLink { .. }
+            | PathError::Protected { .. } => DecisionKind::Deny,
             _ => DecisionKind::Ask,
         };
         verdict.raise(kind, err.rule(), || format!("`{text}`: {err}."));

@@ -5,7 +5,10 @@
 //!
 //! - [`Workspace`]: path containment, secret paths, `.gitignore` / `.stewardignore` and
 //!   `deny_path` rules for every path a tool touches (cases B09, B10).
-//! - [`is_secret_path`]: the one shared secret-path predicate (S1).
+//! - [`is_secret_path`]: the one shared secret-path predicate (S1); a hard link to a secret
+//!   file is secret too, for every path check and walker of a [`Workspace`].
+//! - [`Workspace::paths_named_by`] and [`path_parts`]: the paths a free-form argument value
+//!   names (`--file=.env`, `a,.env`), so values are judged by what they name on disk.
 //! - [`Redactor`] and [`scan_value`]: secret redaction and scanning (S2, S3, case B13).
 //! - [`Policy`]: the gate that turns a proposed [`ToolCall`](steward_protocol::ToolCall) into
 //!   a [`Decision`](steward_protocol::Decision) (C1, C2), with run context ([`GateContext`]:
@@ -23,7 +26,9 @@ mod context;
 mod gate;
 mod git_history;
 mod git_programs;
+mod hardlinks;
 mod ignore_rules;
+mod named_paths;
 mod names;
 mod option_set;
 mod paths;
@@ -38,6 +43,7 @@ pub use config::{ArgvExample, ContextRule, PolicyConfig, RuleConfig};
 pub use context::{DEFAULT_TAINT_ESCALATION_RISK, GateContext};
 pub use gate::{Policy, PolicyError, SHELL_TOOL};
 pub use git_programs::repository_config_programs;
+pub use named_paths::path_parts;
 pub use names::name_looks_secret;
 pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath, is_protected_path};
 pub use redact::{REDACTED, Redactor};

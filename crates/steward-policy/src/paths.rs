@@ -10,6 +10,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+use crate::hardlinks::{LinkVerdict, SecretLinks};
 use crate::ignore_rules::{DenyGlobs, IgnoreStack};
 use crate::secrets::is_secret_path;
 
@@ -61,6 +62,21 @@ pub enum PathError {
         /// Workspace-relative path.
         rel: String,
     },
+    /// Another name (a hard link) of a secret file, or a file with several names that could
+    /// not be compared with every secret file (the workspace was too large to scan).
+    #[error("`{rel}` {detail}; it is never read or written")]
+    SecretLink {
+        /// Workspace-relative path.
+        rel: String,
+        /// Why it counts as secret.
+        detail: String,
+    },
+    /// Another name (a hard link) of a file matched by a `deny_path` glob.
+    #[error("`{rel}` is another name (a hard link) of a file matched by a deny_path rule")]
+    DeniedLink {
+        /// Workspace-relative path.
+        rel: String,
+    },
     /// Ignored by a `.gitignore` or `.stewardignore` of the workspace.
     #[error("`{rel}` is ignored by the workspace's .gitignore/.stewardignore rules")]
     Ignored {
@@ -104,10 +120,10 @@ impl PathError {
     pub fn rule(&self) -> &'static str {
         match self {
             PathError::Outside { .. } => "workspace_boundary",
-            PathError::Secret { .. } => "secret_path",
+            PathError::Secret { .. } | PathError::SecretLink { .. } => "secret_path",
             PathError::Protected { .. } => "protected_path",
             PathError::Ignored { .. } => "ignored_path",
-            PathError::Denied { .. } => "deny_path",
+            PathError::Denied { .. } | PathError::DeniedLink { .. } => "deny_path",
             PathError::Invalid { .. } => "invalid_path",
             PathError::Io { .. } => "io",
         }
@@ -124,6 +140,7 @@ pub struct Workspace {
 struct Inner {
     root: PathBuf,
     deny: DenyGlobs,
+    links: SecretLinks,
 }
 
 impl Workspace {
@@ -145,7 +162,8 @@ impl Workspace {
             input: glob,
             detail: format!("bad deny_path glob: {detail}"),
         })?;
-        Ok(Workspace { inner: Arc::new(Inner { root: canonical, deny }) })
+        let links = SecretLinks::new(canonical.clone());
+        Ok(Workspace { inner: Arc::new(Inner { root: canonical, deny, links }) })
     }
 
     /// The canonical root.
@@ -209,12 +227,13 @@ impl Workspace {
         {
             self.check_rel(rel_lexical, is_dir, &rel_lexical.to_string_lossy())?;
         }
+        check_links(self.inner.links.verdict(&real, &|r| self.inner.deny.is_denied(r, false)), &rel)?;
         Ok(WorkspacePath { abs: real, rel })
     }
 
     fn check_rel(&self, rel: &Path, is_dir: bool, shown: &str) -> Result<(), PathError> {
         // (Protected control files are checked for writes in `resolve`.)
-        match self.exclusion(rel, is_dir) {
+        match self.name_exclusion(rel, is_dir) {
             None => Ok(()),
             Some(Exclusion::Secret) => Err(PathError::Secret { rel: shown.to_string() }),
             Some(Exclusion::Denied) => Err(PathError::Denied { rel: shown.to_string() }),
@@ -226,8 +245,25 @@ impl Workspace {
     /// out, if it must. Checks, in order, the secret predicate, `deny_path`, then the ignore
     /// files of the root and of every directory down to the entry's parent. The ignore files
     /// are read on every call (always current, nothing cached); inside a [`Workspace::walk`]
-    /// the walker has already applied them.
+    /// the walker has already applied them. Another name (a hard link) of a secret file is
+    /// secret too.
     pub fn exclusion(&self, rel: &Path, is_dir: bool) -> Option<Exclusion> {
+        if rel.as_os_str().is_empty() || rel.has_root() {
+            return None;
+        }
+        if !is_dir {
+            match self.inner.links.verdict(&self.root().join(rel), &|r| self.inner.deny.is_denied(r, false)) {
+                LinkVerdict::Plain => {}
+                LinkVerdict::Denied => return Some(Exclusion::Denied),
+                LinkVerdict::Secret | LinkVerdict::Unknown => return Some(Exclusion::Secret),
+            }
+        }
+        self.name_exclusion(rel, is_dir)
+    }
+
+    /// [`Workspace::exclusion`] by the path's name alone (hard links are checked apart, so a
+    /// refusal can say which rule applied).
+    fn name_exclusion(&self, rel: &Path, is_dir: bool) -> Option<Exclusion> {
         if rel.as_os_str().is_empty() || rel.has_root() {
             return None;
         }
@@ -247,8 +283,9 @@ impl Workspace {
 
     /// A walker rooted at `dir` that honours `.gitignore` and `.stewardignore` (nested ones
     /// too, also outside a git repository; the files between the root and `dir` included),
-    /// shows hidden files, never yields secret paths, `.git`, or `deny_path` matches, and
-    /// does not follow symbolic links (links are yielded as links; resolve before reading).
+    /// shows hidden files, never yields secret paths, `.git`, or `deny_path` matches (nor hard
+    /// links to such files), and does not follow symbolic links (links are yielded as links;
+    /// resolve before reading).
     pub fn walk(&self, dir: &WorkspacePath) -> ignore::Walk {
         let root = self.root().to_path_buf();
         let rel_dir = PathBuf::from(&dir.rel);
@@ -273,10 +310,32 @@ impl Workspace {
                     return true;
                 }
                 let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                !(is_secret_path(rel) || inner.deny.is_denied(rel, is_dir) || above.is_ignored(entry.path(), is_dir))
+                let denied = |r: &Path| inner.deny.is_denied(r, false);
+                let linked_secret = entry.file_type().is_some_and(|t| t.is_file())
+                    && entry
+                        .metadata()
+                        .map_or(true, |meta| inner.links.verdict_for(&meta, &denied) != LinkVerdict::Plain);
+                !(is_secret_path(rel)
+                    || linked_secret
+                    || inner.deny.is_denied(rel, is_dir)
+                    || above.is_ignored(entry.path(), is_dir))
             });
         builder.build()
     }
+}
+
+/// Refuses a file that is another name of a secret or denied file, or that could not be
+/// compared.
+fn check_links(verdict: LinkVerdict, rel: &str) -> Result<(), PathError> {
+    let detail = match verdict {
+        LinkVerdict::Plain => return Ok(()),
+        LinkVerdict::Denied => return Err(PathError::DeniedLink { rel: rel.to_string() }),
+        LinkVerdict::Secret => "is another name (a hard link) of a secret file",
+        LinkVerdict::Unknown => {
+            "has several names (hard links) and the workspace is too large to compare them all with the secret files"
+        }
+    };
+    Err(PathError::SecretLink { rel: rel.to_string(), detail: detail.to_string() })
 }
 
 enum StepError {

@@ -153,6 +153,27 @@ pub trait Store: Send + Sync {
     /// [`verify_chain`] for the problems reported).
     async fn verify_audit(&self) -> Result<AuditVerification, StoreError>;
 
+    /// The audit anchor file this store keeps (the newest `(seq, hash)`, outside the database), if any.
+    fn audit_anchor(&self) -> Option<&std::path::Path> {
+        None
+    }
+
+    /// The deliberate reset of the audit anchor: appends `entry` (the record saying who reset
+    /// it, when and why), then sets the anchor to that record, the chain's head, whatever the
+    /// anchor held or whether it existed. Until then a chain whose anchor was removed does not
+    /// verify (`anchor missing`).
+    ///
+    /// Errors: appending the record fails, or the anchor file cannot be written
+    /// ([`StoreError::Io`]).
+    async fn reset_audit_anchor(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError> {
+        let record = self.append_audit(entry).await?;
+        if let Some(path) = self.audit_anchor() {
+            anchor::reset(path, record.seq, &record.hash)
+                .map_err(|source| StoreError::Io { path: path.display().to_string(), source })?;
+        }
+        Ok(record)
+    }
+
     /// Stores a remembered fact, in one write transaction, only if its owner has fewer than
     /// `max_per_owner` facts: `true` once it is committed, `false` (nothing stored) when the
     /// owner already has `max_per_owner` or more. Fails if the id exists.

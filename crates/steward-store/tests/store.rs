@@ -435,6 +435,34 @@ both! {
 
 both! {
     #[tokio::test]
+    async fn a_removed_anchor_breaks_verification_until_a_recorded_reset(db: Db) {
+        let anchor = tempfile::tempdir().unwrap();
+        let path = anchor.path().join("audit.anchor");
+        let options = StoreOptions { audit_anchor: Some(path.clone()), ..Default::default() };
+        let store = db.open_with(options).await;
+        assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 0 });
+        chain_of(store.as_ref(), 3).await;
+        assert!(path.exists(), "the chain's first record writes the anchor");
+        std::fs::remove_file(&path).unwrap();
+        let (seq, _, problem) = broken(store.verify_audit().await.unwrap());
+        assert_eq!(seq, 3);
+        assert!(problem.starts_with("anchor missing"), "{problem}");
+        // Appends do not write a fresh anchor at the head.
+        store.append_audit(entry("run_later", 9)).await.unwrap();
+        store.flush().await.unwrap();
+        assert!(!path.exists(), "an append recreated the anchor");
+        let (_, _, problem) = broken(store.verify_audit().await.unwrap());
+        assert!(problem.starts_with("anchor missing"), "{problem}");
+        let reset = store.reset_audit_anchor(entry("", 0)).await.unwrap();
+        assert_eq!(reset.seq, 5);
+        assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 5 });
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.trim(), format!("5 {}", reset.hash));
+    }
+}
+
+both! {
+    #[tokio::test]
     async fn concurrent_appends_build_one_chain_of_400(db: Db) {
         let store = db.open().await;
         let mut tasks = Vec::new();

@@ -39,10 +39,17 @@ pub fn usage_error(message: &str) -> anyhow::Error {
     usage(message)
 }
 
-/// The redactor for this process: pattern rules plus the values of secret-looking
-/// environment variables.
+/// Values the configurations loaded by this process declare as credentials
+/// ([`Config::declared_credential_values`]); [`redactor`] redacts them too.
+static DECLARED_CREDENTIALS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The redactor for this process: pattern rules, the values of secret-looking environment
+/// variables, and the values declared as credentials by every configuration loaded so far
+/// (`credential_scope` variables, `[[tool]] env` values), so `config show` and error messages
+/// never print them.
 pub fn redactor() -> Redactor {
-    Redactor::from_env_vars(std::env::vars())
+    let declared = DECLARED_CREDENTIALS.lock().map(|values| values.clone()).unwrap_or_default();
+    Redactor::from_env_vars(std::env::vars()).with_values(declared)
 }
 
 pub(crate) fn env_lookup(name: &str) -> Option<String> {
@@ -60,6 +67,9 @@ fn user_config_dir() -> Option<PathBuf> {
 
 pub(crate) fn load_config(workspace: &Path) -> Result<Config> {
     let config = Config::load(user_config_dir().as_deref(), workspace).map_err(|e| usage(e.to_string()))?;
+    if let Ok(mut declared) = DECLARED_CREDENTIALS.lock() {
+        declared.extend(config.declared_credential_values(&env_lookup));
+    }
     for warning in &config.warnings {
         eprintln!("steward: warning: {warning}");
     }
@@ -81,10 +91,12 @@ pub(crate) async fn registry(config: &Config, workspace: &Path) -> Result<ToolRe
     Ok(tools)
 }
 
+mod anchor;
 mod control;
 mod inspect;
 mod run;
 
+pub use anchor::audit_anchor;
 pub use control::{config_show, doctor, grants_list, grants_revoke, policy_check, rollback, trust};
 pub use inspect::{audit_export, audit_list, audit_verify, runs, show};
 pub use run::{RunArgs, models, provider_statuses, run, run_scripted};

@@ -38,6 +38,13 @@
 //!   argv names one itself (the sandbox then runs it without startup files).
 //! - Option injection: a string input (or array element) starting with `-` is refused before
 //!   anything runs, unless the input says `allow_dash = true`.
+//! - Every other value is a path too when it names one: the whole value, the parts between
+//!   `=`, `,`, `:`, `;` (`--file=.env`, `a,.env`), and those without a leading `@`, when
+//!   something of that name exists (relative to `cwd`, or absolute) or the spelling is a
+//!   secret path. The gate resolves them like path inputs (read access, write access when
+//!   the tool has `writes`) and refuses the call on any refusal: `secret_path` (also for a
+//!   hard link to a secret file), `workspace_boundary` (an existing path outside the
+//!   workspace, `..`, `/`), `ignored_path`, `deny_path`. There is no opt-out.
 //! - `path = true` (strings, or arrays whose items are strings): the value is a workspace
 //!   path. The gate resolves it before the call is decided (canonical, inside the workspace,
 //!   not a secret path, not ignored by `.gitignore`/`.stewardignore`, not matched by
@@ -80,7 +87,7 @@ use steward_protocol::{RiskLevel, ToolSpec};
 use steward_sandbox::ExecRequest;
 
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-use input::{Template, input_schema};
+use input::{Template, input_schema, named_paths};
 
 pub use input::{ArgItem, Callable, Compensate, EnvValue, InputConfig, InputType, ItemsConfig};
 
@@ -275,7 +282,8 @@ impl CommandTool {
         };
         let at_root = cwd == ws.root();
         let access = if self.spec.writes { Access::Write } else { Access::Read };
-        let template = Template { inputs: &self.config.inputs, access, at_root };
+        let template =
+            Template { inputs: &self.config.inputs, access, at_root, cwd: self.config.cwd.as_deref().unwrap_or("") };
         let argv = template.expand(&self.config.command, args, ws)?;
         let mut writable = Vec::new();
         for glob in &self.config.writes {
@@ -337,6 +345,13 @@ impl Tool for CommandTool {
 
     /// Checks the call completely (inputs, option injection, paths, writable paths, env)
     /// without running it, so a bad call is refused before anyone is asked.
+    /// The paths the values of inputs not declared `path` name (existing files and folders,
+    /// secret spellings), so the gate refuses `{ input = "file" }` given `.env` like a path
+    /// input given it.
+    fn target_paths(&self, args: &Value, workspace: &steward_policy::Workspace) -> Vec<String> {
+        named_paths(&self.config.inputs, args, workspace, self.config.cwd.as_deref().unwrap_or(""))
+    }
+
     async fn preview(&self, args: &Value, ctx: &ToolContext) -> Result<Option<(String, String)>, ToolError> {
         self.prepare(args, ctx).map(|_| None)
     }

@@ -22,12 +22,18 @@ impl Tool for McpToolAdapter {
         &self.spec
     }
 
+    /// Refuses a call that names a secret file (see `refuse_secret_arguments`).
+    async fn preview(&self, args: &Value, ctx: &ToolContext) -> Result<Option<(String, String)>, ToolError> {
+        refuse_secret_arguments(args, &ctx.workspace).map(|()| None)
+    }
+
     /// Calls the tool on its server. A server error, an `isError` result, a dead or silent
     /// server are tool failures with the server's words (classified `mcp_unavailable`,
     /// `timeout`, …). Results are cut at the server's `max_output_bytes` (head and tail); the
     /// complete text goes to `full_content`, which the orchestrator saves. A server's request
     /// for input during the call goes to `ctx.elicitor` (the run's owner).
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        refuse_secret_arguments(args, &ctx.workspace)?;
         let output = self
             .manager
             .call_eliciting(&self.spec.name, args.clone(), ctx.cancel.clone(), ctx.elicitor.clone())
@@ -44,6 +50,27 @@ impl Tool for McpToolAdapter {
             ..Default::default()
         })
     }
+}
+
+/// Refuses arguments any string of which (at any depth) names a secret file
+/// ([`steward_policy::Workspace::secret_named_by`]): a server that reads files would otherwise
+/// read `.env`, or a hard link to it, for the model. Other paths are the server's to allow or
+/// refuse. Relative values are taken from the workspace root.
+fn refuse_secret_arguments(args: &Value, workspace: &steward_policy::Workspace) -> Result<(), ToolError> {
+    let mut stack = vec![args];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::String(text) => {
+                if let Some(err) = workspace.secret_named_by(text) {
+                    return Err(err.into());
+                }
+            }
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 impl ToolRegistry {

@@ -139,9 +139,10 @@ pub trait Tool: Send + Sync {
     }
 
     /// Workspace paths the call would touch beyond its top-level path inputs (the files of a
-    /// patch), for the gate to check and match like path inputs. A path that cannot be
-    /// determined makes the call fail later, in `preview`/`run`, never pass unchecked.
-    fn target_paths(&self, _args: &Value) -> Vec<String> {
+    /// patch, the files a `[[tool]]`'s other values name), for the gate to check and match
+    /// like path inputs. A path that cannot be determined makes the call fail later, in
+    /// `preview`/`run`, never pass unchecked.
+    fn target_paths(&self, _args: &Value, _workspace: &steward_policy::Workspace) -> Vec<String> {
         Vec::new()
     }
 

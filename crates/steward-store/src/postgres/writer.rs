@@ -250,7 +250,8 @@ async fn process(pool: &PgPool, shared: &Shared, batch: Vec<Pending>) {
 }
 
 /// Moves the anchor to the newest audit record of a committed batch. A failure is logged: the
-/// record is committed either way, and `verify_audit` reports an anchor that lags.
+/// record is committed either way, and `verify_audit` reports an anchor that lags (or, when
+/// the file was removed, one that is missing: only the chain's first record creates it).
 fn advance_anchor(shared: &Shared, results: &[Applied]) {
     let Some(path) = &shared.anchor else { return };
     let newest = results
@@ -260,8 +261,9 @@ fn advance_anchor(shared: &Shared, results: &[Applied]) {
             Applied::Nothing | Applied::Flag(_) => None,
         })
         .max_by_key(|(seq, _)| *seq);
+    let starts_chain = results.iter().any(|r| matches!(r, Applied::Audit(record) if record.seq == 1));
     if let Some((seq, hash)) = newest
-        && let Err(error) = crate::anchor::advance(path, seq, hash)
+        && let Err(error) = crate::anchor::advance(path, seq, hash, starts_chain)
     {
         tracing::warn!(anchor = %path.display(), %error, "the audit anchor could not be updated");
     }

@@ -504,31 +504,12 @@ impl Store for SqliteStore {
             return Ok(verdict);
         }
         let Some(anchor_path) = &self.shared.anchor else { return Ok(verdict) };
-        let anchor = crate::anchor::read(anchor_path)
-            .map_err(|e| StoreError::Io { path: anchor_path.display().to_string(), source: e })?;
-        if let Some((seq, hash)) = anchor {
-            let last = records.last().map_or(0, |r| r.seq);
-            if seq > last {
-                return Ok(AuditVerification::Broken {
-                    seq: last + 1,
-                    id: String::new(),
-                    problem: format!(
-                        "removed: the chain ends at record {last}, but the anchor {} says record {seq} was written",
-                        anchor_path.display()
-                    ),
-                });
-            }
-            if let Some(record) = records.iter().find(|r| r.seq == seq)
-                && record.hash != hash
-            {
-                return Ok(AuditVerification::Broken {
-                    seq,
-                    id: record.id.clone(),
-                    problem: format!("changed: the hash differs from the anchor {}", anchor_path.display()),
-                });
-            }
-        }
-        Ok(verdict)
+        crate::anchor::check(anchor_path, &records, verdict)
+            .map_err(|e| StoreError::Io { path: anchor_path.display().to_string(), source: e })
+    }
+
+    fn audit_anchor(&self) -> Option<&std::path::Path> {
+        self.shared.anchor.as_deref()
     }
 
     fn ledger(&self) -> Option<&dyn crate::ledger::LedgerStore> {

@@ -362,6 +362,43 @@ pub(super) struct Template<'a> {
     pub access: Access,
     /// True when the command runs at the workspace root (paths passed relative).
     pub at_root: bool,
+    /// The command's working directory, workspace-relative (`""` for the root): values of
+    /// other inputs are judged by the paths they name from there.
+    pub cwd: &'a str,
+}
+
+/// The text a scalar value becomes as an argv item (`None` for arrays, objects, `null`).
+fn argv_text(kind: InputType, value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(n) if kind == InputType::Integer => {
+            Some(n.as_i64().map_or_else(|| n.to_string(), |i| i.to_string()))
+        }
+        Value::Number(_) | Value::Bool(_) => Some(value.to_string()),
+        _ => None,
+    }
+}
+
+/// The workspace paths named by the values of the inputs that are not declared `path`
+/// (see [`steward_policy::Workspace::paths_named_by`]), for the gate to resolve like path
+/// inputs: a value is a path to the program whenever it names one, however it is declared.
+pub(super) fn named_paths(inputs: &[InputConfig], args: &Value, ws: &Workspace, cwd: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for input in inputs.iter().filter(|i| !i.path) {
+        let values: Vec<&Value> = match args.get(&input.name) {
+            None | Some(Value::Null) => continue,
+            Some(Value::Array(items)) => items.iter().collect(),
+            Some(other) => vec![other],
+        };
+        for text in values.into_iter().filter_map(|v| argv_text(input.value_kind(), v)) {
+            for path in ws.paths_named_by(&text, cwd) {
+                if !out.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    out
 }
 
 fn invalid(message: String) -> ToolError {
@@ -372,7 +409,8 @@ impl Template<'_> {
     /// The argv for `args`. Refuses (before anything runs) unknown arguments, missing
     /// required inputs, values of the wrong type or outside `enum`/`pattern`/`min_items`/
     /// `max_items`, strings starting with `-` (rule `option_injection`) unless allowed, NUL
-    /// bytes, and path values the workspace rules refuse (named by their rule).
+    /// bytes, path values the workspace rules refuse (named by their rule), and values of
+    /// other inputs naming a path those rules refuse (see [`named_paths`]).
     pub fn expand(&self, argv: &[ArgItem], args: &Value, ws: &Workspace) -> Result<Vec<String>, ToolError> {
         let Some(object) = args.as_object() else { return Err(invalid("the arguments must be an object".into())) };
         if let Some(unknown) = object.keys().find(|k| !self.inputs.iter().any(|i| &i.name == *k)) {
@@ -426,13 +464,7 @@ impl Template<'_> {
         {
             return Err(invalid(format!("`{name}` must be one of the allowed values")));
         }
-        let text = match value {
-            Value::String(text) => text.clone(),
-            Value::Number(n) if kind == InputType::Integer => {
-                n.as_i64().map_or_else(|| n.to_string(), |i| i.to_string())
-            }
-            other => other.to_string(),
-        };
+        let text = argv_text(kind, value).unwrap_or_else(|| value.to_string());
         if text.contains('\0') {
             return Err(invalid(format!("`{name}` contains a NUL byte")));
         }
@@ -453,6 +485,10 @@ impl Template<'_> {
             } else {
                 resolved.rel
             });
+        }
+        // Not declared a path, but a path to the program all the same when it names one.
+        for named in ws.paths_named_by(&text, self.cwd) {
+            ws.resolve(&named, self.access)?;
         }
         if text.starts_with('-') && !input.allow_dash {
             return Err(ToolError::refused(

@@ -164,7 +164,7 @@ impl Tool for PatchTool {
     }
 
     /// The files of a `changes` list or of the diff's headers.
-    fn target_paths(&self, args: &Value) -> Vec<String> {
+    fn target_paths(&self, args: &Value, _workspace: &steward_policy::Workspace) -> Vec<String> {
         if let Some(changes) = args.get("changes").and_then(Value::as_array) {
             return changes.iter().filter_map(|c| c.get("path").and_then(Value::as_str).map(str::to_string)).collect();
         }
