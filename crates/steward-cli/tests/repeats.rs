@@ -4,6 +4,10 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
 use common::*;
 use serde_json::Value;
 
@@ -132,4 +136,69 @@ fn recovered_calls_in_a_row_with_quoted_numbers_are_coerced_audited_and_run() {
     let repair = audit.iter().find(|r| r["outcome"] == "repaired").expect("the coercion is audited");
     assert_eq!(repair["policy"], "schema_coercion");
     assert!(repair["detail"].as_str().unwrap().contains("`start_line`"), "{repair}");
+}
+
+/// Starts `steward serve` for `env`, signs in with its login link and returns the server
+/// process (killed on drop), the base URL and the owner's session cookie.
+async fn signed_in(env: &Env, http: &reqwest::Client) -> (KilledChild, String, String) {
+    let port = steward_peers::free_port();
+    let mut child = env
+        .command(&["serve", "--bind", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start steward serve");
+    let stdout = child.stdout.take().unwrap();
+    let child = KilledChild(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(at) = line.find("http://").filter(|_| line.contains("/login?token=")) {
+                let _ = tx.send(line[at..].split_whitespace().next().unwrap_or_default().to_string());
+            }
+        }
+    });
+    let login = rx.recv_timeout(Duration::from_secs(30)).expect("the login link is printed");
+    let response = http.get(&login).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    let cookie = response.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    (child, format!("http://127.0.0.1:{port}"), cookie)
+}
+
+/// Kills a child process when the test ends, however it ends.
+struct KilledChild(std::process::Child);
+
+impl Drop for KilledChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn web_run_and_trace_pages_show_repeats_and_the_stuck_stop() {
+    let env = Env::new();
+    let round = "[[round]]\n[[round.tool_call]]\nname = \"list\"\narguments = { path = \"/path/to/folder\" }\n";
+    let path = scenario(&env, &round.repeat(3));
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "list"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let id = run_id(&events(&out));
+
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let (_server, base, cookie) = signed_in(&env, &http).await;
+    let page = |path: String| {
+        let (http, cookie) = (http.clone(), cookie.clone());
+        async move {
+            let response = http.get(path).header("cookie", cookie).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            response.text().await.unwrap()
+        }
+    };
+    let run_page = page(format!("{base}/runs/{id}")).await;
+    assert_eq!(run_page.matches("repeat, not run").count(), 2, "{run_page}");
+    assert!(run_page.contains("Stopped: the model is stuck"), "{run_page}");
+    let trace = page(format!("{base}/runs/{id}/trace")).await;
+    assert_eq!(trace.matches("repeated call").count(), 2, "{trace}");
+    assert!(trace.contains("Status completed (stuck)"), "{trace}");
 }

@@ -591,6 +591,7 @@ pub async fn trace_page(
         input_tokens => steps.iter().map(|s| s.input_tokens).sum::<u64>(),
         output_tokens => steps.iter().map(|s| s.output_tokens).sum::<u64>(),
         error_class => view.record.as_ref().and_then(|r| r.error_class.map(|c| c.as_str())),
+        stop_reason => view.record.as_ref().and_then(|r| r.stop_reason.map(|s| s.as_str())),
     };
     render(
         StatusCode::OK,
