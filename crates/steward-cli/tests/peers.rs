@@ -247,7 +247,8 @@ fn peer_llama_repeated_refused_call_ends_the_run_stuck_without_running_the_repea
          risk = \"low\"\n[[tool.input]]\nname = \"dir\"\ntype = \"string\"\nrequired = true\npath = true\n\
          enum = [\"/path/to/folder\"]\n"
     ));
-    let out = env.steward(&["run", "--json", "--provider", "tiny", "--max-rounds", "6", "list the files in this folder"]);
+    let out =
+        env.steward(&["run", "--json", "--provider", "tiny", "--max-rounds", "6", "list the files in this folder"]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let evs = events(&out);
     let requested: Vec<&serde_json::Value> = evs.iter().filter(|e| e["event"] == "tool_requested").collect();

@@ -9,7 +9,8 @@
 //!   earlier call it repeats, why that one was refused and what would change the outcome.
 //! - A repeat of a call that **failed** is treated the same while nothing that could change the
 //!   result happened since (no call of a tool that is not a pure read ran, and the files it
-//!   names are unchanged); otherwise it runs again.
+//!   names are unchanged); otherwise it runs again. Failures of tools that reach outside the
+//!   workspace (`untrusted_output`: network commands, MCP tools) may pass, so their repeats run.
 //! - A repeat of a **successful pure read** ([`crate::tools::Tool::pure_read`]) under the same
 //!   conditions is answered from the run's record, with a note, and not run again.
 //!
@@ -238,6 +239,12 @@ impl Repeats {
         let Some(outcome) = trace.outcome else { return };
         // Successful calls are kept only for pure reads; a repeated write goes to the gate again.
         if outcome == CallOutcome::Completed && !pure {
+            return;
+        }
+        // A tool that reaches outside (network, MCP) may fail for a passing reason: its retry runs.
+        if matches!(outcome, CallOutcome::Failed { .. })
+            && tools.get(&call.name).is_none_or(|t| t.spec().untrusted_output)
+        {
             return;
         }
         let earlier = Earlier {

@@ -17,6 +17,8 @@
 
 use steward_protocol::ToolSpec;
 
+use serde_json::Value;
+
 use crate::recover::{looks_like_call, parse_calls, parse_values, split_think};
 
 /// Special-token openers of tool-call formats, with the closer that ends a block (empty when
@@ -93,7 +95,7 @@ fn json_markup(text: &str, tools: &[ToolSpec]) -> Option<String> {
             })
         };
         let is_markup = match parse_values(tail) {
-            Ok(values) => values.iter().any(looks_like_call),
+            Ok(values) => values.iter().any(|v| call_like(v, tools)),
             Err(why) => why.contains("cut off") && cut_off_call(),
         };
         if !is_markup {
@@ -106,6 +108,27 @@ fn json_markup(text: &str, tools: &[ToolSpec]) -> Option<String> {
         return Some(describe(start > 0, &why));
     }
     None
+}
+
+/// A value written as a call, not as something else with a `name`: its keys are only those
+/// of a call, and unless it names an offered tool its arguments are not a JSON Schema (a tool
+/// *definition* `{"name", "parameters": {"type": "object", "properties": …}}` is an answer
+/// about function calling, not a call).
+fn call_like(value: &Value, tools: &[ToolSpec]) -> bool {
+    let Value::Object(obj) = value else { return false };
+    if !looks_like_call(value) {
+        return false;
+    }
+    if obj.contains_key("tool_call") || obj.contains_key("tool_calls") {
+        return true;
+    }
+    if obj.keys().any(|k| !matches!(k.as_str(), "name" | "arguments" | "parameters" | "id")) {
+        return false;
+    }
+    let declared = obj.get("name").and_then(Value::as_str).is_some_and(|n| tools.iter().any(|t| t.name == n));
+    let args = obj.get("arguments").or_else(|| obj.get("parameters"));
+    let schema_like = args.is_some_and(|a| a.get("type").is_some() && a.get("properties").is_some());
+    declared || !schema_like
 }
 
 /// A special-token format: the first marker (not quoted in inline code) from which the rest is
@@ -228,6 +251,8 @@ mod tests {
             "Use read(path) to see a file, then answer.",
             "[1, 2, 3]",
             "<think>{\"name\":\"read\",\"arguments\":{}}</think>The file is empty.",
+            "A tool is declared like this:\n{\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", \"properties\": {}}}",
+            "Its definition:\n{\"name\": \"get_weather\", \"description\": \"Weather\", \"parameters\": {}}",
         ] {
             assert_eq!(unparsed_tool_markup(text, &t), None, "{text}");
         }
