@@ -2,8 +2,9 @@
 //!
 //! Models writing calls as text often quote scalars (`"line": "1"`), and formats whose values
 //! are untyped text need the schema to give them a type. A string value is replaced only when
-//! the schema at that place declares scalar types without `string` and exactly one reading of
-//! the string fits: an integer (`-?[0-9]+`), a JSON number, or `true`/`false` for a boolean.
+//! the schema at that place declares types without `string` and exactly one reading of the
+//! string fits: an integer (`-?[0-9]+`), a JSON number, `true`/`false` for a boolean, or JSON
+//! text of an object or array where the schema wants one (then coerced inside too).
 //! Anything else is left as written, for the gate's schema check to refuse.
 
 use serde_json::Value;
@@ -34,9 +35,14 @@ fn walk(value: &mut Value, schema: &Value, at: &str, changes: &mut Vec<String>) 
             }
         }
         Value::String(text) => {
-            if let Some((typed, kind)) = coerce_scalar(text, &declared_types(schema)) {
+            let types = declared_types(schema);
+            if let Some((typed, kind)) = coerce_scalar(text, &types) {
                 changes.push(format!("`{at}`: {} → {typed} ({kind})", Value::String(text.clone())));
                 *value = typed;
+            } else if let Some(mut parsed) = coerce_json(text, &types) {
+                changes.push(format!("`{at}`: JSON text → {}", if parsed.is_array() { "array" } else { "object" }));
+                walk(&mut parsed, schema, at, changes);
+                *value = parsed;
             }
         }
         _ => {}
@@ -49,6 +55,19 @@ fn declared_types(schema: &Value) -> Vec<&str> {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
+    }
+}
+
+/// A string holding a JSON object or array where the schema wants that and no string (XML
+/// formats write every value as text).
+fn coerce_json(text: &str, types: &[&str]) -> Option<Value> {
+    if types.contains(&"string") {
+        return None;
+    }
+    match serde_json::from_str::<Value>(text.trim()).ok()? {
+        v @ Value::Object(_) if types.contains(&"object") => Some(v),
+        v @ Value::Array(_) if types.contains(&"array") => Some(v),
+        _ => None,
     }
 }
 
@@ -97,7 +116,14 @@ mod tests {
         assert_eq!(changes.len(), 5, "{changes:?}");
         assert!(changes.contains(&"`list[1]`: \"2\" → 2 (integer)".to_string()), "{changes:?}");
 
-        for bad in [" 1", "+1", "1.5", "", "0x10", "NaN", "True"] {
+        let schema = json!({"type": "object", "properties": {
+            "changes": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+        }});
+        let mut args = json!({"changes": "[{\"n\": \"4\"}]"});
+        assert_eq!(coerce_to_schema(&mut args, &schema).len(), 2);
+        assert_eq!(args, json!({"changes": [{"n": 4}]}));
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}, "b": {"type": "boolean"}}});
+        for bad in [" 1", "+1", "1.5", "", "0x10", "NaN", "True", "[1]"] {
             let mut args = json!({"n": bad, "b": bad});
             let before = args.clone();
             assert!(coerce_to_schema(&mut args, &schema).is_empty(), "{bad}");

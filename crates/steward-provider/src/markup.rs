@@ -4,12 +4,12 @@
 //! returned as the model's answer. [`unparsed_tool_markup`] tells the agent loop when that
 //! text is, or ends with, tool-call markup, so that it is never reported as an answer. It
 //! knows:
-//! - the JSON shapes recovery reads (bare objects, arrays, several in a row, fenced,
-//!   `<tool_call>` blocks, `[TOOL_CALLS]`, `{"tool_call": …}`), including a call cut off
-//!   before its JSON closed;
-//! - the special tokens of the other formats local models write (XML-style `<function=…>`,
-//!   DeepSeek, harmony, Kimi, GLM, MiniMax, Gemma, Granite, Command R, Nemotron, … — the
-//!   table in `shared/formats/tool-call-formats.md`), which recovery does not read;
+//! - the shapes recovery reads (bare JSON objects, arrays, several in a row, fenced,
+//!   `<tool_call>` blocks, `[TOOL_CALLS]`, `{"tool_call": …}`, `<function=…>` blocks),
+//!   including a call cut off before it closed;
+//! - the special tokens of the other formats local models write (DeepSeek, harmony, Kimi,
+//!   GLM, MiniMax, Gemma, Granite, Command R, Nemotron, … — the table in
+//!   `shared/formats/tool-call-formats.md`), which recovery does not read;
 //! - Python-style calls (`[read(path="a")]`, `read({...})`) of an offered tool.
 //!
 //! Markup counts when the message is it, or ends with it: a marker quoted inside inline code
@@ -224,7 +224,8 @@ mod tests {
             ("Done:\n```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n```", "follows other text"),
             (r#"{"name": "edit", "arguments": {"path": "a", "old": "x"#, "cut off"),
             ("<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\"", "not closed"),
-            ("<tool_call><function=read><parameter=path>a</parameter></function></tool_call>", "JSON"),
+            ("<tool_call><function=rm><parameter=path>a</parameter></function></tool_call>", "`rm` is not one of"),
+            ("Reading it.\n<function=read><parameter=path>a</parameter></function>", "follows other text"),
             ("[TOOL_CALLS]read[ARGS]{\"path\": \"a\"}", "JSON"),
             ("<|channel|>commentary to=functions.read <|constrain|>json<|message|>{}<|call|>", "harmony"),
             (

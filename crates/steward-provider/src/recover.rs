@@ -8,6 +8,9 @@
 //!   of them one after the other (`{…}{…}`, or separated by whitespace or newlines); the
 //!   wrappers `{"tool_call": {…}}` and `{"tool_calls": […]}` (llama.cpp's generic format);
 //! - `[TOOL_CALLS]` followed by such JSON (Mistral);
+//! - `<function=NAME>{…}</function>` (Llama 3.1's custom format) or
+//!   `<function=NAME><parameter=KEY>value</parameter>…</function>` (Qwen3-Coder), one or more,
+//!   each possibly inside `<tool_call>` tags; parameter values are text typed by the schema;
 //! - one or more `<tool_call>…</tool_call>` blocks (Hermes/Qwen format), each holding such an
 //!   object or array, separated only by whitespace;
 //! - a single fenced code block (```` ```json ```` or ```` ``` ````) holding such an object or
@@ -30,6 +33,7 @@ const THINK_CLOSE: &str = "</think>";
 const CALL_OPEN: &str = "<tool_call>";
 const CALL_CLOSE: &str = "</tool_call>";
 const MISTRAL_OPEN: &str = "[TOOL_CALLS]";
+const FUNCTION_OPEN: &str = "<function=";
 
 /// The result of [`recover_text_tool_calls`].
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -95,6 +99,8 @@ pub(crate) fn could_be_tool_call_prefix(rest: &str) -> bool {
         || rest.starts_with('[')
         || rest.starts_with(CALL_OPEN)
         || CALL_OPEN.starts_with(rest)
+        || rest.starts_with(FUNCTION_OPEN)
+        || FUNCTION_OPEN.starts_with(rest)
         || rest.starts_with("```")
         || "```".starts_with(rest)
 }
@@ -156,6 +162,11 @@ pub(crate) fn parse_values(text: &str) -> Result<Vec<Value>, String> {
     if let Some(rest) = text.strip_prefix(MISTRAL_OPEN) {
         return json_sequence(rest.trim());
     }
+    if text.starts_with(FUNCTION_OPEN)
+        || text.strip_prefix(CALL_OPEN).is_some_and(|inner| inner.trim_start().starts_with(FUNCTION_OPEN))
+    {
+        return function_blocks(text);
+    }
     if text.starts_with(CALL_OPEN) {
         let mut values = Vec::new();
         let mut rest = text;
@@ -179,6 +190,67 @@ pub(crate) fn parse_values(text: &str) -> Result<Vec<Value>, String> {
         return json_sequence(body.trim());
     }
     json_sequence(text)
+}
+
+/// `<function=NAME>…</function>` blocks one after the other, each possibly inside
+/// `<tool_call>…</tool_call>`: the body is a JSON object of arguments (Llama 3.1's custom
+/// format) or `<parameter=KEY>value</parameter>` pairs (Qwen3-Coder), whose values are text
+/// for [`crate::coerce`] to type by the schema.
+fn function_blocks(text: &str) -> Result<Vec<Value>, String> {
+    const CLOSE: &str = "</function>";
+    let mut values = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let wrapped = rest.starts_with(CALL_OPEN);
+        if wrapped {
+            rest = rest[CALL_OPEN.len()..].trim_start();
+        }
+        let after = rest.strip_prefix(FUNCTION_OPEN).ok_or_else(|| "there is text between the calls".to_string())?;
+        let end_of_name = after.find('>').ok_or_else(|| "a <function=…> tag is cut off".to_string())?;
+        let name = after[..end_of_name].trim();
+        let inner = &after[end_of_name + 1..];
+        let close = inner.find(CLOSE).ok_or_else(|| format!("the <function={name}> block is not closed (cut off?)"))?;
+        let body = inner[..close].trim();
+        rest = inner[close + CLOSE.len()..].trim_start();
+        if wrapped {
+            rest = rest
+                .strip_prefix(CALL_CLOSE)
+                .ok_or_else(|| "a <tool_call> block is not closed (cut off?)".to_string())?
+                .trim_start();
+        }
+        let arguments = if body.starts_with('{') {
+            serde_json::from_str::<Value>(body).map_err(|e| format!("the arguments of `{name}` are malformed ({e})"))?
+        } else {
+            Value::Object(xml_parameters(name, body)?)
+        };
+        values.push(serde_json::json!({"name": name, "arguments": arguments}));
+    }
+    Ok(values)
+}
+
+/// `<parameter=KEY>value</parameter>` pairs; each value is the text between the tags without
+/// one leading and one trailing newline.
+fn xml_parameters(name: &str, body: &str) -> Result<Map<String, Value>, String> {
+    const OPEN: &str = "<parameter=";
+    const CLOSE: &str = "</parameter>";
+    let mut map = Map::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let after = rest
+            .strip_prefix(OPEN)
+            .ok_or_else(|| format!("the <function={name}> block holds text outside <parameter=…> tags"))?;
+        let end_of_key = after.find('>').ok_or_else(|| "a <parameter=…> tag is cut off".to_string())?;
+        let key = after[..end_of_key].trim();
+        let inner = &after[end_of_key + 1..];
+        let close = inner.find(CLOSE).ok_or_else(|| format!("the parameter `{key}` is not closed (cut off?)"))?;
+        let value = inner[..close].strip_prefix('\n').unwrap_or(&inner[..close]);
+        let value = value.strip_suffix('\n').unwrap_or(value);
+        if map.insert(key.to_string(), Value::String(value.to_string())).is_some() {
+            return Err(format!("the parameter `{key}` of `{name}` is given twice"));
+        }
+        rest = inner[close + CLOSE.len()..].trim_start();
+    }
+    Ok(map)
 }
 
 /// One or more JSON values one after the other, flattened.
@@ -299,6 +371,31 @@ mod tests {
         // One undeclared call spoils the lot: nothing of it runs.
         let r = recover_text_tool_calls(r#"{"name":"read","arguments":{}} {"name":"rm","arguments":{}}"#, &d);
         assert!(r.tool_calls.is_empty());
+    }
+
+    #[test]
+    fn xml_and_function_tag_calls_are_recovered_with_schema_types() {
+        let read = spec(
+            "read",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "start_line": {"type": ["integer", "null"]}}}),
+        );
+        let tools = [read, spec("list", json!({"type": "object"}))];
+        let r = recover_text_tool_calls(
+            "<tool_call>\n<function=read>\n<parameter=path>\n12\n</parameter>\n<parameter=start_line>\n3\n</parameter>\n</function>\n</tool_call>\n<function=list>{\"path\": \".\"}</function>",
+            &tools,
+        );
+        assert_eq!(r.tool_calls.len(), 2, "{r:?}");
+        assert_eq!(r.tool_calls[0].arguments, json!({"path": "12", "start_line": 3}));
+        assert_eq!(r.tool_calls[1].arguments, json!({"path": "."}));
+        assert_eq!(r.repairs.len(), 1);
+        for text in [
+            "<function=read><parameter=path>a</parameter>",
+            "<function=read>prose<parameter=path>a</parameter></function>",
+            "<function=rm><parameter=path>a</parameter></function>",
+            "<function=read><parameter=path>a</parameter></function> and more",
+        ] {
+            assert!(recover_text_tool_calls(text, &tools).tool_calls.is_empty(), "{text}");
+        }
     }
 
     #[test]
