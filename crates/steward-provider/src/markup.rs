@@ -160,7 +160,8 @@ fn tag_markup(text: &str, tools: &[ToolSpec]) -> Option<String> {
     }
     let why = match parse_calls(tail, tools) {
         Ok(_) => String::new(),
-        Err(_) if name == "<tool_call>" || name == "[TOOL_CALLS]" => parse_calls(tail, tools).err().unwrap_or_default(),
+        // A format recovery reads: say what was wrong with it.
+        Err(why) if matches!(name, "<tool_call>" | "[TOOL_CALLS]" | "<function=…>") => why,
         Err(_) => format!("the {name} format is not one Steward reads"),
     };
     Some(describe(pos > 0, &why))
