@@ -313,10 +313,15 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
             && let Some(why) = steward_provider::unparsed_tool_markup(&reply.text, &req.tools.specs())
         {
             let why = rt.redactor.redact(&why);
+            // Asking again needs a round; without one the run fails now rather than stopping at
+            // the round limit with the markup as what it had.
+            let no_round_left = rounds.len() as u32 + 1 >= limits.max_rounds;
             let mut error =
                 format!("the planner's reply is, or ends with, tool-call markup that could not be used: {why}");
             error.push_str(if markup_retried {
                 "; it was told once and wrote unusable markup again"
+            } else if no_round_left {
+                "; no round is left (max_rounds) to ask it again"
             } else {
                 "; the planner is told and asked once more"
             });
@@ -329,7 +334,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
                     class: ErrorClass::UnparsedToolCall,
                 })
                 .await?;
-            if markup_retried {
+            if markup_retried || no_round_left {
                 break Ending::Failed(ErrorClass::UnparsedToolCall, error);
             }
             markup_retried = true;
@@ -338,9 +343,6 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
                 feedback: Some(markup_feedback(&why)),
                 ..Default::default()
             });
-            if rounds.len() as u32 >= limits.max_rounds {
-                break Ending::Limit(StopReason::MaxRounds, what_we_have(&rounds));
-            }
             continue;
         }
         events

@@ -126,3 +126,16 @@ async fn unusable_markup_is_explained_to_the_model_once_then_fails_the_run() {
         feedback.content
     );
 }
+
+#[tokio::test]
+async fn unusable_markup_with_no_round_left_fails_instead_of_stopping_with_it() {
+    let round = "[[round]]\ntext = '{\"name\": \"rm\", \"arguments\": {}}'\n";
+    let mut config = Config::default();
+    config.limits.max_rounds = 1;
+    let (run, provider, _, _) = run(round, true, config).await;
+    assert_eq!(run.status, RunStatus::Failed);
+    assert_eq!(run.error_class, Some(ErrorClass::UnparsedToolCall));
+    assert!(run.error.as_deref().is_some_and(|e| e.contains("no round is left")), "{:?}", run.error);
+    assert!(run.final_text.is_none());
+    assert_eq!(provider.requests().len(), 1);
+}
