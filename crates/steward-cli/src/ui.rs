@@ -95,6 +95,13 @@ impl EventObserver for Human {
                 self.line(&format!("  ✓ done in {duration_ms} ms ({output_chars} chars of output)"))
             }
             EventKind::ToolFailed { error, .. } => self.line(&format!("  ✗ failed: {error}")),
+            EventKind::ToolCallRepeated { earlier_call_id, answered_from_record: true, .. } => {
+                self.line(&format!("  ↺ same as {earlier_call_id}, unchanged: answered from the run's record"))
+            }
+            EventKind::ToolCallRepeated { earlier_call_id, earlier_outcome, rule, repeats, .. } => {
+                let by = if rule.is_empty() { String::new() } else { format!(" by `{rule}`") };
+                self.line(&format!("  ✗ repeat {repeats} of {earlier_call_id} ({earlier_outcome}{by}): not run"))
+            }
             EventKind::PatchApplied { path, .. } => self.line(&format!("  ✓ wrote {path}")),
             // The terminal prompt shows the request itself (and this line would land inside it).
             EventKind::McpElicitationRequested { .. } => {}

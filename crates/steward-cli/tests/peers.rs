@@ -182,3 +182,86 @@ fn peer_llama_context_overflow_is_a_clear_error() {
     assert_eq!(failed["class"], "stream_interrupted");
     assert!(failed["error"].as_str().unwrap().contains("ended before the reply was complete"), "{failed}");
 }
+
+/// A loopback proxy in front of `upstream` (an OpenAI-compatible base URL) that sets
+/// `tool_choice` to the function `tool` on every chat request offering tools, as a server
+/// that always forces that tool would; everything else passes through unchanged, streamed.
+/// Returns the proxy's base URL.
+fn forcing_proxy(upstream: String, tool: &'static str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let client = reqwest::Client::new();
+            let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+                let (client, upstream) = (client.clone(), upstream.clone());
+                async move {
+                    let (parts, body) = request.into_parts();
+                    let mut body = axum::body::to_bytes(body, 16 << 20).await.unwrap_or_default().to_vec();
+                    if let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&body)
+                        && json.get("tools").is_some()
+                    {
+                        json["tool_choice"] = serde_json::json!({"type": "function", "function": {"name": tool}});
+                        body = serde_json::to_vec(&json).unwrap();
+                    }
+                    let path = parts.uri.path().trim_start_matches("/v1");
+                    let reply = client
+                        .request(parts.method, format!("{upstream}{path}"))
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .await
+                        .unwrap();
+                    let mut response = axum::response::Response::builder().status(reply.status().as_u16());
+                    if let Some(kind) = reply.headers().get("content-type") {
+                        response = response.header("content-type", kind.as_bytes());
+                    }
+                    response.body(axum::body::Body::from_stream(reply.bytes_stream())).unwrap()
+                }
+            });
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{addr}/v1")
+}
+
+#[test]
+fn peer_llama_repeated_refused_call_ends_the_run_stuck_without_running_the_repeats() {
+    // The model is forced to call `list_folder` in every round (Steward itself forces a tool
+    // on the first planner call only, so a proxy in front of the server forces the rest), and
+    // the tool's schema allows one value, so the grammar-constrained model writes the same call
+    // each time: `/path/to/folder`, outside the workspace, what a small model wrote when asked
+    // to list "this folder".
+    let server = steward_peers::llama_server();
+    let proxy = forcing_proxy(base_url(&server), "list_folder");
+    let env = Env::new();
+    env.write("a.txt", "x\n");
+    env.user_config(&format!(
+        "[providers.tiny]\nkind = \"openai\"\nbase_url = \"{proxy}\"\ndefault_model = \"stories260k\"\n\
+         max_tokens = 200\n\n\
+         [[tool]]\nname = \"list_folder\"\ndescription = \"List a folder.\"\ncommand = [\"ls\", {{ input = \"dir\" }}]\n\
+         risk = \"low\"\n[[tool.input]]\nname = \"dir\"\ntype = \"string\"\nrequired = true\npath = true\n\
+         enum = [\"/path/to/folder\"]\n"
+    ));
+    let out =
+        env.steward(&["run", "--json", "--provider", "tiny", "--max-rounds", "6", "list the files in this folder"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let evs = events(&out);
+    let requested: Vec<&serde_json::Value> = evs.iter().filter(|e| e["event"] == "tool_requested").collect();
+    assert_eq!(requested.len(), 3, "{:?}", names(&evs));
+    assert!(requested.iter().all(|e| e["arguments"]["dir"] == "/path/to/folder"), "{requested:?}");
+    let denied: Vec<&serde_json::Value> = evs.iter().filter(|e| e["event"] == "tool_denied").collect();
+    assert_eq!(denied.len(), 1, "only the first call reached the gate");
+    assert_eq!(denied[0]["rule"], "workspace_boundary");
+    let repeats: Vec<&serde_json::Value> = evs.iter().filter(|e| e["event"] == "tool_call_repeated").collect();
+    assert_eq!(repeats.len(), 2);
+    assert!(repeats.iter().all(|e| e["rule"] == "workspace_boundary" && e["answered_from_record"] == false));
+    assert!(!names(&evs).iter().any(|n| n == "tool_started"), "a repeat ran");
+    let done = find(&evs, "run_completed");
+    assert_eq!(done["stop_reason"], "stuck");
+    assert_eq!(done["rounds"], 3);
+}

@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::context::{self, RoundRecord};
 use crate::events::{ChunkRedactor, EventEmitter, EventObserver};
 use crate::interrupt::{Interrupt, Interruptible};
-use crate::orchestrator::{CallAbort, CallContext, handle_call, refuse_call};
+use crate::orchestrator::{CallAbort, CallContext, CallResult, handle_call, refuse_call};
 use crate::roles::RolePlan;
 use crate::tools::{ToolContext, ToolRegistry};
 
@@ -243,6 +243,8 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     let mut usage = Usage::default();
     let mut planner_calls = 0u32;
     let mut tool_calls = 0u32;
+    let mut repeats = crate::repeats::Repeats::new(workspace.root(), limits.max_repeated_calls);
+    let mut markup_retried = false;
     // Everything that reaches the model passes the redactor (S3): the task, the workspace's
     // instructions, the model's own earlier text and every tool result.
     let task_for_model = rt.redactor.redact(&req.task);
@@ -312,6 +314,44 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         };
         usage.add(reply.usage);
         let proposed = (reply.tool_calls.len() + reply.invalid_tool_calls.len()) as u32;
+        // Tool-call markup that could not be turned into calls is never an answer (SPEC P8):
+        // the planner is told once what was wrong, then the run fails.
+        if proposed == 0
+            && let Some(why) = steward_provider::unparsed_tool_markup(&reply.text, &req.tools.specs())
+        {
+            let why = rt.redactor.redact(&why);
+            // Asking again needs a round; without one the run fails now rather than stopping at
+            // the round limit with the markup as what it had.
+            let no_round_left = rounds.len() as u32 + 1 >= limits.max_rounds;
+            let mut error =
+                format!("the planner's reply is, or ends with, tool-call markup that could not be used: {why}");
+            error.push_str(if markup_retried {
+                "; it was told once and wrote unusable markup again"
+            } else if no_round_left {
+                "; no round is left (max_rounds) to ask it again"
+            } else {
+                "; the planner is told and asked once more"
+            });
+            events
+                .emit(EventKind::StageFailed {
+                    stage: "planner".into(),
+                    round,
+                    duration_ms: stage_ms,
+                    error: error.clone(),
+                    class: ErrorClass::UnparsedToolCall,
+                })
+                .await?;
+            if markup_retried || no_round_left {
+                break Ending::Failed(ErrorClass::UnparsedToolCall, error);
+            }
+            markup_retried = true;
+            rounds.push(RoundRecord {
+                text: rt.redactor.redact(&reply.text),
+                feedback: Some(markup_feedback(&why)),
+                ..Default::default()
+            });
+            continue;
+        }
         events
             .emit(EventKind::StageCompleted {
                 stage: "planner".into(),
@@ -323,6 +363,11 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
             .await?;
         if proposed == 0 {
             break Ending::Answered(reply.text);
+        }
+        for repair in &reply.repairs {
+            if let Some(call) = reply.tool_calls.iter().find(|c| c.id == repair.call_id) {
+                record_repair(rt, &run.id, call, &repair.detail).await?;
+            }
         }
 
         // The round's calls, in order; every call gets exactly one result.
@@ -348,10 +393,31 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
             tool_calls += 1;
             record.calls.push(call.clone());
             let outcome = match chains.plan(chain_state, call, &req.tools) {
-                ChainPlan::Plain => handle_call(&calls, call).await,
+                ChainPlan::Plain => match repeats.check(call, &req.tools) {
+                    // A repeat whose outcome cannot differ is not run (nor asked) again.
+                    Some(repeat) => {
+                        crate::repeats::report(&rt.store, &rt.redactor, &run.id, &events, call, &repeat).await?;
+                        if let Some(text) = repeat.stuck {
+                            stop = Some(Ending::Limit(StopReason::Stuck, text));
+                        }
+                        Ok(CallResult { content: repeat.message, is_error: !repeat.answered_from_record })
+                    }
+                    None => {
+                        events.take_call_trace(&call.id);
+                        let outcome = handle_call(&calls, call).await;
+                        let trace = events.take_call_trace(&call.id);
+                        match &outcome {
+                            Ok(result) => repeats.record(call, round, trace, &result.content, &req.tools),
+                            Err(_) => repeats.ran_elsewhere(call, &trace, &req.tools),
+                        }
+                        outcome
+                    }
+                },
                 ChainPlan::Refuse(rule, reason) => refuse_call(&calls, call, rule, &reason).await,
                 ChainPlan::Step { chain, step, call: inner } => {
+                    events.take_call_trace(&inner.id);
                     let outcome = handle_call(&calls, &inner).await;
+                    repeats.ran_elsewhere(&inner, &events.take_call_trace(&inner.id), &req.tools);
                     outcome.map(|mut result| {
                         let (next, note) = chains.after(chain, step, result.is_error);
                         chain_state = next;
@@ -506,6 +572,38 @@ fn what_we_have(rounds: &[RoundRecord]) -> String {
         ));
     }
     text
+}
+
+/// What the planner is told when its reply was tool-call markup that could not be used.
+fn markup_feedback(why: &str) -> String {
+    format!(
+        "Your last message was not accepted as an answer: it is, or ends with, tool-call markup that could not \
+         be used ({why}). Nothing was run. To call a tool, reply with only the call: one JSON object per call, \
+         {{\"name\": \"<tool>\", \"arguments\": {{...}}}}, using only the tools offered, with values of the \
+         types their schema gives (numbers and booleans unquoted). To answer, reply in plain text without any \
+         tool-call markup."
+    )
+}
+
+/// Audits a repair made to a recovered call before the gate judges it.
+async fn record_repair(rt: &Runtime, run_id: &str, call: &ToolCall, detail: &str) -> Result<(), StoreError> {
+    rt.store
+        .queue_audit(AuditEntry {
+            agent: "steward".into(),
+            run_id: run_id.to_string(),
+            call_id: call.id.clone(),
+            action: call.name.clone(),
+            input: rt.redactor.redact_value(&call.arguments),
+            policy: "schema_coercion".into(),
+            risk: 0.0,
+            outcome: AuditOutcome::Repaired,
+            latency_ms: 0,
+            sandbox: String::new(),
+            approval_id: String::new(),
+            rollback_token: String::new(),
+            detail: rt.redactor.redact(&format!("values coerced to the schema's types: {detail}")),
+        })
+        .await
 }
 
 async fn record_invalid(

@@ -61,6 +61,9 @@ pub struct RawLimits {
     pub max_context_chars: Option<usize>,
     /// Per-call subprocess timeout in ms (default 30,000).
     pub tool_timeout_ms: Option<u64>,
+    /// Repeats of a call already refused or failed in the run (same tool, same arguments),
+    /// none of them executed, before the run stops with `stuck` (default 2).
+    pub max_repeated_calls: Option<u32>,
 }
 
 /// Defaults for `steward run` (the CLI flags override them).
@@ -257,6 +260,8 @@ pub struct Limits {
     pub max_context_chars: usize,
     /// See [`RawLimits::tool_timeout_ms`].
     pub tool_timeout_ms: u64,
+    /// See [`RawLimits::max_repeated_calls`].
+    pub max_repeated_calls: u32,
 }
 
 impl Default for Limits {
@@ -268,6 +273,7 @@ impl Default for Limits {
             max_tool_output_chars: 8_000,
             max_context_chars: 120_000,
             tool_timeout_ms: 30_000,
+            max_repeated_calls: 2,
         }
     }
 }
@@ -399,6 +405,7 @@ impl Config {
             max_tool_output_chars: l.max_tool_output_chars.unwrap_or(d.max_tool_output_chars),
             max_context_chars: l.max_context_chars.unwrap_or(d.max_context_chars),
             tool_timeout_ms: l.tool_timeout_ms.unwrap_or(d.tool_timeout_ms),
+            max_repeated_calls: l.max_repeated_calls.unwrap_or(d.max_repeated_calls),
         };
         if let Err((_, message)) = check_limits(&l) {
             return Err(ConfigError::Resolve(message));
@@ -628,6 +635,7 @@ fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> Vec<String> 
                 "max_tool_output_chars" => defaults.max_tool_output_chars as i64,
                 "max_context_chars" => defaults.max_context_chars as i64,
                 "tool_timeout_ms" => defaults.tool_timeout_ms as i64,
+                "max_repeated_calls" => i64::from(defaults.max_repeated_calls),
                 _ => continue,
             };
             let mine = effective(base, "limits", &key).unwrap_or(default);
@@ -793,6 +801,9 @@ fn check_limits(l: &RawLimits) -> Result<(), (&'static str, String)> {
     }
     if l.max_tool_output_chars.is_some_and(|n| n < 400) {
         return Err(("max_tool_output_chars", "limits.max_tool_output_chars must be at least 400 characters".into()));
+    }
+    if l.max_repeated_calls == Some(0) {
+        return Err(("max_repeated_calls", "limits.max_repeated_calls must be at least 1".into()));
     }
     if l.max_tool_calls_per_run == Some(0) {
         return Err(("max_tool_calls_per_run", "limits.max_tool_calls_per_run must be at least 1".into()));

@@ -12,6 +12,9 @@ pub struct RoundRecord {
     pub calls: Vec<ToolCall>,
     /// One result per call, in the same order: `(content, is_error)`.
     pub results: Vec<(String, bool)>,
+    /// What Steward told the planner about this round's reply, as a user message after it
+    /// (e.g. that tool-call markup in it could not be used); `None` for none.
+    pub feedback: Option<String>,
 }
 
 /// The rules every model planner is given.
@@ -40,6 +43,9 @@ pub fn assemble(
         messages.push(Message::assistant(round.text.clone(), round.calls.clone()));
         for (call, (content, is_error)) in round.calls.iter().zip(&round.results) {
             messages.push(Message::tool_result(call.id.clone(), content.clone(), *is_error));
+        }
+        if let Some(feedback) = &round.feedback {
+            messages.push(Message::user(feedback.clone()));
         }
     }
     compact(&mut messages, max_context_chars);
@@ -151,8 +157,18 @@ mod tests {
     fn every_call_gets_a_result_and_old_results_are_compacted() {
         let call = |id: &str| ToolCall { id: id.into(), name: "read".into(), arguments: json!({"path": "a"}) };
         let rounds = vec![
-            RoundRecord { text: String::new(), calls: vec![call("c1")], results: vec![("x".repeat(5000), false)] },
-            RoundRecord { text: "again".into(), calls: vec![call("c2")], results: vec![("y".repeat(3000), false)] },
+            RoundRecord {
+                text: String::new(),
+                calls: vec![call("c1")],
+                results: vec![("x".repeat(5000), false)],
+                feedback: None,
+            },
+            RoundRecord {
+                text: "again".into(),
+                calls: vec![call("c2")],
+                results: vec![("y".repeat(3000), false)],
+                feedback: None,
+            },
         ];
         let msgs = assemble(Some("be brief"), None, "task", &rounds, 4000);
         assert_eq!(msgs.len(), 6);

@@ -28,12 +28,28 @@ pub struct EventEmitter {
     store: Arc<dyn Store>,
     observer: Arc<dyn EventObserver>,
     redactor: Arc<Redactor>,
+    /// What the events so far say about each tool call that has not been taken yet
+    /// ([`EventEmitter::take_call_trace`]).
+    calls: std::sync::Mutex<std::collections::HashMap<String, crate::repeats::CallTrace>>,
 }
 
 impl EventEmitter {
     /// An emitter for `run_id` starting at sequence number 1.
     pub fn new(run_id: &str, store: Arc<dyn Store>, observer: Arc<dyn EventObserver>, redactor: Arc<Redactor>) -> Self {
-        EventEmitter { run_id: run_id.to_string(), seq: AtomicU64::new(0), store, observer, redactor }
+        EventEmitter {
+            run_id: run_id.to_string(),
+            seq: AtomicU64::new(0),
+            store,
+            observer,
+            redactor,
+            calls: Default::default(),
+        }
+    }
+
+    /// What the events published since the last call for `call_id` say about that call
+    /// (whether it started, how it ended), and forgets it: call ids may repeat across rounds.
+    pub(crate) fn take_call_trace(&self, call_id: &str) -> crate::repeats::CallTrace {
+        self.calls.lock().map(|mut calls| calls.remove(call_id).unwrap_or_default()).unwrap_or_default()
     }
 
     /// Publishes one event: every string in it (keys and values) passes the redactor first.
@@ -47,6 +63,9 @@ impl EventEmitter {
             kind,
         };
         self.store.append_event(&event).await?;
+        if let Ok(mut calls) = self.calls.lock() {
+            crate::repeats::CallTrace::observe(&mut calls, &event.kind);
+        }
         self.observer.on_event(&event);
         Ok(event)
     }

@@ -18,6 +18,7 @@ pub mod memory;
 mod orchestrator;
 pub mod planner;
 pub mod recovery;
+mod repeats;
 pub mod roles;
 pub mod rollback;
 pub mod tools;

@@ -56,6 +56,10 @@ async fn default_cases_all_pass_and_the_unbuilt_ones_are_skipped_with_reasons() 
         "secret_file_read_refused",
         "max_rounds_stop",
         "rollback_after_approved_edit",
+        "repeated_refusal_ends_stuck",
+        "repeated_read_answered_from_record",
+        "unparsed_tool_markup_is_not_an_answer",
+        "recovered_calls_in_a_row_are_coerced",
     ] {
         let case = report.cases.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no case {name}"));
         assert_eq!(case.verdict, Verdict::Passed, "{name}\n{text}");

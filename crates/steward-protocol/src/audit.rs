@@ -17,6 +17,11 @@ pub enum AuditOutcome {
     Completed,
     /// The call ran and failed.
     Failed,
+    /// A call recovered from the model's text had values coerced to its schema's types
+    /// before it was judged (the detail lists them); the judgement follows in its own record.
+    Repaired,
+    /// A repeated call was answered from the run's record (an unchanged read) and not run.
+    Reused,
     /// The call was approved but no outcome was recorded (the process died); never re-run
     /// automatically.
     Unknown,
@@ -31,6 +36,8 @@ impl AuditOutcome {
             AuditOutcome::Escalated => "escalated",
             AuditOutcome::Completed => "completed",
             AuditOutcome::Failed => "failed",
+            AuditOutcome::Repaired => "repaired",
+            AuditOutcome::Reused => "reused",
             AuditOutcome::Unknown => "unknown",
         }
     }
@@ -43,6 +50,8 @@ impl AuditOutcome {
             "escalated" => Self::Escalated,
             "completed" => Self::Completed,
             "failed" => Self::Failed,
+            "repaired" => Self::Repaired,
+            "reused" => Self::Reused,
             "unknown" => Self::Unknown,
             _ => return None,
         })

@@ -19,6 +19,9 @@ pub enum ErrorClass {
     StreamInterrupted,
     /// A model proposed a tool call that is unknown, malformed or truncated.
     InvalidToolCall,
+    /// The model's final message was (or ended with) tool-call markup that could not be
+    /// turned into valid calls, even after it was told once what was wrong.
+    UnparsedToolCall,
     /// A tool ran and failed.
     ToolFailed,
     /// A time limit ran out.
@@ -45,6 +48,7 @@ impl ErrorClass {
             ErrorClass::ProviderError => "provider_error",
             ErrorClass::StreamInterrupted => "stream_interrupted",
             ErrorClass::InvalidToolCall => "invalid_tool_call",
+            ErrorClass::UnparsedToolCall => "unparsed_tool_call",
             ErrorClass::ToolFailed => "tool_failed",
             ErrorClass::Timeout => "timeout",
             ErrorClass::Cancelled => "cancelled",

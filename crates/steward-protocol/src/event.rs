@@ -17,6 +17,9 @@ pub enum StopReason {
     Timeout,
     /// The run was cancelled.
     Cancelled,
+    /// The model kept repeating a call that was already refused or failed in the run
+    /// (`limits.max_repeated_calls` repeats, none of them executed).
+    Stuck,
     /// The run failed (see the error class).
     Failed,
 }
@@ -30,6 +33,7 @@ impl StopReason {
             StopReason::MaxToolCalls => "max_tool_calls",
             StopReason::Timeout => "timeout",
             StopReason::Cancelled => "cancelled",
+            StopReason::Stuck => "stuck",
             StopReason::Failed => "failed",
         }
     }
@@ -213,6 +217,30 @@ pub enum EventKind {
         /// Redacted error.
         error: String,
     },
+    /// A proposed call repeated one already made in the run (same tool, same arguments after
+    /// normalising) and was not executed: the model got the earlier outcome instead, with
+    /// what would change it (or, for an unchanged read, the earlier result).
+    ToolCallRepeated {
+        /// Call id of the repeat.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments, redacted.
+        arguments: Value,
+        /// Call id of the earlier call whose outcome stands.
+        earlier_call_id: String,
+        /// The earlier outcome: `refused`, `rejected`, `expired`, `failed` or `completed`.
+        earlier_outcome: String,
+        /// The rule that refused the earlier call (empty when none did).
+        rule: String,
+        /// True when the repeat was answered with the earlier result (an unchanged read);
+        /// false when it was refused as a repeat.
+        answered_from_record: bool,
+        /// Refused repeats in the run so far, this one included (0 for an answered read).
+        repeats: u32,
+        /// What the model was told.
+        message: String,
+    },
     /// An MCP server asked the run's owner for input during a tool call (form elicitation);
     /// the owner answers on the terminal or the run's page until `expires_at`.
     McpElicitationRequested {
@@ -320,6 +348,7 @@ impl EventKind {
             EventKind::ToolStarted { .. } => "tool_started",
             EventKind::ToolCompleted { .. } => "tool_completed",
             EventKind::ToolFailed { .. } => "tool_failed",
+            EventKind::ToolCallRepeated { .. } => "tool_call_repeated",
             EventKind::McpElicitationRequested { .. } => "mcp_elicitation_requested",
             EventKind::McpElicitationAnswered { .. } => "mcp_elicitation_answered",
             EventKind::PatchProposed { .. } => "patch_proposed",

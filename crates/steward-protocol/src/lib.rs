@@ -16,7 +16,8 @@ pub use audit::{AuditEntry, AuditOutcome, AuditRecord};
 pub use error::ErrorClass;
 pub use event::{Event, EventKind, StopReason};
 pub use message::{
-    ChatRequest, ChatResponse, FinishReason, InvalidToolCall, Message, Role, StreamDelta, ToolChoice, Usage,
+    ChatRequest, ChatResponse, FinishReason, InvalidToolCall, Message, Role, StreamDelta, ToolCallRepair, ToolChoice,
+    Usage,
 };
 pub use tool::{ApprovalRequest, ApprovalStatus, Decision, DecisionKind, RiskLevel, ToolCall, ToolSpec};
 

@@ -157,6 +157,15 @@ pub struct InvalidToolCall {
     pub error: String,
 }
 
+/// A repair made to a recovered tool call before anyone judged it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRepair {
+    /// The repaired call's id.
+    pub call_id: String,
+    /// What was changed, e.g. `` `line`: "1" → 1 (integer) ``.
+    pub detail: String,
+}
+
 /// A complete reply from a provider.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ChatResponse {
@@ -168,6 +177,11 @@ pub struct ChatResponse {
     pub tool_calls: Vec<ToolCall>,
     /// Tool calls that must not run, with the reason.
     pub invalid_tool_calls: Vec<InvalidToolCall>,
+    /// Repairs made to calls recovered from the text (string values coerced to the scalar
+    /// type their schema declares), one per repaired call; empty for native calls, which are
+    /// never repaired.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<ToolCallRepair>,
     /// Token usage, zero when the provider sent none.
     pub usage: Usage,
     /// Why the model stopped.

@@ -9,16 +9,20 @@
 //! - `openai` / `anthropic`: the two wire protocols (Chat Completions, Messages API);
 //! - [`fake`]: the scripted provider used by tests and evals;
 //! - `assemble`: streamed tool-call assembly (cases B01, B03);
-//! - [`recover`]: tool calls written as text and `<think>` blocks (SPEC P8, case B04);
+//! - [`recover`]: tool calls written as text and `<think>` blocks (SPEC P8, case B04), with
+//!   `coerce` giving their values the types of the schema;
+//! - [`markup`]: tool-call markup left in a final message, never taken as an answer;
 //! - [`retry`]: which failures are retried and how long to wait (SPEC P7);
 //! - [`redact`]: keeping keys out of error messages (case B13).
 #![deny(missing_docs)]
 
 mod anthropic;
 mod assemble;
+mod coerce;
 pub mod config;
 pub mod fake;
 mod http;
+pub mod markup;
 mod openai;
 pub mod recover;
 mod reply;
@@ -30,6 +34,7 @@ pub use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
 
 pub use config::{ApiKeyEnv, PRESETS, ProviderConfig, ProviderKind, build_provider, preset};
 pub use fake::{FakeProvider, Scenario};
+pub use markup::unparsed_tool_markup;
 /// Strict function schemas (SPEC T10), as rendered for every provider.
 pub use openai::{strict_schema, tool_definitions};
 pub use recover::{Recovered, recover_text_tool_calls};

@@ -2,7 +2,9 @@
 //! still be a tool call written as text or a leading `<think>` block (SPEC P8), and produces
 //! the final text, reasoning and recovered calls.
 
-use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, FinishReason, StreamDelta, ToolCall, Usage};
+use steward_protocol::{
+    ChatRequest, ChatResponse, ErrorClass, FinishReason, StreamDelta, ToolCall, ToolCallRepair, ToolSpec, Usage,
+};
 
 use crate::assemble::{Ending, ToolCallAssembler};
 use crate::recover::{could_be_tool_call_prefix, leading_think, recover_text_tool_calls, split_think};
@@ -11,7 +13,7 @@ use crate::{DeltaSink, ProviderError};
 /// Accumulates text and reasoning deltas of one reply.
 pub(crate) struct TextAccumulator {
     recover: bool,
-    declared: Vec<String>,
+    declared: Vec<ToolSpec>,
     text: String,
     /// Reasoning from dedicated fields (`reasoning_content`, thinking blocks).
     field_reasoning: String,
@@ -26,11 +28,12 @@ pub(crate) struct FinishedText {
     pub text: String,
     pub reasoning: String,
     pub recovered: Vec<ToolCall>,
+    pub repairs: Vec<ToolCallRepair>,
 }
 
 impl TextAccumulator {
-    /// `recover`: whether text tool calls may be recovered; `declared`: the tool names offered.
-    pub fn new(recover: bool, declared: Vec<String>) -> Self {
+    /// `recover`: whether text tool calls may be recovered; `declared`: the tools offered.
+    pub fn new(recover: bool, declared: Vec<ToolSpec>) -> Self {
         TextAccumulator {
             recover,
             declared,
@@ -78,12 +81,12 @@ impl TextAccumulator {
     /// Ends the reply: flushes held-back text unless it became tool calls. `allow_recovery`
     /// is false when the reply already has native tool calls.
     pub fn finish(self, allow_recovery: bool, sink: DeltaSink<'_>) -> FinishedText {
-        let (text, think, recovered) = if self.recover && allow_recovery {
+        let (text, think, recovered, repairs) = if self.recover && allow_recovery {
             let r = recover_text_tool_calls(&self.text, &self.declared);
-            (r.text, r.reasoning, r.tool_calls)
+            (r.text, r.reasoning, r.tool_calls, r.repairs)
         } else {
             let (text, think) = split_think(&self.text);
-            (text, think, Vec::new())
+            (text, think, Vec::new(), Vec::new())
         };
         if !self.passing {
             let (thoughts, _, _) = leading_think(&self.text);
@@ -102,7 +105,7 @@ impl TextAccumulator {
             (false, true) => self.field_reasoning,
             (false, false) => format!("{}\n{}", self.field_reasoning, think),
         };
-        FinishedText { text, reasoning, recovered }
+        FinishedText { text, reasoning, recovered, repairs }
     }
 }
 
@@ -130,7 +133,7 @@ pub(crate) struct ReplyBuilder {
 impl ReplyBuilder {
     /// A builder for a reply to `request`; `recover`: text tool-call recovery on.
     pub fn new(recover: bool, request: &ChatRequest, calls: ToolCallAssembler) -> Self {
-        let declared = request.tools.iter().map(|t| t.name.clone()).collect();
+        let declared = request.tools.clone();
         ReplyBuilder {
             text: TextAccumulator::new(recover, declared),
             calls,
@@ -181,6 +184,7 @@ impl ReplyBuilder {
             reasoning: text.reasoning,
             tool_calls,
             invalid_tool_calls,
+            repairs: text.repairs,
             usage: self.usage,
             finish_reason,
             model: self.model,
@@ -193,7 +197,16 @@ mod tests {
     use super::*;
 
     fn run(recover: bool, pieces: &[&str]) -> (Vec<StreamDelta>, FinishedText, Vec<usize>) {
-        let mut acc = TextAccumulator::new(recover, vec!["get_current_location".to_string()]);
+        let spec = ToolSpec {
+            name: "get_current_location".into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            risk: steward_protocol::RiskLevel::Safe,
+            writes: false,
+            path_inputs: Vec::new(),
+            untrusted_output: false,
+        };
+        let mut acc = TextAccumulator::new(recover, vec![spec]);
         let mut deltas = Vec::new();
         let mut after_each = Vec::new();
         for p in pieces {

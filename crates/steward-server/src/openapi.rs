@@ -175,7 +175,7 @@ fn run_status_schema() -> utoipa::openapi::Object {
 
 fn stop_reason_schema() -> utoipa::openapi::Object {
     let mut schema = string_enum(
-        &["answered", "max_rounds", "max_tool_calls", "timeout", "cancelled", "failed"],
+        &["answered", "max_rounds", "max_tool_calls", "timeout", "stuck", "cancelled", "failed"],
         "Why it stopped, once it has.",
     );
     schema.schema_type = utoipa::openapi::schema::SchemaType::from_iter([
@@ -200,7 +200,9 @@ fn stop_reason_schema() -> utoipa::openapi::Object {
 /// `stop_reason`, `usage` and `duration_ms`; and so on for `stage_started`,
 /// `stage_completed`, `stage_failed`, `tool_requested`, `tool_denied`, `tool_approved`,
 /// `tool_rejected`, `tool_approval_expired`, `tool_started`, `tool_completed`, `tool_failed`,
-/// `patch_proposed`, `patch_applied`, `run_failed` and `run_cancelled`.
+/// `tool_call_repeated` (a repeat that was not run: `earlier_call_id`, `earlier_outcome`,
+/// `rule`, `answered_from_record`, `repeats`, `message`), `patch_proposed`, `patch_applied`,
+/// `run_failed` and `run_cancelled`.
 #[derive(ToSchema)]
 #[schema(as = Event)]
 pub struct EventDoc {

@@ -264,7 +264,7 @@ fn replay(events: &[Event]) -> (Vec<StageView>, Vec<CallView>, String) {
     let mut calls: Vec<CallView> = Vec::new();
     let mut final_text = String::new();
     let set = |calls: &mut Vec<CallView>, id: &str, decision: &str, rule: Option<&str>, detail: Option<&str>| {
-        if let Some(c) = calls.iter_mut().find(|c| c.call_id == id) {
+        if let Some(c) = calls.iter_mut().rev().find(|c| c.call_id == id) {
             c.decision = decision.to_string();
             if let Some(r) = rule {
                 c.rule = r.to_string();
@@ -315,6 +315,10 @@ fn replay(events: &[Event]) -> (Vec<StageView>, Vec<CallView>, String) {
                 set(&mut calls, call_id, "completed", None, Some(output))
             }
             EventKind::ToolFailed { call_id, error, .. } => set(&mut calls, call_id, "failed", None, Some(error)),
+            EventKind::ToolCallRepeated { call_id, rule, answered_from_record, message, .. } => {
+                let decision = if *answered_from_record { "answered from the record" } else { "repeat, not run" };
+                set(&mut calls, call_id, decision, (!rule.is_empty()).then_some(rule.as_str()), Some(message))
+            }
             EventKind::RunCompleted { final_text: f, .. } => final_text = f.clone(),
             EventKind::RunFailed { error, class, .. } => final_text = format!("failed ({}): {error}", class.as_str()),
             EventKind::RunCancelled { reason, .. } => final_text = format!("cancelled: {reason}"),
@@ -559,6 +563,11 @@ fn steps(events: &[Event]) -> Vec<Step> {
             EventKind::ToolFailed { tool, duration_ms, .. } => {
                 steps.push(step("tool", tool.clone(), *duration_ms, 0, 0, "failed"))
             }
+            EventKind::ToolCallRepeated { tool, earlier_call_id, earlier_outcome, answered_from_record, .. } => {
+                let outcome = if *answered_from_record { "answered from the record" } else { "not run" };
+                let detail = format!("{tool}, repeat of {earlier_call_id} ({earlier_outcome})");
+                steps.push(step("repeated call", detail, 0, 0, 0, outcome))
+            }
             _ => {}
         }
     }
@@ -582,6 +591,7 @@ pub async fn trace_page(
         input_tokens => steps.iter().map(|s| s.input_tokens).sum::<u64>(),
         output_tokens => steps.iter().map(|s| s.output_tokens).sum::<u64>(),
         error_class => view.record.as_ref().and_then(|r| r.error_class.map(|c| c.as_str())),
+        stop_reason => view.record.as_ref().and_then(|r| r.stop_reason.map(|s| s.as_str())),
     };
     render(
         StatusCode::OK,
@@ -722,7 +732,10 @@ fn column(view: &runs::RunView, events: &[Event]) -> CompareColumn {
         .filter(|e| {
             matches!(
                 e.kind,
-                EventKind::ToolDenied { .. } | EventKind::ToolRejected { .. } | EventKind::ToolApprovalExpired { .. }
+                EventKind::ToolDenied { .. }
+                    | EventKind::ToolRejected { .. }
+                    | EventKind::ToolApprovalExpired { .. }
+                    | EventKind::ToolCallRepeated { answered_from_record: false, .. }
             )
         })
         .count();

@@ -90,8 +90,10 @@ function runView(root) {
     return section.querySelector(".stage-text");
   }
 
+  // Call ids may repeat across rounds (recovered calls, a repeated call): the latest one counts.
   function callNode(id) {
-    return root.querySelector(`.tool-call[data-call-id="${CSS.escape(id)}"]`);
+    const all = root.querySelectorAll(`.tool-call[data-call-id="${CSS.escape(id)}"]`);
+    return all.length ? all[all.length - 1] : null;
   }
 
   function setCall(id, decision, rule, detail) {
@@ -149,7 +151,7 @@ function runView(root) {
       }
       case "stage_chunk": stageText(event.stage).append(event.text); break;
       case "tool_requested":
-        if (!callNode(event.call_id)) {
+        if (!callNode(event.call_id) || callNode(event.call_id).querySelector(".decision").textContent !== "requested") {
           document.getElementById("tool-calls").append(el("li", { class: "tool-call", "data-call-id": event.call_id },
             el("code", { class: "tool-name", text: event.tool }), " ", el("span", { class: "decision", text: "requested" }),
             el("pre", { class: "tool-args", text: JSON.stringify(event.arguments, null, 2) })));
@@ -172,6 +174,9 @@ function runView(root) {
       case "tool_started": setCall(event.call_id, "running", event.allowed_by || null); break;
       case "tool_completed": setCall(event.call_id, "completed", null, event.output); break;
       case "tool_failed": setCall(event.call_id, "failed", null, event.error); break;
+      case "tool_call_repeated":
+        setCall(event.call_id, event.answered_from_record ? "answered from the record" : "repeat, not run", event.rule || null, event.message);
+        break;
       case "run_completed": document.getElementById("final").textContent = event.final; endRun("completed"); break;
       case "run_failed": document.getElementById("final").textContent = `failed (${event.class}): ${event.error}`; endRun("failed"); break;
       case "run_cancelled": document.getElementById("final").textContent = `cancelled: ${event.reason}`; endRun("cancelled"); break;
@@ -225,7 +230,7 @@ function runView(root) {
     const source = new EventSource(`/api/runs/${runId}/events?after=${root.dataset.lastSeq || 0}`);
     const names = ["run_started", "stage_started", "stage_chunk", "stage_completed", "stage_failed", "tool_requested",
       "tool_denied", "tool_approval_required", "tool_approved", "tool_rejected", "tool_approval_expired", "tool_started",
-      "tool_completed", "tool_failed", "patch_proposed", "patch_applied", "mcp_elicitation_requested",
+      "tool_completed", "tool_failed", "tool_call_repeated", "patch_proposed", "patch_applied", "mcp_elicitation_requested",
       "mcp_elicitation_answered", "run_completed", "run_failed", "run_cancelled"];
     for (const name of names) {
       source.addEventListener(name, (msg) => {
@@ -287,6 +292,7 @@ function compareView(section) {
   for (const name of ["tool_denied", "tool_rejected", "tool_approval_expired"]) {
     on(name, () => { count(".refused", 1); status.textContent = "running"; });
   }
+  on("tool_call_repeated", (e) => { if (!e.answered_from_record) count(".refused", 1); });
   on("stage_completed", (e) => count(".tokens", (e.usage?.input_tokens || 0) + (e.usage?.output_tokens || 0)));
   const end = (text, final) => { status.textContent = text; section.querySelector(".final").textContent = final; source.close(); };
   on("run_completed", (e) => end("completed", e.final));

@@ -87,6 +87,13 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
             EventKind::ToolFailed { tool, duration_ms, error, .. } => {
                 println!("    {tool:<12} {duration_ms:>7} ms  failed: {error}")
             }
+            EventKind::ToolCallRepeated { tool, earlier_call_id, answered_from_record: true, .. } => {
+                println!("    {tool:<12} repeat of {earlier_call_id}: answered from the run's record, not run")
+            }
+            EventKind::ToolCallRepeated { tool, earlier_call_id, earlier_outcome, rule, repeats, .. } => {
+                let by = if rule.is_empty() { String::new() } else { format!(" by `{rule}`") };
+                println!("    {tool:<12} repeat {repeats} of {earlier_call_id} ({earlier_outcome}{by}): not run")
+            }
             EventKind::RunCompleted { final_text, .. } => println!("final:\n{final_text}"),
             EventKind::RunFailed { error, class, .. } => println!("failed [{class}]: {error}"),
             _ => {}

@@ -194,6 +194,10 @@ impl Tool for GitTool {
         &self.spec
     }
 
+    fn pure_read(&self) -> bool {
+        true
+    }
+
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let path = match opt_str(args, "path")?.filter(|p| !p.is_empty()) {
             Some(p) => Some(ctx.workspace.resolve(p, Access::Read)?.rel),

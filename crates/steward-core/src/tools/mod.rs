@@ -152,6 +152,15 @@ pub trait Tool: Send + Sync {
         Vec::new()
     }
 
+    /// True when a call only reads the workspace and its result depends on nothing but its
+    /// arguments and the workspace's files (the built-in `read`, `list`, `search`, git reads
+    /// and `propose_patch`): a repeat of a successful call with nothing changed since is then
+    /// answered from the run's record instead of running again. False by default; never true
+    /// for programs, MCP tools or anything whose output can change on its own.
+    fn pure_read(&self) -> bool {
+        false
+    }
+
     /// True for tools offered only inside their toolchain (`callable = "chain_only"`, SPEC T6).
     fn chain_only(&self) -> bool {
         false

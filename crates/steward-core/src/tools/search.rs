@@ -149,6 +149,10 @@ impl Tool for ListTool {
         &self.spec
     }
 
+    fn pure_read(&self) -> bool {
+        true
+    }
+
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let dir =
             ctx.workspace.resolve(opt_str(args, "path")?.filter(|p| !p.is_empty()).unwrap_or("."), Access::Read)?;
@@ -228,6 +232,10 @@ impl Default for ReadTool {
 impl Tool for ReadTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn pure_read(&self) -> bool {
+        true
     }
 
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -312,6 +320,10 @@ struct Findings {
 impl Tool for SearchTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn pure_read(&self) -> bool {
+        true
     }
 
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

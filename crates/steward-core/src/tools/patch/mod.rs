@@ -163,6 +163,10 @@ impl Tool for PatchTool {
         &self.spec
     }
 
+    fn pure_read(&self) -> bool {
+        !self.writes()
+    }
+
     /// The files of a `changes` list or of the diff's headers.
     fn target_paths(&self, args: &Value, _workspace: &steward_policy::Workspace) -> Vec<String> {
         if let Some(changes) = args.get("changes").and_then(Value::as_array) {
