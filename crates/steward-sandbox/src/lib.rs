@@ -60,7 +60,7 @@ pub enum Protection {
     Rlimits,
     /// The process group is killed when the wall-clock timeout runs out.
     Timeout,
-    /// A mount namespace of the child's own: `mask` paths covered by empty unreadable
+    /// A mount namespace of the child's own: `mask` paths covered by empty read-only
     /// files or folders, `$HOME` an empty folder, `read_only` paths read-only.
     FsMask,
     /// A PID namespace: the program's end (or the call's) kills every process it started,
@@ -150,8 +150,9 @@ pub struct ExecRequest {
     /// missing paths are skipped. Nothing is added implicitly: include
     /// [`SYSTEM_READ_PATHS`] (or narrower) so the program can start, and `cwd`.
     pub readable: Option<Vec<PathBuf>>,
-    /// Absolute paths to cover in the child's mount namespace: a file becomes an empty,
-    /// unreadable, read-only file, a folder an empty read-only folder. The caller computes
+    /// Absolute paths to cover in the child's mount namespace: a file becomes an empty
+    /// read-only file (still a regular file, so `git status` works), a folder an empty
+    /// read-only folder. The caller computes
     /// them (for a workspace: every secret path and every hard link to a secret file).
     /// Missing paths are skipped; a path that cannot be covered fails the call.
     pub mask: Vec<PathBuf>,

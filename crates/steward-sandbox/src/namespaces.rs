@@ -225,6 +225,8 @@ pub(crate) struct MountPlan {
     keeps: Vec<Keep>,
     /// `(path, is_dir)`.
     masks: Vec<(CString, bool)>,
+    /// Whether a file is masked (then an empty file is made to cover it).
+    file_masks: bool,
     read_only: Vec<CString>,
     fresh_proc: bool,
     cwd: CString,
@@ -295,6 +297,7 @@ impl MountPlan {
             let Ok(meta) = std::fs::metadata(path) else { continue };
             masks.push((c_path(path)?, meta.is_dir()));
         }
+        let file_masks = masks.iter().any(|(_, is_dir)| !is_dir);
         let mut read_only = Vec::new();
         for path in req.read_only.iter().filter(|p| p.exists()) {
             read_only.push(c_path(path)?);
@@ -305,6 +308,7 @@ impl MountPlan {
             keeps,
             mask_count: masks.len(),
             masks,
+            file_masks,
             read_only,
             fresh_proc,
             cwd: c_path(&cwd)?,
@@ -372,6 +376,24 @@ impl MountPlan {
                 set_attr(path, MOUNT_ATTR_RDONLY, true)?;
             }
             let covered = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+            // The source of file masks: an empty read-only file on a small tmpfs mounted over
+            // `/proc` for the moment (a descriptor opened before the namespace was made
+            // belongs to the old one and cannot be cloned here).
+            let mut empty = -1;
+            if self.file_masks {
+                let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                check(libc::mount(
+                    c"tmpfs".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    flags,
+                    c"mode=0755,size=4k".as_ptr().cast(),
+                ))?;
+                empty = libc::open(c"/proc/empty".as_ptr(), libc::O_CREAT | libc::O_RDONLY | libc::O_CLOEXEC, 0o444);
+                if empty < 0 {
+                    return Err(errno());
+                }
+            }
             for (path, is_dir) in &self.masks {
                 let rc = if *is_dir {
                     let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
@@ -383,7 +405,23 @@ impl MountPlan {
                         c"mode=0000,size=4k".as_ptr().cast(),
                     )
                 } else {
-                    libc::mount(c"/dev/null".as_ptr(), path.as_ptr(), null, libc::MS_BIND, null.cast())
+                    // A bind mount of the empty file: a regular file (so `git status` still
+                    // works) with no content.
+                    let flags = OPEN_TREE_CLONE | libc::AT_EMPTY_PATH as libc::c_uint | libc::O_CLOEXEC as libc::c_uint;
+                    let fd = libc::syscall(libc::SYS_open_tree, empty, c"".as_ptr(), flags);
+                    if fd < 0 {
+                        return Err(errno());
+                    }
+                    let rc = libc::syscall(
+                        libc::SYS_move_mount,
+                        fd,
+                        c"".as_ptr(),
+                        libc::AT_FDCWD,
+                        path.as_ptr(),
+                        MOVE_MOUNT_F_EMPTY_PATH,
+                    );
+                    libc::close(fd as libc::c_int);
+                    rc as libc::c_int
                 };
                 if rc != 0 {
                     // Removed since the plan was made: nothing to cover.
@@ -393,9 +431,12 @@ impl MountPlan {
                     return Err(errno());
                 }
                 if !*is_dir {
-                    // `nodev` makes the device unopenable: the file cannot be read or written.
                     set_attr(path, covered, false)?;
                 }
+            }
+            if empty >= 0 {
+                libc::close(empty);
+                check(libc::umount2(c"/proc".as_ptr(), libc::MNT_DETACH))?;
             }
             if self.fresh_proc {
                 let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;

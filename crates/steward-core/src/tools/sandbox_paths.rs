@@ -1,0 +1,197 @@
+//! What the sandbox covers and freezes for a program run in the workspace (SPEC S1, C3): the
+//! one place that turns the shared secret predicate into the sandbox's `mask` and
+//! `read_only` lists, used by `shell_command`, the `[[tool]]` commands, the git tools and
+//! hooks.
+//!
+//! Reads are not confined by the sandbox, and redaction of what a program prints cannot be
+//! complete (one character a line, base64, a hard link under another name), so secret files
+//! must not be readable at all inside it:
+//! - every path of the workspace that [`steward_policy::is_secret_path`] calls secret is
+//!   covered (a file by an empty read-only file, a folder by an empty folder), except `.git`
+//!   itself: git needs it, and its hooks and config are frozen instead;
+//! - every other name of a secret file — a hard link, same device and inode — is covered too;
+//! - `.git/hooks`, `.git/config` (of the workspace and of any repository inside it),
+//!   `.steward`, `.stewardignore` and shell startup files are read-only, even beneath a
+//!   writable folder: each makes a later program run something.
+
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use steward_policy::is_secret_path;
+
+use super::{ToolContext, ToolError};
+
+/// Most entries looked at in one workspace. A larger workspace is refused rather than
+/// partly masked.
+const MAX_WALK_ENTRIES: usize = 1_000_000;
+
+/// Names that are read-only wherever they are: Steward's control files and files a shell or
+/// `direnv` runs at start-up.
+const READ_ONLY_NAMES: &[&str] = &[
+    ".steward",
+    ".stewardignore",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".envrc",
+];
+
+/// What the sandbox covers and freezes.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SandboxPaths {
+    /// Absolute paths to cover (secret paths and hard links to secret files).
+    pub mask: Vec<PathBuf>,
+    /// Absolute paths to make read-only.
+    pub read_only: Vec<PathBuf>,
+}
+
+/// Walks the workspace at `root` (every file, ignored ones too, without following links or
+/// entering `.git`) and lists what to cover and freeze (see the module docs). Errors: the
+/// workspace has more than 1,000,000 entries.
+pub fn sandbox_paths(root: &Path) -> Result<SandboxPaths, String> {
+    let root = root.canonicalize().map_err(|e| format!("cannot resolve the workspace {}: {e}", root.display()))?;
+    let walk = ignore::WalkBuilder::new(&root)
+        .standard_filters(false)
+        .follow_links(false)
+        .filter_entry(|entry| entry.file_name() != ".git")
+        .build();
+    let mut paths = SandboxPaths::default();
+    let mut secret_files: Vec<PathBuf> = Vec::new();
+    let mut other_files: Vec<PathBuf> = Vec::new();
+    for (seen, entry) in walk.flatten().enumerate() {
+        if seen >= MAX_WALK_ENTRIES {
+            return Err(format!(
+                "the workspace has more than {MAX_WALK_ENTRIES} entries; its secret files cannot all be found"
+            ));
+        }
+        let Some(kind) = entry.file_type() else { continue };
+        let path = entry.path();
+        let Ok(rel) = path.strip_prefix(&root) else { continue };
+        if kind.is_dir() {
+            for inner in [".git/hooks", ".git/config"] {
+                let candidate = path.join(inner);
+                if candidate.symlink_metadata().is_ok() {
+                    paths.read_only.push(candidate);
+                }
+            }
+        }
+        if rel.as_os_str().is_empty() {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().to_lowercase();
+        if READ_ONLY_NAMES.contains(&name.as_str()) {
+            paths.read_only.push(path.to_path_buf());
+        }
+        if is_secret_path(rel) {
+            // A folder's mask covers what is inside; its files are still looked at for links.
+            let inside_masked = rel.parent().is_some_and(|p| !p.as_os_str().is_empty() && is_secret_path(p));
+            if !inside_masked {
+                paths.mask.push(path.to_path_buf());
+            }
+            if kind.is_file() {
+                secret_files.push(path.to_path_buf());
+            }
+        } else if kind.is_file() {
+            other_files.push(path.to_path_buf());
+        }
+    }
+    // Hard links: only when a secret file has more than one name are the others looked at.
+    let linked: HashSet<(u64, u64)> = secret_files
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .filter(|m| m.nlink() > 1)
+        .map(|m| (m.dev(), m.ino()))
+        .collect();
+    if !linked.is_empty() {
+        for path in other_files {
+            if let Ok(meta) = std::fs::symlink_metadata(&path)
+                && meta.nlink() > 1
+                && linked.contains(&(meta.dev(), meta.ino()))
+            {
+                paths.mask.push(path);
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// Fills in the sandbox's view of the workspace for `request`: the masks and read-only paths
+/// of [`sandbox_paths`], and the home settings of `[sandbox]`. Errors (`tool_failed`): the
+/// workspace cannot be walked.
+pub(crate) fn confine(
+    request: steward_sandbox::ExecRequest,
+    ctx: &ToolContext,
+) -> Result<steward_sandbox::ExecRequest, ToolError> {
+    let paths =
+        sandbox_paths(ctx.workspace.root()).map_err(|e| ToolError::failed(format!("the command was not run: {e}")))?;
+    Ok(steward_sandbox::ExecRequest {
+        mask: paths.mask,
+        read_only: paths.read_only,
+        hide_home: !ctx.sandbox.show_home,
+        home_keep: ctx.sandbox.home_keep.clone(),
+        ..request
+    })
+}
+
+/// `[sandbox]` settings every sandboxed tool call uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSettings {
+    /// Leave `$HOME` visible (`[sandbox] show_home = true`); hidden by default.
+    pub show_home: bool,
+    /// Absolute paths beneath `$HOME` kept visible when it is hidden (`[sandbox] home_keep`).
+    pub home_keep: Vec<PathBuf>,
+    /// Data limit of a tool's or hook's program in bytes (`[sandbox] memory_mb`, 2048 MiB
+    /// by default; `None` with `memory_mb = 0`).
+    pub memory_bytes: Option<u64>,
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        SandboxSettings {
+            show_home: false,
+            home_keep: Vec::new(),
+            memory_bytes: Some(steward_sandbox::DEFAULT_MEMORY_BYTES),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_paths_and_their_hard_links_are_masked_but_not_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join(".env"), "KEY=value").unwrap();
+        std::fs::create_dir_all(root.join("sub/.ssh")).unwrap();
+        std::fs::write(root.join("sub/.ssh/id_rsa"), "key").unwrap();
+        std::fs::hard_link(root.join(".env"), root.join("notes.txt")).unwrap();
+        std::fs::hard_link(root.join("sub/.ssh/id_rsa"), root.join("sub/copy")).unwrap();
+        std::fs::write(root.join("plain.txt"), "x").unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "").unwrap();
+        std::fs::create_dir_all(root.join(".steward")).unwrap();
+        std::fs::write(root.join("out.bashrc"), "").unwrap();
+        std::fs::create_dir_all(root.join("out")).unwrap();
+        std::fs::write(root.join("out/.bashrc"), "").unwrap();
+
+        let paths = sandbox_paths(&root).unwrap();
+        let mut mask = paths.mask.clone();
+        mask.sort();
+        let expected: Vec<PathBuf> =
+            [".env", "notes.txt", "sub/.ssh", "sub/copy"].iter().map(|p| root.join(p)).collect();
+        assert_eq!(mask, expected);
+        for frozen in [".git/hooks", ".git/config", ".steward", "out/.bashrc"] {
+            assert!(paths.read_only.contains(&root.join(frozen)), "{frozen}: {:?}", paths.read_only);
+        }
+        assert!(!paths.read_only.contains(&root.join("out.bashrc")));
+    }
+}
