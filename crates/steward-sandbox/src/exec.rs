@@ -57,6 +57,102 @@ pub(crate) async fn run_with_parent_env(
     parent_env: Vec<(OsString, OsString)>,
     host: &Host,
 ) -> Result<ExecOutput, SandboxError> {
+    let max_output_bytes = req.max_output_bytes;
+    let timeout = req.timeout.min(crate::MAX_LIFETIME);
+    let memory_bytes = req.memory_bytes;
+    let mut prepared = prepare(req, parent_env, host)?;
+    prepared.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let ConfinedCommand { command: mut cmd, profile: parts, program, confining, ruleset, cpu_seconds } = prepared;
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|source| spawn_error(&program, confining, source))?;
+    drop(ruleset);
+    let group = GroupKiller { pgid: child.id().and_then(|id| i32::try_from(id).ok()) };
+    let stdout = Reader::start(child.stdout.take(), max_output_bytes);
+    let stderr = Reader::start(child.stderr.take(), max_output_bytes);
+
+    enum End {
+        Exited(std::io::Result<ExitStatus>),
+        TimedOut,
+        Cancelled,
+    }
+    let end = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => End::Cancelled,
+        waited = tokio::time::timeout(timeout, child.wait()) => match waited {
+            Ok(status) => End::Exited(status),
+            Err(_) => End::TimedOut,
+        },
+    };
+    group.kill();
+    let (status, timed_out) = match end {
+        End::Exited(status) => (status?, false),
+        End::TimedOut => (child.wait().await?, true),
+        End::Cancelled => {
+            child.wait().await?;
+            return Err(SandboxError::Cancelled);
+        }
+    };
+    let ((stdout, out_cut), (stderr, err_cut)) = tokio::join!(stdout.finish(), stderr.finish());
+
+    let mut profile = parts;
+    let memory = memory_bytes.map_or_else(|| "unlimited".to_string(), |b| b.to_string());
+    profile.push(format!("rlimits(core=0,cpu={cpu_seconds}s,data={memory})"));
+    profile.push("pgroup".into());
+    profile.push(format!("timeout={}ms", timeout.as_millis()));
+    Ok(ExecOutput {
+        exit_code: status.code(),
+        signal: status.signal(),
+        stdout,
+        stderr,
+        timed_out,
+        truncated: out_cut || err_cut,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        profile: profile.join(","),
+    })
+}
+
+/// A `Command` set up to run confined, not yet started: what [`command`] returns.
+#[derive(Debug)]
+pub struct ConfinedCommand {
+    /// The program with its arguments, working directory, scrubbed environment, own process
+    /// group, `kill_on_drop`, and the confinement applied between `fork` and `exec`. Set its
+    /// stdio, then spawn it; a failed spawn whose error is `EPERM`, `EINVAL`, `ENOSPC`,
+    /// `EUSERS` or `ENOSYS` means the confinement could not be put in place.
+    pub command: Command,
+    /// What is enforced, in [`ExecOutput::profile`]'s terms (without the rlimits, process
+    /// group and timeout parts, which [`run`] adds).
+    pub profile: Vec<String>,
+    program: String,
+    confining: bool,
+    /// The Landlock ruleset: must stay open until the spawn has returned.
+    ruleset: Option<std::os::fd::OwnedFd>,
+    cpu_seconds: u64,
+}
+
+impl ConfinedCommand {
+    /// Spawns the command and closes the parent's copy of the Landlock ruleset. Errors:
+    /// [`SandboxError::CannotEnforce`] when the confinement failed in the child,
+    /// [`SandboxError::Spawn`] otherwise.
+    pub fn spawn(mut self) -> Result<tokio::process::Child, SandboxError> {
+        let child = self.command.spawn().map_err(|source| spawn_error(&self.program, self.confining, source))?;
+        drop(self.ruleset.take());
+        Ok(child)
+    }
+}
+
+/// Prepares `req` for a long-running child that the caller talks to itself (an MCP stdio
+/// server): the same checks, planning and confinement as [`run`], with `req.timeout` setting
+/// only `RLIMIT_CPU` (the caller ends the process). `req.max_output_bytes` is not used.
+/// Errors: [`SandboxError::InvalidRequest`], [`SandboxError::CannotEnforce`].
+pub fn command(req: ExecRequest) -> Result<ConfinedCommand, SandboxError> {
+    prepare(req, std::env::vars_os().collect(), &Host::detect())
+}
+
+fn prepare(
+    req: ExecRequest,
+    parent_env: Vec<(OsString, OsString)>,
+    host: &Host,
+) -> Result<ConfinedCommand, SandboxError> {
     validate(&req)?;
     let mut req = req;
     req.timeout = req.timeout.min(crate::MAX_LIFETIME);
@@ -78,50 +174,15 @@ pub(crate) async fn run_with_parent_env(
         .current_dir(&req.cwd)
         .env_clear()
         .envs(child_env(parent_env, &req.env_allow, &req.env_set))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
     // SAFETY: `ChildSetup::apply` only makes async-signal-safe calls (unshare, clone, mount,
     // open, write, close, waitpid, getrlimit, setrlimit, prctl, landlock_restrict_self,
-    // seccomp) on data prepared before the fork; the Landlock fd stays open in `plan` until
-    // `spawn` has returned.
+    // seccomp) on data prepared before the fork; the Landlock fd stays open in the returned
+    // `ConfinedCommand` until `spawn` has returned.
     unsafe {
         cmd.pre_exec(move || setup.apply());
     }
-
-    let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| spawn_error(&program, confining, source))?;
-    drop(plan.confinement);
-    let group = GroupKiller { pgid: child.id().and_then(|id| i32::try_from(id).ok()) };
-    let stdout = Reader::start(child.stdout.take(), req.max_output_bytes);
-    let stderr = Reader::start(child.stderr.take(), req.max_output_bytes);
-
-    enum End {
-        Exited(std::io::Result<ExitStatus>),
-        TimedOut,
-        Cancelled,
-    }
-    let end = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => End::Cancelled,
-        waited = tokio::time::timeout(req.timeout, child.wait()) => match waited {
-            Ok(status) => End::Exited(status),
-            Err(_) => End::TimedOut,
-        },
-    };
-    group.kill();
-    let (status, timed_out) = match end {
-        End::Exited(status) => (status?, false),
-        End::TimedOut => (child.wait().await?, true),
-        End::Cancelled => {
-            child.wait().await?;
-            return Err(SandboxError::Cancelled);
-        }
-    };
-    let ((stdout, out_cut), (stderr, err_cut)) = tokio::join!(stdout.finish(), stderr.finish());
-
     let mut profile = vec![
         "env-scrub".to_string(),
         "nnp".into(),
@@ -133,19 +194,13 @@ pub(crate) async fn run_with_parent_env(
     if rewritten {
         profile.push("shell=non-login".into());
     }
-    let memory = req.memory_bytes.map_or_else(|| "unlimited".to_string(), |b| b.to_string());
-    profile.push(format!("rlimits(core=0,cpu={cpu_seconds}s,data={memory})"));
-    profile.push("pgroup".into());
-    profile.push(format!("timeout={}ms", req.timeout.as_millis()));
-    Ok(ExecOutput {
-        exit_code: status.code(),
-        signal: status.signal(),
-        stdout,
-        stderr,
-        timed_out,
-        truncated: out_cut || err_cut,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        profile: profile.join(","),
+    Ok(ConfinedCommand {
+        command: cmd,
+        profile,
+        program,
+        confining,
+        ruleset: plan.confinement.map(|c| c.fd),
+        cpu_seconds,
     })
 }
 

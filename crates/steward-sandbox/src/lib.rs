@@ -27,7 +27,7 @@ mod shell;
 
 pub use doctor::{ProbeResult, doctor};
 pub use env::{DEFAULT_ENV_ALLOW, ENV_NEVER_PASSED, env_name_looks_secret};
-pub use exec::run;
+pub use exec::{ConfinedCommand, command, run};
 pub use fs_rules::{SYSTEM_READ_PATHS, WRITABLE_DEVICES};
 pub use seccomp::SECCOMP_DENIED;
 

@@ -338,7 +338,7 @@ impl MountPlan {
                     home.as_ptr(),
                     c"tmpfs".as_ptr(),
                     flags,
-                    c"mode=0755,size=1m".as_ptr().cast(),
+                    c"mode=0700,size=256m".as_ptr().cast(),
                 ))?;
                 for keep in &self.keeps {
                     for dir in &keep.dirs {
@@ -368,8 +368,6 @@ impl MountPlan {
                         return Err(errno());
                     }
                 }
-                // The empty home itself is read-only; what was kept keeps its own mounts.
-                set_attr(home, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false)?;
             }
             for path in &self.read_only {
                 check(libc::mount(path.as_ptr(), path.as_ptr(), null, libc::MS_BIND | libc::MS_REC, null.cast()))?;
