@@ -176,10 +176,11 @@ pub struct RawSandbox {
     /// there, so `~/.ssh`, `~/.aws`, `~/.npmrc`, `~/.config/gh` are not).
     #[serde(default)]
     pub show_home: bool,
-    /// Folders or files beneath `$HOME` (relative to it, e.g. `.cargo`, `.rustup`) that stay
-    /// visible, read-only, when it is hidden.
+    /// Folders or files beneath `$HOME` (relative to it, e.g. `.cargo/bin`, `.rustup`) that
+    /// stay visible, read-only, when it is hidden. Unset: the toolchain folders of
+    /// [`crate::tools::sandbox_paths::DEFAULT_HOME_KEEP`].
     #[serde(default)]
-    pub home_keep: Vec<String>,
+    pub home_keep: Option<Vec<String>>,
     /// Data-memory limit (`RLIMIT_DATA`) of every sandboxed program, in MiB (default 2048;
     /// 0: none).
     #[serde(default)]
@@ -187,19 +188,13 @@ pub struct RawSandbox {
 }
 
 impl RawSandbox {
-    /// The settings sandboxed tool calls use: `home_keep` resolved against `$HOME` (entries
-    /// that are absolute or contain `..` are left out).
+    /// The settings sandboxed tool calls use: `home_keep` (or its default) resolved against
+    /// `$HOME` (entries that are absolute or contain `..` are left out).
     pub fn settings(&self) -> crate::tools::sandbox_paths::SandboxSettings {
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let home_keep = match &home {
-            Some(home) => self
-                .home_keep
-                .iter()
-                .map(std::path::Path::new)
-                .filter(|p| p.is_relative() && !p.components().any(|c| c == std::path::Component::ParentDir))
-                .map(|p| home.join(p))
-                .collect(),
-            None => Vec::new(),
+        use crate::tools::sandbox_paths::{DEFAULT_HOME_KEEP, home_paths};
+        let home_keep = match &self.home_keep {
+            Some(names) => home_paths(&names.iter().map(String::as_str).collect::<Vec<_>>()),
+            None => home_paths(DEFAULT_HOME_KEEP),
         };
         let memory_bytes = match self.memory_mb {
             Some(0) => None,

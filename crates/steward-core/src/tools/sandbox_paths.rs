@@ -152,11 +152,42 @@ pub struct SandboxSettings {
     pub memory_bytes: Option<u64>,
 }
 
+/// Parts of `$HOME` kept visible (read-only) by default when it is hidden: where toolchain
+/// managers keep programs (`rustup` and `cargo install`, `pyenv`, `nvm`, `volta`, `bun`, `deno`,
+/// `go install`, `pip install --user`). None holds credentials: `~/.cargo` is kept only for
+/// its `bin`, `registry` and `git` folders, not its `credentials.toml`.
+pub const DEFAULT_HOME_KEEP: &[&str] = &[
+    ".cargo/bin",
+    ".cargo/registry",
+    ".cargo/git",
+    ".rustup",
+    ".pyenv",
+    ".nvm",
+    ".volta",
+    ".bun/bin",
+    ".deno/bin",
+    "go/bin",
+    ".local/bin",
+];
+
+/// `names` (relative to `$HOME`) as absolute paths; absolute names and names with `..` are
+/// left out, and so is everything when `$HOME` is unset.
+pub fn home_paths(names: &[&str]) -> Vec<PathBuf> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else { return Vec::new() };
+    names
+        .iter()
+        .map(Path::new)
+        .filter(|p| p.is_relative() && !p.components().any(|c| c == std::path::Component::ParentDir))
+        .map(|p| home.join(p))
+        .collect()
+}
+
 impl Default for SandboxSettings {
+    /// `$HOME` hidden except [`DEFAULT_HOME_KEEP`], the default data limit.
     fn default() -> Self {
         SandboxSettings {
             show_home: false,
-            home_keep: Vec::new(),
+            home_keep: home_paths(DEFAULT_HOME_KEEP),
             memory_bytes: Some(steward_sandbox::DEFAULT_MEMORY_BYTES),
         }
     }
