@@ -171,8 +171,8 @@ fn compile(unix_sockets: bool) -> Result<Filters, String> {
     })
 }
 
-/// The number of a system call of [`ALWAYS_DENIED`] on this architecture; `None` for one the
-/// architecture does not have (aarch64 has no `kexec_load`-free gaps, but lacks none today).
+/// The number of a system call of [`ALWAYS_DENIED`] on this architecture; `None` for a name
+/// not in that list.
 fn syscall_number(name: &str) -> Option<i64> {
     let nr = match name {
         "io_uring_setup" => libc::SYS_io_uring_setup,
