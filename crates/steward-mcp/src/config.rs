@@ -140,8 +140,9 @@ pub struct McpServerConfig {
     /// Stdio only: start the server in Steward's sandbox (default `true`): its own mount
     /// namespace with `$HOME` an empty temporary folder (the top folder of `$HOME` holding
     /// the program, such as `~/.nvm`, stays), its own PID namespace (nothing it starts
-    /// outlives it), the seccomp filter, and an 8 GiB data limit; network and writes as
-    /// without it. `false` starts it unconfined, which `steward mcp list` names.
+    /// outlives it), the seccomp filter, an 8 GiB data limit, and the 60-minute sandbox
+    /// lifetime (then it is stopped, and started again on its next use); network and writes
+    /// as without it. `false` starts it unconfined, which `steward mcp list` names.
     #[serde(default = "default_true")]
     pub sandbox: bool,
     /// Stdio only: let the server create Unix sockets (default `false`: refused by the

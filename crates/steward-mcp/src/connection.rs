@@ -274,21 +274,46 @@ fn spawn(
         reap: CancellationToken::new(),
     };
     let reap = kill.reap.clone();
+    let lifetime = config.sandbox.then_some(steward_sandbox::MAX_LIFETIME);
+    let server = name.to_string();
     tokio::spawn(async move {
-        let status = tokio::select! {
-            status = child.wait() => status,
-            _ = reap.cancelled() => {
-                let _ = child.start_kill();
-                child.wait().await
-            }
-        };
-        let text = match status {
-            Ok(status) => status.to_string(),
-            Err(e) => format!("wait failed: {e}"),
-        };
+        let text = watch_child(&server, child, reap, lifetime).await;
         let _ = tx.send(Some(text));
     });
     Ok(((stdout, stdin), rx, kill))
+}
+
+/// Waits for the server process to end, killing it when `reap` fires or, for a sandboxed
+/// server, when the sandbox lifetime (`lifetime`, SPEC C3's 60 minutes) runs out; a later
+/// use starts it again. Returns its exit status as text.
+async fn watch_child(
+    server: &str,
+    mut child: tokio::process::Child,
+    reap: CancellationToken,
+    lifetime: Option<Duration>,
+) -> String {
+    let expired = async {
+        match lifetime {
+            Some(limit) => tokio::time::sleep(limit).await,
+            None => std::future::pending().await,
+        }
+    };
+    let status = tokio::select! {
+        status = child.wait() => status,
+        _ = reap.cancelled() => {
+            let _ = child.start_kill();
+            child.wait().await
+        }
+        _ = expired => {
+            tracing::warn!(server = %server, "the MCP server reached the sandbox lifetime and was stopped");
+            let _ = child.start_kill();
+            child.wait().await
+        }
+    };
+    match status {
+        Ok(status) => status.to_string(),
+        Err(e) => format!("wait failed: {e}"),
+    }
 }
 
 /// Data limit of a sandboxed MCP server (8 GiB): Node and language servers need more than
@@ -442,6 +467,21 @@ mod tests {
         let out = confined.spawn().unwrap().wait_with_output().await.unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(text, format!("pid=2\nunshare=refused\n{}\n", MCP_MEMORY_BYTES / 1024), "{text}");
+    }
+
+    /// A sandboxed server is stopped when the sandbox lifetime runs out (the clock is paused
+    /// and jumps ahead while the server sleeps).
+    #[tokio::test(start_paused = true)]
+    async fn a_sandboxed_server_is_stopped_at_the_sandbox_lifetime() {
+        let config = McpServerConfig::stdio(["sleep"]);
+        let env = child_env("t", &config, std::env::vars_os(), &|_| None).unwrap();
+        let mut confined = sandboxed_command("t", "sleep", &["7200".to_string()], &config, env).unwrap();
+        confined.command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        let child = confined.spawn().unwrap();
+        let started = tokio::time::Instant::now();
+        let status = watch_child("t", child, CancellationToken::new(), Some(steward_sandbox::MAX_LIFETIME)).await;
+        assert!(status.contains("signal: 9"), "{status}");
+        assert!(started.elapsed() >= steward_sandbox::MAX_LIFETIME);
     }
 
     #[test]
