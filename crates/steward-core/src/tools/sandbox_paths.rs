@@ -53,53 +53,59 @@ pub struct SandboxPaths {
 }
 
 /// Walks the workspace at `root` (every file, ignored ones too, without following links or
-/// entering `.git`) and lists what to cover and freeze (see the module docs). Errors: the
+/// entering `.git`; a plain directory walk, since it runs before every sandboxed call) and lists what to cover and freeze (see the module docs). Errors: the
 /// workspace has more than 1,000,000 entries.
 pub fn sandbox_paths(root: &Path) -> Result<SandboxPaths, String> {
     let root = root.canonicalize().map_err(|e| format!("cannot resolve the workspace {}: {e}", root.display()))?;
-    let walk = ignore::WalkBuilder::new(&root)
-        .standard_filters(false)
-        .follow_links(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
-        .build();
     let mut paths = SandboxPaths::default();
     let mut secret_files: Vec<PathBuf> = Vec::new();
     let mut other_files: Vec<PathBuf> = Vec::new();
-    for (seen, entry) in walk.flatten().enumerate() {
-        if seen >= MAX_WALK_ENTRIES {
-            return Err(format!(
-                "the workspace has more than {MAX_WALK_ENTRIES} entries; its secret files cannot all be found"
-            ));
-        }
-        let Some(kind) = entry.file_type() else { continue };
-        let path = entry.path();
-        let Ok(rel) = path.strip_prefix(&root) else { continue };
-        if kind.is_dir() {
-            for inner in [".git/hooks", ".git/config"] {
-                let candidate = path.join(inner);
-                if candidate.symlink_metadata().is_ok() {
-                    paths.read_only.push(candidate);
+    let mut seen = 0usize;
+    // Folders still to read, each with whether it lies inside a masked folder.
+    let mut pending: Vec<(PathBuf, bool)> = vec![(root.clone(), false)];
+    while let Some((dir, inside_masked)) = pending.pop() {
+        // An unreadable folder is as unreadable inside the sandbox (same user).
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_WALK_ENTRIES {
+                return Err(format!(
+                    "the workspace has more than {MAX_WALK_ENTRIES} entries; its secret files cannot all be found"
+                ));
+            }
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            let file_name = entry.file_name();
+            let name = file_name.to_string_lossy();
+            if name.eq_ignore_ascii_case(".git") {
+                // Not entered and not masked (git needs it); what runs programs is frozen.
+                for inner in ["hooks", "config"] {
+                    let candidate = path.join(inner);
+                    if kind.is_dir() && candidate.symlink_metadata().is_ok() {
+                        paths.read_only.push(candidate);
+                    }
                 }
+                continue;
             }
-        }
-        if rel.as_os_str().is_empty() {
-            continue;
-        }
-        let name = entry.file_name().to_string_lossy().to_lowercase();
-        if READ_ONLY_NAMES.contains(&name.as_str()) {
-            paths.read_only.push(path.to_path_buf());
-        }
-        if is_secret_path(rel) {
-            // A folder's mask covers what is inside; its files are still looked at for links.
-            let inside_masked = rel.parent().is_some_and(|p| !p.as_os_str().is_empty() && is_secret_path(p));
-            if !inside_masked {
-                paths.mask.push(path.to_path_buf());
+            if READ_ONLY_NAMES.iter().any(|n| n.eq_ignore_ascii_case(&name)) {
+                paths.read_only.push(path.clone());
             }
-            if kind.is_file() {
-                secret_files.push(path.to_path_buf());
+            // Every folder above was found not secret, so only this name and its pair with the
+            // parent's name (`.aws/credentials`) can make the path secret: the same answer as
+            // `is_secret_path` on the whole relative path, for a fraction of the work.
+            let parent_name = if dir == root { None } else { dir.file_name() };
+            let tail: PathBuf =
+                parent_name.map_or_else(|| PathBuf::from(&file_name), |p| Path::new(p).join(&file_name));
+            let secret = inside_masked || is_secret_path(&tail);
+            if secret && !inside_masked {
+                // A folder's mask covers what is inside; its files are still looked at for links.
+                paths.mask.push(path.clone());
             }
-        } else if kind.is_file() {
-            other_files.push(path.to_path_buf());
+            if kind.is_dir() {
+                pending.push((path, secret));
+            } else if kind.is_file() {
+                if secret { secret_files.push(path) } else { other_files.push(path) }
+            }
         }
     }
     // Hard links: only when a secret file has more than one name are the others looked at.
@@ -207,6 +213,12 @@ mod tests {
         std::fs::hard_link(root.join(".env"), root.join("notes.txt")).unwrap();
         std::fs::hard_link(root.join("sub/.ssh/id_rsa"), root.join("sub/copy")).unwrap();
         std::fs::write(root.join("plain.txt"), "x").unwrap();
+        // A secret only as a pair of names, and one deep down.
+        std::fs::create_dir_all(root.join("sub/.aws")).unwrap();
+        std::fs::write(root.join("sub/.aws/credentials"), "k").unwrap();
+        std::fs::write(root.join("sub/.aws/config"), "region").unwrap();
+        std::fs::create_dir_all(root.join("deep/a/b")).unwrap();
+        std::fs::write(root.join("deep/a/b/.env.local"), "k").unwrap();
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
         std::fs::write(root.join(".git/config"), "").unwrap();
         std::fs::create_dir_all(root.join(".steward")).unwrap();
@@ -218,7 +230,10 @@ mod tests {
         let mut mask = paths.mask.clone();
         mask.sort();
         let expected: Vec<PathBuf> =
-            [".env", "notes.txt", "sub/.ssh", "sub/copy"].iter().map(|p| root.join(p)).collect();
+            [".env", "deep/a/b/.env.local", "notes.txt", "sub/.aws/credentials", "sub/.ssh", "sub/copy"]
+                .iter()
+                .map(|p| root.join(p))
+                .collect();
         assert_eq!(mask, expected);
         for frozen in [".git/hooks", ".git/config", ".steward", "out/.bashrc"] {
             assert!(paths.read_only.contains(&root.join(frozen)), "{frozen}: {:?}", paths.read_only);
