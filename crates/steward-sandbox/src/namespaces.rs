@@ -7,8 +7,9 @@
 //!   returned from `pre_exec`, so `spawn` fails and nothing runs), closes every descriptor it
 //!   holds (so the caller's pipes and `spawn`'s error pipe belong to the program alone), waits
 //!   for the init and ends the way the program ended (same exit code or signal).
-//! - the *init* is PID 1 of the new PID namespace: it makes its mounts private, covers the
-//!   masked paths, hides `$HOME`, makes the read-only paths read-only, mounts a fresh `/proc`,
+//! - the *init* is PID 1 of the new PID namespace: it makes its mounts private, hides `$HOME`
+//!   and replaces `/dev` by a minimal one, makes the read-only paths read-only, covers the
+//!   masked paths, mounts a fresh `/proc`,
 //!   changes to the working directory again (the old one may lie beneath a new mount), then
 //!   forks the program and reaps every process of the namespace until the program ends. Then
 //!   it reports the program's status and exits, and the kernel kills whatever is left in the
@@ -218,11 +219,28 @@ struct Keep {
     fd: AtomicI32,
 }
 
+/// A folder covered by an empty tmpfs, with what stays visible in it.
+#[derive(Debug)]
+struct Hide {
+    target: CString,
+    /// tmpfs options (`mode=…,size=…`).
+    options: &'static std::ffi::CStr,
+    keeps: Vec<Keep>,
+    /// Symbolic links recreated inside: `(link target, link path)`.
+    links: Vec<(CString, CString)>,
+}
+
+/// What stays of `/dev`: the devices a program uses (the same nodes, so the Landlock device
+/// rules still apply), the terminal and shared-memory mounts, and the `/proc/self/fd` links.
+/// Disks, memory and every other device are gone, even for a program running as root.
+const DEV_KEPT: &[&str] =
+    &["null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts", "shm", "fd", "stdin", "stdout", "stderr"];
+
 /// What the init mounts, prepared in the parent.
 #[derive(Debug)]
 pub(crate) struct MountPlan {
-    home: Option<CString>,
-    keeps: Vec<Keep>,
+    /// The home first (when hidden), then `/dev`.
+    hides: Vec<Hide>,
     /// `(path, is_dir)`.
     masks: Vec<(CString, bool)>,
     /// Whether a file is masked (then an empty file is made to cover it).
@@ -234,6 +252,65 @@ pub(crate) struct MountPlan {
     pub(crate) mask_count: usize,
     /// Whether the home is hidden, for the profile.
     pub(crate) home_hidden: bool,
+    /// Whether `/dev` holds only [`DEV_KEPT`], for the profile.
+    pub(crate) dev_minimal: bool,
+}
+
+/// The keeps of `wanted` paths beneath `hidden` (outermost only).
+fn keeps_beneath(hidden: &Path, wanted: &[PathBuf]) -> Result<Vec<Keep>, String> {
+    let mut beneath: Vec<&PathBuf> = wanted.iter().filter(|w| w.starts_with(hidden) && *w != hidden).collect();
+    beneath.sort();
+    beneath.dedup();
+    let mut kept: Vec<&PathBuf> = Vec::new();
+    for path in beneath {
+        if !kept.iter().any(|k| path.starts_with(k)) {
+            kept.push(path);
+        }
+    }
+    let mut keeps = Vec::new();
+    for path in kept {
+        let is_dir = path.is_dir();
+        let mut ancestors: Vec<&Path> =
+            path.ancestors().skip(1).take_while(|a| a.starts_with(hidden) && *a != hidden).collect();
+        ancestors.reverse();
+        let mut dirs = ancestors.into_iter().map(c_path).collect::<Result<Vec<_>, _>>()?;
+        let target = c_path(path)?;
+        if is_dir {
+            dirs.push(target.clone());
+        }
+        keeps.push(Keep { source: target.clone(), dirs, target, is_dir, fd: AtomicI32::new(-1) });
+    }
+    Ok(keeps)
+}
+
+/// The minimal `/dev` ([`DEV_KEPT`]): devices and folders are kept, links recreated.
+fn minimal_dev() -> Result<Hide, String> {
+    let dev = Path::new("/dev");
+    let mut wanted = Vec::new();
+    let mut links = Vec::new();
+    for name in DEV_KEPT {
+        let path = dev.join(name);
+        let Ok(meta) = path.symlink_metadata() else { continue };
+        if meta.file_type().is_symlink() {
+            if let Ok(target) = std::fs::read_link(&path) {
+                links.push((c_path(&target)?, c_path(&path)?));
+            }
+        } else {
+            wanted.push(path);
+        }
+    }
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        let path = dev.join(name);
+        if path.symlink_metadata().is_err() {
+            links.push((c_path(Path::new(target))?, c_path(&path)?));
+        }
+    }
+    Ok(Hide { target: c_path(dev)?, options: c"mode=0755,size=64k", keeps: keeps_beneath(dev, &wanted)?, links })
 }
 
 /// What the caller asked to hide and keep.
@@ -264,33 +341,19 @@ impl MountPlan {
             .collect();
         // A home that is (or lies beneath) a path to keep cannot be hidden.
         let home = home.filter(|h| !wanted.iter().any(|w| h.starts_with(w)));
-        let mut keeps = Vec::new();
+        let mut hides = Vec::new();
         if let Some(home) = &home {
-            let mut beneath: Vec<&PathBuf> = wanted.iter().filter(|w| w.starts_with(home)).collect();
-            beneath.sort();
-            beneath.dedup();
-            let mut kept: Vec<&PathBuf> = Vec::new();
-            for path in beneath {
-                if kept.iter().any(|k| path.starts_with(k)) {
-                    continue;
-                }
-                kept.push(path);
-            }
-            for path in kept {
-                let is_dir = path.is_dir();
-                let mut dirs = Vec::new();
-                let mut ancestors: Vec<&Path> =
-                    path.ancestors().skip(1).take_while(|a| a.starts_with(home) && *a != home.as_path()).collect();
-                ancestors.reverse();
-                for dir in ancestors {
-                    dirs.push(c_path(dir)?);
-                }
-                let target = c_path(path)?;
-                if is_dir {
-                    dirs.push(target.clone());
-                }
-                keeps.push(Keep { source: target.clone(), dirs, target, is_dir, fd: AtomicI32::new(-1) });
-            }
+            hides.push(Hide {
+                target: c_path(home)?,
+                options: c"mode=0700,size=256m",
+                keeps: keeps_beneath(home, &wanted)?,
+                links: Vec::new(),
+            });
+        }
+        // `/dev` is replaced unless the call works beneath it.
+        let dev_minimal = !wanted.iter().any(|w| w.starts_with("/dev")) && Path::new("/dev").is_dir();
+        if dev_minimal {
+            hides.push(minimal_dev()?);
         }
         let mut masks = Vec::new();
         for path in req.mask {
@@ -304,8 +367,8 @@ impl MountPlan {
         }
         Ok(MountPlan {
             home_hidden: home.is_some(),
-            home: home.as_deref().map(c_path).transpose()?,
-            keeps,
+            dev_minimal,
+            hides,
             mask_count: masks.len(),
             masks,
             file_masks,
@@ -323,8 +386,8 @@ impl MountPlan {
         // SAFETY: mount-related system calls on C strings prepared before the fork.
         unsafe {
             check(libc::mount(null, c"/".as_ptr(), null, libc::MS_REC | libc::MS_PRIVATE, null.cast()))?;
-            if let Some(home) = &self.home {
-                for keep in &self.keeps {
+            for hide in &self.hides {
+                for keep in &hide.keeps {
                     let flags = OPEN_TREE_CLONE | libc::AT_RECURSIVE as libc::c_uint | libc::O_CLOEXEC as libc::c_uint;
                     let fd = libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, keep.source.as_ptr(), flags);
                     if fd < 0 {
@@ -335,12 +398,12 @@ impl MountPlan {
                 let flags = libc::MS_NOSUID | libc::MS_NODEV;
                 check(libc::mount(
                     c"tmpfs".as_ptr(),
-                    home.as_ptr(),
+                    hide.target.as_ptr(),
                     c"tmpfs".as_ptr(),
                     flags,
-                    c"mode=0700,size=256m".as_ptr().cast(),
+                    hide.options.as_ptr().cast(),
                 ))?;
-                for keep in &self.keeps {
+                for keep in &hide.keeps {
                     for dir in &keep.dirs {
                         if libc::mkdir(dir.as_ptr(), 0o755) != 0 && errno() != libc::EEXIST {
                             return Err(errno());
@@ -365,6 +428,11 @@ impl MountPlan {
                     );
                     libc::close(fd);
                     if rc != 0 {
+                        return Err(errno());
+                    }
+                }
+                for (target, link) in &hide.links {
+                    if libc::symlink(target.as_ptr(), link.as_ptr()) != 0 && errno() != libc::EEXIST {
                         return Err(errno());
                     }
                 }

@@ -132,7 +132,8 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path
             }
             let home = if mounts.home_hidden { "empty" } else { "visible" };
             let proc = if caps.fresh_proc { "" } else { "(host-proc)" };
-            let profile = format!("mntns(mask={},home={home}),pidns{proc}", mounts.mask_count);
+            let dev = if mounts.dev_minimal { "minimal" } else { "host" };
+            let profile = format!("mntns(mask={},home={home},dev={dev}),pidns{proc}", mounts.mask_count);
             (Some(NsSetup { flags, maps: IdMaps::new(caps.user), mounts }), profile)
         }
         Err(reason) => {

@@ -543,3 +543,28 @@ async fn unix_socket_listening_outside_is_unreachable() {
     let out = exec(ExecRequest { unix_sockets: true, ..req(&argv) }).await;
     assert_eq!(text(&out.stdout).trim(), "connected", "{}", text(&out.stderr));
 }
+
+/// `/dev` holds only the devices a program uses: no disk or memory device can be read, even
+/// by a program running as root; the kept devices work.
+#[tokio::test]
+async fn dev_holds_only_the_devices_a_program_uses() {
+    let out = exec(req(&[
+        "sh",
+        "-c",
+        "ls -A /dev; echo x > /dev/null && head -c 4 /dev/zero | wc -c; ls /proc/self/fd/ >/dev/null && echo fd-ok",
+    ]))
+    .await;
+    let stdout = text(&out.stdout);
+    let allowed =
+        ["null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts", "shm", "fd", "stdin", "stdout", "stderr"];
+    assert!(stdout.ends_with("4\nfd-ok\n"), "{stdout} {}", text(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    let listing = &lines[..lines.len() - 2];
+    assert!(listing.iter().all(|name| allowed.contains(name)), "unexpected device in {listing:?}");
+    assert!(listing.contains(&"null") && listing.contains(&"urandom"), "{stdout}");
+    assert!(out.profile.contains("dev=minimal"), "{}", out.profile);
+    // Control: the machine's own /dev has more in it.
+    let host: Vec<String> =
+        std::fs::read_dir("/dev").unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(host.iter().any(|n| !allowed.contains(&n.as_str())), "{host:?}");
+}
