@@ -504,6 +504,7 @@ async fn seccomp_refuses_the_listed_system_calls() {
     let numbers = "425 426 101 321 250 248 249 165 166 272 308 155 298 323 304 310 428 429 430";
     let script = r#"for my $n (split / /, $ARGV[0]) { my $r = syscall($n, 0, 0, 0, 0, 0); exit 0 if $r == 0 && $n == 56; print "$n ", ($r == -1 ? $!+0 : "ok"), "\n" }
         my $r = syscall(56, 0x10000000 | 17, 0, 0, 0, 0); exit 0 if $r == 0; print "clone-newuser ", ($r == -1 ? $!+0 : "ok"), "\n";
+        print "clone3 ", (syscall(435, 0, 0) == -1 ? $!+0 : "ok"), "\n";
         print "unix ", (socket(my $s, 1, 1, 0) ? "ok" : $!+0), "\n";
         print "inet ", (socket(my $t, 2, 1, 0) ? "ok" : $!+0), "\n";"#;
     let argv = ["/usr/bin/perl", "-e", script, numbers];
@@ -513,6 +514,8 @@ async fn seccomp_refuses_the_listed_system_calls() {
         assert!(stdout.lines().any(|l| l == format!("{n} 1")), "syscall {n} not refused with EPERM: {stdout}");
     }
     assert!(stdout.lines().any(|l| l == "clone-newuser 1"), "{stdout}");
+    // clone3 fails with ENOSYS (38) so the C library falls back to clone.
+    assert!(stdout.lines().any(|l| l == "clone3 38"), "{stdout}");
     assert!(stdout.lines().any(|l| l == "unix 1"), "{stdout}");
     assert!(stdout.lines().any(|l| l == "inet ok"), "other sockets stay allowed: {stdout}");
     assert!(out.profile.contains("seccomp(unix=denied)"), "{}", out.profile);
