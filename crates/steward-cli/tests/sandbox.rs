@@ -159,3 +159,28 @@ fn a_unix_socket_listening_outside_cannot_be_reached() {
     assert!(!output.contains("connected\n") && output.contains("socket: Operation not permitted"), "{output}");
     assert!(listener.accept().is_err(), "a sandboxed command connected to the socket");
 }
+
+/// A `[[tool]]` runs in the same sandbox: its fixed argv reading every file of the workspace
+/// (`grep -r`) finds the secret file and its hard link empty.
+#[test]
+fn a_command_tool_reads_no_secret_file_either() {
+    let env = Env::new();
+    env.write(".env", "DB_PASSWORD=tool-route-secret-31337\n");
+    env.write("src/main.rs", "fn main() {}\n");
+    std::fs::hard_link(env.ws().join(".env"), env.ws().join("backup.txt")).unwrap();
+    env.user_config(
+        "[[tool]]\nname = \"grep_all\"\ndescription = \"Search every file.\"\ncommand = [\"grep\", \"-r\", \"-e\", \"=\", \"-e\", \"fn\", \".\"]\nrisk = \"low\"\n\
+         [[policy.rule]]\nname = \"grep-all-ok\"\ntool = \"grep_all\"\ndecision = \"allow\"\n",
+    );
+    let path = scenario(
+        &env,
+        "[[round]]\n[[round.tool_call]]\nid = \"t1\"\nname = \"grep_all\"\narguments = {}\n[[round]]\ntext = \"done\"\n",
+    );
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &path, "go"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let output = output_of(&evs, "t1");
+    assert!(output.contains("./src/main.rs:fn main"), "the tool ran over the workspace: {output}");
+    assert!(!output.contains(".env:") && !output.contains("backup.txt:"), "{output}");
+    assert!(!stdout(&out).contains("tool-route-secret") && !contains_bytes(&db(&env), "tool-route-secret"));
+}
