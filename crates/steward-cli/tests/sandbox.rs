@@ -146,7 +146,9 @@ fn a_unix_socket_listening_outside_cannot_be_reached() {
         return;
     }
     let env = Env::new();
-    let socket = env.dir.path().join("agent.sock");
+    // Outside the (hidden) home, so only the socket filter stands in the way.
+    let socket_dir = tempfile::tempdir().unwrap();
+    let socket = socket_dir.path().join("agent.sock");
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     listener.set_nonblocking(true).unwrap();
     allow_programs(&env, &["perl"]);
@@ -158,6 +160,12 @@ fn a_unix_socket_listening_outside_cannot_be_reached() {
     let output = output_of(&evs, "u1");
     assert!(!output.contains("connected\n") && output.contains("socket: Operation not permitted"), "{output}");
     assert!(listener.accept().is_err(), "a sandboxed command connected to the socket");
+
+    // Control: `[shell] unix_sockets = true` lets the same command connect.
+    let config = std::fs::read_to_string(env.dir.path().join("xdg/steward/config.toml")).unwrap();
+    env.user_config(&config.replace("[shell]\nenabled = true\n", "[shell]\nenabled = true\nunix_sockets = true\n"));
+    let (_, evs) = run_commands(&env, &[("u2", script.as_str())]);
+    assert!(output_of(&evs, "u2").contains("connected"), "{}", output_of(&evs, "u2"));
 }
 
 /// A `[[tool]]` runs in the same sandbox: its fixed argv reading every file of the workspace
