@@ -373,6 +373,8 @@ mod tests {
         let req = ExecRequest {
             writable: vec![home_path.join("proj/out")],
             home_keep: vec![home_path.join("tools/bin")],
+            // Beneath the hidden home: not there to freeze, which is no error.
+            read_only: vec![home_path.join(".aws")],
             env_set: vec![("HOME".into(), home_arg.clone())],
             ..ExecRequest::new(argv, home_path.join("proj"))
         };

@@ -438,7 +438,13 @@ impl MountPlan {
                 }
             }
             for path in &self.read_only {
-                check(libc::mount(path.as_ptr(), path.as_ptr(), null, libc::MS_BIND | libc::MS_REC, null.cast()))?;
+                if libc::mount(path.as_ptr(), path.as_ptr(), null, libc::MS_BIND | libc::MS_REC, null.cast()) != 0 {
+                    // Gone, or beneath the hidden home: nothing there to write.
+                    if errno() == libc::ENOENT {
+                        continue;
+                    }
+                    return Err(errno());
+                }
                 set_attr(path, MOUNT_ATTR_RDONLY, true)?;
             }
             let covered = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
@@ -622,7 +628,10 @@ unsafe fn keep(init: libc::pid_t, status_fd: libc::c_int) -> io::Result<()> {
         if tag != TAG_SETUP_DONE {
             let mut ignored = 0;
             libc::waitpid(init, &mut ignored, 0);
-            let errno = if tag == TAG_SETUP_FAILED { value } else { libc::EPERM };
+            // Reported as a failed confinement whatever the mount step's own error was (an
+            // `ENOENT` here must not read as "program not found").
+            let setup_errnos = [libc::EPERM, libc::EINVAL, libc::ENOSPC, libc::EUSERS, libc::ENOSYS];
+            let errno = if tag == TAG_SETUP_FAILED && setup_errnos.contains(&value) { value } else { libc::EPERM };
             return Err(io::Error::from_raw_os_error(errno));
         }
         // The caller's pipes and `spawn`'s error pipe now belong to the program alone.

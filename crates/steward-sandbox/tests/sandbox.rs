@@ -486,6 +486,7 @@ async fn read_only_paths_stay_read_only_beneath_writable_folders() {
     };
     let out = exec(r).await;
     assert_eq!(text(&out.stdout), "denied-hook\ndenied-rc\nok\n", "{}", text(&out.stderr));
+
     assert!(!work.join(".git/hooks/pre-commit").exists());
 }
 
