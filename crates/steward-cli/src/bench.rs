@@ -52,6 +52,8 @@ enum BenchMode {
     Nodes(crate::bench_nodes::BenchNodesArgs),
     /// The work ledger: claims per second with several hubs at once, on SQLite and PostgreSQL.
     Ledger(crate::bench_ledger::BenchLedgerArgs),
+    /// One sandboxed command step (`cat` of a file), and the sandbox's setup cost alone.
+    Sandbox,
 }
 
 struct NoopRead(ToolSpec);
@@ -86,6 +88,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         Some(BenchMode::Serve(serve)) => return crate::bench_serve::run(serve).await,
         Some(BenchMode::Nodes(nodes)) => return crate::bench_nodes::run(nodes).await,
         Some(BenchMode::Ledger(ledger)) => return crate::bench_ledger::run(ledger).await,
+        Some(BenchMode::Sandbox) => return crate::bench_sandbox::bench_sandbox().await.map(|()| 0),
         None => {}
     }
     println!(
@@ -105,6 +108,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
     }
     bench_policy()?;
     bench_audit(args.audit_records).await?;
+    crate::bench_sandbox::bench_sandbox().await?;
     Ok(0)
 }
 

@@ -41,8 +41,13 @@ pub async fn list(workspace: &Path, json: bool) -> Result<u8> {
             ServerState::Running => "running".to_string(),
             ServerState::Failed { reason, .. } => format!("failed: {reason}"),
         };
+        // A stdio server started outside the sandbox is named loudly.
+        let unsandboxed =
+            config.mcp_servers.get(&name).is_some_and(|server| server.command.is_some() && !server.sandbox);
         if json {
-            println!("{}", json!({"server": name, "state": state_text, "tools": tools}));
+            println!("{}", json!({"server": name, "state": state_text, "tools": tools, "sandboxed": !unsandboxed}));
+        } else if unsandboxed {
+            println!("{name}: {state_text} · {tools} tool(s) · NOT SANDBOXED (sandbox = false)");
         } else {
             println!("{name}: {state_text} · {tools} tool(s)");
         }

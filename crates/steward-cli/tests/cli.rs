@@ -491,8 +491,9 @@ fn shell_command_is_judged_per_simple_command_confined_and_taints_the_run() {
     assert!(stdout(&out).contains("taint_escalation"), "the escalation is named");
 }
 
-/// A program a rule allows can still print a secret file (`grep -r` over the workspace);
-/// what the file holds never reaches the model, the events or the state (B09). A plain
+/// A program a rule allows cannot open a secret file (`grep -r` over the workspace): the
+/// sandbox covers it, and what the file holds never reaches the model, the events or the
+/// state (B09). A plain
 /// `git diff` would print the committed version of a tracked secret file (its `-` lines come
 /// from the index), which redaction does not know: it asks even though a rule allows it.
 #[test]
@@ -525,7 +526,8 @@ fn an_allowed_reader_shows_no_line_of_a_secret_file() {
     assert!(evs.iter().any(|e| e["event"] == "tool_rejected" && e["call_id"] == "d1"));
     let done = evs.iter().find(|e| e["event"] == "tool_completed" && e["call_id"] == "g1").expect("grep ran");
     let output = done["output"].as_str().unwrap();
-    assert!(output.contains(".env:") && output.contains("[REDACTED]"), "{output}");
+    // The sandbox covers the secret file: grep finds it empty.
+    assert!(!output.contains(".env") && !output.contains("keys/id_ed25519"), "{output}");
     let stat = evs.iter().find(|e| e["event"] == "tool_completed" && e["call_id"] == "s1").expect("stat ran");
     assert!(stat["output"].as_str().unwrap().contains("note.txt"), "{stat}");
     for secret in ["zebra-purple-9911", "first-value-1234", "AAAAASECOND", "AAAAAFIRST"] {

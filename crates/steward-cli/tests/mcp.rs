@@ -94,17 +94,19 @@ fn peer_mcp_filesystem_server_refuses_outside_its_root_and_the_model_is_told() {
 }
 
 /// A server that never answers `initialize` is killed when it times out, even by a command
-/// that exits right after (`steward mcp list`): no server is left running.
+/// that exits right after (`steward mcp list`): no server is left running. Started outside
+/// the sandbox (`sandbox = false`, which the listing names), so its pid is the machine's.
 #[test]
 fn mcp_list_leaves_no_server_that_never_initialised() {
     let env = Env::new();
     let pid_file = env.dir.path().join("hang.pid");
     env.user_config(&format!(
-        "[mcp_servers.hang]\ncommand = [\"sh\", \"-c\", \"echo $$ > {}; exec sleep 600\"]\nstartup_timeout_ms = 300\n",
+        "[mcp_servers.hang]\ncommand = [\"sh\", \"-c\", \"echo $$ > {}; exec sleep 600\"]\nstartup_timeout_ms = 300\nsandbox = false\n",
         pid_file.display()
     ));
     let out = env.steward(&["mcp", "list"]);
     assert!(stdout(&out).contains("initialize timed out"), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("NOT SANDBOXED (sandbox = false)"), "{}", stdout(&out));
     let pid = std::fs::read_to_string(&pid_file).expect("the server wrote its pid");
     // SIGKILL was sent before `steward` exited; the process may still be finishing its exit.
     // Gone, or a zombie waiting for init to reap it: either way no longer running.
@@ -360,4 +362,28 @@ fn mcp_tokens_made_and_revoked_are_audited_without_the_secret() {
         assert_eq!(record["outcome"], "completed");
     }
     assert_eq!(code(&env.steward(&["audit", "verify"])), 0);
+}
+
+/// A sandboxed server that never answers, and a process it detached into its own session,
+/// both end when `steward mcp list` gives up on it (the server's PID namespace ends).
+#[test]
+fn a_sandboxed_server_and_what_it_detached_end_with_it() {
+    let env = Env::new();
+    env.user_config(
+        "[mcp_servers.hang]\ncommand = [\"sh\", \"-c\", \"setsid -f sleep 641.2727; exec sleep 642.2727\"]\nstartup_timeout_ms = 500\n",
+    );
+    let out = env.steward(&["mcp", "list"]);
+    assert!(stdout(&out).contains("initialize timed out"), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(!stdout(&out).contains("NOT SANDBOXED"), "{}", stdout(&out));
+    let running = |marker: &str| {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running("sleep 641.2727") || running("sleep 642.2727") {
+        assert!(std::time::Instant::now() < deadline, "a process of the server outlived it");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

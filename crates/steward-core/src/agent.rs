@@ -212,6 +212,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
             })
             .filter(|(_, names)| !names.is_empty())
             .collect(),
+        sandbox: req.config.sandbox.settings(),
         elicitor: None,
     };
     let ttl_seconds = req.config.policy.approval_timeout_seconds.unwrap_or(30 * 60);

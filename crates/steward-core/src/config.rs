@@ -175,6 +175,37 @@ pub struct RawSandbox {
     /// refused rather than run weaker.
     #[serde(default)]
     pub accept_weaker: Vec<String>,
+    /// Leave `$HOME` visible to sandboxed programs (default false: it is an empty folder
+    /// there, so `~/.ssh`, `~/.aws`, `~/.npmrc`, `~/.config/gh` are not).
+    #[serde(default)]
+    pub show_home: bool,
+    /// Folders or files beneath `$HOME` (relative to it, e.g. `.cargo/bin`, `.rustup`) that
+    /// stay visible, read-only, when it is hidden. Unset: the toolchain folders of
+    /// [`crate::tools::sandbox_paths::DEFAULT_HOME_KEEP`].
+    #[serde(default)]
+    pub home_keep: Option<Vec<String>>,
+    /// Data-memory limit (`RLIMIT_DATA`) of every sandboxed program, in MiB (default 2048;
+    /// 0: none).
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
+}
+
+impl RawSandbox {
+    /// The settings sandboxed tool calls use: `home_keep` (or its default) resolved against
+    /// `$HOME` (entries that are absolute or contain `..` are left out).
+    pub fn settings(&self) -> crate::tools::sandbox_paths::SandboxSettings {
+        use crate::tools::sandbox_paths::{DEFAULT_HOME_KEEP, home_paths};
+        let home_keep = match &self.home_keep {
+            Some(names) => home_paths(&names.iter().map(String::as_str).collect::<Vec<_>>()),
+            None => home_paths(DEFAULT_HOME_KEEP),
+        };
+        let memory_bytes = match self.memory_mb {
+            Some(0) => None,
+            Some(mb) => Some(mb.saturating_mul(1024 * 1024)),
+            None => Some(steward_sandbox::DEFAULT_MEMORY_BYTES),
+        };
+        crate::tools::sandbox_paths::SandboxSettings { show_home: self.show_home, home_keep, memory_bytes }
+    }
 }
 
 /// `[shell]`: the `shell_command` tool (SPEC T4). Off by default.
@@ -192,9 +223,12 @@ pub struct RawShell {
     /// Let commands reach the network (default: no network).
     #[serde(default)]
     pub network: bool,
-    /// Address-space limit per command in MiB (default: none; compilers and Node need much).
+    /// Data-memory limit per command in MiB (default: `[sandbox] memory_mb`).
     #[serde(default)]
     pub memory_mb: Option<u64>,
+    /// Let commands create Unix sockets (default: refused by the sandbox's seccomp filter).
+    #[serde(default)]
+    pub unix_sockets: bool,
 }
 
 /// `[trust]`: workspaces whose own `.steward/` configuration is fully trusted. Read only
@@ -419,7 +453,7 @@ impl Config {
             .and_then(|s| s.accept_weaker.iter().find(|name| steward_sandbox::Protection::parse(name).is_none()))
         {
             return Err(ConfigError::Resolve(format!(
-                "sandbox.accept_weaker: `{bad}` is not a protection (env_scrub, network_deny, fs_confine, rlimits, timeout)"
+                "sandbox.accept_weaker: `{bad}` is not a protection (env_scrub, network_deny, fs_confine, fs_mask, pid_namespace, seccomp, rlimits, timeout)"
             )));
         }
         Ok(Config {

@@ -110,8 +110,16 @@ async fn run_one(hook: &HookConfig, path: &str, ctx: &crate::tools::ToolContext)
             timeout: std::time::Duration::from_millis(hook.timeout_ms.unwrap_or(30_000)),
             network: false,
             writable: writable.clone(),
+            memory_bytes: ctx.sandbox.memory_bytes,
             accept_weaker: ctx.accept_weaker.clone(),
             ..steward_sandbox::ExecRequest::new(argv.clone(), root.clone())
+        };
+        let request = match crate::tools::sandbox_paths::confine(request, ctx) {
+            Ok(request) => request,
+            Err(e) => {
+                output.push_str(&format!("`{}` could not run: {e}\n", argv.join(" ")));
+                return HookReport { name: hook.name.clone(), ok: false, output: cap(output), sandbox };
+            }
         };
         match steward_sandbox::run(request, ctx.cancel.clone()).await {
             Err(e) => {

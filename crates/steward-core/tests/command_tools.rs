@@ -220,7 +220,7 @@ fn config_scenario_table() {
         ),
         (
             "[[tool]]\nname = \"t\"\ndescription = \"d\"\ncommand = [\"echo\"]\nshell = true\n",
-            "FILE:5: unknown field `shell`, expected one of `name`, `description`, `command`, `cwd`, `env`, `timeout_ms`, `risk`, `network`, `writes`, `callable`, `compensate`, `input`",
+            "FILE:5: unknown field `shell`, expected one of `name`, `description`, `command`, `cwd`, `env`, `timeout_ms`, `risk`, `network`, `unix_sockets`, `writes`, `callable`, `compensate`, `input`",
         ),
         (
             "[[tool]]\nname = \"t\"\ndescription = \"d\"\ncommand = [\"echo\", { inptu = \"w\" }]\n",

@@ -25,6 +25,7 @@ fn context(root: &Path) -> ToolContext {
         credentials: Default::default(),
         elicitor: None,
         accept_weaker: Vec::new(),
+        sandbox: Default::default(),
     }
 }
 

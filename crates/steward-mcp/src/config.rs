@@ -137,6 +137,18 @@ pub struct McpServerConfig {
     /// Risk level of this server's tools for the policy (default `medium`).
     #[serde(default = "default_risk")]
     pub risk: RiskLevel,
+    /// Stdio only: start the server in Steward's sandbox (default `true`): its own mount
+    /// namespace with `$HOME` an empty temporary folder (the top folder of `$HOME` holding
+    /// the program, such as `~/.nvm`, stays), its own PID namespace (nothing it starts
+    /// outlives it), the seccomp filter, an 8 GiB data limit, and the 60-minute sandbox
+    /// lifetime (then it is stopped, and started again on its next use); network and writes
+    /// as without it. `false` starts it unconfined, which `steward mcp list` names.
+    #[serde(default = "default_true")]
+    pub sandbox: bool,
+    /// Stdio only: let the server create Unix sockets (default `false`: refused by the
+    /// sandbox's seccomp filter; a server that talks to Docker needs `true`).
+    #[serde(default)]
+    pub unix_sockets: bool,
 }
 
 fn default_true() -> bool {
@@ -170,6 +182,8 @@ impl fmt::Debug for McpServerConfig {
             .field("call_timeout_ms", &self.call_timeout_ms)
             .field("max_output_bytes", &self.max_output_bytes)
             .field("risk", &self.risk)
+            .field("sandbox", &self.sandbox)
+            .field("unix_sockets", &self.unix_sockets)
             .finish()
     }
 }
@@ -208,6 +222,8 @@ impl McpServerConfig {
             call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             risk: RiskLevel::Medium,
+            sandbox: true,
+            unix_sockets: false,
         }
     }
 

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -232,21 +233,28 @@ fn spawn(
     config: &McpServerConfig,
 ) -> Result<(ChildPipes, watch::Receiver<Option<String>>, GroupKill), McpError> {
     let env = child_env(name, config, std::env::vars_os(), &|var| std::env::var(var).ok())?;
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(args)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
-    if let Some(cwd) = &config.cwd {
-        command.current_dir(cwd);
-    }
-    let mut child =
-        command.spawn().map_err(|e| McpError::unavailable(name, format!("cannot start `{program}`: {e}")))?;
+    let mut child = if config.sandbox {
+        let mut confined = sandboxed_command(name, program, args, config, env)?;
+        confined.command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        tracing::debug!(server = %name, profile = %confined.profile.join(","), "starting a sandboxed MCP server");
+        confined.spawn().map_err(|e| McpError::unavailable(name, format!("cannot start `{program}`: {e}")))?
+    } else {
+        tracing::warn!(server = %name, "starting an MCP server outside the sandbox (sandbox = false)");
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if let Some(cwd) = &config.cwd {
+            command.current_dir(cwd);
+        }
+        command.spawn().map_err(|e| McpError::unavailable(name, format!("cannot start `{program}`: {e}")))?
+    };
     let (Some(stdin), Some(stdout), stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
         return Err(McpError::unavailable(name, "child has no stdio pipes"));
     };
@@ -266,21 +274,122 @@ fn spawn(
         reap: CancellationToken::new(),
     };
     let reap = kill.reap.clone();
+    let lifetime = config.sandbox.then_some(steward_sandbox::MAX_LIFETIME);
+    let server = name.to_string();
     tokio::spawn(async move {
-        let status = tokio::select! {
-            status = child.wait() => status,
-            _ = reap.cancelled() => {
-                let _ = child.start_kill();
-                child.wait().await
-            }
-        };
-        let text = match status {
-            Ok(status) => status.to_string(),
-            Err(e) => format!("wait failed: {e}"),
-        };
+        let text = watch_child(&server, child, reap, lifetime).await;
         let _ = tx.send(Some(text));
     });
     Ok(((stdout, stdin), rx, kill))
+}
+
+/// Waits for the server process to end, killing it when `reap` fires or, for a sandboxed
+/// server, when the sandbox lifetime (`lifetime`, SPEC C3's 60 minutes) runs out; a later
+/// use starts it again. Returns its exit status as text.
+async fn watch_child(
+    server: &str,
+    mut child: tokio::process::Child,
+    reap: CancellationToken,
+    lifetime: Option<Duration>,
+) -> String {
+    let expired = async {
+        match lifetime {
+            Some(limit) => tokio::time::sleep(limit).await,
+            None => std::future::pending().await,
+        }
+    };
+    let status = tokio::select! {
+        status = child.wait() => status,
+        _ = reap.cancelled() => {
+            let _ = child.start_kill();
+            child.wait().await
+        }
+        _ = expired => {
+            tracing::warn!(server = %server, "the MCP server reached the sandbox lifetime and was stopped");
+            let _ = child.start_kill();
+            child.wait().await
+        }
+    };
+    match status {
+        Ok(status) => status.to_string(),
+        Err(e) => format!("wait failed: {e}"),
+    }
+}
+
+/// Data limit of a sandboxed MCP server (8 GiB): Node and language servers need more than
+/// a tool's command.
+const MCP_MEMORY_BYTES: u64 = 8 * 1024 * 1024 * 1024;
+
+/// The sandboxed command of a stdio server (see [`McpServerConfig::sandbox`]): network and
+/// writes as an unsandboxed server has them, everything else confined. Errors:
+/// [`McpError::Unavailable`] when a protection cannot be enforced or the request is unusable.
+fn sandboxed_command(
+    name: &str,
+    program: &str,
+    args: &[String],
+    config: &McpServerConfig,
+    env: Vec<(OsString, OsString)>,
+) -> Result<steward_sandbox::ConfinedCommand, McpError> {
+    let env_set = env
+        .into_iter()
+        .map(|(k, v)| match (k.into_string(), v.into_string()) {
+            (Ok(k), Ok(v)) => Ok((k, v)),
+            _ => Err(McpError::unavailable(name, "an environment variable is not UTF-8")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let cwd = match &config.cwd {
+        Some(cwd) => cwd.clone(),
+        None => {
+            std::env::current_dir().map_err(|e| McpError::unavailable(name, format!("no working directory: {e}")))?
+        }
+    };
+    let mut argv = vec![program.to_string()];
+    argv.extend(args.iter().cloned());
+    let request = steward_sandbox::ExecRequest {
+        env_set,
+        timeout: steward_sandbox::MAX_LIFETIME,
+        network: true,
+        memory_bytes: Some(MCP_MEMORY_BYTES),
+        writable: vec![PathBuf::from("/")],
+        home_keep: program_home_folder(program),
+        unix_sockets: config.unix_sockets,
+        ..steward_sandbox::ExecRequest::new(argv, cwd)
+    };
+    steward_sandbox::command(request).map_err(|e| McpError::unavailable(name, format!("not started: {e}")))
+}
+
+/// The folder directly beneath `$HOME` that holds `program` (looked up in `PATH` when it has
+/// no `/`), as spelled and as resolved through links: a server installed with a version
+/// manager (`~/.nvm`, `~/.pyenv`) needs its whole tree. Empty when it lies elsewhere.
+fn program_home_folder(program: &str) -> Vec<PathBuf> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from).and_then(|h| h.canonicalize().ok()) else {
+        return Vec::new();
+    };
+    let found = if program.contains('/') {
+        Some(PathBuf::from(program))
+    } else {
+        std::env::var_os("PATH")
+            .map(|path| std::env::split_paths(&path).map(|dir| dir.join(program)).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .find(|candidate| candidate.is_file())
+    };
+    let Some(found) = found else { return Vec::new() };
+    let mut folders = Vec::new();
+    for path in [Some(found.clone()), found.canonicalize().ok()].into_iter().flatten() {
+        let path =
+            if path.is_absolute() { path } else { std::env::current_dir().map(|d| d.join(&path)).unwrap_or(path) };
+        if let Ok(rel) = path.strip_prefix(&home)
+            && let Some(top) = rel.components().next()
+            && rel.components().count() > 1
+        {
+            let folder = home.join(top);
+            if !folders.contains(&folder) {
+                folders.push(folder);
+            }
+        }
+    }
+    folders
 }
 
 /// The child's environment: allow-listed names from `parent` (the sandbox's
@@ -341,6 +450,39 @@ fn http_transport(
 mod tests {
     use super::*;
     use crate::config::{EnvValue, ValueSource};
+
+    /// A stdio server starts in the sandbox: PID 2 of its own PID namespace, the seccomp
+    /// filter refusing namespaces, the MCP data limit.
+    #[tokio::test]
+    async fn stdio_servers_start_in_the_sandbox() {
+        let script =
+            "echo pid=$$; unshare --user true 2>/dev/null && echo unshare=ok || echo unshare=refused; ulimit -d";
+        let args = ["-c".to_string(), script.to_string()];
+        let config = McpServerConfig::stdio(["sh"]);
+        let env = child_env("t", &config, std::env::vars_os(), &|_| None).unwrap();
+        let mut confined = sandboxed_command("t", "sh", &args, &config, env).unwrap();
+        assert!(confined.profile.iter().any(|p| p.starts_with("mntns(")), "{:?}", confined.profile);
+        assert!(confined.profile.iter().any(|p| p == "seccomp(unix=denied)"), "{:?}", confined.profile);
+        confined.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let out = confined.spawn().unwrap().wait_with_output().await.unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text, format!("pid=2\nunshare=refused\n{}\n", MCP_MEMORY_BYTES / 1024), "{text}");
+    }
+
+    /// A sandboxed server is stopped when the sandbox lifetime runs out (the clock is paused
+    /// and jumps ahead while the server sleeps).
+    #[tokio::test(start_paused = true)]
+    async fn a_sandboxed_server_is_stopped_at_the_sandbox_lifetime() {
+        let config = McpServerConfig::stdio(["sleep"]);
+        let env = child_env("t", &config, std::env::vars_os(), &|_| None).unwrap();
+        let mut confined = sandboxed_command("t", "sleep", &["7200".to_string()], &config, env).unwrap();
+        confined.command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        let child = confined.spawn().unwrap();
+        let started = tokio::time::Instant::now();
+        let status = watch_child("t", child, CancellationToken::new(), Some(steward_sandbox::MAX_LIFETIME)).await;
+        assert!(status.contains("signal: 9"), "{status}");
+        assert!(started.elapsed() >= steward_sandbox::MAX_LIFETIME);
+    }
 
     #[test]
     fn initialize_offers_a_version_that_has_an_initialize_handshake() {

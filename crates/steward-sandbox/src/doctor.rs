@@ -1,7 +1,8 @@
 //! `doctor`: checks each protection on this machine by applying it to real child processes
 //! and watching whether it holds. Each probe runs a control that must succeed without the
 //! protection (so a probe that cannot observe anything reports "not enforced", never a
-//! false "enforced"). Probes need `sh`, `bash`, `env`, `dd` and `sleep` on the `PATH`.
+//! false "enforced"). Probes need `sh`, `bash`, `env`, `cat`, `dd`, `sleep`, `setsid` and
+//! `unshare` on the `PATH`.
 
 use std::ffi::OsString;
 use std::io::ErrorKind;
@@ -29,7 +30,7 @@ pub struct ProbeResult {
 
 /// Wall-clock limit of each probe's children (generous: the machine may be busy).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
-/// Address-space limit of the rlimit probe, and the buffer its child allocates.
+/// Data-segment limit of the rlimit probe, and the buffer its child allocates.
 const PROBE_MEMORY_BYTES: u64 = 32 * 1024 * 1024;
 const PROBE_ALLOC: &str = "bs=64M";
 
@@ -43,6 +44,9 @@ pub async fn doctor() -> Vec<ProbeResult> {
             Protection::EnvScrub => env_scrub().await,
             Protection::NetworkDeny => network_deny().await,
             Protection::FsConfine => fs_confine().await,
+            Protection::FsMask => fs_mask().await,
+            Protection::PidNamespace => pid_namespace().await,
+            Protection::Seccomp => seccomp().await,
             Protection::Rlimits => rlimits().await,
             Protection::Timeout => timeout().await,
         };
@@ -175,23 +179,107 @@ async fn fs_confine() -> Probe {
     }
 }
 
+/// A file in a masked path reads as nothing, and its content is printed without the mask.
+async fn fs_mask() -> Probe {
+    let scratch = ScratchDir(std::env::temp_dir().join(unique("mask")));
+    std::fs::create_dir_all(&scratch.0).map_err(|e| format!("cannot create {}: {e}", scratch.0.display()))?;
+    let secret = scratch.0.join(".env");
+    let value = unique("secret");
+    std::fs::write(&secret, &value).map_err(|e| format!("cannot write {}: {e}", secret.display()))?;
+    let argv = ["cat", &path_str(&secret)?];
+    let control_req =
+        ExecRequest { accept_weaker: Protection::ALL.to_vec(), ..probe_request(Protection::FsMask, &argv) };
+    let control = exec(control_req).await.map_err(|e| not_run("the control", &e))?;
+    if !String::from_utf8_lossy(&control.stdout).contains(&value) {
+        return Err("inconclusive: the control child could not read the unmasked file".into());
+    }
+    let req = ExecRequest { mask: vec![secret.clone()], ..probe_request(Protection::FsMask, &argv) };
+    let out = exec(req).await.map_err(|e| not_run("the probe", &e))?;
+    if String::from_utf8_lossy(&out.stdout).contains(&value) {
+        return Err(format!("a child read a masked file ({})", out.profile));
+    }
+    if !out.profile.contains("mntns(") {
+        return Err(format!("no mount namespace was made ({})", out.profile));
+    }
+    Ok(format!("a child could not read a masked file that it reads without the mask ({})", out.profile))
+}
+
+/// A process that left the session (`setsid`) writes a marker after a delay: without the
+/// PID namespace it does, with it the call's end kills it first.
+async fn pid_namespace() -> Probe {
+    let scratch = ScratchDir(std::env::temp_dir().join(unique("pid")));
+    std::fs::create_dir_all(&scratch.0).map_err(|e| format!("cannot create {}: {e}", scratch.0.display()))?;
+    let dir = path_str(&scratch.0)?;
+    let script = "setsid sh -c 'sleep 1; echo x > \"$1/$2\"' sh \"$1\" \"$2\" </dev/null >/dev/null 2>&1 &";
+    let run_one = |marker: &'static str, without: bool| {
+        let argv = ["sh", "-c", script, "sh", dir.as_str(), marker];
+        let mut req =
+            ExecRequest { writable: vec![scratch.0.clone()], ..probe_request(Protection::PidNamespace, &argv) };
+        let host = Host::detect();
+        let host = if without {
+            req.accept_weaker = Protection::ALL.to_vec();
+            Host { ns: Err("left out for the control".into()), ..host }
+        } else {
+            host
+        };
+        async move { run_with_parent_env(req, CancellationToken::new(), std::env::vars_os().collect(), &host).await }
+    };
+    let (control, probe) = tokio::join!(run_one("control", true), run_one("probe", false));
+    control.map_err(|e| not_run("the control", &e))?;
+    let out = probe.map_err(|e| not_run("the probe", &e))?;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    if !scratch.0.join("control").exists() {
+        return Err("inconclusive: the control's detached process did not write its marker".into());
+    }
+    if scratch.0.join("probe").exists() {
+        return Err(format!("a detached process outlived its call ({})", out.profile));
+    }
+    Ok(format!(
+        "a process that left the session ended with its call; without the PID namespace it lived on ({})",
+        out.profile
+    ))
+}
+
+/// `unshare --user true` succeeds without the filter and fails under it.
+async fn seccomp() -> Probe {
+    let argv = ["unshare", "--user", "true"];
+    let control_req =
+        ExecRequest { accept_weaker: Protection::ALL.to_vec(), ..probe_request(Protection::Seccomp, &argv) };
+    let host = Host { seccomp: Err("left out for the control".into()), ..Host::detect() };
+    let control = run_with_parent_env(control_req, CancellationToken::new(), std::env::vars_os().collect(), &host)
+        .await
+        .map_err(|e| not_run("the control", &e))?;
+    if control.exit_code != Some(0) {
+        return Err(format!(
+            "inconclusive: the control `unshare --user true` failed: {}",
+            String::from_utf8_lossy(&control.stderr).trim()
+        ));
+    }
+    let out = exec(probe_request(Protection::Seccomp, &argv)).await.map_err(|e| not_run("the probe", &e))?;
+    if out.exit_code == Some(0) {
+        return Err(format!("a child made a user namespace under the filter ({})", out.profile));
+    }
+    Ok(format!("a child could not call unshare, which it can without the filter ({})", out.profile))
+}
+
 fn path_str(path: &Path) -> Result<String, String> {
     path.to_str().map(str::to_string).ok_or_else(|| format!("{} is not UTF-8", path.display()))
 }
 
 async fn rlimits() -> Probe {
     let argv = ["dd", "if=/dev/zero", "of=/dev/null", PROBE_ALLOC, "count=1"];
-    let control = exec(probe_request(Protection::Rlimits, &argv)).await.map_err(|e| not_run("the control", &e))?;
+    let unlimited = ExecRequest { memory_bytes: None, ..probe_request(Protection::Rlimits, &argv) };
+    let control = exec(unlimited).await.map_err(|e| not_run("the control", &e))?;
     if control.exit_code != Some(0) {
         return Err(format!("inconclusive: the unlimited control `dd {PROBE_ALLOC}` failed ({:?})", control.exit_code));
     }
     let limited = ExecRequest { memory_bytes: Some(PROBE_MEMORY_BYTES), ..probe_request(Protection::Rlimits, &argv) };
     let out = exec(limited).await.map_err(|e| not_run("the probe", &e))?;
     if out.exit_code == Some(0) {
-        return Err(format!("a child allocated {PROBE_ALLOC} under a {PROBE_MEMORY_BYTES}-byte address-space limit"));
+        return Err(format!("a child allocated {PROBE_ALLOC} under a {PROBE_MEMORY_BYTES}-byte data limit"));
     }
     Ok(format!(
-        "a child allocating {PROBE_ALLOC} failed under a {PROBE_MEMORY_BYTES}-byte address-space limit, and succeeded without it ({})",
+        "a child allocating {PROBE_ALLOC} failed under a {PROBE_MEMORY_BYTES}-byte data limit, and succeeded without it ({})",
         out.profile
     ))
 }

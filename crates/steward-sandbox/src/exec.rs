@@ -30,13 +30,16 @@ const READER_GRACE: Duration = Duration::from_secs(2);
 ///
 /// The child gets: an environment of only the allow-listed parent variables
 /// ([`crate::DEFAULT_ENV_ALLOW`], `LC_*`, `req.env_allow`, never [`crate::ENV_NEVER_PASSED`])
-/// plus `req.env_set`; null stdin; its own process group; `RLIMIT_CORE` 0, `RLIMIT_CPU` from
-/// the timeout, `RLIMIT_AS` from `memory_bytes` (none when `None`); unless `req.network`, a
-/// fresh network namespace (and Landlock TCP denial from ABI 4); `no_new_privs`; and a
-/// Landlock ruleset leaving only `req.writable` (and [`crate::WRITABLE_DEVICES`]) writable.
-/// When the timeout runs out or `cancel` fires, the whole group is killed with SIGKILL and
-/// reaped; the group is also killed once the main process exits, so background children
-/// never outlive a call.
+/// plus `req.env_set`; null stdin; its own process group; mount and PID namespaces of its own
+/// (`req.mask` covered, `$HOME` empty unless `req.hide_home` is false, `req.read_only`
+/// read-only, a fresh `/proc`; the program is PID 2 under a small init, and when it ends the
+/// namespace and everything in it ends too); `RLIMIT_CORE` 0, `RLIMIT_CPU` from the timeout,
+/// `RLIMIT_DATA` from `memory_bytes` (none when `None`); unless `req.network`, a fresh network
+/// namespace (and Landlock TCP denial from ABI 4); `no_new_privs`; a Landlock ruleset leaving
+/// only `req.writable` (and [`crate::WRITABLE_DEVICES`]) writable; and the seccomp filter of
+/// [`crate::SECCOMP_DENIED`]. When the timeout (at most [`crate::MAX_LIFETIME`]) runs out or
+/// `cancel` fires, the whole group is killed with SIGKILL and reaped, which ends the PID
+/// namespace; the group is also killed once the main process exits.
 ///
 /// Errors: [`SandboxError::InvalidRequest`], [`SandboxError::CannotEnforce`] (nothing was
 /// run), [`SandboxError::Spawn`], [`SandboxError::Io`], and [`SandboxError::Cancelled`]
@@ -54,42 +57,18 @@ pub(crate) async fn run_with_parent_env(
     parent_env: Vec<(OsString, OsString)>,
     host: &Host,
 ) -> Result<ExecOutput, SandboxError> {
-    validate(&req)?;
-    let (argv, rewritten) = match shell::non_login(&req.argv) {
-        Ok(Some(argv)) => (argv, true),
-        Ok(None) => (req.argv.clone(), false),
-        Err(reason) => return Err(SandboxError::InvalidRequest(format!("refused shell invocation: {reason}"))),
-    };
-    let plan = plan(&req, host)?;
-    let cpu_seconds = req.timeout.as_secs() + u64::from(req.timeout.subsec_nanos() > 0) + 1;
-    let landlock_fd = plan.confinement.as_ref().map(|c| c.fd.as_raw_fd());
-    let setup = ChildSetup::new(plan.net, cpu_seconds, req.memory_bytes, landlock_fd);
-    let program = argv[0].clone();
-
-    let mut cmd = Command::new(&program);
-    cmd.args(&argv[1..])
-        .current_dir(&req.cwd)
-        .env_clear()
-        .envs(child_env(parent_env, &req.env_allow, &req.env_set))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    // SAFETY: `ChildSetup::apply` only makes async-signal-safe calls (unshare, open, write,
-    // close, getrlimit, setrlimit, prctl, landlock_restrict_self) on data prepared before the
-    // fork; the Landlock fd stays open in `plan` until `spawn` has returned.
-    unsafe {
-        cmd.pre_exec(move || setup.apply());
-    }
-
+    let max_output_bytes = req.max_output_bytes;
+    let timeout = req.timeout.min(crate::MAX_LIFETIME);
+    let memory_bytes = req.memory_bytes;
+    let mut prepared = prepare(req, parent_env, host)?;
+    prepared.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let ConfinedCommand { command: mut cmd, profile: parts, program, confining, ruleset, cpu_seconds } = prepared;
     let started = Instant::now();
-    let confining = plan.net.is_some() || plan.confinement.is_some();
     let mut child = cmd.spawn().map_err(|source| spawn_error(&program, confining, source))?;
-    drop(plan.confinement);
+    drop(ruleset);
     let group = GroupKiller { pgid: child.id().and_then(|id| i32::try_from(id).ok()) };
-    let stdout = Reader::start(child.stdout.take(), req.max_output_bytes);
-    let stderr = Reader::start(child.stderr.take(), req.max_output_bytes);
+    let stdout = Reader::start(child.stdout.take(), max_output_bytes);
+    let stderr = Reader::start(child.stderr.take(), max_output_bytes);
 
     enum End {
         Exited(std::io::Result<ExitStatus>),
@@ -99,7 +78,7 @@ pub(crate) async fn run_with_parent_env(
     let end = tokio::select! {
         biased;
         _ = cancel.cancelled() => End::Cancelled,
-        waited = tokio::time::timeout(req.timeout, child.wait()) => match waited {
+        waited = tokio::time::timeout(timeout, child.wait()) => match waited {
             Ok(status) => End::Exited(status),
             Err(_) => End::TimedOut,
         },
@@ -115,14 +94,11 @@ pub(crate) async fn run_with_parent_env(
     };
     let ((stdout, out_cut), (stderr, err_cut)) = tokio::join!(stdout.finish(), stderr.finish());
 
-    let mut profile = vec!["env-scrub".to_string(), "nnp".into(), plan.net_profile, plan.fs_profile];
-    if rewritten {
-        profile.push("shell=non-login".into());
-    }
-    let memory = req.memory_bytes.map_or_else(|| "unlimited".to_string(), |b| b.to_string());
-    profile.push(format!("rlimits(core=0,cpu={cpu_seconds}s,as={memory})"));
+    let mut profile = parts;
+    let memory = memory_bytes.map_or_else(|| "unlimited".to_string(), |b| b.to_string());
+    profile.push(format!("rlimits(core=0,cpu={cpu_seconds}s,data={memory})"));
     profile.push("pgroup".into());
-    profile.push(format!("timeout={}ms", req.timeout.as_millis()));
+    profile.push(format!("timeout={}ms", timeout.as_millis()));
     Ok(ExecOutput {
         exit_code: status.code(),
         signal: status.signal(),
@@ -132,6 +108,99 @@ pub(crate) async fn run_with_parent_env(
         truncated: out_cut || err_cut,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         profile: profile.join(","),
+    })
+}
+
+/// A `Command` set up to run confined, not yet started: what [`command`] returns.
+#[derive(Debug)]
+pub struct ConfinedCommand {
+    /// The program with its arguments, working directory, scrubbed environment, own process
+    /// group, `kill_on_drop`, and the confinement applied between `fork` and `exec`. Set its
+    /// stdio, then spawn it; a failed spawn whose error is `EPERM`, `EINVAL`, `ENOSPC`,
+    /// `EUSERS` or `ENOSYS` means the confinement could not be put in place.
+    pub command: Command,
+    /// What is enforced, in [`ExecOutput::profile`]'s terms (without the rlimits, process
+    /// group and timeout parts, which [`run`] adds).
+    pub profile: Vec<String>,
+    program: String,
+    confining: bool,
+    /// The Landlock ruleset: must stay open until the spawn has returned.
+    ruleset: Option<std::os::fd::OwnedFd>,
+    cpu_seconds: u64,
+}
+
+impl ConfinedCommand {
+    /// Spawns the command and closes the parent's copy of the Landlock ruleset. Errors:
+    /// [`SandboxError::CannotEnforce`] when the confinement failed in the child,
+    /// [`SandboxError::Spawn`] otherwise.
+    pub fn spawn(mut self) -> Result<tokio::process::Child, SandboxError> {
+        let child = self.command.spawn().map_err(|source| spawn_error(&self.program, self.confining, source))?;
+        drop(self.ruleset.take());
+        Ok(child)
+    }
+}
+
+/// Prepares `req` for a long-running child that the caller talks to itself (an MCP stdio
+/// server): the same checks, planning and confinement as [`run`], with `req.timeout` setting
+/// only `RLIMIT_CPU` (the caller ends the process). `req.max_output_bytes` is not used.
+/// Errors: [`SandboxError::InvalidRequest`], [`SandboxError::CannotEnforce`].
+pub fn command(req: ExecRequest) -> Result<ConfinedCommand, SandboxError> {
+    prepare(req, std::env::vars_os().collect(), &Host::detect())
+}
+
+fn prepare(
+    req: ExecRequest,
+    parent_env: Vec<(OsString, OsString)>,
+    host: &Host,
+) -> Result<ConfinedCommand, SandboxError> {
+    validate(&req)?;
+    let mut req = req;
+    req.timeout = req.timeout.min(crate::MAX_LIFETIME);
+    let home = parent_env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v));
+    let (argv, rewritten) = match shell::non_login(&req.argv) {
+        Ok(Some(argv)) => (argv, true),
+        Ok(None) => (req.argv.clone(), false),
+        Err(reason) => return Err(SandboxError::InvalidRequest(format!("refused shell invocation: {reason}"))),
+    };
+    let plan = plan(&req, host, home.as_deref())?;
+    let cpu_seconds = req.timeout.as_secs() + u64::from(req.timeout.subsec_nanos() > 0) + 1;
+    let landlock_fd = plan.confinement.as_ref().map(|c| c.fd.as_raw_fd());
+    let confining = plan.net.is_some() || plan.confinement.is_some() || plan.ns.is_some() || plan.seccomp.is_some();
+    let setup = ChildSetup::new(plan.net, plan.ns, cpu_seconds, req.memory_bytes, landlock_fd, plan.seccomp);
+    let program = argv[0].clone();
+
+    let mut cmd = Command::new(&program);
+    cmd.args(&argv[1..])
+        .current_dir(&req.cwd)
+        .env_clear()
+        .envs(child_env(parent_env, &req.env_allow, &req.env_set))
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: `ChildSetup::apply` only makes async-signal-safe calls (unshare, clone, mount,
+    // open, write, close, waitpid, getrlimit, setrlimit, prctl, landlock_restrict_self,
+    // seccomp) on data prepared before the fork; the Landlock fd stays open in the returned
+    // `ConfinedCommand` until `spawn` has returned.
+    unsafe {
+        cmd.pre_exec(move || setup.apply());
+    }
+    let mut profile = vec![
+        "env-scrub".to_string(),
+        "nnp".into(),
+        plan.net_profile,
+        plan.fs_profile,
+        plan.ns_profile,
+        plan.seccomp_profile,
+    ];
+    if rewritten {
+        profile.push("shell=non-login".into());
+    }
+    Ok(ConfinedCommand {
+        command: cmd,
+        profile,
+        program,
+        confining,
+        ruleset: plan.confinement.map(|c| c.fd),
+        cpu_seconds,
     })
 }
 
@@ -262,7 +331,12 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let marker = dir.join("ran");
         let _ = std::fs::remove_file(&marker);
-        let weak = Host { landlock_abi: Err("Landlock is not built into this kernel (ENOSYS)".into()), net: Ok(net) };
+        let weak = Host {
+            landlock_abi: Err("Landlock is not built into this kernel (ENOSYS)".into()),
+            net: Ok(net),
+            ns: crate::namespaces::ns_caps(),
+            seccomp: Ok(()),
+        };
         let argv = vec!["sh".into(), "-c".into(), format!("touch {}", marker.display())];
         let req = ExecRequest { writable: vec![dir.clone()], ..ExecRequest::new(argv, dir.clone()) };
         let env = std::env::vars_os().collect::<Vec<_>>();
@@ -277,5 +351,52 @@ mod tests {
         assert!(marker.exists());
         assert!(out.profile.contains("fs=unenforced(accepted)"), "{}", out.profile);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The parent's `$HOME` is an empty folder in the child: its secrets are gone even by
+    /// absolute path, while the working directory, writable and kept paths beneath it stay.
+    #[tokio::test]
+    async fn home_is_empty_except_the_paths_the_call_needs() {
+        let home = tempfile::tempdir().unwrap();
+        let home_path = home.path().canonicalize().unwrap();
+        for dir in [".ssh", ".aws", "proj/out", "tools/bin", ".config/gh"] {
+            std::fs::create_dir_all(home_path.join(dir)).unwrap();
+        }
+        std::fs::write(home_path.join(".ssh/id_rsa"), "HOME-PRIVATE-KEY").unwrap();
+        std::fs::write(home_path.join(".config/gh/hosts.yml"), "oauth_token: HOME-GH-TOKEN").unwrap();
+        std::fs::write(home_path.join("proj/readme"), "project file").unwrap();
+        std::fs::write(home_path.join("tools/bin/tool"), "kept tool").unwrap();
+        let home_arg = home_path.display().to_string();
+        let script = r#"cat "$1/.ssh/id_rsa"; cat ~/.config/gh/hosts.yml; ls -A "$1"; cat readme; cat "$1/tools/bin/tool"
+            echo made > out/file && echo wrote-out"#;
+        let argv = ["sh", "-c", script, "sh", home_arg.as_str()].map(String::from).to_vec();
+        let req = ExecRequest {
+            writable: vec![home_path.join("proj/out")],
+            home_keep: vec![home_path.join("tools/bin")],
+            // Beneath the hidden home: not there to freeze, which is no error.
+            read_only: vec![home_path.join(".aws")],
+            env_set: vec![("HOME".into(), home_arg.clone())],
+            ..ExecRequest::new(argv, home_path.join("proj"))
+        };
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(k, _)| k != "HOME").collect();
+        env.push(("HOME".into(), home_arg.clone().into()));
+        let out =
+            run_with_parent_env(req.clone(), CancellationToken::new(), env.clone(), &Host::detect()).await.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("HOME-PRIVATE-KEY") && !stdout.contains("HOME-GH-TOKEN"), "{stdout}");
+        assert_eq!(stdout.lines().filter(|l| *l == "proj" || *l == "tools").count(), 2, "{stdout}");
+        assert!(!stdout.lines().any(|l| l == ".ssh" || l == ".aws" || l == ".config"), "{stdout}");
+        assert!(
+            stdout.contains("project file") && stdout.contains("kept tool") && stdout.contains("wrote-out"),
+            "{stdout}"
+        );
+        assert!(out.profile.contains("home=empty"), "{}", out.profile);
+        assert_eq!(std::fs::read_to_string(home_path.join("proj/out/file")).unwrap(), "made\n");
+
+        // Control: with the home shown, the key is there.
+        let shown = ExecRequest { hide_home: false, ..req };
+        let out = run_with_parent_env(shown, CancellationToken::new(), env, &Host::detect()).await.unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).contains("HOME-PRIVATE-KEY"));
+        assert!(out.profile.contains("home=visible"), "{}", out.profile);
     }
 }

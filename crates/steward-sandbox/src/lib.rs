@@ -9,7 +9,10 @@
 //!
 //! Linux only: the network is cut with a new network namespace (`unshare(CLONE_NEWNET)`, with
 //! a user namespace when the process lacks `CAP_SYS_ADMIN`); the filesystem is confined with
-//! Landlock (kernel ≥ 5.13, complete from Landlock ABI 3, kernel 6.2).
+//! Landlock (kernel ≥ 5.13, complete from Landlock ABI 3, kernel 6.2); secret files are
+//! covered in a mount namespace of the child's own and `$HOME` is an empty folder there; the
+//! child runs in a PID namespace whose end kills every process it started; a seccomp filter
+//! refuses the system calls listed in [`SECCOMP_DENIED`].
 #![deny(missing_docs)]
 
 mod doctor;
@@ -17,13 +20,16 @@ mod env;
 mod exec;
 mod fs_rules;
 mod limits;
+mod namespaces;
 mod plan;
+mod seccomp;
 mod shell;
 
 pub use doctor::{ProbeResult, doctor};
 pub use env::{DEFAULT_ENV_ALLOW, ENV_NEVER_PASSED, env_name_looks_secret};
-pub use exec::run;
+pub use exec::{ConfinedCommand, command, run};
 pub use fs_rules::{SYSTEM_READ_PATHS, WRITABLE_DEVICES};
+pub use seccomp::SECCOMP_DENIED;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -34,6 +40,13 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Per-stream output cap used by [`ExecRequest::new`] (1 MiB).
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 
+/// Data-segment limit used by [`ExecRequest::new`] (2 GiB, SPEC C3's memory limit).
+pub const DEFAULT_MEMORY_BYTES: u64 = 2048 * 1024 * 1024;
+
+/// Sandbox lifetime of SPEC C3 (60 min): no sandboxed process lives longer; a longer
+/// [`ExecRequest::timeout`] is cut to it.
+pub const MAX_LIFETIME: Duration = Duration::from_secs(60 * 60);
+
 /// One protection the sandbox applies to a child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Protection {
@@ -43,18 +56,29 @@ pub enum Protection {
     NetworkDeny,
     /// Writes only beneath `writable` (Landlock); reads limited when `readable` is set.
     FsConfine,
-    /// `RLIMIT_CORE`, `RLIMIT_CPU`, and `RLIMIT_AS` when `memory_bytes` is set.
+    /// `RLIMIT_CORE`, `RLIMIT_CPU`, and `RLIMIT_DATA` when `memory_bytes` is set.
     Rlimits,
     /// The process group is killed when the wall-clock timeout runs out.
     Timeout,
+    /// A mount namespace of the child's own: `mask` paths covered by empty read-only
+    /// files or folders, `$HOME` an empty folder, `read_only` paths read-only.
+    FsMask,
+    /// A PID namespace: the program's end (or the call's) kills every process it started,
+    /// also those that left its process group or session.
+    PidNamespace,
+    /// A seccomp filter refusing [`SECCOMP_DENIED`] with `EPERM`.
+    Seccomp,
 }
 
 impl Protection {
     /// Every protection, in reporting order.
-    pub const ALL: [Protection; 5] = [
+    pub const ALL: [Protection; 8] = [
         Protection::EnvScrub,
         Protection::NetworkDeny,
         Protection::FsConfine,
+        Protection::FsMask,
+        Protection::PidNamespace,
+        Protection::Seccomp,
         Protection::Rlimits,
         Protection::Timeout,
     ];
@@ -64,12 +88,16 @@ impl Protection {
         Protection::ALL.into_iter().find(|p| p.as_str() == name)
     }
 
-    /// Stable snake_case name: `env_scrub`, `network_deny`, `fs_confine`, `rlimits`, `timeout`.
+    /// Stable snake_case name: `env_scrub`, `network_deny`, `fs_confine`, `fs_mask`,
+    /// `pid_namespace`, `seccomp`, `rlimits`, `timeout`.
     pub fn as_str(self) -> &'static str {
         match self {
             Protection::EnvScrub => "env_scrub",
             Protection::NetworkDeny => "network_deny",
             Protection::FsConfine => "fs_confine",
+            Protection::FsMask => "fs_mask",
+            Protection::PidNamespace => "pid_namespace",
+            Protection::Seccomp => "seccomp",
             Protection::Rlimits => "rlimits",
             Protection::Timeout => "timeout",
         }
@@ -98,17 +126,20 @@ pub struct ExecRequest {
     pub env_allow: Vec<String>,
     /// Variables set explicitly (after the allow-listed ones; they win).
     pub env_set: Vec<(String, String)>,
-    /// Wall-clock limit; the process group is killed when it runs out. Also sets
-    /// `RLIMIT_CPU` to the timeout rounded up to whole seconds, plus one.
+    /// Wall-clock limit; the process group (and the PID namespace) is killed when it runs
+    /// out. At most [`MAX_LIFETIME`] (a longer one is cut to it). Also sets `RLIMIT_CPU` to
+    /// the timeout rounded up to whole seconds, plus one.
     pub timeout: Duration,
     /// When false (the default stance), the child gets a network namespace of its own with
     /// no interfaces up.
     pub network: bool,
     /// Most bytes kept per stream (stdout, stderr); the rest is read and dropped.
     pub max_output_bytes: usize,
-    /// Address-space limit (`RLIMIT_AS`) in bytes. `None` sets no address-space limit at
-    /// all (the child keeps the parent's, normally unlimited): Node-based MCP servers and
-    /// language servers reserve far more address space than they use and fail under one.
+    /// Data-segment limit (`RLIMIT_DATA`: heap and private writable mappings) in bytes;
+    /// [`DEFAULT_MEMORY_BYTES`] by default. `None` sets none (the child keeps the parent's,
+    /// normally unlimited). Not an address-space limit: Node-based MCP servers and language
+    /// servers reserve far more address space (inaccessible mappings) than they use and fail
+    /// under `RLIMIT_AS`, while `RLIMIT_DATA` counts only memory that can be written.
     pub memory_bytes: Option<u64>,
     /// Absolute, existing paths the child may write beneath (files and directories; the
     /// Landlock rule follows symlinks when it is made). Everything else is read-only, except
@@ -119,6 +150,27 @@ pub struct ExecRequest {
     /// missing paths are skipped. Nothing is added implicitly: include
     /// [`SYSTEM_READ_PATHS`] (or narrower) so the program can start, and `cwd`.
     pub readable: Option<Vec<PathBuf>>,
+    /// Absolute paths to cover in the child's mount namespace: a file becomes an empty
+    /// read-only file (still a regular file, so `git status` works), a folder an empty
+    /// read-only folder. The caller computes
+    /// them (for a workspace: every secret path and every hard link to a secret file).
+    /// Missing paths are skipped; a path that cannot be covered fails the call.
+    pub mask: Vec<PathBuf>,
+    /// Absolute paths made read-only in the child's mount namespace (with everything beneath
+    /// them), even beneath `writable` paths. Missing paths are skipped.
+    pub read_only: Vec<PathBuf>,
+    /// Whether the parent's `$HOME` folder is replaced by an empty folder in the child's
+    /// mount namespace (default: true, so `~/.ssh`, `~/.aws`, `~/.npmrc`, `~/.config/gh`
+    /// are not there). `cwd`, the `writable` paths and `home_keep` stay visible where they
+    /// lie beneath it. Not applied when `$HOME` is unset, not a folder, `/`, or holds a
+    /// `cwd` or `writable` path's ancestor (then the masks are the only guard).
+    pub hide_home: bool,
+    /// Absolute paths beneath `$HOME` that stay visible when `hide_home` is set (for example
+    /// a toolchain in `~/.cargo`); read-only unless beneath a `writable` path.
+    pub home_keep: Vec<PathBuf>,
+    /// Allow creating `AF_UNIX` sockets (default false: the seccomp filter refuses
+    /// `socket(AF_UNIX, …)`, so no Unix socket can be reached by path or by name).
+    pub unix_sockets: bool,
     /// Protections the caller accepts to lose when the machine cannot enforce them; the run
     /// goes ahead and `ExecOutput::profile` records it (e.g. `fs=unenforced(accepted)`).
     /// Empty (the default): any unenforceable protection refuses the call.
@@ -127,8 +179,9 @@ pub struct ExecRequest {
 
 impl ExecRequest {
     /// A request with the strict defaults: empty `env_allow`/`env_set`, [`DEFAULT_TIMEOUT`],
-    /// no network, [`DEFAULT_MAX_OUTPUT_BYTES`], no address-space limit, nothing writable,
-    /// everything readable, no weaker profile accepted.
+    /// no network, [`DEFAULT_MAX_OUTPUT_BYTES`], [`DEFAULT_MEMORY_BYTES`], nothing writable,
+    /// everything readable, nothing masked, `$HOME` hidden, no Unix sockets, no weaker
+    /// profile accepted.
     pub fn new(argv: Vec<String>, cwd: PathBuf) -> ExecRequest {
         ExecRequest {
             argv,
@@ -138,9 +191,14 @@ impl ExecRequest {
             timeout: DEFAULT_TIMEOUT,
             network: false,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
-            memory_bytes: None,
+            memory_bytes: Some(DEFAULT_MEMORY_BYTES),
             writable: Vec::new(),
             readable: None,
+            mask: Vec::new(),
+            read_only: Vec::new(),
+            hide_home: true,
+            home_keep: Vec::new(),
+            unix_sockets: false,
             accept_weaker: Vec::new(),
         }
     }
@@ -164,7 +222,7 @@ pub struct ExecOutput {
     /// Wall time in ms.
     pub duration_ms: u64,
     /// What was enforced, comma-separated, e.g.
-    /// `env-scrub,nnp,netns+userns+landlock-tcp,fs=landlock-v7,rlimits(core=0,cpu=31s,as=unlimited),pgroup,timeout=30000ms`;
+    /// `env-scrub,nnp,netns+userns+landlock-tcp,fs=landlock-v7,mntns(mask=2,home=empty),pidns,seccomp(unix=denied),rlimits(core=0,cpu=31s,data=2147483648),pgroup,timeout=30000ms`;
     /// `shell=non-login` when argv was rewritten; an accepted downgrade shows as
     /// `net=unenforced(accepted)`, `fs=unenforced(accepted)` or `fs=landlock-v2(partial,accepted)`.
     pub profile: String,

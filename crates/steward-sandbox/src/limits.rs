@@ -1,11 +1,13 @@
-//! What runs in the child between `fork` and `exec`: the network namespace, rlimits,
-//! `no_new_privs` and the Landlock ruleset. Only async-signal-safe calls happen there;
+//! What runs in the child between `fork` and `exec`: the namespaces, rlimits,
+//! `no_new_privs`, the Landlock ruleset and the seccomp filters. Only async-signal-safe calls happen there;
 //! everything (including the Landlock ruleset) is prepared in the parent.
 
-use std::ffi::CString;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::OnceLock;
+
+use crate::namespaces::{IdMaps, NsSetup};
+use crate::seccomp::{self, Filters};
 
 /// How the network is cut off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,49 +81,51 @@ fn probe(flags: libc::c_int) -> Result<(), String> {
 
 /// Everything the child does before `exec`, prepared in the parent.
 pub(crate) struct ChildSetup {
+    /// The network namespace to make on its own; `None` when `ns` makes it (or none is
+    /// wanted).
     net: Option<NetMode>,
-    /// `(path, content)` of `/proc/self/{setgroups,uid_map,gid_map}` for a user namespace
-    /// that maps the caller's own ids (so created files keep their owner).
-    id_maps: Vec<(CString, Vec<u8>)>,
+    /// Id maps for a user namespace made together with `net`.
+    id_maps: IdMaps,
+    /// Mount and PID namespaces (with the network namespace in their flags when wanted).
+    ns: Option<NsSetup>,
     cpu_seconds: u64,
     memory_bytes: Option<u64>,
     /// A Landlock ruleset fd made in the parent (which keeps it open until the spawn
     /// returned); the child restricts itself with it.
     landlock_fd: Option<RawFd>,
+    /// The seccomp filters, installed last.
+    seccomp: Option<&'static Filters>,
 }
 
 impl ChildSetup {
+    /// The setup for a network namespace `net` (made with `ns` when both are wanted), the
+    /// namespaces `ns`, the limits, Landlock and seccomp.
     pub(crate) fn new(
         net: Option<NetMode>,
+        ns: Option<NsSetup>,
         cpu_seconds: u64,
         memory_bytes: Option<u64>,
         landlock_fd: Option<RawFd>,
+        seccomp: Option<&'static Filters>,
     ) -> ChildSetup {
-        let mut id_maps = Vec::new();
-        if net == Some(NetMode::UserAndNet) {
-            // SAFETY: getuid/getgid cannot fail.
-            let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-            let entries = [
-                ("/proc/self/setgroups", "deny".to_string()),
-                ("/proc/self/uid_map", format!("{uid} {uid} 1")),
-                ("/proc/self/gid_map", format!("{gid} {gid} 1")),
-            ];
-            for (path, content) in entries {
-                if let Ok(path) = CString::new(path) {
-                    id_maps.push((path, content.into_bytes()));
-                }
-            }
-        }
-        ChildSetup { net, id_maps, cpu_seconds, memory_bytes, landlock_fd }
+        let (net, id_maps) = match (&ns, net) {
+            (Some(_), _) | (None, None) => (None, IdMaps::default()),
+            (None, Some(mode)) => (Some(mode), IdMaps::new(mode == NetMode::UserAndNet)),
+        };
+        ChildSetup { net, id_maps, ns, cpu_seconds, memory_bytes, landlock_fd, seccomp }
     }
 
-    /// Runs in the child after `fork`: new network namespace (fails the spawn if refused),
-    /// then `RLIMIT_CORE = 0`, `RLIMIT_CPU`, `RLIMIT_AS` (only when `memory_bytes` is set),
-    /// then `PR_SET_NO_NEW_PRIVS` (always: set-uid programs gain nothing) and
-    /// `landlock_restrict_self` (last, after the `/proc/self` id-map writes). Any failure fails
-    /// the spawn, so nothing runs half-confined. Async-signal-safe only.
+    /// Runs in the child after `fork`, in this order: the namespaces (with `ns`: user,
+    /// mount, PID and network namespaces, the mounts, and the fork of the program as PID 2,
+    /// see `namespaces.rs`; else the network namespace alone), then `RLIMIT_CORE = 0`,
+    /// `RLIMIT_CPU`, `RLIMIT_DATA` (only when `memory_bytes` is set), `PR_SET_NO_NEW_PRIVS`
+    /// (always: set-uid programs gain nothing), `landlock_restrict_self`, and the seccomp
+    /// filters last. Any failure fails the spawn, so nothing runs half-confined.
+    /// Async-signal-safe only.
     pub(crate) fn apply(&self) -> io::Result<()> {
-        if let Some(mode) = self.net {
+        if let Some(ns) = &self.ns {
+            ns.enter()?;
+        } else if let Some(mode) = self.net {
             let flags = match mode {
                 NetMode::NetOnly => libc::CLONE_NEWNET,
                 NetMode::UserAndNet => libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
@@ -130,23 +134,12 @@ impl ChildSetup {
             if unsafe { libc::unshare(flags) } != 0 {
                 return Err(io::Error::last_os_error());
             }
-            // Empty unless a user namespace was made. Best effort: without a map the child
-            // runs as the overflow uid, which only reduces what it can do.
-            for (path, content) in &self.id_maps {
-                // SAFETY: open/write/close on a valid C string and buffer.
-                unsafe {
-                    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                    if fd >= 0 {
-                        libc::write(fd, content.as_ptr().cast(), content.len());
-                        libc::close(fd);
-                    }
-                }
-            }
+            self.id_maps.write();
         }
         set_limit(libc::RLIMIT_CORE, 0)?;
         set_limit(libc::RLIMIT_CPU, self.cpu_seconds)?;
         if let Some(bytes) = self.memory_bytes {
-            set_limit(libc::RLIMIT_AS, bytes)?;
+            set_limit(libc::RLIMIT_DATA, bytes)?;
         }
         // SAFETY: plain syscalls with integer arguments.
         unsafe {
@@ -158,6 +151,10 @@ impl ChildSetup {
             {
                 return Err(io::Error::last_os_error());
             }
+        }
+        if let Some(filters) = self.seccomp {
+            seccomp::install(&filters.clone3)?;
+            seccomp::install(&filters.deny)?;
         }
         Ok(())
     }

@@ -3,6 +3,8 @@
 
 use crate::fs_rules::{self, BuildError, Confinement, kernel_abi};
 use crate::limits::{NetMode, net_mode};
+use crate::namespaces::{IdMaps, MountPlan, MountRequest, NsCaps, NsSetup, ns_caps};
+use crate::seccomp::{self, Filters};
 use crate::{ExecRequest, Protection, SandboxError};
 
 /// What this machine can do, as found by the probes (tests substitute a weaker machine).
@@ -12,12 +14,21 @@ pub(crate) struct Host {
     pub(crate) landlock_abi: Result<i32, String>,
     /// The network namespace this process may create, or why none.
     pub(crate) net: Result<NetMode, String>,
+    /// The mount and PID namespaces this process may create, or why none.
+    pub(crate) ns: Result<NsCaps, String>,
+    /// Whether seccomp filters can be installed, or why not.
+    pub(crate) seccomp: Result<(), String>,
 }
 
 impl Host {
     /// Asks the running kernel (each answer is cached per process).
     pub(crate) fn detect() -> Host {
-        Host { landlock_abi: kernel_abi(), net: net_mode() }
+        Host {
+            landlock_abi: kernel_abi(),
+            net: net_mode(),
+            ns: ns_caps(),
+            seccomp: seccomp::filters(false).map(|_| ()),
+        }
     }
 }
 
@@ -33,13 +44,22 @@ pub(crate) struct Plan {
     pub(crate) net_profile: String,
     /// The `fs=` part of the profile.
     pub(crate) fs_profile: String,
+    /// Mount and PID namespaces, `None` only when their absence was accepted.
+    pub(crate) ns: Option<NsSetup>,
+    /// The `mntns…,pidns…` part of the profile.
+    pub(crate) ns_profile: String,
+    /// The seccomp filters, `None` only when their absence was accepted.
+    pub(crate) seccomp: Option<&'static Filters>,
+    /// The `seccomp…` part of the profile.
+    pub(crate) seccomp_profile: String,
 }
 
-/// Plans `req`. Errors: [`SandboxError::CannotEnforce`] for a required, unenforceable
-/// protection (`network_deny`, `fs_confine`; environment scrub, rlimits and the timeout are
-/// applied by this process and the child setup, which fails the spawn if it cannot);
+/// Plans `req` for a parent whose `$HOME` is `home`. Errors: [`SandboxError::CannotEnforce`]
+/// for a required, unenforceable protection (`network_deny`, `fs_confine`, `fs_mask`,
+/// `pid_namespace`, `seccomp`; environment scrub, rlimits and the timeout are applied by this
+/// process and the child setup, which fails the spawn if it cannot);
 /// [`SandboxError::InvalidRequest`] for unusable sandbox paths.
-pub(crate) fn plan(req: &ExecRequest, host: &Host) -> Result<Plan, SandboxError> {
+pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path>) -> Result<Plan, SandboxError> {
     let accepts = |p: Protection| req.accept_weaker.contains(&p);
     let refuse = |p: Protection, reason: String| SandboxError::CannotEnforce { what: p.as_str(), reason };
 
@@ -90,7 +110,55 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host) -> Result<Plan, SandboxError>
         Err(_) if tcp => "net=landlock-tcp-only(accepted)".to_string(),
         Err(_) => "net=unenforced(accepted)".to_string(),
     };
-    Ok(Plan { net: net.unwrap_or(None), confinement, net_profile, fs_profile })
+    let net = net.unwrap_or(None);
+
+    let (ns, ns_profile) = match host.ns.clone() {
+        Ok(caps) => {
+            let request = MountRequest {
+                home: if req.hide_home { home } else { None },
+                cwd: &req.cwd,
+                writable: &req.writable,
+                home_keep: &req.home_keep,
+                mask: &req.mask,
+                read_only: &req.read_only,
+            };
+            let mounts = MountPlan::new(&request, caps.fresh_proc).map_err(SandboxError::InvalidRequest)?;
+            let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+            if caps.user {
+                flags |= libc::CLONE_NEWUSER;
+            }
+            if net.is_some() {
+                flags |= libc::CLONE_NEWNET;
+            }
+            let home = if mounts.home_hidden { "empty" } else { "visible" };
+            let proc = if caps.fresh_proc { "" } else { "(host-proc)" };
+            let dev = if mounts.dev_minimal { "minimal" } else { "host" };
+            let profile = format!("mntns(mask={},home={home},dev={dev}),pidns{proc}", mounts.mask_count);
+            (Some(NsSetup { flags, maps: IdMaps::new(caps.user), mounts }), profile)
+        }
+        Err(reason) => {
+            for p in [Protection::FsMask, Protection::PidNamespace] {
+                if !accepts(p) {
+                    return Err(refuse(p, reason));
+                }
+            }
+            tracing::warn!(%reason, "mount and PID namespaces unavailable; running without them (accepted)");
+            (None, "mntns=unenforced(accepted),pidns=unenforced(accepted)".to_string())
+        }
+    };
+
+    let (seccomp, seccomp_profile) = match host.seccomp.clone().and_then(|()| seccomp::filters(req.unix_sockets)) {
+        Ok(filters) => {
+            let unix = if req.unix_sockets { "allowed" } else { "denied" };
+            (Some(filters), format!("seccomp(unix={unix})"))
+        }
+        Err(reason) if accepts(Protection::Seccomp) => {
+            tracing::warn!(%reason, "seccomp unavailable; running without it (accepted)");
+            (None, "seccomp=unenforced(accepted)".to_string())
+        }
+        Err(reason) => return Err(refuse(Protection::Seccomp, reason)),
+    };
+    Ok(Plan { net, confinement, net_profile, fs_profile, ns, ns_profile, seccomp, seccomp_profile })
 }
 
 #[cfg(test)]
@@ -103,7 +171,7 @@ mod tests {
     }
 
     fn host(landlock_abi: Result<i32, String>, net: Result<NetMode, String>) -> Host {
-        Host { landlock_abi, net }
+        Host { landlock_abi, net, ns: Ok(NsCaps { user: false, fresh_proc: true }), seccomp: Ok(()) }
     }
 
     fn refused(result: Result<Plan, SandboxError>) -> (&'static str, String) {
@@ -116,16 +184,16 @@ mod tests {
     #[test]
     fn missing_landlock_is_refused_unless_accepted() {
         let weak = host(Err("Landlock is not built into this kernel (ENOSYS)".into()), Ok(NetMode::UserAndNet));
-        let (what, reason) = refused(plan(&request(&[]), &weak));
+        let (what, reason) = refused(plan(&request(&[]), &weak, None));
         assert_eq!(what, "fs_confine");
         assert!(reason.contains("ENOSYS"), "{reason}");
 
-        let accepted = plan(&request(&[Protection::FsConfine]), &weak).unwrap();
+        let accepted = plan(&request(&[Protection::FsConfine]), &weak, None).unwrap();
         assert!(accepted.confinement.is_none());
         assert_eq!(accepted.fs_profile, "fs=unenforced(accepted)");
         assert_eq!(accepted.net_profile, "netns+userns");
         // Accepting a different protection does not accept this one.
-        assert_eq!(refused(plan(&request(&[Protection::NetworkDeny]), &weak)).0, "fs_confine");
+        assert_eq!(refused(plan(&request(&[Protection::NetworkDeny]), &weak, None)).0, "fs_confine");
     }
 
     #[test]
@@ -136,10 +204,10 @@ mod tests {
         }
         // A kernel with ABI 2 (Linux 5.19): writes confined except truncation.
         let old = host(Ok(2), Ok(NetMode::NetOnly));
-        let (what, reason) = refused(plan(&request(&[]), &old));
+        let (what, reason) = refused(plan(&request(&[]), &old, None));
         assert_eq!(what, "fs_confine");
         assert!(reason.contains("ABI 2"), "{reason}");
-        let accepted = plan(&request(&[Protection::FsConfine]), &old).unwrap();
+        let accepted = plan(&request(&[Protection::FsConfine]), &old, None).unwrap();
         assert!(accepted.confinement.is_some());
         assert_eq!(accepted.fs_profile, "fs=landlock-v2(partial,accepted)");
         assert_eq!(accepted.net_profile, "netns", "no Landlock TCP rights before ABI 4");
@@ -150,17 +218,17 @@ mod tests {
         let reason = "unshare(CLONE_NEWNET) failed (EPERM) and unshare(CLONE_NEWUSER|CLONE_NEWNET) failed (EPERM)";
         let Ok(abi) = kernel_abi() else { return };
         let weak = host(Ok(abi), Err(reason.into()));
-        let (what, why) = refused(plan(&request(&[]), &weak));
+        let (what, why) = refused(plan(&request(&[]), &weak, None));
         assert_eq!((what, why.as_str()), ("network_deny", reason));
 
-        let accepted = plan(&request(&[Protection::NetworkDeny]), &weak).unwrap();
+        let accepted = plan(&request(&[Protection::NetworkDeny]), &weak, None).unwrap();
         assert!(accepted.net.is_none());
         let expected = if abi >= 4 { "net=landlock-tcp-only(accepted)" } else { "net=unenforced(accepted)" };
         assert_eq!(accepted.net_profile, expected);
 
         // A call that may use the network needs no namespace at all.
         let networked = ExecRequest { network: true, ..request(&[]) };
-        assert_eq!(plan(&networked, &weak).unwrap().net_profile, "net=allowed");
+        assert_eq!(plan(&networked, &weak, None).unwrap().net_profile, "net=allowed");
     }
 
     #[test]
@@ -168,7 +236,28 @@ mod tests {
         let host = host(Ok(1), Ok(NetMode::NetOnly));
         for writable in [PathBuf::from("relative/dir"), PathBuf::from("/nonexistent/steward/dir")] {
             let req = ExecRequest { writable: vec![writable.clone()], ..request(&[Protection::FsConfine]) };
-            assert!(matches!(plan(&req, &host), Err(SandboxError::InvalidRequest(_))), "{}", writable.display());
+            assert!(matches!(plan(&req, &host, None), Err(SandboxError::InvalidRequest(_))), "{}", writable.display());
         }
+    }
+
+    #[test]
+    fn missing_namespaces_or_seccomp_are_refused_unless_accepted() {
+        let Ok(abi) = kernel_abi() else { return };
+        let no_ns = Host {
+            ns: Err("unshare(CLONE_NEWNS|CLONE_NEWPID) failed (EPERM)".into()),
+            ..host(Ok(abi), Ok(NetMode::NetOnly))
+        };
+        assert_eq!(refused(plan(&request(&[]), &no_ns, None)).0, "fs_mask");
+        assert_eq!(refused(plan(&request(&[Protection::FsMask]), &no_ns, None)).0, "pid_namespace");
+        let accepted = plan(&request(&[Protection::FsMask, Protection::PidNamespace]), &no_ns, None).unwrap();
+        assert!(accepted.ns.is_none());
+        assert_eq!(accepted.ns_profile, "mntns=unenforced(accepted),pidns=unenforced(accepted)");
+
+        let no_seccomp =
+            Host { seccomp: Err("the kernel has no seccomp".into()), ..host(Ok(abi), Ok(NetMode::NetOnly)) };
+        assert_eq!(refused(plan(&request(&[]), &no_seccomp, None)).0, "seccomp");
+        let accepted = plan(&request(&[Protection::Seccomp]), &no_seccomp, None).unwrap();
+        assert!(accepted.seccomp.is_none());
+        assert_eq!(accepted.seccomp_profile, "seccomp=unenforced(accepted)");
     }
 }

@@ -86,46 +86,65 @@ async fn only_loopback_interface_exists() {
     assert_eq!(interfaces, ["lo"]);
 }
 
-fn alive(pid: i32) -> bool {
-    // A zombie still answers kill(0); look at the state in /proc instead.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
-        Err(_) => false,
-    }
+/// A shell script whose background process (started as `launch` says, with `{body}` as the
+/// command it runs) writes the file `$1/marker` after one second.
+fn late_marker(launch: &str) -> String {
+    launch.replace("{body}", "sleep 1; echo alive > \"$1/marker\"")
 }
 
-async fn wait_dead(pid: i32) -> bool {
-    for _ in 0..40 {
-        if !alive(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
+/// Runs `script` (given the folder as `$1`, writable) and reports whether the marker
+/// appeared within 2.5 s after the call returned.
+async fn marker_written_after_call(script: &str, timeout: Duration) -> (ExecOutput, bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let r = ExecRequest { writable: vec![dir.path().to_path_buf()], timeout, ..sh(script, &[dir.path()]) };
+    let out = exec(r).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let written = dir.path().join("marker").exists();
+    (out, written)
 }
 
 #[tokio::test]
 async fn timeout_kills_child_and_grandchild() {
-    let mut r = req(&["sh", "-c", "sleep 30 & echo $!; sleep 30"]);
-    r.timeout = Duration::from_millis(500);
+    let script = late_marker("(sh -c '{body}' &) ; sleep 30");
     let started = Instant::now();
-    let out = exec(r).await;
-    assert!(started.elapsed() < Duration::from_secs(5));
+    let (out, written) = marker_written_after_call(&script, Duration::from_millis(500)).await;
+    assert!(started.elapsed() < Duration::from_secs(6));
     assert!(out.timed_out);
     assert_eq!(out.signal, Some(libc::SIGKILL));
     assert_eq!(out.exit_code, None);
-    let grandchild: i32 = text(&out.stdout).trim().parse().unwrap();
-    assert!(wait_dead(grandchild).await, "grandchild {grandchild} survived");
+    assert!(!written, "a grandchild outlived the timeout");
     assert!(out.profile.ends_with("timeout=500ms"), "{}", out.profile);
 }
 
+/// Every way of leaving the call behind — a plain background job, a new session
+/// (`setsid -f`), a double fork, `nohup … &` — ends with the call (PID namespace).
 #[tokio::test]
-async fn background_children_do_not_outlive_a_finished_call() {
-    let out = exec(req(&["sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"])).await;
-    assert_eq!(out.exit_code, Some(0));
-    assert!(!out.timed_out);
-    let pid: i32 = text(&out.stdout).trim().parse().unwrap();
-    assert!(wait_dead(pid).await, "background child {pid} survived");
+async fn pid_namespace_ends_every_escape_with_the_call() {
+    let forms = [
+        "sh -c '{body}' >/dev/null 2>&1 &",
+        "setsid -f sh -c '{body}' </dev/null >/dev/null 2>&1",
+        "(sh -c '(sh -c \"{body}\" &) &' &)",
+        "nohup sh -c '{body}' </dev/null >/dev/null 2>&1 &",
+    ];
+    let runs = forms.map(|form| {
+        let script = late_marker(form);
+        async move { (form, marker_written_after_call(&script, Duration::from_secs(10)).await) }
+    });
+    for (form, (out, written)) in futures_join(runs).await {
+        assert_eq!(out.exit_code, Some(0), "{form}: {}", text(&out.stderr));
+        assert!(out.profile.contains("pidns"), "{}", out.profile);
+        assert!(!written, "{form}: a background process outlived the call");
+    }
+    // The program is PID 2 under the namespace's init, so it signals itself normally.
+    let out = exec(req(&["sh", "-c", "echo $$"])).await;
+    assert_eq!(text(&out.stdout).trim(), "2");
+}
+
+/// Awaits all futures concurrently.
+async fn futures_join<F: std::future::Future>(futures: [F; 4]) -> Vec<F::Output> {
+    let [a, b, c, d] = futures;
+    let (a, b, c, d) = tokio::join!(a, b, c, d);
+    vec![a, b, c, d]
 }
 
 #[tokio::test]
@@ -142,14 +161,15 @@ async fn cancel_kills_the_group() {
         }
         trigger.cancel();
     });
-    let script = format!("sleep 30 & echo $! > {}; sleep 30", pid_file.display());
+    let marker = dir.path().join("marker");
+    let script = format!("(sleep 1; echo alive > {}) & echo $! > {}; sleep 30", marker.display(), pid_file.display());
     let started = Instant::now();
     let r = ExecRequest { writable: vec![dir.path().to_path_buf()], ..req(&["sh", "-c", &script]) };
     let err = run(r, cancel).await.unwrap_err();
     assert!(matches!(err, SandboxError::Cancelled), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5));
-    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    assert!(wait_dead(pid).await, "grandchild {pid} survived cancel");
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(!marker.exists(), "a grandchild survived cancel");
 }
 
 #[tokio::test]
@@ -165,7 +185,7 @@ async fn output_is_capped_per_stream() {
 
 #[tokio::test]
 async fn rlimits_are_set() {
-    let mut r = req(&["sh", "-c", "ulimit -c; ulimit -t; ulimit -v"]);
+    let mut r = req(&["sh", "-c", "ulimit -c; ulimit -t; ulimit -d"]);
     r.timeout = Duration::from_millis(2500);
     r.memory_bytes = Some(512 * 1024 * 1024);
     let out = exec(r).await;
@@ -368,17 +388,20 @@ async fn b12_unparseable_shell_invocations_are_refused() {
 }
 
 #[tokio::test]
-async fn no_memory_limit_means_no_address_space_limit() {
-    let out = exec(req(&["sh", "-c", "ulimit -v"])).await;
+async fn memory_limit_is_a_data_limit_on_by_default() {
+    let out = exec(req(&["sh", "-c", "ulimit -d; ulimit -v"])).await;
+    assert_eq!(text(&out.stdout), "2097152\nunlimited\n", "2 GiB of data, no address-space limit");
+    assert!(out.profile.contains("data=2147483648"), "{}", out.profile);
+    let out = exec(ExecRequest { memory_bytes: None, ..req(&["sh", "-c", "ulimit -d"]) }).await;
     assert_eq!(text(&out.stdout).trim(), "unlimited");
-    assert!(out.profile.contains("as=unlimited"), "{}", out.profile);
+    assert!(out.profile.contains("data=unlimited"), "{}", out.profile);
 
     let alloc = ["dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"];
     assert_eq!(exec(req(&alloc)).await.exit_code, Some(0));
     let limited = ExecRequest { memory_bytes: Some(32 * 1024 * 1024), ..req(&alloc) };
     let out = exec(limited).await;
     assert_ne!(out.exit_code, Some(0), "dd allocated 64 MiB under a 32 MiB limit");
-    assert!(out.profile.contains("as=33554432"), "{}", out.profile);
+    assert!(out.profile.contains("data=33554432"), "{}", out.profile);
 }
 
 #[tokio::test]
@@ -401,4 +424,151 @@ async fn doctor_probes_every_protection_on_this_machine() {
     assert_eq!(enforced(Protection::FsConfine), fs_run.is_ok(), "{results:?}");
     let net_run = run(req(&["true"]), CancellationToken::new()).await;
     assert_eq!(enforced(Protection::NetworkDeny), net_run.is_ok(), "{results:?}");
+}
+
+/// Masked files and folders read as nothing whatever program or route reads them; they
+/// cannot be written, linked, or unmounted; other files stay readable.
+#[tokio::test]
+async fn masked_paths_read_as_nothing_by_any_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let out_dir = root.join("out");
+    std::fs::create_dir_all(root.join(".ssh")).unwrap();
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(root.join(".env"), "OPENAI_API_KEY=sk-MASKED-VALUE-1234\n").unwrap();
+    std::fs::write(root.join(".ssh/id_rsa"), "MASKED-PRIVATE-KEY\n").unwrap();
+    std::fs::hard_link(root.join(".env"), root.join("linked.txt")).unwrap();
+    std::fs::write(root.join("plain.txt"), "visible\n").unwrap();
+    let script = r#"cat .env; cat linked.txt; base64 .env; grep -ro . . ; cat .ssh/id_rsa; ls -a .ssh
+        echo x > .env || echo denied-write
+        ln .env out/copy || echo denied-link
+        umount .env || echo denied-umount
+        cat plain.txt"#;
+    let r = ExecRequest {
+        cwd: root.clone(),
+        writable: vec![out_dir.clone()],
+        mask: vec![root.join(".env"), root.join(".ssh"), root.join("linked.txt")],
+        ..sh(script, &[])
+    };
+    let out = exec(r).await;
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    for secret in ["MASKED-VALUE", "MASKED-PRIVATE", "c2stTUFTS0VE", "T1BFTkFJ"] {
+        assert!(!all.contains(secret), "{secret} leaked: {all}");
+    }
+    // `grep -ro . .` prints one character a line: no line of the secret file may appear.
+    assert!(!text(&out.stdout).lines().any(|l| l.starts_with("./.env:") || l.starts_with("./linked.txt:")), "{all}");
+    for expected in ["denied-write", "denied-link", "denied-umount", "visible"] {
+        assert!(text(&out.stdout).lines().any(|l| l == expected), "missing {expected}: {all}");
+    }
+    assert!(out.profile.contains("mntns(mask=3"), "{}", out.profile);
+    assert_eq!(std::fs::read_to_string(root.join(".env")).unwrap(), "OPENAI_API_KEY=sk-MASKED-VALUE-1234\n");
+    assert!(!out_dir.join("copy").exists());
+
+    // Control: without the masks the same command prints the secret.
+    let r = ExecRequest { cwd: root.clone(), ..sh("cat .env", &[]) };
+    assert!(text(&exec(r).await.stdout).contains("MASKED-VALUE"));
+}
+
+/// `read_only` paths stay read-only beneath a writable folder.
+#[tokio::test]
+async fn read_only_paths_stay_read_only_beneath_writable_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().canonicalize().unwrap().join("work");
+    std::fs::create_dir_all(work.join(".git/hooks")).unwrap();
+    std::fs::write(work.join(".bashrc"), "").unwrap();
+    let script = r#"echo x > "$1/.git/hooks/pre-commit" || echo denied-hook
+        echo x >> "$1/.bashrc" || echo denied-rc
+        echo x > "$1/ok" && echo ok"#;
+    let r = ExecRequest {
+        writable: vec![work.clone()],
+        read_only: vec![work.join(".git/hooks"), work.join(".bashrc")],
+        ..sh(script, &[&work])
+    };
+    let out = exec(r).await;
+    assert_eq!(text(&out.stdout), "denied-hook\ndenied-rc\nok\n", "{}", text(&out.stderr));
+
+    assert!(!work.join(".git/hooks/pre-commit").exists());
+}
+
+/// The seccomp filter refuses each listed system call with EPERM (called by number from
+/// perl, so no C is needed), and `socket(AF_UNIX)` unless the request allows Unix sockets.
+#[cfg(target_arch = "x86_64")]
+#[tokio::test]
+async fn seccomp_refuses_the_listed_system_calls() {
+    if !Path::new("/usr/bin/perl").exists() {
+        eprintln!("no /usr/bin/perl; skipped");
+        return;
+    }
+    // x86_64 numbers: io_uring_setup, io_uring_enter, ptrace, bpf, keyctl, add_key,
+    // request_key, mount, umount2, unshare, setns, pivot_root, perf_event_open, userfaultfd,
+    // open_by_handle_at, process_vm_readv, open_tree, move_mount, fsopen.
+    let numbers = "425 426 101 321 250 248 249 165 166 272 308 155 298 323 304 310 428 429 430";
+    let script = r#"for my $n (split / /, $ARGV[0]) { my $r = syscall($n, 0, 0, 0, 0, 0); exit 0 if $r == 0 && $n == 56; print "$n ", ($r == -1 ? $!+0 : "ok"), "\n" }
+        my $r = syscall(56, 0x10000000 | 17, 0, 0, 0, 0); exit 0 if $r == 0; print "clone-newuser ", ($r == -1 ? $!+0 : "ok"), "\n";
+        print "clone3 ", (syscall(435, 0, 0) == -1 ? $!+0 : "ok"), "\n";
+        print "unix ", (socket(my $s, 1, 1, 0) ? "ok" : $!+0), "\n";
+        print "inet ", (socket(my $t, 2, 1, 0) ? "ok" : $!+0), "\n";"#;
+    let argv = ["/usr/bin/perl", "-e", script, numbers];
+    let out = exec(req(&argv)).await;
+    let stdout = text(&out.stdout);
+    for n in numbers.split(' ') {
+        assert!(stdout.lines().any(|l| l == format!("{n} 1")), "syscall {n} not refused with EPERM: {stdout}");
+    }
+    assert!(stdout.lines().any(|l| l == "clone-newuser 1"), "{stdout}");
+    // clone3 fails with ENOSYS (38) so the C library falls back to clone.
+    assert!(stdout.lines().any(|l| l == "clone3 38"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "unix 1"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "inet ok"), "other sockets stay allowed: {stdout}");
+    assert!(out.profile.contains("seccomp(unix=denied)"), "{}", out.profile);
+
+    let allowed = exec(ExecRequest { unix_sockets: true, ..req(&argv) }).await;
+    assert!(text(&allowed.stdout).lines().any(|l| l == "unix ok"), "{}", text(&allowed.stdout));
+    assert!(allowed.profile.contains("seccomp(unix=allowed)"), "{}", allowed.profile);
+}
+
+/// A Unix socket listening outside cannot be reached by path from inside.
+#[tokio::test]
+async fn unix_socket_listening_outside_is_unreachable() {
+    if !Path::new("/usr/bin/perl").exists() {
+        eprintln!("no /usr/bin/perl; skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let script = r#"use Socket; socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_un($ARGV[0])) or die "connect: $!\n"; print "connected\n""#;
+    let path_arg = path.display().to_string();
+    let argv = ["/usr/bin/perl", "-e", script, path_arg.as_str()];
+    let out = exec(req(&argv)).await;
+    assert!(!text(&out.stdout).contains("connected"), "{}", text(&out.stdout));
+    assert!(listener.accept().is_err(), "a sandboxed process connected");
+    // Control: with Unix sockets allowed the same program connects.
+    let out = exec(ExecRequest { unix_sockets: true, ..req(&argv) }).await;
+    assert_eq!(text(&out.stdout).trim(), "connected", "{}", text(&out.stderr));
+}
+
+/// `/dev` holds only the devices a program uses: no disk or memory device can be read, even
+/// by a program running as root; the kept devices work.
+#[tokio::test]
+async fn dev_holds_only_the_devices_a_program_uses() {
+    let out = exec(req(&[
+        "sh",
+        "-c",
+        "ls -A /dev; echo x > /dev/null && head -c 4 /dev/zero | wc -c; ls /proc/self/fd/ >/dev/null && echo fd-ok",
+    ]))
+    .await;
+    let stdout = text(&out.stdout);
+    let allowed =
+        ["null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts", "shm", "fd", "stdin", "stdout", "stderr"];
+    assert!(stdout.ends_with("4\nfd-ok\n"), "{stdout} {}", text(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    let listing = &lines[..lines.len() - 2];
+    assert!(listing.iter().all(|name| allowed.contains(name)), "unexpected device in {listing:?}");
+    assert!(listing.contains(&"null") && listing.contains(&"urandom"), "{stdout}");
+    assert!(out.profile.contains("dev=minimal"), "{}", out.profile);
+    // Control: the machine's own /dev has more in it.
+    let host: Vec<String> =
+        std::fs::read_dir("/dev").unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(host.iter().any(|n| !allowed.contains(&n.as_str())), "{host:?}");
 }

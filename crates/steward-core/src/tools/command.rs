@@ -124,6 +124,10 @@ pub struct CommandToolConfig {
     /// Let the command reach the network (default false).
     #[serde(default)]
     pub network: bool,
+    /// Let the command create Unix sockets (default false: the sandbox's seccomp filter
+    /// refuses `socket(AF_UNIX, …)`).
+    #[serde(default)]
+    pub unix_sockets: bool,
     /// Globs of workspace paths the command may write.
     #[serde(default)]
     pub writes: Vec<String>,
@@ -366,9 +370,12 @@ impl Tool for CommandTool {
             network: self.config.network,
             max_output_bytes: MAX_COMMAND_OUTPUT_BYTES,
             writable: prepared.writable,
+            memory_bytes: ctx.sandbox.memory_bytes,
+            unix_sockets: self.config.unix_sockets,
             accept_weaker: ctx.accept_weaker.clone(),
             ..ExecRequest::new(prepared.argv, prepared.cwd)
         };
+        let request = super::sandbox_paths::confine(request, ctx)?;
         let output = super::exec::run_sandboxed(request, ctx).await?;
         let content = super::exec::render(&output, MAX_COMMAND_OUTPUT_BYTES);
         if output.exit_code != Some(0) {

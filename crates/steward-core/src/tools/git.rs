@@ -338,10 +338,11 @@ async fn run_git(ctx: &ToolContext, argv: Vec<String>) -> Result<ToolOutput, Too
         timeout: Duration::from_millis(ctx.timeout_ms),
         network: false,
         max_output_bytes: MAX_GIT_OUTPUT_BYTES,
-        memory_bytes: None,
+        memory_bytes: ctx.sandbox.memory_bytes,
         accept_weaker: ctx.accept_weaker.clone(),
         ..ExecRequest::new(argv, ctx.workspace.root().to_path_buf())
     };
+    let request = super::sandbox_paths::confine(request, ctx)?;
     let output = steward_sandbox::run(request, ctx.cancel.clone()).await.map_err(sandbox_error)?;
     if output.timed_out {
         return Err(ToolError {

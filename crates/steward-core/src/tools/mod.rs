@@ -19,6 +19,7 @@ pub mod filter;
 pub mod git;
 pub mod mcp;
 pub mod patch;
+pub mod sandbox_paths;
 pub mod search;
 pub mod shell;
 
@@ -61,6 +62,8 @@ pub struct ToolContext {
     /// Environment names each tool may receive beyond the allow-list (the policy's
     /// `credential_scope`, by tool name; none by default).
     pub credentials: std::collections::HashMap<String, Vec<String>>,
+    /// `[sandbox]` settings for every sandboxed program (home, memory).
+    pub sandbox: sandbox_paths::SandboxSettings,
     /// Answers an MCP server's requests for input during this call: set per call by the
     /// orchestrator, which puts them to the run's owner; `None` declines them.
     pub elicitor: Option<Arc<dyn steward_mcp::Elicitor>>,
@@ -212,7 +215,12 @@ impl ToolRegistry {
                 writable.push(resolved.abs);
             }
             let memory = config.shell.memory_mb.map(|mb| mb.saturating_mul(1024 * 1024));
-            registry.insert(Arc::new(shell::ShellTool::new(writable, config.shell.network, memory)));
+            registry.insert(Arc::new(shell::ShellTool::new(
+                writable,
+                config.shell.network,
+                memory,
+                config.shell.unix_sockets,
+            )));
         }
         // User-defined command tools (SPEC T5): never replacing a built-in tool.
         let policy = steward_policy::Policy::new(&config.policy).map_err(|e| e.to_string())?;

@@ -5,7 +5,8 @@
 //! is matched against the argv rules of the policy (unparseable lines never run without a
 //! human). The command runs with the workspace as working directory, a scrubbed environment
 //! (plus the tool's `credential_scope`), no network unless `[shell] network = true`, and a
-//! filesystem that is read-only except the `[shell] writable` folders. With no writable folder
+//! filesystem that is read-only except the `[shell] writable` folders, secret files covered
+//! and `$HOME` empty (see `sandbox_paths`). With no writable folder
 //! a command cannot change anything, so nothing needs undoing; with writable folders its
 //! changes cannot be rolled back, so every call asks (SPEC C5). With `[shell] network = true`
 //! its output counts as untrusted and taints the run (SPEC C2).
@@ -30,13 +31,15 @@ pub struct ShellTool {
     writable: Vec<PathBuf>,
     network: bool,
     memory_bytes: Option<u64>,
+    unix_sockets: bool,
 }
 
 impl ShellTool {
     /// A shell tool that may write only below `writable` (absolute, inside the workspace),
-    /// reach the network only when `network` is true, and use at most `memory_bytes` of address
-    /// space (`None`: no limit).
-    pub fn new(writable: Vec<PathBuf>, network: bool, memory_bytes: Option<u64>) -> Self {
+    /// reach the network only when `network` is true, create Unix sockets only when
+    /// `unix_sockets` is true, and use at most `memory_bytes` of data memory (`None`: the
+    /// `[sandbox] memory_mb` limit).
+    pub fn new(writable: Vec<PathBuf>, network: bool, memory_bytes: Option<u64>, unix_sockets: bool) -> Self {
         let mut spec = spec(
             "shell_command",
             "Run one shell command line in the workspace (bash, no login files). Prefer the file and git tools; use this for builds, tests and linters. Output and the exit status are returned.",
@@ -52,7 +55,7 @@ impl ShellTool {
         // Without network a command sees what the workspace and the system hold, which is as
         // trusted as reading files; with network its output may come from anywhere.
         spec.untrusted_output = network;
-        ShellTool { spec, writable, network, memory_bytes }
+        ShellTool { spec, writable, network, memory_bytes, unix_sockets }
     }
 }
 
@@ -74,10 +77,12 @@ impl Tool for ShellTool {
             network: self.network,
             max_output_bytes: MAX_SHELL_OUTPUT_BYTES,
             writable: self.writable.clone(),
-            memory_bytes: self.memory_bytes,
+            memory_bytes: self.memory_bytes.or(ctx.sandbox.memory_bytes),
+            unix_sockets: self.unix_sockets,
             accept_weaker: ctx.accept_weaker.clone(),
             ..ExecRequest::new(argv, ctx.workspace.root().to_path_buf())
         };
+        let request = super::sandbox_paths::confine(request, ctx)?;
         let output = super::exec::run_sandboxed(request, ctx).await?;
         let content = super::exec::render(&output, MAX_SHELL_OUTPUT_BYTES);
         Ok(ToolOutput { content, sandbox: output.profile, ..Default::default() })

@@ -286,6 +286,7 @@ mod tests {
             credentials: Default::default(),
             elicitor: None,
             accept_weaker: Vec::new(),
+            sandbox: Default::default(),
         }
     }
 

@@ -1,0 +1,243 @@
+//! What the sandbox covers and freezes for a program run in the workspace (SPEC S1, C3): the
+//! one place that turns the shared secret predicate into the sandbox's `mask` and
+//! `read_only` lists, used by `shell_command`, the `[[tool]]` commands, the git tools and
+//! hooks.
+//!
+//! Reads are not confined by the sandbox, and redaction of what a program prints cannot be
+//! complete (one character a line, base64, a hard link under another name), so secret files
+//! must not be readable at all inside it:
+//! - every path of the workspace that [`steward_policy::is_secret_path`] calls secret is
+//!   covered (a file by an empty read-only file, a folder by an empty folder), except `.git`
+//!   itself: git needs it, and its hooks and config are frozen instead;
+//! - every other name of a secret file — a hard link, same device and inode — is covered too;
+//! - `.git/hooks`, `.git/config` (of the workspace and of any repository inside it),
+//!   `.steward`, `.stewardignore` and shell startup files are read-only, even beneath a
+//!   writable folder: each makes a later program run something.
+
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use steward_policy::is_secret_path;
+
+use super::{ToolContext, ToolError};
+
+/// Most entries looked at in one workspace. A larger workspace is refused rather than
+/// partly masked.
+const MAX_WALK_ENTRIES: usize = 1_000_000;
+
+/// Names that are read-only wherever they are: Steward's control files and files a shell or
+/// `direnv` runs at start-up.
+const READ_ONLY_NAMES: &[&str] = &[
+    ".steward",
+    ".stewardignore",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".envrc",
+];
+
+/// What the sandbox covers and freezes.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SandboxPaths {
+    /// Absolute paths to cover (secret paths and hard links to secret files).
+    pub mask: Vec<PathBuf>,
+    /// Absolute paths to make read-only.
+    pub read_only: Vec<PathBuf>,
+}
+
+/// Walks the workspace at `root` (every file, ignored ones too, without following links or
+/// entering `.git`; a plain directory walk, since it runs before every sandboxed call) and lists what to cover and freeze (see the module docs). Errors: the
+/// workspace has more than 1,000,000 entries.
+pub fn sandbox_paths(root: &Path) -> Result<SandboxPaths, String> {
+    let root = root.canonicalize().map_err(|e| format!("cannot resolve the workspace {}: {e}", root.display()))?;
+    let mut paths = SandboxPaths::default();
+    let mut secret_files: Vec<PathBuf> = Vec::new();
+    let mut other_files: Vec<PathBuf> = Vec::new();
+    let mut seen = 0usize;
+    // Folders still to read, each with whether it lies inside a masked folder.
+    let mut pending: Vec<(PathBuf, bool)> = vec![(root.clone(), false)];
+    while let Some((dir, inside_masked)) = pending.pop() {
+        // An unreadable folder is as unreadable inside the sandbox (same user).
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_WALK_ENTRIES {
+                return Err(format!(
+                    "the workspace has more than {MAX_WALK_ENTRIES} entries; its secret files cannot all be found"
+                ));
+            }
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            let file_name = entry.file_name();
+            let name = file_name.to_string_lossy();
+            if name.eq_ignore_ascii_case(".git") {
+                // Not entered and not masked (git needs it); what runs programs is frozen.
+                for inner in ["hooks", "config"] {
+                    let candidate = path.join(inner);
+                    if kind.is_dir() && candidate.symlink_metadata().is_ok() {
+                        paths.read_only.push(candidate);
+                    }
+                }
+                continue;
+            }
+            if READ_ONLY_NAMES.iter().any(|n| n.eq_ignore_ascii_case(&name)) {
+                paths.read_only.push(path.clone());
+            }
+            // Every folder above was found not secret, so only this name and its pair with the
+            // parent's name (`.aws/credentials`) can make the path secret: the same answer as
+            // `is_secret_path` on the whole relative path, for a fraction of the work.
+            let parent_name = if dir == root { None } else { dir.file_name() };
+            let tail: PathBuf =
+                parent_name.map_or_else(|| PathBuf::from(&file_name), |p| Path::new(p).join(&file_name));
+            let secret = inside_masked || is_secret_path(&tail);
+            if secret && !inside_masked {
+                // A folder's mask covers what is inside; its files are still looked at for links.
+                paths.mask.push(path.clone());
+            }
+            if kind.is_dir() {
+                pending.push((path, secret));
+            } else if kind.is_file() {
+                if secret { secret_files.push(path) } else { other_files.push(path) }
+            }
+        }
+    }
+    // Hard links: only when a secret file has more than one name are the others looked at.
+    let linked: HashSet<(u64, u64)> = secret_files
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .filter(|m| m.nlink() > 1)
+        .map(|m| (m.dev(), m.ino()))
+        .collect();
+    if !linked.is_empty() {
+        for path in other_files {
+            if let Ok(meta) = std::fs::symlink_metadata(&path)
+                && meta.nlink() > 1
+                && linked.contains(&(meta.dev(), meta.ino()))
+            {
+                paths.mask.push(path);
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// Fills in the sandbox's view of the workspace for `request`: the masks and read-only paths
+/// of [`sandbox_paths`], and the home settings of `[sandbox]`. Errors (`tool_failed`): the
+/// workspace cannot be walked.
+pub(crate) fn confine(
+    request: steward_sandbox::ExecRequest,
+    ctx: &ToolContext,
+) -> Result<steward_sandbox::ExecRequest, ToolError> {
+    let paths =
+        sandbox_paths(ctx.workspace.root()).map_err(|e| ToolError::failed(format!("the command was not run: {e}")))?;
+    Ok(steward_sandbox::ExecRequest {
+        mask: paths.mask,
+        read_only: paths.read_only,
+        hide_home: !ctx.sandbox.show_home,
+        home_keep: ctx.sandbox.home_keep.clone(),
+        ..request
+    })
+}
+
+/// `[sandbox]` settings every sandboxed tool call uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSettings {
+    /// Leave `$HOME` visible (`[sandbox] show_home = true`); hidden by default.
+    pub show_home: bool,
+    /// Absolute paths beneath `$HOME` kept visible when it is hidden (`[sandbox] home_keep`).
+    pub home_keep: Vec<PathBuf>,
+    /// Data limit of a tool's or hook's program in bytes (`[sandbox] memory_mb`, 2048 MiB
+    /// by default; `None` with `memory_mb = 0`).
+    pub memory_bytes: Option<u64>,
+}
+
+/// Parts of `$HOME` kept visible (read-only) by default when it is hidden: where toolchain
+/// managers keep programs (`rustup` and `cargo install`, `pyenv`, `nvm`, `volta`, `bun`, `deno`,
+/// `go install`, `pip install --user`). None holds credentials: `~/.cargo` is kept only for
+/// its `bin`, `registry` and `git` folders, not its `credentials.toml`.
+pub const DEFAULT_HOME_KEEP: &[&str] = &[
+    ".cargo/bin",
+    ".cargo/registry",
+    ".cargo/git",
+    ".rustup",
+    ".pyenv",
+    ".nvm",
+    ".volta",
+    ".bun/bin",
+    ".deno/bin",
+    "go/bin",
+    ".local/bin",
+];
+
+/// `names` (relative to `$HOME`) as absolute paths; absolute names and names with `..` are
+/// left out, and so is everything when `$HOME` is unset.
+pub fn home_paths(names: &[&str]) -> Vec<PathBuf> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else { return Vec::new() };
+    names
+        .iter()
+        .map(Path::new)
+        .filter(|p| p.is_relative() && !p.components().any(|c| c == std::path::Component::ParentDir))
+        .map(|p| home.join(p))
+        .collect()
+}
+
+impl Default for SandboxSettings {
+    /// `$HOME` hidden except [`DEFAULT_HOME_KEEP`], the default data limit.
+    fn default() -> Self {
+        SandboxSettings {
+            show_home: false,
+            home_keep: home_paths(DEFAULT_HOME_KEEP),
+            memory_bytes: Some(steward_sandbox::DEFAULT_MEMORY_BYTES),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_paths_and_their_hard_links_are_masked_but_not_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join(".env"), "KEY=value").unwrap();
+        std::fs::create_dir_all(root.join("sub/.ssh")).unwrap();
+        std::fs::write(root.join("sub/.ssh/id_rsa"), "key").unwrap();
+        std::fs::hard_link(root.join(".env"), root.join("notes.txt")).unwrap();
+        std::fs::hard_link(root.join("sub/.ssh/id_rsa"), root.join("sub/copy")).unwrap();
+        std::fs::write(root.join("plain.txt"), "x").unwrap();
+        // A secret only as a pair of names, and one deep down.
+        std::fs::create_dir_all(root.join("sub/.aws")).unwrap();
+        std::fs::write(root.join("sub/.aws/credentials"), "k").unwrap();
+        std::fs::write(root.join("sub/.aws/config"), "region").unwrap();
+        std::fs::create_dir_all(root.join("deep/a/b")).unwrap();
+        std::fs::write(root.join("deep/a/b/.env.local"), "k").unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "").unwrap();
+        std::fs::create_dir_all(root.join(".steward")).unwrap();
+        std::fs::write(root.join("out.bashrc"), "").unwrap();
+        std::fs::create_dir_all(root.join("out")).unwrap();
+        std::fs::write(root.join("out/.bashrc"), "").unwrap();
+
+        let paths = sandbox_paths(&root).unwrap();
+        let mut mask = paths.mask.clone();
+        mask.sort();
+        let expected: Vec<PathBuf> =
+            [".env", "deep/a/b/.env.local", "notes.txt", "sub/.aws/credentials", "sub/.ssh", "sub/copy"]
+                .iter()
+                .map(|p| root.join(p))
+                .collect();
+        assert_eq!(mask, expected);
+        for frozen in [".git/hooks", ".git/config", ".steward", "out/.bashrc"] {
+            assert!(paths.read_only.contains(&root.join(frozen)), "{frozen}: {:?}", paths.read_only);
+        }
+        assert!(!paths.read_only.contains(&root.join("out.bashrc")));
+    }
+}
