@@ -64,6 +64,9 @@ fn secret_files_reach_no_allowed_reader_by_any_route() {
         "show.sh",
         &format!("cat {home}/.ssh/id_rsa; cat \"$HOME/.ssh/id_rsa\"; grep -r HOMEKEY {home}; ls -A ~\n"),
     );
+    // The gate refuses the hard link by name where it sees it; a script reads it where the
+    // gate cannot look.
+    env.write("link.sh", "cat notes.txt; base64 notes.txt\n");
     let (out, evs) = run_commands(
         &env,
         &[
@@ -73,6 +76,7 @@ fn secret_files_reach_no_allowed_reader_by_any_route() {
             ("b2", "base64 .env"),
             ("h1", "cat ~/.ssh/id_rsa"),
             ("h2", "sh show.sh"),
+            ("l1", "sh link.sh"),
             ("p1", "cat src/app.py"),
         ],
     );
@@ -85,16 +89,18 @@ fn secret_files_reach_no_allowed_reader_by_any_route() {
     let grep = output_of(&evs, "g1");
     assert!(grep.contains("./src/app.py:h"), "grep ran over the workspace: {grep}");
     assert!(!grep.lines().any(|l| l.starts_with("./.env:") || l.starts_with("./notes.txt:")), "{grep}");
-    assert!(!output_of(&evs, "c1").contains("MASKTEST"), "{}", output_of(&evs, "c1"));
-    let b64 = output_of(&evs, "b1");
-    assert!(!b64.contains("T1BFTkFJX0FQSV9LRVk9"), "base64 of the secret file: {b64}");
+    let linked = output_of(&evs, "l1");
+    assert!(
+        !linked.contains("MASKTEST") && !linked.contains("T1BFTkFJX0FQSV9LRVk9"),
+        "the hard link read from a script: {linked}"
+    );
     let from_home = output_of(&evs, "h2");
     assert!(!from_home.contains("HOMEKEY-b3B") && from_home.contains("No such file"), "{from_home}");
     assert!(
         from_home.contains("ws") && !from_home.contains(".ssh\n"),
         "only the workspace is left in $HOME: {from_home}"
     );
-    for id in ["b2", "h1"] {
+    for id in ["c1", "b1", "b2", "h1"] {
         let shown = all_events_of(id);
         assert!(!shown.contains("MASKTEST") && !shown.contains("HOMEKEY-b3B"), "{shown}");
     }
