@@ -9,12 +9,15 @@ use crate::argv_rule::{ArgvRule, CommandView, Match};
 use crate::gate::Policy;
 use crate::git_history::{prints_history, repository_reachable};
 use crate::git_programs::{log_shows_default_notes, option_runs_program, repository_runs_programs};
+use crate::nested::{Run, nested};
 use crate::paths::{Access, PathError, Workspace};
 use crate::programs::env_is_risky;
 use crate::programs::options::Unsure;
 use crate::secrets::is_secret_path;
 use crate::shell::{self, ShellError, SimpleCommand};
 
+/// Deepest nesting of commands started by commands (`npm run a` whose script runs `npx b`).
+const MAX_NESTED: usize = 4;
 /// Longest command shown in a reason, in chars.
 const SHOWN_CHARS: usize = 120;
 /// Redirection targets that are not files.
@@ -37,6 +40,7 @@ impl Verdict {
 }
 
 /// The working directory of the next part, relative to the workspace root.
+#[derive(Clone)]
 enum Cwd {
     Known(PathBuf),
     /// After `cd` somewhere we cannot follow (home, `-`, outside, computed).
@@ -108,6 +112,67 @@ impl Policy {
     }
 
     fn judge_part(&self, cmd: &SimpleCommand, cwd: &mut Cwd, ws: &Workspace, floor: DecisionKind) -> Verdict {
+        self.judge_with_nested(cmd, cwd, ws, floor, 0)
+    }
+
+    /// Judges `cmd` and every command it runs besides itself ([`nested`]: a launcher's
+    /// program, a subcommand's canonical spelling, `package.json` scripts), each as a part of
+    /// its own; the strictest decides. `depth`: how many commands `cmd` is nested in.
+    fn judge_with_nested(
+        &self,
+        cmd: &SimpleCommand,
+        cwd: &mut Cwd,
+        ws: &Workspace,
+        floor: DecisionKind,
+        depth: usize,
+    ) -> Verdict {
+        let before = cwd.clone();
+        let dir = match &before {
+            Cwd::Known(rel) => Some(ws.root().join(rel)),
+            Cwd::Unknown => None,
+        };
+        let mut verdict = self.judge_part_itself(cmd, cwd, ws, floor);
+        let shown = shown(cmd);
+        let (list, unknown) = nested(cmd, dir.as_deref(), ws.root());
+        if let Some(reason) = unknown {
+            verdict.raise(DecisionKind::Ask, "runs_other_code", || format!("`{shown}`: {reason}."));
+        }
+        if !list.is_empty() && depth + 1 >= MAX_NESTED {
+            verdict.raise(DecisionKind::Ask, "runs_other_code", || {
+                format!("`{shown}` runs commands nested more than {MAX_NESTED} levels deep.")
+            });
+            return verdict;
+        }
+        for item in list {
+            let (parsed, mut inner) = match item.run {
+                Run::Argv { words, dynamic } => {
+                    (shell::split_launched(&words, &dynamic, &cmd.env, Some(ws.root())), before.clone())
+                }
+                Run::Line { text, dir } => {
+                    (shell::split_in(&text, Some(ws.root())), dir.map_or_else(|| before.clone(), Cwd::Known))
+                }
+            };
+            let parts = match parsed {
+                Ok(parts) => parts,
+                Err(ShellError::Unparseable(reason)) => {
+                    verdict.raise(floor, "unparseable_command", || {
+                        format!("`{shown}`: {}, which cannot be judged ({reason}).", item.what)
+                    });
+                    continue;
+                }
+            };
+            for part in &parts {
+                let inner_verdict = self.judge_with_nested(part, &mut inner, ws, floor, depth + 1);
+                verdict.raise(inner_verdict.kind, &inner_verdict.rule, || {
+                    format!("`{shown}`: {}; {}", item.what, inner_verdict.reason)
+                });
+            }
+        }
+        verdict
+    }
+
+    /// Judges `cmd` alone.
+    fn judge_part_itself(&self, cmd: &SimpleCommand, cwd: &mut Cwd, ws: &Workspace, floor: DecisionKind) -> Verdict {
         let shown = shown(cmd);
         let mut verdict = match CommandView::new(cmd) {
             None => Verdict {

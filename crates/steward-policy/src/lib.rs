@@ -25,6 +25,7 @@ mod git_history;
 mod git_programs;
 mod ignore_rules;
 mod names;
+mod nested;
 mod option_set;
 mod paths;
 mod patterns;

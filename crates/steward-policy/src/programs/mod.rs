@@ -9,7 +9,9 @@
 //! `command`, `exec`, `builtin`, `time`; each option table cites its program's manual.
 
 pub(crate) mod command_options;
+pub(crate) mod launchers;
 pub(crate) mod options;
+pub(crate) mod subcommands;
 mod tables;
 
 pub(crate) use options::subcommand_args;

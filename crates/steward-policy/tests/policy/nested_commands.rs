@@ -1,0 +1,156 @@
+//! Commands a command runs besides itself (T4): the program a launcher starts, the canonical
+//! spelling of an abbreviated or aliased subcommand, and `package.json` scripts are judged
+//! as parts of their own, so an allow rule on the outer program never lets through what a
+//! deny or ask rule forbids.
+
+use std::fs;
+
+use steward_policy::{Policy, PolicyConfig, Workspace};
+use steward_protocol::DecisionKind::{Allow, Ask, Deny};
+
+fn policy() -> Policy {
+    let rules: &[(&str, &str, &str)] = &[
+        ("allow", "npm", r#"["npm", "**"]"#),
+        ("allow", "npx", r#"["npx", "**"]"#),
+        ("allow", "pnpm", r#"["pnpm", "**"]"#),
+        ("allow", "yarn", r#"["yarn", "**"]"#),
+        ("allow", "uv", r#"["uv", "**"]"#),
+        ("allow", "uvx", r#"["uvx", "**"]"#),
+        ("allow", "rustup", r#"["rustup", "**"]"#),
+        ("allow", "busybox", r#"["busybox", "**"]"#),
+        ("allow", "cargo", r#"["cargo", "**"]"#),
+        ("allow", "git", r#"["git", "**"]"#),
+        ("allow", "docker", r#"["docker", "**"]"#),
+        ("allow", "terraform", r#"["terraform", "**"]"#),
+        ("allow", "rm", r#"["rm", "**"]"#),
+        ("allow", "jest", r#"["jest", "**"]"#),
+        ("allow", "cd", r#"["cd", "**"]"#),
+        ("allow", "pytest", r#"["python3", "-m", "pytest", "**"]"#),
+        ("deny", "no-npm-publish", r#"["npm", "publish", "**"]"#),
+        ("deny", "no-cargo-publish", r#"["cargo", "publish", "**"]"#),
+        ("deny", "no-force", r#"["git", "push", "--force", "**"]"#),
+        ("ask", "push", r#"["git", "push", "**"]"#),
+        ("deny", "no-rm-rf", r#"["rm", "-rf", "**"]"#),
+        ("deny", "no-privileged", r#"["docker", "run", "--privileged", "**"]"#),
+        ("deny", "no-rmi", r#"["docker", "rmi", "**"]"#),
+        ("deny", "no-destroy", r#"["terraform", "destroy", "**"]"#),
+    ];
+    let mut text = String::from("[policy]\n");
+    for (decision, name, argv) in rules {
+        text.push_str(&format!(
+            "[[policy.rule]]\nname = \"{name}\"\ntool = \"shell_command\"\nargv = {argv}\ndecision = \"{decision}\"\n"
+        ));
+    }
+    #[derive(serde::Deserialize)]
+    struct Root {
+        policy: PolicyConfig,
+    }
+    Policy::new(&toml::from_str::<Root>(&text).unwrap().policy).unwrap()
+}
+
+fn workspace(package_json: &str) -> (tempfile::TempDir, Workspace) {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("app/src")).unwrap();
+    fs::write(dir.path().join("package.json"), package_json).unwrap();
+    let ws = Workspace::open(dir.path(), &[]).unwrap();
+    (dir, ws)
+}
+
+#[test]
+fn launched_program_is_judged_by_its_own_rules() {
+    let (_dir, ws) = workspace("{}");
+    let policy = policy();
+    for (line, rule) in [
+        ("npx npm publish", "no-npm-publish"),
+        ("npx -y npm@10 publish", "no-npm-publish"),
+        ("npx --yes true npm publish", "no-npm-publish"),
+        ("npx -c 'npm publish'", "no-npm-publish"),
+        ("npm exec -- npm publish", "no-npm-publish"),
+        ("npm --loglevel warn x npm publish", "no-npm-publish"),
+        ("pnpm dlx --shell-mode npm publish", "no-npm-publish"),
+        ("uv run cargo publish", "no-cargo-publish"),
+        ("uv run --with x -- cargo publish", "no-cargo-publish"),
+        ("uvx npm publish", "no-npm-publish"),
+        ("rustup run stable cargo publish", "no-cargo-publish"),
+        ("rustup run --install nightly cargo +nightly publish", "no-cargo-publish"),
+        ("busybox rm -rf x", "no-rm-rf"),
+        ("npx sh -c 'git push --force'", "no-force"),
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Deny, rule), "{line}: {:?}", d.reasons);
+    }
+    // What a launcher starts is allowed only when a rule allows it too.
+    assert_eq!(policy.judge_command("uv run -m pytest -q", &ws).decision, Allow);
+    assert_eq!(policy.judge_command("npx jest --ci", &ws).decision, Allow);
+    assert_eq!(policy.judge_command("npx prettier .", &ws).decision, Ask);
+    // An option a launcher table does not list, or a computed word, leaves what runs unknown.
+    for line in ["npx --frobnicate npm publish", "uv run --frob cargo publish", "npx $TOOL publish"] {
+        let d = policy.judge_command(line, &ws);
+        assert_ne!(d.decision, Allow, "{line}: {d:?}");
+    }
+}
+
+#[test]
+fn subcommand_spelled_another_way_meets_the_rules_of_its_canonical_form() {
+    let (_dir, ws) = workspace("{}");
+    let policy = policy();
+    for (line, rule) in [
+        ("npm pub", "no-npm-publish"),
+        ("npm publi --tag next", "no-npm-publish"),
+        ("npm --prefix . pub", "no-npm-publish"),
+        ("docker container run --privileged img", "no-privileged"),
+        ("docker image rm img", "no-rmi"),
+        ("terraform apply -auto-approve -destroy", "no-destroy"),
+        ("git send-pack --force origin main", "no-force"),
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Deny, rule), "{line}: {:?}", d.reasons);
+    }
+    for line in ["npm p", "docker container ls", "terraform apply -auto-approve", "cargo b --release"] {
+        assert_eq!(policy.judge_command(line, &ws).decision, Allow, "{line}");
+    }
+}
+
+#[test]
+fn package_script_is_judged_as_the_command_line_it_is() {
+    let (dir, ws) = workspace(
+        r#"{"scripts": {"deploy": "npm run build && npm publish", "build": "rm -r dist", "test": "jest",
+            "pretest": "git push --force", "push": "git push", "release": "npm run deploy",
+            "clean": "cd app && rm -r src"}}"#,
+    );
+    let policy = policy();
+    for (line, decision, rule) in [
+        ("npm run deploy", Deny, "no-npm-publish"),
+        ("npm run-script deploy", Deny, "no-npm-publish"),
+        ("npm rum release", Deny, "no-npm-publish"),
+        ("npm test", Deny, "no-force"),
+        ("npm t", Deny, "no-force"),
+        ("yarn deploy", Deny, "no-npm-publish"),
+        ("pnpm run release", Deny, "no-npm-publish"),
+        // Arguments after the script name are appended to its command line.
+        ("npm run push -- --force", Deny, "no-force"),
+        ("npm run build -- -f", Deny, "no-rm-rf"),
+        ("npm run push", Ask, "push"),
+        ("npm run build", Allow, "npm"),
+        ("npm run clean", Allow, "npm"),
+        ("npm run missing", Allow, "npm"),
+        ("npm run", Allow, "npm"),
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (decision, rule), "{line}: {:?}", d.reasons);
+    }
+    // A subfolder's commands read the nearest package.json above it.
+    let d = policy.judge_command("cd app/src && npm run deploy", &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (Deny, "no-npm-publish"), "{:?}", d.reasons);
+    // Scripts that cannot be read, or of packages elsewhere, are not allowed unseen.
+    for line in ["npm -w pkg run deploy", "npm run $NAME", "npm run push -- $X", "cd $D && npm test"] {
+        let d = policy.judge_command(line, &ws);
+        assert_ne!(d.decision, Allow, "{line}: {d:?}");
+    }
+    fs::write(dir.path().join("package.json"), "{not json").unwrap();
+    assert_eq!(policy.judge_command("npm test", &ws).decision, Ask);
+    // Install and publish run lifecycle scripts.
+    fs::write(dir.path().join("package.json"), r#"{"scripts": {"postinstall": "git push --force"}}"#).unwrap();
+    assert_eq!(policy.judge_command("npm ci", &ws).decision, Deny);
+    assert_eq!(policy.judge_command("npm i", &ws).decision, Deny);
+}
