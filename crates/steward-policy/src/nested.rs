@@ -73,6 +73,9 @@ fn collect(out: &mut Vec<Nested>, cmd: &SimpleCommand, dir: Option<&Path>, root:
     if at >= args.len() {
         return Ok(());
     }
+    if program == "cargo" && !dynamic.get(at).copied().unwrap_or(true) && !CARGO_BUILTINS.contains(&args[at].as_str()) {
+        cargo_aliases(&args[at], dir, root)?;
+    }
     let canonical_args = canonical(program, args, dynamic, at);
     if let Some((words, flags)) = &canonical_args {
         let mut argv = vec![program.to_string()];
@@ -229,6 +232,13 @@ fn scripts(
     let text = read_limited(&file).map_err(|e| format!("`{}` cannot be read: {e}", file.display()))?;
     let json: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("`{}` cannot be parsed: {e}", file.display()))?;
+    let npmrc = package_dir.join(".npmrc");
+    if npmrc.exists() {
+        let text = read_limited(&npmrc).map_err(|e| format!("`{}` cannot be read: {e}", npmrc.display()))?;
+        if ["shell", "node-options", "userconfig", "globalconfig"].iter().any(|key| text.contains(key)) {
+            return Err(format!("`{}` sets which shell or options run its scripts", npmrc.display()));
+        }
+    }
     let Some(table) = json.get("scripts") else { return Ok(()) };
     let Some(table) = table.as_object() else {
         return Err(format!("`{}`: `scripts` is not an object", file.display()));
@@ -254,6 +264,81 @@ fn scripts(
             what: format!("`{program} {sub}` runs the `{name}` script of `package.json`"),
             run: Run::Line { text, dir: Some(rel.clone()) },
         });
+    }
+    Ok(())
+}
+
+/// cargo's built-in commands and aliases (cargo 1.8x), which a configured alias cannot
+/// replace.
+const CARGO_BUILTINS: &[&str] = &[
+    "add",
+    "b",
+    "bench",
+    "build",
+    "c",
+    "check",
+    "clean",
+    "config",
+    "d",
+    "doc",
+    "fetch",
+    "fix",
+    "generate-lockfile",
+    "git-checkout",
+    "help",
+    "info",
+    "init",
+    "install",
+    "locate-project",
+    "login",
+    "logout",
+    "metadata",
+    "new",
+    "owner",
+    "package",
+    "pkgid",
+    "publish",
+    "r",
+    "read-manifest",
+    "remove",
+    "report",
+    "rm",
+    "run",
+    "rustc",
+    "rustdoc",
+    "search",
+    "t",
+    "test",
+    "tree",
+    "uninstall",
+    "update",
+    "vendor",
+    "verify-project",
+    "version",
+    "yank",
+];
+
+/// Errs when `cargo SUB` may be an alias that a cargo configuration file in the workspace
+/// defines (`[alias] p = "publish"` in `.cargo/config.toml`, read from the working directory
+/// up, per The Cargo Book "Configuration"), or when that directory is unknown.
+fn cargo_aliases(sub: &str, dir: Option<&Path>, root: &Path) -> Result<(), String> {
+    let Some(dir) = dir else {
+        return Err(format!("the working directory is unknown, so whether `cargo {sub}` is an alias is too"));
+    };
+    for folder in dir.ancestors().take_while(|d| d.starts_with(root)) {
+        for name in ["config.toml", "config"] {
+            let file = folder.join(".cargo").join(name);
+            if !file.exists() {
+                continue;
+            }
+            let text = read_limited(&file).map_err(|e| format!("`{}` cannot be read: {e}", file.display()))?;
+            if text.contains("alias") {
+                return Err(format!(
+                    "`cargo {sub}` is not a built-in command and `{}` defines aliases, so it may run another one",
+                    file.display()
+                ));
+            }
+        }
     }
     Ok(())
 }

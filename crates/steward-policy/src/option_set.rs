@@ -21,7 +21,7 @@
 use globset::GlobMatcher;
 
 use crate::gate::PolicyError;
-use crate::programs::command_options::{CommandOptions, Opt, Value, command_options};
+use crate::programs::command_options::{ANY_OPTION, CommandOptions, Opt, Value, command_options};
 use crate::programs::options::global_options;
 
 /// Most readings one rule may have (each option of unknown arity followed by a word doubles
@@ -245,6 +245,10 @@ impl OptionSet {
 
     /// Records an implied option, `name` or `name=value`.
     fn imply(&mut self, table: Option<&CommandOptions>, implied: &str) {
+        if implied == ANY_OPTION {
+            self.any_option = true;
+            return;
+        }
         let (name, value) = match implied.split_once('=') {
             Some((name, value)) => (name, Some(value)),
             None => (implied, None),

@@ -154,3 +154,23 @@ fn package_script_is_judged_as_the_command_line_it_is() {
     assert_eq!(policy.judge_command("npm ci", &ws).decision, Deny);
     assert_eq!(policy.judge_command("npm i", &ws).decision, Deny);
 }
+
+#[test]
+fn configuration_that_renames_a_command_is_not_trusted() {
+    let (dir, ws) = workspace(r#"{"scripts": {"build": "jest"}}"#);
+    let policy = policy();
+    let d = policy.judge_command("cargo p", &ws);
+    assert_eq!(d.decision, Allow, "{:?}", d.reasons);
+    // An alias defined in the workspace's cargo configuration may stand for any command.
+    fs::create_dir_all(dir.path().join(".cargo")).unwrap();
+    fs::write(dir.path().join(".cargo/config.toml"), "[alias]\np = \"publish\"\n").unwrap();
+    for line in ["cargo p", "cd app && cargo p"] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Ask, "runs_other_code"), "{line}: {:?}", d.reasons);
+    }
+    assert_eq!(policy.judge_command("cargo build", &ws).decision, Allow);
+    // A project .npmrc that picks the shell running scripts leaves the scripts unknown.
+    assert_eq!(policy.judge_command("npm run build", &ws).decision, Allow);
+    fs::write(dir.path().join(".npmrc"), "script-shell=./x\n").unwrap();
+    assert_eq!(policy.judge_command("npm run build", &ws).decision, Ask);
+}

@@ -394,3 +394,20 @@ fn options_between_a_rules_words_do_not_hide_them() {
         ],
     );
 }
+
+#[test]
+fn option_file_may_set_any_option() {
+    let (_dir, ws) = workspace();
+    let policy =
+        policy(&[("no-post", r#"["curl", "-X", "POST", "**"]"#, "deny"), ("curl", r#"["curl", "**"]"#, "allow")]);
+    check(
+        &policy,
+        &ws,
+        &[
+            ("curl -K cfg https://example.test", Deny, "no-post"),
+            ("curl --config=cfg https://example.test", Deny, "no-post"),
+            ("curl -sK cfg https://example.test", Deny, "no-post"),
+            ("curl -s https://example.test", Allow, "curl"),
+        ],
+    );
+}
