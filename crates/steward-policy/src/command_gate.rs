@@ -470,6 +470,13 @@ fn runs_other_code(cmd: &SimpleCommand, ws: &Workspace) -> Option<String> {
     {
         return Some(format!("`{option}` makes `git` run another program or changes what it runs."));
     }
+    if let Some(reason) = crate::programs::scripts::script_runs_other_code(
+        &cmd.program,
+        cmd.argv.get(1..).unwrap_or(&[]),
+        cmd.dynamic.get(1..).unwrap_or(&[]),
+    ) {
+        return Some(format!("`{}`: {reason}.", cmd.program));
+    }
     let args: Vec<&str> = cmd.argv.iter().skip(1).map(String::as_str).collect();
     for (program, options) in EXEC_OPTIONS {
         if cmd.program == *program

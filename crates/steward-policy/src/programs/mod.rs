@@ -11,6 +11,7 @@
 pub(crate) mod command_options;
 pub(crate) mod launchers;
 pub(crate) mod options;
+pub(crate) mod scripts;
 pub(crate) mod subcommands;
 mod tables;
 

@@ -25,6 +25,8 @@ fn policy() -> Policy {
         ("allow", "rm", r#"["rm", "**"]"#),
         ("allow", "jest", r#"["jest", "**"]"#),
         ("allow", "cd", r#"["cd", "**"]"#),
+        ("allow", "sed", r#"["sed", "**"]"#),
+        ("allow", "awk", r#"["awk", "**"]"#),
         ("allow", "pytest", r#"["python3", "-m", "pytest", "**"]"#),
         ("deny", "no-npm-publish", r#"["npm", "publish", "**"]"#),
         ("deny", "no-cargo-publish", r#"["cargo", "publish", "**"]"#),
@@ -173,4 +175,25 @@ fn configuration_that_renames_a_command_is_not_trusted() {
     assert_eq!(policy.judge_command("npm run build", &ws).decision, Allow);
     fs::write(dir.path().join(".npmrc"), "script-shell=./x\n").unwrap();
     assert_eq!(policy.judge_command("npm run build", &ws).decision, Ask);
+}
+
+#[test]
+fn script_language_that_runs_commands_is_never_allowed_by_a_rule() {
+    let (_dir, ws) = workspace("{}");
+    let policy = policy();
+    for line in [
+        "sed -n '1e rm -rf x' f",
+        "sed 's/a/rm -rf x/e' f",
+        "sed -e p -e 'w out' f",
+        "sed '1r .env' f",
+        "sed -f script.sed f",
+        "awk 'BEGIN{system(\"rm -rf x\")}'",
+        "awk '{print | \"sh\"}' f",
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Ask, "runs_other_code"), "{line}: {:?}", d.reasons);
+    }
+    for line in ["sed -i 's/a/b/g' f", "sed -n '2,5p' f", "awk -F: '{print $1}' f"] {
+        assert_eq!(policy.judge_command(line, &ws).decision, Allow, "{line}");
+    }
 }
