@@ -87,7 +87,28 @@ impl Policy {
             }
         };
         let mut cwd = Cwd::Known(PathBuf::new());
-        let verdicts: Vec<Verdict> = parts.iter().map(|part| self.judge_part(part, &mut cwd, ws, floor)).collect();
+        let mut changed = None;
+        let verdicts: Vec<Verdict> = parts
+            .iter()
+            .map(|part| {
+                let mut verdict = self.judge_part(part, &mut cwd, ws, floor);
+                if let Some(earlier) = &changed
+                    && reads_project_configuration(part)
+                {
+                    verdict.raise(DecisionKind::Ask, "repository_config", || {
+                        format!(
+                            "`{}` reads `package.json` or cargo's configuration, which `{earlier}` earlier on the line \
+                             may change, so what it runs cannot be known in advance.",
+                            shown(part)
+                        )
+                    });
+                }
+                if changed.is_none() && changes_project_configuration(part) {
+                    changed = Some(shown(part));
+                }
+                verdict
+            })
+            .collect();
         let Some(best) = verdicts.iter().enumerate().fold(None, |best: Option<usize>, (i, v)| match best {
             Some(b) if verdicts[b].kind >= v.kind => Some(b),
             _ => Some(i),
@@ -309,6 +330,28 @@ impl Policy {
         }
         best
     }
+}
+
+/// Files whose content decides what a package manager or cargo runs.
+const PROJECT_CONFIGURATION: &[&str] = &["package.json", ".npmrc"];
+
+/// Whether `cmd` may change a file listed in [`PROJECT_CONFIGURATION`] or cargo's
+/// configuration: it names one (as an argument or a redirection, or in a word expanded at
+/// run time) or edits the package (`npm pkg`, `npm set-script`).
+fn changes_project_configuration(cmd: &SimpleCommand) -> bool {
+    let named = cmd.argv.iter().skip(1).chain(&cmd.redirects).any(|word| {
+        let value = word.rsplit('=').next().unwrap_or(word);
+        let base = value.rsplit('/').next().unwrap_or(value);
+        PROJECT_CONFIGURATION.contains(&base) || value.contains(".cargo")
+    });
+    let edits = matches!(cmd.program.as_str(), "npm" | "pnpm" | "yarn" | "bun")
+        && cmd.argv.iter().skip(1).any(|a| a == "pkg" || a == "set-script");
+    named || edits || cmd.dynamic.iter().any(|d| *d) && !cmd.argv.is_empty()
+}
+
+/// Whether `cmd` reads a file listed in [`PROJECT_CONFIGURATION`] to decide what it runs.
+fn reads_project_configuration(cmd: &SimpleCommand) -> bool {
+    matches!(cmd.program.as_str(), "npm" | "pnpm" | "yarn" | "bun" | "cargo")
 }
 
 /// The rule reported when a deny or ask rule applies because the subcommand cannot be known.

@@ -5,7 +5,7 @@
 //!
 //! Sources: npm 11 `lib/utils/cmd-list.js` (command names, aliases, and unique prefixes of
 //! either resolving to a command), cargo(1) "Built-in aliases", docker(1) / podman(1)
-//! management commands, git-send-pack(1) (pushes like git-push), terraform's `apply
+//! management commands, docker-create(1) (the container `run` would start), git-send-pack(1) (pushes like git-push), terraform's `apply
 //! -destroy` (the same as `terraform destroy`).
 
 /// npm's commands (npm 11).
@@ -179,7 +179,8 @@ const DOCKER_MANAGED: &[(&str, &str, &str)] = &[
     ("container", "attach", "attach"),
     ("container", "commit", "commit"),
     ("container", "cp", "cp"),
-    ("container", "create", "create"),
+    // A created container is the one `run` would start (docker-create(1)).
+    ("container", "create", "run"),
     ("container", "diff", "diff"),
     ("container", "exec", "exec"),
     ("container", "export", "export"),
@@ -244,6 +245,7 @@ pub(crate) fn canonical(
     match program {
         "npm" => npm_command(sub).filter(|c| *c != sub).map(|c| replace(1, &[c])),
         "cargo" => CARGO_ALIASES.iter().find(|(a, _)| *a == sub).map(|(_, c)| replace(1, &[c])),
+        "docker" | "podman" if sub == "create" => Some(replace(1, &["run"])),
         "docker" | "podman" => {
             let next = args.get(at + 1)?.as_str();
             if flag(at + 1) {

@@ -104,6 +104,8 @@ fn subcommand_spelled_another_way_meets_the_rules_of_its_canonical_form() {
         ("docker image rm img", "no-rmi"),
         ("terraform apply -auto-approve -destroy", "no-destroy"),
         ("git send-pack --force origin main", "no-force"),
+        ("docker create --privileged img", "no-privileged"),
+        ("docker container create --privileged img", "no-privileged"),
     ] {
         let d = policy.judge_command(line, &ws);
         assert_eq!((d.decision, d.rule.as_str()), (Deny, rule), "{line}: {:?}", d.reasons);
@@ -146,6 +148,15 @@ fn package_script_is_judged_as_the_command_line_it_is() {
     assert_eq!((d.decision, d.rule.as_str()), (Deny, "no-npm-publish"), "{:?}", d.reasons);
     // Scripts that cannot be read, or of packages elsewhere, are not allowed unseen.
     for line in ["npm -w pkg run deploy", "npm run $NAME", "npm run push -- $X", "cd $D && npm test"] {
+        let d = policy.judge_command(line, &ws);
+        assert_ne!(d.decision, Allow, "{line}: {d:?}");
+    }
+    // A script changed earlier on the same line is not the one read now.
+    for line in [
+        "npm pkg set scripts.build='npm publish' && npm run build",
+        "cp other.json package.json; npm run build",
+        "echo '{}' > package.json && npm test",
+    ] {
         let d = policy.judge_command(line, &ws);
         assert_ne!(d.decision, Allow, "{line}: {d:?}");
     }
