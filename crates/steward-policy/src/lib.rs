@@ -24,6 +24,7 @@ mod gate;
 mod git_history;
 mod git_programs;
 mod ignore_rules;
+mod makefile;
 mod names;
 mod nested;
 mod option_set;

@@ -60,6 +60,18 @@ fn collect(out: &mut Vec<Nested>, cmd: &SimpleCommand, dir: Option<&Path>, root:
         launched(out, program, launcher.package_spec, &read, args, dynamic);
         return Ok(());
     }
+    if program == "make" || program == "gmake" {
+        let Some(dir) = dir else {
+            return Err("the working directory is unknown, so which makefile `make` reads is too".into());
+        };
+        for text in crate::makefile::recipes(args, dynamic, dir)? {
+            out.push(Nested {
+                what: format!("`{program}` runs the recipe line `{text}`"),
+                run: Run::Line { text, dir: None },
+            });
+        }
+        return Ok(());
+    }
     let options = global_options(program, args, dynamic);
     if options.unsure.is_some() {
         if launches || PACKAGE_MANAGERS.contains(&program) {

@@ -26,6 +26,7 @@ fn policy() -> Policy {
         ("allow", "jest", r#"["jest", "**"]"#),
         ("allow", "cd", r#"["cd", "**"]"#),
         ("allow", "sed", r#"["sed", "**"]"#),
+        ("allow", "make", r#"["make", "**"]"#),
         ("allow", "awk", r#"["awk", "**"]"#),
         ("allow", "pytest", r#"["python3", "-m", "pytest", "**"]"#),
         ("deny", "no-npm-publish", r#"["npm", "publish", "**"]"#),
@@ -207,4 +208,30 @@ fn script_language_that_runs_commands_is_never_allowed_by_a_rule() {
     for line in ["sed -i 's/a/b/g' f", "sed -n '2,5p' f", "awk -F: '{print $1}' f"] {
         assert_eq!(policy.judge_command(line, &ws).decision, Allow, "{line}");
     }
+}
+
+#[test]
+fn makefile_recipe_is_judged_as_the_command_line_it_is() {
+    let (dir, ws) = workspace("{}");
+    fs::write(
+        dir.path().join("Makefile"),
+        "PUSH := git push\nall: test\ntest:\n\tcargo test\nrelease: test\n\t@npm publish\n\
+         ship:\n\t$(PUSH) --force\ninline: ; -rm -rf dist\nvar:\n\t$(TOOL) publish\n",
+    )
+    .unwrap();
+    let policy = policy();
+    for (line, decision, rule) in [
+        ("make", Allow, "make"),
+        ("make test", Allow, "make"),
+        ("make -j4 release", Deny, "no-npm-publish"),
+        ("make ship", Deny, "no-force"),
+        ("make inline", Deny, "no-rm-rf"),
+        ("make TOOL=npm var", Deny, "no-npm-publish"),
+        ("make var", Ask, "unparseable_command"),
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (decision, rule), "{line}: {:?}", d.reasons);
+    }
+    fs::write(dir.path().join("Makefile"), "include other.mk\nall:\n\tcargo test\n").unwrap();
+    assert_eq!(policy.judge_command("make", &ws).decision, Ask);
 }
