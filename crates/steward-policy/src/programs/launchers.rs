@@ -5,7 +5,7 @@
 //! allowed or not); the program it starts is judged as a part of its own.
 //!
 //! Option lists follow each program's manual or `--help`: npm-exec(1) and npx(1) (npm
-//! 10–11), `pnpm exec --help` / `pnpm dlx --help` (pnpm 9–10), `yarn exec` / `yarn dlx`
+//! 10–11), npm-explore(1), `pnpm exec --help` / `pnpm dlx --help` (pnpm 9–10), `yarn exec` / `yarn dlx`
 //! (yarnpkg.com CLI), `bunx --help` (bun 1.x), `uv run --help` / `uv tool run --help`
 //! (uv 0.5–0.8), rustup(1) `run`, busybox(1), `poetry run`, `pipenv run`, `conda run --help`.
 
@@ -25,6 +25,8 @@ pub(crate) struct Launcher {
     /// Flags after which the command's words are joined into a shell command line
     /// (`pnpm exec --shell-mode`).
     pub shell_mode: &'static [&'static str],
+    /// The command's words are always one shell command line (`npm explore PKG -- CMD`).
+    pub shell_line: bool,
     /// Flags after which the first word names a Python module (`uv run -m pytest`).
     pub module: &'static [&'static str],
     /// Words before the command (`rustup run TOOLCHAIN`).
@@ -44,6 +46,7 @@ const fn launcher(program: &'static str, path: &'static [&'static str]) -> Launc
         with_value: &[],
         script: &[],
         shell_mode: &[],
+        shell_line: false,
         module: &[],
         positional: 0,
         package_spec: false,
@@ -180,6 +183,8 @@ const UV_RUN_VALUES: &[&str] = &[
 pub(crate) const LAUNCHERS: &[Launcher] = &[
     NPM_EXEC,
     Launcher { program: "npx", path: &[], ..NPM_EXEC },
+    // npm-explore(1): runs the command in an installed package's folder.
+    Launcher { positional: 1, shell_line: true, ..launcher("npm", &["explore"]) },
     Launcher {
         flags: &["-r", "--recursive", "--parallel", "--no-bail", "--report-summary", "-c", "--shell-mode"],
         with_value: &["--resume-from", "--package", "--allow-build", "-C", "--dir", "--filter", "-F"],
@@ -265,7 +270,7 @@ impl Launcher {
     /// Reads the launcher's options in `words` (after its subcommand). Errors: a sentence
     /// saying which option or computed word keeps the command from being known.
     pub(crate) fn read(&self, words: &[String], dynamic: &[bool]) -> Result<Launched, String> {
-        let mut out = Launched::default();
+        let mut out = Launched { shell_mode: self.shell_line, ..Launched::default() };
         let mut positional = self.positional;
         let mut k = 0;
         while let Some(word) = words.get(k) {

@@ -78,6 +78,7 @@ fn launched_program_is_judged_by_its_own_rules() {
         ("rustup run --install nightly cargo +nightly publish", "no-cargo-publish"),
         ("busybox rm -rf x", "no-rm-rf"),
         ("npx sh -c 'git push --force'", "no-force"),
+        ("npm explore lodash -- npm publish", "no-npm-publish"),
     ] {
         let d = policy.judge_command(line, &ws);
         assert_eq!((d.decision, d.rule.as_str()), (Deny, rule), "{line}: {:?}", d.reasons);
