@@ -184,6 +184,13 @@ fn configuration_that_renames_a_command_is_not_trusted() {
         assert_eq!((d.decision, d.rule.as_str()), (Ask, "runs_other_code"), "{line}: {:?}", d.reasons);
     }
     assert_eq!(policy.judge_command("cargo build", &ws).decision, Allow);
+    // Configuration through the environment is not read either: it asks.
+    for line in
+        ["CARGO_ALIAS_Q=publish cargo q", "env npm_config_script_shell=./x npm run build", "MAKEFILES=x.mk make"]
+    {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Ask, "env_assignment"), "{line}: {:?}", d.reasons);
+    }
     // A project .npmrc that picks the shell running scripts leaves the scripts unknown.
     assert_eq!(policy.judge_command("npm run build", &ws).decision, Allow);
     fs::write(dir.path().join(".npmrc"), "script-shell=./x\n").unwrap();
