@@ -50,13 +50,22 @@ pub(crate) fn recipes(args: &[String], dynamic: &[bool], dir: &Path) -> Result<V
         }
     }
     if goals.is_empty() {
-        goals.extend(makefile.first.clone());
+        match makefile.variables.get(".DEFAULT_GOAL") {
+            Some(Some(goal)) => goals.extend(goal.split_whitespace().map(str::to_string)),
+            Some(None) => return Err("its `.DEFAULT_GOAL` is computed".into()),
+            None => goals.extend(makefile.first.clone()),
+        }
     }
     let mut seen = BTreeSet::new();
     let mut lines = Vec::new();
     let mut todo = goals;
     while let Some(target) = todo.pop() {
         if !seen.insert(target.clone()) {
+            continue;
+        }
+        if target.contains('$') {
+            // A computed prerequisite may be any target.
+            lines.extend(makefile.rules.values().flat_map(|rule| rule.recipe.iter().cloned()));
             continue;
         }
         if let Some(rule) = makefile.rules.get(&target) {
@@ -125,6 +134,9 @@ fn parse(text: &str) -> Result<Makefile, String> {
             let name = trimmed[..at].trim_end_matches([':', '?', '+', '!']).trim();
             let name = name.rsplit(' ').next().unwrap_or(name).to_string();
             let value = trimmed[at + 1..].trim().to_string();
+            if ["SHELL", ".SHELLFLAGS", "MAKEFLAGS", "MAKEFILES", "MAKE", ".RECIPEPREFIX"].contains(&name.as_str()) {
+                return Err(format!("it sets `{name}`, which changes how recipes run"));
+            }
             let plain = !value.contains('$') && trimmed.as_bytes().get(at.wrapping_sub(1)) != Some(&b'+');
             let entry = out.variables.entry(name).or_insert_with(|| plain.then(|| value.clone()));
             if entry.as_deref() != Some(value.as_str()) || !plain {
@@ -161,7 +173,8 @@ fn push_recipe(out: &mut Makefile, targets: &[String], recipe: &str) {
         return;
     }
     for target in targets {
-        if target.contains('%') {
+        // Pattern rules, `.DEFAULT`, and targets whose name is computed may run for any goal.
+        if target.contains('%') || target.contains('$') || target == ".DEFAULT" {
             out.pattern_recipes.push(recipe.clone());
         } else {
             out.rules.entry(target.clone()).or_default().recipe.push(recipe.clone());
@@ -242,5 +255,10 @@ mod tests {
         assert!(goals("include other.mk\nall:\n\ttrue\n", &[]).is_err());
         assert!(goals("X != id\nall:\n\ttrue\n", &[]).is_err());
         assert!(goals("all:\n\ttrue\n", &["-f", "other.mk"]).is_err());
+        assert!(goals("SHELL := ./x\nall:\n\ttrue\n", &[]).is_err());
+        // The default goal may be set; computed targets and prerequisites may be any.
+        assert_eq!(goals(".DEFAULT_GOAL := b\na:\n\tx\nb:\n\ty\n", &[]).unwrap(), ["y"]);
+        assert_eq!(goals("T := d\n$(T): ; npm publish\nd:\n", &["d"]).unwrap(), ["npm publish"]);
+        assert_eq!(goals("a: $(D)\n\tx\nd:\n\ty\n", &["a"]).unwrap(), ["x", "x", "y"]);
     }
 }
