@@ -171,6 +171,8 @@ fn scripts(
     let mut names: Vec<String> = Vec::new();
     let mut main: Vec<String> = Vec::new();
     let mut passed_from = None;
+    // pnpm, yarn and bun run a program of that name when no script has it (`yarn tsc`).
+    let mut bin_at = None;
     let cycle = |name: &str, names: &mut Vec<String>, main: &mut Vec<String>| {
         names.extend([format!("pre{name}"), name.to_string(), format!("post{name}")]);
         main.push(name.to_string());
@@ -183,6 +185,7 @@ fn scripts(
             }
             cycle(name, &mut names, &mut main);
             passed_from = Some(k + 1);
+            bin_at = (program != "npm").then_some(*k);
         }
         "test" | "start" | "stop" | "restart" => {
             cycle(sub, &mut names, &mut main);
@@ -204,9 +207,10 @@ fn scripts(
         "version" => names.extend(["preversion", "version", "postversion"].map(String::from)),
         // pnpm, yarn and bun run a script of that name for a word that is not one of their
         // commands (`yarn deploy`).
-        _ if program != "npm" => {
+        _ if program != "npm" && !builtin(program, sub) => {
             cycle(sub, &mut names, &mut main);
             passed_from = Some(at + 1);
+            bin_at = Some(at);
         }
         _ => return Ok(()),
     }
@@ -235,9 +239,20 @@ fn scripts(
     let Some(dir) = dir else {
         return Err(format!("the working directory is unknown, so which `package.json` `{program}` reads is too"));
     };
+    let launch_bin = |out: &mut Vec<Nested>| {
+        if let Some(from) = bin_at {
+            let words = args[from..].to_vec();
+            let flags = (from..args.len()).map(|k| dynamic.get(k).copied().unwrap_or(true)).collect();
+            out.push(Nested {
+                what: format!("`{program}` runs the program `{}` when no script has that name", args[from]),
+                run: Run::Argv { words, dynamic: flags },
+            });
+        }
+    };
     let Some(package_dir) =
         dir.ancestors().take_while(|d| d.starts_with(root)).find(|d| d.join("package.json").is_file())
     else {
+        launch_bin(out);
         return Ok(());
     };
     let file = package_dir.join("package.json");
@@ -251,7 +266,10 @@ fn scripts(
             return Err(format!("`{}` sets which shell or options run its scripts", npmrc.display()));
         }
     }
-    let Some(table) = json.get("scripts") else { return Ok(()) };
+    let Some(table) = json.get("scripts") else {
+        launch_bin(out);
+        return Ok(());
+    };
     let Some(table) = table.as_object() else {
         return Err(format!("`{}`: `scripts` is not an object", file.display()));
     };
@@ -259,6 +277,9 @@ fn scripts(
         passed_from.map_or(Vec::new(), |from| args.iter().skip(from).filter(|a| a.as_str() != "--").collect());
     if passed_from.is_some_and(|from| dynamic.iter().skip(from).any(|d| *d)) {
         return Err(format!("arguments passed to a `{program}` script are computed at run time"));
+    }
+    if main.first().is_some_and(|name| !table.contains_key(name)) {
+        launch_bin(out);
     }
     let rel = package_dir.strip_prefix(root).map(Path::to_path_buf).unwrap_or_default();
     names.dedup();
@@ -278,6 +299,129 @@ fn scripts(
         });
     }
     Ok(())
+}
+
+/// pnpm's, yarn's and bun's own commands (`pnpm --help`, `yarn --help` for yarn 1 and 2+,
+/// `bun --help`), which run no script of their name.
+fn builtin(program: &str, sub: &str) -> bool {
+    const PNPM: &[&str] = &[
+        "add",
+        "audit",
+        "bin",
+        "cat-file",
+        "cat-index",
+        "config",
+        "create",
+        "dedupe",
+        "deploy",
+        "dlx",
+        "doctor",
+        "env",
+        "exec",
+        "fetch",
+        "find-hash",
+        "i",
+        "import",
+        "init",
+        "install",
+        "licenses",
+        "link",
+        "list",
+        "ln",
+        "ls",
+        "outdated",
+        "pack",
+        "patch",
+        "patch-commit",
+        "patch-remove",
+        "prune",
+        "publish",
+        "rb",
+        "rebuild",
+        "recursive",
+        "remove",
+        "rm",
+        "root",
+        "run",
+        "server",
+        "setup",
+        "start",
+        "store",
+        "t",
+        "test",
+        "un",
+        "uninstall",
+        "unlink",
+        "up",
+        "update",
+        "why",
+    ];
+    const YARN: &[&str] = &[
+        "add",
+        "audit",
+        "autoclean",
+        "bin",
+        "cache",
+        "check",
+        "config",
+        "constraints",
+        "create",
+        "dedupe",
+        "dlx",
+        "exec",
+        "explain",
+        "generate-lock-entry",
+        "global",
+        "help",
+        "import",
+        "info",
+        "init",
+        "install",
+        "licenses",
+        "link",
+        "list",
+        "login",
+        "logout",
+        "node",
+        "npm",
+        "outdated",
+        "owner",
+        "pack",
+        "patch",
+        "patch-commit",
+        "plugin",
+        "policies",
+        "publish",
+        "rebuild",
+        "remove",
+        "run",
+        "search",
+        "set",
+        "stage",
+        "tag",
+        "team",
+        "test",
+        "unlink",
+        "unplug",
+        "up",
+        "upgrade",
+        "upgrade-interactive",
+        "version",
+        "versions",
+        "why",
+        "workspace",
+        "workspaces",
+    ];
+    const BUN: &[&str] = &[
+        "add", "audit", "build", "create", "exec", "i", "info", "init", "install", "link", "outdated", "patch", "pm",
+        "publish", "remove", "repl", "rm", "run", "test", "unlink", "update", "upgrade", "why", "x",
+    ];
+    match program {
+        "pnpm" => PNPM.contains(&sub),
+        "yarn" => YARN.contains(&sub),
+        "bun" => BUN.contains(&sub),
+        _ => false,
+    }
 }
 
 /// cargo's built-in commands and aliases (cargo 1.8x), which a configured alias cannot

@@ -133,6 +133,11 @@ fn package_script_is_judged_as_the_command_line_it_is() {
         ("npm t", Deny, "no-force"),
         ("yarn deploy", Deny, "no-npm-publish"),
         ("pnpm run release", Deny, "no-npm-publish"),
+        // Without a script of that name, pnpm, yarn and bun run the program.
+        ("yarn exec npm publish", Deny, "no-npm-publish"),
+        ("pnpm run npm publish", Deny, "no-npm-publish"),
+        ("yarn jest --ci", Allow, "yarn"),
+        ("pnpm why react", Allow, "pnpm"),
         // Arguments after the script name are appended to its command line.
         ("npm run push -- --force", Deny, "no-force"),
         ("npm run build -- -f", Deny, "no-rm-rf"),
