@@ -411,3 +411,25 @@ fn option_file_may_set_any_option() {
         ],
     );
 }
+
+#[test]
+fn mode_spelled_another_way_meets_a_rule_on_its_octal_form() {
+    let (_dir, ws) = workspace();
+    let policy =
+        policy(&[("no-777", r#"["chmod", "-R", "777", "**"]"#, "deny"), ("chmod", r#"["chmod", "**"]"#, "allow")]);
+    check(
+        &policy,
+        &ws,
+        &[
+            ("chmod -R 0777 src", Deny, "no-777"),
+            ("chmod --recursive 00777 src", Deny, "no-777"),
+            ("chmod -R a+rwx src", Deny, "no-777"),
+            ("chmod -R ugo=rwx src", Deny, "no-777"),
+            ("chmod -R u=rwx,go=rwx src", Deny, "no-777"),
+            ("chmod -R +rwx src", Deny, "no-777"),
+            ("chmod -R 755 src", Allow, "chmod"),
+            ("chmod -R a+rx src", Allow, "chmod"),
+            ("chmod -R a=rwx,o-w src", Allow, "chmod"),
+        ],
+    );
+}
