@@ -358,6 +358,46 @@ fn option_spellings_meet_deny_rules_in_policy_check() {
 }
 
 #[test]
+fn launched_commands_and_package_scripts_are_judged_by_policy_check() {
+    let env = Env::new();
+    env.user_config("[shell]\nenabled = true\n");
+    let mut policy = String::new();
+    for (name, argv, decision) in [
+        ("npm", r#"["npm", "**"]"#, "allow"),
+        ("npx", r#"["npx", "**"]"#, "allow"),
+        ("rustup", r#"["rustup", "**"]"#, "allow"),
+        ("sed", r#"["sed", "**"]"#, "allow"),
+        ("no-npm-publish", r#"["npm", "publish", "**"]"#, "deny"),
+        ("no-cargo-publish", r#"["cargo", "publish", "**"]"#, "deny"),
+    ] {
+        policy.push_str(&format!(
+            "[[policy.rule]]\nname = \"{name}\"\ntool = \"shell_command\"\nargv = {argv}\ndecision = \"{decision}\"\n"
+        ));
+    }
+    env.write(".steward/policy.toml", &policy);
+    env.write("package.json", r#"{"scripts": {"deploy": "npm publish", "lint": "npm ls"}}"#);
+    let trusted = env.steward(&["trust"]);
+    assert_eq!(code(&trusted), 0, "{}", stderr(&trusted));
+    for (line, decision, rule) in [
+        ("npx npm publish", "deny", "no-npm-publish"),
+        ("npm exec -- npm publish", "deny", "no-npm-publish"),
+        ("rustup run stable cargo publish", "deny", "no-cargo-publish"),
+        ("npm pub", "deny", "no-npm-publish"),
+        ("npm run deploy", "deny", "no-npm-publish"),
+        ("sed -n '1e id' f", "ask", "runs_other_code"),
+        ("npm run lint", "allow", "npm"),
+    ] {
+        let args = serde_json::json!({ "command": line }).to_string();
+        let out = env.steward(&["policy", "check", "shell_command", "--args", &args, "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!((v["decision"].as_str(), v["rule"].as_str()), (Some(decision), Some(rule)), "{line}: {v}");
+    }
+    let out = env.steward(&["policy", "check", "shell_command", "--args", r#"{"command":"npm run deploy"}"#]);
+    assert!(stdout(&out).contains("runs the `deploy` script of `package.json`"), "{}", stdout(&out));
+}
+
+#[test]
 fn rollback_undoes_a_runs_edits_and_never_clobbers_later_changes() {
     let env = Env::new();
     env.write("note.txt", "old text\n");

@@ -10,12 +10,15 @@ use crate::gate::Policy;
 use crate::git_history::{prints_history, repository_reachable};
 use crate::git_programs::{log_shows_default_notes, option_runs_program, repository_runs_programs};
 use crate::named_paths::path_parts;
+use crate::nested::{Run, nested};
 use crate::paths::{Access, PathError, Workspace};
 use crate::programs::env_is_risky;
 use crate::programs::options::Unsure;
 use crate::secrets::is_secret_path;
 use crate::shell::{self, ShellError, SimpleCommand};
 
+/// Deepest nesting of commands started by commands (`npm run a` whose script runs `npx b`).
+const MAX_NESTED: usize = 4;
 /// Longest command shown in a reason, in chars.
 const SHOWN_CHARS: usize = 120;
 /// Redirection targets that are not files.
@@ -38,6 +41,7 @@ impl Verdict {
 }
 
 /// The working directory of the next part, relative to the workspace root.
+#[derive(Clone)]
 enum Cwd {
     Known(PathBuf),
     /// After `cd` somewhere we cannot follow (home, `-`, outside, computed).
@@ -84,7 +88,28 @@ impl Policy {
             }
         };
         let mut cwd = Cwd::Known(PathBuf::new());
-        let verdicts: Vec<Verdict> = parts.iter().map(|part| self.judge_part(part, &mut cwd, ws, floor)).collect();
+        let mut changed = None;
+        let verdicts: Vec<Verdict> = parts
+            .iter()
+            .map(|part| {
+                let mut verdict = self.judge_part(part, &mut cwd, ws, floor);
+                if let Some(earlier) = &changed
+                    && reads_project_configuration(part)
+                {
+                    verdict.raise(DecisionKind::Ask, "repository_config", || {
+                        format!(
+                            "`{}` reads `package.json` or cargo's configuration, which `{earlier}` earlier on the line \
+                             may change, so what it runs cannot be known in advance.",
+                            shown(part)
+                        )
+                    });
+                }
+                if changed.is_none() && changes_project_configuration(part) {
+                    changed = Some(shown(part));
+                }
+                verdict
+            })
+            .collect();
         let Some(best) = verdicts.iter().enumerate().fold(None, |best: Option<usize>, (i, v)| match best {
             Some(b) if verdicts[b].kind >= v.kind => Some(b),
             _ => Some(i),
@@ -109,6 +134,67 @@ impl Policy {
     }
 
     fn judge_part(&self, cmd: &SimpleCommand, cwd: &mut Cwd, ws: &Workspace, floor: DecisionKind) -> Verdict {
+        self.judge_with_nested(cmd, cwd, ws, floor, 0)
+    }
+
+    /// Judges `cmd` and every command it runs besides itself ([`nested`]: a launcher's
+    /// program, a subcommand's canonical spelling, `package.json` scripts), each as a part of
+    /// its own; the strictest decides. `depth`: how many commands `cmd` is nested in.
+    fn judge_with_nested(
+        &self,
+        cmd: &SimpleCommand,
+        cwd: &mut Cwd,
+        ws: &Workspace,
+        floor: DecisionKind,
+        depth: usize,
+    ) -> Verdict {
+        let before = cwd.clone();
+        let dir = match &before {
+            Cwd::Known(rel) => Some(ws.root().join(rel)),
+            Cwd::Unknown => None,
+        };
+        let mut verdict = self.judge_part_itself(cmd, cwd, ws, floor);
+        let shown = shown(cmd);
+        let (list, unknown) = nested(cmd, dir.as_deref(), ws.root());
+        if let Some(reason) = unknown {
+            verdict.raise(DecisionKind::Ask, "runs_other_code", || format!("`{shown}`: {reason}."));
+        }
+        if !list.is_empty() && depth + 1 >= MAX_NESTED {
+            verdict.raise(DecisionKind::Ask, "runs_other_code", || {
+                format!("`{shown}` runs commands nested more than {MAX_NESTED} levels deep.")
+            });
+            return verdict;
+        }
+        for item in list {
+            let (parsed, mut inner) = match item.run {
+                Run::Argv { words, dynamic } => {
+                    (shell::split_launched(&words, &dynamic, &cmd.env, Some(ws.root())), before.clone())
+                }
+                Run::Line { text, dir } => {
+                    (shell::split_in(&text, Some(ws.root())), dir.map_or_else(|| before.clone(), Cwd::Known))
+                }
+            };
+            let parts = match parsed {
+                Ok(parts) => parts,
+                Err(ShellError::Unparseable(reason)) => {
+                    verdict.raise(floor, "unparseable_command", || {
+                        format!("`{shown}`: {}, which cannot be judged ({reason}).", item.what)
+                    });
+                    continue;
+                }
+            };
+            for part in &parts {
+                let inner_verdict = self.judge_with_nested(part, &mut inner, ws, floor, depth + 1);
+                verdict.raise(inner_verdict.kind, &inner_verdict.rule, || {
+                    format!("`{shown}`: {}; {}", item.what, inner_verdict.reason)
+                });
+            }
+        }
+        verdict
+    }
+
+    /// Judges `cmd` alone.
+    fn judge_part_itself(&self, cmd: &SimpleCommand, cwd: &mut Cwd, ws: &Workspace, floor: DecisionKind) -> Verdict {
         let shown = shown(cmd);
         let mut verdict = match CommandView::new(cmd) {
             None => Verdict {
@@ -252,6 +338,28 @@ impl Policy {
         }
         best
     }
+}
+
+/// Files whose content decides what a package manager or cargo runs.
+const PROJECT_CONFIGURATION: &[&str] = &["package.json", ".npmrc"];
+
+/// Whether `cmd` may change a file listed in [`PROJECT_CONFIGURATION`] or cargo's
+/// configuration: it names one (as an argument or a redirection, or in a word expanded at
+/// run time) or edits the package (`npm pkg`, `npm set-script`).
+fn changes_project_configuration(cmd: &SimpleCommand) -> bool {
+    let named = cmd.argv.iter().skip(1).chain(&cmd.redirects).any(|word| {
+        let value = word.rsplit('=').next().unwrap_or(word);
+        let base = value.rsplit('/').next().unwrap_or(value);
+        PROJECT_CONFIGURATION.contains(&base) || value.contains(".cargo")
+    });
+    let edits = matches!(cmd.program.as_str(), "npm" | "pnpm" | "yarn" | "bun")
+        && cmd.argv.iter().skip(1).any(|a| a == "pkg" || a == "set-script");
+    named || edits || cmd.dynamic.iter().any(|d| *d) && !cmd.argv.is_empty()
+}
+
+/// Whether `cmd` reads a file listed in [`PROJECT_CONFIGURATION`] to decide what it runs.
+fn reads_project_configuration(cmd: &SimpleCommand) -> bool {
+    matches!(cmd.program.as_str(), "npm" | "pnpm" | "yarn" | "bun" | "cargo")
 }
 
 /// The rule reported when a deny or ask rule applies because the subcommand cannot be known.
@@ -416,6 +524,13 @@ fn runs_other_code(cmd: &SimpleCommand, ws: &Workspace) -> Option<String> {
         option_runs_program(&cmd.program, cmd.argv.get(1..).unwrap_or(&[]), cmd.dynamic.get(1..).unwrap_or(&[]))
     {
         return Some(format!("`{option}` makes `git` run another program or changes what it runs."));
+    }
+    if let Some(reason) = crate::programs::scripts::script_runs_other_code(
+        &cmd.program,
+        cmd.argv.get(1..).unwrap_or(&[]),
+        cmd.dynamic.get(1..).unwrap_or(&[]),
+    ) {
+        return Some(format!("`{}`: {reason}.", cmd.program));
     }
     let args: Vec<&str> = cmd.argv.iter().skip(1).map(String::as_str).collect();
     for (program, options) in EXEC_OPTIONS {

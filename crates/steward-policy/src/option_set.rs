@@ -21,7 +21,7 @@
 use globset::GlobMatcher;
 
 use crate::gate::PolicyError;
-use crate::programs::command_options::{CommandOptions, Opt, Value, command_options};
+use crate::programs::command_options::{ANY_OPTION, CommandOptions, Opt, Value, command_options};
 use crate::programs::options::global_options;
 
 /// Most readings one rule may have (each option of unknown arity followed by a word doubles
@@ -46,6 +46,8 @@ struct Operand {
     optional: bool,
     /// Expanded at run time: stands for any number of words.
     dynamic: bool,
+    /// Another spelling of the same operand (`chmod a=rwx` is `777`).
+    also: Option<String>,
 }
 
 /// A command read as options and operands.
@@ -127,7 +129,7 @@ impl OptionSet {
             k += 1;
             if is_dynamic {
                 set.any_option |= !ended || table.is_some_and(|t| !t.operand_prefixes.is_empty());
-                set.operands.push(Operand { text: word.clone(), optional: true, dynamic: true });
+                set.operands.push(Operand { text: word.clone(), optional: true, dynamic: true, also: None });
                 continue;
             }
             if !ended && word == "--" {
@@ -141,7 +143,8 @@ impl OptionSet {
                         set.imply(table, implied);
                     }
                 }
-                set.operands.push(Operand { text: word.clone(), optional, dynamic: false });
+                let also = file_mode(program, word);
+                set.operands.push(Operand { text: word.clone(), optional, dynamic: false, also });
                 continue;
             }
             let next = words.get(k).map(|w| (w.as_str(), dynamic.get(k).copied().unwrap_or(true)));
@@ -245,6 +248,10 @@ impl OptionSet {
 
     /// Records an implied option, `name` or `name=value`.
     fn imply(&mut self, table: Option<&CommandOptions>, implied: &str) {
+        if implied == ANY_OPTION {
+            self.any_option = true;
+            return;
+        }
         let (name, value) = match implied.split_once('=') {
             Some((name, value)) => (name, Some(value)),
             None => (implied, None),
@@ -530,12 +537,61 @@ fn operands_fit(rule: &[Elem], command: &[Operand], rest: bool) -> bool {
                         && (if op.dynamic {
                             fit[i + 1][j] || fit[i + 1][j + 1]
                         } else {
-                            rule[i].matches(&op.text) && fit[i + 1][j + 1]
+                            (rule[i].matches(&op.text) || op.also.as_deref().is_some_and(|a| rule[i].matches(a)))
+                                && fit[i + 1][j + 1]
                         }))
             };
         }
     }
     fit[0][0]
+}
+
+/// For `chmod`: a mode operand written another way, as the octal mode it surely sets
+/// (chmod(1): octal with leading zeros, or symbolic `[ugoa]*[+=-][rwx]*` clauses read from a
+/// mode of 000, so `a+rwx`, `ugo=rwx` and `0777` are `777`). `None` for other words.
+fn file_mode(program: &str, word: &str) -> Option<String> {
+    if !program.eq_ignore_ascii_case("chmod") {
+        return None;
+    }
+    if !word.is_empty() && word.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        let trimmed = word.trim_start_matches('0');
+        return Some(format!("{:0>3}", trimmed));
+    }
+    let mut mode = 0u32;
+    for clause in word.split(',') {
+        let at = clause.find(['+', '=', '-'])?;
+        let (who, rest) = clause.split_at(at);
+        let mut mask = 0u32;
+        for w in who.chars() {
+            mask |= match w {
+                'u' => 0o700,
+                'g' => 0o070,
+                'o' => 0o007,
+                'a' => 0o777,
+                _ => return None,
+            };
+        }
+        if mask == 0 {
+            mask = 0o777;
+        }
+        let op = rest.chars().next()?;
+        let mut bits = 0u32;
+        for p in rest[1..].chars() {
+            bits |= match p {
+                'r' => 0o444,
+                'w' => 0o222,
+                'x' | 'X' => 0o111,
+                's' | 't' => 0,
+                _ => return None,
+            };
+        }
+        match op {
+            '+' => mode |= bits & mask,
+            '=' => mode = (mode & !mask) | (bits & mask),
+            _ => mode &= !(bits & mask),
+        }
+    }
+    Some(format!("{mode:o}"))
 }
 
 #[cfg(test)]

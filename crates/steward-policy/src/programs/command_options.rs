@@ -23,9 +23,13 @@ pub(crate) struct Opt {
     /// How it takes a value.
     pub value: Value,
     /// Other options it also sets, by one of their spellings, with a value after `=` when it
-    /// sets one (`curl -d` implies `--request=POST`).
+    /// sets one (`curl -d` implies `--request=POST`); [`ANY_OPTION`] for an option that reads
+    /// further options from a file (`curl -K FILE`), so that it may set any option.
     pub implies: &'static [&'static str],
 }
+
+/// In [`Opt::implies`]: the option may set any option.
+pub(crate) const ANY_OPTION: &str = "*";
 
 const fn flag(names: &'static [&'static str]) -> Opt {
     Opt { names, value: Value::None, implies: &[] }
@@ -288,7 +292,7 @@ const CURL: &[Opt] = &[
     valued(&["-b", "--cookie"]),
     valued(&["-c", "--cookie-jar"]),
     valued(&["-x", "--proxy"]),
-    valued(&["-K", "--config"]),
+    Opt { names: &["-K", "--config"], value: Value::Required, implies: &[ANY_OPTION] },
     valued(&["-w", "--write-out"]),
     valued(&["-m", "--max-time"]),
     valued(&["--connect-timeout"]),

@@ -9,7 +9,10 @@
 //! `command`, `exec`, `builtin`, `time`; each option table cites its program's manual.
 
 pub(crate) mod command_options;
+pub(crate) mod launchers;
 pub(crate) mod options;
+pub(crate) mod scripts;
+pub(crate) mod subcommands;
 mod tables;
 
 pub(crate) use options::subcommand_args;
@@ -200,8 +203,38 @@ const RISKY_ENV: &[&str] = &[
     "CC",
     "CXX",
     "SHELL",
+    "MAKEFLAGS",
+    "MFLAGS",
+    "GNUMAKEFLAGS",
+    "MAKEFILES",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "KUBECONFIG",
+    "CURL_HOME",
+    "WGETRC",
 ];
-const RISKY_ENV_PREFIXES: &[&str] = &["LD_", "DYLD_", "GIT_", "BASH_FUNC_"];
+/// Prefixes of variables that configure a program: cargo's `CARGO_*` configuration
+/// (`CARGO_ALIAS_P=publish` makes `cargo p` publish), npm's `npm_config_*`, yarn's
+/// `YARN_*`, pnpm's, bun's, uv's and pip's settings, docker's and compose's,
+/// terraform's `TF_CLI_ARGS*` (arguments added to every command).
+const RISKY_ENV_PREFIXES: &[&str] = &[
+    "LD_",
+    "DYLD_",
+    "GIT_",
+    "BASH_FUNC_",
+    "CARGO_",
+    "RUSTUP_",
+    "NPM_CONFIG_",
+    "YARN_",
+    "PNPM_",
+    "BUN_",
+    "UV_",
+    "PIP_",
+    "DOCKER_",
+    "COMPOSE_",
+    "TF_CLI_",
+    "HELM_",
+];
 const RISKY_ENV_SUFFIXES: &[&str] = &["_COMMAND", "WRAPPER", "RUNNER", "ASKPASS", "_OPTIONS", "OPTS", "_PRELOAD"];
 /// `…PAGER` / `…EDITOR` variables name a program to run; these values are harmless.
 const SAFE_PAGERS: &[&str] = &["", "cat", "less", "more"];
@@ -231,5 +264,10 @@ mod tests {
         assert!(!env_is_risky("GH_PAGER", "cat"));
         assert!(!env_is_risky("FOO", "1"));
         assert!(!env_is_risky("GH_TOKEN", "x"));
+        // Configuration through the environment: an alias, a script shell, extra arguments.
+        assert!(env_is_risky("CARGO_ALIAS_P", "publish"));
+        assert!(env_is_risky("npm_config_script_shell", "./x"));
+        assert!(env_is_risky("TF_CLI_ARGS_apply", "-destroy"));
+        assert!(env_is_risky("MAKEFILES", "x.mk"));
     }
 }

@@ -114,5 +114,29 @@ pub fn split_argv(argv: &[String], dir: Option<&Path>) -> Result<Vec<SimpleComma
     Ok(out)
 }
 
+/// Splits the argv `words` that another program runs (`npx cargo publish` runs `cargo
+/// publish`): like [`split_argv`], but `dynamic[i]` says whether `words[i]` was expanded at
+/// run time by the outer command's shell, and `env` is the environment the outer command set.
+/// Errors: [`ShellError::Unparseable`] (also for an empty argv).
+pub(crate) fn split_launched(
+    words: &[String],
+    dynamic: &[bool],
+    env: &[(String, String)],
+    dir: Option<&Path>,
+) -> Result<Vec<SimpleCommand>, ShellError> {
+    if words.is_empty() {
+        return Err(unparseable("no program is given to run"));
+    }
+    let words = words
+        .iter()
+        .zip(dynamic.iter().chain(std::iter::repeat(&true)))
+        .map(|(text, dynamic)| parse::RawWord { text: text.clone(), dynamic: *dynamic, assign_at: None })
+        .collect();
+    let raw = parse::RawCommand { words, ..parse::RawCommand::default() };
+    let mut out = Vec::new();
+    normalize::normalize(raw, dir, env, &mut out)?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests;

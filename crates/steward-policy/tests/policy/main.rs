@@ -2,6 +2,7 @@
 
 mod gate;
 mod global_options;
+mod nested_commands;
 mod option_sets;
 mod paths;
 mod redaction;

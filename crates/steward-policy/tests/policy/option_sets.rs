@@ -394,3 +394,42 @@ fn options_between_a_rules_words_do_not_hide_them() {
         ],
     );
 }
+
+#[test]
+fn option_file_may_set_any_option() {
+    let (_dir, ws) = workspace();
+    let policy =
+        policy(&[("no-post", r#"["curl", "-X", "POST", "**"]"#, "deny"), ("curl", r#"["curl", "**"]"#, "allow")]);
+    check(
+        &policy,
+        &ws,
+        &[
+            ("curl -K cfg https://example.test", Deny, "no-post"),
+            ("curl --config=cfg https://example.test", Deny, "no-post"),
+            ("curl -sK cfg https://example.test", Deny, "no-post"),
+            ("curl -s https://example.test", Allow, "curl"),
+        ],
+    );
+}
+
+#[test]
+fn mode_spelled_another_way_meets_a_rule_on_its_octal_form() {
+    let (_dir, ws) = workspace();
+    let policy =
+        policy(&[("no-777", r#"["chmod", "-R", "777", "**"]"#, "deny"), ("chmod", r#"["chmod", "**"]"#, "allow")]);
+    check(
+        &policy,
+        &ws,
+        &[
+            ("chmod -R 0777 src", Deny, "no-777"),
+            ("chmod --recursive 00777 src", Deny, "no-777"),
+            ("chmod -R a+rwx src", Deny, "no-777"),
+            ("chmod -R ugo=rwx src", Deny, "no-777"),
+            ("chmod -R u=rwx,go=rwx src", Deny, "no-777"),
+            ("chmod -R +rwx src", Deny, "no-777"),
+            ("chmod -R 755 src", Allow, "chmod"),
+            ("chmod -R a+rx src", Allow, "chmod"),
+            ("chmod -R a=rwx,o-w src", Allow, "chmod"),
+        ],
+    );
+}

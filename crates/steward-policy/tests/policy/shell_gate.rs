@@ -598,7 +598,7 @@ fn git_options_running_programs_are_never_allowed_by_a_rule() {
         "git clone -qu'sh -c id' . copy",
         "git clone --temp=tpl . copy",
         "git clone -c core.fsmonitor=./x . copy",
-        "git send-pack --rec=./x . main",
+        "git fetch-pack --upl=./x . main",
         "git rebase --exe 'touch x' HEAD~1",
         "git rebase --ex='touch x' HEAD~1",
         "git rebase -xCMD HEAD~1",
