@@ -199,8 +199,8 @@ impl ApprovalKey {
     /// `["steward-approval-v2", tool, arguments, approval id, call id, run id, owner id,
     /// expires_at (RFC 3339, microseconds)]`. Changing any one of these fields makes the token
     /// fail to verify. Tokens minted before the run id was bound (without the leading version
-    /// tag) no longer verify: an approval pending across that upgrade fails closed and is asked
-    /// again.
+    /// tag) no longer verify: an approval pending across that upgrade fails closed (the call
+    /// does not run).
     pub fn token(&self, request: &ApprovalRequest) -> String {
         hex::encode(self.mac(request).finalize().into_bytes())
     }
