@@ -45,11 +45,11 @@ async fn hub_env() -> Hub {
 }
 
 /// The test database (`STEWARD_TEST_DATABASE_URL`, default the local server) with a fresh
-/// schema first on the search path; `None` (with a notice) when it cannot be reached, unless
-/// `CI` is set.
-async fn pg_schema() -> Option<String> {
-    let (base, name) = steward_peers::fresh_postgres_schema().await?;
-    Some(steward_peers::with_search_path(&base, &name))
+/// schema first on the search path; the test fails when it cannot be reached (or PostgreSQL is
+/// opted out of: `steward_peers::needs`).
+async fn pg_schema() -> String {
+    let (base, name) = steward_peers::fresh_postgres_schema().await;
+    steward_peers::with_search_path(&base, &name)
 }
 
 impl Hub {
@@ -124,7 +124,7 @@ async fn a_hub_killed_at_any_step_never_runs_twice_and_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hub_with_its_journal_in_postgres_killed_at_any_step_never_runs_twice() {
-    let Some(url) = pg_schema().await else { return };
+    let url = pg_schema().await;
     let mut hub = hub_env().await;
     hub.database_url = Some(url.clone());
     crash_at_every_step(&hub, 5).await;

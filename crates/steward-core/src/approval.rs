@@ -164,6 +164,10 @@ pub fn recorded_answer(d: steward_store::ApprovalDecisionRecord, token: &str) ->
 /// case a notice was lost.
 pub const NOTICED_POLL: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The first element of the array a decision token signs: names the set of bound fields, so a
+/// token minted over another set can never verify.
+const TOKEN_VERSION: &str = "steward-approval-v2";
+
 /// The secret key for decision tokens (SPEC S4: from the environment or generated at first
 /// start into `$STEWARD_HOME` with owner-only permissions; never in source).
 #[derive(Clone)]
@@ -192,7 +196,11 @@ impl ApprovalKey {
     }
 
     /// Decision token: lowercase hex HMAC-SHA256 over the JSON array
-    /// `[tool, arguments, approval id, call id, owner id, expires_at (RFC 3339)]`.
+    /// `["steward-approval-v2", tool, arguments, approval id, call id, run id, owner id,
+    /// expires_at (RFC 3339, microseconds)]`. Changing any one of these fields makes the token
+    /// fail to verify. Tokens minted before the run id was bound (without the leading version
+    /// tag) no longer verify: an approval pending across that upgrade fails closed (the call
+    /// does not run).
     pub fn token(&self, request: &ApprovalRequest) -> String {
         hex::encode(self.mac(request).finalize().into_bytes())
     }
@@ -207,10 +215,12 @@ impl ApprovalKey {
 
     fn mac(&self, request: &ApprovalRequest) -> Hmac<Sha256> {
         let bound = serde_json::json!([
+            TOKEN_VERSION,
             request.tool,
             request.arguments,
             request.id,
             request.call_id,
+            request.run_id,
             request.owner_id,
             request.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
         ]);
@@ -302,19 +312,47 @@ mod tests {
         let req = request();
         let token = key.token(&req);
         assert!(key.verify(&req, &token));
-        let mut other = req.clone();
-        other.owner_id = "local:mallory".into();
-        assert!(!key.verify(&other, &token));
-        let mut other = req.clone();
-        other.arguments = serde_json::json!({"path": "b.txt", "old": "x", "new": "y"});
-        assert!(!key.verify(&other, &token));
-        let mut other = req.clone();
-        other.expires_at += chrono::Duration::seconds(1);
-        assert!(!key.verify(&other, &token));
-        let mut other = req.clone();
-        other.call_id = "call_2".into();
-        assert!(!key.verify(&other, &token));
+        type Change = fn(&mut ApprovalRequest);
+        let changes: [(&str, Change); 9] = [
+            ("tool", |r| r.tool = "write".into()),
+            ("arguments", |r| r.arguments = serde_json::json!({"path": "b.txt", "old": "x", "new": "y"})),
+            ("an argument's type", |r| r.arguments["new"] = serde_json::json!(["y"])),
+            ("approval id", |r| r.id = "apr_2".into()),
+            ("call id", |r| r.call_id = "call_2".into()),
+            ("run id", |r| r.run_id = "run_2".into()),
+            ("owner", |r| r.owner_id = "local:mallory".into()),
+            ("expiry", |r| r.expires_at += chrono::Duration::seconds(1)),
+            ("expiry by a microsecond", |r| r.expires_at += chrono::Duration::microseconds(1)),
+        ];
+        for (field, change) in changes {
+            let mut other = req.clone();
+            change(&mut other);
+            assert_ne!(other, req, "{field}: the change changed nothing");
+            assert!(!key.verify(&other, &token), "the token still verifies with another {field}");
+            assert!(key.verify(&other, &key.token(&other)), "{field}: a token of the changed request verifies");
+        }
         assert!(!ApprovalKey::generate().verify(&req, &token));
         assert!(!key.verify(&req, "not hex"));
+    }
+
+    /// A token over the fields bound before the run id and the version tag (a token minted by an
+    /// older Steward) does not verify: a pending approval across the upgrade fails closed.
+    #[test]
+    fn a_token_over_the_earlier_field_set_does_not_verify() {
+        let key = ApprovalKey::generate();
+        let req = request();
+        let earlier = serde_json::json!([
+            req.tool,
+            req.arguments,
+            req.id,
+            req.call_id,
+            req.owner_id,
+            req.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        ]);
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&key.0).unwrap();
+        mac.update(earlier.to_string().as_bytes());
+        let old_token = hex::encode(mac.finalize().into_bytes());
+        assert!(!key.verify(&req, &old_token));
+        assert_ne!(old_token, key.token(&req));
     }
 }

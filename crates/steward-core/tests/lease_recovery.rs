@@ -6,7 +6,7 @@
 //!
 //! The database is a fresh schema of `STEWARD_TEST_DATABASE_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/test`), dropped at the end; without a reachable
-//! PostgreSQL the tests fail if `CI` is set and are skipped with a notice otherwise.
+//! PostgreSQL the tests fail (`STEWARD_TEST_SKIP=postgres` opts out: `steward_peers::needs`).
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -35,10 +35,10 @@ struct Schema {
 }
 
 impl Schema {
-    async fn create() -> Option<Schema> {
-        let (url, name) = steward_peers::fresh_postgres_schema().await?;
-        let connect = PgConnectOptions::from_str(&url).ok()?.disable_statement_logging();
-        Some(Schema { connect, name })
+    async fn create() -> Schema {
+        let (url, name) = steward_peers::fresh_postgres_schema().await;
+        let connect = PgConnectOptions::from_str(&url).unwrap().disable_statement_logging();
+        Schema { connect, name }
     }
 
     async fn node(&self, name: &str) -> PgStore {
@@ -137,8 +137,8 @@ fn pending(run_id: &str) -> ApprovalRequest {
 }
 
 #[tokio::test]
-async fn a_stopped_nodes_run_is_interrupted_its_approval_expired_and_its_approved_call_unknown() {
-    let Some(schema) = Schema::create().await else { return };
+async fn a_stopped_nodes_run_is_interrupted_its_approval_expired_and_its_approved_call_unknown_on_postgres() {
+    let schema = Schema::create().await;
     let dead = schema.node("node-b").await;
     let id = new_id("run_");
     dead.insert_run(&running(&id)).await.unwrap();
@@ -164,8 +164,8 @@ async fn a_stopped_nodes_run_is_interrupted_its_approval_expired_and_its_approve
 }
 
 #[tokio::test]
-async fn two_nodes_recovering_at_once_recover_each_run_once() {
-    let Some(schema) = Schema::create().await else { return };
+async fn two_nodes_recovering_at_once_recover_each_run_once_on_postgres() {
+    let schema = Schema::create().await;
     let dead = schema.node("node-dead").await;
     let mut ids = Vec::new();
     for _ in 0..12 {
@@ -293,8 +293,8 @@ async fn assert_recovered_without_side_effect(store: &PgStore, dir: &tempfile::T
 }
 
 #[tokio::test]
-async fn a_run_taken_over_by_another_node_runs_no_further_call_and_keeps_its_recovery() {
-    let Some(schema) = Schema::create().await else { return };
+async fn a_run_taken_over_by_another_node_runs_no_further_call_and_keeps_its_recovery_on_postgres() {
+    let schema = Schema::create().await;
     let paused = schema.node("node-b").await;
     let (dir, id, task) = start_slow_run(paused.clone(), 1500).await;
     // While node b's planner waits, its lease expires and node a recovers the run.
@@ -313,8 +313,8 @@ async fn a_run_taken_over_by_another_node_runs_no_further_call_and_keeps_its_rec
 }
 
 #[tokio::test]
-async fn the_lease_keeper_cancels_a_run_another_node_took_over() {
-    let Some(schema) = Schema::create().await else { return };
+async fn the_lease_keeper_cancels_a_run_another_node_took_over_on_postgres() {
+    let schema = Schema::create().await;
     let paused = schema.node("node-b").await;
     let (dir, id, task) = start_slow_run(paused.clone(), 60_000).await;
     assert!(cancel_lost_runs(&paused).await.unwrap().is_empty(), "still its own");

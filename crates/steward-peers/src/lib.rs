@@ -2,8 +2,13 @@
 //! loopback port and killed when dropped. Their programs come from `.ci/peers.sh` through
 //! environment variables (`scripts/test.sh` sets them); a test that needs one and finds it
 //! unset fails with a message saying so. PostgreSQL tests get a fresh schema of the local test
-//! database ([`fresh_postgres_schema`]).
+//! database ([`fresh_postgres_schema`]). [`needs`] decides, in one place, whether a missing
+//! need (PostgreSQL, Landlock, network namespaces) fails a test or was opted out of.
 #![deny(missing_docs)]
+
+pub mod needs;
+
+pub use needs::Need;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -112,11 +117,11 @@ pub fn test_database_url() -> String {
 }
 
 /// A fresh schema `t_<16 hex>` in the test database ([`test_database_url`]):
-/// `Some((database url, schema name))`. When PostgreSQL cannot be reached within 5 s it prints
-/// a notice and gives `None` (the test skips itself) — unless `CI` is set, where it panics:
-/// PostgreSQL tests fail rather than skip in CI.
-pub async fn fresh_postgres_schema() -> Option<(String, String)> {
+/// `(database url, schema name)`. The test fails when the user opted out of PostgreSQL
+/// ([`needs::require`]) or when it cannot be reached within 5 s ([`needs::unavailable`]).
+pub async fn fresh_postgres_schema() -> (String, String) {
     use sqlx::{ConnectOptions, Connection};
+    needs::require(Need::Postgres);
     let base = test_database_url();
     let name = steward_store::new_id("t_");
     let created = async {
@@ -137,13 +142,9 @@ pub async fn fresh_postgres_schema() -> Option<(String, String)> {
     .await;
     if let Err(why) = created {
         let shown = steward_store::redact_database_url(&base);
-        if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-            panic!("PostgreSQL at {shown} is unreachable ({why}); CI is set, so this test fails");
-        }
-        eprintln!("notice: PostgreSQL at {shown} is unreachable ({why}): skipping this PostgreSQL test");
-        return None;
+        needs::unavailable(Need::Postgres, format!("PostgreSQL at {shown} ({why})"));
     }
-    Some((base, name))
+    (base, name)
 }
 
 /// `base` with `schema` first on the search path (`options[search_path]=…`, sqlx's URL form).

@@ -626,14 +626,16 @@ mod tests {
             let dynamic: Vec<bool> = argv.iter().map(|a| a == "$D").collect();
             repository_runs_programs(&argv[0], &argv[1..], &dynamic[1..], cwd)
         };
-        if std::env::var_os("GIT_DIR").is_none() {
-            assert_eq!(judge("git status", Some(root)), None);
-            assert!(judge("git -C wt status", Some(root)).is_some_and(|r| r.contains("core.pager")));
-            assert!(judge("git --git-dir=repo.git status", Some(root)).is_some_and(|r| r.contains("core.pager")));
-            assert!(judge("git --git-dir repo.git status", Some(root)).is_some());
-            assert!(judge("git status", Some(&root.join("repo.git"))).is_some());
-            assert!(judge("git -C $D status", Some(root)).is_some_and(|r| r.contains("cannot be known")));
-        }
+        assert!(
+            std::env::var_os("GIT_DIR").is_none(),
+            "GIT_DIR is set in the test environment: run the tests with it unset (scripts/test.sh unsets it)"
+        );
+        assert_eq!(judge("git status", Some(root)), None);
+        assert!(judge("git -C wt status", Some(root)).is_some_and(|r| r.contains("core.pager")));
+        assert!(judge("git --git-dir=repo.git status", Some(root)).is_some_and(|r| r.contains("core.pager")));
+        assert!(judge("git --git-dir repo.git status", Some(root)).is_some());
+        assert!(judge("git status", Some(&root.join("repo.git"))).is_some());
+        assert!(judge("git -C $D status", Some(root)).is_some_and(|r| r.contains("cannot be known")));
         assert!(judge("git status", None).is_some());
         assert_eq!(judge("ls -C wt", Some(root)), None);
     }

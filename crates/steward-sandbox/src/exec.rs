@@ -325,8 +325,8 @@ mod tests {
     /// A machine without Landlock: the command must not run at all unless the request
     /// accepts the weaker profile, and then the downgrade is in the profile.
     #[tokio::test]
-    async fn unenforceable_fs_confinement_refuses_before_running() {
-        let Ok(net) = net_mode() else { return };
+    async fn unenforceable_fs_confinement_refuses_before_running_on_netns() {
+        let net = steward_peers::needs::available(steward_peers::Need::Netns, net_mode());
         let dir = std::env::temp_dir().join(format!("steward-refusal-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let marker = dir.join("ran");

@@ -165,6 +165,8 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path
 mod tests {
     use super::*;
     use std::path::PathBuf;
+    use steward_peers::Need;
+    use steward_peers::needs::{available, unavailable};
 
     fn request(accept: &[Protection]) -> ExecRequest {
         ExecRequest { accept_weaker: accept.to_vec(), ..ExecRequest::new(vec!["true".into()], PathBuf::from("/")) }
@@ -182,7 +184,7 @@ mod tests {
     }
 
     #[test]
-    fn missing_landlock_is_refused_unless_accepted() {
+    fn fs_confinement_without_kernel_support_is_refused_unless_accepted() {
         let weak = host(Err("Landlock is not built into this kernel (ENOSYS)".into()), Ok(NetMode::UserAndNet));
         let (what, reason) = refused(plan(&request(&[]), &weak, None));
         assert_eq!(what, "fs_confine");
@@ -198,9 +200,9 @@ mod tests {
 
     #[test]
     fn partial_landlock_is_refused_unless_accepted() {
-        let Ok(real) = kernel_abi() else { return };
+        let real = available(Need::Landlock, kernel_abi());
         if real < 2 {
-            return;
+            unavailable(Need::Landlock, format!("the kernel has Landlock ABI {real}; this test needs ABI 2 or later"));
         }
         // A kernel with ABI 2 (Linux 5.19): writes confined except truncation.
         let old = host(Ok(2), Ok(NetMode::NetOnly));
@@ -214,9 +216,9 @@ mod tests {
     }
 
     #[test]
-    fn missing_network_namespace_is_refused_unless_accepted() {
+    fn missing_network_namespace_is_refused_unless_accepted_on_landlock() {
         let reason = "unshare(CLONE_NEWNET) failed (EPERM) and unshare(CLONE_NEWUSER|CLONE_NEWNET) failed (EPERM)";
-        let Ok(abi) = kernel_abi() else { return };
+        let abi = available(Need::Landlock, kernel_abi());
         let weak = host(Ok(abi), Err(reason.into()));
         let (what, why) = refused(plan(&request(&[]), &weak, None));
         assert_eq!((what, why.as_str()), ("network_deny", reason));

@@ -551,25 +551,20 @@ async fn of_concurrent_http_claims_of_one_approval_exactly_one_is_issued() {
 }
 
 /// The same through a store in PostgreSQL (a fresh schema of `STEWARD_TEST_DATABASE_URL`, default
-/// `postgres://postgres@127.0.0.1:5432/test`, dropped afterwards). Skipped with a notice when
-/// PostgreSQL is unreachable, failed instead when `CI` is set.
+/// `postgres://postgres@127.0.0.1:5432/test`, dropped afterwards). Fails when PostgreSQL is
+/// unreachable (`STEWARD_TEST_SKIP=postgres` opts out: `steward_peers::needs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn of_concurrent_http_claims_of_one_approval_exactly_one_is_issued_on_postgres() {
     use sqlx::{ConnectOptions, Connection};
     use std::str::FromStr;
-    let url = std::env::var("STEWARD_TEST_DATABASE_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".into());
+    use steward_peers::{Need, needs};
+    needs::require(Need::Postgres);
+    let url = steward_peers::test_database_url();
     let connect = steward_store::PgConnectOptions::from_str(&url).unwrap().disable_statement_logging();
-    let mut admin = match sqlx::postgres::PgConnection::connect_with(&connect).await {
-        Ok(conn) => conn,
-        Err(e) if std::env::var_os("CI").is_none_or(|v| v.is_empty()) => {
-            eprintln!("notice: PostgreSQL is unreachable ({e}): skipping this PostgreSQL test");
-            return;
-        }
-        Err(e) => panic!("PostgreSQL is unreachable ({e}); CI is set, so this test fails"),
-    };
+    let shown = steward_store::redact_database_url(&url);
+    let mut admin = sqlx::postgres::PgConnection::connect_with(&connect)
+        .await
+        .unwrap_or_else(|e| needs::unavailable(Need::Postgres, format!("PostgreSQL at {shown} ({e})")));
     let schema = steward_store::new_id("t_");
     sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&mut admin).await.unwrap();
     let options = connect.clone().options([("search_path", schema.as_str())]);

@@ -47,8 +47,8 @@ async fn expire_leases_of(db: &Db, node: &str) {
 }
 
 #[tokio::test]
-async fn two_recoverers_never_take_over_the_same_expired_run() {
-    let Some(db) = Db::postgres().await else { return };
+async fn two_recoverers_never_take_over_the_same_expired_run_on_postgres() {
+    let db = Db::postgres().await;
     let dead = node(&db, "node-dead").await;
     let mut ids = BTreeSet::new();
     for _ in 0..40 {
@@ -90,8 +90,8 @@ async fn two_recoverers_never_take_over_the_same_expired_run() {
 }
 
 #[tokio::test]
-async fn renewed_leases_are_not_taken_over_and_a_node_never_takes_its_own() {
-    let Some(db) = Db::postgres().await else { return };
+async fn renewed_leases_are_not_taken_over_and_a_node_never_takes_its_own_on_postgres() {
+    let db = Db::postgres().await;
     let b = node(&db, "node-b").await;
     let a = node(&db, "node-a").await;
     let mine = new_id("run_");
@@ -112,8 +112,8 @@ async fn renewed_leases_are_not_taken_over_and_a_node_never_takes_its_own() {
 }
 
 #[tokio::test]
-async fn a_lease_expires_when_its_node_stops_renewing() {
-    let Some(db) = Db::postgres().await else { return };
+async fn a_lease_expires_when_its_node_stops_renewing_on_postgres() {
+    let db = Db::postgres().await;
     let b = node(&db, "node-b").await;
     let a = node(&db, "node-a").await;
     // Leases of 300 ms from now on, the first one included.
@@ -128,8 +128,8 @@ async fn a_lease_expires_when_its_node_stops_renewing() {
 }
 
 #[tokio::test]
-async fn a_node_that_lost_its_lease_can_neither_approve_a_call_nor_finish_the_run() {
-    let Some(db) = Db::postgres().await else { return };
+async fn a_node_that_lost_its_lease_can_neither_approve_a_call_nor_finish_the_run_on_postgres() {
+    let db = Db::postgres().await;
     let b = node(&db, "node-b").await;
     let a = node(&db, "node-a").await;
     let id = new_id("run_");
@@ -191,9 +191,9 @@ async fn next_about(rx: &mut tokio::sync::broadcast::Receiver<Change>, run_id: &
 }
 
 #[tokio::test]
-async fn writes_of_one_node_notify_the_subscribers_of_another() {
-    let Some(db) = Db::postgres().await else { return };
-    let other_schema = Db::postgres().await.unwrap();
+async fn writes_of_one_node_notify_the_subscribers_of_another_on_postgres() {
+    let db = Db::postgres().await;
+    let other_schema = Db::postgres().await;
     let a = node(&db, "node-a").await;
     let b = node(&db, "node-b").await;
     let elsewhere = node(&other_schema, "node-c").await;

@@ -629,7 +629,7 @@ async fn open_errors_name_the_path() {
 }
 
 #[tokio::test]
-async fn postgres_open_errors_name_the_database_without_its_password() {
+async fn pg_store_open_errors_name_the_database_without_its_password() {
     // Port 1 refuses connections: no server is needed.
     let err =
         PgStore::open("postgres://steward:hunter2@127.0.0.1:1/ledger", StoreOptions::default()).await.unwrap_err();
@@ -778,7 +778,7 @@ both! {
     /// Throughput of `append_audit` with `Durability::Full`: one task after another, then 16
     /// concurrent tasks sharing commits. Run with `--ignored --nocapture`.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[ignore]
+    #[ignore = "a throughput figure, not a check: run with --ignored --nocapture"]
     async fn audit_throughput(db: Db) {
         for durability in [Durability::Full, Durability::Relaxed] {
             // The second round extends the first round's chain.
@@ -960,7 +960,7 @@ both! {
 /// ids mean nothing here.
 #[tokio::test]
 async fn postgres_nodes_see_only_their_own_running_runs_as_local() {
-    let Some(db) = Db::postgres().await else { return };
+    let db = Db::postgres().await;
     let here = db.open_pg("node-a", StoreOptions::default()).await;
     let there = db.open_pg("node-b", StoreOptions::default()).await;
     assert_eq!((here.node(), there.node()), ("node-a", "node-b"));
@@ -992,7 +992,7 @@ async fn sqlite_treats_every_running_run_as_local() {
 
 #[tokio::test]
 async fn postgres_refuses_to_append_without_the_chain_lock_row() {
-    let Some(db) = Db::postgres().await else { return };
+    let db = Db::postgres().await;
     let store = db.open().await;
     store.append_audit(entry("run_a", 1)).await.unwrap();
     db.tamper("DELETE FROM audit_chain_lock").await;

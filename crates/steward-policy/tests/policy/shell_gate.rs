@@ -518,15 +518,25 @@ fn git_commands_printing_history_are_never_allowed_by_a_rule() {
     assert_eq!((d.decision, d.rule.as_str()), (Allow, "git"));
 }
 
+/// Fails the test when `GIT_DIR` is set (as in a git hook): git, and so the policy, would use
+/// that repository instead of the workspace's, and the test could not check what it claims.
+/// `scripts/test.sh` unsets it.
+fn require_git_dir_unset() {
+    assert!(
+        std::env::var_os("GIT_DIR").is_none(),
+        "GIT_DIR is set in the test environment: git would use that repository, not the test's; \
+         run the tests with GIT_DIR unset (scripts/test.sh unsets it)"
+    );
+}
+
 /// Without a repository git has no history to print: the rule decides as before. A repository
 /// nested in the workspace counts.
 #[test]
 fn git_history_needs_a_reachable_repository() {
     let (_dir, ws) = workspace();
     let policy = Policy::new(&config(ALL_GIT)).unwrap();
-    if std::env::var_os("GIT_DIR").is_none() {
-        assert_eq!(policy.judge_command("git log -p", &ws).decision, Allow);
-    }
+    require_git_dir_unset();
+    assert_eq!(policy.judge_command("git log -p", &ws).decision, Allow);
     fs::create_dir_all(ws.root().join("src/vendored/.git")).unwrap();
     let d = policy.judge_command("git -C src/vendored log -p", &ws);
     assert_eq!((d.decision, d.rule.as_str()), (Ask, "git_history"), "{:?}", d.reasons);
@@ -646,9 +656,7 @@ fn write_executable(path: &std::path::Path, text: &str) {
 /// run a program: such a command asks, for the repository git would use.
 #[test]
 fn repository_configuration_running_programs_makes_git_ask() {
-    if std::env::var_os("GIT_DIR").is_some() {
-        return;
-    }
+    require_git_dir_unset();
     let (_dir, ws) = workspace();
     let root = ws.root().to_path_buf();
     fs::create_dir_all(root.join(".git/hooks")).unwrap();

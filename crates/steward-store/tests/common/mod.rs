@@ -2,8 +2,8 @@
 //! fresh schema of a PostgreSQL database (`STEWARD_TEST_DATABASE_URL`, default
 //! `postgres://postgres@127.0.0.1:5432/test`), dropped when the test ends.
 //!
-//! When PostgreSQL cannot be reached the PostgreSQL variants fail if `CI` is set, and are
-//! skipped with a notice otherwise.
+//! When PostgreSQL cannot be reached the PostgreSQL variants (named `…::postgres`) fail; a user
+//! without PostgreSQL opts out with `STEWARD_TEST_SKIP=postgres` (see `steward_peers::needs`).
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -14,6 +14,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{ConnectOptions, Connection};
+use steward_peers::Need;
 use steward_store::{PgStore, SqliteStore, Store, StoreOptions, new_id, redact_database_url};
 
 /// The PostgreSQL server the tests use unless `STEWARD_TEST_DATABASE_URL` names another.
@@ -36,7 +37,7 @@ macro_rules! both {
 
             $(#[$meta])*
             async fn postgres() {
-                let Some($db) = Db::postgres().await else { return };
+                let $db = Db::postgres().await;
                 $body
             }
         }
@@ -65,9 +66,10 @@ impl Db {
         Db::Sqlite { dir: tempfile::tempdir().unwrap() }
     }
 
-    /// A new, empty schema in the test database; `None` (after a notice) when PostgreSQL is
-    /// unreachable and `CI` is not set.
-    pub async fn postgres() -> Option<Db> {
+    /// A new, empty schema in the test database. The test fails when PostgreSQL is unreachable
+    /// or opted out of (`steward_peers::needs`).
+    pub async fn postgres() -> Db {
+        steward_peers::needs::require(Need::Postgres);
         let url = test_database_url();
         let connect = PgConnectOptions::from_str(&url)
             .unwrap_or_else(|e| panic!("STEWARD_TEST_DATABASE_URL {} is not usable: {e}", redact_database_url(&url)))
@@ -80,17 +82,13 @@ impl Db {
                     _ => "no answer within 5 s".to_string(),
                 };
                 let shown = redact_database_url(&url);
-                if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-                    panic!("PostgreSQL at {shown} is unreachable ({why}); CI is set, so this test fails");
-                }
-                eprintln!("notice: PostgreSQL at {shown} is unreachable ({why}): skipping this PostgreSQL test");
-                return None;
+                steward_peers::needs::unavailable(Need::Postgres, format!("PostgreSQL at {shown} ({why})"));
             }
         };
         let schema = new_id("t_");
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&mut conn).await.unwrap();
         conn.close().await.unwrap();
-        Some(Db::Postgres { connect: Box::new(connect), schema })
+        Db::Postgres { connect: Box::new(connect), schema }
     }
 
     /// True for PostgreSQL.
