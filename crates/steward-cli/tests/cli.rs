@@ -22,6 +22,22 @@ fn classic_planner_shows_git_status_offline() {
 }
 
 #[test]
+fn strict_run_exits_5_when_a_step_was_refused_and_0_when_none_was() {
+    let env = Env::new();
+    env.write("note.txt", "old text\n");
+    // Without a terminal the edit is refused (`no_approver`); the run still answers.
+    let task = "replace 'old' with 'new' in note.txt";
+    assert_eq!(code(&env.steward(&["run", task])), 0);
+    let strict = env.steward(&["run", "--strict", task]);
+    assert_eq!(code(&strict), 5, "{}", stderr(&strict));
+    assert!(stderr(&strict).contains("1 step(s) were refused"), "{}", stderr(&strict));
+    assert_eq!(env.read("note.txt"), "old text\n");
+    // A run whose steps all ran is a success under --strict too.
+    let clean = env.steward(&["run", "--strict", "read note.txt"]);
+    assert_eq!(code(&clean), 0, "{}", stderr(&clean));
+}
+
+#[test]
 fn json_events_are_numbered_timestamped_and_end_with_the_answer() {
     let env = Env::new();
     env.write("a.txt", "alpha\n");
@@ -271,6 +287,14 @@ fn policy_check_decides_without_running() {
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(v["decision"], "deny");
     assert_eq!(v["rule"], "unknown_tool");
+    assert!(v["reasons"][0].as_str().unwrap().contains("There is no tool named `rm_rf`"), "{v}");
+    // The shell tool when the shell is off: the reason says it is off and how to turn it on.
+    let out = env.steward(&["policy", "check", "shell_command", "--args", "{\"command\":\"ls\"}"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(said.starts_with("deny"), "{said}");
+    assert!(said.contains("`shell_command` is off") && said.contains("[shell] enabled = true"), "{said}");
+    assert!(!said.contains("There is no tool named"), "{said}");
     // A low-risk command tool that writes is allowed by the rules, but cannot be rolled back:
     // the check says `ask`, as a run would.
     env.user_config(
@@ -430,7 +454,11 @@ fn audit_verify_notices_records_cut_off_the_end() {
     assert!(cut.success());
     let bad = env.steward(&["audit", "verify"]);
     assert_eq!(code(&bad), 1, "{}", stdout(&bad));
-    assert!(stdout(&bad).contains("removed"), "{}", stdout(&bad));
+    let said = stdout(&bad);
+    assert!(said.contains("removed"), "{said}");
+    // What is missing is named; no empty record id.
+    assert!(!said.contains("()"), "{said}");
+    assert!(said.contains("the chain ends at record 2, but the anchor") && said.contains("are missing"), "{said}");
 }
 
 #[test]
