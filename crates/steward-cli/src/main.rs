@@ -100,7 +100,7 @@ enum Command {
     },
     /// Undo a run's file changes in reverse order (or only step N); reports what it could not undo.
     Rollback {
-        /// The run id, a unique prefix, or `last`.
+        /// The run id, a unique prefix, or `last` (the newest run that changed files, not simply the newest run).
         run_id: String,
         /// Undo only this step (as numbered by `--list`).
         #[arg(long)]

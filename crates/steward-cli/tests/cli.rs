@@ -419,6 +419,32 @@ fn rollback_undoes_a_runs_edits_and_never_clobbers_later_changes() {
 }
 
 #[test]
+fn rollback_last_means_the_newest_run_that_changed_files() {
+    let env = Env::new();
+    env.write("note.txt", "old text\n");
+    let none = env.steward(&["rollback", "last", "--list"]);
+    assert_eq!(code(&none), 0, "{}", stderr(&none));
+    assert!(stdout(&none).contains("no recent run changed files"), "{}", stdout(&none));
+    env.user_config("[[policy.rule]]\nname = \"edits-ok\"\ntool = \"edit\"\ndecision = \"allow\"\n");
+    let edit = env.steward(&["run", "--json", "replace 'old' with 'new' in note.txt"]);
+    assert_eq!(code(&edit), 0, "{}", stderr(&edit));
+    let edit_run = events(&edit)[0]["run_id"].as_str().unwrap().to_string();
+    // Newer runs that only read do not hide it.
+    assert_eq!(code(&env.steward(&["run", "read note.txt"])), 0);
+    assert_eq!(code(&env.steward(&["run", "read note.txt"])), 0);
+    let list = env.steward(&["rollback", "last", "--list"]);
+    let said = stdout(&list);
+    assert!(said.contains(&format!("last run that changed files: {edit_run}")), "{said}");
+    assert!(said.contains("step 1") && said.contains("note.txt"), "{said}");
+    let undo = env.steward(&["rollback", "last"]);
+    assert_eq!(code(&undo), 0, "{}", stdout(&undo));
+    assert_eq!(env.read("note.txt"), "old text\n");
+    // `--help` says what `last` means.
+    let help = stdout(&env.steward(&["rollback", "--help"]));
+    assert!(help.contains("the newest run that changed files"), "{help}");
+}
+
+#[test]
 fn an_untrusted_workspace_config_cannot_pick_providers_or_loosen_policy() {
     let env = Env::new();
     env.write("a.txt", "x\n");
