@@ -50,7 +50,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List recent runs, newest first.
+    /// List your recent runs, newest first: id, status (with why it ended), start time, task.
     Runs {
         /// How many.
         #[arg(long, default_value_t = 20)]
@@ -58,6 +58,10 @@ enum Command {
         /// JSON lines.
         #[arg(long)]
         json: bool,
+        /// Every owner's runs (web sessions, other users), with an owner column; default: only
+        /// this user's (`local:$USER`).
+        #[arg(long)]
+        all: bool,
     },
     /// Print a run's trace: each planner call and tool step with duration and tokens, and totals.
     Show {
@@ -334,7 +338,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => commands::run(args).await,
             Command::Models { workspace, json } => commands::models(&workspace, json).await,
-            Command::Runs { limit, json } => commands::runs(limit, json).await,
+            Command::Runs { limit, json, all } => commands::runs(limit, json, all).await,
             Command::Show { run_id, json } => commands::show(&run_id, json).await,
             Command::Audit { command: AuditCommand::Verify } => commands::audit_verify().await,
             Command::Audit { command: AuditCommand::List { run } } => commands::audit_list(run.as_deref()).await,

@@ -38,6 +38,37 @@ fn strict_run_exits_5_when_a_step_was_refused_and_0_when_none_was() {
 }
 
 #[test]
+fn runs_lists_the_current_owners_runs_under_a_header_and_all_with_owners() {
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    let mine = env.steward(&["run", "--json", "read a.txt"]);
+    let mine = events(&mine)[0]["run_id"].as_str().unwrap().to_string();
+    let theirs = env.command(&["run", "--json", "list files"]).env("USER", "someone").output().unwrap();
+    assert_eq!(code(&theirs), 0, "{}", stderr(&theirs));
+    let theirs = events(&theirs)[0]["run_id"].as_str().unwrap().to_string();
+
+    let out = stdout(&env.steward(&["runs"]));
+    let mut lines = out.lines();
+    let header = lines.next().unwrap();
+    assert!(header.starts_with("RUN") && header.contains("STATUS") && header.contains("TASK"), "{out}");
+    assert!(!header.contains("OWNER"), "{out}");
+    assert!(out.contains(&mine) && !out.contains(&theirs), "another owner's run is not listed by default: {out}");
+    // One status column, saying why the run ended.
+    assert!(out.contains("completed: answered"), "{out}");
+    let json = stdout(&env.steward(&["runs", "--json"]));
+    assert!(json.contains(&mine) && !json.contains(&theirs), "{json}");
+
+    let all = stdout(&env.steward(&["runs", "--all"]));
+    assert!(all.lines().next().unwrap().contains("OWNER"), "{all}");
+    assert!(all.contains(&mine) && all.contains(&theirs), "{all}");
+    assert!(all.contains("local:someone") && all.contains("local:tester"), "{all}");
+
+    let fresh = Env::new();
+    let empty = stdout(&fresh.steward(&["runs"]));
+    assert!(empty.contains("no runs of local:tester yet") && empty.contains("--all"), "{empty}");
+}
+
+#[test]
 fn json_events_are_numbered_timestamped_and_end_with_the_answer() {
     let env = Env::new();
     env.write("a.txt", "alpha\n");
