@@ -26,14 +26,27 @@ impl EventObserver for JsonLines {
 
 /// Prints progress for a person: streamed text, each tool call with its decision, the final
 /// answer and a one-line trace summary.
-#[derive(Default)]
 pub struct Human {
+    /// True when a proposed change is shown by the terminal approval prompt (stdin is a
+    /// terminal), so the printer names the change without printing its diff a second time.
+    prompt_shows_diff: bool,
     /// True while the cursor is in the middle of streamed text.
     mid_line: AtomicBool,
     /// True when the last planner stage streamed its text (so the final answer was shown).
     streamed: Mutex<String>,
     /// The stage whose text was printed last (role stages get a heading when it changes).
     last_stage: Mutex<String>,
+}
+
+impl Default for Human {
+    fn default() -> Self {
+        Human {
+            prompt_shows_diff: std::io::stdin().is_terminal(),
+            mid_line: AtomicBool::default(),
+            streamed: Mutex::default(),
+            last_stage: Mutex::default(),
+        }
+    }
 }
 
 impl Human {
@@ -82,6 +95,10 @@ impl EventObserver for Human {
                 self.line(&format!("→ {tool} {args}"));
             }
             EventKind::ToolDenied { rule, reason, .. } => self.line(&format!("  ✗ denied by `{rule}`: {reason}")),
+            // A change is proposed only when it asks for approval: the prompt shows the diff.
+            EventKind::PatchProposed { path, .. } if self.prompt_shows_diff => {
+                self.line(&format!("  proposed change to {path} (shown below)"))
+            }
             EventKind::PatchProposed { path, diff, .. } => {
                 self.line(&format!("  proposed change to {path}:\n{}", indent(diff)))
             }

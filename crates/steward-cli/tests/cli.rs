@@ -746,3 +746,63 @@ fn grouped_git_options_and_repository_programs_ask() {
     std::process::Command::new("git").args(["status", "--short"]).current_dir(env.ws()).output().unwrap();
     assert!(marker.exists(), "the fsmonitor setting did not take effect");
 }
+
+/// The terminal approval (a pseudo-terminal from `script`): the proposed diff is printed once,
+/// inside the prompt, with a `MM:SS` countdown; the answer ends the prompt.
+#[test]
+fn a_terminal_approval_shows_the_diff_once_with_a_minutes_countdown() {
+    use std::io::{Read, Write};
+    let env = Env::new();
+    env.write("note.txt", "old text\n");
+    let steward = env!("CARGO_BIN_EXE_steward");
+    let mut child = std::process::Command::new("script")
+        .args(["-qfec", &format!("{steward} run \"replace 'old' with 'new' in note.txt\""), "/dev/null"])
+        .current_dir(env.ws())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path())
+        .env("USER", "tester")
+        .env("STEWARD_HOME", env.home())
+        .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
+        .env("TERM", "dumb")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    });
+    let mut screen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !screen.contains("approve? [y/r/w/N]") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(text) => screen.push_str(&text),
+            Err(_) => panic!("never saw the prompt:\n{screen}"),
+        }
+    }
+    let prompt = screen.clone();
+    stdin.write_all(b"y\n").unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    while let Ok(text) = rx.recv_timeout(std::time::Duration::from_secs(5)) {
+        screen.push_str(&text);
+    }
+    assert!(status.success(), "{screen}");
+    assert_eq!(prompt.matches("+new text").count(), 1, "the diff is printed once before the answer:\n{prompt}");
+    assert!(prompt.contains("proposed change to note.txt (shown below)"), "{prompt}");
+    assert!(prompt.contains("(29:59 left)") || prompt.contains("(30:00 left)"), "{prompt}");
+    assert!(screen.contains("approved by local:tester"), "{screen}");
+    assert_eq!(env.read("note.txt"), "new text\n");
+}
+
