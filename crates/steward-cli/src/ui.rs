@@ -108,8 +108,11 @@ impl EventObserver for Human {
             EventKind::ToolApproved { decided_by, .. } => self.line(&format!("  ✓ approved by {decided_by}")),
             EventKind::ToolRejected { reason, .. } => self.line(&format!("  ✗ rejected: {reason}")),
             EventKind::ToolApprovalExpired { .. } => self.line("  ✗ approval expired"),
-            EventKind::ToolCompleted { duration_ms, output_chars, .. } => {
-                self.line(&format!("  ✓ done in {duration_ms} ms ({output_chars} chars of output)"))
+            EventKind::ToolCompleted { duration_ms, output_chars, hook_output, .. } => {
+                self.line(&format!("  ✓ done in {duration_ms} ms ({output_chars} chars of output)"));
+                if !hook_output.is_empty() {
+                    self.line(&indent(hook_output));
+                }
             }
             EventKind::ToolFailed { error, .. } => self.line(&format!("  ✗ failed: {error}")),
             EventKind::PatchApplied { path, .. } => self.line(&format!("  ✓ wrote {path}")),

@@ -806,3 +806,32 @@ fn a_terminal_approval_shows_the_diff_once_with_a_minutes_countdown() {
     assert_eq!(env.read("note.txt"), "new text\n");
 }
 
+#[test]
+fn hook_output_reaches_the_tool_completed_event_and_the_terminal_redacted() {
+    let env = Env::new();
+    env.write("note.txt", "old text\n");
+    env.user_config(
+        "[[policy.rule]]\nname = \"edits-ok\"\ntool = \"edit\"\ndecision = \"allow\"\n\
+         [[hook]]\nname = \"shout\"\nevents = [\"edit\"]\npath_pattern = \"*.txt\"\n\
+         commands = [[\"echo\", \"checked {path} with sk-proj-HOOKSECRET0123456789abcdef\"]]\n",
+    );
+    let out = env.steward(&["run", "--json", "replace 'old' with 'new' in note.txt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let completed = find(&evs, "tool_completed");
+    let hooks = completed["hook_output"].as_str().unwrap_or_default();
+    assert!(hooks.starts_with("[hook `shout` passed after edit of `note.txt`]"), "{completed}");
+    assert!(hooks.contains("checked note.txt with"), "{completed}");
+    assert!(!stdout(&out).contains("HOOKSECRET"), "a secret in hook output is redacted");
+
+    env.write("note.txt", "old text\n");
+    let out = env.steward(&["run", "replace 'old' with 'new' in note.txt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains("[hook `shout` passed after edit of `note.txt`]"), "{shown}");
+    assert!(shown.contains("checked note.txt with") && !shown.contains("HOOKSECRET"), "{shown}");
+
+    // A call that fires no hook has no `hook_output` field.
+    let out = env.steward(&["run", "--json", "read note.txt"]);
+    assert!(find(&events(&out), "tool_completed").get("hook_output").is_none(), "{}", stdout(&out));
+}

@@ -311,6 +311,9 @@ fn replay(events: &[Event]) -> (Vec<StageView>, Vec<CallView>, String) {
                 set(&mut calls, call_id, "waiting for input", None, None)
             }
             EventKind::McpElicitationAnswered { call_id, .. } => set(&mut calls, call_id, "running", None, None),
+            EventKind::ToolCompleted { call_id, output, hook_output, .. } if !hook_output.is_empty() => {
+                set(&mut calls, call_id, "completed", None, Some(&format!("{output}\n\n{hook_output}")))
+            }
             EventKind::ToolCompleted { call_id, output, .. } => {
                 set(&mut calls, call_id, "completed", None, Some(output))
             }

@@ -171,7 +171,9 @@ function runView(root) {
         setElicitationState(elicitationNode(event.elicitation_id), `answered: ${event.action}`);
         break;
       case "tool_started": setCall(event.call_id, "running", event.allowed_by || null); break;
-      case "tool_completed": setCall(event.call_id, "completed", null, event.output); break;
+      case "tool_completed":
+        setCall(event.call_id, "completed", null, event.hook_output ? `${event.output}\n\n${event.hook_output}` : event.output);
+        break;
       case "tool_failed": setCall(event.call_id, "failed", null, event.error); break;
       case "run_completed": document.getElementById("final").textContent = event.final; endRun("completed"); break;
       case "run_failed": document.getElementById("final").textContent = `failed (${event.class}): ${event.error}`; endRun("failed"); break;
