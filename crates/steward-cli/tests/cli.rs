@@ -69,6 +69,16 @@ fn runs_lists_the_current_owners_runs_under_a_header_and_all_with_owners() {
 }
 
 #[test]
+fn classic_planner_hint_says_a_workspace_provider_counts_only_after_trust() {
+    let env = Env::new();
+    let out = env.steward(&["run", "write me a poem about rust"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(said.contains("[providers.NAME]") && said.contains("~/.config/steward/config.toml"), "{said}");
+    assert!(said.contains("ignored until you run `steward trust`"), "{said}");
+}
+
+#[test]
 fn json_events_are_numbered_timestamped_and_end_with_the_answer() {
     let env = Env::new();
     env.write("a.txt", "alpha\n");
