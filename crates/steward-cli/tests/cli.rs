@@ -845,3 +845,15 @@ fn hook_output_reaches_the_tool_completed_event_and_the_terminal_redacted() {
     let out = env.steward(&["run", "--json", "read note.txt"]);
     assert!(find(&events(&out), "tool_completed").get("hook_output").is_none(), "{}", stdout(&out));
 }
+
+/// The README's first command is what a new user runs on a cold checkout: Cargo's progress
+/// stays visible (no `-q`) and the README says how long the first build takes.
+#[test]
+fn readme_first_command_shows_build_progress_and_says_how_long_it_takes() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let first = readme.lines().find(|l| l.starts_with("cargo run")).expect("a `cargo run` command in README");
+    assert!(!first.split_whitespace().any(|w| w == "-q" || w == "--quiet"), "{first}");
+    let block = &readme[..readme.find(first).unwrap()];
+    let comment = block.rsplit("```sh").next().unwrap_or_default();
+    assert!(comment.contains("first build") && comment.contains("minutes"), "{comment}");
+}
