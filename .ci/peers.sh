@@ -112,16 +112,9 @@ fi
 # --- Chromium and playwright-core --------------------------------------------------------
 # Chromium comes from Debian (the only browser build reachable here); installing it needs root.
 if [ ! -x "$CHROMIUM" ]; then
-  log "installing Debian chromium (apt-get)"
-  if ! { apt-get update -qq >&2 && \
-         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2; }; then
-    log "ERROR: could not install Debian chromium: apt-get failed (it needs root and the Debian package mirror)"
-    exit 1
-  fi
-  if [ ! -x "$CHROMIUM" ]; then
-    log "ERROR: apt-get installed chromium but $CHROMIUM is missing"
-    exit 1
-  fi
+  # shellcheck source=.ci/chromium.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/chromium.sh"
+  install_chromium "$CHROMIUM" "$CACHE/apt-chromium.log" || exit 1
 else
   log "chromium present: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
 fi

@@ -232,22 +232,26 @@ async function main() {
     expect(args1.includes('notes/one.txt'), `approval 1 .approval-args does not show the arguments: ${JSON.stringify(args1)}`);
     const tool1 = await text(page, `${approvalSel(a1)} .approval-tool`).catch(() => '');
     expect(tool1.includes('create'), `approval 1 .approval-tool is ${JSON.stringify(tool1)}, not create`);
-    const first = parseInt(await text(page, `${approvalSel(a1)} .countdown`), 10);
-    expect(Number.isFinite(first) && first > 0, `approval 1 .countdown shows no positive number`);
+    // The countdown reads MM:SS.
+    const shown = await text(page, `${approvalSel(a1)} .countdown`);
+    const mmss = /^(\d{2}):(\d{2})$/.exec(shown.trim());
+    const first = mmss ? Number(mmss[1]) * 60 + Number(mmss[2]) : NaN;
+    expect(Number.isFinite(first) && first > 0, `approval 1 .countdown shows no positive MM:SS time: ${JSON.stringify(shown)}`);
     await waitIn(
       page,
       ([sel, first]) => {
-        const n = parseInt(document.querySelector(`${sel} .countdown`)?.textContent ?? '', 10);
-        return Number.isFinite(n) && n < first;
+        const m = /^(\d{2}):(\d{2})$/.exec((document.querySelector(`${sel} .countdown`)?.textContent ?? '').trim());
+        return m !== null && Number(m[1]) * 60 + Number(m[2]) < first;
       },
       [approvalSel(a1), first],
-      `approval 1 .countdown did not go down from ${first}`,
+      `approval 1 .countdown did not go down from ${first} s`,
     );
-    passed(`b1 approval 1 shows its arguments and a countdown going down from ${first}`);
+    passed(`b1 approval 1 shows its arguments and a MM:SS countdown going down from ${shown}`);
     await page.locator(approvalSel(a1)).screenshot({ path: path.join(ARTIFACTS, 'approval.png') });
     await page.click(`${approvalSel(a1)} button.approve`);
     await approvalStateIs(page, a1, 'approved', 'approval 1');
     await buttonsDisabled(page, a1, 'approval 1 after approving');
+    expect(await page.locator(`${approvalSel(a1)} .countdown`).count() === 0, 'approval 1 still shows a countdown after it was approved');
     passed('b2 approval 1 approved');
 
     const a2 = await nextPendingApproval(page, seen, 'approval 2');

@@ -40,7 +40,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a task in a workspace (exit 0 answered, 1 failed, 2 usage/config error, 3 stopped by a limit, 4 cancelled).
+    /// Run a task in a workspace (exit 0 answered, 1 failed, 2 usage/config error, 3 stopped by a limit, 4 cancelled, 5 with --strict: answered but a step was refused or failed).
     Run(commands::RunArgs),
     /// List each configured provider's models, saying which providers are unreachable.
     Models {
@@ -51,7 +51,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List recent runs, newest first.
+    /// List your recent runs, newest first: id, status (with why it ended), start time, task.
     Runs {
         /// How many.
         #[arg(long, default_value_t = 20)]
@@ -59,6 +59,10 @@ enum Command {
         /// JSON lines.
         #[arg(long)]
         json: bool,
+        /// Every owner's runs (web sessions, other users), with an owner column; default: only
+        /// this user's (`local:$USER`).
+        #[arg(long)]
+        all: bool,
     },
     /// Print a run's trace: each planner call and tool step with duration and tokens, and totals.
     Show {
@@ -101,7 +105,7 @@ enum Command {
     },
     /// Undo a run's file changes in reverse order (or only step N); reports what it could not undo.
     Rollback {
-        /// The run id, a unique prefix, or `last`.
+        /// The run id, a unique prefix, or `last` (the newest run that changed files, not simply the newest run).
         run_id: String,
         /// Undo only this step (as numbered by `--list`).
         #[arg(long)]
@@ -335,7 +339,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => commands::run(args).await,
             Command::Models { workspace, json } => commands::models(&workspace, json).await,
-            Command::Runs { limit, json } => commands::runs(limit, json).await,
+            Command::Runs { limit, json, all } => commands::runs(limit, json, all).await,
             Command::Show { run_id, json } => commands::show(&run_id, json).await,
             Command::Audit { command: AuditCommand::Verify } => commands::audit_verify().await,
             Command::Audit { command: AuditCommand::List { run } } => commands::audit_list(run.as_deref()).await,

@@ -26,14 +26,27 @@ impl EventObserver for JsonLines {
 
 /// Prints progress for a person: streamed text, each tool call with its decision, the final
 /// answer and a one-line trace summary.
-#[derive(Default)]
 pub struct Human {
+    /// True when a proposed change is shown by the terminal approval prompt (stdin is a
+    /// terminal), so the printer names the change without printing its diff a second time.
+    prompt_shows_diff: bool,
     /// True while the cursor is in the middle of streamed text.
     mid_line: AtomicBool,
     /// True when the last planner stage streamed its text (so the final answer was shown).
     streamed: Mutex<String>,
     /// The stage whose text was printed last (role stages get a heading when it changes).
     last_stage: Mutex<String>,
+}
+
+impl Default for Human {
+    fn default() -> Self {
+        Human {
+            prompt_shows_diff: std::io::stdin().is_terminal(),
+            mid_line: AtomicBool::default(),
+            streamed: Mutex::default(),
+            last_stage: Mutex::default(),
+        }
+    }
 }
 
 impl Human {
@@ -82,6 +95,10 @@ impl EventObserver for Human {
                 self.line(&format!("→ {tool} {args}"));
             }
             EventKind::ToolDenied { rule, reason, .. } => self.line(&format!("  ✗ denied by `{rule}`: {reason}")),
+            // A change is proposed only when it asks for approval: the prompt shows the diff.
+            EventKind::PatchProposed { path, .. } if self.prompt_shows_diff => {
+                self.line(&format!("  proposed change to {path} (shown below)"))
+            }
             EventKind::PatchProposed { path, diff, .. } => {
                 self.line(&format!("  proposed change to {path}:\n{}", indent(diff)))
             }
@@ -91,8 +108,11 @@ impl EventObserver for Human {
             EventKind::ToolApproved { decided_by, .. } => self.line(&format!("  ✓ approved by {decided_by}")),
             EventKind::ToolRejected { reason, .. } => self.line(&format!("  ✗ rejected: {reason}")),
             EventKind::ToolApprovalExpired { .. } => self.line("  ✗ approval expired"),
-            EventKind::ToolCompleted { duration_ms, output_chars, .. } => {
-                self.line(&format!("  ✓ done in {duration_ms} ms ({output_chars} chars of output)"))
+            EventKind::ToolCompleted { duration_ms, output_chars, hook_output, .. } => {
+                self.line(&format!("  ✓ done in {duration_ms} ms ({output_chars} chars of output)"));
+                if !hook_output.is_empty() {
+                    self.line(&indent(hook_output));
+                }
             }
             EventKind::ToolFailed { error, .. } => self.line(&format!("  ✗ failed: {error}")),
             EventKind::ToolCallRepeated { earlier_call_id, answered_from_record: true, .. } => {

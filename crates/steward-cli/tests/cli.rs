@@ -22,6 +22,63 @@ fn classic_planner_shows_git_status_offline() {
 }
 
 #[test]
+fn strict_run_exits_5_when_a_step_was_refused_and_0_when_none_was() {
+    let env = Env::new();
+    env.write("note.txt", "old text\n");
+    // Without a terminal the edit is refused (`no_approver`); the run still answers.
+    let task = "replace 'old' with 'new' in note.txt";
+    assert_eq!(code(&env.steward(&["run", task])), 0);
+    let strict = env.steward(&["run", "--strict", task]);
+    assert_eq!(code(&strict), 5, "{}", stderr(&strict));
+    assert!(stderr(&strict).contains("1 step(s) were refused"), "{}", stderr(&strict));
+    assert_eq!(env.read("note.txt"), "old text\n");
+    // A run whose steps all ran is a success under --strict too.
+    let clean = env.steward(&["run", "--strict", "read note.txt"]);
+    assert_eq!(code(&clean), 0, "{}", stderr(&clean));
+}
+
+#[test]
+fn runs_lists_the_current_owners_runs_under_a_header_and_all_with_owners() {
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    let mine = env.steward(&["run", "--json", "read a.txt"]);
+    let mine = events(&mine)[0]["run_id"].as_str().unwrap().to_string();
+    let theirs = env.command(&["run", "--json", "list files"]).env("USER", "someone").output().unwrap();
+    assert_eq!(code(&theirs), 0, "{}", stderr(&theirs));
+    let theirs = events(&theirs)[0]["run_id"].as_str().unwrap().to_string();
+
+    let out = stdout(&env.steward(&["runs"]));
+    let mut lines = out.lines();
+    let header = lines.next().unwrap();
+    assert!(header.starts_with("RUN") && header.contains("STATUS") && header.contains("TASK"), "{out}");
+    assert!(!header.contains("OWNER"), "{out}");
+    assert!(out.contains(&mine) && !out.contains(&theirs), "another owner's run is not listed by default: {out}");
+    // One status column, saying why the run ended.
+    assert!(out.contains("completed: answered"), "{out}");
+    let json = stdout(&env.steward(&["runs", "--json"]));
+    assert!(json.contains(&mine) && !json.contains(&theirs), "{json}");
+
+    let all = stdout(&env.steward(&["runs", "--all"]));
+    assert!(all.lines().next().unwrap().contains("OWNER"), "{all}");
+    assert!(all.contains(&mine) && all.contains(&theirs), "{all}");
+    assert!(all.contains("local:someone") && all.contains("local:tester"), "{all}");
+
+    let fresh = Env::new();
+    let empty = stdout(&fresh.steward(&["runs"]));
+    assert!(empty.contains("no runs of local:tester yet") && empty.contains("--all"), "{empty}");
+}
+
+#[test]
+fn classic_planner_hint_says_a_workspace_provider_counts_only_after_trust() {
+    let env = Env::new();
+    let out = env.steward(&["run", "write me a poem about rust"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(said.contains("[providers.NAME]") && said.contains("~/.config/steward/config.toml"), "{said}");
+    assert!(said.contains("ignored until you run `steward trust`"), "{said}");
+}
+
+#[test]
 fn json_events_are_numbered_timestamped_and_end_with_the_answer() {
     let env = Env::new();
     env.write("a.txt", "alpha\n");
@@ -271,6 +328,14 @@ fn policy_check_decides_without_running() {
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(v["decision"], "deny");
     assert_eq!(v["rule"], "unknown_tool");
+    assert!(v["reasons"][0].as_str().unwrap().contains("There is no tool named `rm_rf`"), "{v}");
+    // The shell tool when the shell is off: the reason says it is off and how to turn it on.
+    let out = env.steward(&["policy", "check", "shell_command", "--args", "{\"command\":\"ls\"}"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(said.starts_with("deny"), "{said}");
+    assert!(said.contains("`shell_command` is off") && said.contains("[shell] enabled = true"), "{said}");
+    assert!(!said.contains("There is no tool named"), "{said}");
     // A low-risk command tool that writes is allowed by the rules, but cannot be rolled back:
     // the check says `ask`, as a run would.
     env.user_config(
@@ -435,6 +500,32 @@ fn rollback_undoes_a_runs_edits_and_never_clobbers_later_changes() {
 }
 
 #[test]
+fn rollback_last_means_the_newest_run_that_changed_files() {
+    let env = Env::new();
+    env.write("note.txt", "old text\n");
+    let none = env.steward(&["rollback", "last", "--list"]);
+    assert_eq!(code(&none), 0, "{}", stderr(&none));
+    assert!(stdout(&none).contains("no recent run changed files"), "{}", stdout(&none));
+    env.user_config("[[policy.rule]]\nname = \"edits-ok\"\ntool = \"edit\"\ndecision = \"allow\"\n");
+    let edit = env.steward(&["run", "--json", "replace 'old' with 'new' in note.txt"]);
+    assert_eq!(code(&edit), 0, "{}", stderr(&edit));
+    let edit_run = events(&edit)[0]["run_id"].as_str().unwrap().to_string();
+    // Newer runs that only read do not hide it.
+    assert_eq!(code(&env.steward(&["run", "read note.txt"])), 0);
+    assert_eq!(code(&env.steward(&["run", "read note.txt"])), 0);
+    let list = env.steward(&["rollback", "last", "--list"]);
+    let said = stdout(&list);
+    assert!(said.contains(&format!("last run that changed files: {edit_run}")), "{said}");
+    assert!(said.contains("step 1") && said.contains("note.txt"), "{said}");
+    let undo = env.steward(&["rollback", "last"]);
+    assert_eq!(code(&undo), 0, "{}", stdout(&undo));
+    assert_eq!(env.read("note.txt"), "old text\n");
+    // `--help` says what `last` means.
+    let help = stdout(&env.steward(&["rollback", "--help"]));
+    assert!(help.contains("the newest run that changed files"), "{help}");
+}
+
+#[test]
 fn an_untrusted_workspace_config_cannot_pick_providers_or_loosen_policy() {
     let env = Env::new();
     env.write("a.txt", "x\n");
@@ -470,7 +561,11 @@ fn audit_verify_notices_records_cut_off_the_end() {
     assert!(cut.success());
     let bad = env.steward(&["audit", "verify"]);
     assert_eq!(code(&bad), 1, "{}", stdout(&bad));
-    assert!(stdout(&bad).contains("removed"), "{}", stdout(&bad));
+    let said = stdout(&bad);
+    assert!(said.contains("removed"), "{said}");
+    // What is missing is named; no empty record id.
+    assert!(!said.contains("()"), "{said}");
+    assert!(said.contains("the chain ends at record 2, but the anchor") && said.contains("are missing"), "{said}");
 }
 
 #[test]
@@ -702,4 +797,105 @@ fn grouped_git_options_and_repository_programs_ask() {
     // The setting is live: git run directly does start the program.
     std::process::Command::new("git").args(["status", "--short"]).current_dir(env.ws()).output().unwrap();
     assert!(marker.exists(), "the fsmonitor setting did not take effect");
+}
+
+/// The terminal approval (a pseudo-terminal from `script`): the proposed diff is printed once,
+/// inside the prompt, with a `MM:SS` countdown; the answer ends the prompt.
+#[test]
+fn a_terminal_approval_shows_the_diff_once_with_a_minutes_countdown() {
+    use std::io::{Read, Write};
+    let env = Env::new();
+    env.write("note.txt", "old text\n");
+    let steward = env!("CARGO_BIN_EXE_steward");
+    let mut child = std::process::Command::new("script")
+        .args(["-qfec", &format!("{steward} run \"replace 'old' with 'new' in note.txt\""), "/dev/null"])
+        .current_dir(env.ws())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path())
+        .env("USER", "tester")
+        .env("STEWARD_HOME", env.home())
+        .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
+        .env("TERM", "dumb")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    });
+    let mut screen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !screen.contains("approve? [y/r/w/N]") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(text) => screen.push_str(&text),
+            Err(_) => panic!("never saw the prompt:\n{screen}"),
+        }
+    }
+    let prompt = screen.clone();
+    stdin.write_all(b"y\n").unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    while let Ok(text) = rx.recv_timeout(std::time::Duration::from_secs(5)) {
+        screen.push_str(&text);
+    }
+    assert!(status.success(), "{screen}");
+    assert_eq!(prompt.matches("+new text").count(), 1, "the diff is printed once before the answer:\n{prompt}");
+    assert!(prompt.contains("proposed change to note.txt (shown below)"), "{prompt}");
+    assert!(prompt.contains("(29:59 left)") || prompt.contains("(30:00 left)"), "{prompt}");
+    assert!(screen.contains("approved by local:tester"), "{screen}");
+    assert_eq!(env.read("note.txt"), "new text\n");
+}
+
+#[test]
+fn hook_output_reaches_the_tool_completed_event_and_the_terminal_redacted() {
+    let env = Env::new();
+    env.write("note.txt", "old text\n");
+    env.user_config(
+        "[[policy.rule]]\nname = \"edits-ok\"\ntool = \"edit\"\ndecision = \"allow\"\n\
+         [[hook]]\nname = \"shout\"\nevents = [\"edit\"]\npath_pattern = \"*.txt\"\n\
+         commands = [[\"echo\", \"checked {path} with sk-proj-HOOKSECRET0123456789abcdef\"]]\n",
+    );
+    let out = env.steward(&["run", "--json", "replace 'old' with 'new' in note.txt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let completed = find(&evs, "tool_completed");
+    let hooks = completed["hook_output"].as_str().unwrap_or_default();
+    assert!(hooks.starts_with("[hook `shout` passed after edit of `note.txt`]"), "{completed}");
+    assert!(hooks.contains("checked note.txt with"), "{completed}");
+    assert!(!stdout(&out).contains("HOOKSECRET"), "a secret in hook output is redacted");
+
+    env.write("note.txt", "old text\n");
+    let out = env.steward(&["run", "replace 'old' with 'new' in note.txt"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains("[hook `shout` passed after edit of `note.txt`]"), "{shown}");
+    assert!(shown.contains("checked note.txt with") && !shown.contains("HOOKSECRET"), "{shown}");
+
+    // A call that fires no hook has no `hook_output` field.
+    let out = env.steward(&["run", "--json", "read note.txt"]);
+    assert!(find(&events(&out), "tool_completed").get("hook_output").is_none(), "{}", stdout(&out));
+}
+
+/// The README's first command is what a new user runs on a cold checkout: Cargo's progress
+/// stays visible (no `-q`) and the README says how long the first build takes.
+#[test]
+fn readme_first_command_shows_build_progress_and_says_how_long_it_takes() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let first = readme.lines().find(|l| l.starts_with("cargo run")).expect("a `cargo run` command in README");
+    assert!(!first.split_whitespace().any(|w| w == "-q" || w == "--quiet"), "{first}");
+    let block = &readme[..readme.find(first).unwrap()];
+    let comment = block.rsplit("```sh").next().unwrap_or_default();
+    assert!(comment.contains("first build") && comment.contains("minutes"), "{comment}");
 }

@@ -522,14 +522,7 @@ async fn execute(
                 .await?;
             Ok(CallResult { content: format!("Error: {error}"), is_error: true })
         }
-        Ok(Ok(output)) => {
-            let changed: Vec<String> = output.changes.iter().map(|(path, _)| path.clone()).collect();
-            let mut result = completed(cx, call, decision, approval_id, ms, output).await?;
-            for path in changed {
-                result.content.push_str(&run_hooks(cx, call, &path).await?);
-            }
-            Ok(result)
-        }
+        Ok(Ok(output)) => Ok(completed(cx, call, decision, approval_id, ms, output).await?),
     }
 }
 
@@ -579,6 +572,12 @@ async fn completed(
     }
     let complete = output.full_content.as_deref().map(|text| cx.redactor.redact(text));
     let shown = cap_output(cx, call, &full, complete.as_deref());
+    // Hooks run before the call is reported complete, so their reports reach the event (and
+    // every front end) as well as the model.
+    let mut hook_output = String::new();
+    for (path, _diff) in &output.changes {
+        hook_output.push_str(&run_hooks(cx, call, path).await?);
+    }
     cx.events
         .emit(EventKind::ToolCompleted {
             call_id: call.id.clone(),
@@ -586,9 +585,10 @@ async fn completed(
             duration_ms: ms,
             output_chars: full.chars().count() as u64,
             output: shown.clone(),
+            hook_output: hook_output.trim_start().to_string(),
         })
         .await?;
-    Ok(CallResult { content: shown, is_error: false })
+    Ok(CallResult { content: shown + &hook_output, is_error: false })
 }
 
 /// Runs the hooks a change fires (SPEC T9) and returns their reports for the model (empty

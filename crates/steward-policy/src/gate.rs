@@ -203,12 +203,17 @@ impl Policy {
         extra_actions: &[String],
     ) -> Decision {
         let Some(spec) = spec else {
-            return Decision::new(
-                DecisionKind::Deny,
-                "unknown_tool",
-                1.0,
-                format!("There is no tool named `{}`.", call.name),
-            );
+            // `shell_command` is only registered when the shell is on: say so, and how to turn it on.
+            let reason = if call.name == SHELL_TOOL {
+                format!(
+                    "`{SHELL_TOOL}` is off: set `[shell] enabled = true` in the user config \
+                     (~/.config/steward/config.toml; a workspace's .steward/ config counts only after `steward \
+                     trust`); see the README section \"`{SHELL_TOOL}` (off by default)\"."
+                )
+            } else {
+                format!("There is no tool named `{}`.", call.name)
+            };
+            return Decision::new(DecisionKind::Deny, "unknown_tool", 1.0, reason);
         };
         let risk = risk_score(spec);
         let deny = |rule: &str, reason: String| Decision::new(DecisionKind::Deny, rule, risk, reason);

@@ -205,6 +205,11 @@ pub enum EventKind {
         output_chars: u64,
         /// Output as shown to the model, redacted and capped.
         output: String,
+        /// What the hooks the call fired reported (`[hook `NAME` passed|FAILED after TOOL of
+        /// `PATH`]` and their output, redacted), as appended to the model's result; empty when
+        /// no hook ran.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        hook_output: String,
     },
     /// A tool failed.
     ToolFailed {

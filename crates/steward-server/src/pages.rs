@@ -311,6 +311,9 @@ fn replay(events: &[Event]) -> (Vec<StageView>, Vec<CallView>, String) {
                 set(&mut calls, call_id, "waiting for input", None, None)
             }
             EventKind::McpElicitationAnswered { call_id, .. } => set(&mut calls, call_id, "running", None, None),
+            EventKind::ToolCompleted { call_id, output, hook_output, .. } if !hook_output.is_empty() => {
+                set(&mut calls, call_id, "completed", None, Some(&format!("{output}\n\n{hook_output}")))
+            }
             EventKind::ToolCompleted { call_id, output, .. } => {
                 set(&mut calls, call_id, "completed", None, Some(output))
             }
@@ -389,7 +392,7 @@ fn elicitation_views(state: &AppState, run_id: &str, retry: Option<&Retry>) -> V
             context! {
                 id => &e.id, server => &e.server, tool => &e.tool, message => &e.message, fields => fields,
                 expires_at => e.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-                seconds_left => (e.expires_at - now).num_seconds().max(0),
+                time_left => minutes_seconds((e.expires_at - now).num_seconds()),
                 error => retry.map(|r| r.message.as_str()),
             }
         })
@@ -426,7 +429,7 @@ async fn render_run(state: &AppState, session: &Session, id: &str, retry: Option
                 id => &a.id, tool => &a.tool, rule => &a.rule, reason => &a.reason, risk => format!("{:.2}", a.risk),
                 arguments => serde_json::to_string_pretty(&a.arguments).unwrap_or_default(), preview => &a.preview,
                 expires_at => a.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true), state => state,
-                seconds_left => if state == "pending" { (a.expires_at - now).num_seconds().max(0) } else { 0 },
+                time_left => minutes_seconds((a.expires_at - now).num_seconds()),
             }
         })
         .collect();
@@ -963,4 +966,11 @@ pub async fn end_conversation(
         crate::conversations::end(&state, &session.owner_id, &id).await.map(|()| format!("/conversations/{id}"))
     };
     form_post(&state, &session, &form.csrf, act).await
+}
+
+/// A countdown as `MM:SS` (`29:59`); negative counts as `00:00`. The same format as
+/// `static/app.js` and the terminal prompt.
+fn minutes_seconds(seconds: i64) -> String {
+    let seconds = seconds.max(0);
+    format!("{:02}:{:02}", seconds / 60, seconds % 60)
 }

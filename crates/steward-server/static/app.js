@@ -56,7 +56,7 @@ function runView(root) {
     node.querySelector(".approval-state").textContent = state;
     if (state !== "pending") {
       node.querySelectorAll("button, select").forEach((b) => { b.disabled = true; });
-      node.querySelector(".countdown").textContent = "0";
+      node.querySelector(".time-left")?.remove();
     }
   }
 
@@ -69,7 +69,7 @@ function runView(root) {
     node.dataset.state = state.startsWith("answered") ? "answered" : state;
     node.querySelector(".elicitation-state").textContent = state;
     node.querySelectorAll("button, input, select").forEach((b) => { b.disabled = true; });
-    node.querySelector(".countdown").textContent = "0";
+    node.querySelector(".time-left")?.remove();
   }
 
   function endRun(text) {
@@ -130,8 +130,9 @@ function runView(root) {
       el("p", { class: "approval-reason", text: e.reason }),
       el("pre", { class: "approval-args", text: JSON.stringify(e.arguments, null, 2) }));
     if (e.preview) node.append(el("pre", { class: "approval-preview", text: e.preview }));
-    node.append(el("p", {}, "State: ", el("strong", { class: "approval-state", text: "pending" }), " · ",
-      el("span", { class: "countdown", "aria-live": "off", text: String(secondsLeft(e.expires_at)) }), " s left"), form);
+    node.append(el("p", {}, "State: ", el("strong", { class: "approval-state", text: "pending" }),
+      el("span", { class: "time-left" }, " · ",
+        el("span", { class: "countdown", "aria-live": "off", text: minutesSeconds(secondsLeft(e.expires_at)) }), " left")), form);
     document.getElementById("approvals").append(node);
     enhanceDecideForm(form);
   }
@@ -172,7 +173,9 @@ function runView(root) {
         setElicitationState(elicitationNode(event.elicitation_id), `answered: ${event.action}`);
         break;
       case "tool_started": setCall(event.call_id, "running", event.allowed_by || null); break;
-      case "tool_completed": setCall(event.call_id, "completed", null, event.output); break;
+      case "tool_completed":
+        setCall(event.call_id, "completed", null, event.hook_output ? `${event.output}\n\n${event.hook_output}` : event.output);
+        break;
       case "tool_failed": setCall(event.call_id, "failed", null, event.error); break;
       case "tool_call_repeated":
         setCall(event.call_id, event.answered_from_record ? "answered from the record" : "repeat, not run", event.rule || null, event.message);
@@ -187,15 +190,20 @@ function runView(root) {
     return Math.max(0, Math.floor((Date.parse(expiresAt) - Date.now()) / 1000));
   }
 
+  // `MM:SS`, as the page renders it and the terminal prompt shows it.
+  function minutesSeconds(seconds) {
+    return `${String(Math.floor(seconds / 60)).padStart(2, "0")}:${String(seconds % 60).padStart(2, "0")}`;
+  }
+
   function tick() {
     root.querySelectorAll('.approval[data-state="pending"]').forEach((node) => {
       const left = secondsLeft(node.dataset.expiresAt);
-      node.querySelector(".countdown").textContent = String(left);
+      node.querySelector(".countdown").textContent = minutesSeconds(left);
       if (left <= 0) setApprovalState(node, "expired");
     });
     root.querySelectorAll('.elicitation[data-state="pending"]').forEach((node) => {
       const left = secondsLeft(node.dataset.expiresAt);
-      node.querySelector(".countdown").textContent = String(left);
+      node.querySelector(".countdown").textContent = minutesSeconds(left);
       if (left <= 0) setElicitationState(node, "expired");
     });
   }

@@ -393,6 +393,11 @@ async fn only_the_owner_sees_cancels_and_decides_and_approval_runs_the_call() {
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains(&format!("data-approval-id=\"{approval}\"")));
     assert!(html.contains("class=\"countdown\""));
+    // The countdown reads as minutes and seconds (`29:59 left`), not a count of seconds.
+    let shown = html.split("class=\"countdown\" aria-live=\"off\">").nth(1).unwrap_or_default();
+    let time = shown.split('<').next().unwrap_or_default();
+    assert!(time.len() == 5 && time.as_bytes()[2] == b':' && shown.contains("</span> left"), "{shown:.80}");
+    assert!(!html.contains(" s left"), "{html}");
     assert!(html.contains("-old") && html.contains("+new"), "diff preview shown");
 
     let (status, body) =
@@ -402,6 +407,10 @@ async fn only_the_owner_sees_cancels_and_decides_and_approval_runs_the_call() {
     assert_eq!(std::fs::read_to_string(s.ws.join("note.txt")).unwrap(), "new\n");
     let names: Vec<&str> = done["events"].as_array().unwrap().iter().map(|e| e["event"].as_str().unwrap()).collect();
     assert!(names.contains(&"tool_approved") && names.contains(&"tool_completed"), "{names:?}");
+    // A decided approval shows no countdown any more.
+    let (_, html) = s.page(&alice, &format!("/runs/{run}")).await;
+    assert!(html.contains(&format!("data-approval-id=\"{approval}\"")), "{html}");
+    assert!(!html.contains("class=\"countdown\""), "{html}");
     let (status, body) =
         s.call(&alice, "POST", &format!("/api/approvals/{approval}"), Some(json!({"decision": "approve"}))).await;
     assert_eq!((status, body["error"]["class"].as_str()), (StatusCode::CONFLICT, Some("not_pending")));

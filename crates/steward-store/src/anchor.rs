@@ -105,8 +105,10 @@ pub fn check(path: &Path, records: &[AuditRecord], verdict: AuditVerification) -
             seq: last + 1,
             id: String::new(),
             problem: format!(
-                "removed: the chain ends at record {last}, but the anchor {} says record {seq} was written",
-                path.display()
+                "removed: the chain ends at record {last}, but the anchor {} names record {seq} (records {} to {seq} \
+                 are missing)",
+                path.display(),
+                last + 1
             ),
         });
     }

@@ -38,12 +38,39 @@ pub fn trust(workspace: &Path) -> Result<u8> {
     Ok(0)
 }
 
-/// `steward rollback`.
+/// How many of the newest runs `steward rollback last` looks through for one that changed files.
+const LAST_CHANGING_RUN_SCAN: u32 = 1000;
+
+/// `steward rollback`: `last` means the newest run that changed files.
 pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
-    let run = find_run(store.as_ref(), run_id).await?;
-    let records = store.rollbacks(&run.id).await?;
+    // `last` is the newest run that changed files: the newest run often only read.
+    let (run, records) = if run_id == "last" {
+        let mut found = None;
+        for run in store.list_runs(LAST_CHANGING_RUN_SCAN).await? {
+            let records = store.rollbacks(&run.id).await?;
+            if !records.is_empty() {
+                found = Some((run, records));
+                break;
+            }
+        }
+        let Some((run, records)) = found else {
+            println!("no recent run changed files; nothing to roll back");
+            return Ok(0);
+        };
+        println!(
+            "last run that changed files: {} ({}) {}",
+            run.id,
+            run.created_at.format("%Y-%m-%d %H:%M:%S"),
+            run.task
+        );
+        (run, records)
+    } else {
+        let run = find_run(store.as_ref(), run_id).await?;
+        let records = store.rollbacks(&run.id).await?;
+        (run, records)
+    };
     if records.is_empty() {
         println!("run {} changed no files; nothing to roll back", run.id);
         return Ok(0);

@@ -6,27 +6,64 @@ use anyhow::Result;
 
 use super::*;
 
-/// `steward runs`.
-pub async fn runs(limit: u32, json: bool) -> Result<u8> {
+/// How many of the newest runs `steward runs` looks through for the current owner's.
+const OWN_RUNS_SCAN: u32 = 10_000;
+
+/// `steward runs`: the newest `limit` runs of the current owner (`local:<user>`), or of every
+/// owner (web sessions, other users) with `all`.
+pub async fn runs(limit: u32, json: bool, all: bool) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
-    for run in store.list_runs(limit).await? {
-        if json {
-            println!("{}", serde_json::to_string(&run)?);
-        } else {
-            let stop = run.stop_reason.map(|s| s.as_str()).unwrap_or("-");
-            let task = steward_protocol::truncate_chars(&run.task, 60);
-            println!(
-                "{}  {:<11} {:<14} {}  {}",
-                run.id,
-                run.status.as_str(),
-                stop,
-                run.created_at.format("%Y-%m-%d %H:%M:%S"),
-                task.replace('\n', " ")
-            );
+    let owner = local_owner();
+    let listed: Vec<_> = if all {
+        store.list_runs(limit).await?
+    } else {
+        let runs = store.list_runs(OWN_RUNS_SCAN.max(limit)).await?;
+        runs.into_iter().filter(|r| r.owner_id == owner).take(limit as usize).collect()
+    };
+    if json {
+        for run in &listed {
+            println!("{}", serde_json::to_string(run)?);
         }
+        return Ok(0);
+    }
+    if listed.is_empty() {
+        if all {
+            println!("no runs yet");
+        } else {
+            println!("no runs of {owner} yet; `steward runs --all` lists every owner's");
+        }
+        return Ok(0);
+    }
+    let owner_column = |text: &str| if all { format!("{text:<24} ") } else { String::new() };
+    println!("{:<30}  {:<26} {:<19}  {}TASK", "RUN", "STATUS", "STARTED (UTC)", owner_column("OWNER"));
+    for run in &listed {
+        let task = steward_protocol::truncate_chars(&run.task, 60);
+        println!(
+            "{:<30}  {:<26} {}  {}{}",
+            run.id,
+            run_status(run),
+            run.created_at.format("%Y-%m-%d %H:%M:%S"),
+            owner_column(&run.owner_id),
+            task.replace('\n', " ")
+        );
     }
     Ok(0)
+}
+
+/// One column for a run's state: the status, and for a run that ended the reason
+/// (`completed: answered`, `completed: max_rounds`, `failed: provider_unreachable`).
+fn run_status(run: &steward_store::RunRecord) -> String {
+    let status = run.status.as_str();
+    let why = match run.status {
+        RunStatus::Completed => run.stop_reason.map(|s| s.as_str()),
+        RunStatus::Failed => run.error_class.map(|c| c.as_str()),
+        _ => None,
+    };
+    match why {
+        Some(why) => format!("{status}: {why}"),
+        None => status.to_string(),
+    }
 }
 
 /// `steward show RUN_ID`.
@@ -136,6 +173,11 @@ pub async fn audit_verify() -> Result<u8> {
         AuditVerification::Valid { records } => {
             println!("audit chain valid: {records} records");
             Ok(0)
+        }
+        // A record cut off the end has no id: name the problem alone, which says what is missing.
+        AuditVerification::Broken { problem, id, .. } if id.is_empty() => {
+            println!("audit chain broken: {problem}");
+            Ok(1)
         }
         AuditVerification::Broken { seq, id, problem } => {
             println!("audit chain broken at record {seq} ({id}): {problem}");

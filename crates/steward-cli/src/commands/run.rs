@@ -46,7 +46,14 @@ pub struct RunArgs {
     /// Print events as JSON lines on stdout (diagnostics go to stderr).
     #[arg(long)]
     json: bool,
+    /// Exit 5 instead of 0 when the run answered but a step was refused (denied, rejected,
+    /// expired) or failed.
+    #[arg(long)]
+    strict: bool,
 }
+
+/// Exit code of `steward run --strict`: answered, but a step was refused or failed.
+pub const EXIT_STRICT: u8 = 5;
 
 /// Runs `task` with the scripted planner `scenario` (the fake provider's TOML format): used to
 /// send one chosen call through the whole control layer.
@@ -72,6 +79,7 @@ pub async fn run_scripted(
         scenario: Some(file.path().to_path_buf()),
         mode: Some("loop".into()),
         json: false,
+        strict: false,
     };
     run_observed(args, observer).await
 }
@@ -186,7 +194,35 @@ async fn run_observed(args: RunArgs, observer: Option<Arc<dyn steward_core::even
         steward_core::RunError::Config(msg) => usage(msg),
         other => anyhow::Error::new(other),
     })?;
-    Ok(exit_code(run.status, run.stop_reason))
+    let code = exit_code(run.status, run.stop_reason);
+    if args.strict && code == 0 {
+        let events = runtime.store.events(&run.id, 0).await?;
+        let (refused, failed) = refused_and_failed(&events);
+        if refused + failed > 0 {
+            eprintln!(
+                "steward: --strict: answered, but {refused} step(s) were refused and {failed} failed (exit {EXIT_STRICT})"
+            );
+            return Ok(EXIT_STRICT);
+        }
+    }
+    Ok(code)
+}
+
+/// How many tool calls of a run were refused (denied by the gate, rejected, or left to
+/// expire) and how many failed, counted from its events.
+fn refused_and_failed(events: &[steward_protocol::Event]) -> (usize, usize) {
+    let mut refused = 0;
+    let mut failed = 0;
+    for event in events {
+        match event.kind {
+            EventKind::ToolDenied { .. } | EventKind::ToolRejected { .. } | EventKind::ToolApprovalExpired { .. } => {
+                refused += 1
+            }
+            EventKind::ToolFailed { .. } => failed += 1,
+            _ => {}
+        }
+    }
+    (refused, failed)
 }
 
 fn exit_code(status: RunStatus, stop: Option<StopReason>) -> u8 {

@@ -328,13 +328,23 @@ pub fn help_text() -> String {
      - replace 'OLD' with 'NEW' in FILE\n\
      - git status / git diff [PATH] / what changed / git log / recent commits\n\
      For anything else, configure a model: run with `--provider ollama --model qwen2.5` \
-     (or another provider), or add a `[providers.NAME]` section to `.steward/config.toml`.\n"
+     (or another provider), or set `[run] provider = \"NAME\"` (a preset or a \
+     `[providers.NAME]` section) in ~/.config/steward/config.toml. A workspace's own \
+     `.steward/config.toml` may say the same, but its `[run]` and `[providers]` are ignored until you run \
+     `steward trust` in that workspace.\n"
         .to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_help_says_a_workspace_provider_needs_trust() {
+        let help = help_text();
+        assert!(help.contains("~/.config/steward/config.toml"), "{help}");
+        assert!(help.contains("ignored until you run `steward trust`"), "{help}");
+    }
 
     #[test]
     fn every_pattern_compiles() {
