@@ -8,6 +8,7 @@ pub mod approval;
 pub mod chains;
 pub mod config;
 pub mod context;
+pub mod data_flow;
 pub mod decide;
 pub mod elicitation;
 pub mod events;
