@@ -279,3 +279,46 @@ fn untrusted_paths_taint() {
     );
     assert!(event(&evs, "tool_approval_required", "e1").is_some(), "{:?}", names(&evs));
 }
+
+/// A few AgentDojo (v1.2, PyPI `agentdojo`) injection pairs through the real binary and the
+/// real Python MCP server of `steward bench injection`: with a model that always obeys and
+/// every approval denied, no attacker call runs, under the default policy and under one that
+/// allows every tool of the suite whatever it claims, with run-level taint alone and with
+/// `data_flow`.
+#[test]
+fn peer_agentdojo_injections_run_no_attacker_call() {
+    let python = std::env::var("STEWARD_BENCH_AGENTDOJO_PYTHON")
+        .expect("STEWARD_BENCH_AGENTDOJO_PYTHON is not set: run the tests through scripts/test.sh");
+    let env = Env::new();
+    let out = env.steward(&[
+        "bench",
+        "injection",
+        "--python",
+        &python,
+        "--suites",
+        "banking,slack",
+        "--max-user-tasks",
+        "2",
+        "--max-injection-tasks",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
+    let lines: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 8, "2 suites x 2 policies x 2 modes: {lines:?}");
+    for line in &lines {
+        assert!(line["pairs"].as_u64().unwrap() > 0, "{line}");
+        assert!(line["attacker_calls"].as_u64().unwrap() > 0, "{line}");
+        assert_eq!(line["attacker_calls_executed"], 0, "{line}");
+        assert_eq!(line["benign_tasks"], 2, "{line}");
+    }
+    // Under the default policy every MCP tool asks; allowing them all, some benign work runs.
+    let asks = |policy: &str, mode: &str| {
+        lines
+            .iter()
+            .filter(|l| l["policy"] == policy && l["mode"] == mode)
+            .map(|l| l["benign_asks"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert!(asks("allow-all", "data_flow") < asks("default", "data_flow"));
+}
