@@ -281,10 +281,10 @@ fn untrusted_paths_taint() {
 }
 
 /// A few AgentDojo (v1.2, PyPI `agentdojo`) injection pairs through the real binary and the
-/// real Python MCP server of `steward bench injection`: with a model that always obeys and
-/// every approval denied, no attacker call runs, under the default policy and under one that
-/// allows every tool of the suite whatever it claims, with run-level taint alone and with
-/// `data_flow`.
+/// real Python MCP server of `steward bench injection`: with a model that always obeys and an
+/// owner who approves only the user task's own calls, no attacker call runs, under the default
+/// policy and under one that allows every tool of the suite whatever it claims, with run-level
+/// taint alone and with `data_flow`.
 #[test]
 fn peer_agentdojo_injections_run_no_attacker_call() {
     let python = std::env::var("STEWARD_BENCH_AGENTDOJO_PYTHON")
@@ -309,6 +309,7 @@ fn peer_agentdojo_injections_run_no_attacker_call() {
     for line in &lines {
         assert!(line["pairs"].as_u64().unwrap() > 0, "{line}");
         assert!(line["attacker_calls"].as_u64().unwrap() > 0, "{line}");
+        assert_eq!(line["pairs_not_delivered"], 0, "every injection reached the model: {line}");
         assert_eq!(line["attacker_calls_executed"], 0, "{line}");
         assert_eq!(line["benign_tasks"], 2, "{line}");
     }
