@@ -17,10 +17,11 @@ pub fn is_sink(tool: &dyn Tool) -> bool {
     tool.spec().untrusted_output
 }
 
-/// True when a call of the reading tool `tool` with `args` reads something under the policy's
-/// `untrusted_paths`: a path input (or a path the call touches) that matches, or a directory
-/// under which a match may lie (a listing or search of it). For `shell_command`, any word of
-/// the command line that names such a path counts. A path that does not resolve is not read.
+/// True when a call of `tool` with `args` reads something under the policy's
+/// `untrusted_paths`: a path input (or a path the call touches, which a writing tool shows back
+/// in its diff) that matches, or a directory under which a match may lie (a listing or search of
+/// it). For `shell_command`, any word of the command line that names such a path counts. A path
+/// that does not resolve is not read.
 pub fn reads_untrusted(policy: &Policy, workspace: &Workspace, tool: &dyn Tool, args: &Value) -> bool {
     let spec = tool.spec();
     let mut texts: Vec<String> = tool.target_paths(args);

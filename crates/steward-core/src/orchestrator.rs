@@ -532,7 +532,9 @@ async fn execute(
             let changed: Vec<String> = output.changes.iter().map(|(path, _)| path.clone()).collect();
             let mut result = completed(cx, call, decision, approval_id, ms, output).await?;
             for path in changed {
-                result.content.push_str(&run_hooks(cx, call, &path).await?);
+                let reports = run_hooks(cx, call, &path).await?;
+                remember_output(cx, call, &reports);
+                result.content.push_str(&reports);
             }
             Ok(result)
         }
@@ -638,8 +640,7 @@ async fn run_hooks(cx: &CallContext<'_>, call: &ToolCall, path: &str) -> Result<
 fn tool_output_taints(cx: &CallContext<'_>, call: &ToolCall) -> bool {
     cx.tools.get(&call.name).is_some_and(|t| {
         t.spec().untrusted_output
-            || (!t.spec().writes
-                && crate::data_flow::reads_untrusted(cx.policy, cx.workspace, t.as_ref(), &call.arguments))
+            || crate::data_flow::reads_untrusted(cx.policy, cx.workspace, t.as_ref(), &call.arguments)
     })
 }
 
