@@ -153,10 +153,9 @@ fn bench_policy() -> Result<()> {
 fn bench_data_flow() {
     // 20 outputs of 8,000 characters (the default `max_tool_output_chars`), varied text.
     let output = |k: u64| -> String {
-        (0..1_000u64)
-            .map(|i| format!("w{:x} ", (i * 2_654_435_761 + k * 97).wrapping_mul(k + 1) % 1_000_003))
-            .collect::<String>()[..8_000]
-            .to_string()
+        let words =
+            (0..4_000u64).map(|i| format!("w{:x} ", (i * 2_654_435_761 + k * 97).wrapping_mul(k + 1) % 1_000_003));
+        words.collect::<String>().chars().take(8_000).collect()
     };
     let outputs: Vec<String> = (0..20).map(output).collect();
     let started = Instant::now();
