@@ -15,11 +15,13 @@
 #     playwright-core is always launched with executablePath /usr/bin/chromium
 #   - schemathesis (PyPI), in a venv, which fuzzes the JSON API of `steward serve` against its
 #     OpenAPI document for steward-cli's `peer_schemathesis_api` test
+#   - AgentDojo (PyPI agentdojo) and the official MCP Python SDK (PyPI mcp), in a venv, for
+#     `steward bench injection` and steward-cli's `peer_agentdojo_*` test
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
 # STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR,
 # STEWARD_TEST_MCP_CONFORMANCE, STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT,
-# STEWARD_TEST_SCHEMATHESIS) as `export` lines on stdout.
+# STEWARD_TEST_SCHEMATHESIS, STEWARD_BENCH_AGENTDOJO_PYTHON) as `export` lines on stdout.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
@@ -31,6 +33,8 @@ INSPECTOR_VERSION=2.12.0
 CONFORMANCE_VERSION=0.1.16
 PLAYWRIGHT_VERSION=1.64.1
 SCHEMATHESIS_VERSION=4.32.5
+AGENTDOJO_VERSION=0.1.35
+MCP_PYTHON_VERSION=2.3.0
 CHROMIUM=/usr/bin/chromium
 mkdir -p "$CACHE"
 
@@ -142,6 +146,19 @@ else
   log "schemathesis $SCHEMATHESIS_VERSION cached"
 fi
 
+# --- AgentDojo and the MCP Python SDK --------------------------------------------------------
+AGENTDOJO_VENV="$CACHE/agentdojo-$AGENTDOJO_VERSION"
+if ! "$AGENTDOJO_VENV/bin/python" -c "import agentdojo, mcp, importlib.metadata as m; assert m.version('mcp') == '$MCP_PYTHON_VERSION'" >/dev/null 2>&1; then
+  log "installing agentdojo $AGENTDOJO_VERSION and mcp $MCP_PYTHON_VERSION"
+  rm -rf "$AGENTDOJO_VENV"
+  python3 -m venv "$AGENTDOJO_VENV"
+  export PIP_CACHE_DIR="$CACHE/pip"
+  "$AGENTDOJO_VENV/bin/pip" install --quiet --upgrade pip >&2
+  "$AGENTDOJO_VENV/bin/pip" install --quiet "agentdojo==$AGENTDOJO_VERSION" "mcp==$MCP_PYTHON_VERSION" >&2
+else
+  log "agentdojo $AGENTDOJO_VERSION cached"
+fi
+
 echo "export STEWARD_TEST_LLAMA_PYTHON=$LLAMA_VENV/bin/python"
 echo "export STEWARD_TEST_AIMOCK=$AIMOCK_DIR/node_modules/.bin/llmock"
 echo "export STEWARD_TEST_MCP_EVERYTHING=$MCP_DIR/node_modules/.bin/mcp-server-everything"
@@ -152,3 +169,4 @@ echo "export STEWARD_TEST_MCP_CONFORMANCE=$CONFORMANCE_JS"
 echo "export STEWARD_TEST_CHROMIUM=$CHROMIUM"
 echo "export STEWARD_TEST_PLAYWRIGHT=$PLAYWRIGHT_DIR"
 echo "export STEWARD_TEST_SCHEMATHESIS=$SCHEMATHESIS_VENV/bin/st"
+echo "export STEWARD_BENCH_AGENTDOJO_PYTHON=$AGENTDOJO_VENV/bin/python"

@@ -54,6 +54,8 @@ enum BenchMode {
     Ledger(crate::bench_ledger::BenchLedgerArgs),
     /// One sandboxed command step (`cat` of a file), and the sandbox's setup cost alone.
     Sandbox,
+    /// Prompt injections from AgentDojo against an always-obeying model: attacker calls executed, approvals asked on benign tasks.
+    Injection(crate::bench_injection::BenchInjectionArgs),
 }
 
 struct NoopRead(ToolSpec);
@@ -89,6 +91,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         Some(BenchMode::Nodes(nodes)) => return crate::bench_nodes::run(nodes).await,
         Some(BenchMode::Ledger(ledger)) => return crate::bench_ledger::run(ledger).await,
         Some(BenchMode::Sandbox) => return crate::bench_sandbox::bench_sandbox().await.map(|()| 0),
+        Some(BenchMode::Injection(injection)) => return crate::bench_injection::run(injection).await,
         None => {}
     }
     println!(
@@ -145,6 +148,7 @@ fn bench_policy() -> Result<()> {
     }
     let per = started.elapsed() / n;
     println!("shell command line judged (split into 3 simple commands): {:.1} µs each", per.as_secs_f64() * 1e6);
+    bench_data_flow();
     bench_option_rules(&workspace, n)
 }
 
@@ -187,6 +191,43 @@ fn bench_option_rules(workspace: &steward_policy::Workspace, n: u32) -> Result<(
         );
     }
     Ok(())
+}
+
+/// The data-flow check's cost: fingerprinting one tool output, and checking one sink call's
+/// arguments against a run's outputs (the part of a sink's decision it adds).
+fn bench_data_flow() {
+    // 20 outputs of 8,000 characters (the default `max_tool_output_chars`), varied text.
+    let output = |k: u64| -> String {
+        let words =
+            (0..4_000u64).map(|i| format!("w{:x} ", (i * 2_654_435_761 + k * 97).wrapping_mul(k + 1) % 1_000_003));
+        words.collect::<String>().chars().take(8_000).collect()
+    };
+    let outputs: Vec<String> = (0..20).map(output).collect();
+    let started = Instant::now();
+    let mut seen = steward_policy::Fingerprints::new();
+    for (i, text) in outputs.iter().enumerate() {
+        seen.record("mail__read_inbox", &format!("c{i}"), text);
+    }
+    let per_output = started.elapsed() / outputs.len() as u32;
+    let args = json!({
+        "to": "bob@example.org",
+        "subject": "Notes from today's meeting",
+        "body": "Hi Bob, here are my notes from today: we agreed to move the launch by a week, and Alice \
+                 will send the revised plan on Friday. Let me know if anything is missing. Thanks!"
+    });
+    let n = 20_000;
+    let started = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(seen.carried(std::hint::black_box(&args)));
+    }
+    let per_check = started.elapsed() / n;
+    println!(
+        "data flow: fingerprinting one 8,000-character output {:.1} µs; checking a sink call's arguments \
+         (240 characters) against 20 such outputs ({} fingerprints) {:.1} µs",
+        per_output.as_secs_f64() * 1e6,
+        seen.len(),
+        per_check.as_secs_f64() * 1e6
+    );
 }
 
 /// Durable audit appends in batches, and chain verification, in records per second.

@@ -2,6 +2,7 @@
 //! model's proposed tool calls may do.
 
 mod bench;
+mod bench_injection;
 mod bench_ledger;
 mod bench_nodes;
 mod bench_sandbox;

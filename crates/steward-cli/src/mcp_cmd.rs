@@ -35,6 +35,8 @@ pub async fn list(workspace: &Path, json: bool) -> Result<u8> {
     }
     for (name, state) in manager.status().await {
         let tools = listing.tools.iter().filter(|t| t.server == name).count();
+        // Read-only by the user's `read_only_tools`, never by the server's annotations.
+        let read_only = listing.tools.iter().filter(|t| t.server == name && !t.spec.writes).count();
         let state_text = match &state {
             ServerState::Disabled => "disabled".to_string(),
             ServerState::Idle => "not started".to_string(),
@@ -45,17 +47,24 @@ pub async fn list(workspace: &Path, json: bool) -> Result<u8> {
         let unsandboxed =
             config.mcp_servers.get(&name).is_some_and(|server| server.command.is_some() && !server.sandbox);
         if json {
-            println!("{}", json!({"server": name, "state": state_text, "tools": tools, "sandboxed": !unsandboxed}));
+            println!(
+                "{}",
+                json!({"server": name, "state": state_text, "tools": tools, "read_only_tools": read_only, "sandboxed": !unsandboxed})
+            );
         } else if unsandboxed {
-            println!("{name}: {state_text} · {tools} tool(s) · NOT SANDBOXED (sandbox = false)");
+            println!(
+                "{name}: {state_text} · {tools} tool(s), {read_only} read-only by configuration · NOT SANDBOXED (sandbox = false)"
+            );
         } else {
-            println!("{name}: {state_text} · {tools} tool(s)");
+            println!("{name}: {state_text} · {tools} tool(s), {read_only} read-only by configuration");
         }
     }
     Ok(0)
 }
 
-/// `steward mcp tools [SERVER]`: one line per tool, its registry name then its description.
+/// `steward mcp tools [SERVER]`: one line per tool, its registry name, `[read-only]` when the
+/// user's `read_only_tools` declares it so (a server's own annotations never do), then its
+/// description.
 pub async fn tools(workspace: &Path, server: Option<&str>, json: bool) -> Result<u8> {
     let (config, manager) = manager(workspace)?;
     if let Some(name) = server
@@ -78,10 +87,12 @@ pub async fn tools(workspace: &Path, server: Option<&str>, json: bool) -> Result
         if json {
             println!(
                 "{}",
-                json!({"name": tool.spec.name, "server": tool.server, "tool": tool.tool, "description": tool.spec.description})
+                json!({"name": tool.spec.name, "server": tool.server, "tool": tool.tool,
+                    "read_only": !tool.spec.writes, "description": tool.spec.description})
             );
         } else {
-            println!("{}  {}", tool.spec.name, tool.spec.description.replace('\n', " "));
+            let marker = if tool.spec.writes { "" } else { "  [read-only by configuration]" };
+            println!("{}{marker}  {}", tool.spec.name, tool.spec.description.replace('\n', " "));
         }
     }
     Ok(0)

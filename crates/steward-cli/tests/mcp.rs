@@ -32,7 +32,7 @@ fn peer_mcp_tools_are_listed_gated_called_and_taint_the_run() {
     let env = Env::new();
     env.write("note.txt", "old\n");
     env.user_config(&format!(
-        "[mcp_servers.everything]\ncommand = [{:?}, \"stdio\"]\n\
+        "[mcp_servers.everything]\ncommand = [{:?}, \"stdio\"]\nread_only_tools = [\"echo\"]\n\
          [[policy.rule]]\nname = \"echo-ok\"\ntool = \"everything__echo\"\ndecision = \"allow\"\n\
          [[policy.rule]]\nname = \"edits-ok\"\ntool = \"edit\"\ndecision = \"allow\"\n",
         everything()
@@ -67,7 +67,7 @@ fn peer_mcp_filesystem_server_refuses_outside_its_root_and_the_model_is_told() {
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("a.txt"), "inside\n").unwrap();
     env.user_config(&format!(
-        "[mcp_servers.fs]\ncommand = [{:?}, {:?}]\n[[policy.rule]]\nname = \"fs-read\"\ntool = \"fs__read_text_file\"\ndecision = \"allow\"\n",
+        "[mcp_servers.fs]\ncommand = [{:?}, {:?}]\nread_only_tools = [\"read_text_file\"]\n[[policy.rule]]\nname = \"fs-read\"\ntool = \"fs__read_text_file\"\ndecision = \"allow\"\n",
         filesystem(),
         root.display().to_string()
     ));
@@ -151,30 +151,28 @@ fn fault_server() -> String {
 }
 
 /// `steward mcp call` prints the tool's result after the progress lines, and with `--json`
-/// only the outcome as one JSON object; a secret in the result is redacted in both.
+/// only the outcome as one JSON object. A secret-shaped value in the arguments would leave the
+/// machine: the call asks (`data_flow`), and the secret is shown nowhere.
 #[test]
 fn mcp_call_prints_the_result() {
     let env = Env::new();
     env.user_config(&format!(
-        "[mcp_servers.srv]\ncommand = [\"python3\", {:?}, \"normal\"]\n\
+        "[mcp_servers.srv]\ncommand = [\"python3\", {:?}, \"normal\"]\nread_only_tools = [\"echo\", \"elicit*\"]\n\
          [[policy.rule]]\nname = \"echo-ok\"\ntool = \"srv__echo\"\ndecision = \"allow\"\n",
         fault_server()
     ));
-    let secret = "sk-ant-api03-abcdefghijklmnopqrstuv";
-    let args = format!(r#"{{"note": "hello", "key": "{secret}"}}"#);
-    let out = env.steward(&["mcp", "call", "srv", "echo", "--args", &args]);
+    let args = r#"{"note": "hello"}"#;
+    let out = env.steward(&["mcp", "call", "srv", "echo", "--args", args]);
     assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
     let shown = stdout(&out);
     let done = shown.find("✓ done in").expect("the progress line");
     let result = shown.find(r#""note": "hello""#).unwrap_or_else(|| panic!("the result is printed: {shown}"));
     assert!(done < result, "after the progress line: {shown}");
     assert!(shown.contains(r#""tool": "echo""#), "{shown}");
-    assert!(!shown.contains(secret), "redacted: {shown}");
 
-    let out = env.steward(&["mcp", "call", "srv", "echo", "--args", &args, "--json"]);
+    let out = env.steward(&["mcp", "call", "srv", "echo", "--args", args, "--json"]);
     assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
-    assert!(!text.contains(secret), "redacted: {text}");
     let shown: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(shown["status"], "completed", "{shown}");
     assert_eq!(shown["tool"], "srv__echo");
@@ -182,6 +180,23 @@ fn mcp_call_prints_the_result() {
     let output: serde_json::Value = serde_json::from_str(shown["output"].as_str().unwrap()).unwrap();
     assert_eq!(output["args"]["note"], "hello");
     assert!(shown["output_chars"].as_u64().unwrap() > 0);
+
+    let secret = "sk-ant-api03-abcdefghijklmnopqrstuv";
+    let with_secret = format!(r#"{{"note": "hello", "key": "{secret}"}}"#);
+    let out = env.steward(&["mcp", "call", "srv", "echo", "--args", &with_secret, "--json"]);
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!text.contains(secret), "redacted: {text}");
+    let shown: serde_json::Value =
+        serde_json::from_str(stdout(&out).trim()).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    assert_ne!(shown["status"], "completed", "{shown}");
+    let records = audit(&env, shown["run_id"].as_str().unwrap());
+    assert!(
+        records.iter().any(|r| r["policy"] == "data_flow"
+            && r["outcome"] == "escalated"
+            && r["detail"].as_str().is_some_and(|d| d.contains("secret-shaped"))),
+        "{records:?}"
+    );
+    assert!(!serde_json::to_string(&records).unwrap().contains(secret));
 
     let out = env.steward(&["mcp", "call", "srv", "rpc_error", "--json"]);
     let shown: serde_json::Value =
@@ -196,7 +211,7 @@ fn mcp_call_prints_the_result() {
 fn elicitations_without_anyone_to_answer_are_declined_with_a_reason() {
     let env = Env::new();
     env.user_config(&format!(
-        "[mcp_servers.srv]\ncommand = [\"python3\", {:?}, \"normal\"]\n\
+        "[mcp_servers.srv]\ncommand = [\"python3\", {:?}, \"normal\"]\nread_only_tools = [\"echo\", \"elicit*\"]\n\
          [[policy.rule]]\nname = \"elicit-ok\"\ntool = \"srv__elicit\"\ndecision = \"allow\"\n\
          [[policy.rule]]\nname = \"odd-ok\"\ntool = \"srv__elicit_unsupported\"\ndecision = \"allow\"\n\
          [mcp_servers.lists]\ncommand = [\"python3\", {:?}, \"elicit_on_list\"]\n",
@@ -239,7 +254,7 @@ fn the_terminal_prompt_answers_a_request_for_input() {
     use std::io::{Read, Write};
     let env = Env::new();
     env.user_config(&format!(
-        "[mcp_servers.srv]\ncommand = [\"python3\", {:?}, \"normal\"]\n\
+        "[mcp_servers.srv]\ncommand = [\"python3\", {:?}, \"normal\"]\nread_only_tools = [\"echo\", \"elicit*\"]\n\
          [[policy.rule]]\nname = \"elicit-ok\"\ntool = \"srv__elicit\"\ndecision = \"allow\"\n",
         fault_server()
     ));

@@ -237,6 +237,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),
         write_steps: std::sync::atomic::AtomicU32::new(0),
         tainted: std::sync::atomic::AtomicBool::new(false),
+        seen: (!req.config.run_level_taint_only).then(|| std::sync::Mutex::new(steward_policy::Fingerprints::new())),
     };
 
     let mut chain_state = ChainState::Idle;

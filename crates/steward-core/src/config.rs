@@ -348,6 +348,11 @@ pub struct Config {
     pub entry_sources: BTreeMap<String, PathBuf>,
     /// True when the workspace is listed in the user's `[trust]` table.
     pub trusted: bool,
+    /// Leaves out the argument-level data-flow check (`data_flow`, [`crate::data_flow`]),
+    /// keeping run-level taint alone. Always false for a configuration loaded from files: no
+    /// file can set it. Only a program embedding Steward may, to measure what the check
+    /// changes (`steward bench injection` does).
+    pub run_level_taint_only: bool,
     /// Things a user should know: settings ignored from an untrusted workspace, environment
     /// names in `env_allow` that look like secrets.
     pub warnings: Vec<String>,
@@ -362,7 +367,7 @@ impl Config {
     /// workspace (`[trust] workspaces` in the user's configuration) they may only make things
     /// stricter: `[providers]`, `[run]`, `[roles]`, `[sandbox]`, `[shell]`, `[trust]`, and the command-running
     /// `[[tool]]`, `[[hook]]` and `[[tool_call_chain]]` entries are ignored, and in
-    /// `[policy]` only `blocked_actions`, `deny_path`, `context_rules`,
+    /// `[policy]` only `blocked_actions`, `deny_path`, `context_rules`, `untrusted_paths`,
     /// `max_tool_calls_per_run` and rules that deny or ask are kept — added to the user's, never
     /// replacing them. Everything ignored is listed in [`Config::warnings`].
     pub fn load(user_dir: Option<&Path>, workspace: &Path) -> Result<Config, ConfigError> {
@@ -473,6 +478,7 @@ impl Config {
             sources: Vec::new(),
             entry_sources: BTreeMap::new(),
             trusted: false,
+            run_level_taint_only: false,
             warnings: Vec::new(),
         })
     }
@@ -625,8 +631,15 @@ fn restrict_untrusted(table: &mut toml::Table) -> Vec<String> {
         }
     }
     if let Some(toml::Value::Table(policy)) = table.get_mut("policy") {
-        const KEEP: &[&str] =
-            &["blocked_actions", "deny_path", "context_rules", "max_tool_calls_per_run", "rule", "default"];
+        const KEEP: &[&str] = &[
+            "blocked_actions",
+            "deny_path",
+            "context_rules",
+            "max_tool_calls_per_run",
+            "rule",
+            "default",
+            "untrusted_paths",
+        ];
         let keys: Vec<String> = policy.keys().cloned().collect();
         for key in keys {
             if !KEEP.contains(&key.as_str()) {
@@ -709,7 +722,8 @@ fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> Vec<String> 
             }
         }
         if let Some(toml::Value::Table(base_policy)) = base.get_mut("policy") {
-            for key in ["blocked_actions", "deny_path", "context_rules", "rule"] {
+            // `untrusted_paths` only ever adds taint.
+            for key in ["blocked_actions", "deny_path", "context_rules", "rule", "untrusted_paths"] {
                 if let Some(toml::Value::Array(theirs)) = over_policy.remove(key) {
                     match base_policy.get_mut(key) {
                         Some(toml::Value::Array(mine)) => mine.extend(theirs),

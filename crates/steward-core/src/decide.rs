@@ -4,25 +4,32 @@
 //! `steward policy check` both decide through here, so a check shows what a run would do
 //! (remembered grants aside: they answer an `ask`, they do not change it).
 
-use steward_policy::{GateContext, Policy, Workspace};
+use steward_policy::{Fingerprints, GateContext, Policy, Workspace};
 use steward_protocol::{Decision, DecisionKind, ToolCall};
 
 use crate::tools::ToolRegistry;
 
 /// Decides `call` against `policy` in `workspace`; `tainted` says whether untrusted output
-/// already reached the run. Never fails: an unknown tool or bad arguments give a `deny`.
+/// already reached the run, `seen` holds the fingerprints of the run's earlier outputs (what a
+/// sink's arguments are checked against, [`crate::data_flow`]; `None` when that check is off,
+/// leaving run-level taint alone). Never fails: an unknown tool or
+/// bad arguments give a `deny`.
 pub fn decide(
     policy: &Policy,
     tools: &ToolRegistry,
     call: &ToolCall,
     workspace: &Workspace,
     tainted: bool,
+    seen: Option<&Fingerprints>,
 ) -> Decision {
     let tool = tools.get(&call.name);
+    let sink = seen.is_some() && tool.is_some_and(|t| crate::data_flow::is_sink(t.as_ref()));
     let context = GateContext {
         tainted,
         paths: tool.map(|t| t.target_paths(&call.arguments, workspace)).unwrap_or_default(),
         actions: tool.map(|t| t.implied_actions(&call.arguments)).unwrap_or_default(),
+        sink,
+        flow: seen.filter(|_| sink).and_then(|seen| seen.carried(&call.arguments)),
     };
     let decision = policy.decide_in(tool.map(|t| t.spec()), call, workspace, &context);
     match tool {

@@ -9,6 +9,7 @@ pub mod chains;
 pub mod config;
 pub mod context;
 mod credentials;
+pub mod data_flow;
 pub mod decide;
 pub mod elicitation;
 pub mod events;

@@ -48,6 +48,9 @@ pub(crate) struct CallContext<'a> {
     pub hooks: &'a [crate::hooks::HookConfig],
     /// Set once the run has seen untrusted content (SPEC C2); never cleared.
     pub tainted: std::sync::atomic::AtomicBool,
+    /// Fingerprints of every tool output of the run so far (SPEC C2, [`crate::data_flow`]);
+    /// `None` when the configuration turned the check off ([`crate::config::Config::run_level_taint_only`]).
+    pub seen: Option<std::sync::Mutex<steward_policy::Fingerprints>>,
     /// Writing calls that registered a compensation so far (their rollback step numbers).
     pub write_steps: std::sync::atomic::AtomicU32,
 }
@@ -94,6 +97,7 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
         call,
         cx.workspace,
         cx.tainted.load(std::sync::atomic::Ordering::SeqCst),
+        cx.seen.as_ref().map(|seen| seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).as_deref(),
     );
 
     // 3. The tool's own dry run: a change that cannot apply fails before anyone is asked.
@@ -208,11 +212,12 @@ pub(crate) async fn refuse_call(
 }
 
 /// Whether a remembered grant may stand in for asking: never in a run that has read untrusted
-/// content, never for an ask that came from taint or from a command line that could not be
-/// parsed, and never for `shell_command`, whose calls differ in everything but the tool name.
+/// content, never for an ask that came from taint, from data flowing into a sink or from a
+/// command line that could not be parsed, and never for `shell_command`, whose calls differ in
+/// everything but the tool name.
 fn grantable(cx: &CallContext<'_>, call: &ToolCall, decision: &Decision) -> bool {
     !cx.tainted.load(std::sync::atomic::Ordering::SeqCst)
-        && !matches!(decision.rule.as_str(), "taint_escalation" | "unparseable_command")
+        && !matches!(decision.rule.as_str(), "taint_escalation" | "data_flow" | "unparseable_command")
         && call.name != steward_policy::SHELL_TOOL
 }
 
@@ -499,6 +504,7 @@ async fn execute(
             }
             // Capped like any output: an error can be as long as a result (an MCP server's).
             let error = cap_output(cx, call, &cx.redactor.redact(&err.message), None);
+            remember_output(cx, call, &error);
             audit(
                 cx,
                 call,
@@ -578,6 +584,8 @@ async fn completed(
     for (path, _diff) in &output.changes {
         hook_output.push_str(&run_hooks(cx, call, path).await?);
     }
+    remember_output(cx, call, &shown);
+    remember_output(cx, call, &hook_output);
     cx.events
         .emit(EventKind::ToolCompleted {
             call_id: call.id.clone(),
@@ -626,9 +634,21 @@ async fn run_hooks(cx: &CallContext<'_>, call: &ToolCall, path: &str) -> Result<
     Ok(text)
 }
 
-/// True when the call's tool returns text from outside the user's control.
+/// True when the call's tool returns text from outside the user's control, or reads a
+/// workspace path under `[policy] untrusted_paths`.
 fn tool_output_taints(cx: &CallContext<'_>, call: &ToolCall) -> bool {
-    cx.tools.get(&call.name).is_some_and(|t| t.spec().untrusted_output)
+    cx.tools.get(&call.name).is_some_and(|t| {
+        t.spec().untrusted_output
+            || crate::data_flow::reads_untrusted(cx.policy, cx.workspace, t.as_ref(), &call.arguments)
+    })
+}
+
+/// Fingerprints what the model is shown of a call's output (result or error), whatever the
+/// tool, for the `data_flow` check of later calls.
+fn remember_output(cx: &CallContext<'_>, call: &ToolCall, shown: &str) {
+    if let Some(seen) = &cx.seen {
+        seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(&call.name, &call.id, shown);
+    }
 }
 
 /// Stores the compensation of a completed writing call; returns its rollback token.

@@ -5,6 +5,7 @@
 //! command = ["mcp-server-filesystem", "/srv/data"]   # stdio
 //! env = { LOG_LEVEL = "info", GITHUB_TOKEN = { env = "GH_TOKEN" } }
 //! tool_deny = ["write_*"]
+//! read_only_tools = ["read_*", "list_directory"]      # read-only by *your* word, not the server's
 //!
 //! [mcp_servers.github]
 //! url = "https://example.test/mcp"                     # streamable HTTP
@@ -124,6 +125,14 @@ pub struct McpServerConfig {
     /// `tool_allow`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_deny: Vec<String>,
+    /// Globs over the server's own tool names that change nothing (no side effects), by the
+    /// user's word. Only these are read-only for the gate; a server's own `readOnlyHint`
+    /// annotation never makes a tool read-only (annotations are claims of the party that is
+    /// not trusted). Every other tool of the server is a writing tool. Only the user's (or a
+    /// trusted workspace's) configuration can set it: an untrusted workspace cannot configure
+    /// MCP servers at all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_only_tools: Vec<String>,
     /// Limit for starting (spawn or connect) and `initialize`, in ms (default 10,000).
     #[serde(default = "default_startup_timeout_ms")]
     pub startup_timeout_ms: u64,
@@ -178,6 +187,7 @@ impl fmt::Debug for McpServerConfig {
             .field("enabled", &self.enabled)
             .field("tool_allow", &self.tool_allow)
             .field("tool_deny", &self.tool_deny)
+            .field("read_only_tools", &self.read_only_tools)
             .field("startup_timeout_ms", &self.startup_timeout_ms)
             .field("call_timeout_ms", &self.call_timeout_ms)
             .field("max_output_bytes", &self.max_output_bytes)
@@ -218,6 +228,7 @@ impl McpServerConfig {
             enabled: true,
             tool_allow: Vec::new(),
             tool_deny: Vec::new(),
+            read_only_tools: Vec::new(),
             startup_timeout_ms: DEFAULT_STARTUP_TIMEOUT_MS,
             call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
@@ -299,11 +310,12 @@ impl McpServerConfig {
     }
 }
 
-/// `tool_allow` / `tool_deny` compiled.
+/// `tool_allow` / `tool_deny` / `read_only_tools` compiled.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolFilter {
     allow: Option<GlobSet>,
     deny: GlobSet,
+    read_only: GlobSet,
 }
 
 impl ToolFilter {
@@ -316,7 +328,16 @@ impl ToolFilter {
             set.build().map_err(|e| McpError::config(server, format!("`{field}`: {e}")))
         };
         let allow = if config.tool_allow.is_empty() { None } else { Some(build(&config.tool_allow, "tool_allow")?) };
-        Ok(Self { allow, deny: build(&config.tool_deny, "tool_deny")? })
+        Ok(Self {
+            allow,
+            deny: build(&config.tool_deny, "tool_deny")?,
+            read_only: build(&config.read_only_tools, "read_only_tools")?,
+        })
+    }
+
+    /// True when the user's configuration declares the server's tool `name` read-only.
+    pub(crate) fn read_only(&self, name: &str) -> bool {
+        self.read_only.is_match(name)
     }
 
     /// True when the server's tool `name` may be offered.

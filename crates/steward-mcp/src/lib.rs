@@ -18,7 +18,8 @@
 //!
 //! This crate knows nothing of the gate: `steward-core` wraps each [`McpTool`] in its `Tool`
 //! trait so that MCP calls pass the same control layer as built-in tools. Every MCP tool
-//! has `untrusted_output: true` (its output taints the run, SPEC C2).
+//! has `untrusted_output: true` (its output taints the run, SPEC C2) and writes unless the
+//! user's `read_only_tools` says otherwise.
 #![deny(missing_docs)]
 
 mod config;
@@ -45,22 +46,27 @@ use steward_protocol::{RiskLevel, ToolSpec};
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 
 /// The spec of a server's `tool` under registry name `name`: its description (or title), its
-/// input schema, `risk` from the server's configuration, `writes` unless the server
-/// annotates it `readOnlyHint: true`, and always `untrusted_output`.
-fn tool_spec(name: &str, tool: &rmcp::model::Tool, risk: RiskLevel) -> ToolSpec {
+/// input schema, `risk` from the server's configuration, and always `untrusted_output`.
+///
+/// Steward's own knowledge decides side effects, never the server's claims about itself: the
+/// tool is read-only (`writes: false`) only when the user's configuration says so
+/// (`read_only_by_config`, from `read_only_tools`); `readOnlyHint` is ignored. Annotations may
+/// only raise caution: `destructiveHint: true` makes the risk at least `high`.
+fn tool_spec(name: &str, tool: &rmcp::model::Tool, risk: RiskLevel, read_only_by_config: bool) -> ToolSpec {
     let description = tool
         .description
         .as_deref()
         .or(tool.title.as_deref())
         .or(tool.annotations.as_ref().and_then(|a| a.title.as_deref()))
         .unwrap_or("");
-    let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint).unwrap_or(false);
+    let destructive = tool.annotations.as_ref().and_then(|a| a.destructive_hint).unwrap_or(false);
+    let risk = if destructive { risk.max(RiskLevel::High) } else { risk };
     ToolSpec {
         name: name.to_string(),
         description: steward_protocol::truncate_chars(description, MAX_DESCRIPTION_CHARS).to_string(),
         input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
         risk,
-        writes: !read_only,
+        writes: !read_only_by_config,
         path_inputs: Vec::new(),
         untrusted_output: true,
     }
@@ -70,26 +76,40 @@ fn tool_spec(name: &str, tool: &rmcp::model::Tool, risk: RiskLevel) -> ToolSpec 
 mod tests {
     use super::*;
 
-    #[test]
-    fn spec_follows_read_only_hint_and_is_always_untrusted() {
-        let tool: rmcp::model::Tool = serde_json::from_value(serde_json::json!({
+    fn tool(annotations: serde_json::Value) -> rmcp::model::Tool {
+        serde_json::from_value(serde_json::json!({
             "name": "read_file",
             "description": "Read a file",
             "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
-            "annotations": {"readOnlyHint": true}
+            "annotations": annotations
         }))
-        .unwrap();
-        let spec = tool_spec("fs__read_file", &tool, RiskLevel::Low);
-        assert_eq!(spec.name, "fs__read_file");
-        assert_eq!(spec.description, "Read a file");
-        assert!(!spec.writes);
-        assert!(spec.untrusted_output);
-        assert_eq!(spec.risk, RiskLevel::Low);
-        assert_eq!(spec.input_schema["properties"]["path"]["type"], "string");
-        let plain: rmcp::model::Tool =
-            serde_json::from_value(serde_json::json!({"name": "w", "inputSchema": {"type": "object"}})).unwrap();
-        let spec = tool_spec("s__w", &plain, RiskLevel::Medium);
+        .unwrap()
+    }
+
+    #[test]
+    fn read_only_hint_never_lowers_caution() {
+        // The server says read-only; only the user's configuration can make it so.
+        let claimed = tool(serde_json::json!({"readOnlyHint": true}));
+        let spec = tool_spec("fs__read_file", &claimed, RiskLevel::Low, false);
         assert!(spec.writes);
         assert!(spec.untrusted_output);
+        assert_eq!(spec.risk, RiskLevel::Low);
+        assert_eq!(spec.description, "Read a file");
+        assert_eq!(spec.input_schema["properties"]["path"]["type"], "string");
+        let declared = tool_spec("fs__read_file", &claimed, RiskLevel::Low, true);
+        assert!(!declared.writes);
+        assert!(declared.untrusted_output);
+        // No annotation: writing unless declared.
+        let plain = tool(serde_json::json!({}));
+        assert!(tool_spec("s__w", &plain, RiskLevel::Medium, false).writes);
+    }
+
+    #[test]
+    fn destructive_hint_raises_risk_to_at_least_high() {
+        let destructive = tool(serde_json::json!({"destructiveHint": true, "readOnlyHint": true}));
+        assert_eq!(tool_spec("s__d", &destructive, RiskLevel::Low, true).risk, RiskLevel::High);
+        assert_eq!(tool_spec("s__d", &destructive, RiskLevel::Dangerous, false).risk, RiskLevel::Dangerous);
+        let harmless = tool(serde_json::json!({"destructiveHint": false}));
+        assert_eq!(tool_spec("s__d", &harmless, RiskLevel::Low, false).risk, RiskLevel::Low);
     }
 }

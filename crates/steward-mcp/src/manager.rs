@@ -199,7 +199,7 @@ impl McpManager {
         for ((server, tool), name) in entries.iter().zip(names) {
             routes.insert(name.clone(), Route { server: server.name.clone(), tool: tool.name.to_string() });
             tools.push(McpTool {
-                spec: tool_spec(&name, tool, server.config.risk),
+                spec: tool_spec(&name, tool, server.config.risk, server.filter.read_only(&tool.name)),
                 server: server.name.clone(),
                 tool: tool.name.to_string(),
             });

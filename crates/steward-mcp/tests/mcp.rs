@@ -244,11 +244,13 @@ async fn names_with_dots_and_spaces_are_renamed_and_mapped_back() {
 async fn specs_carry_risk_writes_and_taint() {
     let mut config = fault("normal");
     config.risk = steward_protocol::RiskLevel::Low;
+    config.read_only_tools = vec!["is_*".into()];
     let manager = manager(&[("s", config)]);
     let listed = manager.tools().await;
     let spec = |name: &str| listed.tools.iter().find(|t| t.spec.name == name).unwrap().spec.clone();
-    assert!(!spec("s__echo").writes);
-    assert!(spec("s__is_error").writes);
+    // Read-only by the user's `read_only_tools`, never by the server's `readOnlyHint`.
+    assert!(spec("s__echo").writes, "echo's readOnlyHint is only the server's claim");
+    assert!(!spec("s__is_error").writes);
     assert!(listed.tools.iter().all(|t| t.spec.untrusted_output && t.spec.risk == steward_protocol::RiskLevel::Low));
     assert_eq!(spec("s__echo").description, "Returns its arguments as JSON");
     assert_eq!(spec("s__echo").input_schema, json!({"type": "object", "properties": {}}));
@@ -316,7 +318,7 @@ async fn check_everything(manager: &McpManager, server: &str) {
     let listed = manager.tools().await;
     assert!(listed.failures.is_empty(), "{:?}", listed.failures);
     let echo = listed.tools.iter().find(|t| t.spec.name == format!("{server}__echo")).unwrap();
-    assert!(!echo.spec.writes, "echo is annotated readOnlyHint");
+    assert!(echo.spec.writes, "echo's readOnlyHint does not make it read-only");
     assert!(echo.spec.input_schema["properties"]["message"].is_object());
     assert!(listed.tools.iter().any(|t| t.spec.name == format!("{server}__get-sum")));
     let out = call(manager, &format!("{server}__echo"), json!({"message": "hello from steward"})).await.unwrap();
@@ -398,11 +400,15 @@ async fn peer_mcp_filesystem_refuses_paths_outside_its_root() {
     let outside = tempfile::tempdir().unwrap();
     let outside_file = outside.path().canonicalize().unwrap().join("outside.txt");
     std::fs::write(&outside_file, "outside text").unwrap();
-    let manager = manager(&[("fs", McpServerConfig::stdio([bin, root_path.display().to_string()]))]);
+    let config = McpServerConfig {
+        read_only_tools: vec!["read_*".into()],
+        ..McpServerConfig::stdio([bin, root_path.display().to_string()])
+    };
+    let manager = manager(&[("fs", config)]);
     let listed = manager.tools().await;
     assert!(listed.failures.is_empty(), "{:?}", listed.failures);
     let read = listed.tools.iter().find(|t| t.spec.name == "fs__read_text_file").unwrap();
-    assert!(!read.spec.writes);
+    assert!(!read.spec.writes, "declared read-only by the configuration");
     let write = listed.tools.iter().find(|t| t.spec.name == "fs__write_file").unwrap();
     assert!(write.spec.writes);
 

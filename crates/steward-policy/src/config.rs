@@ -13,6 +13,7 @@ use steward_protocol::DecisionKind;
 /// allowed_actions = ["read", "git_*"]  # tool-name globs allowed without asking
 /// blocked_actions = ["delete"]         # tool-name globs always denied
 /// deny_path = ["secrets/", "**/*.sqlite"]  # gitignore-style, workspace-relative
+/// untrusted_paths = ["vendor", "**/node_modules"]  # reading these taints the run
 /// max_tool_calls_per_run = 50
 /// token_ttl_seconds = 1800             # lifetime of approval decisions and grants, s
 /// approval_timeout_seconds = 1800      # how long an approval request stays open, s
@@ -61,6 +62,11 @@ pub struct PolicyConfig {
     /// In a run that has read untrusted content, an allowed call whose risk score is at least
     /// this (in `[0, 1]`) needs approval instead (SPEC C2). `None` means 0.5.
     pub taint_escalation_risk: Option<f64>,
+    /// Globs over workspace-relative paths whose content is not the user's (vendored code,
+    /// downloads, `node_modules`): reading a matching file (or a directory something matching
+    /// may lie under) taints the run like MCP output. A path matches when it or one of its
+    /// parent directories matches (`vendor` covers `vendor/a/b.c`); `/` is matched literally.
+    pub untrusted_paths: Vec<String>,
 }
 
 /// One `[[policy.context_rules]]` entry (SPEC C1 `context_rules`). It only ever escalates:

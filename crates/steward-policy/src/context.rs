@@ -6,6 +6,7 @@ use globset::{Glob, GlobMatcher};
 use steward_protocol::{Decision, DecisionKind};
 
 use crate::config::PolicyConfig;
+use crate::data_flow::Carried;
 use crate::gate::PolicyError;
 use crate::programs::is_name;
 
@@ -23,6 +24,12 @@ pub struct GateContext {
     /// Built-in actions the call performs under another name (a patch that deletes files
     /// `delete`s, one that adds files `create`s): checked against `blocked_actions`.
     pub actions: Vec<String>,
+    /// The call can send data out of the machine (an MCP tool, a `[[tool]]` or
+    /// `shell_command` with network access): a sink for [`GateContext::flow`].
+    pub sink: bool,
+    /// What the call's arguments carry from earlier in the run (tool output, a secret-shaped
+    /// value), as [`Fingerprints::carried`](crate::Fingerprints::carried) found it.
+    pub flow: Option<Carried>,
 }
 
 struct ContextRuleC {
@@ -84,12 +91,33 @@ impl RunRules {
         Ok(RunRules { rules, threshold, credentials })
     }
 
-    /// Escalates an allow to ask when a context rule or the run's taint requires it.
-    pub(crate) fn escalate(&self, decision: Decision, tool: &str, ctx: &GateContext) -> Decision {
-        if decision.decision != DecisionKind::Allow {
+    /// Escalates a decision by what the run knows; deny is never changed, nothing is lowered.
+    ///
+    /// 1. `data_flow`: a sink whose arguments carry earlier output (or a secret-shaped value)
+    ///    asks, whatever allowed it and whatever its risk; an ask for another reason becomes a
+    ///    `data_flow` ask too (never answered by a remembered grant).
+    /// 2. A matching context rule turns an allow into an ask.
+    /// 3. `taint_escalation`: in a tainted run, an allow with risk at least the threshold asks,
+    ///    except for a sink that writes nothing (`writes` false) and carries nothing (1 did
+    ///    not apply): what such a call can do to the run's data is what it carries, and it
+    ///    carries none of it; the argument check replaces run-level taint for it.
+    pub(crate) fn escalate(&self, decision: Decision, tool: &str, writes: bool, ctx: &GateContext) -> Decision {
+        if decision.decision == DecisionKind::Deny {
             return decision;
         }
         let risk = decision.risk;
+        if ctx.sink
+            && let Some(carried) = &ctx.flow
+        {
+            let mut reason = carried.describe(tool);
+            if decision.decision == DecisionKind::Ask {
+                reason.push_str(&format!(" (Also: {})", decision.reason()));
+            }
+            return Decision::new(DecisionKind::Ask, "data_flow", risk, reason);
+        }
+        if decision.decision != DecisionKind::Allow {
+            return decision;
+        }
         for rule in &self.rules {
             if (!rule.when_tainted || ctx.tainted) && rule.tool.is_match(tool) {
                 let why = if rule.when_tainted { " in a run that read untrusted content" } else { "" };
@@ -101,14 +129,15 @@ impl RunRules {
                 );
             }
         }
-        if ctx.tainted && risk >= self.threshold {
+        let checked_sink = ctx.sink && !writes;
+        if ctx.tainted && risk >= self.threshold && !checked_sink {
             return Decision::new(
                 DecisionKind::Ask,
                 "taint_escalation",
                 risk,
                 format!(
                     "This run has read untrusted content (MCP output, output of a tool with network access, a \
-                     web page or a PR body), so \
+                     web page, a PR body or a file under untrusted_paths), so \
                      `{tool}` (risk {risk:.2}, threshold {:.2}) needs approval.",
                     self.threshold
                 ),

@@ -82,6 +82,8 @@ pub struct Policy {
     rules: Vec<CompiledRule>,
     pub(crate) argv_rules: Vec<ArgvRule>,
     run_rules: RunRules,
+    /// `untrusted_paths`, compiled, with each glob's literal directory prefix.
+    untrusted: crate::untrusted::UntrustedPaths,
     /// Tool name → (schema it was compiled from, validator). Bounded by the registry size:
     /// only specs of known tools reach it.
     validators: Mutex<HashMap<String, (Value, Arc<jsonschema::Validator>)>>,
@@ -130,6 +132,7 @@ impl Policy {
             rules,
             argv_rules,
             run_rules: RunRules::new(config)?,
+            untrusted: crate::untrusted::UntrustedPaths::new(&config.untrusted_paths)?,
             validators: Mutex::new(HashMap::new()),
         })
     }
@@ -152,11 +155,13 @@ impl Policy {
     }
 
     /// Decides one call in a run described by `ctx`: the call's own decision (see below),
-    /// then escalations that depend on the run. An allowed call of a tool matched by a
-    /// `context_rules` entry with `requires_human_approval` (only in tainted runs when
-    /// `when_tainted`) asks, named by that rule; otherwise, in a tainted run, an allowed call
-    /// whose risk is at least `taint_escalation_risk` asks (`taint_escalation`). Deny and ask
-    /// are never lowered.
+    /// then escalations that depend on the run. A sink call (`ctx.sink`) whose arguments carry
+    /// earlier output or a secret-shaped value (`ctx.flow`) asks, whatever allowed it
+    /// (`data_flow`). An allowed call of a tool matched by a `context_rules` entry with
+    /// `requires_human_approval` (only in tainted runs when `when_tainted`) asks, named by
+    /// that rule; otherwise, in a tainted run, an allowed call whose risk is at least
+    /// `taint_escalation_risk` asks (`taint_escalation`), unless it is a sink that writes
+    /// nothing and carries nothing. Deny is never changed, and nothing is lowered.
     pub fn decide_in(
         &self,
         spec: Option<&ToolSpec>,
@@ -166,13 +171,20 @@ impl Policy {
     ) -> Decision {
         let decision = self.decide_call(spec, call, workspace, &ctx.paths, &ctx.actions);
         let tool = spec.map_or(call.name.as_str(), |s| s.name.as_str());
-        self.run_rules.escalate(decision, tool, ctx)
+        self.run_rules.escalate(decision, tool, spec.is_none_or(|s| s.writes), ctx)
     }
 
     /// Names of the environment variables `tool` may receive (`credential_scope`), sorted;
     /// empty when no entry matches.
     pub fn credential_scope(&self, tool: &str) -> Vec<String> {
         self.run_rules.credentials_for(tool)
+    }
+
+    /// True when reading the workspace-relative path `rel` (`""` for the root) may read
+    /// content under `untrusted_paths`: `rel` or a parent matches, or, for a directory
+    /// (`is_dir`), a match may lie beneath it.
+    pub fn reads_untrusted(&self, rel: &str, is_dir: bool) -> bool {
+        self.untrusted.reads(rel, is_dir)
     }
 
     /// The configured default, for the shell judge.

@@ -12,7 +12,7 @@
 //! - [`Redactor`] and [`scan_value`]: secret redaction and scanning (S2, S3, case B13).
 //! - [`Policy`]: the gate that turns a proposed [`ToolCall`](steward_protocol::ToolCall) into
 //!   a [`Decision`](steward_protocol::Decision) (C1, C2), with run context ([`GateContext`]:
-//!   taint, context rules) and `shell_command` judged per simple command
+//!   taint, context rules, argument-level data flow through [`Fingerprints`]) and `shell_command` judged per simple command
 //!   ([`Policy::judge_command`], T4, cases B06, B08); a git command that can print file
 //!   contents from history or the index is never allowed by a rule while a repository is
 //!   reachable (rule `git_history`, case B09).
@@ -23,6 +23,7 @@ mod argv_rule;
 mod command_gate;
 mod config;
 mod context;
+mod data_flow;
 mod gate;
 mod git_history;
 mod git_programs;
@@ -40,9 +41,11 @@ mod redact;
 mod scan;
 mod secrets;
 pub mod shell;
+mod untrusted;
 
 pub use config::{ArgvExample, ContextRule, PolicyConfig, RuleConfig};
 pub use context::{DEFAULT_TAINT_ESCALATION_RISK, GateContext};
+pub use data_flow::{Carried, Fingerprints, MAX_FINGERPRINTS, Origin, SPAN_CHARS};
 pub use gate::{Policy, PolicyError, SHELL_TOOL};
 pub use git_programs::repository_config_programs;
 pub use named_paths::path_parts;

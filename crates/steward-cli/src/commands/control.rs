@@ -258,7 +258,14 @@ pub async fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, 
     let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
     let registry = registry(&config, workspace).await?;
     let call = steward_protocol::ToolCall { id: "check".into(), name: tool.to_string(), arguments };
-    let decision = steward_core::decide::decide(&policy, &registry, &call, &ws, tainted);
+    let decision = steward_core::decide::decide(
+        &policy,
+        &registry,
+        &call,
+        &ws,
+        tainted,
+        Some(&steward_policy::Fingerprints::new()),
+    );
     if json {
         println!("{}", serde_json::to_string(&decision)?);
     } else {

@@ -164,6 +164,13 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// Workspace-relative paths the call reads (files, or directories it walks) beyond its
+    /// path inputs, such as the workspace root a search with no `path` walks (`""`); checked
+    /// against `[policy] untrusted_paths`.
+    fn default_read_paths(&self, _args: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
     /// True for tools offered only inside their toolchain (`callable = "chain_only"`, SPEC T6).
     fn chain_only(&self) -> bool {
         false

@@ -153,6 +153,11 @@ impl Tool for ListTool {
         true
     }
 
+    /// With no `path`, the whole workspace.
+    fn default_read_paths(&self, args: &Value) -> Vec<String> {
+        if args.get("path").is_none_or(Value::is_null) { vec![".".into()] } else { Vec::new() }
+    }
+
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let dir =
             ctx.workspace.resolve(opt_str(args, "path")?.filter(|p| !p.is_empty()).unwrap_or("."), Access::Read)?;
@@ -324,6 +329,11 @@ impl Tool for SearchTool {
 
     fn pure_read(&self) -> bool {
         true
+    }
+
+    /// With no `path`, the whole workspace.
+    fn default_read_paths(&self, args: &Value) -> Vec<String> {
+        if args.get("path").is_none_or(Value::is_null) { vec![".".into()] } else { Vec::new() }
     }
 
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -232,7 +232,7 @@ fn paths_a_tool_names_beyond_its_inputs_are_checked_and_matched_like_inputs() {
         let ctx = steward_policy::GateContext {
             tainted: false,
             paths: paths.iter().map(|p| p.to_string()).collect(),
-            actions: Vec::new(),
+            ..Default::default()
         };
         policy.decide_in(Some(&spec), &call, &ws, &ctx)
     };
@@ -274,4 +274,49 @@ fn allow_patterns_reach_mcp_tools_only_when_they_say_so_and_blocked_actions_see_
     assert_eq!(decide("git__get-env", &[]).rule, "default:medium", "`git_*` must not allow an MCP server named git");
     assert_eq!(decide("files__read_file", &[]).rule, "allowed_actions");
     assert_eq!(decide("apply_patch", &["delete"]).rule, "blocked_actions");
+}
+
+#[test]
+fn data_flow_asks_for_a_carrying_sink_and_replaces_taint_only_for_sinks_that_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = steward_policy::Workspace::open(dir.path(), &[]).unwrap();
+    let cfg: steward_policy::PolicyConfig = toml::from_str::<toml::Table>(
+        "[[rule]]\nname = \"all\"\ntool = \"mail__*\"\ndecision = \"allow\"\n\
+         [[rule]]\nname = \"no-wipe\"\ntool = \"mail__wipe\"\ndecision = \"deny\"\n\
+         [[rule]]\nname = \"ask-post\"\ntool = \"mail__post\"\ndecision = \"ask\"\n",
+    )
+    .unwrap()
+    .try_into()
+    .unwrap();
+    let policy = steward_policy::Policy::new(&cfg).unwrap();
+    let spec = |name: &str, writes| steward_protocol::ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        input_schema: serde_json::json!({"type": "object"}),
+        risk: steward_protocol::RiskLevel::Medium,
+        writes,
+        path_inputs: vec![],
+        untrusted_output: true,
+    };
+    let carried = steward_policy::Carried::Output {
+        pointer: "/to".into(),
+        origin: steward_policy::Origin { tool: "mail__read".into(), call_id: "r1".into() },
+    };
+    let decide = |name: &str, writes, tainted, flow: Option<&steward_policy::Carried>| {
+        let call = steward_protocol::ToolCall { id: "c".into(), name: name.into(), arguments: serde_json::json!({}) };
+        let ctx = steward_policy::GateContext { tainted, sink: true, flow: flow.cloned(), ..Default::default() };
+        policy.decide_in(Some(&spec(name, writes)), &call, &ws, &ctx)
+    };
+    // Carrying: asks whatever allowed it, and an ask for another reason is renamed.
+    let d = decide("mail__send", false, false, Some(&carried));
+    assert_eq!((d.decision, d.rule.as_str()), (DecisionKind::Ask, "data_flow"));
+    assert!(d.reason().contains("`mail__read` (call r1)"), "{}", d.reason());
+    let d = decide("mail__post", false, false, Some(&carried));
+    assert_eq!(d.rule, "data_flow");
+    assert!(d.reason().contains("ask-post"), "{}", d.reason());
+    // Deny stays deny.
+    assert_eq!(decide("mail__wipe", false, true, Some(&carried)).rule, "no-wipe");
+    // Tainted, carrying nothing: a sink that writes nothing is allowed; one that writes asks.
+    assert_eq!(decide("mail__send", false, true, None).rule, "all");
+    assert_eq!(decide("mail__send", true, true, None).rule, "taint_escalation");
 }
