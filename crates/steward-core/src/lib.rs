@@ -9,6 +9,7 @@ pub mod chains;
 pub mod config;
 pub mod context;
 pub mod decide;
+mod egress_audit;
 pub mod elicitation;
 pub mod events;
 pub mod hooks;

@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
+use crate::egress::{self, Forwarder, Handover};
 use crate::env::{ENV_NEVER_PASSED, child_env};
 use crate::limits::ChildSetup;
 use crate::plan::{Host, plan};
@@ -32,7 +33,8 @@ const READER_GRACE: Duration = Duration::from_secs(2);
 /// ([`crate::DEFAULT_ENV_ALLOW`], `LC_*`, `req.env_allow`, never [`crate::ENV_NEVER_PASSED`])
 /// plus `req.env_set`; null stdin; its own process group; `RLIMIT_CORE` 0, `RLIMIT_CPU` from
 /// the timeout, `RLIMIT_AS` from `memory_bytes` (none when `None`); unless `req.network`, a
-/// fresh network namespace (and Landlock TCP denial from ABI 4); `no_new_privs`; and a
+/// fresh network namespace (and Landlock TCP denial from ABI 4), whose only way out with
+/// `req.egress_proxy` is the proxy (see [`ExecRequest::egress_proxy`]); `no_new_privs`; and a
 /// Landlock ruleset leaving only `req.writable` (and [`crate::WRITABLE_DEVICES`]) writable.
 /// When the timeout runs out or `cancel` fires, the whole group is killed with SIGKILL and
 /// reaped; the group is also killed once the main process exits, so background children
@@ -63,14 +65,23 @@ pub(crate) async fn run_with_parent_env(
     let plan = plan(&req, host)?;
     let cpu_seconds = req.timeout.as_secs() + u64::from(req.timeout.subsec_nanos() > 0) + 1;
     let landlock_fd = plan.confinement.as_ref().map(|c| c.fd.as_raw_fd());
-    let setup = ChildSetup::new(plan.net, cpu_seconds, req.memory_bytes, landlock_fd);
+    let handover = match &req.egress_proxy {
+        Some(_) => Some(Handover::new()?),
+        None => None,
+    };
+    let setup = ChildSetup::new(plan.net, cpu_seconds, req.memory_bytes, landlock_fd)
+        .with_egress(handover.as_ref().map(Handover::child_end));
     let program = argv[0].clone();
+    let mut env_set = req.env_set.clone();
+    if req.egress_proxy.is_some() {
+        env_set.extend(egress::proxy_env());
+    }
 
     let mut cmd = Command::new(&program);
     cmd.args(&argv[1..])
         .current_dir(&req.cwd)
         .env_clear()
-        .envs(child_env(parent_env, &req.env_allow, &req.env_set))
+        .envs(child_env(parent_env, &req.env_allow, &env_set))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -88,6 +99,12 @@ pub(crate) async fn run_with_parent_env(
     let mut child = cmd.spawn().map_err(|source| spawn_error(&program, confining, source))?;
     drop(plan.confinement);
     let group = GroupKiller { pgid: child.id().and_then(|id| i32::try_from(id).ok()) };
+    // The child's proxy port, forwarded until the call ends (dropping `group` kills the child
+    // if this fails).
+    let _forwarder = match (handover, &req.egress_proxy) {
+        (Some(handover), Some(proxy)) => Some(Forwarder::start(handover.receive()?, proxy.clone())?),
+        _ => None,
+    };
     let stdout = Reader::start(child.stdout.take(), req.max_output_bytes);
     let stderr = Reader::start(child.stderr.take(), req.max_output_bytes);
 
@@ -156,6 +173,15 @@ fn validate(req: &ExecRequest) -> Result<(), SandboxError> {
     }
     if req.timeout.is_zero() {
         return invalid("timeout is zero");
+    }
+    if let Some(proxy) = &req.egress_proxy {
+        if req.network {
+            return invalid("an egress proxy and `network = true` exclude each other");
+        }
+        // `sockaddr_un.sun_path` holds 108 bytes, including the terminating NUL.
+        if !proxy.is_absolute() || proxy.as_os_str().len() >= 108 {
+            return invalid("the egress proxy socket must be an absolute path shorter than 108 bytes");
+        }
     }
     Ok(())
 }

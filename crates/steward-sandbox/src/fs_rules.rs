@@ -13,7 +13,8 @@
 //!   [`WRITABLE_DEVICES`];
 //! - when `readable` is given, also the "read" rights (read, list, execute), allowed beneath
 //!   the readable and writable paths and on the devices;
-//! - from ABI 4 and when the network is denied, TCP bind and connect (no port is allowed);
+//! - from ABI 4 and when the network is denied, TCP bind and connect (no port is allowed,
+//!   except connecting to the egress proxy's port when the child has one);
 //! - from ABI 6, signals to and abstract UNIX sockets of processes outside the sandbox.
 
 use std::io;
@@ -22,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreated, RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
 /// Devices a normal program opens for writing (`>/dev/null`, terminals); they stay writable
@@ -103,12 +104,14 @@ pub(crate) enum BuildError {
 /// means Landlock is unavailable): writes allowed only beneath `writable` (absolute, existing) and on
 /// [`WRITABLE_DEVICES`]; reads limited to `readable` + `writable` + devices when `readable` is
 /// `Some` (missing readable paths are skipped: they grant nothing); TCP denied when
-/// `deny_tcp` and the kernel has ABI ≥ 4.
+/// `deny_tcp` and the kernel has ABI ≥ 4, except connecting to `connect_port` when given (the
+/// egress proxy's port).
 pub(crate) fn build(
     kernel: Result<i32, String>,
     writable: &[PathBuf],
     readable: Option<&[PathBuf]>,
     deny_tcp: bool,
+    connect_port: Option<u16>,
 ) -> Result<Confinement, BuildError> {
     for path in writable.iter().chain(readable.unwrap_or_default()) {
         if !path.is_absolute() {
@@ -156,6 +159,11 @@ pub(crate) fn build(
     }
     for path in writable {
         created = allow(created, path, handled, abi)?;
+    }
+    if let Some(port) = connect_port.filter(|_| tcp_denied) {
+        created = created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(|e| BuildError::Unsupported(format!("Landlock rule for TCP port {port}: {e}")))?;
     }
     let fd: Option<OwnedFd> = created.into();
     let fd = fd.ok_or_else(|| BuildError::Unsupported("Landlock returned no ruleset".into()))?;

@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 mod doctor;
+mod egress;
 mod env;
 mod exec;
 mod fs_rules;
@@ -21,6 +22,7 @@ mod plan;
 mod shell;
 
 pub use doctor::{ProbeResult, doctor};
+pub use egress::{PROXY_PORT, PROXY_URL};
 pub use env::{DEFAULT_ENV_ALLOW, ENV_NEVER_PASSED, env_name_looks_secret};
 pub use exec::run;
 pub use fs_rules::{SYSTEM_READ_PATHS, WRITABLE_DEVICES};
@@ -102,8 +104,17 @@ pub struct ExecRequest {
     /// `RLIMIT_CPU` to the timeout rounded up to whole seconds, plus one.
     pub timeout: Duration,
     /// When false (the default stance), the child gets a network namespace of its own with
-    /// no interfaces up.
+    /// no interfaces up (or only the proxy port, with `egress_proxy`). True: the host's whole
+    /// network.
     pub network: bool,
+    /// The Unix socket of an HTTP proxy (Steward's egress proxy) that is the child's only way
+    /// out: the child gets its own network namespace with `lo` up and [`PROXY_URL`]
+    /// (`127.0.0.1:`[`PROXY_PORT`]) forwarded to this socket, Landlock TCP rules allowing
+    /// only that port (ABI ≥ 4), and `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their
+    /// lower-case forms) set to [`PROXY_URL`] with `NO_PROXY` empty, overriding `env_set`.
+    /// Needs `network == false` and an absolute path; refused when the machine cannot make a
+    /// network namespace, even if `accept_weaker` lists `network_deny`.
+    pub egress_proxy: Option<PathBuf>,
     /// Most bytes kept per stream (stdout, stderr); the rest is read and dropped.
     pub max_output_bytes: usize,
     /// Address-space limit (`RLIMIT_AS`) in bytes. `None` sets no address-space limit at
@@ -137,6 +148,7 @@ impl ExecRequest {
             env_set: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             network: false,
+            egress_proxy: None,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             memory_bytes: None,
             writable: Vec::new(),

@@ -88,6 +88,8 @@ pub(crate) struct ChildSetup {
     /// A Landlock ruleset fd made in the parent (which keeps it open until the spawn
     /// returned); the child restricts itself with it.
     landlock_fd: Option<RawFd>,
+    /// Set when the child's only way out is the egress proxy: listen in the new namespace.
+    egress: Option<crate::egress::ChildListen>,
 }
 
 impl ChildSetup {
@@ -112,11 +114,18 @@ impl ChildSetup {
                 }
             }
         }
-        ChildSetup { net, id_maps, cpu_seconds, memory_bytes, landlock_fd }
+        ChildSetup { net, id_maps, cpu_seconds, memory_bytes, landlock_fd, egress: None }
+    }
+
+    /// Makes the child open the proxy port in its new network namespace (see
+    /// [`crate::egress`]); only meaningful with a namespace.
+    pub(crate) fn with_egress(mut self, egress: Option<crate::egress::ChildListen>) -> ChildSetup {
+        self.egress = egress;
+        self
     }
 
     /// Runs in the child after `fork`: new network namespace (fails the spawn if refused),
-    /// then `RLIMIT_CORE = 0`, `RLIMIT_CPU`, `RLIMIT_AS` (only when `memory_bytes` is set),
+    /// the egress proxy's listener in it when asked for, then `RLIMIT_CORE = 0`, `RLIMIT_CPU`, `RLIMIT_AS` (only when `memory_bytes` is set),
     /// then `PR_SET_NO_NEW_PRIVS` (always: set-uid programs gain nothing) and
     /// `landlock_restrict_self` (last, after the `/proc/self` id-map writes). Any failure fails
     /// the spawn, so nothing runs half-confined. Async-signal-safe only.
@@ -141,6 +150,9 @@ impl ChildSetup {
                         libc::close(fd);
                     }
                 }
+            }
+            if let Some(egress) = &self.egress {
+                egress.listen()?;
             }
         }
         set_limit(libc::RLIMIT_CORE, 0)?;

@@ -48,6 +48,11 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host) -> Result<Plan, SandboxError>
     } else {
         match host.net.clone() {
             Ok(mode) => Ok(Some(mode)),
+            // Without a namespace there is nothing to confine the proxied child to: refused
+            // even when losing `network_deny` is accepted.
+            Err(reason) if req.egress_proxy.is_some() => {
+                return Err(refuse(Protection::NetworkDeny, format!("{reason} (an egress proxy needs a namespace)")));
+            }
             Err(reason) if accepts(Protection::NetworkDeny) => {
                 tracing::warn!(%reason, "network isolation unavailable; running without it (accepted)");
                 Err(reason)
@@ -56,37 +61,44 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host) -> Result<Plan, SandboxError>
         }
     };
 
-    let (confinement, fs_profile) =
-        match fs_rules::build(host.landlock_abi.clone(), &req.writable, req.readable.as_deref(), !req.network) {
-            Ok(c) if c.complete => {
-                let profile = format!("fs=landlock-v{}", c.abi);
-                (Some(c), profile)
-            }
-            Ok(c) if accepts(Protection::FsConfine) => {
-                tracing::warn!(abi = c.abi, "Landlock confines writes only partly; running anyway (accepted)");
-                let profile = format!("fs=landlock-v{}(partial,accepted)", c.abi);
-                (Some(c), profile)
-            }
-            Ok(c) => {
-                let reason = format!(
-                    "Landlock ABI {} cannot deny truncating files outside the writable paths (needs ABI 3, Linux 6.2)",
-                    c.abi
-                );
-                return Err(refuse(Protection::FsConfine, reason));
-            }
-            Err(BuildError::Invalid(message)) => return Err(SandboxError::InvalidRequest(message)),
-            Err(BuildError::Unsupported(reason)) if accepts(Protection::FsConfine) => {
-                tracing::warn!(%reason, "filesystem confinement unavailable; running without it (accepted)");
-                (None, "fs=unenforced(accepted)".to_string())
-            }
-            Err(BuildError::Unsupported(reason)) => return Err(refuse(Protection::FsConfine, reason)),
-        };
+    let proxy_port = req.egress_proxy.as_ref().map(|_| crate::egress::PROXY_PORT);
+    let (confinement, fs_profile) = match fs_rules::build(
+        host.landlock_abi.clone(),
+        &req.writable,
+        req.readable.as_deref(),
+        !req.network,
+        proxy_port,
+    ) {
+        Ok(c) if c.complete => {
+            let profile = format!("fs=landlock-v{}", c.abi);
+            (Some(c), profile)
+        }
+        Ok(c) if accepts(Protection::FsConfine) => {
+            tracing::warn!(abi = c.abi, "Landlock confines writes only partly; running anyway (accepted)");
+            let profile = format!("fs=landlock-v{}(partial,accepted)", c.abi);
+            (Some(c), profile)
+        }
+        Ok(c) => {
+            let reason = format!(
+                "Landlock ABI {} cannot deny truncating files outside the writable paths (needs ABI 3, Linux 6.2)",
+                c.abi
+            );
+            return Err(refuse(Protection::FsConfine, reason));
+        }
+        Err(BuildError::Invalid(message)) => return Err(SandboxError::InvalidRequest(message)),
+        Err(BuildError::Unsupported(reason)) if accepts(Protection::FsConfine) => {
+            tracing::warn!(%reason, "filesystem confinement unavailable; running without it (accepted)");
+            (None, "fs=unenforced(accepted)".to_string())
+        }
+        Err(BuildError::Unsupported(reason)) => return Err(refuse(Protection::FsConfine, reason)),
+    };
 
     let tcp = confinement.as_ref().is_some_and(|c| c.tcp_denied);
+    let proxied = if req.egress_proxy.is_some() { "+egress-proxy" } else { "" };
     let net_profile = match &net {
         Ok(None) => "net=allowed".to_string(),
-        Ok(Some(mode)) if tcp => format!("{}+landlock-tcp", mode.profile()),
-        Ok(Some(mode)) => mode.profile().to_string(),
+        Ok(Some(mode)) if tcp => format!("{}{proxied}+landlock-tcp", mode.profile()),
+        Ok(Some(mode)) => format!("{}{proxied}", mode.profile()),
         Err(_) if tcp => "net=landlock-tcp-only(accepted)".to_string(),
         Err(_) => "net=unenforced(accepted)".to_string(),
     };

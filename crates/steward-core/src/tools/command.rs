@@ -10,7 +10,7 @@
 //! env = { RUST_BACKTRACE = "1", CARGO_HOME = true }
 //! timeout_ms = 600000                      # optional (default: [limits] tool_timeout_ms)
 //! risk = "low"                             # safe|low|medium|high|dangerous
-//! network = false                          # default false: no network at all
+//! network = false                          # false: none; true: all; or hosts: ["crates.io"]
 //! writes = ["target/**"]                   # workspace paths it may write (default: none)
 //! callable = "always"                      # or "chain_only" (offered only inside its chain)
 //! compensate = "none"                      # see below
@@ -56,8 +56,11 @@
 //!   `docs/*.md` grants `docs/`, `**` grants the workspace), which must exist when the call
 //!   runs and pass the workspace's path rules. A tool with `writes` is a writing tool whose
 //!   changes cannot be rolled back, so every call needs approval.
-//! - `risk` defaults to `high` with `writes`, `medium` with `network = true`, else `low`.
-//!   Output of a tool with `network = true` counts as untrusted (it taints the run).
+//! - `network`: `false` (default), `true` (the whole network), or a list of hosts reached
+//!   only through Steward's egress proxy (`["crates.io", "*.example.com", "host:8080"]`; see
+//!   [`super::network`]).
+//! - `risk` defaults to `high` with `writes`, `medium` with any network, else `low`.
+//!   Output of a tool with any network counts as untrusted (it taints the run).
 //! - `compensate`: `"none"` or an argv template (same placeholders as `command`). The
 //!   template is checked and recorded, but running it as an undo step is not built yet, so a
 //!   tool with `writes` is never treated as compensable.
@@ -79,6 +82,7 @@ use steward_policy::Access;
 use steward_protocol::{RiskLevel, ToolSpec};
 use steward_sandbox::ExecRequest;
 
+use super::network::Network;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use input::{Template, input_schema};
 
@@ -114,9 +118,10 @@ pub struct CommandToolConfig {
     /// Risk level (default: see the module documentation).
     #[serde(default)]
     pub risk: Option<RiskLevel>,
-    /// Let the command reach the network (default false).
+    /// `false` (default): no network; `true`: all of it; a host list: those hosts only,
+    /// through the egress proxy (see [`super::network`]).
     #[serde(default)]
-    pub network: bool,
+    pub network: Network,
     /// Globs of workspace paths the command may write.
     #[serde(default)]
     pub writes: Vec<String>,
@@ -151,7 +156,7 @@ impl CommandToolConfig {
     /// well-formed, `items` only for arrays (scalar item types), `min_items`/`max_items` only
     /// for arrays and ordered, `pattern` a valid regex for string values, `enum` values of
     /// the input's type, `path` only for strings, `cwd` relative, `writes` valid globs,
-    /// `timeout_ms` at least 1, `env` names valid and not `BASH_ENV`/`ENV`.
+    /// `timeout_ms` at least 1, `env` names valid and not `BASH_ENV`/`ENV`, `network` hosts valid.
     ///
     /// Errors: the first problem found, as a [`DefinitionError`].
     pub fn validate(&self) -> Result<(), DefinitionError> {
@@ -184,6 +189,7 @@ impl CommandToolConfig {
         if self.timeout_ms == Some(0) {
             return Err(err(None, "timeout_ms must be at least 1".into()));
         }
+        self.network.validate().map_err(|e| err(None, format!("network: {e}")))?;
         for name in self.env.keys() {
             if name.is_empty() || name.contains(['=', '\0']) {
                 return Err(err(None, format!("env: `{name}` is not a variable name")));
@@ -200,7 +206,7 @@ impl CommandToolConfig {
     pub fn risk_level(&self) -> RiskLevel {
         self.risk.unwrap_or(if !self.writes.is_empty() {
             RiskLevel::High
-        } else if self.network {
+        } else if self.network.enabled() {
             RiskLevel::Medium
         } else {
             RiskLevel::Low
@@ -249,7 +255,7 @@ impl CommandTool {
             risk: config.risk_level(),
             writes: !config.writes.is_empty(),
             path_inputs: config.inputs.iter().filter(|i| i.path).map(|i| i.name.clone()).collect(),
-            untrusted_output: config.network,
+            untrusted_output: config.network.enabled(),
         };
         Ok(CommandTool { spec, config })
     }
@@ -348,13 +354,12 @@ impl Tool for CommandTool {
             env_allow: prepared.env_allow,
             env_set: prepared.env_set,
             timeout: Duration::from_millis(timeout_ms),
-            network: self.config.network,
             max_output_bytes: MAX_COMMAND_OUTPUT_BYTES,
             writable: prepared.writable,
             accept_weaker: ctx.accept_weaker.clone(),
             ..ExecRequest::new(prepared.argv, prepared.cwd)
         };
-        let output = super::exec::run_sandboxed(request, ctx).await?;
+        let output = super::network::run_with_network(request, &self.config.network, ctx).await?;
         let content = super::exec::render(&output, MAX_COMMAND_OUTPUT_BYTES);
         if output.exit_code != Some(0) {
             let (shown, _) = steward_protocol::head_tail_chars(&content, MAX_FAILURE_CHARS, "");

@@ -18,6 +18,7 @@ pub mod files;
 pub mod filter;
 pub mod git;
 pub mod mcp;
+pub mod network;
 pub mod patch;
 pub mod search;
 pub mod shell;
@@ -64,6 +65,9 @@ pub struct ToolContext {
     /// Answers an MCP server's requests for input during this call: set per call by the
     /// orchestrator, which puts them to the run's owner; `None` declines them.
     pub elicitor: Option<Arc<dyn steward_mcp::Elicitor>>,
+    /// Collects the egress proxy's records of a call whose tool has a host list: set per
+    /// call by the orchestrator, which audits them; `None` logs them only.
+    pub egress: Option<network::EgressLog>,
 }
 
 /// A successful tool result.
@@ -202,7 +206,7 @@ impl ToolRegistry {
                 writable.push(resolved.abs);
             }
             let memory = config.shell.memory_mb.map(|mb| mb.saturating_mul(1024 * 1024));
-            registry.insert(Arc::new(shell::ShellTool::new(writable, config.shell.network, memory)));
+            registry.insert(Arc::new(shell::ShellTool::new(writable, config.shell.network.clone(), memory)));
         }
         // User-defined command tools (SPEC T5): never replacing a built-in tool.
         let policy = steward_policy::Policy::new(&config.policy).map_err(|e| e.to_string())?;
