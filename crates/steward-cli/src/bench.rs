@@ -52,6 +52,8 @@ enum BenchMode {
     Nodes(crate::bench_nodes::BenchNodesArgs),
     /// The work ledger: claims per second with several hubs at once, on SQLite and PostgreSQL.
     Ledger(crate::bench_ledger::BenchLedgerArgs),
+    /// One sandboxed `[[tool]]` call: no network against a host list through the egress proxy.
+    Sandbox(crate::bench_sandbox::BenchSandboxArgs),
 }
 
 struct NoopRead(ToolSpec);
@@ -86,6 +88,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         Some(BenchMode::Serve(serve)) => return crate::bench_serve::run(serve).await,
         Some(BenchMode::Nodes(nodes)) => return crate::bench_nodes::run(nodes).await,
         Some(BenchMode::Ledger(ledger)) => return crate::bench_ledger::run(ledger).await,
+        Some(BenchMode::Sandbox(sandbox)) => return crate::bench_sandbox::run(sandbox).await,
         None => {}
     }
     println!(

@@ -4,6 +4,7 @@
 mod bench;
 mod bench_ledger;
 mod bench_nodes;
+mod bench_sandbox;
 mod bench_serve;
 mod commands;
 mod eval_cmd;
