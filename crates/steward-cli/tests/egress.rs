@@ -150,3 +150,36 @@ fn a_bad_host_list_is_a_configuration_error_and_an_untrusted_workspace_cannot_gr
     assert!(!names.iter().any(|n| n == "f" || n == "shell_command"), "{names:?}");
     assert!(stderr(&out).contains("`shell` ignored") && stderr(&out).contains("`tool` ignored"), "{}", stderr(&out));
 }
+
+#[test]
+fn shell_command_with_a_host_list_reaches_only_those_hosts() {
+    let env = Env::new();
+    let (addr, seen) = serve();
+    let port = addr.port();
+    env.user_config(&format!(
+        "[shell]\nenabled = true\nnetwork = [\"allowed.test:{port}\"]\n\
+         [[policy.rule]]\nname = \"curl-ok\"\ntool = \"shell_command\"\nargv = [\"curl\", \"**\"]\ndecision = \"allow\"\n"
+    ));
+    let line = format!("curl -sS -f http://allowed.test:{port}/sh && curl -sS -f http://other.test:{port}/no");
+    let scenario = scenario(
+        &env,
+        &format!(
+            "[[round]]\n[[round.tool_call]]\nname = \"shell_command\"\narguments = {{ command = \"{line}\" }}\n\
+             [[round]]\ntext = \"done\"\n"
+        ),
+    );
+    let out = env
+        .command(&["run", "--json", "--provider", "fake", "--scenario", &scenario, "fetch"])
+        .env("STEWARD_EGRESS_TEST_HOSTS", "allowed.test=127.0.0.1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let output = find(&evs, "tool_completed")["output"].as_str().unwrap().to_string();
+    assert!(output.contains("[exit status 22]") && output.contains("hello from /sh"), "{output}");
+    assert_eq!(*seen.lock().unwrap(), ["GET /sh HTTP/1.1"]);
+    let records = egress_records(&env, evs[0]["run_id"].as_str().unwrap());
+    let outcomes: Vec<&str> = records.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["completed", "blocked"], "{records:?}");
+    assert!(records.iter().all(|r| r["input"]["tool"] == "shell_command"));
+}

@@ -132,6 +132,12 @@ impl EgressProxy {
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
+        self.records()
+    }
+
+    /// The records so far, with the bytes counted until now, without stopping (for a caller
+    /// that is itself being cancelled and cannot wait for [`EgressProxy::finish`]).
+    pub fn records(&self) -> Vec<EgressRecord> {
         let guard = self.shared.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let mut records: Vec<EgressRecord> = guard.0.iter().map(|e| e.snapshot()).collect();
         if guard.1 > 0 {

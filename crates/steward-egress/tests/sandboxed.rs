@@ -48,8 +48,16 @@ async fn listed_host_is_reached_through_connect_and_plain_http_from_a_sandboxed_
     assert_eq!(out.exit_code, Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "hello from /tunnel");
 
+    // Another client that honours the proxy variables: Python's urllib.
+    let script = format!(
+        "import urllib.request; print(urllib.request.urlopen('http://allowed.test:{port}/py').read().decode())"
+    );
+    let out = run(&["python3", "-c", &script], Some(&proxy)).await;
+    assert_eq!(out.exit_code, Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hello from /py\n");
+
     let records = proxy.finish().await;
-    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records.len(), 3, "{records:?}");
     assert_eq!((records[0].method.as_str(), records[1].method.as_str()), ("GET", "CONNECT"));
     for record in &records {
         assert_eq!(record.verdict, Verdict::Allowed, "{record:?}");

@@ -129,9 +129,32 @@ pub(crate) async fn run_with_network(
     let proxy = EgressProxy::start(config).map_err(|e| ToolError::failed(format!("the command was not run: {e}")))?;
     request.network = false;
     request.egress_proxy = Some(proxy.socket_path().to_path_buf());
+    let mut running = RunningProxy { proxy: Some(proxy), log: ctx.egress.clone() };
     let result = super::exec::run_sandboxed(request, ctx).await;
-    let records = proxy.finish().await;
-    match &ctx.egress {
+    if let Some(proxy) = running.proxy.take() {
+        deliver(running.log.as_ref(), proxy.finish().await);
+    }
+    result
+}
+
+/// A proxy whose records reach the log even when the call is dropped midway (the run was
+/// interrupted): then the records so far are delivered as the proxy stops.
+struct RunningProxy {
+    proxy: Option<EgressProxy>,
+    log: Option<EgressLog>,
+}
+
+impl Drop for RunningProxy {
+    fn drop(&mut self) {
+        if let Some(proxy) = self.proxy.take() {
+            deliver(self.log.as_ref(), proxy.records());
+        }
+    }
+}
+
+/// Hands records to the call's log, or logs them when the call has none.
+fn deliver(log: Option<&EgressLog>, records: Vec<EgressRecord>) {
+    match log {
         Some(log) => log.extend(records),
         None => {
             for r in records {
@@ -139,7 +162,6 @@ pub(crate) async fn run_with_network(
             }
         }
     }
-    result
 }
 
 /// The `.test` names pinned by [`TEST_HOSTS_VAR`] (debug builds), or the refusal to honour
