@@ -172,7 +172,11 @@ async fn serve(listener: UnixListener, shared: Arc<Shared>) {
             _ = shared.stop.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
-        let Ok((stream, _)) = accepted else { continue };
+        let Ok((stream, _)) = accepted else {
+            // Out of file descriptors or similar: wait a little rather than spin.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            continue;
+        };
         let shared = Arc::clone(&shared);
         open.spawn(async move {
             let Ok(_place) = Arc::clone(&shared.places).acquire_owned().await else { return };

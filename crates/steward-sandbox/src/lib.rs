@@ -8,8 +8,9 @@
 //! protection on the running machine with real child processes.
 //!
 //! Linux only: the network is cut with a new network namespace (`unshare(CLONE_NEWNET)`, with
-//! a user namespace when the process lacks `CAP_SYS_ADMIN`); the filesystem is confined with
-//! Landlock (kernel ≥ 5.13, complete from Landlock ABI 3, kernel 6.2).
+//! a user namespace when the process lacks `CAP_SYS_ADMIN`), whose only way out can be an
+//! egress proxy ([`ExecRequest::egress_proxy`]); the filesystem is confined with Landlock
+//! (kernel ≥ 5.13, complete from Landlock ABI 3, kernel 6.2).
 #![deny(missing_docs)]
 
 mod doctor;
