@@ -205,4 +205,44 @@ mod tests {
         let err = parse("network = [\"*.com\"]").unwrap_err();
         assert!(err.contains("*.com"), "{err}");
     }
+
+    /// A call dropped while its command runs (the run was interrupted) still hands over the
+    /// records of the connections made so far.
+    #[tokio::test]
+    async fn egress_records_survive_a_call_dropped_midway() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EgressLog::default();
+        let ctx = ToolContext {
+            workspace: Arc::new(steward_policy::Workspace::open(dir.path(), &[]).unwrap()),
+            cancel: tokio_util::sync::CancellationToken::new(),
+            env_allow: Vec::new(),
+            timeout_ms: 30_000,
+            snapshots: crate::rollback::Snapshots::new(&dir.path().join("snapshots"), "run"),
+            accept_weaker: Vec::new(),
+            credentials: Default::default(),
+            elicitor: None,
+            egress: Some(log.clone()),
+        };
+        let marker = dir.path().join("asked");
+        let script = format!("curl -s http://unlisted.example/; : > {}; sleep 30", marker.display());
+        let request = ExecRequest {
+            writable: vec![dir.path().to_path_buf()],
+            ..ExecRequest::new(vec!["sh".into(), "-c".into(), script], dir.path().to_path_buf())
+        };
+        let network = Network::Hosts(vec!["crates.io".into()]);
+        let running = run_with_network(request, &network, &ctx);
+        let asked = async {
+            while !marker.exists() {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            result = running => panic!("the command ended early: {result:?}"),
+            _ = asked => {}
+        }
+        let records = log.take();
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0].host, "unlisted.example");
+        assert_eq!(records[0].verdict, steward_egress::Verdict::Refused);
+    }
 }
