@@ -191,3 +191,41 @@ async fn pinned_test_names_reach_loopback_but_never_a_metadata_address() {
     assert!(requests[0].starts_with("GET /p HTTP/1.1\r\n"), "{requests:?}");
     assert!(requests[0].to_ascii_lowercase().contains(&format!("host: allowed.test:{port}")), "{requests:?}");
 }
+
+#[tokio::test]
+async fn every_request_on_a_kept_alive_connection_is_checked_on_its_own() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = Server::start();
+    let port = server.addr.port();
+    let mut cfg = config(
+        &[&format!("allowed.test:{port}")],
+        ScriptedResolver::new(&[&["93.184.216.34"]]),
+        Arc::new(RecordingConnector::default()),
+    );
+    cfg.test_hosts = TestHosts::parse("allowed.test=127.0.0.1").unwrap();
+    let proxy = EgressProxy::start(cfg).unwrap();
+    let mut stream = tokio::net::UnixStream::connect(proxy.socket_path()).await.unwrap();
+    // Two requests in one write: the second names a host that is not listed, and its Host
+    // header names the listed one.
+    let requests = format!(
+        "GET http://allowed.test:{port}/one HTTP/1.1\r\nHost: allowed.test:{port}\r\nConnection: keep-alive, upgrade\r\nUpgrade: websocket\r\n\r\n\
+         GET http://evil.example/two HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n"
+    );
+    stream.write_all(requests.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains("HTTP/1.1 403") {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&answer));
+        answer.extend_from_slice(&buf[..n]);
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("hello from /one"), "{answer}");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(!seen[0].to_ascii_lowercase().contains("upgrade"), "hop-by-hop headers were forwarded: {seen:?}");
+    let records = proxy.finish().await;
+    assert_eq!(records.iter().map(|r| r.verdict).collect::<Vec<_>>(), [Verdict::Allowed, Verdict::Refused]);
+    assert_eq!(records[1].host, "evil.example");
+}
