@@ -1,7 +1,7 @@
 //! Deciding, before anything runs, which protections a call gets; refusing when a required
 //! one cannot be enforced and the request did not accept losing it.
 
-use crate::fs_rules::{self, BuildError, Confinement, kernel_abi};
+use crate::fs_rules::{self, BuildError, Confinement, Tcp, kernel_abi};
 use crate::limits::{NetMode, net_mode};
 use crate::{ExecRequest, Protection, SandboxError};
 
@@ -61,37 +61,31 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host) -> Result<Plan, SandboxError>
         }
     };
 
-    let proxy_port = req.egress_proxy.as_ref().map(|_| crate::egress::PROXY_PORT);
-    let (confinement, fs_profile) = match fs_rules::build(
-        host.landlock_abi.clone(),
-        &req.writable,
-        req.readable.as_deref(),
-        !req.network,
-        proxy_port,
-    ) {
-        Ok(c) if c.complete => {
-            let profile = format!("fs=landlock-v{}", c.abi);
-            (Some(c), profile)
-        }
-        Ok(c) if accepts(Protection::FsConfine) => {
-            tracing::warn!(abi = c.abi, "Landlock confines writes only partly; running anyway (accepted)");
-            let profile = format!("fs=landlock-v{}(partial,accepted)", c.abi);
-            (Some(c), profile)
-        }
-        Ok(c) => {
-            let reason = format!(
-                "Landlock ABI {} cannot deny truncating files outside the writable paths (needs ABI 3, Linux 6.2)",
-                c.abi
-            );
-            return Err(refuse(Protection::FsConfine, reason));
-        }
-        Err(BuildError::Invalid(message)) => return Err(SandboxError::InvalidRequest(message)),
-        Err(BuildError::Unsupported(reason)) if accepts(Protection::FsConfine) => {
-            tracing::warn!(%reason, "filesystem confinement unavailable; running without it (accepted)");
-            (None, "fs=unenforced(accepted)".to_string())
-        }
-        Err(BuildError::Unsupported(reason)) => return Err(refuse(Protection::FsConfine, reason)),
-    };
+    let (confinement, fs_profile) =
+        match fs_rules::build(host.landlock_abi.clone(), &req.writable, req.readable.as_deref(), tcp_rule(req)) {
+            Ok(c) if c.complete => {
+                let profile = format!("fs=landlock-v{}", c.abi);
+                (Some(c), profile)
+            }
+            Ok(c) if accepts(Protection::FsConfine) => {
+                tracing::warn!(abi = c.abi, "Landlock confines writes only partly; running anyway (accepted)");
+                let profile = format!("fs=landlock-v{}(partial,accepted)", c.abi);
+                (Some(c), profile)
+            }
+            Ok(c) => {
+                let reason = format!(
+                    "Landlock ABI {} cannot deny truncating files outside the writable paths (needs ABI 3, Linux 6.2)",
+                    c.abi
+                );
+                return Err(refuse(Protection::FsConfine, reason));
+            }
+            Err(BuildError::Invalid(message)) => return Err(SandboxError::InvalidRequest(message)),
+            Err(BuildError::Unsupported(reason)) if accepts(Protection::FsConfine) => {
+                tracing::warn!(%reason, "filesystem confinement unavailable; running without it (accepted)");
+                (None, "fs=unenforced(accepted)".to_string())
+            }
+            Err(BuildError::Unsupported(reason)) => return Err(refuse(Protection::FsConfine, reason)),
+        };
 
     let tcp = confinement.as_ref().is_some_and(|c| c.tcp_denied);
     let proxied = if req.egress_proxy.is_some() { "+egress-proxy" } else { "" };
@@ -103,6 +97,16 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host) -> Result<Plan, SandboxError>
         Err(_) => "net=unenforced(accepted)".to_string(),
     };
     Ok(Plan { net: net.unwrap_or(None), confinement, net_profile, fs_profile })
+}
+
+/// TCP under Landlock: allowed with the network, only the egress proxy's port with a proxy,
+/// else denied.
+fn tcp_rule(req: &ExecRequest) -> Tcp {
+    match (&req.egress_proxy, req.network) {
+        (_, true) => Tcp::Allowed,
+        (Some(_), false) => Tcp::ConnectOnly(crate::egress::PROXY_PORT),
+        (None, false) => Tcp::Denied,
+    }
 }
 
 #[cfg(test)]
