@@ -124,12 +124,13 @@ impl ChildSetup {
         self
     }
 
-    /// Runs in the child after `fork`: new network namespace (fails the spawn if refused) and
-    /// the egress proxy's listener in it when asked for, then `RLIMIT_CORE = 0`, `RLIMIT_CPU`,
-    /// `RLIMIT_AS` (only when `memory_bytes` is set), then `PR_SET_NO_NEW_PRIVS` (always:
-    /// set-uid programs gain nothing) and `landlock_restrict_self` (last, after the
-    /// `/proc/self` id-map writes). Any failure fails
+    /// Runs in the child after `fork`: new network namespace (fails the spawn if refused),
+    /// then `RLIMIT_CORE = 0`, `RLIMIT_CPU`, `RLIMIT_AS` (only when `memory_bytes` is set),
+    /// then `PR_SET_NO_NEW_PRIVS` (always: set-uid programs gain nothing) and
+    /// `landlock_restrict_self` (last, after the `/proc/self` id-map writes). Any failure fails
     /// the spawn, so nothing runs half-confined. Async-signal-safe only.
+    /// With an egress listener, it is opened right after the namespace is made
+    /// ([`crate::egress::ChildListen::listen`]).
     pub(crate) fn apply(&self) -> io::Result<()> {
         if let Some(mode) = self.net {
             let flags = match mode {
