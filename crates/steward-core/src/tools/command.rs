@@ -418,6 +418,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_host_list_counts_as_network_for_risk_and_taint() {
+        let tool = |network: &str| {
+            let text = format!("name = \"t\"\ndescription = \"d\"\ncommand = [\"true\"]\nnetwork = {network}\n");
+            let config: CommandToolConfig = toml::from_str(&text).unwrap();
+            let spec = CommandTool::new(config).unwrap().spec().clone();
+            (spec.risk, spec.untrusted_output)
+        };
+        assert_eq!(tool("false"), (RiskLevel::Low, false));
+        assert_eq!(tool("true"), (RiskLevel::Medium, true));
+        assert_eq!(tool("[\"crates.io\"]"), (RiskLevel::Medium, true));
+    }
+
+    #[test]
     fn literal_prefix_stops_at_the_first_glob_component() {
         assert_eq!(literal_prefix("target/**"), "target");
         assert_eq!(literal_prefix("docs/*.md"), "docs");
