@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 /// `steward bench sandbox` options.
 #[derive(Args)]
 pub struct BenchSandboxArgs {
-    /// Calls per measurement.
-    #[arg(long, default_value_t = 100)]
+    /// Calls per measurement (at least 1).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     calls: u32,
 }
 
@@ -44,7 +44,7 @@ pub async fn run(args: BenchSandboxArgs) -> Result<u8> {
     let hosts = Network::Hosts(vec![format!("127.0.0.1:{port}")]);
     let curl = ["curl", "-sS", "-f", "-o", "/dev/null", url.as_str()];
     println!("steward bench sandbox: wall time per sandboxed [[tool]] call, {} calls per line", args.calls);
-    let mut baseline = None;
+    let mut cases = Vec::new();
     for (label, command, network) in [
         ("`true`, network = false", &["true"][..], Network::Off),
         ("`true`, host list (proxy started and stopped)", &["true"][..], hosts.clone()),
@@ -65,12 +65,18 @@ pub async fn run(args: BenchSandboxArgs) -> Result<u8> {
             compensate: None,
             inputs: Vec::new(),
         })?;
-        let mut times = Vec::with_capacity(args.calls as usize);
-        for _ in 0..args.calls {
+        cases.push((label, tool, Vec::with_capacity(args.calls as usize)));
+    }
+    // Round-robin, so that the machine's load changes weigh on every case alike.
+    for _ in 0..args.calls {
+        for (label, tool, times) in &mut cases {
             let started = Instant::now();
             tool.run(&json!({}), &ctx).await.map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
             times.push(started.elapsed());
         }
+    }
+    let mut baseline = None;
+    for (label, _, mut times) in cases {
         times.sort();
         let pick = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
