@@ -10,6 +10,7 @@ pub mod config;
 pub mod context;
 mod credentials;
 pub mod decide;
+mod egress_audit;
 pub mod elicitation;
 pub mod events;
 pub mod hooks;
