@@ -296,6 +296,41 @@ mod tests {
         }
     }
 
+    /// The listener is made by the PID namespace's init and handed over before the program
+    /// starts: neither the program nor its children hold a socket (only pipes; the init is
+    /// outside the program's Landlock domain, so its descriptors cannot be read), the proxy
+    /// port still answers, and the program runs under the seccomp filter that refuses Unix
+    /// sockets.
+    #[tokio::test]
+    async fn the_proxy_listener_is_handed_over_and_held_by_no_process_of_the_sandbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("proxy.sock");
+        let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        let stand_in = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (read, mut write) = stream.into_split();
+            let mut line = String::new();
+            BufReader::new(read).read_line(&mut line).await.unwrap();
+            write.write_all(b"pong\n").await.unwrap();
+        });
+        let script = format!(
+            "for fd in /proc/[0-9]*/fd/*; do l=$(readlink \"$fd\") && echo \"$fd $l\"; done | grep socket: ; \
+             exec 3<>/dev/tcp/127.0.0.1/{PROXY_PORT} && echo ping >&3 && read -r answer <&3 && echo \"answer=$answer\""
+        );
+        let req = ExecRequest {
+            egress_proxy: Some(socket.clone()),
+            ..ExecRequest::new(vec!["bash".into(), "-c".into(), script], PathBuf::from("/"))
+        };
+        let out = run_with_parent_env(req, CancellationToken::new(), std::env::vars_os().collect(), &Host::detect())
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout, "answer=pong\n", "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.profile.contains("pidns"), "{}", out.profile);
+        assert!(out.profile.contains("seccomp(unix=denied)"), "{}", out.profile);
+        stand_in.await.unwrap();
+    }
+
     /// Without a namespace there is nothing to confine a proxied child to: refused, even when
     /// the request accepts running without `network_deny`.
     #[tokio::test]
