@@ -331,6 +331,20 @@ mod tests {
         stand_in.await.unwrap();
     }
 
+    /// Only a call run to its end forwards the proxy port: a long-running child prepared with
+    /// [`crate::command`] and an egress proxy is refused rather than left without its route.
+    #[test]
+    fn a_long_running_child_with_an_egress_proxy_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let req = ExecRequest {
+            egress_proxy: Some(dir.path().join("proxy.sock")),
+            ..ExecRequest::new(vec!["true".into()], PathBuf::from("/"))
+        };
+        let err = crate::command(req).unwrap_err();
+        assert!(matches!(err, crate::SandboxError::InvalidRequest(_)), "{err}");
+        assert!(err.to_string().contains("egress proxy"), "{err}");
+    }
+
     /// Without a namespace there is nothing to confine a proxied child to: refused, even when
     /// the request accepts running without `network_deny`.
     #[tokio::test]
