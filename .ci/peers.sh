@@ -13,6 +13,8 @@
 #     missing) and npm playwright-core, which drives it for the web UI's browser tests
 #     (tests/browser/flow.mjs); Playwright's own browser download does not work offline, so
 #     playwright-core is always launched with executablePath /usr/bin/chromium
+#   - Debian's curl (installed system-wide when missing), the client the egress proxy's tests
+#     run inside the sandbox (steward-egress, steward-cli's tests/egress.rs)
 #   - schemathesis (PyPI), in a venv, which fuzzes the JSON API of `steward serve` against its
 #     OpenAPI document for steward-cli's `peer_schemathesis_api` test
 #   - AgentDojo (PyPI agentdojo) and the official MCP Python SDK (PyPI mcp), in a venv, for
@@ -111,6 +113,15 @@ if [ ! -f "$CONFORMANCE_JS" ]; then
      --no-audit --no-fund "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >&2)
 else
   log "MCP conformance suite $CONFORMANCE_VERSION cached"
+fi
+
+# --- curl ---------------------------------------------------------------------------------
+if ! command -v curl >/dev/null 2>&1; then
+  log "installing Debian curl (apt-get)"
+  if ! { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl >&2; }; then
+    log "ERROR: could not install Debian curl: apt-get failed (it needs root and the Debian package mirror)"
+    exit 1
+  fi
 fi
 
 # --- Chromium and playwright-core --------------------------------------------------------

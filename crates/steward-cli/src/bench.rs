@@ -52,8 +52,9 @@ enum BenchMode {
     Nodes(crate::bench_nodes::BenchNodesArgs),
     /// The work ledger: claims per second with several hubs at once, on SQLite and PostgreSQL.
     Ledger(crate::bench_ledger::BenchLedgerArgs),
-    /// One sandboxed command step (`cat` of a file), and the sandbox's setup cost alone.
-    Sandbox,
+    /// Sandboxed steps: a `cat` against a plain spawn, and one `[[tool]]` call by network
+    /// setting (no network, everything, a host list through the egress proxy).
+    Sandbox(crate::bench_sandbox::BenchSandboxArgs),
     /// Prompt injections from AgentDojo against an always-obeying model: attacker calls executed, approvals asked on benign tasks.
     Injection(crate::bench_injection::BenchInjectionArgs),
 }
@@ -90,7 +91,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         Some(BenchMode::Serve(serve)) => return crate::bench_serve::run(serve).await,
         Some(BenchMode::Nodes(nodes)) => return crate::bench_nodes::run(nodes).await,
         Some(BenchMode::Ledger(ledger)) => return crate::bench_ledger::run(ledger).await,
-        Some(BenchMode::Sandbox) => return crate::bench_sandbox::bench_sandbox().await.map(|()| 0),
+        Some(BenchMode::Sandbox(sandbox)) => return crate::bench_sandbox::run(sandbox).await,
         Some(BenchMode::Injection(injection)) => return crate::bench_injection::run(injection).await,
         None => {}
     }

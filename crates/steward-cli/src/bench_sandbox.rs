@@ -1,22 +1,69 @@
-//! `steward bench`: the cost of one sandboxed command step (`cat` of a workspace file through
-//! `steward_sandbox::run`, every protection this machine enforces included), against the same
-//! `cat` started without a sandbox; the difference is the sandbox's setup cost. The workspace
-//! holds a `.env`, so a file mask is made every step, and the walk that finds secret paths
-//! (done by the tools before each step) is timed on its own, here and on the current folder.
+//! `steward bench sandbox`: wall time of sandboxed steps, every protection this machine
+//! enforces included, all in one temporary workspace that holds a `.env` (so a file mask is
+//! made every step):
+//! - a plain `cat` spawn (no sandbox) against the same `cat` through `steward_sandbox::run`;
+//!   the difference of their medians is the sandbox's setup cost;
+//! - one `[[tool]]` call by network setting: `network = false` against a host list (egress
+//!   proxy started and stopped per call), with a command that does nothing (`true`) and with
+//!   one that makes one HTTP request (`curl`) to a server of the benchmark on loopback
+//!   (reached directly with `network = true`, through the proxy with the host list naming its
+//!   address `127.0.0.1:PORT`);
+//! - the walk that finds secret paths (done by the tools before each step), timed on its own,
+//!   on the bench workspace and on the current folder.
+//!
+//! The cases are run round-robin, so that the machine's load changes weigh on each alike.
+//! `steward bench` (without a mode) runs the `cat` lines and the walk only, with
+//! [`CAT_STEPS`] steps.
 
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde_json::json;
+use steward_core::tools::command::{ArgItem, CommandTool, CommandToolConfig};
+use steward_core::tools::network::Network;
 use steward_core::tools::sandbox_paths::sandbox_paths;
+use steward_core::tools::{Tool, ToolContext};
 use steward_sandbox::ExecRequest;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-/// Steps measured per line.
-const STEPS: u32 = 40;
+/// Steps per line when `steward bench` runs the `cat` lines.
+const CAT_STEPS: u32 = 40;
 
-/// Prints the wall time per sandboxed `cat` step, per plain `cat` spawn, and the difference.
+/// `steward bench sandbox` options.
+#[derive(Args)]
+pub struct BenchSandboxArgs {
+    /// Steps per measurement (at least 1).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    calls: u32,
+}
+
+/// What one case runs per step.
+enum Step {
+    /// `cat FILE` without a sandbox.
+    Plain(String),
+    /// A request through `steward_sandbox::run`.
+    Sandboxed(ExecRequest),
+    /// A `[[tool]]` call.
+    Tool(CommandTool),
+}
+
+/// `steward bench sandbox`: every measurement, one line each.
+pub async fn run(args: BenchSandboxArgs) -> Result<u8> {
+    measure(args.calls, true).await?;
+    Ok(0)
+}
+
+/// The `cat` lines and the secret-path walk, for `steward bench`.
 pub async fn bench_sandbox() -> Result<()> {
+    measure(CAT_STEPS, false).await
+}
+
+/// Runs `steps` steps of each case (the `[[tool]]` cases only `with_tools`) and prints them.
+async fn measure(steps: u32, with_tools: bool) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("notes.txt");
     std::fs::write(&file, "hello from the workspace\n")?;
@@ -28,31 +75,94 @@ pub async fn bench_sandbox() -> Result<()> {
         read_only: paths.read_only,
         ..ExecRequest::new(vec!["cat".into(), file_arg.clone()], dir.path().to_path_buf())
     };
-
-    // One warm-up each (page cache, first namespace probes).
+    // A warm-up (page cache, first namespace probes), which also shows the profile.
     let warm = steward_sandbox::run(request.clone(), CancellationToken::new()).await?;
-    let profile = warm.profile;
-    plain_cat(&file_arg).await?;
+    if warm.exit_code != Some(0) {
+        bail!("the sandboxed `cat` failed: {}", String::from_utf8_lossy(&warm.stderr));
+    }
 
-    let started = Instant::now();
-    for _ in 0..STEPS {
-        let out = steward_sandbox::run(request.clone(), CancellationToken::new()).await?;
-        if out.exit_code != Some(0) {
-            bail!("the sandboxed `cat` failed: {}", String::from_utf8_lossy(&out.stderr));
+    let workspace = Arc::new(steward_policy::Workspace::open(dir.path(), &[])?);
+    let ctx = ToolContext {
+        workspace,
+        cancel: CancellationToken::new(),
+        env_allow: Vec::new(),
+        timeout_ms: 30_000,
+        snapshots: steward_core::rollback::Snapshots::new(&dir.path().join("snapshots"), "run_bench"),
+        accept_weaker: Vec::new(),
+        credentials: Default::default(),
+        sandbox: Default::default(),
+        elicitor: None,
+        egress: None,
+    };
+    let port = serve().await?;
+    let url = format!("http://127.0.0.1:{port}/");
+    let hosts = Network::Hosts(vec![format!("127.0.0.1:{port}")]);
+    let curl = ["curl", "-sS", "-f", "-o", "/dev/null", url.as_str()];
+
+    println!("steward bench sandbox: wall time per step, {steps} steps per line");
+    println!("sandbox profile: {}", warm.profile);
+    let mut cases: Vec<(&str, Step, Vec<Duration>)> = vec![
+        ("plain `cat` spawn (no sandbox)", Step::Plain(file_arg), Vec::new()),
+        ("sandboxed `cat` step", Step::Sandboxed(request), Vec::new()),
+    ];
+    let tool_cases = [
+        ("[[tool]] `true`, network = false", &["true"][..], Network::Off),
+        ("[[tool]] `true`, host list (proxy started and stopped)", &["true"][..], hosts.clone()),
+        ("[[tool]] `curl` one request, network = true (direct)", &curl[..], Network::All),
+        ("[[tool]] `curl` one request, host list (through the proxy)", &curl[..], hosts.clone()),
+    ];
+    for (label, command, network) in tool_cases.into_iter().filter(|_| with_tools) {
+        let tool = CommandTool::new(CommandToolConfig {
+            name: "bench".into(),
+            description: "benchmark".into(),
+            command: command.iter().map(|a| ArgItem::Literal(a.to_string())).collect(),
+            cwd: None,
+            env: Default::default(),
+            timeout_ms: None,
+            risk: None,
+            network,
+            unix_sockets: false,
+            writes: Vec::new(),
+            callable: Default::default(),
+            compensate: None,
+            inputs: Vec::new(),
+        })?;
+        cases.push((label, Step::Tool(tool), Vec::new()));
+    }
+    for _ in 0..steps {
+        for (label, step, times) in &mut cases {
+            let started = Instant::now();
+            match step {
+                Step::Plain(file) => plain_cat(file).await?,
+                Step::Sandboxed(request) => {
+                    let out = steward_sandbox::run(request.clone(), CancellationToken::new()).await?;
+                    if out.exit_code != Some(0) {
+                        bail!("{label} failed: {}", String::from_utf8_lossy(&out.stderr));
+                    }
+                }
+                Step::Tool(tool) => {
+                    tool.run(&json!({}), &ctx).await.map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+                }
+            }
+            times.push(started.elapsed());
         }
     }
-    let sandboxed = started.elapsed() / STEPS;
-    let started = Instant::now();
-    for _ in 0..STEPS {
-        plain_cat(&file_arg).await?;
+    let mut medians = Vec::new();
+    for (label, _, mut times) in cases {
+        times.sort();
+        let pick = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
+        let p50 = ms(pick(0.5));
+        println!("{label}: p50 {p50:.2} ms, p95 {:.2} ms, max {:.2} ms", ms(pick(0.95)), ms(pick(1.0)));
+        medians.push(p50);
     }
-    let plain = started.elapsed() / STEPS;
-    println!(
-        "sandboxed `cat` step ({profile}): {:.2} ms each; plain `cat` spawn: {:.2} ms; sandbox setup alone: {:.2} ms",
-        ms(sandboxed),
-        ms(plain),
-        ms(sandboxed.saturating_sub(plain))
-    );
+    println!("sandbox setup alone (sandboxed `cat` against plain `cat`, p50): {:.2} ms", medians[1] - medians[0]);
+    if with_tools {
+        println!(
+            "egress proxy per call (host list against network = false, `true`, p50): {:+.2} ms",
+            medians[3] - medians[2]
+        );
+    }
+
     for (label, root) in
         [("the bench workspace", dir.path().to_path_buf()), ("the current folder", std::env::current_dir()?)]
     {
@@ -74,14 +184,14 @@ pub async fn bench_sandbox() -> Result<()> {
 }
 
 async fn plain_cat(file: &str) -> Result<()> {
-    let status = tokio::process::Command::new("cat")
+    let output = tokio::process::Command::new("cat")
         .arg(file)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .output()
         .await?;
-    if !status.status.success() {
+    if !output.status.success() {
         bail!("plain `cat` failed");
     }
     Ok(())
@@ -89,4 +199,26 @@ async fn plain_cat(file: &str) -> Result<()> {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// A loopback HTTP server answering `ok` to every request; returns its port.
+async fn serve() -> Result<u16> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("bench server")?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let mut head = Vec::new();
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok").await;
+            });
+        }
+    });
+    Ok(port)
 }

@@ -214,6 +214,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
             .collect(),
         sandbox: req.config.sandbox.settings(),
         elicitor: None,
+        egress: None,
     };
     let ttl_seconds = req.config.policy.approval_timeout_seconds.unwrap_or(30 * 60);
     let grant_ttl_seconds = req.config.policy.token_ttl_seconds.unwrap_or(8 * 3600);

@@ -220,9 +220,10 @@ pub struct RawShell {
     /// call asks, because a command's changes cannot be rolled back.
     #[serde(default)]
     pub writable: Vec<String>,
-    /// Let commands reach the network (default: no network).
+    /// `false` (default): no network; `true`: all of it; a host list: those hosts only,
+    /// through the egress proxy.
     #[serde(default)]
-    pub network: bool,
+    pub network: crate::tools::network::Network,
     /// Data-memory limit per command in MiB (default: `[sandbox] memory_mb`).
     #[serde(default)]
     pub memory_mb: Option<u64>,

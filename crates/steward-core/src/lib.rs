@@ -11,6 +11,7 @@ pub mod context;
 mod credentials;
 pub mod data_flow;
 pub mod decide;
+mod egress_audit;
 pub mod elicitation;
 pub mod events;
 pub mod hooks;

@@ -463,7 +463,9 @@ async fn execute(
     let started = Instant::now();
     // An MCP server may ask the owner for input while the call runs (SPEC M1).
     let (elicitor, mut asked) = crate::elicitation::channel();
-    let tool_context = ToolContext { elicitor: Some(elicitor), ..cx.tool_context.clone() };
+    let egress = crate::tools::network::EgressLog::default();
+    let tool_context =
+        ToolContext { elicitor: Some(elicitor), egress: Some(egress.clone()), ..cx.tool_context.clone() };
     let running = crate::elicitation::run_answering(cx, call, tool.run(&call.arguments, &tool_context), &mut asked);
     let result = match cx.interrupt.run(running).await {
         Ok(Err(storage)) => return Err(CallAbort::Storage(storage)),
@@ -471,6 +473,8 @@ async fn execute(
         Err(interrupt) => Err(interrupt),
     };
     let ms = started.elapsed().as_millis() as u64;
+    // Each connection the call made through the egress proxy, before the call's own outcome.
+    crate::egress_audit::queue(cx, call, egress.take()).await?;
     match result {
         Err(interrupt) => {
             let detail = format!("{}: stopped while running; its effect is unknown", interrupt.as_str());
@@ -714,7 +718,13 @@ fn safe_file_name(id: &str) -> String {
 }
 
 /// The audit entry of `call` by `steward` with its redacted input; the other fields empty.
-fn call_entry(cx: &CallContext<'_>, call: &ToolCall, policy: &str, risk: f64, outcome: AuditOutcome) -> AuditEntry {
+pub(crate) fn call_entry(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    policy: &str,
+    risk: f64,
+    outcome: AuditOutcome,
+) -> AuditEntry {
     AuditEntry {
         agent: "steward".into(),
         run_id: cx.run_id.to_string(),

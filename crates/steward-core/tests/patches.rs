@@ -21,6 +21,7 @@ fn context(root: &Path) -> ToolContext {
         snapshots: rollback::Snapshots::new(&std::env::temp_dir().join("steward-patch-test-snapshots"), "run"),
         credentials: Default::default(),
         elicitor: None,
+        egress: None,
         accept_weaker: Vec::new(),
         sandbox: Default::default(),
     }

@@ -24,6 +24,7 @@ fn context(root: &Path) -> ToolContext {
         ),
         credentials: Default::default(),
         elicitor: None,
+        egress: None,
         accept_weaker: Vec::new(),
         sandbox: Default::default(),
     }

@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
+use crate::egress::{self, Forwarder, Handover};
 use crate::env::{ENV_NEVER_PASSED, child_env};
 use crate::limits::ChildSetup;
 use crate::plan::{Host, plan};
@@ -35,11 +37,13 @@ const READER_GRACE: Duration = Duration::from_secs(2);
 /// read-only, a fresh `/proc`; the program is PID 2 under a small init, and when it ends the
 /// namespace and everything in it ends too); `RLIMIT_CORE` 0, `RLIMIT_CPU` from the timeout,
 /// `RLIMIT_DATA` from `memory_bytes` (none when `None`); unless `req.network`, a fresh network
-/// namespace (and Landlock TCP denial from ABI 4); `no_new_privs`; a Landlock ruleset leaving
-/// only `req.writable` (and [`crate::WRITABLE_DEVICES`]) writable; and the seccomp filter of
-/// [`crate::SECCOMP_DENIED`]. When the timeout (at most [`crate::MAX_LIFETIME`]) runs out or
-/// `cancel` fires, the whole group is killed with SIGKILL and reaped, which ends the PID
-/// namespace; the group is also killed once the main process exits.
+/// namespace (and Landlock TCP denial from ABI 4), whose only way out with
+/// `req.egress_proxy` is the proxy (see [`ExecRequest::egress_proxy`]); `no_new_privs`; a
+/// Landlock ruleset leaving only `req.writable` (and [`crate::WRITABLE_DEVICES`]) writable;
+/// and the seccomp filter of [`crate::SECCOMP_DENIED`]. When the timeout (at most
+/// [`crate::MAX_LIFETIME`]) runs out or `cancel` fires, the whole group is killed with SIGKILL
+/// and reaped, which ends the PID namespace; the group is also killed once the main process
+/// exits.
 ///
 /// Errors: [`SandboxError::InvalidRequest`], [`SandboxError::CannotEnforce`] (nothing was
 /// run), [`SandboxError::Spawn`], [`SandboxError::Io`], and [`SandboxError::Cancelled`]
@@ -62,11 +66,18 @@ pub(crate) async fn run_with_parent_env(
     let memory_bytes = req.memory_bytes;
     let mut prepared = prepare(req, parent_env, host)?;
     prepared.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let ConfinedCommand { command: mut cmd, profile: parts, program, confining, ruleset, cpu_seconds } = prepared;
+    let ConfinedCommand { command: mut cmd, profile: parts, program, confining, ruleset, cpu_seconds, egress } =
+        prepared;
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|source| spawn_error(&program, confining, source))?;
     drop(ruleset);
     let group = GroupKiller { pgid: child.id().and_then(|id| i32::try_from(id).ok()) };
+    // The child's proxy port, forwarded until the call ends (dropping `group` kills the child
+    // if this fails).
+    let _forwarder = match egress {
+        Some((handover, proxy)) => Some(Forwarder::start(handover.receive()?, proxy)?),
+        None => None,
+    };
     let stdout = Reader::start(child.stdout.take(), max_output_bytes);
     let stderr = Reader::start(child.stderr.take(), max_output_bytes);
 
@@ -127,6 +138,9 @@ pub struct ConfinedCommand {
     /// The Landlock ruleset: must stay open until the spawn has returned.
     ruleset: Option<std::os::fd::OwnedFd>,
     cpu_seconds: u64,
+    /// With an egress proxy: the socket pair the child hands its listener over, and the
+    /// proxy's socket ([`run`] forwards between them).
+    egress: Option<(Handover, PathBuf)>,
 }
 
 impl ConfinedCommand {
@@ -143,8 +157,14 @@ impl ConfinedCommand {
 /// Prepares `req` for a long-running child that the caller talks to itself (an MCP stdio
 /// server): the same checks, planning and confinement as [`run`], with `req.timeout` setting
 /// only `RLIMIT_CPU` (the caller ends the process). `req.max_output_bytes` is not used.
+/// `req.egress_proxy` is refused: only [`run`] forwards the child's proxy port.
 /// Errors: [`SandboxError::InvalidRequest`], [`SandboxError::CannotEnforce`].
 pub fn command(req: ExecRequest) -> Result<ConfinedCommand, SandboxError> {
+    if req.egress_proxy.is_some() {
+        return Err(SandboxError::InvalidRequest(
+            "an egress proxy is forwarded only for a call run to its end, not for a long-running child".into(),
+        ));
+    }
     prepare(req, std::env::vars_os().collect(), &Host::detect())
 }
 
@@ -166,19 +186,28 @@ fn prepare(
     let cpu_seconds = req.timeout.as_secs() + u64::from(req.timeout.subsec_nanos() > 0) + 1;
     let landlock_fd = plan.confinement.as_ref().map(|c| c.fd.as_raw_fd());
     let confining = plan.net.is_some() || plan.confinement.is_some() || plan.ns.is_some() || plan.seccomp.is_some();
-    let setup = ChildSetup::new(plan.net, plan.ns, cpu_seconds, req.memory_bytes, landlock_fd, plan.seccomp);
+    let handover = match &req.egress_proxy {
+        Some(_) => Some(Handover::new()?),
+        None => None,
+    };
+    let setup = ChildSetup::new(plan.net, plan.ns, cpu_seconds, req.memory_bytes, landlock_fd, plan.seccomp)
+        .with_egress(handover.as_ref().map(Handover::child_end));
     let program = argv[0].clone();
+    let mut env_set = req.env_set.clone();
+    if req.egress_proxy.is_some() {
+        env_set.extend(egress::proxy_env());
+    }
 
     let mut cmd = Command::new(&program);
     cmd.args(&argv[1..])
         .current_dir(&req.cwd)
         .env_clear()
-        .envs(child_env(parent_env, &req.env_allow, &req.env_set))
+        .envs(child_env(parent_env, &req.env_allow, &env_set))
         .process_group(0)
         .kill_on_drop(true);
     // SAFETY: `ChildSetup::apply` only makes async-signal-safe calls (unshare, clone, mount,
-    // open, write, close, waitpid, getrlimit, setrlimit, prctl, landlock_restrict_self,
-    // seccomp) on data prepared before the fork; the Landlock fd stays open in the returned
+    // open, write, close, waitpid, socket, ioctl, bind, listen, sendmsg, getrlimit,
+    // setrlimit, prctl, landlock_restrict_self, seccomp) on data prepared before the fork; the Landlock fd stays open in the returned
     // `ConfinedCommand` until `spawn` has returned.
     unsafe {
         cmd.pre_exec(move || setup.apply());
@@ -201,6 +230,7 @@ fn prepare(
         confining,
         ruleset: plan.confinement.map(|c| c.fd),
         cpu_seconds,
+        egress: handover.zip(req.egress_proxy),
     })
 }
 
@@ -225,6 +255,15 @@ fn validate(req: &ExecRequest) -> Result<(), SandboxError> {
     }
     if req.timeout.is_zero() {
         return invalid("timeout is zero");
+    }
+    if let Some(proxy) = &req.egress_proxy {
+        if req.network {
+            return invalid("an egress proxy and `network = true` exclude each other");
+        }
+        // `sockaddr_un.sun_path` holds 108 bytes, including the terminating NUL.
+        if !proxy.is_absolute() || proxy.as_os_str().len() >= 108 {
+            return invalid("the egress proxy socket must be an absolute path shorter than 108 bytes");
+        }
     }
     Ok(())
 }

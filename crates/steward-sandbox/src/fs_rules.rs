@@ -13,7 +13,8 @@
 //!   [`WRITABLE_DEVICES`];
 //! - when `readable` is given, also the "read" rights (read, list, execute), allowed beneath
 //!   the readable and writable paths and on the devices;
-//! - from ABI 4 and when the network is denied, TCP bind and connect (no port is allowed);
+//! - from ABI 4 and when the network is denied, TCP bind and connect (no port is allowed,
+//!   except connecting to the egress proxy's port when the child has one);
 //! - from ABI 6, signals to and abstract UNIX sockets of processes outside the sandbox.
 
 use std::io;
@@ -22,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreated, RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
 /// Devices a normal program opens for writing (`>/dev/null`, terminals); they stay writable
@@ -77,6 +78,18 @@ pub(crate) fn kernel_abi() -> Result<i32, String> {
         .clone()
 }
 
+/// What the ruleset does with TCP (Landlock ABI ≥ 4; on older kernels only the network
+/// namespace confines it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tcp {
+    /// Not handled: the call may use the network.
+    Allowed,
+    /// Bind and connect denied.
+    Denied,
+    /// Bind denied; connect allowed to this port only (the egress proxy's).
+    ConnectOnly(u16),
+}
+
 /// A ruleset ready for `landlock_restrict_self`, and what it covers.
 #[derive(Debug)]
 pub(crate) struct Confinement {
@@ -103,12 +116,12 @@ pub(crate) enum BuildError {
 /// means Landlock is unavailable): writes allowed only beneath `writable` (absolute, existing) and on
 /// [`WRITABLE_DEVICES`]; reads limited to `readable` + `writable` + devices when `readable` is
 /// `Some` (missing readable paths are skipped: they grant nothing); TCP denied when
-/// `deny_tcp` and the kernel has ABI ≥ 4.
+/// `tcp` says so and the kernel has ABI ≥ 4.
 pub(crate) fn build(
     kernel: Result<i32, String>,
     writable: &[PathBuf],
     readable: Option<&[PathBuf]>,
-    deny_tcp: bool,
+    tcp: Tcp,
 ) -> Result<Confinement, BuildError> {
     for path in writable.iter().chain(readable.unwrap_or_default()) {
         if !path.is_absolute() {
@@ -132,7 +145,7 @@ pub(crate) fn build(
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(handled)
         .map_err(|e| unsupported(&e))?;
-    let tcp_denied = deny_tcp && version >= NET_ABI;
+    let tcp_denied = tcp != Tcp::Allowed && version >= NET_ABI;
     if tcp_denied {
         ruleset = ruleset.handle_access(AccessNet::from_all(abi)).map_err(|e| unsupported(&e))?;
     }
@@ -156,6 +169,11 @@ pub(crate) fn build(
     }
     for path in writable {
         created = allow(created, path, handled, abi)?;
+    }
+    if let (Tcp::ConnectOnly(port), true) = (tcp, tcp_denied) {
+        created = created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(|e| BuildError::Unsupported(format!("Landlock rule for TCP port {port}: {e}")))?;
     }
     let fd: Option<OwnedFd> = created.into();
     let fd = fd.ok_or_else(|| BuildError::Unsupported("Landlock returned no ruleset".into()))?;

@@ -8,14 +8,16 @@
 //! protection on the running machine with real child processes.
 //!
 //! Linux only: the network is cut with a new network namespace (`unshare(CLONE_NEWNET)`, with
-//! a user namespace when the process lacks `CAP_SYS_ADMIN`); the filesystem is confined with
-//! Landlock (kernel ≥ 5.13, complete from Landlock ABI 3, kernel 6.2); secret files are
-//! covered in a mount namespace of the child's own and `$HOME` is an empty folder there; the
-//! child runs in a PID namespace whose end kills every process it started; a seccomp filter
-//! refuses the system calls listed in [`SECCOMP_DENIED`].
+//! a user namespace when the process lacks `CAP_SYS_ADMIN`), whose only way out can be an
+//! egress proxy ([`ExecRequest::egress_proxy`]); the filesystem is confined with Landlock
+//! (kernel ≥ 5.13, complete from Landlock ABI 3, kernel 6.2); secret files are covered in a
+//! mount namespace of the child's own and `$HOME` is an empty folder there; the child runs in
+//! a PID namespace whose end kills every process it started; a seccomp filter refuses the
+//! system calls listed in [`SECCOMP_DENIED`].
 #![deny(missing_docs)]
 
 mod doctor;
+mod egress;
 mod env;
 mod exec;
 mod fs_rules;
@@ -26,6 +28,7 @@ mod seccomp;
 mod shell;
 
 pub use doctor::{ProbeResult, doctor};
+pub use egress::{PROXY_PORT, PROXY_URL};
 pub use env::{DEFAULT_ENV_ALLOW, ENV_NEVER_PASSED, env_name_looks_secret};
 pub use exec::{ConfinedCommand, command, run};
 pub use fs_rules::{SYSTEM_READ_PATHS, WRITABLE_DEVICES};
@@ -131,8 +134,20 @@ pub struct ExecRequest {
     /// the timeout rounded up to whole seconds, plus one.
     pub timeout: Duration,
     /// When false (the default stance), the child gets a network namespace of its own with
-    /// no interfaces up.
+    /// no interfaces up (or only the proxy port, with `egress_proxy`). True: the host's whole
+    /// network.
     pub network: bool,
+    /// The Unix socket of an HTTP proxy (Steward's egress proxy) that is the child's only way
+    /// out: the child gets its own network namespace with `lo` up and [`PROXY_URL`]
+    /// (`127.0.0.1:`[`PROXY_PORT`]) forwarded to this socket, Landlock TCP rules allowing
+    /// only that port (ABI ≥ 4), and `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their
+    /// lower-case forms) set to [`PROXY_URL`] with `NO_PROXY` empty, overriding `env_set`.
+    /// Needs `network == false` and an absolute path; refused when the machine cannot make a
+    /// network namespace, even if `accept_weaker` lists `network_deny`. The listener is made
+    /// by the init of the PID namespace (or by the child itself without one), inside the new
+    /// network namespace, before the seccomp filter applies. Only [`run`] forwards it:
+    /// [`command`] refuses a request that has one.
+    pub egress_proxy: Option<PathBuf>,
     /// Most bytes kept per stream (stdout, stderr); the rest is read and dropped.
     pub max_output_bytes: usize,
     /// Data-segment limit (`RLIMIT_DATA`: heap and private writable mappings) in bytes;
@@ -190,6 +205,7 @@ impl ExecRequest {
             env_set: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             network: false,
+            egress_proxy: None,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             memory_bytes: Some(DEFAULT_MEMORY_BYTES),
             writable: Vec::new(),

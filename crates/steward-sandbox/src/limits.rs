@@ -95,6 +95,9 @@ pub(crate) struct ChildSetup {
     landlock_fd: Option<RawFd>,
     /// The seccomp filters, installed last.
     seccomp: Option<&'static Filters>,
+    /// Set when the child's only way out is the egress proxy: the listening socket is made
+    /// in the new network namespace and handed over before the program starts.
+    egress: Option<crate::egress::ChildListen>,
 }
 
 impl ChildSetup {
@@ -112,19 +115,31 @@ impl ChildSetup {
             (Some(_), _) | (None, None) => (None, IdMaps::default()),
             (None, Some(mode)) => (Some(mode), IdMaps::new(mode == NetMode::UserAndNet)),
         };
-        ChildSetup { net, id_maps, ns, cpu_seconds, memory_bytes, landlock_fd, seccomp }
+        ChildSetup { net, id_maps, ns, cpu_seconds, memory_bytes, landlock_fd, seccomp, egress: None }
+    }
+
+    /// Makes the child open the proxy port in its new network namespace (see
+    /// [`crate::egress`]); only meaningful with a network namespace.
+    pub(crate) fn with_egress(mut self, egress: Option<crate::egress::ChildListen>) -> ChildSetup {
+        self.egress = egress;
+        self
     }
 
     /// Runs in the child after `fork`, in this order: the namespaces (with `ns`: user,
-    /// mount, PID and network namespaces, the mounts, and the fork of the program as PID 2,
-    /// see `namespaces.rs`; else the network namespace alone), then `RLIMIT_CORE = 0`,
-    /// `RLIMIT_CPU`, `RLIMIT_DATA` (only when `memory_bytes` is set), `PR_SET_NO_NEW_PRIVS`
-    /// (always: set-uid programs gain nothing), `landlock_restrict_self`, and the seccomp
-    /// filters last. Any failure fails the spawn, so nothing runs half-confined.
+    /// mount, PID and network namespaces, the mounts, the egress listener when wanted, and
+    /// the fork of the program as PID 2, see `namespaces.rs`; else the network namespace
+    /// alone, then the egress listener when wanted), then `RLIMIT_CORE = 0`, `RLIMIT_CPU`,
+    /// `RLIMIT_DATA` (only when `memory_bytes` is set), `PR_SET_NO_NEW_PRIVS` (always:
+    /// set-uid programs gain nothing), `landlock_restrict_self`, and the seccomp filters
+    /// last. Any failure fails the spawn, so nothing runs half-confined.
     /// Async-signal-safe only.
+    ///
+    /// The egress listener ([`crate::egress::ChildListen::listen`]) is made inside the new
+    /// network namespace and handed to Steward before `exec`, so before the program's
+    /// seccomp filter (which may deny `AF_UNIX` sockets) and Landlock ruleset apply.
     pub(crate) fn apply(&self) -> io::Result<()> {
         if let Some(ns) = &self.ns {
-            ns.enter()?;
+            ns.enter(self.egress.as_ref())?;
         } else if let Some(mode) = self.net {
             let flags = match mode {
                 NetMode::NetOnly => libc::CLONE_NEWNET,
@@ -135,6 +150,9 @@ impl ChildSetup {
                 return Err(io::Error::last_os_error());
             }
             self.id_maps.write();
+            if let Some(egress) = &self.egress {
+                egress.listen()?;
+            }
         }
         set_limit(libc::RLIMIT_CORE, 0)?;
         set_limit(libc::RLIMIT_CPU, self.cpu_seconds)?;

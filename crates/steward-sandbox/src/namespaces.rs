@@ -10,16 +10,18 @@
 //! - the *init* is PID 1 of the new PID namespace: it makes its mounts private, hides `$HOME`
 //!   and replaces `/dev` by a minimal one, makes the read-only paths read-only, covers the
 //!   masked paths, mounts a fresh `/proc`,
-//!   changes to the working directory again (the old one may lie beneath a new mount), then
-//!   forks the program and reaps every process of the namespace until the program ends. Then
+//!   changes to the working directory again (the old one may lie beneath a new mount), opens
+//!   the egress listener when the call has one, then forks the program and reaps every process of the namespace until the program ends. Then
 //!   it reports the program's status and exits, and the kernel kills whatever is left in the
 //!   namespace: nothing the program started outlives it, whatever session or group it made.
 //! - the *program* (PID 2) returns to `pre_exec`, which goes on with rlimits,
 //!   `no_new_privs`, Landlock and seccomp, then `exec`.
 //!
-//! A step that needs a process inside the new network namespace before the program starts
-//! (for example a forwarder from a loopback port to a proxy outside) belongs in
-//! [`NsSetup::init`], after the mounts and before the program is forked.
+//! The egress listener of a proxied call ([`crate::egress`]) is made in the init, after the
+//! mounts and before the program is forked: inside the new network namespace (which the
+//! keeper's `unshare` made), handed to Steward over the socket pair and closed there, so
+//! neither the init nor the program holds it, and before the program's Landlock ruleset and
+//! seccomp filter apply. A failure there fails the setup like a failed mount.
 //!
 //! Only async-signal-safe system calls run in these processes (the parent is
 //! multi-threaded): every path is a C string prepared before the fork, and forks are raw
@@ -31,6 +33,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
+
+use crate::egress::ChildListen;
 
 /// What namespaces this process can make, found once per process on a real child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -550,7 +554,9 @@ pub(crate) struct NsSetup {
 impl NsSetup {
     /// Runs in the keeper (the spawned process). Returns `Ok(())` only in the program
     /// process; the keeper and the init never return when the setup succeeded.
-    pub(crate) fn enter(&self) -> io::Result<()> {
+    /// With `egress`, the init opens the proxy port in the new network namespace and hands it
+    /// over before forking the program.
+    pub(crate) fn enter(&self, egress: Option<&ChildListen>) -> io::Result<()> {
         // SAFETY: async-signal-safe system calls only, on data prepared before the fork.
         unsafe {
             if libc::unshare(self.flags) != 0 {
@@ -568,7 +574,7 @@ impl NsSetup {
             }
             if init == 0 {
                 libc::close(read_end);
-                return self.init(write_end);
+                return self.init(write_end, egress);
             }
             libc::close(write_end);
             keep(init as libc::pid_t, read_end)
@@ -576,7 +582,7 @@ impl NsSetup {
     }
 
     /// The init: PID 1 of the new namespace. Returns only in the forked program.
-    unsafe fn init(&self, status_fd: libc::c_int) -> io::Result<()> {
+    unsafe fn init(&self, status_fd: libc::c_int, egress: Option<&ChildListen>) -> io::Result<()> {
         // SAFETY: async-signal-safe system calls only.
         unsafe {
             // If the keeper is killed, the init (and so the namespace) goes too.
@@ -585,8 +591,14 @@ impl NsSetup {
                 send(status_fd, TAG_SETUP_FAILED, e);
                 libc::_exit(1);
             }
-            // A process inside the network namespace that must exist before the program
-            // (a forwarder to a proxy outside) is started here.
+            // The egress listener: made in the new network namespace, handed over and
+            // closed before the program exists.
+            if let Some(egress) = egress
+                && let Err(e) = egress.listen()
+            {
+                send(status_fd, TAG_SETUP_FAILED, e.raw_os_error().unwrap_or(libc::EPERM));
+                libc::_exit(1);
+            }
             let program = raw_fork();
             if program < 0 {
                 send(status_fd, TAG_SETUP_FAILED, errno());

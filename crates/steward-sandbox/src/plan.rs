@@ -1,7 +1,7 @@
 //! Deciding, before anything runs, which protections a call gets; refusing when a required
 //! one cannot be enforced and the request did not accept losing it.
 
-use crate::fs_rules::{self, BuildError, Confinement, kernel_abi};
+use crate::fs_rules::{self, BuildError, Confinement, Tcp, kernel_abi};
 use crate::limits::{NetMode, net_mode};
 use crate::namespaces::{IdMaps, MountPlan, MountRequest, NsCaps, NsSetup, ns_caps};
 use crate::seccomp::{self, Filters};
@@ -68,6 +68,11 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path
     } else {
         match host.net.clone() {
             Ok(mode) => Ok(Some(mode)),
+            // Without a namespace there is nothing to confine the proxied child to: refused
+            // even when losing `network_deny` is accepted.
+            Err(reason) if req.egress_proxy.is_some() => {
+                return Err(refuse(Protection::NetworkDeny, format!("{reason} (an egress proxy needs a namespace)")));
+            }
             Err(reason) if accepts(Protection::NetworkDeny) => {
                 tracing::warn!(%reason, "network isolation unavailable; running without it (accepted)");
                 Err(reason)
@@ -77,7 +82,7 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path
     };
 
     let (confinement, fs_profile) =
-        match fs_rules::build(host.landlock_abi.clone(), &req.writable, req.readable.as_deref(), !req.network) {
+        match fs_rules::build(host.landlock_abi.clone(), &req.writable, req.readable.as_deref(), tcp_rule(req)) {
             Ok(c) if c.complete => {
                 let profile = format!("fs=landlock-v{}", c.abi);
                 (Some(c), profile)
@@ -103,10 +108,11 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path
         };
 
     let tcp = confinement.as_ref().is_some_and(|c| c.tcp_denied);
+    let proxied = if req.egress_proxy.is_some() { "+egress-proxy" } else { "" };
     let net_profile = match &net {
         Ok(None) => "net=allowed".to_string(),
-        Ok(Some(mode)) if tcp => format!("{}+landlock-tcp", mode.profile()),
-        Ok(Some(mode)) => mode.profile().to_string(),
+        Ok(Some(mode)) if tcp => format!("{}{proxied}+landlock-tcp", mode.profile()),
+        Ok(Some(mode)) => format!("{}{proxied}", mode.profile()),
         Err(_) if tcp => "net=landlock-tcp-only(accepted)".to_string(),
         Err(_) => "net=unenforced(accepted)".to_string(),
     };
@@ -159,6 +165,16 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path
         Err(reason) => return Err(refuse(Protection::Seccomp, reason)),
     };
     Ok(Plan { net, confinement, net_profile, fs_profile, ns, ns_profile, seccomp, seccomp_profile })
+}
+
+/// TCP under Landlock: allowed with the network, only the egress proxy's port with a proxy,
+/// else denied.
+fn tcp_rule(req: &ExecRequest) -> Tcp {
+    match (&req.egress_proxy, req.network) {
+        (_, true) => Tcp::Allowed,
+        (Some(_), false) => Tcp::ConnectOnly(crate::egress::PROXY_PORT),
+        (None, false) => Tcp::Denied,
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! env = { RUST_BACKTRACE = "1", CARGO_HOME = true }
 //! timeout_ms = 600000                      # optional (default: [limits] tool_timeout_ms)
 //! risk = "low"                             # safe|low|medium|high|dangerous
-//! network = false                          # default false: no network at all
+//! network = false                          # false: none; true: all; or hosts: ["crates.io"]
 //! writes = ["target/**"]                   # workspace paths it may write (default: none)
 //! callable = "always"                      # or "chain_only" (offered only inside its chain)
 //! compensate = "none"                      # see below
@@ -63,8 +63,11 @@
 //!   `docs/*.md` grants `docs/`, `**` grants the workspace), which must exist when the call
 //!   runs and pass the workspace's path rules. A tool with `writes` is a writing tool whose
 //!   changes cannot be rolled back, so every call needs approval.
-//! - `risk` defaults to `high` with `writes`, `medium` with `network = true`, else `low`.
-//!   Output of a tool with `network = true` counts as untrusted (it taints the run).
+//! - `network`: `false` (default), `true` (the whole network), or a list of hosts reached
+//!   only through Steward's egress proxy (`["crates.io", "*.example.com", "host:8080"]`; see
+//!   [`super::network`]).
+//! - `risk` defaults to `high` with `writes`, `medium` with any network, else `low`.
+//!   Output of a tool with any network counts as untrusted (it taints the run).
 //! - `compensate`: `"none"` or an argv template (same placeholders as `command`). The
 //!   template is checked and recorded, but running it as an undo step is not built yet, so a
 //!   tool with `writes` is never treated as compensable.
@@ -86,6 +89,7 @@ use steward_policy::Access;
 use steward_protocol::{RiskLevel, ToolSpec};
 use steward_sandbox::ExecRequest;
 
+use super::network::Network;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use input::{Template, input_schema, named_paths};
 
@@ -121,9 +125,10 @@ pub struct CommandToolConfig {
     /// Risk level (default: see the module documentation).
     #[serde(default)]
     pub risk: Option<RiskLevel>,
-    /// Let the command reach the network (default false).
+    /// `false` (default): no network; `true`: all of it; a host list: those hosts only,
+    /// through the egress proxy (see [`super::network`]).
     #[serde(default)]
-    pub network: bool,
+    pub network: Network,
     /// Let the command create Unix sockets (default false: the sandbox's seccomp filter
     /// refuses `socket(AF_UNIX, …)`).
     #[serde(default)]
@@ -162,7 +167,7 @@ impl CommandToolConfig {
     /// well-formed, `items` only for arrays (scalar item types), `min_items`/`max_items` only
     /// for arrays and ordered, `pattern` a valid regex for string values, `enum` values of
     /// the input's type, `path` only for strings, `cwd` relative, `writes` valid globs,
-    /// `timeout_ms` at least 1, `env` names valid and not `BASH_ENV`/`ENV`.
+    /// `timeout_ms` at least 1, `env` names valid and not `BASH_ENV`/`ENV`, `network` hosts valid.
     ///
     /// Errors: the first problem found, as a [`DefinitionError`].
     pub fn validate(&self) -> Result<(), DefinitionError> {
@@ -195,6 +200,7 @@ impl CommandToolConfig {
         if self.timeout_ms == Some(0) {
             return Err(err(None, "timeout_ms must be at least 1".into()));
         }
+        self.network.validate().map_err(|e| err(None, format!("network: {e}")))?;
         for name in self.env.keys() {
             if name.is_empty() || name.contains(['=', '\0']) {
                 return Err(err(None, format!("env: `{name}` is not a variable name")));
@@ -211,7 +217,7 @@ impl CommandToolConfig {
     pub fn risk_level(&self) -> RiskLevel {
         self.risk.unwrap_or(if !self.writes.is_empty() {
             RiskLevel::High
-        } else if self.network {
+        } else if self.network.enabled() {
             RiskLevel::Medium
         } else {
             RiskLevel::Low
@@ -260,7 +266,7 @@ impl CommandTool {
             risk: config.risk_level(),
             writes: !config.writes.is_empty(),
             path_inputs: config.inputs.iter().filter(|i| i.path).map(|i| i.name.clone()).collect(),
-            untrusted_output: config.network,
+            untrusted_output: config.network.enabled(),
         };
         Ok(CommandTool { spec, config })
     }
@@ -367,7 +373,6 @@ impl Tool for CommandTool {
             env_allow: prepared.env_allow,
             env_set: prepared.env_set,
             timeout: Duration::from_millis(timeout_ms),
-            network: self.config.network,
             max_output_bytes: MAX_COMMAND_OUTPUT_BYTES,
             writable: prepared.writable,
             memory_bytes: ctx.sandbox.memory_bytes,
@@ -376,7 +381,7 @@ impl Tool for CommandTool {
             ..ExecRequest::new(prepared.argv, prepared.cwd)
         };
         let request = super::sandbox_paths::confine(request, ctx)?;
-        let output = super::exec::run_sandboxed(request, ctx).await?;
+        let output = super::network::run_with_network(request, &self.config.network, ctx).await?;
         let content = super::exec::render(&output, MAX_COMMAND_OUTPUT_BYTES);
         if output.exit_code != Some(0) {
             let (shown, _) = steward_protocol::head_tail_chars(&content, MAX_FAILURE_CHARS, "");
@@ -433,6 +438,19 @@ pub fn build_tools(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_list_counts_as_network_for_risk_and_taint() {
+        let tool = |network: &str| {
+            let text = format!("name = \"t\"\ndescription = \"d\"\ncommand = [\"true\"]\nnetwork = {network}\n");
+            let config: CommandToolConfig = toml::from_str(&text).unwrap();
+            let spec = CommandTool::new(config).unwrap().spec().clone();
+            (spec.risk, spec.untrusted_output)
+        };
+        assert_eq!(tool("false"), (RiskLevel::Low, false));
+        assert_eq!(tool("true"), (RiskLevel::Medium, true));
+        assert_eq!(tool("[\"crates.io\"]"), (RiskLevel::Medium, true));
+    }
 
     #[test]
     fn literal_prefix_stops_at_the_first_glob_component() {

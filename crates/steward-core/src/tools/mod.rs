@@ -18,6 +18,7 @@ pub mod files;
 pub mod filter;
 pub mod git;
 pub mod mcp;
+pub mod network;
 pub mod patch;
 pub mod sandbox_paths;
 pub mod search;
@@ -67,6 +68,9 @@ pub struct ToolContext {
     /// Answers an MCP server's requests for input during this call: set per call by the
     /// orchestrator, which puts them to the run's owner; `None` declines them.
     pub elicitor: Option<Arc<dyn steward_mcp::Elicitor>>,
+    /// Collects the egress proxy's records of a call whose tool has a host list: set per
+    /// call by the orchestrator, which audits them; `None` logs them only.
+    pub egress: Option<network::EgressLog>,
 }
 
 /// A successful tool result.
@@ -224,7 +228,7 @@ impl ToolRegistry {
             let memory = config.shell.memory_mb.map(|mb| mb.saturating_mul(1024 * 1024));
             registry.insert(Arc::new(shell::ShellTool::new(
                 writable,
-                config.shell.network,
+                config.shell.network.clone(),
                 memory,
                 config.shell.unix_sockets,
             )));

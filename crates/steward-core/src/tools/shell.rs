@@ -4,12 +4,13 @@
 //! The gate judges the line before it runs: it is split into its simple commands and each
 //! is matched against the argv rules of the policy (unparseable lines never run without a
 //! human). The command runs with the workspace as working directory, a scrubbed environment
-//! (plus the tool's `credential_scope`), no network unless `[shell] network = true`, and a
+//! (plus the tool's `credential_scope`), no network unless `[shell] network` is `true` (all)
+//! or a host list (those hosts through the egress proxy, see [`super::network`]), and a
 //! filesystem that is read-only except the `[shell] writable` folders, secret files covered
 //! and `$HOME` empty (see `sandbox_paths`). With no writable folder
 //! a command cannot change anything, so nothing needs undoing; with writable folders its
-//! changes cannot be rolled back, so every call asks (SPEC C5). With `[shell] network = true`
-//! its output counts as untrusted and taints the run (SPEC C2).
+//! changes cannot be rolled back, so every call asks (SPEC C5). With any network its output
+//! counts as untrusted and taints the run (SPEC C2).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use steward_protocol::{RiskLevel, ToolSpec};
 use steward_sandbox::ExecRequest;
 
 use super::files::{opt_u64, spec, str_arg};
+use super::network::Network;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// Most bytes of output kept per stream (the orchestrator caps what the model sees further).
@@ -29,17 +31,17 @@ const MAX_SHELL_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
 pub struct ShellTool {
     spec: ToolSpec,
     writable: Vec<PathBuf>,
-    network: bool,
+    network: Network,
     memory_bytes: Option<u64>,
     unix_sockets: bool,
 }
 
 impl ShellTool {
     /// A shell tool that may write only below `writable` (absolute, inside the workspace),
-    /// reach the network only when `network` is true, create Unix sockets only when
-    /// `unix_sockets` is true, and use at most `memory_bytes` of data memory (`None`: the
-    /// `[sandbox] memory_mb` limit).
-    pub fn new(writable: Vec<PathBuf>, network: bool, memory_bytes: Option<u64>, unix_sockets: bool) -> Self {
+    /// reach the network as `network` says (nothing, everything, or listed hosts through the
+    /// egress proxy), create Unix sockets only when `unix_sockets` is true, and use at most
+    /// `memory_bytes` of data memory (`None`: the `[sandbox] memory_mb` limit).
+    pub fn new(writable: Vec<PathBuf>, network: Network, memory_bytes: Option<u64>, unix_sockets: bool) -> Self {
         let mut spec = spec(
             "shell_command",
             "Run one shell command line in the workspace (bash, no login files). Prefer the file and git tools; use this for builds, tests and linters. Output and the exit status are returned.",
@@ -54,7 +56,7 @@ impl ShellTool {
         );
         // Without network a command sees what the workspace and the system hold, which is as
         // trusted as reading files; with network its output may come from anywhere.
-        spec.untrusted_output = network;
+        spec.untrusted_output = network.enabled();
         ShellTool { spec, writable, network, memory_bytes, unix_sockets }
     }
 }
@@ -74,7 +76,6 @@ impl Tool for ShellTool {
         let request = ExecRequest {
             env_allow,
             timeout: Duration::from_millis(timeout_ms),
-            network: self.network,
             max_output_bytes: MAX_SHELL_OUTPUT_BYTES,
             writable: self.writable.clone(),
             memory_bytes: self.memory_bytes.or(ctx.sandbox.memory_bytes),
@@ -83,7 +84,7 @@ impl Tool for ShellTool {
             ..ExecRequest::new(argv, ctx.workspace.root().to_path_buf())
         };
         let request = super::sandbox_paths::confine(request, ctx)?;
-        let output = super::exec::run_sandboxed(request, ctx).await?;
+        let output = super::network::run_with_network(request, &self.network, ctx).await?;
         let content = super::exec::render(&output, MAX_SHELL_OUTPUT_BYTES);
         Ok(ToolOutput { content, sandbox: output.profile, ..Default::default() })
     }

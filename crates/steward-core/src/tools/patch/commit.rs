@@ -285,6 +285,7 @@ mod tests {
             snapshots: crate::rollback::Snapshots::new(&root.join(".snaps"), "run"),
             credentials: Default::default(),
             elicitor: None,
+            egress: None,
             accept_weaker: Vec::new(),
             sandbox: Default::default(),
         }
