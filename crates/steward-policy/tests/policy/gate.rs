@@ -1,5 +1,6 @@
 use std::fs;
 
+use crate::support::config;
 use serde_json::{Value, json};
 use steward_policy::{Policy, PolicyConfig, PolicyError, Workspace};
 use steward_protocol::{DecisionKind, RiskLevel, ToolCall, ToolSpec};
@@ -34,14 +35,6 @@ fn workspace() -> (tempfile::TempDir, Workspace) {
     fs::write(dir.path().join(".env"), "K=v").unwrap();
     let ws = Workspace::open(dir.path(), &["vault/".to_string()]).unwrap();
     (dir, ws)
-}
-
-fn config(toml_text: &str) -> PolicyConfig {
-    #[derive(serde::Deserialize)]
-    struct Root {
-        policy: PolicyConfig,
-    }
-    toml::from_str::<Root>(toml_text).unwrap().policy
 }
 
 const CONFIG: &str = r#"

@@ -4,16 +4,9 @@
 
 use std::fs;
 
-use steward_policy::{Policy, PolicyConfig, Workspace};
+use crate::support::config;
+use steward_policy::{Policy, Workspace};
 use steward_protocol::DecisionKind::{self, Allow, Ask, Deny};
-
-fn config(toml_text: &str) -> PolicyConfig {
-    #[derive(serde::Deserialize)]
-    struct Root {
-        policy: PolicyConfig,
-    }
-    toml::from_str::<Root>(toml_text).unwrap().policy
-}
 
 fn workspace() -> (tempfile::TempDir, Workspace) {
     let dir = tempfile::tempdir().unwrap();

@@ -7,3 +7,4 @@ mod option_sets;
 mod paths;
 mod redaction;
 mod shell_gate;
+mod support;

@@ -3,19 +3,12 @@
 use std::fs;
 use std::os::unix::fs::symlink;
 
+use crate::support::config;
 use serde_json::json;
-use steward_policy::{GateContext, Policy, PolicyConfig, PolicyError, Workspace};
+use steward_policy::{GateContext, Policy, PolicyError, Workspace};
 use steward_protocol::{DecisionKind, RiskLevel, ToolCall, ToolSpec};
 
 use DecisionKind::{Allow, Ask, Deny};
-
-fn config(toml_text: &str) -> PolicyConfig {
-    #[derive(serde::Deserialize)]
-    struct Root {
-        policy: PolicyConfig,
-    }
-    toml::from_str::<Root>(toml_text).unwrap().policy
-}
 
 fn workspace() -> (tempfile::TempDir, Workspace) {
     let dir = tempfile::tempdir().unwrap();
