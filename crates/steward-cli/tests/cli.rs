@@ -836,7 +836,8 @@ fn a_terminal_approval_shows_the_diff_once_with_a_minutes_countdown() {
     });
     let mut screen = String::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !screen.contains("approve? [y/r/w/N]") {
+    // The prompt and its countdown may arrive in separate reads: wait for both.
+    while !(screen.contains("approve? [y/r/w/N]") && screen.contains(" left)")) {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         match rx.recv_timeout(left) {
             Ok(text) => screen.push_str(&text),
