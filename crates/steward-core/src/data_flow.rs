@@ -36,14 +36,54 @@ pub fn reads_untrusted(policy: &Policy, workspace: &Workspace, tool: &dyn Tool, 
     if spec.name == SHELL_TOOL
         && let Some(line) = args.get("command").and_then(Value::as_str)
     {
-        texts.extend(
-            line.split(|c: char| c.is_whitespace() || ";|&<>()=`".contains(c))
-                .map(|w| w.trim_matches(['\'', '"']).to_string())
-                .filter(|w| !w.is_empty() && !w.starts_with('-')),
-        );
+        // The words each program gets, as the shell splits them (the shared splitter, command
+        // substitutions included), plus the files it reads by redirection; each word also in
+        // the parts a program splits itself (`if=vendor/x`). A line the splitter cannot read
+        // may read anything.
+        let Ok(commands) = steward_policy::shell::split(line) else { return true };
+        for command in &commands {
+            for word in command.argv.iter().chain(&command.inputs) {
+                texts.extend(workspace.paths_named_by(word, ""));
+            }
+        }
     }
     texts.iter().any(|text| match workspace.resolve(text, Access::Read) {
         Ok(path) => policy.reads_untrusted(&path.rel, path.abs.is_dir()),
         Err(_) => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{network::Network, shell::ShellTool};
+    use steward_policy::PolicyConfig;
+
+    #[test]
+    fn shell_words_naming_untrusted_paths_taint_as_the_shell_splits_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("vendor/lib")).unwrap();
+        std::fs::write(dir.path().join("vendor/lib/notes.txt"), "x").unwrap();
+        std::fs::write(dir.path().join("main.rs"), "x").unwrap();
+        let workspace = Workspace::open(dir.path(), &[]).unwrap();
+        let policy =
+            Policy::new(&PolicyConfig { untrusted_paths: vec!["vendor".into()], ..PolicyConfig::default() }).unwrap();
+        let shell = ShellTool::new(Vec::new(), Network::default(), None, false);
+        let reads = |line: &str| reads_untrusted(&policy, &workspace, &shell, &serde_json::json!({ "command": line }));
+        for line in [
+            "cat vendor/lib/notes.txt",
+            "cat 'vendor/lib/notes.txt'",
+            "cat ven\\dor/lib/notes.txt",
+            "wc -l < vendor/lib/notes.txt",
+            "cat $(ls vendor)",
+            "dd if=vendor/lib/notes.txt",
+            "grep -r x vendor",
+            "echo unbalanced 'quote",
+        ] {
+            assert!(reads(line), "{line}");
+        }
+        for line in ["cat main.rs", "echo vendorx", "ls"] {
+            assert!(!reads(line), "{line}");
+        }
+    }
 }
