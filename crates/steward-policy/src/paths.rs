@@ -241,6 +241,15 @@ impl Workspace {
         }
     }
 
+    /// True when the file at the workspace-relative `rel` is another name (a hard link, same
+    /// device and inode) of a secret or `deny_path` file of the workspace or of the home's
+    /// secret places, or when that cannot be known (the scan stopped at its limit). The one
+    /// hard-link index every path check uses; the sandbox masks what it names.
+    pub fn is_link_to_secret(&self, rel: &Path) -> bool {
+        let verdict = self.inner.links.verdict(&self.root().join(rel), &|r| self.inner.deny.is_denied(r, false));
+        !matches!(verdict, LinkVerdict::Plain)
+    }
+
     /// For walkers (list, search): why the entry at the workspace-relative `rel` must be left
     /// out, if it must. Checks, in order, the secret predicate, `deny_path`, then the ignore
     /// files of the root and of every directory down to the entry's parent. The ignore files

@@ -9,16 +9,17 @@
 //! - every path of the workspace that [`steward_policy::is_secret_path`] calls secret is
 //!   covered (a file by an empty read-only file, a folder by an empty folder), except `.git`
 //!   itself: git needs it, and its hooks and config are frozen instead;
-//! - every other name of a secret file — a hard link, same device and inode — is covered too;
+//! - every other name of a secret file — a hard link, same device and inode — is covered too,
+//!   as the gate's one hard-link index ([`Workspace::is_link_to_secret`]) finds them: links to
+//!   the workspace's secret and `deny_path` files and to the home's secret files;
 //! - `.git/hooks`, `.git/config` (of the workspace and of any repository inside it),
 //!   `.steward`, `.stewardignore` and shell startup files are read-only, even beneath a
 //!   writable folder: each makes a later program run something.
 
-use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use steward_policy::is_secret_path;
+use steward_policy::{Workspace, is_secret_path};
 
 use super::{ToolContext, ToolError};
 
@@ -52,13 +53,12 @@ pub struct SandboxPaths {
     pub read_only: Vec<PathBuf>,
 }
 
-/// Walks the workspace at `root` (every file, ignored ones too, without following links or
+/// Walks `workspace` (every file, ignored ones too, without following links or
 /// entering `.git`; a plain directory walk, since it runs before every sandboxed call) and lists what to cover and freeze (see the module docs). Errors: the
 /// workspace has more than 1,000,000 entries.
-pub fn sandbox_paths(root: &Path) -> Result<SandboxPaths, String> {
-    let root = root.canonicalize().map_err(|e| format!("cannot resolve the workspace {}: {e}", root.display()))?;
+pub fn sandbox_paths(workspace: &Workspace) -> Result<SandboxPaths, String> {
+    let root = workspace.root().to_path_buf();
     let mut paths = SandboxPaths::default();
-    let mut secret_files: Vec<PathBuf> = Vec::new();
     let mut other_files: Vec<PathBuf> = Vec::new();
     let mut seen = 0usize;
     // Folders still to read, each with whether it lies inside a masked folder.
@@ -103,26 +103,19 @@ pub fn sandbox_paths(root: &Path) -> Result<SandboxPaths, String> {
             }
             if kind.is_dir() {
                 pending.push((path, secret));
-            } else if kind.is_file() {
-                if secret { secret_files.push(path) } else { other_files.push(path) }
+            } else if kind.is_file() && !secret {
+                other_files.push(path);
             }
         }
     }
-    // Hard links: only when a secret file has more than one name are the others looked at.
-    let linked: HashSet<(u64, u64)> = secret_files
-        .iter()
-        .filter_map(|p| std::fs::symlink_metadata(p).ok())
-        .filter(|m| m.nlink() > 1)
-        .map(|m| (m.dev(), m.ino()))
-        .collect();
-    if !linked.is_empty() {
-        for path in other_files {
-            if let Ok(meta) = std::fs::symlink_metadata(&path)
-                && meta.nlink() > 1
-                && linked.contains(&(meta.dev(), meta.ino()))
-            {
-                paths.mask.push(path);
-            }
+    // Hard links: a file with one name is never another name of a secret file.
+    for path in other_files {
+        if let Ok(meta) = std::fs::symlink_metadata(&path)
+            && meta.nlink() > 1
+            && let Ok(rel) = path.strip_prefix(&root)
+            && workspace.is_link_to_secret(rel)
+        {
+            paths.mask.push(path);
         }
     }
     Ok(paths)
@@ -136,7 +129,7 @@ pub(crate) fn confine(
     ctx: &ToolContext,
 ) -> Result<steward_sandbox::ExecRequest, ToolError> {
     let paths =
-        sandbox_paths(ctx.workspace.root()).map_err(|e| ToolError::failed(format!("the command was not run: {e}")))?;
+        sandbox_paths(&ctx.workspace).map_err(|e| ToolError::failed(format!("the command was not run: {e}")))?;
     Ok(steward_sandbox::ExecRequest {
         mask: paths.mask,
         read_only: paths.read_only,
@@ -226,7 +219,7 @@ mod tests {
         std::fs::create_dir_all(root.join("out")).unwrap();
         std::fs::write(root.join("out/.bashrc"), "").unwrap();
 
-        let paths = sandbox_paths(&root).unwrap();
+        let paths = sandbox_paths(&Workspace::open(&root, &[]).unwrap()).unwrap();
         let mut mask = paths.mask.clone();
         mask.sort();
         let expected: Vec<PathBuf> =
