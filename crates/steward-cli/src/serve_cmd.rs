@@ -34,7 +34,7 @@ pub struct ServeArgs {
     /// Runs executing at once; later ones wait in a queue.
     #[arg(long, default_value_t = 4)]
     max_running: usize,
-    /// Scenario file for runs that use the `fake` provider (see README).
+    /// Scenario file for runs that use the `fake` provider (format in docs/models.md).
     #[arg(long)]
     scenario: Option<PathBuf>,
     /// Finished runs kept; older ones beyond this count are deleted (checked at start and every 10 minutes).

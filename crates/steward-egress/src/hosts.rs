@@ -1,7 +1,7 @@
 //! The host list of a tool (`network = ["crates.io", "*.example.com", "mirror.test:8080"]`)
 //! and the host a request names, both normalised the same way before they are compared.
 //!
-//! Rules (decided here, documented in the README's `[[tool]]` section):
+//! Rules (decided here, documented in docs/tools.md):
 //! - a name matches exactly, ASCII case-insensitively, one trailing dot ignored;
 //! - `*.example.com` matches every name below `example.com` (one or more labels), never
 //!   `example.com` itself; the part after `*.` needs at least two labels (`*.com` is refused);

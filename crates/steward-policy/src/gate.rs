@@ -220,7 +220,7 @@ impl Policy {
                 format!(
                     "`{SHELL_TOOL}` is off: set `[shell] enabled = true` in the user config \
                      (~/.config/steward/config.toml; a workspace's .steward/ config counts only after `steward \
-                     trust`); see the README section \"`{SHELL_TOOL}` (off by default)\"."
+                     trust`); see docs/shell-commands.md."
                 )
             } else {
                 format!("There is no tool named `{}`.", call.name)

@@ -37,7 +37,7 @@ pub struct RunArgs {
     /// Output token limit per planner call.
     #[arg(long)]
     max_tokens: Option<u32>,
-    /// Scenario file for `--provider fake` (see README).
+    /// Scenario file for `--provider fake` (format in docs/models.md).
     #[arg(long)]
     scenario: Option<PathBuf>,
     /// loop (the planner answers; default, or [run] mode) or roles (the planner's answer goes to two drafters, a critic, a reviewer and a synthesizer; providers per role in [roles.NAME]).

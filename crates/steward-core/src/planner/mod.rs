@@ -124,7 +124,7 @@ fn resolve_with_config(
                 (Some(_), false) => return Err(format!("--scenario applies only to the fake provider, not `{name}`")),
                 (None, true) if cfg.scenario.is_none() => {
                     return Err(format!(
-                        "the fake provider `{name}` needs a scenario: pass --scenario FILE (format in the README)"
+                        "the fake provider `{name}` needs a scenario: pass --scenario FILE (format in docs/models.md)"
                     ));
                 }
                 (None, _) => {}
