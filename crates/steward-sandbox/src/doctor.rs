@@ -2,7 +2,7 @@
 //! and watching whether it holds. Each probe runs a control that must succeed without the
 //! protection (so a probe that cannot observe anything reports "not enforced", never a
 //! false "enforced"). Probes need `sh`, `bash`, `env`, `cat`, `dd`, `sleep`, `setsid` and
-//! `unshare` on the `PATH`.
+//! `unshare` on the `PATH`, and `/proc`.
 
 use std::ffi::OsString;
 use std::io::ErrorKind;
@@ -204,15 +204,22 @@ async fn fs_mask() -> Probe {
     Ok(format!("a child could not read a masked file that it reads without the mask ({})", out.profile))
 }
 
-/// A process that left the session (`setsid`) writes a marker after a delay: without the
-/// PID namespace it does, with it the call's end kills it first.
+/// A process that left the session (`setsid`) and sleeps: without the PID namespace it is
+/// still there after its call ended, with it the call's end killed it. Each process is found
+/// by a unique word of its command line (`/proc/PID/cmdline`), so the probe does not depend on
+/// how fast a busy machine runs it: a survivor sleeps 30 s, far longer than the look takes.
 async fn pid_namespace() -> Probe {
     let scratch = ScratchDir(std::env::temp_dir().join(unique("pid")));
     std::fs::create_dir_all(&scratch.0).map_err(|e| format!("cannot create {}: {e}", scratch.0.display()))?;
-    let dir = path_str(&scratch.0)?;
-    let script = "setsid sh -c 'sleep 1; echo x > \"$1/$2\"' sh \"$1\" \"$2\" </dev/null >/dev/null 2>&1 &";
-    let run_one = |marker: &'static str, without: bool| {
-        let argv = ["sh", "-c", script, "sh", dir.as_str(), marker];
+    let control_word = path_str(&scratch.0.join("control"))?;
+    let probe_word = path_str(&scratch.0.join("probe"))?;
+    // The detached `sh` (named by the word, its `$0`) says it is running once it has left the
+    // session; the call waits for that, so its end cannot catch it still in the call's process
+    // group. `; :` keeps `sh` from replacing itself with `sleep`.
+    let script = "setsid sh -c ': > \"$0.ready\"; sleep 30; :' \"$1\" </dev/null >/dev/null 2>&1 & \
+                  while [ ! -e \"$1.ready\" ]; do sleep 0.05; done";
+    let run_one = |word: String, without: bool| {
+        let argv = ["sh", "-c", script, "sh", word.as_str()];
         let mut req =
             ExecRequest { writable: vec![scratch.0.clone()], ..probe_request(Protection::PidNamespace, &argv) };
         let host = Host::detect();
@@ -224,20 +231,63 @@ async fn pid_namespace() -> Probe {
         };
         async move { run_with_parent_env(req, CancellationToken::new(), std::env::vars_os().collect(), &host).await }
     };
-    let (control, probe) = tokio::join!(run_one("control", true), run_one("probe", false));
+    let _survivors = KillOnDrop(vec![control_word.clone(), probe_word.clone()]);
+    let (control, probe) = tokio::join!(run_one(control_word.clone(), true), run_one(probe_word.clone(), false));
     control.map_err(|e| not_run("the control", &e))?;
     let out = probe.map_err(|e| not_run("the probe", &e))?;
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    if !scratch.0.join("control").exists() {
-        return Err("inconclusive: the control's detached process did not write its marker".into());
+    if !wait_for_processes(&control_word, true).await {
+        return Err("inconclusive: the control's detached process could not be found".into());
     }
-    if scratch.0.join("probe").exists() {
+    if !wait_for_processes(&probe_word, false).await {
         return Err(format!("a detached process outlived its call ({})", out.profile));
     }
     Ok(format!(
         "a process that left the session ended with its call; without the PID namespace it lived on ({})",
         out.profile
     ))
+}
+
+/// Waits up to 5 s until processes whose command line holds `word` exist (`present`) or are
+/// all gone (`!present`); true when that state was reached.
+async fn wait_for_processes(word: &str, present: bool) -> bool {
+    for _ in 0..100 {
+        if processes_with(word).is_empty() != present {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// Ids of the processes one of whose arguments is exactly `word`.
+fn processes_with(word: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|cmdline| cmdline.split(|b| *b == 0).any(|arg| arg == word.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Kills, when dropped, the process groups of the processes carrying each word (the detached
+/// `sh` leads its own group, so its `sleep` goes with it).
+struct KillOnDrop(Vec<String>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for word in &self.0 {
+            for pid in processes_with(word) {
+                // SAFETY: kill(2) with a negative pid signals that process group; no memory is shared.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
 }
 
 /// `unshare --user true` succeeds without the filter and fails under it.
