@@ -16,6 +16,7 @@ mod mcp_cmd;
 mod mcp_conformance;
 mod mcp_serve;
 mod mcp_token_cmd;
+mod reference;
 mod serve_cmd;
 mod tools_cmd;
 mod ui;
@@ -23,7 +24,7 @@ mod ui;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Exit code: usage or configuration error.
 pub const EXIT_USAGE: u8 = 2;
@@ -143,6 +144,17 @@ enum Command {
     },
     /// Run the hub: claim approved work from a ledger, run it once as a read-only run, report evidence.
     Hub(hub_cmd::HubArgs),
+    /// Print a shell completion script on stdout (`steward completions bash > /etc/bash_completion.d/steward`).
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print a reference page generated from the code (the pages under docs/reference/).
+    #[command(hide = true)]
+    Reference {
+        /// Which page.
+        page: reference::Page,
+    },
 }
 
 #[derive(Subcommand)]
@@ -387,6 +399,11 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve_cmd::serve(args).await,
             Command::Eval(args) => eval_cmd::eval(args).await,
             Command::Hub(args) => hub_cmd::hub(args).await,
+            Command::Completions { shell } => {
+                clap_complete::generate(shell, &mut Cli::command(), "steward", &mut std::io::stdout());
+                Ok(0)
+            }
+            Command::Reference { page } => reference::print::<Cli>(page),
         }
     });
     // Do not wait for a blocked stdin reader (an approval prompt) after the run ended.

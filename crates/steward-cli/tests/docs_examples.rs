@@ -255,3 +255,37 @@ fn config_file(env: &Env, body: &str) -> PathBuf {
         _ => user.join("config.toml"),
     }
 }
+
+/// The pages under `docs/reference/` are what the code generates now. A test never rewrites
+/// them: `scripts/reference.sh` does, and the change is then reviewed and committed.
+#[test]
+fn reference_pages_are_current() {
+    let env = Env::new();
+    for page in ["cli"] {
+        let out = env.steward(&["reference", page]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let path = docs_root().join(format!("docs/reference/{page}.md"));
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == stdout(&out),
+            "docs/reference/{page}.md is stale: run scripts/reference.sh and commit the result"
+        );
+    }
+}
+
+/// `steward completions SHELL` prints a script the shell accepts.
+#[test]
+fn bash_completion_script_loads_in_bash() {
+    let env = Env::new();
+    let out = env.steward(&["completions", "bash"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let script = env.dir.path().join("steward.bash");
+    std::fs::write(&script, &out.stdout).expect("script written");
+    let check = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("source {} && complete -p steward", script.display()))
+        .output()
+        .expect("bash runs");
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    assert!(String::from_utf8_lossy(&check.stdout).contains("steward"), "no completion registered");
+}
