@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet -p steward-cli
-for page in cli; do
+for page in cli events; do
   ./target/debug/steward reference "$page" > "docs/reference/$page.md"
   echo "wrote docs/reference/$page.md"
 done

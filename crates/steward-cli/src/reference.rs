@@ -8,12 +8,15 @@ use clap::CommandFactory;
 pub enum Page {
     /// Every command, argument and option, from the clap definitions (`docs/reference/cli.md`).
     Cli,
+    /// Every JSON event and its fields, from the protocol types (`docs/reference/events.md`).
+    Events,
 }
 
 /// Prints `page` on stdout; exit code 0.
 pub fn print<C: CommandFactory>(page: Page) -> anyhow::Result<u8> {
     let text = match page {
         Page::Cli => cli::<C>(),
+        Page::Events => steward_protocol::reference::events_markdown(),
     };
     print!("{text}");
     Ok(0)

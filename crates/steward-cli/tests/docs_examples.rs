@@ -261,7 +261,7 @@ fn config_file(env: &Env, body: &str) -> PathBuf {
 #[test]
 fn reference_pages_are_current() {
     let env = Env::new();
-    for page in ["cli"] {
+    for page in ["cli", "events"] {
         let out = env.steward(&["reference", page]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         let path = docs_root().join(format!("docs/reference/{page}.md"));

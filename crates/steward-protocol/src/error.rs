@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// Serialised in snake_case (`missing_api_key`, `provider_unreachable`, …); these strings are
 /// part of the JSON event interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     /// A provider needs an API key and its environment variable is unset or empty.

@@ -5,6 +5,7 @@ use crate::{ErrorClass, Timestamp, Usage};
 
 /// Why a run stopped (SPEC A1). Serialised in snake_case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The planner gave a final answer.
@@ -57,6 +58,7 @@ pub struct Event {
 
 /// Event names and fields (SPEC R2). Tagged by `event` in snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
     /// A run began.
@@ -121,6 +123,7 @@ pub enum EventKind {
         /// Tool name.
         tool: String,
         /// Arguments, redacted.
+        #[cfg_attr(feature = "openapi", schema(value_type = Object))]
         arguments: Value,
     },
     /// The gate refused a tool call (or it was invalid).
@@ -145,6 +148,7 @@ pub enum EventKind {
         /// Tool name.
         tool: String,
         /// Arguments, redacted.
+        #[cfg_attr(feature = "openapi", schema(value_type = Object))]
         arguments: Value,
         /// Deciding rule.
         rule: String,
@@ -155,6 +159,7 @@ pub enum EventKind {
         /// Effect preview (diff), redacted.
         preview: String,
         /// Expiry (RFC 3339).
+        #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
         expires_at: Timestamp,
     },
     /// The owner approved.
@@ -231,6 +236,7 @@ pub enum EventKind {
         /// Tool name.
         tool: String,
         /// Arguments, redacted.
+        #[cfg_attr(feature = "openapi", schema(value_type = Object))]
         arguments: Value,
         /// Call id of the earlier call whose outcome stands.
         earlier_call_id: String,
@@ -262,6 +268,7 @@ pub enum EventKind {
         /// The names of the fields asked for.
         fields: Vec<String>,
         /// Expiry (RFC 3339); unanswered by then, the server gets `cancel`.
+        #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
         expires_at: Timestamp,
     },
     /// An elicitation was answered: `accept` (the values went to the server; they are not

@@ -12,6 +12,9 @@ mod event;
 mod message;
 mod tool;
 
+#[cfg(feature = "openapi")]
+pub mod reference;
+
 pub use audit::{AuditEntry, AuditOutcome, AuditRecord};
 pub use error::ErrorClass;
 pub use event::{Event, EventKind, StopReason};

@@ -108,6 +108,7 @@ pub struct ChatRequest {
 
 /// Token usage of one provider call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: u64,
