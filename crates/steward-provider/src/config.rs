@@ -70,6 +70,11 @@ pub struct ProviderConfig {
     /// `/chat/completions`) or `https://api.anthropic.com` (Anthropic: before `/v1/messages`).
     #[serde(default)]
     pub base_url: Option<String>,
+    /// Environment variable that, when set and not empty, replaces `base_url` (the presets
+    /// read `OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL` and `OLLAMA_HOST`, as the tools they come
+    /// from do; `OLLAMA_HOST` is read as Ollama reads it, see [`ollama_host_url`]).
+    #[serde(default)]
+    pub base_url_env: Option<String>,
     /// Environment variable(s) holding the key, tried in order; the first non-empty one wins.
     #[serde(default)]
     pub api_key_env: Option<ApiKeyEnv>,
@@ -119,6 +124,7 @@ impl ProviderConfig {
         ProviderConfig {
             kind,
             base_url: None,
+            base_url_env: None,
             api_key_env: None,
             api_key_required: None,
             default_model: None,
@@ -153,13 +159,13 @@ pub const PRESETS: &[&str] = &["openai", "openrouter", "xai", "anthropic", "olla
 
 /// The built-in settings of a preset (see [`PRESETS`]), or `None` for an unknown name.
 ///
-/// | preset | base URL | key variable(s) | default model |
+/// | preset | base URL (variable replacing it) | key variable(s) | default model |
 /// |---|---|---|---|
-/// | `openai` | `https://api.openai.com/v1` | `OPENAI_API_KEY` | `gpt-4.1-mini` |
+/// | `openai` | `https://api.openai.com/v1` (`OPENAI_BASE_URL`) | `OPENAI_API_KEY` | `gpt-4.1-mini` |
 /// | `openrouter` | `https://openrouter.ai/api/v1` | `OPENROUTER_API_KEY` | `openai/gpt-4.1-mini` |
 /// | `xai` | `https://api.x.ai/v1` | `XAI_API_KEY`, then `GROK_API_KEY` | `grok-4` |
-/// | `anthropic` | `https://api.anthropic.com` | `ANTHROPIC_API_KEY` | `claude-sonnet-4-5` |
-/// | `ollama` | `http://localhost:11434/v1` | `OLLAMA_API_KEY` (optional) | `qwen3:8b` |
+/// | `anthropic` | `https://api.anthropic.com` (`ANTHROPIC_BASE_URL`) | `ANTHROPIC_API_KEY` | `claude-sonnet-4-5` |
+/// | `ollama` | `http://localhost:11434/v1` (`OLLAMA_HOST`) | `OLLAMA_API_KEY` (optional) | `qwen3:8b` |
 /// | `lmstudio` | `http://localhost:1234/v1` | `LMSTUDIO_API_KEY` (optional) | `local-model` |
 /// | `llamacpp` | `http://localhost:8080/v1` | none | `local-model` |
 /// | `fake` | – | none | `fake` |
@@ -200,7 +206,87 @@ pub fn preset(name: &str) -> Option<ProviderConfig> {
     };
     cfg.api_key_required = Some(required);
     cfg.default_model = Some(model.to_string());
+    cfg.base_url_env = match name {
+        "openai" => Some("OPENAI_BASE_URL".to_string()),
+        "anthropic" => Some("ANTHROPIC_BASE_URL".to_string()),
+        "ollama" => Some(OLLAMA_HOST.to_string()),
+        _ => None,
+    };
     Some(cfg)
+}
+
+/// The endpoint root a provider built from `cfg` talks to: the value of `base_url_env` when
+/// that variable is set and not empty, else `base_url`, else Anthropic's public API for the
+/// `anthropic` kind; without a trailing `/`.
+///
+/// Errors (`config`): no URL at all, a URL that is not `http(s)`, an `OLLAMA_HOST` that is not
+/// a host.
+pub(crate) fn resolve_base_url(
+    name: &str,
+    cfg: &ProviderConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ProviderError> {
+    let from_env = match cfg.base_url_env.as_deref() {
+        Some(var) => match env(var).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()) {
+            Some(value) if var == OLLAMA_HOST => Some(ollama_host_url(&value).ok_or_else(|| {
+                ProviderError::new(ErrorClass::Config, format!("provider '{name}': {var} is not a host[:port] or URL"))
+            })?),
+            other => other,
+        },
+        None => None,
+    };
+    let base_url = from_env
+        .as_deref()
+        .or(cfg.base_url.as_deref())
+        .or(match cfg.kind {
+            ProviderKind::Anthropic => Some("https://api.anthropic.com"),
+            _ => None,
+        })
+        .ok_or_else(|| ProviderError::new(ErrorClass::Config, format!("provider '{name}' has no base_url")))?
+        .trim_end_matches('/')
+        .to_string();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(ProviderError::new(
+            ErrorClass::Config,
+            format!(
+                "provider '{name}': base_url must start with http:// or https:// (got {})",
+                crate::http::redact_url(&base_url)
+            ),
+        ));
+    }
+    Ok(base_url)
+}
+
+/// The variable Ollama's own tools read for the server's address.
+const OLLAMA_HOST: &str = "OLLAMA_HOST";
+
+/// The OpenAI-compatible base URL of the Ollama server an `OLLAMA_HOST` value names, read as
+/// Ollama reads it: an optional scheme (`http` when absent), a host (`127.0.0.1` when empty),
+/// an optional port (11434 when absent, 80/443 for a URL with `http://`/`https://` and no
+/// port) and an optional path, followed by `/v1`. `None` for a value that is not a host
+/// (contains whitespace, or a scheme other than `http`/`https`).
+pub fn ollama_host_url(value: &str) -> Option<String> {
+    let value = value.trim().trim_end_matches('/');
+    if value.chars().any(char::is_whitespace) {
+        return None;
+    }
+    let (scheme, rest, default_port) = match value.split_once("://") {
+        Some(("http", rest)) => ("http", rest, "80"),
+        Some(("https", rest)) => ("https", rest, "443"),
+        Some(_) => return None,
+        None => ("http", value, "11434"),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        // A bracketed IPv6 address without a port ends with `]`.
+        Some((host, port)) if !port.ends_with(']') => (host, port),
+        _ => (authority, default_port),
+    };
+    let host = if host.is_empty() { "127.0.0.1" } else { host };
+    Some(format!("{scheme}://{host}:{port}{path}/v1"))
 }
 
 /// Builds the provider `name` from `cfg`. `env` looks up environment variables (the only
@@ -242,25 +328,7 @@ pub fn build_provider(
             format!("provider '{name}': system_role must be \"system\" or \"developer\" (got {role:?})"),
         ));
     }
-    let base_url = cfg
-        .base_url
-        .as_deref()
-        .or(match cfg.kind {
-            ProviderKind::Anthropic => Some("https://api.anthropic.com"),
-            _ => None,
-        })
-        .ok_or_else(|| ProviderError::new(ErrorClass::Config, format!("provider '{name}' has no base_url")))?
-        .trim_end_matches('/')
-        .to_string();
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(ProviderError::new(
-            ErrorClass::Config,
-            format!(
-                "provider '{name}': base_url must start with http:// or https:// (got {})",
-                crate::http::redact_url(&base_url)
-            ),
-        ));
-    }
+    let base_url = resolve_base_url(name, cfg, env)?;
     let core = HttpCore {
         name: name.to_string(),
         base_url,
@@ -301,6 +369,49 @@ mod tests {
         }
         assert!(preset("nope").is_none());
         assert_eq!(preset("xai").unwrap().api_key_env.unwrap().names(), vec!["XAI_API_KEY", "GROK_API_KEY"]);
+    }
+
+    #[test]
+    fn ollama_host_is_read_as_ollama_reads_it() {
+        for (value, url) in [
+            ("127.0.0.1", "http://127.0.0.1:11434/v1"),
+            ("0.0.0.0:9999", "http://0.0.0.0:9999/v1"),
+            ("gpu-box:11500", "http://gpu-box:11500/v1"),
+            ("http://gpu-box", "http://gpu-box:80/v1"),
+            ("https://ollama.example.com/", "https://ollama.example.com:443/v1"),
+            ("https://example.com:8443/ollama", "https://example.com:8443/ollama/v1"),
+            ("[::1]:11434", "http://[::1]:11434/v1"),
+            ("[::1]", "http://[::1]:11434/v1"),
+            (":11435", "http://127.0.0.1:11435/v1"),
+        ] {
+            assert_eq!(ollama_host_url(value).as_deref(), Some(url), "{value}");
+        }
+        assert_eq!(ollama_host_url("ftp://x"), None);
+        assert_eq!(ollama_host_url("a b"), None);
+    }
+
+    fn built_url(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, ProviderError> {
+        resolve_base_url(name, &preset(name).expect("preset"), env)
+    }
+
+    #[test]
+    fn preset_base_urls_follow_the_variables_other_tools_read() {
+        let env = |var: &str| match var {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:4000/v1/".to_string()),
+            "ANTHROPIC_BASE_URL" => Some("http://127.0.0.1:4001".to_string()),
+            "OLLAMA_HOST" => Some("127.0.0.1:4002".to_string()),
+            "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" => Some("k".to_string()),
+            _ => None,
+        };
+        assert_eq!(built_url("openai", &env).unwrap(), "http://127.0.0.1:4000/v1");
+        assert_eq!(built_url("anthropic", &env).unwrap(), "http://127.0.0.1:4001");
+        assert_eq!(built_url("ollama", &env).unwrap(), "http://127.0.0.1:4002/v1");
+        // Other presets keep theirs; an empty variable counts as unset.
+        assert_eq!(built_url("lmstudio", &env).unwrap(), "http://localhost:1234/v1");
+        let empty = |var: &str| (var == "OLLAMA_HOST").then(|| " ".to_string());
+        assert_eq!(built_url("ollama", &empty).unwrap(), "http://localhost:11434/v1");
+        let bad = |var: &str| (var == "OLLAMA_HOST").then(|| "ftp://x".to_string());
+        assert_eq!(built_url("ollama", &bad).unwrap_err().class, ErrorClass::Config);
     }
 
     #[test]

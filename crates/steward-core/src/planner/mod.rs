@@ -116,7 +116,9 @@ fn resolve_with_config(
                 }
             };
             if let Some(url) = &overrides.base_url {
+                // `--base-url` wins over every variable.
                 cfg.base_url = Some(url.clone());
+                cfg.base_url_env = None;
             }
             let is_fake = cfg.kind == steward_provider::ProviderKind::Fake;
             match (&overrides.scenario, is_fake) {
