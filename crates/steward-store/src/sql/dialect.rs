@@ -163,13 +163,16 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
     fn node(&self) -> Option<&str>;
 
     /// Takes, at the start of a write transaction, the locks the batch `works` needs beyond
-    /// [`Dialect::BEGIN`].
+    /// [`Dialect::BEGIN`] (none by default).
     fn lock_batch<'c>(
         &'c self,
         conn: &'c mut Conn<Self>,
         path: &'c str,
         works: &'c [&'c Work],
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c;
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
+        let _ = (conn, path, works);
+        async { Ok(()) }
+    }
 
     /// Called inside the transaction that inserted run `run_id` (gives it its lease).
     fn run_inserted<'c>(
@@ -177,17 +180,23 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         conn: &'c mut Conn<Self>,
         path: &'c str,
         run_id: &'c str,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c;
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
+        let _ = (conn, path, run_id);
+        async { Ok(()) }
+    }
 
     /// Called last inside a batch's transaction: sends its change notices, if this database
-    /// delivers any.
+    /// delivers any (none by default).
     fn notify<'c>(
         &'c self,
         conn: &'c mut Conn<Self>,
         path: &'c str,
         works: &'c [&'c Work],
         results: &'c [Applied],
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c;
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
+        let _ = (conn, path, works, results);
+        async { Ok(()) }
+    }
 
     /// Of `run_ids`, those this store's process must stop executing (see
     /// [`crate::Store::lost_runs`]).

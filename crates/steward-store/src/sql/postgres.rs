@@ -120,15 +120,9 @@ impl Dialect for PgDialect {
 
     const LOCK_ROWS: &'static str = " FOR UPDATE";
 
-    fn execute<'c>(
-        conn: &'c mut PgConnection,
-        sql: &'c str,
-        args: Vec<Arg<'c>>,
-    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send + 'c {
-        async move {
-            let done = bind_all(sqlx::query(sqlx::AssertSqlSafe(numbered(sql))), args).execute(conn).await?;
-            Ok(done.rows_affected())
-        }
+    async fn execute<'c>(conn: &'c mut PgConnection, sql: &'c str, args: Vec<Arg<'c>>) -> Result<u64, sqlx::Error> {
+        let done = bind_all(sqlx::query(sqlx::AssertSqlSafe(numbered(sql))), args).execute(conn).await?;
+        Ok(done.rows_affected())
     }
 
     fn fetch_all<'c>(

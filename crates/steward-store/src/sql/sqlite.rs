@@ -2,8 +2,9 @@
 //!
 //! The writer takes the file's write lock with `BEGIN IMMEDIATE` (waiting up to
 //! [`BUSY_TIMEOUT`]) and reads the chain head inside that transaction, so several processes may
-//! share the file. A database on one machine keeps no node, no leases and sends no change
-//! notices: crash recovery judges process ids, and followers poll.
+//! share the file; it needs no further locks ([`Dialect::lock_batch`]). A database on one
+//! machine keeps no node, no leases and sends no change notices: crash recovery judges process
+//! ids, and followers poll.
 
 use std::future::Future;
 use std::path::Path;
@@ -16,7 +17,6 @@ use sqlx::{ConnectOptions, Pool, Sqlite, SqliteConnection};
 use super::SqlStore;
 use super::dialect::{Arg, Dialect, ReadRow, args};
 use super::migrate;
-use super::writer::{Applied, Work};
 use crate::{Durability, RunStatus, StoreError, StoreOptions};
 
 /// How long a connection waits for another one's lock before failing (10 s).
@@ -60,15 +60,9 @@ impl Dialect for SqliteDialect {
 
     const LOCK_ROWS: &'static str = "";
 
-    fn execute<'c>(
-        conn: &'c mut SqliteConnection,
-        sql: &'c str,
-        args: Vec<Arg<'c>>,
-    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send + 'c {
-        async move {
-            let done = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args).execute(conn).await?;
-            Ok(done.rows_affected())
-        }
+    async fn execute<'c>(conn: &'c mut SqliteConnection, sql: &'c str, args: Vec<Arg<'c>>) -> Result<u64, sqlx::Error> {
+        let done = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args).execute(conn).await?;
+        Ok(done.rows_affected())
     }
 
     fn fetch_all<'c>(
@@ -91,57 +85,25 @@ impl Dialect for SqliteDialect {
         None
     }
 
-    fn lock_batch<'c>(
-        &'c self,
-        _conn: &'c mut SqliteConnection,
-        _path: &'c str,
-        _works: &'c [&'c Work],
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
-        // `BEGIN IMMEDIATE` took the file's write lock.
-        async { Ok(()) }
-    }
-
-    fn run_inserted<'c>(
-        &'c self,
-        _conn: &'c mut SqliteConnection,
-        _path: &'c str,
-        _run_id: &'c str,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
-        async { Ok(()) }
-    }
-
-    fn notify<'c>(
-        &'c self,
-        _conn: &'c mut SqliteConnection,
-        _path: &'c str,
-        _works: &'c [&'c Work],
-        _results: &'c [Applied],
-    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
-        async { Ok(()) }
-    }
-
-    fn lost_runs<'a>(
+    async fn lost_runs<'a>(
         &'a self,
         pool: &'a Pool<Sqlite>,
         path: &'a str,
         run_ids: &'a [String],
-    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send + 'a {
-        async move {
-            let db = |source| StoreError::Database { path: path.to_string(), source };
-            let mut lost = Vec::new();
-            let mut conn = pool.acquire().await.map_err(db)?;
-            for id in run_ids {
-                let row = Self::fetch_optional(&mut conn, "SELECT status FROM runs WHERE id = ?", args![id])
-                    .await
-                    .map_err(db)?;
-                if let Some(row) = row
-                    && row.text("status").map_err(db)? != RunStatus::Running.as_str()
-                {
-                    lost.push(id.clone());
-                }
+    ) -> Result<Vec<String>, StoreError> {
+        let db = |source| StoreError::Database { path: path.to_string(), source };
+        let mut lost = Vec::new();
+        let mut conn = pool.acquire().await.map_err(db)?;
+        for id in run_ids {
+            let row =
+                Self::fetch_optional(&mut conn, "SELECT status FROM runs WHERE id = ?", args![id]).await.map_err(db)?;
+            if let Some(row) = row
+                && row.text("status").map_err(db)? != RunStatus::Running.as_str()
+            {
+                lost.push(id.clone());
             }
-            Ok(lost)
         }
+        Ok(lost)
     }
 }
 
