@@ -1,7 +1,8 @@
 //! Persistence for Steward behind the [`Store`] trait: runs, events, approvals, remembered
 //! facts and the hash-chained audit log.
 //!
-//! Two backends implement it with the same contracts:
+//! One SQL store implements it over two databases with the same contracts and the same SQL text
+//! (the database's dialect holds only what really differs):
 //! - [`SqliteStore`], the embedded default: one file, WAL mode, group commit through a single
 //!   writer task; several processes on one machine may share the file.
 //! - [`PgStore`], for several Steward processes (nodes) sharing one PostgreSQL database: the
@@ -26,9 +27,8 @@ mod change;
 mod error;
 mod journal;
 pub mod ledger;
-mod postgres;
 mod record;
-mod sqlite;
+mod sql;
 
 use async_trait::async_trait;
 use rand::Rng;
@@ -40,13 +40,14 @@ pub use change::{CHANGE_BUFFER, Change};
 pub use error::StoreError;
 pub use journal::{JournalRecord, JournalState, JournalStore};
 pub use ledger::LedgerStore;
-pub use postgres::{PgStore, host_node, is_postgres_url, redact_database_url};
 pub use record::McpTokenRecord;
 pub use record::{
     ApprovalDecisionRecord, AuditVerification, ConversationRecord, ConversationTurn, Durability, FactRecord,
     GrantRecord, GrantScope, RollbackRecord, RollbackStatus, RunRecord, RunStatus, StoreOptions,
 };
-pub use sqlite::SqliteStore;
+pub use sql::SqlStore;
+pub use sql::postgres::{PgStore, host_node, is_postgres_url, redact_database_url};
+pub use sql::sqlite::SqliteStore;
 /// Connect options of a PostgreSQL database, for [`PgStore::open_with`].
 pub use sqlx::postgres::PgConnectOptions;
 

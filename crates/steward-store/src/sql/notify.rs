@@ -131,7 +131,7 @@ async fn listen(hub: Weak<Hub>, connect: PgConnectOptions, path: String, mut sto
             .max_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
-            .acquire_timeout(super::CONNECT_TIMEOUT)
+            .acquire_timeout(super::postgres::CONNECT_TIMEOUT)
             .connect_lazy_with(connect.clone());
         let connected = async {
             let (channel,): (String,) = sqlx::query_as(CHANNEL_SQL).fetch_one(&pool).await?;

@@ -1,13 +1,14 @@
 //! Conversions between rows and records: column names, timestamps, integers and wire names.
+//! Both databases hold the same values (RFC 3339 `TEXT` timestamps, JSON as `TEXT`, 64-bit
+//! integers, double-precision risks), so one decoding serves both.
 
 use serde::de::DeserializeOwned;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, AuditRecord, Event, Timestamp};
 
+use super::dialect::ReadRow;
 use crate::{FactRecord, McpTokenRecord, RunRecord, RunStatus, StoreError};
 
-/// Columns of `runs`, in the order [`run_from_row`] and the writer use.
+/// Columns of `runs` (without `node`), in the order [`run_from_row`] and the writer use.
 pub const RUN_COLUMNS: &str = "id, owner_id, task, planner, provider, model, workspace, status, stop_reason, \
      final_text, error_class, error, created_at, finished_at, rounds, tool_calls, input_tokens, output_tokens, pid";
 
@@ -25,16 +26,15 @@ pub const FACT_COLUMNS: &str = "id, owner_id, text, created_at";
 /// Columns of `mcp_tokens`.
 pub const MCP_TOKEN_COLUMNS: &str = "id, owner_id, name, scopes, token_hash, created_at, last_used_at, revoked_at";
 
-/// Reads rows of one table for one database path, turning every failure into a
-/// [`StoreError::Corrupt`] that names the path, table and column (never the content).
-pub struct RowReader<'a> {
+/// Reads rows of one table, turning every failure into a [`StoreError::Corrupt`] that names
+/// the database, table and column (never the content).
+struct RowReader<'a> {
     path: &'a str,
     table: &'static str,
 }
 
 impl<'a> RowReader<'a> {
-    /// A reader for `table` of the database at `path`.
-    pub fn new(path: &'a str, table: &'static str) -> Self {
+    fn new(path: &'a str, table: &'static str) -> Self {
         RowReader { path, table }
     }
 
@@ -42,29 +42,29 @@ impl<'a> RowReader<'a> {
         StoreError::Corrupt { path: self.path.to_string(), what: format!("{}.{column}: {why}", self.table) }
     }
 
-    fn text(&self, row: &SqliteRow, column: &str) -> Result<String, StoreError> {
-        row.try_get::<String, _>(column).map_err(|e| self.corrupt(column, e))
+    fn text(&self, row: &impl ReadRow, column: &str) -> Result<String, StoreError> {
+        row.text(column).map_err(|e| self.corrupt(column, e))
     }
 
-    fn opt_text(&self, row: &SqliteRow, column: &str) -> Result<Option<String>, StoreError> {
-        row.try_get::<Option<String>, _>(column).map_err(|e| self.corrupt(column, e))
+    fn opt_text(&self, row: &impl ReadRow, column: &str) -> Result<Option<String>, StoreError> {
+        row.opt_text(column).map_err(|e| self.corrupt(column, e))
     }
 
-    fn real(&self, row: &SqliteRow, column: &str) -> Result<f64, StoreError> {
-        row.try_get::<f64, _>(column).map_err(|e| self.corrupt(column, e))
+    fn real(&self, row: &impl ReadRow, column: &str) -> Result<f64, StoreError> {
+        row.real(column).map_err(|e| self.corrupt(column, e))
     }
 
-    fn int<T: TryFrom<i64>>(&self, row: &SqliteRow, column: &str) -> Result<T, StoreError> {
-        let raw = row.try_get::<i64, _>(column).map_err(|e| self.corrupt(column, e))?;
+    fn int<T: TryFrom<i64>>(&self, row: &impl ReadRow, column: &str) -> Result<T, StoreError> {
+        let raw = row.int(column).map_err(|e| self.corrupt(column, e))?;
         T::try_from(raw).map_err(|_| self.corrupt(column, "integer out of range"))
     }
 
-    fn time(&self, row: &SqliteRow, column: &str) -> Result<Timestamp, StoreError> {
+    fn time(&self, row: &impl ReadRow, column: &str) -> Result<Timestamp, StoreError> {
         let text = self.text(row, column)?;
         self.parse_time(column, &text)
     }
 
-    fn opt_time(&self, row: &SqliteRow, column: &str) -> Result<Option<Timestamp>, StoreError> {
+    fn opt_time(&self, row: &impl ReadRow, column: &str) -> Result<Option<Timestamp>, StoreError> {
         self.opt_text(row, column)?.map(|text| self.parse_time(column, &text)).transpose()
     }
 
@@ -74,7 +74,7 @@ impl<'a> RowReader<'a> {
             .map_err(|e| self.corrupt(column, format!("not an RFC 3339 timestamp ({e})")))
     }
 
-    fn json(&self, row: &SqliteRow, column: &str) -> Result<serde_json::Value, StoreError> {
+    fn json(&self, row: &impl ReadRow, column: &str) -> Result<serde_json::Value, StoreError> {
         let text = self.text(row, column)?;
         serde_json::from_str(&text).map_err(|e| self.corrupt(column, format!("invalid JSON ({e})")))
     }
@@ -86,7 +86,7 @@ impl<'a> RowReader<'a> {
 }
 
 /// A `runs` row.
-pub fn run_from_row(path: &str, row: &SqliteRow) -> Result<RunRecord, StoreError> {
+pub fn run_from_row(path: &str, row: &impl ReadRow) -> Result<RunRecord, StoreError> {
     let r = RowReader::new(path, "runs");
     let status = r.text(row, "status")?;
     Ok(RunRecord {
@@ -113,7 +113,7 @@ pub fn run_from_row(path: &str, row: &SqliteRow) -> Result<RunRecord, StoreError
 }
 
 /// An `approvals` row.
-pub fn approval_from_row(path: &str, row: &SqliteRow) -> Result<ApprovalRequest, StoreError> {
+pub fn approval_from_row(path: &str, row: &impl ReadRow) -> Result<ApprovalRequest, StoreError> {
     let r = RowReader::new(path, "approvals");
     let status = r.text(row, "status")?;
     Ok(ApprovalRequest {
@@ -134,7 +134,7 @@ pub fn approval_from_row(path: &str, row: &SqliteRow) -> Result<ApprovalRequest,
 }
 
 /// An `audit` row.
-pub fn audit_from_row(path: &str, row: &SqliteRow) -> Result<AuditRecord, StoreError> {
+pub fn audit_from_row(path: &str, row: &impl ReadRow) -> Result<AuditRecord, StoreError> {
     let r = RowReader::new(path, "audit");
     let outcome = r.text(row, "outcome")?;
     Ok(AuditRecord {
@@ -162,7 +162,7 @@ pub fn audit_from_row(path: &str, row: &SqliteRow) -> Result<AuditRecord, StoreE
 }
 
 /// A `facts` row.
-pub fn fact_from_row(path: &str, row: &SqliteRow) -> Result<FactRecord, StoreError> {
+pub fn fact_from_row(path: &str, row: &impl ReadRow) -> Result<FactRecord, StoreError> {
     let r = RowReader::new(path, "facts");
     Ok(FactRecord {
         id: r.text(row, "id")?,
@@ -173,7 +173,7 @@ pub fn fact_from_row(path: &str, row: &SqliteRow) -> Result<FactRecord, StoreErr
 }
 
 /// An `mcp_tokens` row; `scopes` is a comma list (empty: no scope).
-pub fn mcp_token_from_row(path: &str, row: &SqliteRow) -> Result<McpTokenRecord, StoreError> {
+pub fn mcp_token_from_row(path: &str, row: &impl ReadRow) -> Result<McpTokenRecord, StoreError> {
     let r = RowReader::new(path, "mcp_tokens");
     let scopes = r.text(row, "scopes")?;
     Ok(McpTokenRecord {
@@ -189,21 +189,32 @@ pub fn mcp_token_from_row(path: &str, row: &SqliteRow) -> Result<McpTokenRecord,
 }
 
 /// An `events` row: the `body` column holds the whole event as JSON.
-pub fn event_from_row(path: &str, row: &SqliteRow) -> Result<Event, StoreError> {
+pub fn event_from_row(path: &str, row: &impl ReadRow) -> Result<Event, StoreError> {
     let r = RowReader::new(path, "events");
     let body = r.text(row, "body")?;
     serde_json::from_str(&body).map_err(|e| r.corrupt("body", format!("not an event ({e})")))
 }
 
-/// A `u64`/`u32` for an `INTEGER` column; [`StoreError::Invalid`] above `i64::MAX`.
+/// A `body` column holding a record as JSON (`rollbacks`, `grants`, `approval_decisions`).
+pub fn body_from_row<T: DeserializeOwned>(
+    path: &str,
+    table: &'static str,
+    row: &impl ReadRow,
+) -> Result<T, StoreError> {
+    let r = RowReader::new(path, table);
+    let body = r.text(row, "body")?;
+    serde_json::from_str(&body).map_err(|e| r.corrupt("body", e))
+}
+
+/// A `u64`/`u32` for a 64-bit integer column; [`StoreError::Invalid`] above `i64::MAX`.
 pub fn to_i64(path: &str, what: &str, value: impl TryInto<i64>) -> Result<i64, StoreError> {
     value
         .try_into()
         .map_err(|_| StoreError::Invalid { path: path.to_string(), what: format!("{what} exceeds i64::MAX") })
 }
 
-/// A risk score for a `REAL` column; [`StoreError::Invalid`] when not finite (SQLite would
-/// store NaN as NULL and the hash could not be recomputed).
+/// A risk score for a `REAL`/`DOUBLE PRECISION` column; [`StoreError::Invalid`] when not finite
+/// (SQLite would store NaN as NULL, and the hash could not be recomputed from what is read back).
 pub fn finite(path: &str, what: &str, value: f64) -> Result<f64, StoreError> {
     if value.is_finite() {
         Ok(value)

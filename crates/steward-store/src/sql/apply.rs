@@ -1,0 +1,344 @@
+//! The statements of each queued write, applied inside the writer's transaction: one SQL text
+//! per write for both databases.
+
+use chrono::Utc;
+use steward_protocol::{AuditEntry, AuditRecord, Event};
+
+use super::dialect::{Arg, Conn, Dialect, ReadRow, args, row_placeholders};
+use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, MCP_TOKEN_COLUMNS, RUN_COLUMNS, finite, to_i64};
+use super::writer::{Applied, Shared, Work};
+use crate::chain::{GENESIS_HASH, audit_hash, timestamp_text};
+use crate::{RunRecord, RunStatus, StoreError, new_id};
+
+/// Every column of a run but its id, set by an update (the node a run was inserted by is kept).
+const SET_RUN: &str = "UPDATE runs SET id = ?, owner_id = ?, task = ?, planner = ?, provider = ?, model = ?, \
+     workspace = ?, status = ?, stop_reason = ?, final_text = ?, error_class = ?, error = ?, created_at = ?, \
+     finished_at = ?, rounds = ?, tool_calls = ?, input_tokens = ?, output_tokens = ?, pid = ?";
+
+/// The tables holding what belongs to a run, deleted with it (`run_leases` is empty on SQLite).
+const RUN_TABLES: [&str; 5] = ["events", "approvals", "approval_decisions", "rollbacks", "run_leases"];
+
+/// Applies one write inside the open transaction `conn`.
+pub async fn apply<D: Dialect>(
+    conn: &mut Conn<D>,
+    shared: &Shared<D>,
+    work: &Work,
+    head: &mut Option<(u64, String)>,
+) -> Result<Applied, StoreError> {
+    let path = shared.path.as_str();
+    let db = |source| StoreError::Database { path: path.to_string(), source };
+    match work {
+        Work::InsertRun(run) => {
+            let mut args = run_args(path, run)?;
+            let sql = match shared.dialect.node() {
+                Some(node) => {
+                    args.push(Arg::from(node));
+                    format!("INSERT INTO runs ({RUN_COLUMNS}, node) VALUES {}", row_placeholders(20))
+                }
+                None => format!("INSERT INTO runs ({RUN_COLUMNS}) VALUES {}", row_placeholders(19)),
+            };
+            D::execute(conn, &sql, args).await.map_err(db)?;
+            shared.dialect.run_inserted(conn, path, &run.id).await?;
+        }
+        Work::FinishRun(run) => {
+            match guard_run(conn, shared, &run.id).await? {
+                Some(true) => {}
+                Some(false) => return Ok(Applied::Flag(false)),
+                None => return Err(StoreError::NotFound { path: path.to_string(), what: format!("run {}", run.id) }),
+            }
+            let mut args = run_args(path, run)?;
+            args.extend(args![run.id.as_str(), RunStatus::Running.as_str()]);
+            let sql = format!("{SET_RUN} WHERE id = ? AND status = ?");
+            let done = D::execute(conn, &sql, args).await.map_err(db)?;
+            return Ok(Applied::Flag(done > 0));
+        }
+        Work::GuardedAudit(entry) => {
+            if guard_run(conn, shared, &entry.run_id).await? != Some(true) {
+                return Ok(Applied::Flag(false));
+            }
+            return one_audit::<D>(conn, path, entry, head).await;
+        }
+        Work::UpdateRun(run) => {
+            let mut args = run_args(path, run)?;
+            args.push(Arg::from(run.id.as_str()));
+            let sql = format!("{SET_RUN} WHERE id = ?");
+            let done = D::execute(conn, &sql, args).await.map_err(db)?;
+            if done == 0 {
+                return Err(StoreError::NotFound { path: path.to_string(), what: format!("run {}", run.id) });
+            }
+        }
+        Work::Event(event) => insert_events::<D>(conn, path, &[event]).await?,
+        Work::Approval(a) => {
+            let sql = format!(
+                "INSERT INTO approvals ({APPROVAL_COLUMNS}) VALUES {} \
+                 ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, owner_id = excluded.owner_id, \
+                 call_id = excluded.call_id, tool = excluded.tool, arguments = excluded.arguments, \
+                 reason = excluded.reason, rule = excluded.rule, risk = excluded.risk, \
+                 preview = excluded.preview, created_at = excluded.created_at, \
+                 expires_at = excluded.expires_at, status = excluded.status",
+                row_placeholders(13)
+            );
+            let args = args![
+                a.id.as_str(),
+                a.run_id.as_str(),
+                a.owner_id.as_str(),
+                a.call_id.as_str(),
+                a.tool.as_str(),
+                a.arguments.to_string(),
+                a.reason.as_str(),
+                a.rule.as_str(),
+                finite(path, "approval risk", a.risk)?,
+                a.preview.as_str(),
+                timestamp_text(&a.created_at),
+                timestamp_text(&a.expires_at),
+                a.status.as_str(),
+            ];
+            D::execute(conn, &sql, args).await.map_err(db)?;
+        }
+        Work::Audit(entry) => return one_audit::<D>(conn, path, entry, head).await,
+        Work::Document(doc) => {
+            let (table, key) = doc.table.names();
+            let sql = format!(
+                "INSERT INTO {table} (id, {key}, created_at, body) VALUES (?, ?, ?, ?) \
+                 ON CONFLICT (id) DO UPDATE SET {key} = excluded.{key}, created_at = excluded.created_at, body = excluded.body"
+            );
+            let args = args![doc.id.as_str(), doc.key.as_str(), doc.created_at.as_str(), doc.body.as_str()];
+            D::execute(conn, &sql, args).await.map_err(db)?;
+        }
+        Work::InsertFact { fact, max_per_owner } => {
+            // The count is read in the same statement, inside this write transaction, which
+            // holds the write lock (SQLite) or the owner's lock (PostgreSQL, see
+            // `Dialect::lock_batch`): no other writer counts or adds facts of this owner until
+            // the commit.
+            let sql = format!(
+                "INSERT INTO facts ({FACT_COLUMNS}) SELECT ?, ?, ?, ? \
+                 WHERE (SELECT COUNT(*) FROM facts WHERE owner_id = ?) < ?"
+            );
+            let args = args![
+                fact.id.as_str(),
+                fact.owner_id.as_str(),
+                fact.text.as_str(),
+                timestamp_text(&fact.created_at),
+                fact.owner_id.as_str(),
+                i64::from(*max_per_owner),
+            ];
+            let done = D::execute(conn, &sql, args).await.map_err(db)?;
+            return Ok(Applied::Flag(done > 0));
+        }
+        Work::DeleteFact { owner_id, id } => {
+            let sql = "DELETE FROM facts WHERE id = ? AND owner_id = ?";
+            let done = D::execute(conn, sql, args![id, owner_id]).await.map_err(db)?;
+            return Ok(Applied::Flag(done > 0));
+        }
+        Work::InsertDecision { approval_id, run_id, created_at, body } => {
+            let sql = "INSERT INTO approval_decisions (approval_id, run_id, created_at, body) VALUES (?, ?, ?, ?) \
+                       ON CONFLICT (approval_id) DO NOTHING";
+            let done = D::execute(conn, sql, args![approval_id, run_id, created_at, body]).await.map_err(db)?;
+            return Ok(Applied::Flag(done > 0));
+        }
+        Work::DeleteRun(id) => {
+            let sql = "DELETE FROM runs WHERE id = ? AND status <> 'running'";
+            if D::execute(conn, sql, args![id]).await.map_err(db)? == 0 {
+                return Ok(Applied::Flag(false));
+            }
+            for table in RUN_TABLES {
+                let sql = format!("DELETE FROM {table} WHERE run_id = ?");
+                D::execute(conn, &sql, args![id]).await.map_err(db)?;
+            }
+            return Ok(Applied::Flag(true));
+        }
+        Work::InsertMcpToken(token) => {
+            let sql = format!("INSERT INTO mcp_tokens ({MCP_TOKEN_COLUMNS}) VALUES {}", row_placeholders(8));
+            let args = args![
+                token.id.as_str(),
+                token.owner_id.as_str(),
+                token.name.as_str(),
+                token.scopes.join(","),
+                token.token_hash.as_str(),
+                timestamp_text(&token.created_at),
+                token.last_used_at.as_ref().map(timestamp_text),
+                token.revoked_at.as_ref().map(timestamp_text),
+            ];
+            D::execute(conn, &sql, args).await.map_err(db)?;
+        }
+        Work::RevokeMcpToken { owner_id, id, at } => {
+            let sql = "UPDATE mcp_tokens SET revoked_at = ? WHERE id = ? AND owner_id = ? AND revoked_at IS NULL";
+            let done = D::execute(conn, sql, args![at, id, owner_id]).await.map_err(db)?;
+            return Ok(Applied::Flag(done > 0));
+        }
+        Work::TouchMcpToken { id, at } => {
+            let sql = "UPDATE mcp_tokens SET last_used_at = ? WHERE id = ?";
+            let done = D::execute(conn, sql, args![at, id]).await.map_err(db)?;
+            return Ok(Applied::Flag(done > 0));
+        }
+        Work::Barrier => {}
+    }
+    Ok(Applied::Nothing)
+}
+
+/// Appends one audit record.
+async fn one_audit<D: Dialect>(
+    conn: &mut Conn<D>,
+    path: &str,
+    entry: &AuditEntry,
+    head: &mut Option<(u64, String)>,
+) -> Result<Applied, StoreError> {
+    let mut records = append_audits::<D>(conn, path, &[entry], head).await?;
+    records.pop().map(|r| Applied::Audit(Box::new(r))).ok_or_else(|| StoreError::Write {
+        path: path.to_string(),
+        message: "the audit write produced no record".into(),
+    })
+}
+
+/// Whether run `run_id` may still be written as executed by this store: it is `running` and,
+/// on a database shared by several nodes, its lease row, locked here until the commit (`FOR
+/// UPDATE`, so a node taking it over, which skips locked leases, waits or finds it held), names
+/// this node or does not exist. On SQLite the transaction holds the database's write lock, so
+/// the status stays as read until the commit. `None` when there is no such run.
+pub async fn guard_run<D: Dialect>(
+    conn: &mut Conn<D>,
+    shared: &Shared<D>,
+    run_id: &str,
+) -> Result<Option<bool>, StoreError> {
+    let db = |source| StoreError::Database { path: shared.path.clone(), source };
+    if let Some(node) = shared.dialect.node() {
+        let sql = format!("SELECT node FROM run_leases WHERE run_id = ?{}", D::LOCK_ROWS);
+        let lease = D::fetch_optional(conn, &sql, args![run_id]).await.map_err(db)?;
+        if let Some(lease) = lease
+            && lease.text("node").map_err(db)? != node
+        {
+            return Ok(Some(false));
+        }
+    }
+    let status = D::fetch_optional(conn, "SELECT status FROM runs WHERE id = ?", args![run_id]).await.map_err(db)?;
+    status.map(|row| row.text("status").map(|s| s == RunStatus::Running.as_str()).map_err(db)).transpose()
+}
+
+/// Inserts events in one statement.
+pub async fn insert_events<D: Dialect>(conn: &mut Conn<D>, path: &str, events: &[&Event]) -> Result<(), StoreError> {
+    let mut args = Vec::with_capacity(events.len() * 5);
+    let mut sql = String::from("INSERT INTO events (run_id, seq, at, name, body) VALUES ");
+    for (i, event) in events.iter().enumerate() {
+        let body = serde_json::to_string(event).map_err(|e| StoreError::Invalid {
+            path: path.to_string(),
+            what: format!("event is not serialisable ({e})"),
+        })?;
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str("(?, ?, ?, ?, ?)");
+        args.extend(args![
+            event.run_id.as_str(),
+            to_i64(path, "event seq", event.seq)?,
+            timestamp_text(&event.at),
+            event.kind.name(),
+            body,
+        ]);
+    }
+    D::execute(conn, &sql, args).await.map_err(|source| StoreError::Database { path: path.to_string(), source })?;
+    Ok(())
+}
+
+/// Appends audit records to the chain in one statement; `head` is the chain's last
+/// `(seq, hash)`, read inside the transaction (which holds the write or chain lock) the first
+/// time it is needed.
+pub async fn append_audits<D: Dialect>(
+    conn: &mut Conn<D>,
+    path: &str,
+    entries: &[&AuditEntry],
+    head: &mut Option<(u64, String)>,
+) -> Result<Vec<AuditRecord>, StoreError> {
+    let db = |source| StoreError::Database { path: path.to_string(), source };
+    let (mut last_seq, mut prev_hash) = match head.take() {
+        Some(known) => known,
+        None => {
+            let sql = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1";
+            match D::fetch_optional(conn, sql, Vec::new()).await.map_err(db)? {
+                Some(row) => (
+                    u64::try_from(row.int("seq").map_err(db)?).map_err(|_| StoreError::Corrupt {
+                        path: path.to_string(),
+                        what: "audit.seq: negative".into(),
+                    })?,
+                    row.text("hash").map_err(db)?,
+                ),
+                None => (0, GENESIS_HASH.to_string()),
+            }
+        }
+    };
+    let mut records = Vec::with_capacity(entries.len());
+    let mut checked = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let risk = finite(path, "audit risk", entry.risk)?;
+        let latency_ms = to_i64(path, "audit latency_ms", entry.latency_ms)?;
+        let mut record = AuditRecord {
+            seq: last_seq + 1,
+            id: new_id("aud_"),
+            at: Utc::now(),
+            entry: (*entry).clone(),
+            prev_hash: prev_hash.clone(),
+            hash: String::new(),
+        };
+        record.hash = audit_hash(&record.prev_hash, &record);
+        last_seq = record.seq;
+        prev_hash = record.hash.clone();
+        checked.push((to_i64(path, "audit seq", record.seq)?, risk, latency_ms));
+        records.push(record);
+    }
+    let mut sql = format!("INSERT INTO audit ({AUDIT_COLUMNS}) VALUES ");
+    let mut args: Vec<Arg<'_>> = Vec::with_capacity(records.len() * 18);
+    for (i, (record, (seq, risk, latency_ms))) in records.iter().zip(&checked).enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&row_placeholders(18));
+        let entry = &record.entry;
+        args.extend(args![
+            *seq,
+            record.id.as_str(),
+            timestamp_text(&record.at),
+            entry.agent.as_str(),
+            entry.run_id.as_str(),
+            entry.call_id.as_str(),
+            entry.action.as_str(),
+            entry.input.to_string(),
+            entry.policy.as_str(),
+            *risk,
+            entry.outcome.as_str(),
+            *latency_ms,
+            entry.sandbox.as_str(),
+            entry.approval_id.as_str(),
+            entry.rollback_token.as_str(),
+            entry.detail.as_str(),
+            record.prev_hash.as_str(),
+            record.hash.as_str(),
+        ]);
+    }
+    D::execute(conn, &sql, args).await.map_err(db)?;
+    *head = Some((last_seq, prev_hash));
+    Ok(records)
+}
+
+/// The run's fields in [`RUN_COLUMNS`] order.
+fn run_args<'a>(path: &str, run: &'a RunRecord) -> Result<Vec<Arg<'a>>, StoreError> {
+    Ok(args![
+        run.id.as_str(),
+        run.owner_id.as_str(),
+        run.task.as_str(),
+        run.planner.as_str(),
+        run.provider.as_str(),
+        run.model.as_str(),
+        run.workspace.as_str(),
+        run.status.as_str(),
+        run.stop_reason.map(|s| s.as_str()),
+        run.final_text.as_deref(),
+        run.error_class.map(|c| c.as_str()),
+        run.error.as_deref(),
+        timestamp_text(&run.created_at),
+        run.finished_at.as_ref().map(timestamp_text),
+        i64::from(run.rounds),
+        i64::from(run.tool_calls),
+        to_i64(path, "run input_tokens", run.input_tokens)?,
+        to_i64(path, "run output_tokens", run.output_tokens)?,
+        i64::from(run.pid),
+    ])
+}

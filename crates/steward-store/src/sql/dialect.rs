@@ -1,0 +1,288 @@
+//! What differs between the two databases, and the few primitives the shared SQL code runs
+//! statements with.
+//!
+//! Every statement of the store is written once, with `?` placeholders; [`Dialect::execute`],
+//! [`Dialect::fetch_all`] and [`Dialect::fetch_optional`] bind [`Arg`]s to it on the database's
+//! own connection type (PostgreSQL numbers the placeholders, see [`numbered`]). Rows are read
+//! through [`ReadRow`]. The rest of the trait is what really differs: how a write transaction
+//! starts and locks ([`Dialect::BEGIN`], [`Dialect::LOCK_ROWS`], [`Dialect::lock_batch`]), the
+//! node and leases of a store shared by several machines, and change notices.
+
+use std::borrow::Cow;
+use std::future::Future;
+
+use std::time::Duration;
+
+use sqlx::{ColumnIndex, Database, Decode, Pool, Row, Type};
+use tokio::sync::broadcast;
+
+use super::writer::{Applied, Work};
+use crate::{Change, RunRecord, StoreError};
+
+/// The native connection of a dialect's database.
+pub type Conn<D> = <<D as Dialect>::DB as Database>::Connection;
+
+/// A row of a dialect's database.
+pub type DbRow<D> = <<D as Dialect>::DB as Database>::Row;
+
+/// One value bound to a `?` placeholder.
+#[derive(Debug, Clone)]
+pub enum Arg<'a> {
+    /// `TEXT`.
+    Text(Cow<'a, str>),
+    /// `TEXT` or `NULL`.
+    OptText(Option<Cow<'a, str>>),
+    /// A 64-bit integer.
+    Int(i64),
+    /// A double.
+    Real(f64),
+}
+
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(value: &'a str) -> Self {
+        Arg::Text(Cow::Borrowed(value))
+    }
+}
+
+impl<'a> From<&'a String> for Arg<'a> {
+    fn from(value: &'a String) -> Self {
+        Arg::Text(Cow::Borrowed(value.as_str()))
+    }
+}
+
+impl From<String> for Arg<'_> {
+    fn from(value: String) -> Self {
+        Arg::Text(Cow::Owned(value))
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Arg<'a> {
+    fn from(value: Option<&'a str>) -> Self {
+        Arg::OptText(value.map(Cow::Borrowed))
+    }
+}
+
+impl From<Option<String>> for Arg<'_> {
+    fn from(value: Option<String>) -> Self {
+        Arg::OptText(value.map(Cow::Owned))
+    }
+}
+
+impl From<i64> for Arg<'_> {
+    fn from(value: i64) -> Self {
+        Arg::Int(value)
+    }
+}
+
+impl From<f64> for Arg<'_> {
+    fn from(value: f64) -> Self {
+        Arg::Real(value)
+    }
+}
+
+/// `[Arg; N]` from values of mixed types: `args![id, seq, Some(name)]`.
+macro_rules! args {
+    ($($value:expr),* $(,)?) => {
+        vec![$($crate::sql::dialect::Arg::from($value)),*]
+    };
+}
+pub(crate) use args;
+
+/// Reads columns of a row by name.
+pub trait ReadRow: Send + Sync {
+    /// A non-null `TEXT` column.
+    fn text(&self, column: &str) -> Result<String, sqlx::Error>;
+    /// A `TEXT` column that may be `NULL`.
+    fn opt_text(&self, column: &str) -> Result<Option<String>, sqlx::Error>;
+    /// An integer column.
+    fn int(&self, column: &str) -> Result<i64, sqlx::Error>;
+    /// A floating-point column.
+    fn real(&self, column: &str) -> Result<f64, sqlx::Error>;
+}
+
+impl<R> ReadRow for R
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn text(&self, column: &str) -> Result<String, sqlx::Error> {
+        self.try_get(column)
+    }
+
+    fn opt_text(&self, column: &str) -> Result<Option<String>, sqlx::Error> {
+        self.try_get(column)
+    }
+
+    fn int(&self, column: &str) -> Result<i64, sqlx::Error> {
+        self.try_get(column)
+    }
+
+    fn real(&self, column: &str) -> Result<f64, sqlx::Error> {
+        self.try_get(column)
+    }
+}
+
+/// One database's SQL dialect and the state a store keeps for it.
+pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
+    /// The sqlx database.
+    type DB: Database<Row: ReadRow>;
+
+    /// The statement that starts a write transaction.
+    const BEGIN: &'static str;
+
+    /// Appended to a `SELECT` inside a write transaction to lock the rows it reads until the
+    /// commit (`""` where the transaction already holds the database's write lock).
+    const LOCK_ROWS: &'static str;
+
+    /// Runs `sql` with `args` bound; the number of rows it changed.
+    fn execute<'c>(
+        conn: &'c mut Conn<Self>,
+        sql: &'c str,
+        args: Vec<Arg<'c>>,
+    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send + 'c;
+
+    /// Runs `sql` with `args` bound; every row it returned.
+    fn fetch_all<'c>(
+        conn: &'c mut Conn<Self>,
+        sql: &'c str,
+        args: Vec<Arg<'c>>,
+    ) -> impl Future<Output = Result<Vec<DbRow<Self>>, sqlx::Error>> + Send + 'c;
+
+    /// Runs `sql` with `args` bound; its first row, if any.
+    fn fetch_optional<'c>(
+        conn: &'c mut Conn<Self>,
+        sql: &'c str,
+        args: Vec<Arg<'c>>,
+    ) -> impl Future<Output = Result<Option<DbRow<Self>>, sqlx::Error>> + Send + 'c;
+
+    /// The node this store writes as, on a database shared by several machines: runs it inserts
+    /// are stamped with it and get a lease. `None` for a database on one machine.
+    fn node(&self) -> Option<&str>;
+
+    /// Takes, at the start of a write transaction, the locks the batch `works` needs beyond
+    /// [`Dialect::BEGIN`] (none by default).
+    fn lock_batch<'c>(
+        &'c self,
+        conn: &'c mut Conn<Self>,
+        path: &'c str,
+        works: &'c [&'c Work],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
+        let _ = (conn, path, works);
+        async { Ok(()) }
+    }
+
+    /// Called inside the transaction that inserted run `run_id` (gives it its lease).
+    fn run_inserted<'c>(
+        &'c self,
+        conn: &'c mut Conn<Self>,
+        path: &'c str,
+        run_id: &'c str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
+        let _ = (conn, path, run_id);
+        async { Ok(()) }
+    }
+
+    /// Called last inside a batch's transaction: sends its change notices, if this database
+    /// delivers any (none by default).
+    fn notify<'c>(
+        &'c self,
+        conn: &'c mut Conn<Self>,
+        path: &'c str,
+        works: &'c [&'c Work],
+        results: &'c [Applied],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
+        let _ = (conn, path, works, results);
+        async { Ok(()) }
+    }
+
+    /// Of `run_ids`, those this store's process must stop executing (see
+    /// [`crate::Store::lost_runs`]).
+    fn lost_runs<'a>(
+        &'a self,
+        pool: &'a Pool<Self::DB>,
+        path: &'a str,
+        run_ids: &'a [String],
+    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send + 'a;
+
+    /// Renews the leases of process `pid`'s runs (see [`crate::Store::renew_leases`]); a
+    /// database without leases renews none.
+    fn renew_leases<'a>(
+        &'a self,
+        pool: &'a Pool<Self::DB>,
+        path: &'a str,
+        pid: u32,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'a {
+        let _ = (pool, path, pid, ttl);
+        async { Ok(0) }
+    }
+
+    /// Takes over expired runs of other nodes (see [`crate::Store::take_over_expired_runs`]); a
+    /// database without leases takes over none.
+    fn take_over<'a>(
+        &'a self,
+        pool: &'a Pool<Self::DB>,
+        path: &'a str,
+        ttl: Duration,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<RunRecord>, StoreError>> + Send + 'a {
+        let _ = (pool, path, ttl, limit);
+        async { Ok(Vec::new()) }
+    }
+
+    /// A receiver of change notices from every store sharing the database, when it delivers
+    /// them (see [`crate::Store::subscribe_changes`]).
+    fn subscribe(&self) -> Option<broadcast::Receiver<Change>> {
+        None
+    }
+}
+
+/// `sql` with its `?` placeholders numbered `$1`, `$2` … (PostgreSQL's syntax). The store's SQL
+/// has no `?` inside literals or identifiers.
+pub fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `count` placeholders for one row of a multi-row `VALUES`: `(?, ?, ?)`.
+pub fn row_placeholders(count: usize) -> String {
+    let mut out = String::with_capacity(count * 3 + 2);
+    out.push('(');
+    for i in 0..count {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push('?');
+    }
+    out.push(')');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_numbered_in_order() {
+        assert_eq!(
+            numbered("SELECT a FROM t WHERE b = ? AND c IN (?, ?)"),
+            "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)"
+        );
+        assert_eq!(numbered("SELECT 1"), "SELECT 1");
+        assert_eq!(row_placeholders(3), "(?, ?, ?)");
+        assert_eq!(row_placeholders(1), "(?)");
+    }
+}

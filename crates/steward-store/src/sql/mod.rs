@@ -1,0 +1,155 @@
+//! The SQL store: one implementation of [`Store`], [`crate::LedgerStore`] and
+//! [`crate::JournalStore`] over SQLite and PostgreSQL.
+//!
+//! Every statement is written once, with `?` placeholders, and run through the database's
+//! [`Dialect`], which holds only what really differs between the two: how a write transaction
+//! starts and locks, the node and leases of a database shared by several machines, change
+//! notices, and how a store is opened ([`sqlite`], [`postgres`]). Writes of a store go through
+//! a single writer task ([`writer`]) with group commit; reads use a separate pool of
+//! connections.
+
+mod apply;
+pub(crate) mod dialect;
+mod journal;
+mod leases;
+mod ledger;
+mod ledger_decide;
+mod ledger_rows;
+mod migrate;
+mod notify;
+pub(crate) mod postgres;
+mod rows;
+pub(crate) mod sqlite;
+mod store;
+pub(crate) mod writer;
+
+use std::sync::{Arc, Mutex};
+
+use sqlx::Pool;
+use tokio::sync::{mpsc, oneshot};
+
+use self::dialect::{Arg, DbRow, Dialect};
+use self::rows::body_from_row;
+use self::writer::{Document, DocumentTable, Pending, Reply, Shared, Work};
+use crate::StoreError;
+use crate::chain::timestamp_text;
+
+/// A [`Store`](crate::Store) in a SQL database: [`crate::SqliteStore`] or [`crate::PgStore`].
+/// Cheap to clone: clones share the writer.
+///
+/// Dropping the last clone lets the writer finish what is queued and stop; call
+/// [`Store::flush`](crate::Store::flush) before the process exits so queued writes are not lost.
+pub struct SqlStore<D: Dialect> {
+    shared: Arc<Shared<D>>,
+    read: Pool<D::DB>,
+    queue: mpsc::Sender<Pending>,
+}
+
+impl<D: Dialect> Clone for SqlStore<D> {
+    fn clone(&self) -> Self {
+        SqlStore { shared: Arc::clone(&self.shared), read: self.read.clone(), queue: self.queue.clone() }
+    }
+}
+
+impl<D: Dialect> std::fmt::Debug for SqlStore<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStore").field("shared", &self.shared).field("read", &self.read).finish_non_exhaustive()
+    }
+}
+
+impl<D: Dialect> SqlStore<D> {
+    /// Starts the writer on `write` and returns the store reading through `read`.
+    fn start(
+        path: String,
+        write: Pool<D::DB>,
+        read: Pool<D::DB>,
+        anchor: Option<std::path::PathBuf>,
+        dialect: D,
+    ) -> Self {
+        let shared = Arc::new(Shared { path, deferred: Mutex::new(None), anchor, dialect });
+        let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
+        tokio::spawn(writer::run(write, Arc::clone(&shared), receiver));
+        SqlStore { shared, read, queue }
+    }
+
+    /// The database as shown in messages: its path (`:memory:` for an in-memory SQLite store),
+    /// or `postgres://user@host:port/database` without a password.
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    fn db(&self) -> impl Fn(sqlx::Error) -> StoreError + Copy + '_ {
+        |source| StoreError::Database { path: self.shared.path.clone(), source }
+    }
+
+    fn closed(&self) -> StoreError {
+        StoreError::Closed { path: self.shared.path.clone() }
+    }
+
+    /// Every row `sql` returns, read on a connection of the read pool.
+    async fn fetch_all(&self, sql: &str, args: Vec<Arg<'_>>) -> Result<Vec<DbRow<D>>, StoreError> {
+        let mut conn = self.read.acquire().await.map_err(self.db())?;
+        D::fetch_all(&mut conn, sql, args).await.map_err(self.db())
+    }
+
+    /// The first row `sql` returns, if any, read on a connection of the read pool.
+    async fn fetch_optional(&self, sql: &str, args: Vec<Arg<'_>>) -> Result<Option<DbRow<D>>, StoreError> {
+        let mut conn = self.read.acquire().await.map_err(self.db())?;
+        D::fetch_optional(&mut conn, sql, args).await.map_err(self.db())
+    }
+
+    /// Runs `sql` in a transaction of its own on a connection of the read pool (a single
+    /// statement commits when it returns); the number of rows it changed.
+    async fn execute(&self, sql: &str, args: Vec<Arg<'_>>) -> Result<u64, StoreError> {
+        let mut conn = self.read.acquire().await.map_err(self.db())?;
+        D::execute(&mut conn, sql, args).await.map_err(self.db())
+    }
+
+    async fn enqueue(&self, work: Work, reply: Reply) -> Result<(), StoreError> {
+        self.queue.send(Pending { work, reply }).await.map_err(|_| self.closed())
+    }
+
+    /// Queues `work` and waits for its commit.
+    async fn write(&self, work: Work) -> Result<(), StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(work, Reply::Done(tx)).await?;
+        rx.await.map_err(|_| self.closed())?
+    }
+
+    /// Queues a conditional `work` and waits for its commit and whether it changed a row.
+    async fn write_flag(&self, work: Work) -> Result<bool, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(work, Reply::Flag(tx)).await?;
+        rx.await.map_err(|_| self.closed())?
+    }
+
+    async fn put_document<T: serde::Serialize>(
+        &self,
+        table: DocumentTable,
+        id: &str,
+        key: &str,
+        created_at: &steward_protocol::Timestamp,
+        record: &T,
+    ) -> Result<(), StoreError> {
+        let body = serde_json::to_string(record).map_err(|e| StoreError::Invalid {
+            path: self.path().to_string(),
+            what: format!("{} record is not serialisable ({e})", table.names().0),
+        })?;
+        let doc =
+            Document { table, id: id.to_string(), key: key.to_string(), created_at: timestamp_text(created_at), body };
+        self.write(Work::Document(Box::new(doc))).await
+    }
+
+    async fn documents<T: serde::de::DeserializeOwned>(
+        &self,
+        table: DocumentTable,
+        key: &str,
+    ) -> Result<Vec<T>, StoreError> {
+        let (name, column) = table.names();
+        // Reads see every write queued before them.
+        crate::Store::flush(self).await?;
+        let sql = format!("SELECT body FROM {name} WHERE {column} = ? ORDER BY created_at, id");
+        let rows = self.fetch_all(&sql, dialect::args![key]).await?;
+        rows.iter().map(|row| body_from_row(self.path(), name, row)).collect()
+    }
+}

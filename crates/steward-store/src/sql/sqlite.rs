@@ -1,0 +1,222 @@
+//! The embedded SQLite store: one file in WAL mode.
+//!
+//! The writer takes the file's write lock with `BEGIN IMMEDIATE` (waiting up to
+//! [`BUSY_TIMEOUT`]) and reads the chain head inside that transaction, so several processes may
+//! share the file; it needs no further locks ([`Dialect::lock_batch`]). A database on one
+//! machine keeps no node, no leases and sends no change notices: crash recovery judges process
+//! ids, and followers poll.
+
+use std::future::Future;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{ConnectOptions, Pool, Sqlite, SqliteConnection};
+
+use super::SqlStore;
+use super::dialect::{Arg, Dialect, ReadRow, args};
+use super::migrate;
+use crate::{Durability, RunStatus, StoreError, StoreOptions};
+
+/// How long a connection waits for another one's lock before failing (10 s).
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Read connections per store.
+const READ_POOL_SIZE: u32 = 4;
+
+/// A [`Store`](crate::Store) in one SQLite file (or in memory). Cheap to clone: clones share
+/// the writer.
+///
+/// Dropping the last clone lets the writer finish what is queued and stop; call
+/// [`Store::flush`](crate::Store::flush) before the process exits so queued events are not lost.
+pub type SqliteStore = SqlStore<SqliteDialect>;
+
+/// SQLite's side of the SQL store: `?` placeholders, `BEGIN IMMEDIATE`, no row locks (the
+/// transaction holds the file's write lock), no node, leases or notices.
+#[derive(Debug, Default)]
+pub struct SqliteDialect;
+
+/// `query` with `args` bound in order.
+fn bind_all<'q>(
+    mut query: sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>,
+    args: Vec<Arg<'q>>,
+) -> sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments> {
+    for arg in args {
+        query = match arg {
+            Arg::Text(text) => query.bind(text),
+            Arg::OptText(text) => query.bind(text),
+            Arg::Int(value) => query.bind(value),
+            Arg::Real(value) => query.bind(value),
+        };
+    }
+    query
+}
+
+impl Dialect for SqliteDialect {
+    type DB = Sqlite;
+
+    const BEGIN: &'static str = "BEGIN IMMEDIATE";
+
+    const LOCK_ROWS: &'static str = "";
+
+    async fn execute<'c>(conn: &'c mut SqliteConnection, sql: &'c str, args: Vec<Arg<'c>>) -> Result<u64, sqlx::Error> {
+        let done = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args).execute(conn).await?;
+        Ok(done.rows_affected())
+    }
+
+    fn fetch_all<'c>(
+        conn: &'c mut SqliteConnection,
+        sql: &'c str,
+        args: Vec<Arg<'c>>,
+    ) -> impl Future<Output = Result<Vec<sqlx::sqlite::SqliteRow>, sqlx::Error>> + Send + 'c {
+        bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args).fetch_all(conn)
+    }
+
+    fn fetch_optional<'c>(
+        conn: &'c mut SqliteConnection,
+        sql: &'c str,
+        args: Vec<Arg<'c>>,
+    ) -> impl Future<Output = Result<Option<sqlx::sqlite::SqliteRow>, sqlx::Error>> + Send + 'c {
+        bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args).fetch_optional(conn)
+    }
+
+    fn node(&self) -> Option<&str> {
+        None
+    }
+
+    async fn lost_runs<'a>(
+        &'a self,
+        pool: &'a Pool<Sqlite>,
+        path: &'a str,
+        run_ids: &'a [String],
+    ) -> Result<Vec<String>, StoreError> {
+        let db = |source| StoreError::Database { path: path.to_string(), source };
+        let mut lost = Vec::new();
+        let mut conn = pool.acquire().await.map_err(db)?;
+        for id in run_ids {
+            let row =
+                Self::fetch_optional(&mut conn, "SELECT status FROM runs WHERE id = ?", args![id]).await.map_err(db)?;
+            if let Some(row) = row
+                && row.text("status").map_err(db)? != RunStatus::Running.as_str()
+            {
+                lost.push(id.clone());
+            }
+        }
+        Ok(lost)
+    }
+}
+
+impl SqlStore<SqliteDialect> {
+    /// Opens (creating if needed) the database at `path` and applies the schema migrations.
+    ///
+    /// A missing parent directory is created with mode 0700 and a new file with mode 0600; an
+    /// existing file readable by others is restricted to 0600 (the database holds run content).
+    /// Sets WAL mode, `synchronous` from `options.durability` and a 10 s busy timeout. Must be
+    /// called inside a Tokio runtime (it spawns the writer task).
+    ///
+    /// Errors: [`StoreError::Io`] (directory, file or permissions), [`StoreError::Open`],
+    /// [`StoreError::Migrate`].
+    pub async fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
+        let display = path.display().to_string();
+        prepare_file(path).map_err(|source| StoreError::Io { path: display.clone(), source })?;
+        let synchronous = match options.durability {
+            Durability::Full => SqliteSynchronous::Full,
+            Durability::Relaxed => SqliteSynchronous::Normal,
+        };
+        let connect = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(synchronous)
+            .busy_timeout(BUSY_TIMEOUT)
+            .foreign_keys(false)
+            .disable_statement_logging();
+        // Processes opening the same new file at once would race on switching it to WAL and on
+        // the migrations: opening is serialised with a lock file beside the database.
+        let lock_path = path.with_file_name(format!(
+            "{}.open-lock",
+            path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        ));
+        let lock = tokio::task::spawn_blocking(move || crate::anchor::FileLock::acquire(&lock_path))
+            .await
+            .map_err(|e| StoreError::Io { path: display.clone(), source: std::io::Error::other(e.to_string()) })?
+            .map_err(|source| StoreError::Io { path: display.clone(), source })?;
+        let write = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .test_before_acquire(false)
+            .connect_with(connect.clone())
+            .await
+            .map_err(|source| StoreError::Open { path: display.clone(), source })?;
+        migrate_with_retry(&write, &display).await?;
+        drop(lock);
+        let read = SqlitePoolOptions::new().max_connections(READ_POOL_SIZE).connect_lazy_with(connect);
+        Ok(Self::start(display, write, read, options.audit_anchor.clone(), SqliteDialect))
+    }
+
+    /// A private database in memory, gone when the last clone is dropped. Reads and writes share
+    /// its single connection.
+    pub async fn open_in_memory() -> Result<Self, StoreError> {
+        let display = ":memory:".to_string();
+        let connect = SqliteConnectOptions::from_str("sqlite::memory:")
+            .map_err(|source| StoreError::Open { path: display.clone(), source })?
+            .foreign_keys(false)
+            .disable_statement_logging();
+        // One connection that never expires: closing it would drop the database.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(connect)
+            .await
+            .map_err(|source| StoreError::Open { path: display.clone(), source })?;
+        migrate_with_retry(&pool, &display).await?;
+        Ok(Self::start(display, pool.clone(), pool, None, SqliteDialect))
+    }
+}
+
+/// Creates the parent directory (0700) and the file (0600) before SQLite does, so neither is
+/// ever readable by others; tightens an existing file that is.
+fn prepare_file(path: &Path) -> std::io::Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let mut dir = std::fs::DirBuilder::new();
+        dir.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
+        dir.create(parent)?;
+    }
+    let mut file = std::fs::OpenOptions::new();
+    file.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+    let handle = file.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = handle.metadata()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            handle.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies the migrations. SQLite migrations take no lock, so two processes opening a new
+/// file at once can collide; the loser retries and then finds the schema in place.
+async fn migrate_with_retry(pool: &SqlitePool, path: &str) -> Result<(), StoreError> {
+    let mut attempt = 0;
+    loop {
+        match migrate::sqlite().run(pool).await {
+            Ok(()) => return Ok(()),
+            Err(_) if attempt < 3 => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
+            }
+            Err(source) => return Err(StoreError::Migrate { path: path.to_string(), source }),
+        }
+    }
+}
