@@ -24,6 +24,7 @@
 mod bases;
 mod documented;
 mod option_cases;
+mod threats;
 
 use std::fs;
 
