@@ -23,6 +23,7 @@
 
 mod bases;
 mod documented;
+mod mutation;
 mod option_cases;
 mod threats;
 
