@@ -130,8 +130,8 @@ async fn a_hub_with_its_journal_in_postgres_killed_at_any_step_never_runs_twice(
     let url = pg_schema().await;
     let mut hub = hub_env().await;
     hub.database_url = Some(url.clone());
-    // The steps run in a task of their own, so the schema is dropped when they fail too.
-    let outcome = tokio::spawn(async move { crash_at_every_step(&hub, 5).await }).await;
+    // A failing step's panic is caught until the schema is dropped, then raised again.
+    let outcome = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(crash_at_every_step(&hub, 5))).await;
     let (base, schema) = url.rsplit_once("options[search_path]=").unwrap();
     let connect = base.trim_end_matches(['?', '&']).parse::<sqlx::postgres::PgConnectOptions>().unwrap();
     let mut conn = sqlx::postgres::PgConnection::connect_with(&connect).await.unwrap();
@@ -141,7 +141,7 @@ async fn a_hub_with_its_journal_in_postgres_killed_at_any_step_never_runs_twice(
         .unwrap();
     conn.close().await.unwrap();
     if let Err(failed) = outcome {
-        std::panic::resume_unwind(failed.into_panic());
+        std::panic::resume_unwind(failed);
     }
 }
 
