@@ -152,7 +152,13 @@ fn secret_files_are_refused_and_their_bytes_reach_no_output_or_state() {
             assert!(["secret_path", "workspace_boundary"].contains(&denied["rule"].as_str().unwrap()), "{denied}");
         }
     }
-    let _ = env.steward(&["runs"]);
+    // What the runs left behind, as the listing commands show it and as stored.
+    for args in [vec!["runs"], vec!["runs", "--json"], vec!["show", "last", "--json"], vec!["audit", "list"]] {
+        let out = env.steward(&args);
+        assert_eq!(code(&out), 0, "steward {args:?}: {}", stderr(&out));
+        assert!(!stdout(&out).is_empty(), "steward {args:?} printed nothing");
+        assert!(!stdout(&out).contains(secret) && !stderr(&out).contains(secret), "steward {args:?} leaked");
+    }
     assert!(!contains_bytes(&db(&env), secret), "secret stored in the database");
 }
 
@@ -687,7 +693,15 @@ fn git_log_p_never_shows_a_secret_that_only_history_holds() {
         &["add", "-A"][..],
         &["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "rotate the token"],
     ] {
-        let ok = std::process::Command::new("git").args(args).current_dir(env.ws()).status().unwrap().success();
+        let ok = std::process::Command::new("git")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_INDEX_FILE")
+            .env_remove("GIT_WORK_TREE")
+            .args(args)
+            .current_dir(env.ws())
+            .status()
+            .unwrap()
+            .success();
         assert!(ok, "git {args:?}");
     }
     env.user_config(
@@ -734,6 +748,9 @@ fn grouped_git_options_and_repository_programs_ask() {
     env.git_init();
     env.write(".env", "API_TOKEN=current-value-1190\n");
     let ok = std::process::Command::new("git")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_WORK_TREE")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-am", "rotate"])
         .current_dir(env.ws())
         .status()
@@ -767,6 +784,9 @@ fn grouped_git_options_and_repository_programs_ask() {
     }
 
     let ok = std::process::Command::new("git")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_WORK_TREE")
         .args(["config", "core.fsmonitor", &hook.display().to_string()])
         .current_dir(env.ws())
         .status()
@@ -795,7 +815,14 @@ fn grouped_git_options_and_repository_programs_ask() {
         assert_eq!((v["decision"].as_str(), v["rule"].as_str()), (Some("ask"), Some(rule)), "{command}: {v}");
     }
     // The setting is live: git run directly does start the program.
-    std::process::Command::new("git").args(["status", "--short"]).current_dir(env.ws()).output().unwrap();
+    std::process::Command::new("git")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_WORK_TREE")
+        .args(["status", "--short"])
+        .current_dir(env.ws())
+        .output()
+        .unwrap();
     assert!(marker.exists(), "the fsmonitor setting did not take effect");
 }
 

@@ -55,6 +55,9 @@ async fn pg_schema() -> String {
 impl Hub {
     fn pr(&self, n: u64) {
         let ok = std::process::Command::new("git")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_INDEX_FILE")
+            .env_remove("GIT_WORK_TREE")
             .arg("-C")
             .arg(&self.repo)
             .args(["update-ref", &format!("refs/pull/{n}/head"), &self.head])
@@ -127,8 +130,8 @@ async fn a_hub_with_its_journal_in_postgres_killed_at_any_step_never_runs_twice(
     let url = pg_schema().await;
     let mut hub = hub_env().await;
     hub.database_url = Some(url.clone());
-    crash_at_every_step(&hub, 5).await;
-    // Drop the schema (left behind only when the test failed).
+    // A failing step's panic is caught until the schema is dropped, then raised again.
+    let outcome = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(crash_at_every_step(&hub, 5))).await;
     let (base, schema) = url.rsplit_once("options[search_path]=").unwrap();
     let connect = base.trim_end_matches(['?', '&']).parse::<sqlx::postgres::PgConnectOptions>().unwrap();
     let mut conn = sqlx::postgres::PgConnection::connect_with(&connect).await.unwrap();
@@ -137,6 +140,9 @@ async fn a_hub_with_its_journal_in_postgres_killed_at_any_step_never_runs_twice(
         .await
         .unwrap();
     conn.close().await.unwrap();
+    if let Err(failed) = outcome {
+        std::panic::resume_unwind(failed);
+    }
 }
 
 /// Kills the hub `rounds` times at each crash point (a new request each time), restarts it

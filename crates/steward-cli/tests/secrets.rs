@@ -132,6 +132,8 @@ fn peer_aimock_planted_secrets_never_leave_the_process() {
     }
     for cmd in [vec!["show", "last", "--json"], vec!["audit", "export"], vec!["runs", "--json"]] {
         let out = env.steward(&cmd);
+        assert_eq!(code(&out), 0, "steward {}: {}", cmd.join(" "), stderr(&out));
+        assert!(!stdout(&out).is_empty(), "steward {} printed nothing", cmd.join(" "));
         places.push((format!("steward {}", cmd.join(" ")), stdout(&out)));
     }
     // What the model server received: every secret but the provider's own key, which is sent

@@ -409,6 +409,9 @@ async fn search_caps_matches_and_skips_binary() {
 
 fn git(root: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_WORK_TREE")
         .args(["-c", "user.name=Test", "-c", "user.email=test@example.invalid", "-c", "commit.gpgsign=false"])
         .args(args)
         .current_dir(root)
@@ -486,11 +489,14 @@ async fn git_show_and_log_print_no_notes() {
 async fn git_show_refuses_option_injection_and_non_commits() {
     let dir = git_repo();
     let ctx = context(dir.path());
-    for rev in ["--output=/tmp/steward-pwned", "-p", "--all", "HEAD:.env", "HEAD;id", "$(id)", ""] {
+    let outside = tempfile::tempdir().unwrap();
+    let pwned = outside.path().join("steward-pwned");
+    let output = format!("--output={}", pwned.display());
+    for rev in [output.as_str(), "-p", "--all", "HEAD:.env", "HEAD;id", "$(id)", ""] {
         let result = call(&ctx, "git_show", json!({"rev": rev})).await;
         assert_eq!(refused_rule(result), "invalid_arguments", "{rev}");
     }
-    assert!(!Path::new("/tmp/steward-pwned").exists());
+    assert!(!pwned.exists());
     // A blob id would print file content (here a secret's): only commits are shown.
     let blob = git(dir.path(), &["rev-parse", "HEAD:.env"]);
     let result = call(&ctx, "git_show", json!({"rev": blob.trim()})).await.unwrap_err();

@@ -257,8 +257,15 @@ async fn the_job_reads_the_pr_with_the_git_tools() {
         assert_eq!(done.entry.outcome, steward_protocol::AuditOutcome::Completed, "{tool}: {}", done.entry.detail);
     }
     // The job's clone is gone, and the configured repository has no worktree entry.
-    let worktrees =
-        std::process::Command::new("git").arg("-C").arg(&env.repo).args(["worktree", "list"]).output().unwrap();
+    let worktrees = std::process::Command::new("git")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_WORK_TREE")
+        .arg("-C")
+        .arg(&env.repo)
+        .args(["worktree", "list"])
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&worktrees.stdout).lines().count(), 1);
 }
 

@@ -52,15 +52,17 @@ async fn call(manager: &McpManager, name: &str, args: Value) -> Result<steward_m
 async fn b22_server_dies_mid_call_is_reported_fast_not_retried_and_restarted_later() {
     let mut config = fault("crash");
     config.call_timeout_ms = 60_000;
+    // Backoff windows of seconds, so a loaded machine cannot outlast one between two calls.
     let manager = manager(&[("crashy", config)])
-        .with_backoff(Backoff { initial: Duration::from_millis(500), max: Duration::from_secs(30) });
+        .with_backoff(Backoff { initial: Duration::from_secs(3), max: Duration::from_secs(30) });
     let listed = manager.tools().await;
     assert!(listed.failures.is_empty(), "{:?}", listed.failures);
     assert!(listed.tools.iter().any(|t| t.spec.name == "crashy__echo"));
 
     let started = Instant::now();
     let err = call(&manager, "crashy__echo", json!({})).await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    // Reported when the server dies, not after the 60 s call timeout.
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
     assert_eq!(err.class(), ErrorClass::McpUnavailable);
     let text = err.to_string();
     assert!(text.contains("`crashy`"), "{text}");
@@ -68,19 +70,23 @@ async fn b22_server_dies_mid_call_is_reported_fast_not_retried_and_restarted_lat
     assert!(text.contains("not retried"), "{text}");
     assert!(matches!(&manager.status().await[0].1, ServerState::Failed { .. }));
 
-    // Within the backoff: fails fast without starting anything.
-    let started = Instant::now();
+    // Within the backoff: fails without starting anything.
     let err = call(&manager, "crashy__echo", json!({})).await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_millis(300));
     assert_eq!(err.class(), ErrorClass::McpUnavailable);
     assert!(err.to_string().contains("restart in"), "{err}");
 
     // After the backoff: restarted (initialize succeeds again), and this call dies the same way.
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let err = call(&manager, "crashy__echo", json!({})).await.unwrap_err();
-    assert!(err.to_string().contains("exit status: 3"), "{err}");
-    // The backoff doubled: 1 s now, so a call 600 ms later still fails fast.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let err = call(&manager, "crashy__echo", json!({})).await.unwrap_err();
+        if err.to_string().contains("exit status: 3") {
+            break;
+        }
+        assert!(err.to_string().contains("restart in"), "{err}");
+        assert!(Instant::now() < deadline, "never restarted: {err}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The backoff doubled to 6 s: the next call, right away, fails without a restart.
     let err = call(&manager, "crashy__echo", json!({})).await.unwrap_err();
     assert!(err.to_string().contains("restart in"), "{err}");
 }
@@ -91,9 +97,14 @@ async fn b22_crashed_call_runs_exactly_once() {
     let log = dir.path().join("calls.log");
     let mut config = fault("crash");
     config.env.insert("FAULT_LOG".into(), ValueSource::Literal(log.display().to_string()));
-    let manager = manager(&[("crashy", config)]);
+    let manager = manager(&[("crashy", config)])
+        .with_backoff(Backoff { initial: Duration::from_millis(200), max: Duration::from_millis(200) });
     assert!(call(&manager, "crashy__echo", json!({"n": 1})).await.is_err());
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Counted by the server (every process appends to the log) after many backoff windows and
+    // after the server has been started again: neither a retry nor the restart replays the call.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let _ = manager.tools().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let calls = std::fs::read_to_string(&log).unwrap();
     assert_eq!(calls.lines().count(), 1, "{calls}");
 }

@@ -474,26 +474,6 @@ fn runs_other_code(cmd: &SimpleCommand, ws: &Workspace) -> Option<String> {
     {
         return Some("a login shell re-reads profile files, which may export secrets.".into());
     }
-    const EXEC_OPTIONS: &[(&str, &[&str])] = &[
-        ("find", &["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]),
-        (
-            "tar",
-            &[
-                "--to-command",
-                "--checkpoint-action",
-                "--use-compress-program",
-                "-I",
-                "--info-script",
-                "--new-volume-script",
-                "-F",
-            ],
-        ),
-        ("rsync", &["-e", "--rsh", "--rsync-path"]),
-        ("zip", &["-TT", "--unzip-command"]),
-        ("less", &["-k"]),
-        ("vim", &["-c", "--cmd"]),
-        ("nvim", &["-c", "--cmd"]),
-    ];
     const EXEC_SUBCOMMANDS: &[(&str, &[&str])] = &[(
         "git",
         &[
@@ -532,15 +512,10 @@ fn runs_other_code(cmd: &SimpleCommand, ws: &Workspace) -> Option<String> {
     ) {
         return Some(format!("`{}`: {reason}.", cmd.program));
     }
-    let args: Vec<&str> = cmd.argv.iter().skip(1).map(String::as_str).collect();
-    for (program, options) in EXEC_OPTIONS {
-        if cmd.program == *program
-            && let Some(arg) =
-                args.iter().find(|a| options.iter().any(|o| **a == *o || a.starts_with(&format!("{o}="))))
-        {
-            return Some(format!("`{arg}` makes `{program}` run another command."));
-        }
+    if let Some(reason) = crate::programs::exec_options::exec_option(&cmd.program, cmd.argv.get(1..).unwrap_or(&[])) {
+        return Some(format!("{reason}."));
     }
+    let args: Vec<&str> = cmd.argv.iter().skip(1).map(String::as_str).collect();
     for (program, subcommands) in EXEC_SUBCOMMANDS {
         if cmd.program == *program
             && let Some(sub) = args.iter().find(|a| subcommands.contains(a))

@@ -55,6 +55,18 @@ fn looks_like_token(value: &str) -> bool {
     len >= 20 || (len >= 8 && value.chars().any(|c| c.is_ascii_digit()))
 }
 
+/// A name for a password (`password`, `db_passwd`), whose value is a secret even when short.
+fn names_password(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.contains("password") || name.contains("passwd")
+}
+
+/// A password-shaped value: at least 6 chars with one that is not a letter (`hunter2`), so
+/// type names and placeholders (`str`, `string`, `null`, `required`) stay visible.
+fn looks_like_password(value: &str) -> bool {
+    value.chars().count() >= 6 && value.chars().any(|c| !c.is_ascii_alphabetic())
+}
+
 /// The pattern rules, in the order the redactor applies them (widest first).
 pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     vec![
@@ -97,14 +109,19 @@ pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         // YAML / INI / TOML lines with an unquoted value: `password: Pr0d…`, `aws_secret_access_key = wJal…`,
         // also behind a prefix such as a search result's `file:line:`; the name must look secret and
-        // the value like a credential (not `token: Token,`).
+        // the value like a credential (not `token: Token,`), or under a password's name like a
+        // password (`password: hunter2`).
         rule(
             "secret_line",
             r#"(?m)(?:^|[\s,;({])[\-]?[ \t]*["']?([A-Za-z_][A-Za-z0-9_.\-]*)["']?[ \t]*(?::|=)[ \t]*([^\s"'#\[{(;,][^\s"'();,]*)[ \t]*(?:#[^\r\n]*)?$"#,
             &[2],
             Some(|caps| {
                 caps.get(1).is_some_and(|m| name_looks_secret(m.as_str()))
-                    && caps.get(2).is_some_and(|m| looks_like_token(m.as_str()))
+                    && caps.get(2).is_some_and(|m| {
+                        looks_like_token(m.as_str())
+                            || (caps.get(1).is_some_and(|n| names_password(n.as_str()))
+                                && looks_like_password(m.as_str()))
+                    })
             }),
         ),
         // `Bearer <token>` anywhere.

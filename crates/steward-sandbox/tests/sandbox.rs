@@ -26,16 +26,27 @@ fn text(bytes: &[u8]) -> String {
 
 #[tokio::test]
 async fn b12_child_env_has_only_allowed_names() {
-    // SAFETY: this test binary sets these variables once, before reading them; no other test
-    // reads or writes them.
-    unsafe {
-        std::env::set_var("OPENAI_API_KEY", "sk-PLACEHOLDER");
-        std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-PLACEHOLDER");
-        std::env::set_var("AWS_SECRET_ACCESS_KEY", "PLACEHOLDER");
-        std::env::set_var("GITHUB_TOKEN", "ghp_PLACEHOLDER");
-        std::env::set_var("MY_FLAG", "1");
-        std::env::set_var("LANG", "C.UTF-8");
-        std::env::set_var("HOME", "/home/user");
+    // The planted variables are given to a copy of this test binary that runs this test alone,
+    // never set in this process, where other tests read the environment.
+    const PLANTED: &str = "STEWARD_TEST_PLANTED_ENV";
+    if std::env::var_os(PLANTED).is_none() {
+        let name = "b12_child_env_has_only_allowed_names";
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env(PLANTED, "1")
+            .env("OPENAI_API_KEY", "sk-PLACEHOLDER")
+            .env("ANTHROPIC_API_KEY", "sk-ant-PLACEHOLDER")
+            .env("AWS_SECRET_ACCESS_KEY", "PLACEHOLDER")
+            .env("GITHUB_TOKEN", "ghp_PLACEHOLDER")
+            .env("MY_FLAG", "1")
+            .env("LANG", "C.UTF-8")
+            .env("HOME", "/home/user")
+            .output()
+            .unwrap();
+        let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{shown}");
+        assert!(shown.contains("1 passed"), "the check did not run in the child:\n{shown}");
+        return;
     }
     let mut r = req(&["env"]);
     r.env_allow = vec!["MY_FLAG".into()];

@@ -116,13 +116,23 @@ async fn a_lease_expires_when_its_node_stops_renewing_on_postgres() {
     let db = Db::postgres().await;
     let b = node(&db, "node-b").await;
     let a = node(&db, "node-a").await;
-    // Leases of 300 ms from now on, the first one included.
-    b.renew_leases(1, Duration::from_millis(300)).await.unwrap();
+    // Leases of 5 s from now on, the first one included: long enough that a loaded machine
+    // still looks before it ends, and then polled until it has ended.
+    let ttl = Duration::from_secs(5);
+    let renewed = std::time::Instant::now();
+    b.renew_leases(1, ttl).await.unwrap();
     let id = new_id("run_");
     b.insert_run(&running(&id, 1)).await.unwrap();
-    assert!(a.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap().is_empty(), "still valid");
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let taken = a.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap();
+    let mut taken = a.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap();
+    if renewed.elapsed() < ttl {
+        assert!(taken.is_empty(), "taken over while its lease was valid");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while taken.is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        taken = a.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap();
+    }
+    assert!(renewed.elapsed() >= ttl, "taken over after {:?}", renewed.elapsed());
     assert_eq!(taken.len(), 1);
     assert_eq!(taken[0].id, id);
 }

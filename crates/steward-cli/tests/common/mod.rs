@@ -52,7 +52,15 @@ impl Env {
             vec!["add", "-A"],
             vec!["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first", "--allow-empty"],
         ] {
-            let ok = Command::new("git").args(&args).current_dir(self.ws()).status().unwrap().success();
+            let ok = Command::new("git")
+                .env_remove("GIT_DIR")
+                .env_remove("GIT_INDEX_FILE")
+                .env_remove("GIT_WORK_TREE")
+                .args(&args)
+                .current_dir(self.ws())
+                .status()
+                .unwrap()
+                .success();
             assert!(ok, "git {args:?}");
         }
     }

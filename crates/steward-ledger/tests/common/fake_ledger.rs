@@ -285,6 +285,9 @@ pub async fn serve() -> (String, Shared) {
 pub fn git_repo(dir: &std::path::Path, pr_body: &str) -> String {
     let git = |args: &[&str]| {
         let out = std::process::Command::new("git")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_INDEX_FILE")
+            .env_remove("GIT_WORK_TREE")
             .arg("-C")
             .arg(dir)
             .args(args)
@@ -314,6 +317,9 @@ pub fn git_repo(dir: &std::path::Path, pr_body: &str) -> String {
 pub fn move_head(dir: &std::path::Path, pr: u64) -> String {
     let git = |args: &[&str]| {
         let out = std::process::Command::new("git")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_INDEX_FILE")
+            .env_remove("GIT_WORK_TREE")
             .arg("-C")
             .arg(dir)
             .args(args)

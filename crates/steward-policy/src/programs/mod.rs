@@ -9,6 +9,7 @@
 //! `command`, `exec`, `builtin`, `time`; each option table cites its program's manual.
 
 pub(crate) mod command_options;
+pub(crate) mod exec_options;
 pub(crate) mod launchers;
 pub(crate) mod options;
 pub(crate) mod scripts;
@@ -212,6 +213,24 @@ const RISKY_ENV: &[&str] = &[
     "KUBECONFIG",
     "CURL_HOME",
     "WGETRC",
+    // less(1) "ENVIRONMENT": an input preprocessor, options (`+!cmd`), key bindings.
+    "LESSOPEN",
+    "LESSCLOSE",
+    "LESS",
+    "LESSKEY",
+    "LESSKEYIN",
+    "LESSKEY_CONTENT",
+    "LESSEDIT",
+    // vim(1) "ENVIRONMENT": commands run at startup.
+    "VIMINIT",
+    "EXINIT",
+    "MYVIMRC",
+    // rsync(1): the remote shell and a program to connect through; zip(1): default options.
+    "RSYNC_RSH",
+    "RSYNC_CONNECT_PROG",
+    "ZIPOPT",
+    "BROWSER",
+    "FCEDIT",
 ];
 /// Prefixes of variables that configure a program: cargo's `CARGO_*` configuration
 /// (`CARGO_ALIAS_P=publish` makes `cargo p` publish), npm's `npm_config_*`, yarn's

@@ -27,6 +27,7 @@
 mod normalize;
 mod parse;
 
+use std::cell::Cell;
 use std::path::Path;
 
 /// Longest command line accepted, in bytes.
@@ -136,6 +137,33 @@ pub(crate) fn split_launched(
     let mut out = Vec::new();
     normalize::normalize(raw, dir, env, &mut out)?;
     Ok(out)
+}
+
+thread_local! {
+    /// False while [`without_wrapper_opening_for_tests`] runs on this thread.
+    static WRAPPERS_OPENED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// True unless [`without_wrapper_opening_for_tests`] is running on this thread.
+pub(crate) fn wrappers_opened() -> bool {
+    WRAPPERS_OPENED.with(Cell::get)
+}
+
+/// Runs `f` with transparent wrappers (`env`, `nice`, `timeout` …) read as programs of
+/// their own on the calling thread only, so a rule on the wrapper decides instead of one on
+/// the program it runs. Weaker than the real splitter: it exists so that tests can show
+/// their commands need wrapper opening; no configuration reaches it. Restored when `f`
+/// returns or panics.
+#[doc(hidden)]
+pub fn without_wrapper_opening_for_tests<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WRAPPERS_OPENED.with(|opened| opened.set(self.0));
+        }
+    }
+    let _restore = Restore(WRAPPERS_OPENED.with(|opened| opened.replace(false)));
+    f()
 }
 
 #[cfg(test)]

@@ -61,7 +61,7 @@ pub(crate) fn normalize(
         if runs_dynamic_code(&program) {
             return Err(unparseable(format!("`{program}` runs code built at run time")));
         }
-        if let Some(wrapper) = wrapper_named(&program) {
+        if let Some(wrapper) = wrapper_named(&program).filter(|_| super::wrappers_opened()) {
             if let Some(k) = open_wrapper(wrapper, &rest[1..], &mut env, &mut outputs)? {
                 appended |= wrapper.appends_args;
                 rest = &rest[1 + k..];

@@ -106,6 +106,9 @@ fn pattern_table() {
         ("jwt eyJhbGciOiJIUzI1NiJ9x.eyJzdWIiOiIxMjM0In0x.abcdefghijklmnop", "jwt [REDACTED]"),
         ("gitlab glpat-abcdefghij0123456789", "gitlab [REDACTED]"),
         ("config.yml:2:   password: Pr0dDbPassw0rd!", "config.yml:2:   password: [REDACTED]"),
+        // A short password under a password's name is a password too.
+        ("password: hunter2", "password: [REDACTED]"),
+        ("  db_passwd = hunter2", "  db_passwd = [REDACTED]"),
     ];
     for (input, expected) in table {
         assert_eq!(r.redact(input), expected, "{input}");
@@ -133,7 +136,8 @@ fn ordinary_text_is_unchanged() {
         "git log --oneline | head",
         "MY_FLAG=1 PATH=/usr/bin",
         "    token: Token,",
-        "password: hunter2",
+        "password: str",
+        "password: required",
         "secret_name: db",
     ];
     for text in texts {
