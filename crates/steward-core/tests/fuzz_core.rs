@@ -294,8 +294,9 @@ fn check_patch(g: &Ground, input: PatchInput) -> Result<(), TestCaseError> {
 #[test]
 fn fuzz_patch_apply() {
     let g = Ground::new();
-    steward_fuzz::run(
+    steward_fuzz::run_cases(
         "patch_apply",
+        64,
         patch_inputs(),
         |bytes| {
             // A seed file is `FILE TEXT\n=====\nPATCH`.
@@ -390,8 +391,9 @@ fn fuzz_config_layers() {
     std::fs::create_dir_all(g.dir.path().join("user")).unwrap();
     std::fs::write(g.dir.path().join("user/config.toml"), USER).unwrap();
     let user = Config::load(Some(&g.dir.path().join("user")), &g.ws()).unwrap();
-    steward_fuzz::run(
+    steward_fuzz::run_cases(
         "config_layers",
+        64,
         prop::collection::vec(workspace_toml(&g.ws()), 1..3),
         |bytes| vec![vec![String::from_utf8_lossy(bytes).into_owned()]],
         |files| check_config(&g, &user, files),

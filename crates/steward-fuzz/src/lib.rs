@@ -23,7 +23,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 pub const DEFAULT_CASES: u32 = 256;
 /// Cases of one runner within a time-budgeted run; runners are started until the budget is
 /// spent.
-const BUDGET_BATCH: u32 = 2_000;
+const BUDGET_BATCH: u32 = 100;
 
 /// The directory of a target's seed corpus: `fuzz/corpus/TARGET` at the workspace root.
 pub fn corpus_dir(target: &str) -> PathBuf {
@@ -57,14 +57,27 @@ pub fn budget() -> Option<Duration> {
     Some(Duration::from_secs(seconds))
 }
 
-fn cases() -> u32 {
-    std::env::var("STEWARD_FUZZ_CASES").ok().and_then(|t| t.trim().parse().ok()).unwrap_or(DEFAULT_CASES)
+fn cases(default: u32) -> u32 {
+    std::env::var("STEWARD_FUZZ_CASES").ok().and_then(|t| t.trim().parse().ok()).unwrap_or(default)
 }
 
 /// One fuzz target: replays the corpus through `seed` (bytes of one file to inputs; none when
-/// the file does not decode) and `check`, then runs `strategy`'s cases through `check`.
-/// Panics on the first failing input, naming the target and the (shrunk) input.
+/// the file does not decode) and `check`, then runs `strategy`'s cases through `check`
+/// ([`DEFAULT_CASES`] of them in the normal test run). Panics on the first failing input,
+/// naming the target and the (shrunk) input.
 pub fn run<S, D, F>(target: &str, strategy: S, seed: D, check: F)
+where
+    S: Strategy,
+    S::Value: Debug,
+    D: Fn(&[u8]) -> Vec<S::Value>,
+    F: Fn(S::Value) -> Result<(), TestCaseError>,
+{
+    run_cases(target, DEFAULT_CASES, strategy, seed, check);
+}
+
+/// [`run`] with `normal_cases` generated cases in the normal test run, for targets whose
+/// cases are slow (a process or a filesystem per case).
+pub fn run_cases<S, D, F>(target: &str, normal_cases: u32, strategy: S, seed: D, check: F)
 where
     S: Strategy,
     S::Value: Debug,
@@ -89,7 +102,7 @@ where
     let base = Config { failure_persistence: None, max_shrink_iters: 4_096, ..Config::default() };
     match budget() {
         None => {
-            let config = Config { cases: cases(), ..base };
+            let config = Config { cases: cases(normal_cases), ..base };
             let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
             report(target, runner.run(&strategy, counted));
         }
@@ -98,7 +111,7 @@ where
             let mut runs = 0u32;
             while started.elapsed() < budget {
                 let mut runner = TestRunner::new(Config { cases: BUDGET_BATCH, ..base.clone() });
-                report(target, runner.run(&strategy, &counted));
+                report(target, runner.run(&strategy, counted));
                 runs += 1;
             }
             let seconds = started.elapsed().as_secs_f64();

@@ -232,8 +232,9 @@ fn fuzz_shell_bash() {
     let h = Harness::new();
     let counts = std::cell::RefCell::new([0usize; 3]);
     let gated = std::cell::RefCell::new(Vec::<String>::new());
-    steward_fuzz::run(
+    steward_fuzz::run_cases(
         "shell_bash",
+        64,
         line(),
         |bytes| vec![String::from_utf8_lossy(bytes).into_owned()],
         |line| {

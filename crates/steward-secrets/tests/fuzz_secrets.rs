@@ -149,3 +149,18 @@ fn fuzz_secrets_scan() {
         check_text,
     );
 }
+
+/// Found by `secrets_redact`: in `a: "password": "…"` the field rule first matched the name
+/// `a` with the value `"password"`, refused it (`a` is no secret name), and went on after that
+/// match, so the real pair `"password": "…"` was never looked at and its value survived.
+#[test]
+fn refused_match_does_not_hide_a_secret_pair_inside_it() {
+    let redactor = Redactor::new(Vec::<String>::new());
+    for text in ["a: \"password\": \"0aa0AAAa7\" ", "note = 'token': 'zz9zz9zz9zz'", "x=\"API_KEY=abc123def456\""] {
+        let out = redactor.redact(text);
+        assert!(out.contains("[REDACTED]"), "{text:?} gives {out:?}");
+        assert!(!out.contains("0aa0AAAa7") && !out.contains("zz9zz9zz9zz") && !out.contains("abc123def456"), "{out:?}");
+        assert!(redactor.contains_secret(text));
+        assert!(!scan_value(&json!({ "t": text })).is_empty());
+    }
+}
