@@ -220,6 +220,46 @@ fn patch_inputs() -> impl Strategy<Value = PatchInput> {
     ]
 }
 
+/// True when every numbered hunk of `patch` holds exactly the line counts of its header. The
+/// diff library gets them wrong for some texts without a final newline (an added empty line
+/// next to the missing-newline marker is not counted); such a diff must be refused.
+fn counts_match(patch: &str) -> bool {
+    let lines: Vec<&str> = patch.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(header) = lines[i].strip_prefix("@@ -") else {
+            i += 1;
+            continue;
+        };
+        let count = |part: &str| -> Option<usize> {
+            let part = part.trim_start_matches(['-', '+']);
+            Some(match part.split_once(',') {
+                Some((_, n)) => n.parse().ok()?,
+                None => 1,
+            })
+        };
+        let mut parts = header.split(' ');
+        let (Some(old), Some(new)) = (parts.next().and_then(count), parts.next().and_then(count)) else {
+            return false;
+        };
+        let (mut old_seen, mut new_seen) = (0, 0);
+        i += 1;
+        while i < lines.len() && !lines[i].starts_with("@@") {
+            match lines[i].chars().next() {
+                Some(' ') => (old_seen, new_seen) = (old_seen + 1, new_seen + 1),
+                Some('-') => old_seen += 1,
+                Some('+') => new_seen += 1,
+                _ => {}
+            }
+            i += 1;
+        }
+        if (old_seen, new_seen) != (old, new) {
+            return false;
+        }
+    }
+    true
+}
+
 fn unified(old: &str, new: &str) -> String {
     similar::TextDiff::from_lines(old, new).unified_diff().header("a/f.txt", "b/f.txt").to_string()
 }
@@ -398,4 +438,20 @@ fn fuzz_config_layers() {
         |bytes| vec![vec![String::from_utf8_lossy(bytes).into_owned()]],
         |files| check_config(&g, &user, files),
     );
+}
+
+/// Found by `patch_apply`: for an old text without a final newline, the diff library wrote a
+/// hunk whose header counts one new line fewer than its body holds. The parser refuses it
+/// (rather than guessing which count is right) and the file stays as it was.
+#[test]
+fn library_diff_with_wrong_counts_is_refused() {
+    let g = Ground::new();
+    let old = "\n\na\n ";
+    let patch = unified(old, "\na\na\n \n\n\n");
+    assert!(!counts_match(&patch), "the library now counts right; this case can become an acceptance test:\n{patch}");
+    g.reset(old);
+    let before = g.files();
+    let result = g.apply(json!({"patch": patch}));
+    assert_eq!(result.err().and_then(|e| e.rule).as_deref(), Some("invalid_patch"));
+    assert_eq!(g.files(), before);
 }
