@@ -14,8 +14,8 @@ use crate::nested::{Run, nested};
 use crate::paths::{Access, PathError, Workspace};
 use crate::programs::env_is_risky;
 use crate::programs::options::Unsure;
-use crate::secrets::is_secret_path;
 use crate::shell::{self, ShellError, SimpleCommand};
+use steward_secrets::is_secret_path;
 
 /// Deepest nesting of commands started by commands (`npm run a` whose script runs `npx b`).
 const MAX_NESTED: usize = 4;

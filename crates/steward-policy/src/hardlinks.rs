@@ -23,7 +23,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use crate::secrets::is_secret_path;
+use steward_secrets::is_secret_path;
 
 /// Most entries one scan looks at (workspace and home together) before it stops.
 pub const MAX_SCAN_ENTRIES: usize = 200_000;

@@ -9,7 +9,8 @@
 //!   file is secret too, for every path check and walker of a [`Workspace`].
 //! - [`Workspace::paths_named_by`] and [`path_parts`]: the paths a free-form argument value
 //!   names (`--file=.env`, `a,.env`), so values are judged by what they name on disk.
-//! - [`Redactor`] and [`scan_value`]: secret redaction and scanning (S2, S3, case B13).
+//! - [`Redactor`] and [`scan_value`]: secret redaction and scanning (S2, S3, case B13),
+//!   re-exported from `steward-secrets` with the secret-path predicate.
 //! - [`Policy`]: the gate that turns a proposed [`ToolCall`](steward_protocol::ToolCall) into
 //!   a [`Decision`](steward_protocol::Decision) (C1, C2), with run context ([`GateContext`]:
 //!   taint, context rules, argument-level data flow through [`Fingerprints`]) and `shell_command` judged per simple command
@@ -31,15 +32,10 @@ mod hardlinks;
 mod ignore_rules;
 mod makefile;
 mod named_paths;
-mod names;
 mod nested;
 mod option_set;
 mod paths;
-mod patterns;
 mod programs;
-mod redact;
-mod scan;
-mod secrets;
 pub mod shell;
 mod untrusted;
 
@@ -49,8 +45,7 @@ pub use data_flow::{Carried, Fingerprints, MAX_FINGERPRINTS, Origin, SPAN_CHARS}
 pub use gate::{Policy, PolicyError, SHELL_TOOL};
 pub use git_programs::repository_config_programs;
 pub use named_paths::path_parts;
-pub use names::name_looks_secret;
 pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath, is_protected_path};
-pub use redact::{REDACTED, Redactor};
-pub use scan::{Finding, scan_value};
-pub use secrets::{is_secret_path, secret_file_values};
+pub use steward_secrets::{
+    Finding, REDACTED, Redactor, is_secret_path, name_looks_secret, scan_value, secret_file_values,
+};

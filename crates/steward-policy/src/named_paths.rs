@@ -24,7 +24,7 @@
 use std::path::Path;
 
 use crate::paths::{Access, PathError, Workspace};
-use crate::secrets::is_secret_path;
+use steward_secrets::is_secret_path;
 
 /// Characters that separate the parts of one value.
 const SEPARATORS: &[char] = &['=', ',', ':', ';'];

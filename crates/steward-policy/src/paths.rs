@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::hardlinks::{LinkVerdict, SecretLinks};
 use crate::ignore_rules::{DenyGlobs, IgnoreStack};
-use crate::secrets::is_secret_path;
+use steward_secrets::is_secret_path;
 
 /// How a tool means to use a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
 
 use crate::retry::{self, MAX_RETRY_AFTER, RetryPolicy};
 use crate::{DeltaSink, ProviderError};
-use steward_policy::Redactor;
+use steward_secrets::Redactor;
 
 /// Longest excerpt of an error body kept in a message, in chars.
 const BODY_EXCERPT_CHARS: usize = 300;

@@ -21,6 +21,8 @@ mod assemble;
 mod coerce;
 pub mod config;
 pub mod fake;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 pub mod markup;
 mod openai;

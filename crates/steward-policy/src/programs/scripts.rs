@@ -51,7 +51,7 @@ fn sed(args: &[String], dynamic: &[bool]) -> Option<String> {
             }
             // Short options group; `-e`/`-f` take the rest of the word or the next one.
             for (at, letter) in arg.char_indices().skip(1) {
-                let rest = &arg[at + 1..];
+                let rest = &arg[at + letter.len_utf8()..];
                 match letter {
                     'e' => {
                         given = true;
@@ -197,6 +197,16 @@ mod tests {
     fn check(program: &str, args: &[&str]) -> Option<String> {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         script_runs_other_code(program, &args, &vec![false; args.len()])
+    }
+
+    /// Found by the `policy_match` fuzz target: a short-option group with a letter of more than
+    /// one byte (`sed -é`) sliced the word inside that letter and panicked.
+    #[test]
+    fn sed_option_group_with_a_multibyte_letter_does_not_panic() {
+        assert_eq!(check("sed", &["-é", "p", "f"]), None);
+        assert_eq!(check("sed", &["-né", "p"]), None);
+        assert!(check("sed", &["-ée", "1e id"]).is_some(), "the `e` after `é` still takes the next script");
+        assert!(check("sed", &["-éee id"]).is_some(), "`-é` then `e` with the rest `e id` as its script");
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub(crate) fn parse_script(text: &str, depth: usize) -> Result<Vec<RawCommand>, 
     if depth > MAX_DEPTH {
         return Err(unparseable(format!("nested more than {MAX_DEPTH} levels deep")));
     }
-    let mut parser = Parser { chars: text.chars().collect(), pos: 0, depth, cmds: Vec::new() };
+    let mut parser = Parser { chars: text.chars().collect(), pos: 0, depth, cmds: Vec::new(), after_pipe: false };
     parser.list(Close::Eof)?;
     Ok(parser.cmds)
 }
@@ -71,6 +71,8 @@ struct Parser {
     pos: usize,
     depth: usize,
     cmds: Vec<RawCommand>,
+    /// The last operator was `|` or `|&`: the next command is not the first of its pipeline.
+    after_pipe: bool,
 }
 
 fn is_blank(c: char) -> bool {
@@ -192,6 +194,7 @@ impl Parser {
             (other, _) => return Err(unparseable(format!("unexpected `{other}` after a command"))),
         };
         self.pos += len;
+        self.after_pipe = c == '|' && next != Some('|');
         Ok(pending)
     }
 
@@ -199,6 +202,8 @@ impl Parser {
     fn command(&mut self) -> Result<(), ShellError> {
         let mut cmd = RawCommand { depth: self.depth, ..RawCommand::default() };
         let mut closed = false;
+        // `time` is a keyword only at the start of a pipeline; after `|` it names a program.
+        let pipeline_start = !std::mem::take(&mut self.after_pipe);
         loop {
             self.skip_blanks();
             let Some(c) = self.peek() else { break };
@@ -245,7 +250,8 @@ impl Parser {
                 if REFUSED_KEYWORDS.contains(&word.as_str()) {
                     return Err(unparseable(format!("`{word}` is not supported")));
                 }
-                if word == "time" && self.time_before_group(len) {
+                if word == "time" && pipeline_start {
+                    self.time_keyword(len);
                     continue;
                 }
                 if word == "for" {
@@ -277,21 +283,20 @@ impl Parser {
         Ok(())
     }
 
-    /// The `time` keyword before `( … )` or `{ …; }` (with optional `-p`): consumes it and
-    /// returns true. Before a plain command, `time` is left to the wrapper table.
-    fn time_before_group(&mut self, len: usize) -> bool {
-        let saved = self.pos;
+    /// The `time` keyword at the start of a pipeline, with bash's only options `-p` and then
+    /// `--`: consumes them. What follows is timed as a whole, so it is parsed like any command:
+    /// `time -o f ls` runs the program `-o` (GNU time's options belong to `/usr/bin/time`,
+    /// which is what `time` names after `|` or a prefix such as `env`).
+    fn time_keyword(&mut self, len: usize) {
         self.pos += len;
         self.skip_blanks();
         if self.at_word("-p") {
             self.pos += 2;
             self.skip_blanks();
         }
-        if self.peek() == Some('(') || self.at_word("{") {
-            return true;
+        if self.at_word("--") {
+            self.pos += 2;
         }
-        self.pos = saved;
-        false
     }
 
     /// A subshell or group body, then its redirections, which apply to every inner command.

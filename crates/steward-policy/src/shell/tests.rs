@@ -153,3 +153,31 @@ fn split_argv_opens_wrappers_without_shell_parsing() {
     assert_eq!(split_argv(&argv, None).unwrap()[0].program, "FOO=1");
     assert!(split_argv(&[], None).is_err());
 }
+
+/// Found by the differential test against bash: the `time` keyword at the start of a pipeline
+/// takes only `-p` and then `--`; GNU time's options (`-o FILE`, `-v`) are the words of the
+/// command it times, so `time -o f ls` runs the program `-o`. After `|` or a prefix such as
+/// `env`, `time` names the program, whose options the wrapper table reads.
+#[test]
+fn time_keyword_takes_only_p_and_double_dash() {
+    let table: &[(&str, &[&str])] = &[
+        ("time -o f ls", &["-o", "f", "ls"]),
+        ("time -v ls x", &["-v", "ls", "x"]),
+        ("time -p -p ls", &["-p", "ls"]),
+        ("time -p -- ls a", &["ls", "a"]),
+        ("time -- -p ls", &["-p", "ls"]),
+        ("time time ls", &["ls"]),
+        ("! time -p ls", &["ls"]),
+        ("ls | time -o f cat", &["ls"]),
+        ("env time -o f ls", &["ls"]),
+    ];
+    for (line, expected) in table {
+        let first = argvs(line).into_iter().next().unwrap_or_default();
+        assert_eq!(first.iter().map(String::as_str).collect::<Vec<_>>(), *expected, "{line}");
+    }
+    assert_eq!(argvs("ls | time -o f cat")[1], ["cat"]);
+    assert_eq!(split("ls | time -o f cat").unwrap()[1].redirects, ["f"]);
+    assert!(split("ls | time ( rm x )").is_err(), "after `|`, `time` is a program, which cannot take a group");
+    assert_eq!(programs("time ( rm x )"), ["rm"]);
+    assert_eq!(programs("time -p { rm x; }"), ["rm"]);
+}

@@ -72,10 +72,7 @@ fn scan_text(text: &str, pointer: &str, findings: &mut Vec<Finding>) {
 
 /// The kinds of the pattern rules that accept a match in `text`.
 fn rule_kinds(text: &str) -> impl Iterator<Item = &'static str> + '_ {
-    RULES
-        .iter()
-        .filter(move |rule| rule.re.captures_iter(text).any(|caps| rule.secret_range(&caps).is_some()))
-        .map(|rule| rule.kind)
+    RULES.iter().filter(move |rule| !rule.secret_ranges(text).is_empty()).map(|rule| rule.kind)
 }
 
 fn push(findings: &mut Vec<Finding>, pointer: &str, kind: &'static str) {

@@ -100,12 +100,10 @@ impl Redactor {
             }
             let mut next = String::with_capacity(out.len());
             let mut last = 0;
-            for caps in rule.re.captures_iter(&out) {
-                if let Some(range) = rule.secret_range(&caps) {
-                    next.push_str(&out[last..range.start]);
-                    next.push_str(REDACTED);
-                    last = range.end;
-                }
+            for range in rule.secret_ranges(&out) {
+                next.push_str(&out[last..range.start]);
+                next.push_str(REDACTED);
+                last = range.end;
             }
             next.push_str(&out[last..]);
             out = next;
@@ -145,6 +143,6 @@ impl Redactor {
         if known {
             return true;
         }
-        RULES.iter().any(|rule| rule.re.captures_iter(text).any(|caps| rule.secret_range(&caps).is_some()))
+        RULES.iter().any(|rule| !rule.secret_ranges(text).is_empty())
     }
 }

@@ -34,6 +34,38 @@ impl Rule {
         }
         Some(m.range())
     }
+
+    /// The byte ranges of the secrets this rule finds in `text`, in order, not overlapping.
+    ///
+    /// A match the rule does not accept (a name that does not look secret, a value already
+    /// redacted) does not hide a match that starts inside it: `a: "password": "…"` is first
+    /// matched as the name `a` with the value `"password"`, which is refused, and the search
+    /// goes on right after the refused match's name (group 1), or one character after its
+    /// start for rules without one, so the pair `"password": "…"` is still found.
+    pub(crate) fn secret_ranges(&self, text: &str) -> Vec<std::ops::Range<usize>> {
+        let mut ranges = Vec::new();
+        let mut pos = 0;
+        while pos <= text.len() {
+            let Some(caps) = self.re.captures_at(text, pos) else { break };
+            let Some(whole) = caps.get(0) else { break };
+            let next = match self.secret_range(&caps) {
+                Some(range) => {
+                    let end = range.end.max(whole.end());
+                    ranges.push(range);
+                    end
+                }
+                None => caps.get(1).map_or(whole.start(), |name| name.end()),
+            };
+            // Always move forward, by at least one character.
+            pos = if next > pos { next } else { next_char(text, pos) };
+        }
+        ranges
+    }
+}
+
+/// The byte offset of the character after the one at `pos` (`text.len() + 1` at the end).
+fn next_char(text: &str, pos: usize) -> usize {
+    text[pos..].chars().next().map_or(text.len() + 1, |c| pos + c.len_utf8())
 }
 
 fn rule(

@@ -1,0 +1,1 @@
+FOO=1 /bin/rm -rf ./dist && bash -lc 'gh api user'

@@ -1,0 +1,1 @@
+cat 'a b' "c d" e\ f

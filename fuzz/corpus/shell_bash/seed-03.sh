@@ -1,0 +1,1 @@
+grep -n $'a\tb' x

@@ -1,0 +1,1 @@
+ls > out 2>&1 && cat < in

@@ -1,0 +1,1 @@
+if test -f x; then cat x; else ls; fi

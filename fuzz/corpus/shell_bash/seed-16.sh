@@ -1,0 +1,1 @@
+echo $(ls x) `cat y`

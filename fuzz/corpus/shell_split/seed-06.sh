@@ -1,0 +1,1 @@
+ls | wc -l; git status || true

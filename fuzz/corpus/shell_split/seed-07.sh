@@ -1,0 +1,1 @@
+( cd sub && ls ) ; { ls; cat x; }

@@ -1,0 +1,1 @@
+time -o f ls
