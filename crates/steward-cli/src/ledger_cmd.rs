@@ -8,8 +8,8 @@
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
+use steward_ledger::requests::{self as api, LedgerError};
 use steward_ledger::wire::{ApproveWorkRequest, NewWorkRequest, WorkKind};
-use steward_server::ledger as api;
 use steward_store::ledger::{WorkApprovalRecord, WorkRequestRecord};
 use steward_store::{LedgerStore, Store, StoreOptions};
 
@@ -108,9 +108,9 @@ fn ledger_of(store: &dyn Store) -> Result<&dyn LedgerStore> {
     store.ledger().context("this store keeps no work ledger")
 }
 
-/// An API refusal as a CLI error: bad input and refusals are usage errors (exit 2).
-fn refused(e: steward_server::ApiError) -> anyhow::Error {
-    if e.status.is_server_error() { anyhow::anyhow!("{}", e.message) } else { usage_error(&e.message) }
+/// A ledger refusal as a CLI error: bad input and refusals are usage errors (exit 2).
+fn refused(e: LedgerError) -> anyhow::Error {
+    if e.is_internal() { anyhow::anyhow!("{e}") } else { usage_error(&e.to_string()) }
 }
 
 /// Seconds of a lifetime such as `90s`, `30m`, `1h` or `1d`.
