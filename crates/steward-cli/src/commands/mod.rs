@@ -100,8 +100,17 @@ pub(crate) async fn prepare_run(config: Config, workspace: &Path, options: &RunO
 
 mod anchor;
 mod control;
+pub(crate) mod eval;
+pub(crate) mod hub;
 mod inspect;
+pub(crate) mod ledger;
+pub(crate) mod mcp;
+pub(crate) mod mcp_conformance;
+pub(crate) mod mcp_serve;
+pub(crate) mod mcp_token;
 mod run;
+pub(crate) mod serve;
+pub(crate) mod tools;
 
 pub use anchor::audit_anchor;
 pub use control::{config_show, doctor, grants_list, grants_revoke, policy_check, rollback, trust};

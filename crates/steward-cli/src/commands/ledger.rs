@@ -93,8 +93,10 @@ pub async fn run(command: LedgerCommand) -> Result<u8> {
         LedgerCommand::List { limit, json } => list(limit, json).await,
         LedgerCommand::Approve { id, head, expires_in, revision } => approve(&id, &head, &expires_in, revision).await,
         LedgerCommand::Revoke { id } => revoke(&id).await,
-        LedgerCommand::Held { json } => crate::hub_cmd::held(json).await,
-        LedgerCommand::Resolve { attempt, resolution } => crate::hub_cmd::resolve_held(&attempt, &resolution).await,
+        LedgerCommand::Held { json } => crate::commands::hub::held(json).await,
+        LedgerCommand::Resolve { attempt, resolution } => {
+            crate::commands::hub::resolve_held(&attempt, &resolution).await
+        }
     }
 }
 
