@@ -289,13 +289,7 @@ async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> 
     let store: Arc<dyn Store> = Arc::new(
         SqliteStore::open(&dir.path().join("bench.db"), StoreOptions { durability, ..Default::default() }).await?,
     );
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let mut tools = ToolRegistry::new();
     tools.insert(Arc::new(NoopRead(ToolSpec {
         name: "noop_read".into(),

@@ -313,13 +313,7 @@ async fn run_suite(
         )
         .await?,
     );
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.join(format!("{tag}-outputs")),
-        snapshots_dir: dir.join(format!("{tag}-snapshots")),
-    };
+    let runtime = Runtime::new(&dir.join(&tag), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let mut outcome =
         Outcome { suite: suite.suite.clone(), policy: policy.into(), mode: mode.into(), ..Default::default() };
     let mut epoch = 0u64;

@@ -30,7 +30,7 @@ use steward_policy::Redactor;
 use steward_protocol::{ChatRequest, ChatResponse, ToolChoice, ToolSpec};
 use steward_provider::fake::{FakeProvider, FakeToolCall, Round, Scenario};
 use steward_provider::{DeltaSink, Provider, ProviderError};
-use steward_server::{AppState, Launcher, Prepared, ProviderStatus, ServerOptions, Sessions, StartRun};
+use steward_server::{AppState, Launcher, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions, StartRun};
 use steward_store::{SqliteStore, Store, StoreOptions};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -99,22 +99,18 @@ struct BenchLauncher {
 
 #[async_trait]
 impl Launcher for BenchLauncher {
-    async fn prepare(&self, _start: &StartRun, _workspace: &Path) -> Result<Prepared, String> {
+    async fn prepare(&self, workspace: &Path, _options: &RunOptions) -> Result<Prepared, String> {
         let mut config = Config::default();
         config.limits.max_rounds = self.max_rounds;
         config.limits.max_tool_calls_per_run = self.max_rounds;
-        Ok(Prepared {
-            planner: PlannerChoice {
-                kind: "model".into(),
-                provider: Arc::new(Scripted(self.scenario.clone())),
-                model: "fake".into(),
-                tool_choice: ToolChoice::Auto,
-                max_tokens: None,
-            },
-            config,
-            tools: ToolRegistry::builtin(),
-            roles: None,
-        })
+        let planner = PlannerChoice {
+            kind: "model".into(),
+            provider: Arc::new(Scripted(self.scenario.clone())),
+            model: "fake".into(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: None,
+        };
+        Prepared::new(workspace.to_path_buf(), config, ToolRegistry::builtin(), planner, None)
     }
 
     async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
@@ -132,13 +128,7 @@ async fn server(dir: &Path, scenario: Scenario, max_rounds: u32, max_running: us
     std::fs::create_dir_all(&ws)?;
     let ws = std::fs::canonicalize(&ws)?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.join("serve.db"), StoreOptions::default()).await?);
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.join("outputs"),
-        snapshots_dir: dir.join("snapshots"),
-    };
+    let runtime = Runtime::new(dir, store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let mut secret = rand::random::<[u8; 32]>().to_vec();
     secret.extend(rand::random::<[u8; 32]>());
     let sessions = Sessions::new(&secret, OWNER).context("session key")?;

@@ -9,6 +9,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use steward_core::Runtime;
 use steward_core::approval::ApprovalKey;
 use steward_core::recovery::LeaseTiming;
 use steward_store::{JournalStore, PgStore, SqliteStore, Store, StoreOptions};
@@ -63,14 +64,6 @@ impl Home {
         self.dir.join("steward.db")
     }
 
-    pub fn outputs_dir(&self) -> PathBuf {
-        self.dir.join("outputs")
-    }
-
-    pub fn snapshots_dir(&self) -> PathBuf {
-        self.dir.join("snapshots")
-    }
-
     /// Opens the database and marks runs of dead processes as interrupted.
     ///
     /// The database is `steward.db` in the state directory, or the PostgreSQL database named by
@@ -120,6 +113,19 @@ impl Home {
             eprintln!("steward: tool call {call} of run {run} has an unknown outcome (recorded in the audit log)");
         }
         Ok((store, journal))
+    }
+
+    /// What every run of this process shares ([`Runtime::new`]): the store opened by
+    /// [`Home::open_store`], the process's redactor, the approval key, and the outputs and
+    /// snapshots folders of this state directory.
+    pub async fn runtime(&self) -> Result<Runtime> {
+        let store = self.open_store(StoreOptions::default()).await?;
+        self.runtime_on(store)
+    }
+
+    /// [`Home::runtime`] on a store already opened.
+    pub fn runtime_on(&self, store: Arc<dyn Store>) -> Result<Runtime> {
+        Ok(Runtime::new(&self.dir, store, crate::commands::redactor(), self.approval_key()?))
     }
 
     /// The approval key: `$STEWARD_APPROVAL_KEY` (hex, at least 16 bytes), else

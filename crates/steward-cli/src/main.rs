@@ -8,17 +8,7 @@ mod bench_nodes;
 mod bench_sandbox;
 mod bench_serve;
 mod commands;
-mod eval_cmd;
 mod home;
-mod hub_cmd;
-mod ledger_cmd;
-mod mcp_cmd;
-mod mcp_conformance;
-mod mcp_serve;
-mod mcp_token_cmd;
-mod reference;
-mod serve_cmd;
-mod tools_cmd;
 mod ui;
 
 use std::path::PathBuf;
@@ -132,18 +122,18 @@ enum Command {
         json: bool,
     },
     /// Run golden eval cases with rule-based scoring (default: the cases shipped with Steward); exit 1 when any case fails.
-    Eval(eval_cmd::EvalArgs),
+    Eval(commands::eval::EvalArgs),
     /// Serve the web UI and JSON API: start runs, watch them live, approve or deny their tool calls from a browser.
-    Serve(serve_cmd::ServeArgs),
+    Serve(commands::serve::ServeArgs),
     /// Measure the harness's own overhead per tool-call step (fake provider, no-op tool).
     Bench(bench::BenchArgs),
     /// The work ledger on the local store: file, list, approve and revoke work requests.
     Ledger {
         #[command(subcommand)]
-        command: ledger_cmd::LedgerCommand,
+        command: commands::ledger::LedgerCommand,
     },
     /// Run the hub: claim approved work from a ledger, run it once as a read-only run, report evidence.
-    Hub(hub_cmd::HubArgs),
+    Hub(commands::hub::HubArgs),
     /// Print a shell completion script on stdout (`steward completions bash > /etc/bash_completion.d/steward`).
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell.
@@ -153,7 +143,7 @@ enum Command {
     #[command(hide = true)]
     Reference {
         /// Which page.
-        page: reference::Page,
+        page: commands::reference::Page,
     },
 }
 
@@ -372,38 +362,40 @@ fn main() -> ExitCode {
             }
             Command::Trust { workspace } => commands::trust(&workspace),
             Command::Rollback { run_id, step, list } => commands::rollback(&run_id, step, list).await,
-            Command::Mcp { command: McpCommand::List { workspace, json } } => mcp_cmd::list(&workspace, json).await,
+            Command::Mcp { command: McpCommand::List { workspace, json } } => {
+                commands::mcp::list(&workspace, json).await
+            }
             Command::Mcp { command: McpCommand::Tools { server, workspace, json } } => {
-                mcp_cmd::tools(&workspace, server.as_deref(), json).await
+                commands::mcp::tools(&workspace, server.as_deref(), json).await
             }
             Command::Mcp { command: McpCommand::Call { server, tool, args, workspace, json } } => {
-                mcp_cmd::call(&workspace, &server, &tool, &args, json).await
+                commands::mcp::call(&workspace, &server, &tool, &args, json).await
             }
-            Command::Mcp { command: McpCommand::Serve } => mcp_serve::serve().await,
+            Command::Mcp { command: McpCommand::Serve } => commands::mcp_serve::serve().await,
             Command::Mcp { command: McpCommand::ConformanceClient { url } } => {
-                mcp_conformance::conformance_client(&url).await
+                commands::mcp_conformance::conformance_client(&url).await
             }
             Command::Mcp { command: McpCommand::Token { command: TokenCommand::Create { name, scope } } } => {
-                mcp_token_cmd::create(name.as_deref(), &scope).await
+                commands::mcp_token::create(name.as_deref(), &scope).await
             }
             Command::Mcp { command: McpCommand::Token { command: TokenCommand::List { json } } } => {
-                mcp_token_cmd::list(json).await
+                commands::mcp_token::list(json).await
             }
             Command::Mcp { command: McpCommand::Token { command: TokenCommand::Revoke { id } } } => {
-                mcp_token_cmd::revoke(&id).await
+                commands::mcp_token::revoke(&id).await
             }
-            Command::Tools { workspace, json } => tools_cmd::tools(&workspace, json).await,
+            Command::Tools { workspace, json } => commands::tools::tools(&workspace, json).await,
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Bench(args) => bench::run(args).await,
-            Command::Ledger { command } => ledger_cmd::run(command).await,
-            Command::Serve(args) => serve_cmd::serve(args).await,
-            Command::Eval(args) => eval_cmd::eval(args).await,
-            Command::Hub(args) => hub_cmd::hub(args).await,
+            Command::Ledger { command } => commands::ledger::run(command).await,
+            Command::Serve(args) => commands::serve::serve(args).await,
+            Command::Eval(args) => commands::eval::eval(args).await,
+            Command::Hub(args) => commands::hub::hub(args).await,
             Command::Completions { shell } => {
                 clap_complete::generate(shell, &mut Cli::command(), "steward", &mut std::io::stdout());
                 Ok(0)
             }
-            Command::Reference { page } => reference::print::<Cli>(page),
+            Command::Reference { page } => commands::reference::print::<Cli>(page),
         }
     });
     // Do not wait for a blocked stdin reader (an approval prompt) after the run ended.

@@ -121,24 +121,26 @@ pub(crate) enum Ending {
 }
 
 /// Runs one task to its end and returns the final run record.
+///
+/// The policy is compiled from `req.config.policy` here; a run prepared by
+/// [`crate::compose::prepare`] brings the one compiled there ([`crate::compose::ReadyRun::run`]).
 pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunError> {
+    let policy = Policy::new(&req.config.policy).map_err(|e| RunError::Config(e.to_string()))?;
+    run_with_policy(rt, req, &policy).await
+}
+
+/// [`run_task`] judged by `policy`, compiled from `req.config.policy`.
+pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Policy) -> Result<RunRecord, RunError> {
     // The run's redactor also knows what the workspace's secret files hold, so a program the
     // policy lets run (`git diff`) cannot pass their contents on (B09, S3), and the values the
     // configuration declares as credentials (`credential_scope`, `[[tool]] env`).
     let declared = req.config.declared_credential_values(&|name| std::env::var(name).ok());
-    let rt = &Runtime {
-        redactor: Arc::new(
-            (*rt.redactor)
-                .clone()
-                .with_values(steward_policy::secret_file_values(&req.workspace))
-                .with_values(declared),
-        ),
-        ..rt.clone()
-    };
+    let rt = &rt.with_redactor(
+        (*rt.redactor).clone().with_values(steward_policy::secret_file_values(&req.workspace)).with_values(declared),
+    );
     let workspace =
         Workspace::open(&req.workspace, &req.config.policy.deny_path).map_err(|e| RunError::Config(e.to_string()))?;
     let workspace = Arc::new(workspace);
-    let policy = Policy::new(&req.config.policy).map_err(|e| RunError::Config(e.to_string()))?;
     let chains = Chains::new(&req.config.chains, &req.tools).map_err(RunError::Config)?;
     if let Some(plan) = &req.roles {
         plan.check().map_err(RunError::Config)?;
@@ -225,7 +227,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         redactor: &rt.redactor,
         approval_key: &rt.approval_key,
         approval_ttl: chrono::Duration::seconds(ttl_seconds.min(TEN_YEARS_S) as i64),
-        policy: &policy,
+        policy,
         workspace: &workspace,
         tools: &req.tools,
         tool_context: &tool_context,

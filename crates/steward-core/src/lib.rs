@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod approval;
 pub mod chains;
+pub mod compose;
 pub mod config;
 pub mod context;
 mod credentials;
@@ -16,6 +17,7 @@ pub mod elicitation;
 pub mod events;
 pub mod hooks;
 pub mod interrupt;
+pub mod mcp_tokens;
 pub mod memory;
 mod orchestrator;
 pub mod planner;
@@ -24,6 +26,9 @@ mod repeats;
 pub mod roles;
 pub mod rollback;
 pub mod tools;
+pub mod trace;
+pub mod undo;
 
 pub use agent::{PlannerChoice, RunError, RunRequest, Runtime, run_task};
+pub use compose::{Launcher, Prepared, ReadyRun, RunOptions, Task, prepare};
 pub use roles::{Locality, RoleAssignment, RoleName, RolePlan, RunMode};

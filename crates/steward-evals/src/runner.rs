@@ -13,8 +13,7 @@ use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approve
 use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::planner::PlannerOverrides;
-use steward_core::tools::ToolRegistry;
-use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
+use steward_core::{PlannerChoice, RunMode, RunOptions, Runtime, Task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, Event, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
@@ -169,10 +168,11 @@ async fn run_in(
     std::fs::write(config_dir.join("config.toml"), text).map_err(|e| format!("cannot write the case config: {e}"))?;
     let ws = std::fs::canonicalize(&ws).map_err(|e| format!("workspace: {e}"))?;
     let config = Config::load(Some(&config_dir), &ws).map_err(|e| format!("case config: {e}"))?;
-    let workspace =
-        steward_policy::Workspace::open(&ws, &config.policy.deny_path).map_err(|e| format!("workspace: {e}"))?;
-    let tools = ToolRegistry::for_config(&config, &workspace)?;
     let (planner, fake) = planner_for(case, options, &config)?;
+    // Composed like every run; MCP servers a case configures are connected, as `steward run`
+    // connects them. The role pipeline is not run by evals (see `skip_reason`).
+    let run_options = RunOptions { planner_choice: Some(planner), mode: Some(RunMode::Loop), ..RunOptions::default() };
+    let prepared = steward_core::prepare(config, &ws, &run_options).await?;
 
     let store = SqliteStore::open(
         &home.join("steward.db"),
@@ -181,13 +181,7 @@ async fn run_in(
     .await
     .map_err(|e| format!("store: {e}"))?;
     let store: Arc<dyn Store> = Arc::new(store);
-    let runtime = Runtime {
-        store: store.clone(),
-        redactor: redactor.clone(),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: home.join("outputs"),
-        snapshots_dir: home.join("snapshots"),
-    };
+    let runtime = Runtime::new(&home, store.clone(), redactor.clone(), ApprovalKey::generate());
     let recorder = Arc::new(Recorder::default());
     let cancel = CancellationToken::new();
     let canceller = case.cancel_after_ms.map(|ms| {
@@ -197,22 +191,17 @@ async fn run_in(
             cancel.cancel();
         })
     });
-    let request = RunRequest {
+    let ready = prepared.into_run(Task {
         task: case.task.clone(),
         owner_id: OWNER.to_string(),
-        workspace: ws.clone(),
-        planner,
-        config,
-        tools,
         approver: Arc::new(CaseApprover { approvals: case.approvals.clone() }),
         observer: recorder.clone(),
         cancel,
         run_id: None,
         history: Vec::new(),
-        roles: None,
-    };
+    });
     let started = Instant::now();
-    let result = run_task(&runtime, request).await;
+    let result = ready.run(&runtime).await;
     let duration_ms = started.elapsed().as_millis() as u64;
     if let Some(task) = canceller {
         task.abort();

@@ -9,4 +9,5 @@
 #![deny(missing_docs)]
 
 pub mod hub;
+pub mod requests;
 pub mod wire;

@@ -576,7 +576,7 @@ async fn the_hub_token_never_reaches_a_jobs_task_events_or_answer() {
         pr_description: format!("token: {TOKEN}"),
         workspace: env.repo.clone(),
     };
-    let end = steward_ledger::hub::Launcher::launch(env.launcher.as_ref(), job.clone(), tx).await.unwrap();
+    let end = env.launcher.launch(job.clone(), tx).await.unwrap();
     assert!(!end.summary.as_deref().unwrap().contains(TOKEN));
     assert!(end.summary.as_deref().unwrap().contains("[REDACTED]"));
     let run = env.store.get_run(&job.run_id).await.unwrap().unwrap();

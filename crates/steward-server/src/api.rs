@@ -26,7 +26,8 @@ use crate::openapi::{ApprovalRequestDoc, EventDoc, FactRecordDoc, ToolSpecDoc, s
 use crate::runs::{self, RunView, Started};
 use crate::session::Session;
 use crate::sse;
-use crate::state::{AppState, ProviderStatus, StartRun};
+use crate::state::{AppState, StartRun};
+use steward_core::compose::ProviderStatus;
 
 /// Runs listed by `GET /api/runs`.
 const LIST_LIMIT: usize = 200;
@@ -148,6 +149,7 @@ pub struct GrantList {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ProviderList {
     /// Each with its reachability.
+    #[schema(value_type = Vec<crate::openapi::ProviderStatusDoc>)]
     pub providers: Vec<ProviderStatus>,
 }
 

@@ -166,8 +166,9 @@ impl RunService for ServerRuns {
             text: args.text,
         };
         let ledger = self.state.runtime.store.ledger().ok_or("this server keeps no work ledger")?;
-        let record =
-            crate::ledger::file_request(ledger, &caller.owner_id, &new).await.map_err(|e| self.redact(&e.message))?;
+        let record = crate::ledger::file_request(ledger, &caller.owner_id, &new)
+            .await
+            .map_err(|e| self.redact(&e.to_string()))?;
         Ok(json!({
             "request_id": record.id,
             "status": record.status.as_str(),

@@ -280,6 +280,20 @@ pub struct ToolSpecDoc {
     pub untrusted_output: bool,
 }
 
+/// A provider as the start page shows it.
+#[derive(ToSchema)]
+#[schema(as = ProviderStatus)]
+pub struct ProviderStatusDoc {
+    /// Provider name.
+    pub name: String,
+    /// True when it answered its model list.
+    pub reachable: bool,
+    /// Models it offers (empty when unreachable).
+    pub models: Vec<String>,
+    /// Why it is unreachable (redacted), empty otherwise.
+    pub error: String,
+}
+
 fn risk_schema() -> utoipa::openapi::Object {
     string_enum(&["safe", "low", "medium", "high", "dangerous"], "Risk level.")
 }

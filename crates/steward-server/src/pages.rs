@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use minijinja::{Environment, Value, context};
 use serde::{Deserialize, Serialize};
+use steward_core::trace::TraceStep;
 use steward_mcp::elicitation::FieldKind;
 use steward_protocol::{ApprovalStatus, Event, EventKind};
 
@@ -498,83 +499,53 @@ struct Step {
 }
 
 /// Planner calls, tool steps, approval waits and waits for an MCP server's request for input,
-/// with durations and tokens.
+/// with durations and tokens: the rows of the run's trace ([`steward_core::trace::steps`]).
 fn steps(events: &[Event]) -> Vec<Step> {
-    let mut steps = Vec::new();
-    let mut waits: Vec<(String, String, chrono::DateTime<chrono::Utc>)> = Vec::new();
-    for event in events {
-        let step = |kind, detail: String, duration_ms, input_tokens, output_tokens, outcome: &str| Step {
-            kind,
-            detail,
-            duration_ms,
-            input_tokens,
-            output_tokens,
-            outcome: outcome.to_string(),
-        };
-        match &event.kind {
-            EventKind::StageCompleted { stage, round, duration_ms, usage, tool_calls } => steps.push(step(
+    let row = |kind, detail: String, duration_ms, input_tokens, output_tokens, outcome: &str| Step {
+        kind,
+        detail,
+        duration_ms,
+        input_tokens,
+        output_tokens,
+        outcome: outcome.to_string(),
+    };
+    steward_core::trace::steps(events)
+        .into_iter()
+        .filter_map(|step| match step {
+            TraceStep::StageCompleted { stage, round, duration_ms, usage, tool_calls } => Some(row(
                 "planner call",
                 format!("{stage}, round {round}, {tool_calls} tool call(s)"),
-                *duration_ms,
+                duration_ms,
                 usage.input_tokens,
                 usage.output_tokens,
                 "completed",
             )),
-            EventKind::StageFailed { stage, round, duration_ms, class, .. } => steps.push(step(
+            TraceStep::StageFailed { stage, round, duration_ms, class, .. } => Some(row(
                 "planner call",
                 format!("{stage}, round {round}"),
-                *duration_ms,
+                duration_ms,
                 0,
                 0,
                 &format!("failed ({})", class.as_str()),
             )),
-            EventKind::ToolApprovalRequired { approval_id, tool, .. } => {
-                waits.push((approval_id.clone(), tool.clone(), event.at))
+            TraceStep::ApprovalAnswered { tool, outcome, waited_ms: Some(ms), .. } => {
+                Some(row("approval wait", tool, ms, 0, 0, outcome))
             }
-            EventKind::ToolApproved { approval_id, .. }
-            | EventKind::ToolRejected { approval_id, .. }
-            | EventKind::ToolApprovalExpired { approval_id, .. } => {
-                if let Some(i) = waits.iter().position(|w| &w.0 == approval_id) {
-                    let (_, tool, at) = waits.remove(i);
-                    let outcome = match &event.kind {
-                        EventKind::ToolApproved { .. } => "approved",
-                        EventKind::ToolRejected { .. } => "rejected",
-                        _ => "expired",
-                    };
-                    let ms = (event.at - at).num_milliseconds().max(0) as u64;
-                    steps.push(step("approval wait", tool, ms, 0, 0, outcome));
-                }
+            TraceStep::InputAnswered { tool, action, waited_ms: Some(ms), .. } => {
+                Some(row("input wait", tool, ms, 0, 0, &action))
             }
-            EventKind::McpElicitationRequested { elicitation_id, tool, .. } => {
-                waits.push((elicitation_id.clone(), tool.clone(), event.at))
+            TraceStep::Tool { tool, duration_ms, output_chars: Some(chars), .. } => {
+                Some(row("tool", format!("{tool}, {chars} chars of output"), duration_ms, 0, 0, "completed"))
             }
-            EventKind::McpElicitationAnswered { elicitation_id, action, .. } => {
-                if let Some(i) = waits.iter().position(|w| &w.0 == elicitation_id) {
-                    let (_, tool, at) = waits.remove(i);
-                    let ms = (event.at - at).num_milliseconds().max(0) as u64;
-                    steps.push(step("input wait", tool, ms, 0, 0, action));
-                }
-            }
-            EventKind::ToolCompleted { tool, duration_ms, output_chars, .. } => steps.push(step(
-                "tool",
-                format!("{tool}, {output_chars} chars of output"),
-                *duration_ms,
-                0,
-                0,
-                "completed",
-            )),
-            EventKind::ToolFailed { tool, duration_ms, .. } => {
-                steps.push(step("tool", tool.clone(), *duration_ms, 0, 0, "failed"))
-            }
-            EventKind::ToolCallRepeated { tool, earlier_call_id, earlier_outcome, answered_from_record, .. } => {
-                let outcome = if *answered_from_record { "answered from the record" } else { "not run" };
+            TraceStep::Tool { tool, duration_ms, .. } => Some(row("tool", tool, duration_ms, 0, 0, "failed")),
+            TraceStep::Repeated { tool, earlier_call_id, earlier_outcome, answered_from_record, .. } => {
+                let outcome = if answered_from_record { "answered from the record" } else { "not run" };
                 let detail = format!("{tool}, repeat of {earlier_call_id} ({earlier_outcome})");
-                steps.push(step("repeated call", detail, 0, 0, 0, outcome))
+                Some(row("repeated call", detail, 0, 0, 0, outcome))
             }
-            _ => {}
-        }
-    }
-    steps
+            _ => None,
+        })
+        .collect()
 }
 
 /// `GET /runs/{id}/trace`.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Serialize;
-use steward_core::RunRequest;
+use steward_core::Task;
 use steward_core::approval::ApprovalScope;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, Event};
 use steward_store::{ApprovalDecisionRecord, RunRecord, new_id};
@@ -104,40 +104,31 @@ pub async fn start_with_history(
     if task.chars().count() > MAX_TASK_CHARS {
         return Err(ApiError::invalid(format!("the task is longer than {MAX_TASK_CHARS} characters")));
     }
-    if let Some(mode) = start.mode.as_deref().map(str::trim).filter(|m| !m.is_empty())
-        && steward_core::RunMode::parse(mode).is_none()
-    {
-        return Err(ApiError::invalid(format!("unknown mode `{mode}`; use `loop` or `roles`")));
-    }
+    let options = start.options().map_err(ApiError::invalid)?;
     let workspace = resolve_workspace(state, start.workspace.as_deref())?;
     let prepared = state
         .launcher
-        .prepare(&start, &workspace)
+        .prepare(&workspace, &options)
         .await
         .map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e)))?;
     let id = new_id("run_");
     let run = state.live.register(&id, owner_id, state.shutdown.child_token());
     run.set_submitted(&state.runtime.redactor.redact(&task), chrono::Utc::now());
-    let request = RunRequest {
+    let ready = prepared.into_run(Task {
         task,
         owner_id: owner_id.to_string(),
-        workspace,
-        planner: prepared.planner,
-        config: prepared.config,
-        tools: prepared.tools,
         approver: Arc::new(WebApprover(run.clone())),
         observer: Arc::new(Broadcast(run.clone())),
         cancel: run.cancel.clone(),
         run_id: Some(id.clone()),
         history,
-        roles: prepared.roles,
-    };
+    });
     let state2 = state.clone();
     state.tasks.spawn(async move {
         // A run cancelled while queued still runs to its first check, so it is recorded as
         // cancelled rather than vanishing.
         let permit = state2.live.wait_for_slot(&run).await;
-        let result = steward_core::run_task(&state2.runtime, request).await;
+        let result = ready.run(&state2.runtime).await;
         drop(permit);
         if let Err(e) = result {
             tracing::warn!("run {} did not start: {}", run.id, state2.runtime.redactor.redact(&e.to_string()));

@@ -1,14 +1,11 @@
-//! What every request handler shares, and how the server learns to prepare runs.
+//! What every request handler shares, and what a start request asks of the run's composition.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use serde::Serialize;
-use steward_core::config::Config;
-use steward_core::tools::ToolRegistry;
-use steward_core::{PlannerChoice, Runtime};
-use steward_protocol::ToolSpec;
+use steward_core::compose::Launcher;
+use steward_core::planner::PlannerOverrides;
+use steward_core::{RunMode, RunOptions, Runtime};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -41,42 +38,28 @@ pub struct StartRun {
     pub mode: Option<String>,
 }
 
-/// A run prepared exactly as `steward run` would prepare it.
-pub struct Prepared {
-    /// The resolved planner (provider and model actually called).
-    pub planner: PlannerChoice,
-    /// The workspace's resolved configuration.
-    pub config: Config,
-    /// The tools offered.
-    pub tools: ToolRegistry,
-    /// The role pipeline for mode `roles` (its planner is `planner`); `None` for the loop.
-    pub roles: Option<steward_core::RolePlan>,
-}
-
-/// A provider as the start page shows it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct ProviderStatus {
-    /// Provider name.
-    pub name: String,
-    /// True when it answered its model list.
-    pub reachable: bool,
-    /// Models it offers (empty when unreachable).
-    pub models: Vec<String>,
-    /// Why it is unreachable (redacted), empty otherwise.
-    pub error: String,
-}
-
-/// What the server needs from the program embedding it: configuration, tool registries and
-/// planners are resolved the same way as for `steward run`.
-#[async_trait]
-pub trait Launcher: Send + Sync {
-    /// Prepares a run of `start` in `workspace` (canonical, allowed). `Err` is a sentence for
-    /// the user (bad configuration, unknown provider …); nothing was started.
-    async fn prepare(&self, start: &StartRun, workspace: &Path) -> Result<Prepared, String>;
-    /// The tools a run in `workspace` is offered.
-    async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, String>;
-    /// Configured and preset providers with their reachability (each probe bounded in time).
-    async fn providers(&self) -> Vec<ProviderStatus>;
+impl StartRun {
+    /// The run options this request asks for: planner, provider, model and mode (blank fields
+    /// are absent). `Err` names an unknown mode.
+    pub fn options(&self) -> Result<RunOptions, String> {
+        let non_empty = |v: &Option<String>| v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string);
+        let mode = match non_empty(&self.mode) {
+            Some(name) => {
+                Some(RunMode::parse(&name).ok_or_else(|| format!("unknown mode `{name}`; use `loop` or `roles`"))?)
+            }
+            None => None,
+        };
+        Ok(RunOptions {
+            planner: PlannerOverrides {
+                planner: non_empty(&self.planner),
+                provider: non_empty(&self.provider),
+                model: non_empty(&self.model),
+                ..PlannerOverrides::default()
+            },
+            mode,
+            ..RunOptions::default()
+        })
+    }
 }
 
 /// Settings of `steward serve`.

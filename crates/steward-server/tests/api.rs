@@ -19,7 +19,7 @@ use steward_mcp::{ElicitationAnswer, ElicitationRequest};
 use steward_policy::Redactor;
 use steward_protocol::{ToolChoice, ToolSpec};
 use steward_provider::fake::{FakeProvider, Scenario};
-use steward_server::{AppState, Launcher, Prepared, ProviderStatus, ServerOptions, Sessions, StartRun};
+use steward_server::{AppState, Launcher, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions};
 use steward_store::{SqliteStore, Store};
 use tower::ServiceExt;
 
@@ -42,10 +42,10 @@ struct TestLauncher {
 
 #[async_trait]
 impl Launcher for TestLauncher {
-    async fn prepare(&self, start: &StartRun, _workspace: &Path) -> Result<Prepared, String> {
+    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, String> {
         let mut config = Config::default();
         config.policy.approval_timeout_seconds = self.approval_timeout_seconds;
-        let planner = if start.planner.as_deref() == Some("classic") {
+        let planner = if options.planner.planner.as_deref() == Some("classic") {
             PlannerChoice {
                 kind: "classic".into(),
                 provider: Arc::new(steward_core::planner::classic::ClassicPlanner),
@@ -64,7 +64,7 @@ impl Launcher for TestLauncher {
                 max_tokens: None,
             }
         };
-        let roles = (start.mode.as_deref() == Some("roles")).then(|| {
+        let roles = (options.mode == Some(steward_core::RunMode::Roles)).then(|| {
             let roles = steward_core::RoleName::ALL
                 .iter()
                 .map(|role| steward_core::RoleAssignment {
@@ -82,7 +82,7 @@ impl Launcher for TestLauncher {
         if self.scenario.contains("ask_owner") {
             tools.insert(Arc::new(AskOwner(ask_owner_spec())));
         }
-        Ok(Prepared { roles, planner, config, tools })
+        Prepared::new(workspace.to_path_buf(), config, tools, planner, roles)
     }
     async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
         Ok(ToolRegistry::builtin().specs())

@@ -16,7 +16,7 @@ use steward_core::approval::ApprovalKey;
 use steward_mcp::mcp_server::Scope;
 use steward_policy::Redactor;
 use steward_protocol::ToolSpec;
-use steward_server::{AppState, Launcher, Prepared, ProviderStatus, ServerOptions, Sessions, StartRun};
+use steward_server::{AppState, Launcher, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions};
 use steward_store::{SqliteStore, Store};
 use tower::ServiceExt;
 
@@ -27,7 +27,7 @@ struct NoRuns;
 
 #[async_trait]
 impl Launcher for NoRuns {
-    async fn prepare(&self, _start: &StartRun, _workspace: &Path) -> Result<Prepared, String> {
+    async fn prepare(&self, _workspace: &Path, _options: &RunOptions) -> Result<Prepared, String> {
         Err("no runs in these tests".into())
     }
     async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {

@@ -20,7 +20,7 @@ use steward_core::{PlannerChoice, Runtime};
 use steward_policy::Redactor;
 use steward_protocol::{ToolChoice, ToolSpec};
 use steward_provider::fake::{FakeProvider, Scenario};
-use steward_server::{AppState, Launcher, Prepared, ProviderStatus, ServerOptions, Sessions, StartRun};
+use steward_server::{AppState, Launcher, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions};
 use steward_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +39,7 @@ struct TestLauncher;
 
 #[async_trait]
 impl Launcher for TestLauncher {
-    async fn prepare(&self, _start: &StartRun, _workspace: &Path) -> Result<Prepared, String> {
+    async fn prepare(&self, workspace: &Path, _options: &RunOptions) -> Result<Prepared, String> {
         let planner = PlannerChoice {
             kind: "model".into(),
             provider: Arc::new(FakeProvider::new(Scenario::from_toml(EDIT).map_err(|e| e.to_string())?)),
@@ -47,7 +47,7 @@ impl Launcher for TestLauncher {
             tool_choice: ToolChoice::Auto,
             max_tokens: None,
         };
-        Ok(Prepared { roles: None, planner, config: Config::default(), tools: ToolRegistry::builtin() })
+        Prepared::new(workspace.to_path_buf(), Config::default(), ToolRegistry::builtin(), planner, None)
     }
     async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
         Ok(ToolRegistry::builtin().specs())

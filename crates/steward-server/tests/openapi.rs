@@ -27,7 +27,7 @@ use steward_core::{PlannerChoice, Runtime};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, Event, EventKind, StopReason, ToolChoice, ToolSpec, Usage};
 use steward_provider::fake::{FakeProvider, Scenario};
-use steward_server::{Launcher, Prepared, ProviderStatus, ServerOptions, Sessions, StartRun};
+use steward_server::{Launcher, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions};
 use steward_store::{FactRecord, RunRecord, RunStatus, SqliteStore, Store};
 use tower::ServiceExt;
 
@@ -160,20 +160,16 @@ struct TestLauncher;
 
 #[async_trait]
 impl Launcher for TestLauncher {
-    async fn prepare(&self, _start: &StartRun, _workspace: &Path) -> Result<Prepared, String> {
+    async fn prepare(&self, workspace: &Path, _options: &RunOptions) -> Result<Prepared, String> {
         let scenario = Scenario::from_toml("[[round]]\ntext = \"Done.\"\n").map_err(|e| e.to_string())?;
-        Ok(Prepared {
-            planner: PlannerChoice {
-                kind: "model".into(),
-                provider: Arc::new(FakeProvider::new(scenario)),
-                model: "fake".into(),
-                tool_choice: ToolChoice::Auto,
-                max_tokens: None,
-            },
-            config: Config::default(),
-            tools: ToolRegistry::builtin(),
-            roles: None,
-        })
+        let planner = PlannerChoice {
+            kind: "model".into(),
+            provider: Arc::new(FakeProvider::new(scenario)),
+            model: "fake".into(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: None,
+        };
+        Prepared::new(workspace.to_path_buf(), Config::default(), ToolRegistry::builtin(), planner, None)
     }
     async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
         Ok(ToolRegistry::builtin().specs())

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::Result;
+use steward_core::undo::RollbackError;
 
 use super::inspect::find_run;
 use super::*;
@@ -38,24 +39,12 @@ pub fn trust(workspace: &Path) -> Result<u8> {
     Ok(0)
 }
 
-/// How many of the newest runs `steward rollback last` looks through for one that changed files.
-const LAST_CHANGING_RUN_SCAN: u32 = 1000;
-
 /// `steward rollback`: `last` means the newest run that changed files.
 pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
-    // `last` is the newest run that changed files: the newest run often only read.
     let (run, records) = if run_id == "last" {
-        let mut found = None;
-        for run in store.list_runs(LAST_CHANGING_RUN_SCAN).await? {
-            let records = store.rollbacks(&run.id).await?;
-            if !records.is_empty() {
-                found = Some((run, records));
-                break;
-            }
-        }
-        let Some((run, records)) = found else {
+        let Some((run, records)) = steward_core::undo::last_changing_run(store.as_ref()).await? else {
             println!("no recent run changed files; nothing to roll back");
             return Ok(0);
         };
@@ -83,56 +72,19 @@ pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8>
         }
         return Ok(0);
     }
-    if let Some(n) = step
-        && !records.iter().any(|r| r.step == n)
-    {
-        return Err(usage(format!("run {} has no step {n}; `steward rollback {} --list` shows them", run.id, run.id)));
-    }
-    let workspace = steward_policy::Workspace::open(Path::new(&run.workspace), &[])
-        .map_err(|e| usage(format!("the run's workspace {}: {e}", run.workspace)))?;
-    let redactor = redactor();
-    let mut failures = 0;
-    let mut attempted = 0;
-    for mut record in records.into_iter().rev() {
-        if record.status == steward_store::RollbackStatus::Undone || step.is_some_and(|n| n != record.step) {
-            continue;
-        }
-        attempted += 1;
-        let outcome = serde_json::from_value::<steward_core::rollback::Compensation>(record.compensation.clone())
-            .map_err(|e| format!("unreadable compensation: {e}"))
-            .and_then(|c| steward_core::rollback::undo(&c, &workspace));
-        let (status, audit_outcome, detail) = match outcome {
-            Ok(done) => (steward_store::RollbackStatus::Undone, steward_protocol::AuditOutcome::Completed, done),
-            Err(why) => {
-                failures += 1;
-                (steward_store::RollbackStatus::Failed, steward_protocol::AuditOutcome::Failed, why)
-            }
-        };
-        let detail = redactor.redact(&detail);
-        println!("step {} ({}): {}", record.step, record.tool, detail);
-        record.status = status;
-        record.detail = detail.clone();
-        record.undone_at = Some(chrono::Utc::now());
-        store.upsert_rollback(&record).await?;
-        store
-            .append_audit(steward_protocol::AuditEntry {
-                agent: local_owner(),
-                run_id: run.id.clone(),
-                call_id: record.call_id.clone(),
-                action: "rollback".into(),
-                input: serde_json::json!({"step": record.step, "tool": record.tool}),
-                policy: "rollback".into(),
-                risk: 0.0,
-                outcome: audit_outcome,
-                latency_ms: 0,
-                sandbox: String::new(),
-                approval_id: String::new(),
-                rollback_token: record.token.clone(),
-                detail,
-            })
-            .await?;
-    }
-    store.flush().await?;
+    let mut print =
+        |undo: &steward_core::undo::StepUndo| println!("step {} ({}): {}", undo.step, undo.tool, undo.detail);
+    let done =
+        steward_core::undo::roll_back(store.as_ref(), &run, records, step, &local_owner(), &redactor(), &mut print)
+            .await
+            .map_err(|e| match e {
+                RollbackError::NoSuchStep { run, step } => {
+                    usage(format!("run {run} has no step {step}; `steward rollback {run} --list` shows them"))
+                }
+                RollbackError::Workspace { .. } => usage(e.to_string()),
+                RollbackError::Storage(e) => anyhow::Error::new(e),
+            })?;
+    let (attempted, failures) = (done.attempted, done.failed);
     if attempted == 0 {
         println!("run {}: already undone; nothing to roll back (`steward rollback {} --list`)", run.id, run.id);
     }

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::Result;
+use steward_core::trace::TraceStep;
 
 use super::*;
 
@@ -85,56 +86,8 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
         format!("{} · {}", run.provider, run.model)
     };
     println!("planner: {who} · owner {} · workspace {}", run.owner_id, run.workspace);
-    let mut asked_at = std::collections::HashMap::new();
-    for event in &events {
-        match &event.kind {
-            EventKind::StageCompleted { stage, round, duration_ms, usage, tool_calls } => println!(
-                "  {} {duration_ms:>7} ms  {:>6} tokens ({} in, {} out)  {tool_calls} tool call(s)",
-                stage_label(stage, *round),
-                usage.total(),
-                usage.input_tokens,
-                usage.output_tokens
-            ),
-            EventKind::StageFailed { stage, round, duration_ms, class, error } => {
-                println!("  {} {duration_ms:>7} ms  failed [{class}]: {error}", stage_label(stage, *round))
-            }
-            EventKind::ToolDenied { tool, rule, reason, .. } => println!("    {tool:<12} denied by `{rule}`: {reason}"),
-            EventKind::ToolApprovalRequired { call_id, tool, rule, .. } => {
-                asked_at.insert(call_id.clone(), event.at);
-                println!("    {tool:<12} asked the owner (`{rule}`)");
-            }
-            EventKind::ToolApproved { call_id, .. }
-            | EventKind::ToolRejected { call_id, .. }
-            | EventKind::ToolApprovalExpired { call_id, .. } => {
-                let waited = asked_at.get(call_id).map(|t| (event.at - *t).num_milliseconds()).unwrap_or(0);
-                println!("    {:<12} {} after waiting {waited} ms", "approval", event.kind.name());
-            }
-            EventKind::McpElicitationRequested { elicitation_id, tool, server, .. } => {
-                asked_at.insert(elicitation_id.clone(), event.at);
-                println!("    {tool:<12} MCP server `{server}` asked the owner for input");
-            }
-            EventKind::McpElicitationAnswered { elicitation_id, action, decided_by, reason, .. } => {
-                let waited = asked_at.get(elicitation_id).map(|t| (event.at - *t).num_milliseconds()).unwrap_or(0);
-                let why = if reason.is_empty() { String::new() } else { format!(" ({reason})") };
-                println!("    {:<12} `{action}` by {decided_by} after waiting {waited} ms{why}", "input");
-            }
-            EventKind::ToolCompleted { tool, duration_ms, output_chars, .. } => {
-                println!("    {tool:<12} {duration_ms:>7} ms  completed ({output_chars} chars)")
-            }
-            EventKind::ToolFailed { tool, duration_ms, error, .. } => {
-                println!("    {tool:<12} {duration_ms:>7} ms  failed: {error}")
-            }
-            EventKind::ToolCallRepeated { tool, earlier_call_id, answered_from_record: true, .. } => {
-                println!("    {tool:<12} repeat of {earlier_call_id}: answered from the run's record, not run")
-            }
-            EventKind::ToolCallRepeated { tool, earlier_call_id, earlier_outcome, rule, repeats, .. } => {
-                let by = if rule.is_empty() { String::new() } else { format!(" by `{rule}`") };
-                println!("    {tool:<12} repeat {repeats} of {earlier_call_id} ({earlier_outcome}{by}): not run")
-            }
-            EventKind::RunCompleted { final_text, .. } => println!("final:\n{final_text}"),
-            EventKind::RunFailed { error, class, .. } => println!("failed [{class}]: {error}"),
-            _ => {}
-        }
+    for step in steward_core::trace::steps(&events) {
+        print_step(&step);
     }
     let took = run.finished_at.map(|f| (f - run.created_at).num_milliseconds()).unwrap_or(0);
     println!(
@@ -147,6 +100,50 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
         took
     );
     Ok(0)
+}
+
+/// One line (or block) of `steward show` for a trace step.
+fn print_step(step: &TraceStep) {
+    match step {
+        TraceStep::StageCompleted { stage, round, duration_ms, usage, tool_calls } => println!(
+            "  {} {duration_ms:>7} ms  {:>6} tokens ({} in, {} out)  {tool_calls} tool call(s)",
+            stage_label(stage, *round),
+            usage.total(),
+            usage.input_tokens,
+            usage.output_tokens
+        ),
+        TraceStep::StageFailed { stage, round, duration_ms, class, error } => {
+            println!("  {} {duration_ms:>7} ms  failed [{class}]: {error}", stage_label(stage, *round))
+        }
+        TraceStep::Denied { tool, rule, reason } => println!("    {tool:<12} denied by `{rule}`: {reason}"),
+        TraceStep::ApprovalAsked { tool, rule } => println!("    {tool:<12} asked the owner (`{rule}`)"),
+        TraceStep::ApprovalAnswered { event, waited_ms, .. } => {
+            println!("    {:<12} {event} after waiting {} ms", "approval", waited_ms.unwrap_or(0))
+        }
+        TraceStep::InputAsked { tool, server } => {
+            println!("    {tool:<12} MCP server `{server}` asked the owner for input")
+        }
+        TraceStep::InputAnswered { action, decided_by, reason, waited_ms, .. } => {
+            let why = if reason.is_empty() { String::new() } else { format!(" ({reason})") };
+            let waited = waited_ms.unwrap_or(0);
+            println!("    {:<12} `{action}` by {decided_by} after waiting {waited} ms{why}", "input");
+        }
+        TraceStep::Tool { tool, duration_ms, output_chars: Some(chars), .. } => {
+            println!("    {tool:<12} {duration_ms:>7} ms  completed ({chars} chars)")
+        }
+        TraceStep::Tool { tool, duration_ms, error, .. } => {
+            println!("    {tool:<12} {duration_ms:>7} ms  failed: {}", error.as_deref().unwrap_or(""))
+        }
+        TraceStep::Repeated { tool, earlier_call_id, answered_from_record: true, .. } => {
+            println!("    {tool:<12} repeat of {earlier_call_id}: answered from the run's record, not run")
+        }
+        TraceStep::Repeated { tool, earlier_call_id, earlier_outcome, rule, repeats, .. } => {
+            let by = if rule.is_empty() { String::new() } else { format!(" by `{rule}`") };
+            println!("    {tool:<12} repeat {repeats} of {earlier_call_id} ({earlier_outcome}{by}): not run")
+        }
+        TraceStep::Answered { text } => println!("final:\n{text}"),
+        TraceStep::Failed { class, error } => println!("failed [{class}]: {error}"),
+    }
 }
 
 /// A run by exact id, unique id prefix, or `last` (the newest run).

@@ -9,7 +9,7 @@ use clap::Args;
 use steward_core::config::Config;
 use steward_core::planner::PlannerOverrides;
 use steward_core::tools::ToolRegistry;
-use steward_core::{RunRequest, Runtime};
+use steward_core::{Prepared, RunOptions, Task};
 use steward_policy::Redactor;
 use steward_protocol::{EventKind, StopReason};
 use steward_store::{AuditVerification, RunStatus, StoreOptions};
@@ -57,7 +57,7 @@ pub(crate) fn env_lookup(name: &str) -> Option<String> {
 }
 
 /// `$XDG_CONFIG_HOME/steward`, else `~/.config/steward`.
-fn user_config_dir() -> Option<PathBuf> {
+pub(crate) fn user_config_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -76,25 +76,42 @@ pub(crate) fn load_config(workspace: &Path) -> Result<Config> {
     Ok(config)
 }
 
-/// The tools this configuration offers in `workspace`.
+/// The tools this configuration offers in `workspace`, MCP servers' tools included (those that
+/// did not start are named in warnings on stderr).
 pub(crate) async fn registry(config: &Config, workspace: &Path) -> Result<ToolRegistry> {
-    let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage(e.to_string()))?;
-    let tools = ToolRegistry::for_config(config, &ws).map_err(usage)?;
-    if config.mcp_servers.is_empty() {
-        return Ok(tools);
-    }
-    let manager = steward_mcp::McpManager::new(&config.mcp_servers).map_err(|e| usage(e.to_string()))?;
-    let (tools, failures) = tools.with_mcp(std::sync::Arc::new(manager)).await;
-    for failure in failures {
-        eprintln!("steward: warning: MCP server left out: {failure}");
+    let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
+    let (tools, warnings) = steward_core::compose::registry(config, workspace, &policy, true).await.map_err(usage)?;
+    for warning in warnings {
+        eprintln!("steward: warning: {warning}");
     }
     Ok(tools)
 }
 
+/// The run `config` (loaded by [`load_config`]) gives in `workspace` (canonical) with `options`,
+/// composed by [`steward_core::prepare`]; what was left out is named in warnings on stderr.
+/// Errors are usage errors.
+pub(crate) async fn prepare_run(config: Config, workspace: &Path, options: &RunOptions) -> Result<Prepared> {
+    let prepared = steward_core::prepare(config, workspace, options).await.map_err(usage)?;
+    for warning in &prepared.warnings {
+        eprintln!("steward: warning: {warning}");
+    }
+    Ok(prepared)
+}
+
 mod anchor;
 mod control;
+pub(crate) mod eval;
+pub(crate) mod hub;
 mod inspect;
+pub(crate) mod ledger;
+pub(crate) mod mcp;
+pub(crate) mod mcp_conformance;
+pub(crate) mod mcp_serve;
+pub(crate) mod mcp_token;
+pub(crate) mod reference;
 mod run;
+pub(crate) mod serve;
+pub(crate) mod tools;
 
 pub use anchor::audit_anchor;
 pub use control::{config_show, doctor, grants_list, grants_revoke, policy_check, rollback, trust};

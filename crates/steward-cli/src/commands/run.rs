@@ -93,70 +93,50 @@ pub async fn run(args: RunArgs) -> Result<u8> {
 async fn run_observed(args: RunArgs, observer: Option<Arc<dyn steward_core::events::EventObserver>>) -> Result<u8> {
     let workspace = std::fs::canonicalize(&args.workspace)
         .map_err(|e| usage(format!("workspace {}: {e}", args.workspace.display())))?;
-    let mut config = load_config(&workspace)?;
-    if let Some(n) = args.max_rounds {
-        if n == 0 {
-            return Err(usage("--max-rounds must be at least 1"));
-        }
-        config.limits.max_rounds = n;
+    let config = load_config(&workspace)?;
+    if args.max_rounds == Some(0) {
+        return Err(usage("--max-rounds must be at least 1"));
     }
-    let overrides = PlannerOverrides {
-        planner: args.planner.clone(),
-        provider: args.provider.clone(),
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
-        tool_choice: args.tool_choice.clone(),
-        scenario: args.scenario.clone(),
-        max_tokens: args.max_tokens,
-    };
     if args.max_tokens == Some(0) {
         return Err(usage("--max-tokens must be at least 1"));
     }
     if args.task.trim().is_empty() {
         return Err(usage("the task is empty: say what to do, e.g. steward run \"show the git status\""));
     }
-    let tools = registry(&config, &workspace).await?;
-    if let Some(choice) = &args.tool_choice
-        && !matches!(choice.as_str(), "auto" | "none" | "required")
-        && tools.get(choice).is_none()
-    {
-        let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
-        return Err(usage(format!(
-            "--tool-choice `{choice}` is not a tool; use auto, none, required or one of: {}",
-            names.join(", ")
-        )));
-    }
     let mode = match args.mode.as_deref() {
-        Some(name) => RunMode::parse(name).ok_or_else(|| usage(format!("unknown mode `{name}`: use loop or roles")))?,
-        None => config.run.mode.unwrap_or_default(),
-    };
-    let (planner, roles) = match mode {
-        RunMode::Loop => (steward_core::planner::resolve(&config, &overrides, &env_lookup).map_err(usage)?, None),
-        RunMode::Roles => {
-            let plan = steward_core::planner::resolve_roles(&config, &overrides, &env_lookup).map_err(usage)?;
-            if !args.json {
-                for role in &plan.roles {
-                    eprintln!(
-                        "steward: {} · {} · {} ({})",
-                        role.role.as_str(),
-                        role.provider_name,
-                        role.model,
-                        role.locality.as_str()
-                    );
-                }
-            }
-            (plan.planner.clone(), Some(plan))
+        Some(name) => {
+            Some(RunMode::parse(name).ok_or_else(|| usage(format!("unknown mode `{name}`: use loop or roles")))?)
         }
+        None => None,
     };
+    let options = RunOptions {
+        planner: PlannerOverrides {
+            planner: args.planner.clone(),
+            provider: args.provider.clone(),
+            model: args.model.clone(),
+            base_url: args.base_url.clone(),
+            tool_choice: args.tool_choice.clone(),
+            scenario: args.scenario.clone(),
+            max_tokens: args.max_tokens,
+        },
+        mode,
+        max_rounds: args.max_rounds,
+        ..RunOptions::default()
+    };
+    let prepared = prepare_run(config, &workspace, &options).await?;
+    if let Some(plan) = prepared.roles.as_ref().filter(|_| !args.json) {
+        for role in &plan.roles {
+            eprintln!(
+                "steward: {} · {} · {} ({})",
+                role.role.as_str(),
+                role.provider_name,
+                role.model,
+                role.locality.as_str()
+            );
+        }
+    }
 
-    let home = Home::locate()?;
-    let runtime = Runtime {
-        store: home.open_store(StoreOptions::default()).await?,
-        redactor: Arc::new(redactor()),
-        approval_key: home.approval_key()?,
-        outputs_dir: home.outputs_dir(),
-        snapshots_dir: home.snapshots_dir(),
-    };
+    let runtime = Home::locate()?.runtime().await?;
     let owner_id = local_owner();
     let cancel = CancellationToken::new();
     // Renewed until the process ends, also while a cancelled run records its end.
@@ -176,21 +156,16 @@ async fn run_observed(args: RunArgs, observer: Option<Arc<dyn steward_core::even
         None if args.json => Arc::new(ui::JsonLines),
         None => Arc::new(ui::Human::default()),
     };
-    let request = RunRequest {
+    let ready = prepared.into_run(Task {
         task: args.task,
         owner_id: owner_id.clone(),
-        workspace,
-        planner,
-        config,
-        tools,
         approver: Arc::new(ui::TerminalApprover { owner_id, store: runtime.store.clone() }),
         observer,
         cancel,
         run_id: None,
         history: Vec::new(),
-        roles,
-    };
-    let run = steward_core::run_task(&runtime, request).await.map_err(|e| match e {
+    });
+    let run = ready.run(&runtime).await.map_err(|e| match e {
         steward_core::RunError::Config(msg) => usage(msg),
         other => anyhow::Error::new(other),
     })?;

@@ -215,6 +215,16 @@ impl ToolRegistry {
     /// The tools a configuration offers: the built-in ones, plus `shell_command` when
     /// `[shell] enabled = true` (its writable folders must be inside the workspace).
     pub fn for_config(config: &crate::config::Config, workspace: &steward_policy::Workspace) -> Result<Self, String> {
+        let policy = steward_policy::Policy::new(&config.policy).map_err(|e| e.to_string())?;
+        Self::for_config_with_policy(config, workspace, &policy)
+    }
+
+    /// [`ToolRegistry::for_config`] with `policy` already compiled from `config.policy`.
+    pub fn for_config_with_policy(
+        config: &crate::config::Config,
+        workspace: &steward_policy::Workspace,
+        policy: &steward_policy::Policy,
+    ) -> Result<Self, String> {
         let mut registry = Self::builtin();
         if config.shell.enabled {
             let mut writable = Vec::new();
@@ -234,7 +244,6 @@ impl ToolRegistry {
             )));
         }
         // User-defined command tools (SPEC T5): never replacing a built-in tool.
-        let policy = steward_policy::Policy::new(&config.policy).map_err(|e| e.to_string())?;
         let builtin = registry.clone();
         let commands = command::build_tools(
             &config.tools,

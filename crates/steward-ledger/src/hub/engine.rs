@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::crash::{CrashPoint, crash_at};
 use super::forge::{self, PrView, Worktree};
 use super::intake::{IntakeError, LedgerClient};
-use super::launch::{Job, Launcher};
+use super::launch::{Job, RunLauncher};
 use super::poller::{Backoff, Poller};
 use crate::wire::{
     AttemptOutcome, AuthorityOutcome, Candidate, Check, CheckOutcome, ClaimRequest, Evidence, ResultReport, WorkScope,
@@ -126,7 +126,7 @@ pub struct Hub {
     client: LedgerClient,
     poller: Poller,
     journal: Arc<dyn JournalStore>,
-    launcher: Arc<dyn Launcher>,
+    launcher: Arc<RunLauncher>,
     crash: Option<CrashPoint>,
 }
 
@@ -136,7 +136,7 @@ impl Hub {
         settings: HubSettings,
         client: LedgerClient,
         journal: Arc<dyn JournalStore>,
-        launcher: Arc<dyn Launcher>,
+        launcher: Arc<RunLauncher>,
         crash: Option<CrashPoint>,
     ) -> Hub {
         let poller = Poller::new(client.clone(), settings.page_limit);

@@ -2,17 +2,18 @@
 //! requester's text and the PR description are quoted into it as data, and the run's
 //! configuration is hardened so that it can only read.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use steward_core::approval::NoApprover;
+use steward_core::compose::Launcher;
 use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::planner::PlannerOverrides;
 use steward_core::tools::ToolRegistry;
-use steward_core::{RunRequest, Runtime};
-use steward_protocol::Event;
+use steward_core::{Prepared, RunMode, RunOptions, Runtime, Task};
+use steward_protocol::{Event, ToolSpec};
 use steward_store::RunStatus;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -47,14 +48,6 @@ pub struct JobEnd {
     pub summary: Option<String>,
     /// Facts for the evidence's `environment` (planner, provider, model …).
     pub environment: Vec<(String, String)>,
-}
-
-/// Starts jobs. `started` must be sent once the job has really started (its run exists); the
-/// hub journals `started` then. Errors (nothing ran): a fixed description, never PR text.
-#[async_trait]
-pub trait Launcher: Send + Sync {
-    /// Runs `job` to its end.
-    async fn launch(&self, job: Job, started: oneshot::Sender<()>) -> Result<JobEnd, String>;
 }
 
 /// The task given to the run: fixed words, then the request text and the PR description each
@@ -146,52 +139,65 @@ impl EventObserver for StartSignal {
     }
 }
 
+/// The hub's runs are prepared like every other run (`steward_core::prepare`), from the user's
+/// configuration hardened by [`harden`]: the loop mode, no MCP servers, the planner chosen by
+/// [`RunLauncher::overrides`] whatever `options` asks. Errors are fixed descriptions.
 #[async_trait]
 impl Launcher for RunLauncher {
-    async fn launch(&self, job: Job, started: oneshot::Sender<()>) -> Result<JobEnd, String> {
-        let mut config = Config::load(self.user_config_dir.as_deref(), &job.workspace)
+    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, String> {
+        let mut config = Config::load(self.user_config_dir.as_deref(), workspace)
             .map_err(|_| "the configuration cannot be loaded".to_string())?;
         harden(&mut config);
-        let ws = steward_policy::Workspace::open(&job.workspace, &config.policy.deny_path)
-            .map_err(|_| "the worktree cannot be opened as a workspace".to_string())?;
-        let tools = ToolRegistry::for_config(&config, &ws).map_err(|_| "the tools cannot be set up".to_string())?;
-        let env = |name: &str| std::env::var(name).ok();
-        let planner = steward_core::planner::resolve(&config, &self.overrides, &env)
-            .map_err(|_| "the planner cannot be set up".to_string())?;
-        if planner.kind == steward_core::planner::classic::CLASSIC {
+        let options = RunOptions {
+            planner: self.overrides.clone(),
+            planner_choice: None,
+            mode: Some(RunMode::Loop),
+            connect_mcp: false,
+            ..options.clone()
+        };
+        steward_core::prepare(config, workspace, &options)
+            .await
+            .map_err(|_| "the run cannot be set up (its configuration, worktree, tools or planner)".to_string())
+    }
+
+    async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, String> {
+        Ok(self.prepare(workspace, &RunOptions::default()).await?.tools.specs())
+    }
+}
+
+impl RunLauncher {
+    /// Runs `job` to its end. `started` is sent once the job has really started (its run
+    /// exists); the hub journals `started` then. Errors (nothing ran): a fixed description,
+    /// never PR text.
+    pub async fn launch(&self, job: Job, started: oneshot::Sender<()>) -> Result<JobEnd, String> {
+        let prepared = self.prepare(&job.workspace, &RunOptions::default()).await?;
+        if prepared.planner.kind == steward_core::planner::classic::CLASSIC {
             // The classic planner cannot read and summarise a pull request: its answer would
             // be reported as a completed summary that is not one.
             return Err(NEEDS_MODEL.to_string());
         }
-        let environment = vec![
-            ("planner".to_string(), planner.kind.clone()),
-            ("model".to_string(), planner.model.clone()),
+        let mut environment = vec![
+            ("planner".to_string(), prepared.planner.kind.clone()),
+            ("model".to_string(), prepared.planner.model.clone()),
             ("os".to_string(), std::env::consts::OS.to_string()),
             ("arch".to_string(), std::env::consts::ARCH.to_string()),
             ("scope".to_string(), "read".to_string()),
             ("policy".to_string(), "writing tools blocked, no shell, no MCP, approvals denied".to_string()),
         ];
-        let request = RunRequest {
+        let ready = prepared.into_run(Task {
             task: task_text(&job),
             owner_id: self.owner_id.clone(),
-            workspace: job.workspace.clone(),
-            planner,
-            config,
-            tools,
             approver: Arc::new(NoApprover),
             observer: Arc::new(StartSignal(Mutex::new(Some(started)))),
             cancel: CancellationToken::new(),
-            history: Vec::new(),
             run_id: Some(job.run_id.clone()),
-            roles: None,
-        };
-        let runtime =
-            Runtime { redactor: Arc::new(self.hub_token.redacting(&self.runtime.redactor)), ..self.runtime.clone() };
-        let run = steward_core::run_task(&runtime, request).await.map_err(|e| match e {
+            history: Vec::new(),
+        });
+        let runtime = self.runtime.with_redactor(self.hub_token.redacting(&self.runtime.redactor));
+        let run = ready.run(&runtime).await.map_err(|e| match e {
             steward_core::RunError::Config(_) => "the run's configuration was refused".to_string(),
             steward_core::RunError::Storage(_) => "the run could not be stored".to_string(),
         })?;
-        let mut environment = environment;
         environment.push(("provider".to_string(), run.provider.clone()));
         Ok(JobEnd { status: run.status, summary: run.final_text.map(|t| runtime.redactor.redact(&t)), environment })
     }

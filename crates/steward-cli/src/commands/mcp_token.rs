@@ -4,8 +4,8 @@
 
 use anyhow::Result;
 use serde_json::json;
+use steward_core::mcp_tokens::{self as tokens, TokenError};
 use steward_mcp::mcp_server::Scope;
-use steward_server::tokens::{self, TokenError};
 use steward_store::{McpTokenRecord, StoreOptions};
 
 use crate::commands::usage_error;

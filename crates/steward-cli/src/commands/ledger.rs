@@ -8,8 +8,8 @@
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
+use steward_ledger::requests::{self as api, LedgerError};
 use steward_ledger::wire::{ApproveWorkRequest, NewWorkRequest, WorkKind};
-use steward_server::ledger as api;
 use steward_store::ledger::{WorkApprovalRecord, WorkRequestRecord};
 use steward_store::{LedgerStore, Store, StoreOptions};
 
@@ -93,8 +93,10 @@ pub async fn run(command: LedgerCommand) -> Result<u8> {
         LedgerCommand::List { limit, json } => list(limit, json).await,
         LedgerCommand::Approve { id, head, expires_in, revision } => approve(&id, &head, &expires_in, revision).await,
         LedgerCommand::Revoke { id } => revoke(&id).await,
-        LedgerCommand::Held { json } => crate::hub_cmd::held(json).await,
-        LedgerCommand::Resolve { attempt, resolution } => crate::hub_cmd::resolve_held(&attempt, &resolution).await,
+        LedgerCommand::Held { json } => crate::commands::hub::held(json).await,
+        LedgerCommand::Resolve { attempt, resolution } => {
+            crate::commands::hub::resolve_held(&attempt, &resolution).await
+        }
     }
 }
 
@@ -108,9 +110,9 @@ fn ledger_of(store: &dyn Store) -> Result<&dyn LedgerStore> {
     store.ledger().context("this store keeps no work ledger")
 }
 
-/// An API refusal as a CLI error: bad input and refusals are usage errors (exit 2).
-fn refused(e: steward_server::ApiError) -> anyhow::Error {
-    if e.status.is_server_error() { anyhow::anyhow!("{}", e.message) } else { usage_error(&e.message) }
+/// A ledger refusal as a CLI error: bad input and refusals are usage errors (exit 2).
+fn refused(e: LedgerError) -> anyhow::Error {
+    if e.is_internal() { anyhow::anyhow!("{e}") } else { usage_error(&e.to_string()) }
 }
 
 /// Seconds of a lifetime such as `90s`, `30m`, `1h` or `1d`.

@@ -29,16 +29,21 @@ use axum::{Extension, Json, Router};
 use chrono::Utc;
 use minijinja::context;
 use serde::Deserialize;
+use steward_ledger::requests::LedgerError;
+pub use steward_ledger::requests::{
+    MAX_EXPIRES_IN_S, MAX_ID_CHARS, MAX_REPOSITORY_CHARS, MAX_TEXT_CHARS, approval_view, approve_request,
+    check_expires_in, check_head_sha, check_pr_number, check_repository, check_text, check_token_id, file_request,
+    outcome_name, outcome_of, request_view, revoke_request,
+};
 use steward_ledger::wire::{
-    ApproveWorkRequest, AttemptOutcome, AuthorityOutcome, Candidate, CandidatePage, ClaimRequest, ClaimResponse,
-    Evidence, NewWorkRequest, RequestStatus, ResultAck, ResultReport, WorkApproval, WorkKind, WorkRequest, WorkScope,
+    ApproveWorkRequest, AuthorityOutcome, Candidate, CandidatePage, ClaimRequest, ClaimResponse, Evidence,
+    NewWorkRequest, ResultAck, ResultReport, WorkApproval, WorkKind, WorkRequest,
 };
 use steward_mcp::mcp_server::{Caller, Scope};
+use steward_store::LedgerStore;
 use steward_store::ledger::{
-    ApproveInput, ApproveOutcome, CandidateCursor, ClaimInput, ClaimOutcome, ResultInput, ResultOutcome, RevokeOutcome,
-    WorkApprovalRecord, WorkRequestRecord, WorkStatus,
+    CandidateCursor, ClaimInput, ClaimOutcome, ResultInput, ResultOutcome, WorkRequestRecord, WorkStatus,
 };
-use steward_store::{LedgerStore, new_id};
 use tower::ServiceExt;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{IntoParams, Modify, OpenApi, ToSchema};
@@ -54,14 +59,6 @@ use crate::tokens::{self, AuthError};
 pub const MAX_BODY: usize = 16 * 1024;
 /// Largest body of a result report (256 KiB: the evidence carries a summary and checks).
 pub const MAX_RESULT_BODY: usize = 256 * 1024;
-/// Longest request text, in characters.
-pub const MAX_TEXT_CHARS: usize = 4_000;
-/// Longest repository name, in characters.
-pub const MAX_REPOSITORY_CHARS: usize = 100;
-/// Longest hub or attempt id, in characters.
-pub const MAX_ID_CHARS: usize = 100;
-/// Longest approval, in seconds (one day).
-pub const MAX_EXPIRES_IN_S: u64 = 86_400;
 /// Candidates per page when `limit` is absent.
 pub const CANDIDATES_DEFAULT: u32 = 50;
 /// Most candidates per page.
@@ -160,6 +157,24 @@ fn conflict(message: String) -> ApiError {
     ApiError { status: StatusCode::CONFLICT, class: "conflict", message }
 }
 
+impl From<LedgerError> for ApiError {
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::Invalid(m) => ApiError::invalid(m),
+            LedgerError::NotFound(m) => ApiError::not_found(m),
+            LedgerError::NotOwner(what) => ApiError::not_owner(what),
+            LedgerError::Conflict(m) => conflict(m),
+            LedgerError::Internal(message) => internal(message),
+            LedgerError::Storage(e) => ApiError::storage(e),
+        }
+    }
+}
+
+/// 500 `internal`.
+fn internal(message: String) -> ApiError {
+    ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, class: "internal", message }
+}
+
 /// 401 `unauthorized` with `WWW-Authenticate: Bearer`.
 fn unauthorized(error: AuthError) -> Response {
     let message = match error {
@@ -179,232 +194,6 @@ fn ledger(state: &AppState) -> Result<&dyn LedgerStore, ApiError> {
         status: StatusCode::INTERNAL_SERVER_ERROR,
         class: "internal",
         message: "this server's store keeps no work ledger".into(),
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Checks shared with the terminal (`steward ledger …`) and the MCP tool.
-
-/// Checks a repository name: 1 to [`MAX_REPOSITORY_CHARS`] characters of ASCII letters,
-/// digits, `.`, `_`, `-` and `/`, not starting with `.`, `-` or `/`, without `..`.
-pub fn check_repository(name: &str) -> Result<String, String> {
-    let name = name.trim();
-    let ok_chars = name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b));
-    if name.is_empty()
-        || name.len() > MAX_REPOSITORY_CHARS
-        || !ok_chars
-        || name.starts_with(['.', '-', '/'])
-        || name.contains("..")
-    {
-        return Err(format!(
-            "the repository must be 1 to {MAX_REPOSITORY_CHARS} characters of letters, digits, `.`, `_`, `-` and `/` \
-             (e.g. `demo` or `org/demo`)"
-        ));
-    }
-    Ok(name.to_string())
-}
-
-/// Checks a PR number: 1 ..= `i64::MAX`.
-pub fn check_pr_number(n: u64) -> Result<u64, String> {
-    if n == 0 || i64::try_from(n).is_err() {
-        return Err("the pull request number must be at least 1".into());
-    }
-    Ok(n)
-}
-
-/// Checks a request's text: at most [`MAX_TEXT_CHARS`] characters.
-pub fn check_text(text: &str) -> Result<String, String> {
-    if text.chars().count() > MAX_TEXT_CHARS {
-        return Err(format!("the text is longer than {MAX_TEXT_CHARS} characters"));
-    }
-    Ok(text.to_string())
-}
-
-/// Checks a head SHA: exactly 40 hex characters; answered in lowercase.
-pub fn check_head_sha(sha: &str) -> Result<String, String> {
-    let sha = sha.trim();
-    if sha.len() != 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err("the head SHA must be the full commit id: 40 hex characters".into());
-    }
-    Ok(sha.to_ascii_lowercase())
-}
-
-/// Checks an approval's lifetime in seconds: 1 ..= [`MAX_EXPIRES_IN_S`].
-pub fn check_expires_in(seconds: u64) -> Result<u64, String> {
-    if seconds == 0 || seconds > MAX_EXPIRES_IN_S {
-        return Err(format!("the approval must last 1 to {MAX_EXPIRES_IN_S} seconds"));
-    }
-    Ok(seconds)
-}
-
-/// Checks a hub or attempt id: 1 to [`MAX_ID_CHARS`] characters of ASCII letters, digits,
-/// `_`, `-`, `.`, `:` and `@`.
-fn check_token_id(what: &str, id: &str) -> Result<(), ApiError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_CHARS
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:@".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(format!(
-            "{what} must be 1 to {MAX_ID_CHARS} characters of letters, digits, `_`, `-`, `.`, `:` and `@`"
-        )))
-    }
-}
-
-/// The wire name of a kind.
-fn kind_name(kind: WorkKind) -> &'static str {
-    match kind {
-        WorkKind::PrSummary => "pr_summary",
-    }
-}
-
-/// A new, `open` request of `requester` from `new`, after its checks; stored and audited.
-pub async fn file_request(
-    ledger: &dyn LedgerStore,
-    requester: &str,
-    new: &NewWorkRequest,
-) -> Result<WorkRequestRecord, ApiError> {
-    let repository = check_repository(&new.repository).map_err(ApiError::invalid)?;
-    let pr_number = check_pr_number(new.pr_number).map_err(ApiError::invalid)?;
-    let text = check_text(&new.text).map_err(ApiError::invalid)?;
-    let now = Utc::now();
-    let record = WorkRequestRecord {
-        id: new_id("wrq_"),
-        revision: 1,
-        epoch: 1,
-        kind: kind_name(new.kind).to_string(),
-        requester: requester.to_string(),
-        repository,
-        pr_number,
-        text,
-        status: WorkStatus::Open,
-        created_at: now,
-        updated_at: now,
-    };
-    ledger.insert_work_request(&record).await.map_err(ApiError::storage)?;
-    Ok(record)
-}
-
-/// Approves `owner_id`'s request `id` as `body` says (checks first); stored and audited.
-pub async fn approve_request(
-    ledger: &dyn LedgerStore,
-    owner_id: &str,
-    id: &str,
-    body: &ApproveWorkRequest,
-) -> Result<WorkApprovalRecord, ApiError> {
-    let head_sha = check_head_sha(&body.head_sha).map_err(ApiError::invalid)?;
-    let seconds = check_expires_in(body.expires_in_s).map_err(ApiError::invalid)?;
-    let now = Utc::now();
-    let input = ApproveInput {
-        request_id: id.to_string(),
-        owner_id: owner_id.to_string(),
-        revision: body.revision,
-        head_sha,
-        scope: "read".into(),
-        at: now,
-        expires_at: now + chrono::Duration::seconds(i64::try_from(seconds).unwrap_or(MAX_EXPIRES_IN_S as i64)),
-    };
-    match ledger.approve_work_request(&input).await.map_err(ApiError::storage)? {
-        ApproveOutcome::Approved(a) => Ok(a),
-        ApproveOutcome::NotFound => Err(ApiError::not_found(format!("no work request `{id}`"))),
-        ApproveOutcome::NotOwner => Err(ApiError::not_owner("the work request")),
-        ApproveOutcome::NotOpen(status) => {
-            Err(conflict(format!("the work request is {status}; only an open request can be approved")))
-        }
-        ApproveOutcome::StaleRevision(current) if body.revision > current => {
-            Err(conflict(format!("there is no revision {}; the request is at revision {current}", body.revision)))
-        }
-        ApproveOutcome::StaleRevision(current) => Err(conflict(format!(
-            "the work request changed: it is at revision {current}, not {}; review it again",
-            body.revision
-        ))),
-    }
-}
-
-/// Revokes `owner_id`'s request `id`; stored and audited.
-pub async fn revoke_request(ledger: &dyn LedgerStore, owner_id: &str, id: &str) -> Result<WorkRequestRecord, ApiError> {
-    match ledger.revoke_work_request(id, owner_id, Utc::now()).await.map_err(ApiError::storage)? {
-        RevokeOutcome::Revoked(r) => Ok(r),
-        RevokeOutcome::NotFound => Err(ApiError::not_found(format!("no work request `{id}`"))),
-        RevokeOutcome::NotOwner => Err(ApiError::not_owner("the work request")),
-        RevokeOutcome::AlreadyFinal(status) => Err(conflict(format!("the work request is already {status}"))),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Records as wire shapes.
-
-fn internal(message: String) -> ApiError {
-    ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, class: "internal", message }
-}
-
-/// The wire form of a stored request.
-pub fn request_view(r: &WorkRequestRecord) -> Result<WorkRequest, ApiError> {
-    let kind = match r.kind.as_str() {
-        "pr_summary" => WorkKind::PrSummary,
-        other => return Err(internal(format!("work request {} has an unknown kind {other:?}", r.id))),
-    };
-    let status = match r.status {
-        WorkStatus::Open => RequestStatus::Open,
-        WorkStatus::Approved => RequestStatus::Approved,
-        WorkStatus::Claimed => RequestStatus::Claimed,
-        WorkStatus::Completed => RequestStatus::Completed,
-        WorkStatus::Failed => RequestStatus::Failed,
-        WorkStatus::Revoked => RequestStatus::Revoked,
-    };
-    Ok(WorkRequest {
-        id: r.id.clone(),
-        revision: r.revision,
-        epoch: r.epoch,
-        kind,
-        requester: r.requester.clone(),
-        repository: r.repository.clone(),
-        pr_number: r.pr_number,
-        text: r.text.clone(),
-        status,
-        created_at: r.created_at,
-        updated_at: r.updated_at,
-    })
-}
-
-/// The wire form of a stored approval.
-pub fn approval_view(a: &WorkApprovalRecord) -> Result<WorkApproval, ApiError> {
-    let scope = match a.scope.as_str() {
-        "read" => WorkScope::Read,
-        other => return Err(internal(format!("approval {} has an unknown scope {other:?}", a.id))),
-    };
-    Ok(WorkApproval {
-        id: a.id.clone(),
-        request_id: a.request_id.clone(),
-        revision: a.revision,
-        epoch: a.epoch,
-        repository: a.repository.clone(),
-        pr_number: a.pr_number,
-        head_sha: a.head_sha.clone(),
-        scope,
-        approved_by: a.approved_by.clone(),
-        approved_at: a.approved_at,
-        expires_at: a.expires_at,
-    })
-}
-
-fn outcome_name(outcome: AttemptOutcome) -> &'static str {
-    match outcome {
-        AttemptOutcome::Completed => "completed",
-        AttemptOutcome::Failed => "failed",
-        AttemptOutcome::NotVisible => "not_visible",
-        AttemptOutcome::HeadMoved => "head_moved",
-    }
-}
-
-fn outcome_of(name: &str) -> Result<AttemptOutcome, ApiError> {
-    Ok(match name {
-        "completed" => AttemptOutcome::Completed,
-        "failed" => AttemptOutcome::Failed,
-        "not_visible" => AttemptOutcome::NotVisible,
-        "head_moved" => AttemptOutcome::HeadMoved,
-        other => return Err(internal(format!("a stored result has an unknown outcome {other:?}"))),
     })
 }
 
@@ -679,8 +468,8 @@ pub async fn claim(
     ApiJson(body): ApiJson<ClaimRequest>,
 ) -> Result<Json<ClaimResponse>, ApiError> {
     let (caller, token_id) = principal.token_id_with(Scope::Hub, "claiming")?;
-    check_token_id("hub_id", &body.hub_id)?;
-    check_token_id("attempt_id", &body.attempt_id)?;
+    check_token_id("hub_id", &body.hub_id).map_err(ApiError::invalid)?;
+    check_token_id("attempt_id", &body.attempt_id).map_err(ApiError::invalid)?;
     let input = ClaimInput {
         approval_id: body.approval_id.clone(),
         request_id: body.request_id.clone(),
@@ -756,7 +545,7 @@ pub async fn report_result(
     ApiJson(body): ApiJson<ResultReport>,
 ) -> Result<Json<ResultAck>, ApiError> {
     let (caller, token_id) = principal.token_id_with(Scope::Hub, "reporting a result")?;
-    check_token_id("attempt_id", &body.attempt_id)?;
+    check_token_id("attempt_id", &body.attempt_id).map_err(ApiError::invalid)?;
     let evidence = serde_json::to_string(&body.evidence).map_err(|e| internal(format!("evidence: {e}")))?;
     let input = ResultInput {
         authority_id: id.clone(),
@@ -883,454 +672,8 @@ pub async fn bearer_layer(State(routes): State<TokenRoutes>, request: Request, n
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The Ledger page.
+mod docs;
+mod page;
 
-fn when(t: &steward_protocol::Timestamp) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-/// `GET /ledger`: the owner's work requests, a form to file one, and for each open request a
-/// form to approve it (revision shown, head SHA, lifetime), for each live one a revoke button.
-pub async fn ledger_page(State(state): State<AppState>, Extension(session): Extension<Session>) -> Response {
-    let ledger = match ledger(&state) {
-        Ok(l) => l,
-        Err(e) => return error_page(&session, &e),
-    };
-    let records = match ledger.work_requests(&session.owner_id, LIST_LIMIT).await {
-        Ok(r) => r,
-        Err(e) => return error_page(&session, &ApiError::storage(e)),
-    };
-    let mut rows = Vec::with_capacity(records.len());
-    for r in &records {
-        let approval = match r.status {
-            WorkStatus::Open | WorkStatus::Revoked => None,
-            _ => match ledger.work_approvals(&r.id).await {
-                Ok(list) => list.into_iter().last(),
-                Err(e) => return error_page(&session, &ApiError::storage(e)),
-            },
-        };
-        let authority = match &approval {
-            Some(a) => match ledger.authority_of(&a.id).await {
-                Ok(found) => found,
-                Err(e) => return error_page(&session, &ApiError::storage(e)),
-            },
-            None => None,
-        };
-        let result = match &authority {
-            Some(a) => match ledger.attempt_result(&a.attempt_id).await {
-                Ok(found) => found,
-                Err(e) => return error_page(&session, &ApiError::storage(e)),
-            },
-            None => None,
-        };
-        // The evidence was checked against the wire shape when it was reported; an unreadable
-        // one shows no summary rather than failing the page.
-        let evidence: Option<Evidence> = result.as_ref().and_then(|r| serde_json::from_str(&r.evidence).ok());
-        rows.push(context! {
-            id => &r.id, revision => r.revision, epoch => r.epoch, kind => &r.kind, repository => &r.repository,
-            pr_number => r.pr_number, text => &r.text, status => r.status.as_str(), created_at => when(&r.created_at),
-            open => r.status == WorkStatus::Open, revocable => !r.status.is_final(),
-            head_sha => approval.as_ref().map(|a| a.head_sha.clone()),
-            expires_at => approval.as_ref().map(|a| when(&a.expires_at)),
-            hub_id => authority.as_ref().map(|a| a.hub_id.clone()),
-            attempt_id => authority.as_ref().map(|a| a.attempt_id.clone()),
-            outcome => result.as_ref().map(|r| r.outcome.clone()),
-            summary => evidence.as_ref().and_then(|e| e.summary.clone()),
-            tested_sha => evidence.as_ref().and_then(|e| e.tested_sha.clone()),
-            run_id => evidence.as_ref().and_then(|e| e.run_id.clone()),
-        });
-    }
-    render(
-        StatusCode::OK,
-        "ledger.html",
-        context! { csrf => &session.csrf, owner => &session.owner_id, requests => rows,
-        max_text => MAX_TEXT_CHARS, max_expires_minutes => MAX_EXPIRES_IN_S / 60 },
-    )
-}
-
-/// The form that files a request from the Ledger page.
-#[derive(Deserialize)]
-pub struct RequestForm {
-    csrf: String,
-    repository: String,
-    pr_number: String,
-    #[serde(default)]
-    text: String,
-}
-
-/// `POST /ledger` (form): files a request for the owner.
-pub async fn file_request_form(
-    State(state): State<AppState>,
-    Extension(session): Extension<Session>,
-    Form(form): Form<RequestForm>,
-) -> Response {
-    let act = async {
-        let pr_number = form
-            .pr_number
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| ApiError::invalid("the pull request number must be a whole number"))?;
-        let new = NewWorkRequest {
-            kind: WorkKind::PrSummary,
-            repository: form.repository.clone(),
-            pr_number,
-            text: form.text.clone(),
-        };
-        file_request(ledger(&state)?, &session.owner_id, &new).await?;
-        Ok("/ledger".to_string())
-    };
-    form_post(&state, &session, &form.csrf, act).await
-}
-
-/// The approve form of an open request.
-#[derive(Deserialize)]
-pub struct ApproveForm {
-    csrf: String,
-    revision: String,
-    head_sha: String,
-    /// Minutes.
-    expires_in_minutes: String,
-}
-
-/// `POST /ledger/{id}/approve` (form).
-pub async fn approve_form(
-    State(state): State<AppState>,
-    Extension(session): Extension<Session>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-    Form(form): Form<ApproveForm>,
-) -> Response {
-    let act = async {
-        let revision =
-            form.revision.trim().parse::<u32>().map_err(|_| ApiError::invalid("the revision is not a number"))?;
-        let minutes = form
-            .expires_in_minutes
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| ApiError::invalid("the lifetime must be a whole number of minutes"))?;
-        let body =
-            ApproveWorkRequest { revision, head_sha: form.head_sha.clone(), expires_in_s: minutes.saturating_mul(60) };
-        approve_request(ledger(&state)?, &session.owner_id, &id, &body).await?;
-        Ok("/ledger".to_string())
-    };
-    form_post(&state, &session, &form.csrf, act).await
-}
-
-/// A form carrying only the CSRF token.
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    csrf: String,
-}
-
-/// `POST /ledger/{id}/revoke` (form).
-pub async fn revoke_form(
-    State(state): State<AppState>,
-    Extension(session): Extension<Session>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-    Form(form): Form<CsrfForm>,
-) -> Response {
-    let act = async {
-        revoke_request(ledger(&state)?, &session.owner_id, &id).await?;
-        Ok("/ledger".to_string())
-    };
-    form_post(&state, &session, &form.csrf, act).await
-}
-
-// ---------------------------------------------------------------------------------------------
-// OpenAPI: the ledger's operations and schema-only mirrors of `steward_ledger::wire`.
-
-/// The ledger's part of the OpenAPI document (merged by [`crate::openapi::document`]).
-#[derive(OpenApi)]
-#[openapi(
-    paths(create_request, list_requests, get_request, approve, revoke, candidates, claim, report_result),
-    modifiers(&BearerSecurity),
-    tags((name = "ledger", description = "The work ledger: requests, pinned approvals, one-time claims, results"))
-)]
-pub struct LedgerApi;
-
-/// Adds the `bearer_token` security scheme.
-struct BearerSecurity;
-
-impl Modify for BearerSecurity {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        let mut scheme = Http::new(HttpAuthScheme::Bearer);
-        scheme.description = Some(
-            "A token made with `steward mcp token create --scope …` or on the Tokens page (`stw_…`). The \
-             `submit` scope files work requests, `read` reads them, `hub` lists candidates, claims and reports \
-             results. A token never approves or revokes."
-                .into(),
-        );
-        components.add_security_scheme("bearer_token", SecurityScheme::Http(scheme));
-    }
-}
-
-fn string_enum(values: &[&str], description: &str) -> utoipa::openapi::Object {
-    crate::openapi::string_enum(values, description)
-}
-
-fn kind_schema() -> utoipa::openapi::Object {
-    string_enum(&["pr_summary"], "What is asked for: summarise pull request N at the approved head.")
-}
-
-fn request_status_schema() -> utoipa::openapi::Object {
-    string_enum(&["open", "approved", "claimed", "completed", "failed", "revoked"], "Where the request stands.")
-}
-
-fn scope_schema() -> utoipa::openapi::Object {
-    string_enum(&["read"], "What the job may do.")
-}
-
-fn authority_outcome_schema() -> utoipa::openapi::Object {
-    string_enum(&["issued", "spent", "denied"], "What became of the claim.")
-}
-
-fn attempt_outcome_schema() -> utoipa::openapi::Object {
-    string_enum(&["completed", "failed", "not_visible", "head_moved"], "How the attempt ended.")
-}
-
-fn check_outcome_schema() -> utoipa::openapi::Object {
-    string_enum(&["passed", "failed", "skipped", "error"], "What the check found.")
-}
-
-/// Schema of `steward_ledger::wire::WorkRequest`.
-#[derive(ToSchema)]
-#[schema(as = WorkRequest)]
-pub struct WorkRequestDoc {
-    /// `wrq_` + 16 hex.
-    pub id: String,
-    /// Starts at 1; an approval pins one revision.
-    pub revision: u32,
-    /// Starts at 1; bumped by every revocation.
-    pub epoch: u64,
-    /// What is asked for.
-    #[schema(schema_with = kind_schema)]
-    pub kind: String,
-    /// Who asked (an owner id).
-    pub requester: String,
-    /// The repository's name.
-    pub repository: String,
-    /// The pull request's number (≥ 1).
-    #[schema(minimum = 1)]
-    pub pr_number: u64,
-    /// Free text from the requester: data, never instructions.
-    pub text: String,
-    /// Where it stands.
-    #[schema(schema_with = request_status_schema)]
-    pub status: String,
-    /// When it was made (UTC).
-    pub created_at: chrono::DateTime<Utc>,
-    /// When it last changed (UTC).
-    pub updated_at: chrono::DateTime<Utc>,
-}
-
-/// Schema of `steward_ledger::wire::NewWorkRequest`.
-#[derive(ToSchema)]
-#[schema(as = NewWorkRequest)]
-pub struct NewWorkRequestDoc {
-    /// What is asked for.
-    #[schema(schema_with = kind_schema)]
-    pub kind: String,
-    /// The repository's name (letters, digits, `.`, `_`, `-`, `/`; at most 100).
-    #[schema(min_length = 1, max_length = 100)]
-    pub repository: String,
-    /// The pull request's number (≥ 1).
-    #[schema(minimum = 1)]
-    pub pr_number: u64,
-    /// Free text (at most 4,000 characters).
-    #[schema(required = false, max_length = 4000)]
-    pub text: String,
-}
-
-/// Schema of `steward_ledger::wire::WorkApproval`.
-#[derive(ToSchema)]
-#[schema(as = WorkApproval)]
-pub struct WorkApprovalDoc {
-    /// `wap_` + 16 hex.
-    pub id: String,
-    /// The request approved.
-    pub request_id: String,
-    /// The request's revision approved.
-    pub revision: u32,
-    /// The epoch at approval time.
-    pub epoch: u64,
-    /// The repository approved.
-    pub repository: String,
-    /// The pull request approved.
-    pub pr_number: u64,
-    /// The head commit approved (40 lowercase hex).
-    pub head_sha: String,
-    /// What the job may do.
-    #[schema(schema_with = scope_schema)]
-    pub scope: String,
-    /// The owner who approved.
-    pub approved_by: String,
-    /// When (UTC).
-    pub approved_at: chrono::DateTime<Utc>,
-    /// After this, nothing may be claimed under it (UTC).
-    pub expires_at: chrono::DateTime<Utc>,
-}
-
-/// Schema of `steward_ledger::wire::ApproveWorkRequest`.
-#[derive(ToSchema)]
-#[schema(as = ApproveWorkRequest)]
-pub struct ApproveWorkRequestDoc {
-    /// The revision the owner saw.
-    pub revision: u32,
-    /// The head SHA approved (40 hex).
-    #[schema(min_length = 40, max_length = 40)]
-    pub head_sha: String,
-    /// Lifetime in seconds (1 to 86,400).
-    #[schema(minimum = 1, maximum = 86400)]
-    pub expires_in_s: u64,
-}
-
-/// Schema of `steward_ledger::wire::Candidate`.
-#[derive(ToSchema)]
-#[schema(as = Candidate)]
-pub struct CandidateDoc {
-    /// The approval with its pins.
-    pub approval: WorkApprovalDoc,
-    /// The request's text (data).
-    pub text: String,
-}
-
-/// Schema of `steward_ledger::wire::CandidatePage`.
-#[derive(ToSchema)]
-#[schema(as = CandidatePage)]
-pub struct CandidatePageDoc {
-    /// Candidates by approval time, then id.
-    pub items: Vec<CandidateDoc>,
-    /// Pass as `cursor` for the next page; null on the last page.
-    #[schema(required = true)]
-    pub next_cursor: Option<String>,
-}
-
-/// Schema of `steward_ledger::wire::ClaimRequest`.
-#[derive(ToSchema)]
-#[schema(as = ClaimRequest)]
-pub struct ClaimRequestDoc {
-    /// The approval claimed.
-    pub approval_id: String,
-    /// Its request.
-    pub request_id: String,
-    /// The revision the hub saw.
-    pub revision: u32,
-    /// The epoch the hub saw.
-    pub epoch: u64,
-    /// The head SHA the hub saw.
-    pub head_sha: String,
-    /// Which hub claims.
-    pub hub_id: String,
-    /// The hub's attempt id.
-    pub attempt_id: String,
-}
-
-/// Schema of `steward_ledger::wire::ClaimResponse`.
-#[derive(ToSchema)]
-#[schema(as = ClaimResponse)]
-pub struct ClaimResponseDoc {
-    /// What became of the claim.
-    #[schema(schema_with = authority_outcome_schema)]
-    pub outcome: String,
-    /// The authority (`issued`: this claim's; `spent`: the earlier one, only when this same token
-    /// claimed it, else null).
-    #[schema(required = true)]
-    pub authority_id: Option<String>,
-    /// The attempt the authority went to (null for `denied`, and for `spent` to another token).
-    #[schema(required = true)]
-    pub attempt_id: Option<String>,
-    /// Why (`denied`, `spent`): `revoked`, `expired`, `stale_revision`, `stale_epoch`,
-    /// `head_mismatch`, `not_approved`, `already_claimed`, `unknown_approval`.
-    #[schema(required = true)]
-    pub reason: Option<String>,
-}
-
-/// Schema of `steward_ledger::wire::Check`.
-#[derive(ToSchema)]
-#[schema(as = Check)]
-pub struct CheckDoc {
-    /// The command as argv.
-    pub command: Vec<String>,
-    /// What it found.
-    #[schema(schema_with = check_outcome_schema)]
-    pub outcome: String,
-    /// Its exit code.
-    #[schema(required = true)]
-    pub exit_code: Option<i32>,
-    /// Where its log is kept.
-    #[schema(required = true)]
-    pub log_ref: Option<String>,
-}
-
-/// Schema of `steward_ledger::wire::Evidence`.
-#[derive(ToSchema)]
-#[schema(as = Evidence)]
-pub struct EvidenceDoc {
-    /// The commit read or tested (40 hex).
-    #[schema(required = true)]
-    pub tested_sha: Option<String>,
-    /// Who executed: hub id and Steward version.
-    pub executor: String,
-    /// Facts of the environment; never secrets.
-    pub environment: std::collections::BTreeMap<String, String>,
-    /// The checks run, in order.
-    pub checks: Vec<CheckDoc>,
-    /// What was explicitly not checked.
-    pub not_checked: Vec<String>,
-    /// The Steward run that executed the job.
-    #[schema(required = true)]
-    pub run_id: Option<String>,
-    /// The job's result text, redacted.
-    #[schema(required = true)]
-    pub summary: Option<String>,
-}
-
-/// Schema of `steward_ledger::wire::ResultReport`.
-#[derive(ToSchema)]
-#[schema(as = ResultReport)]
-pub struct ResultReportDoc {
-    /// The attempt the authority was issued to.
-    pub attempt_id: String,
-    /// How it ended.
-    #[schema(schema_with = attempt_outcome_schema)]
-    pub outcome: String,
-    /// What backs it.
-    pub evidence: EvidenceDoc,
-}
-
-/// Schema of `steward_ledger::wire::ResultAck`.
-#[derive(ToSchema)]
-#[schema(as = ResultAck)]
-pub struct ResultAckDoc {
-    /// The attempt.
-    pub attempt_id: String,
-    /// False for a duplicate report.
-    pub first: bool,
-    /// The outcome on record.
-    #[schema(schema_with = attempt_outcome_schema)]
-    pub outcome: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn inputs_are_checked() {
-        assert_eq!(check_repository(" org/demo-1.x ").unwrap(), "org/demo-1.x");
-        for bad in ["", "-x", "/etc", "a/../b", "a b", "x;rm", &"a".repeat(101)] {
-            assert!(check_repository(bad).is_err(), "{bad}");
-        }
-        assert!(check_pr_number(0).is_err());
-        assert!(check_pr_number(u64::MAX).is_err());
-        assert_eq!(check_head_sha(&"AB".repeat(20)).unwrap(), "ab".repeat(20));
-        assert!(check_head_sha(&"a".repeat(39)).is_err());
-        assert!(check_head_sha(&"g".repeat(40)).is_err());
-        assert!(check_expires_in(0).is_err());
-        assert!(check_expires_in(86_401).is_err());
-        assert!(check_text(&"x".repeat(4_001)).is_err());
-        assert!(check_token_id("hub_id", "hub:laptop").is_ok());
-        assert!(check_token_id("hub_id", "hub laptop").is_err());
-    }
-}
+pub use docs::*;
+pub use page::*;

@@ -1,7 +1,7 @@
 //! `steward mcp serve`: Steward as an MCP server on stdio (SPEC M2). The protocol side lives in
 //! `steward_mcp::mcp_server`; this module answers its five tools from the local store and
-//! starts runs exactly as `steward run` does (configuration, tool registry, policy, store),
-//! owned by the local user (`local:<user>`).
+//! starts runs exactly as `steward run` does (configuration, tool registry, policy, store, the
+//! `[run] mode`), owned by the local user (`local:<user>`).
 //!
 //! Runs start in background tasks of this process and use `NoApprover`: stdin is the MCP
 //! channel, so nobody can answer a prompt, and a call that needs approval is denied with
@@ -22,20 +22,19 @@ use anyhow::Result;
 use serde_json::{Value, json};
 use steward_core::approval::NoApprover;
 use steward_core::events::EventObserver;
-use steward_core::planner::PlannerOverrides;
-use steward_core::{RunRequest, Runtime};
+use steward_core::{ReadyRun, RunOptions, Runtime, Task};
 use steward_mcp::mcp_server::{
     Caller, GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, SubmitTask, SubmitWorkRequest,
     call_outcomes, serve_stdio,
 };
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalStatus, Event};
-use steward_store::{RunRecord, RunStatus, Store, StoreOptions};
+use steward_store::{RunRecord, RunStatus, Store};
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::{load_config, redactor, registry};
+use crate::commands::{load_config, prepare_run};
 use crate::home::{Home, local_owner};
 
 /// Runs started over MCP that may execute at the same time; more are refused, not queued.
@@ -47,15 +46,8 @@ const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
 /// `steward mcp serve`: serves until the client closes stdin, then cancels unfinished runs.
 pub async fn serve() -> Result<u8> {
-    let home = Home::locate()?;
-    let redactor = Arc::new(redactor());
-    let runtime = Runtime {
-        store: home.open_store(StoreOptions::default()).await?,
-        redactor: redactor.clone(),
-        approval_key: home.approval_key()?,
-        outputs_dir: home.outputs_dir(),
-        snapshots_dir: home.snapshots_dir(),
-    };
+    let runtime = Home::locate()?.runtime().await?;
+    let redactor = runtime.redactor.clone();
     let keeper_stop = CancellationToken::new();
     crate::home::spawn_lease_keeper(runtime.store.clone(), keeper_stop.clone())?;
     let _stop_keeper = keeper_stop.drop_guard();
@@ -114,32 +106,25 @@ impl LocalRuns {
         }
     }
 
-    /// The run `steward run` would start for `args` (same configuration, registry and planner),
-    /// answered by nobody and watched by `observer`.
-    async fn prepare(&self, args: SubmitTask, observer: Arc<dyn EventObserver>) -> Result<RunRequest, String> {
+    /// The run `steward run` would start for `args` (same configuration, composition, mode and
+    /// planner), answered by nobody and watched by `observer`.
+    async fn prepare(&self, args: SubmitTask, observer: Arc<dyn EventObserver>) -> Result<ReadyRun, String> {
         let given = PathBuf::from(&args.workspace);
         let workspace = std::fs::canonicalize(&given).map_err(|e| format!("workspace {}: {e}", given.display()))?;
         if !workspace.is_dir() {
             return Err(format!("workspace {} is not a directory", workspace.display()));
         }
         let config = load_config(&workspace).map_err(|e| format!("{e:#}"))?;
-        let tools = registry(&config, &workspace).await.map_err(|e| format!("{e:#}"))?;
-        let env_lookup = |name: &str| std::env::var(name).ok();
-        let planner = steward_core::planner::resolve(&config, &PlannerOverrides::default(), &env_lookup)?;
-        Ok(RunRequest {
+        let prepared = prepare_run(config, &workspace, &RunOptions::default()).await.map_err(|e| format!("{e:#}"))?;
+        Ok(prepared.into_run(Task {
             task: args.task,
             owner_id: self.owner_id.clone(),
-            workspace,
-            planner,
-            config,
-            tools,
             approver: Arc::new(NoApprover),
             observer,
             cancel: self.cancel.child_token(),
             run_id: None,
             history: Vec::new(),
-            roles: None,
-        })
+        }))
     }
 }
 
@@ -165,9 +150,9 @@ impl RunService for LocalRuns {
             text: args.text,
         };
         let ledger = self.store().ledger().ok_or("this store keeps no work ledger")?;
-        let record = steward_server::ledger::file_request(ledger, &caller.owner_id, &new)
+        let record = steward_ledger::requests::file_request(ledger, &caller.owner_id, &new)
             .await
-            .map_err(|e| self.redactor.redact(&e.message))?;
+            .map_err(|e| self.redactor.redact(&e.to_string()))?;
         Ok(json!({
             "request_id": record.id,
             "status": record.status.as_str(),
@@ -185,11 +170,11 @@ impl RunService for LocalRuns {
         let (tx, rx) = oneshot::channel();
         let started: Started = Arc::new(Mutex::new(Some(tx)));
         let observer = Arc::new(FirstEvent(started.clone()));
-        let request = self.prepare(args, observer).await.map_err(|e| self.redactor.redact(&e))?;
+        let ready = self.prepare(args, observer).await.map_err(|e| self.redactor.redact(&e))?;
         let runtime = self.runtime.clone();
         let redactor = self.redactor.clone();
         let job = async move {
-            let result = steward_core::run_task(&runtime, request).await;
+            let result = ready.run(&runtime).await;
             drop(permit);
             if let Err(e) = result {
                 // Before its first event the run failed to start; after it, the store has the error.

@@ -1,5 +1,5 @@
 //! `steward serve`: the web UI and JSON API (crate `steward-server`) on this machine's
-//! configuration, store and tools. Runs are prepared exactly as `steward run` prepares them.
+//! configuration, store and tools. Runs are composed by `steward_core::prepare`, as `steward run`'s.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -9,14 +9,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use clap::Args;
-use steward_core::planner::PlannerOverrides;
-use steward_core::{RunMode, Runtime};
+use steward_core::compose::{Launcher, Prepared, ProviderStatus, RunOptions};
 use steward_protocol::ToolSpec;
-use steward_server::{Launcher, Prepared, ProviderStatus, ServerOptions, Sessions, StartRun};
-use steward_store::StoreOptions;
+use steward_server::{ServerOptions, Sessions};
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::{env_lookup, load_config, provider_statuses, redactor, registry, usage_error};
+use crate::commands::{load_config, prepare_run, provider_statuses, registry, usage_error};
 use crate::home::{Home, local_owner};
 
 /// `steward serve` arguments.
@@ -83,13 +81,7 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
         return Err(usage_error(&format!("--scenario {}: no such file", s.display())));
     }
     let home = Home::locate()?;
-    let runtime = Runtime {
-        store: home.open_store(StoreOptions::default()).await?,
-        redactor: Arc::new(redactor()),
-        approval_key: home.approval_key()?,
-        outputs_dir: home.outputs_dir(),
-        snapshots_dir: home.snapshots_dir(),
-    };
+    let runtime = home.runtime().await?;
     let owner = local_owner();
     let session_key = match &args.session_key_file {
         Some(path) => crate::home::read_session_key(path)?,
@@ -159,36 +151,16 @@ struct CliLauncher {
     default: PathBuf,
 }
 
-fn non_empty(v: &Option<String>) -> Option<String> {
-    v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
-}
-
 #[async_trait]
 impl Launcher for CliLauncher {
-    async fn prepare(&self, start: &StartRun, workspace: &Path) -> Result<Prepared, String> {
+    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, String> {
+        let mut options = options.clone();
+        // The scripted provider plays the scenario `steward serve` was given.
+        if options.planner.provider.as_deref() == Some("fake") {
+            options.planner.scenario = self.scenario.clone();
+        }
         let config = load_config(workspace).map_err(|e| format!("{e:#}"))?;
-        steward_policy::Policy::new(&config.policy).map_err(|e| e.to_string())?;
-        let provider = non_empty(&start.provider);
-        let overrides = PlannerOverrides {
-            planner: non_empty(&start.planner),
-            scenario: if provider.as_deref() == Some("fake") { self.scenario.clone() } else { None },
-            provider,
-            model: non_empty(&start.model),
-            ..PlannerOverrides::default()
-        };
-        let mode = match non_empty(&start.mode) {
-            Some(name) => RunMode::parse(&name).ok_or_else(|| format!("unknown mode `{name}`: use loop or roles"))?,
-            None => config.run.mode.unwrap_or_default(),
-        };
-        let (planner, roles) = match mode {
-            RunMode::Loop => (steward_core::planner::resolve(&config, &overrides, &env_lookup)?, None),
-            RunMode::Roles => {
-                let plan = steward_core::planner::resolve_roles(&config, &overrides, &env_lookup)?;
-                (plan.planner.clone(), Some(plan))
-            }
-        };
-        let tools = registry(&config, workspace).await.map_err(|e| format!("{e:#}"))?;
-        Ok(Prepared { planner, config, tools, roles })
+        prepare_run(config, workspace, &options).await.map_err(|e| format!("{e:#}"))
     }
 
     async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, String> {

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use steward_core::Runtime;
 use steward_core::planner::PlannerOverrides;
 use steward_ledger::hub::crash::CrashPoint;
 use steward_ledger::hub::resolve::{self, Resolution};
@@ -19,7 +18,7 @@ use steward_ledger::hub::{Handled, Hub, HubSettings, HubToken, LedgerClient, Run
 use steward_store::{JournalRecord, JournalStore, Store, StoreOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::{redactor, usage_error};
+use crate::commands::{usage_error, user_config_dir};
 use crate::home::{Home, local_owner};
 
 /// `steward hub` arguments.
@@ -116,21 +115,9 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
     let hub_id = args.hub_id.clone().unwrap_or_else(|| format!("hub:{}", steward_store::host_node()));
     let home = Home::locate()?;
     let (store, journal) = open_stores(&home).await?;
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(redactor()),
-        approval_key: home.approval_key()?,
-        outputs_dir: home.outputs_dir(),
-        snapshots_dir: home.snapshots_dir(),
-    };
-    let user_config_dir = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-        .map(|d| d.join("steward"));
     let launcher = RunLauncher {
-        runtime,
-        user_config_dir,
+        runtime: home.runtime_on(store)?,
+        user_config_dir: user_config_dir(),
         overrides: PlannerOverrides {
             planner: args.planner.clone(),
             provider: args.provider.clone(),

@@ -1,0 +1,246 @@
+//! The one composition point of a run: configuration in, a ready run out. Every front end —
+//! `steward run`, `steward serve` (web and `/mcp`), `steward mcp serve`, the hub and the evals —
+//! asks [`prepare`] for a run, so a capability is wired here once:
+//!
+//! 1. the policy is compiled once ([`Prepared::policy`]) and that one policy judges the run;
+//! 2. the tool registry: the built-in tools, `shell_command`, `[[tool]]`s and output filters
+//!    ([`ToolRegistry::for_config_with_policy`]), then the tools of the configured MCP servers
+//!    ([`RunOptions::connect_mcp`]);
+//! 3. the planner: a `--tool-choice` naming a tool must name one of the registry; the run mode
+//!    (`loop` or `roles`) and the planner (or the role plan) are resolved from the configuration
+//!    and the overrides;
+//! 4. the front end adds who the run is for: task, owner, approver, observer, cancellation
+//!    ([`Prepared::into_run`]), and runs it ([`ReadyRun::run`]) on a [`Runtime`] made by
+//!    [`Runtime::new`].
+//!
+//! Loading the configuration stays with the front end (where it is read from differs: the
+//! user's directory, an eval case's own), and so does hardening it (the hub's read-only jobs).
+
+mod launcher;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use steward_policy::{Policy, Redactor};
+use steward_store::{RunRecord, Store};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{ApprovalKey, Approver};
+use crate::config::Config;
+use crate::context::Turn;
+use crate::events::EventObserver;
+use crate::planner::PlannerOverrides;
+use crate::tools::ToolRegistry;
+use crate::{PlannerChoice, RolePlan, RunError, RunMode, RunRequest, Runtime};
+
+pub use launcher::{Launcher, ProviderStatus};
+
+impl Runtime {
+    /// The runtime of the state directory `home`: full outputs of capped tool results go to
+    /// `home/outputs`, rollback snapshots to `home/snapshots` (both created when first needed);
+    /// `store`, `redactor` and `approval_key` are shared by every run of the process.
+    pub fn new(
+        home: &Path,
+        store: Arc<dyn Store>,
+        redactor: impl Into<Arc<Redactor>>,
+        approval_key: ApprovalKey,
+    ) -> Runtime {
+        Runtime {
+            store,
+            redactor: redactor.into(),
+            approval_key,
+            outputs_dir: home.join("outputs"),
+            snapshots_dir: home.join("snapshots"),
+        }
+    }
+
+    /// The same runtime with `redactor` in place of its own (a redactor that also knows more
+    /// secret values: the hub's bearer credential, a workspace's secret files).
+    pub fn with_redactor(&self, redactor: Redactor) -> Runtime {
+        Runtime { redactor: Arc::new(redactor), ..self.clone() }
+    }
+}
+
+/// The environment as the process sees it.
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// What a front end chooses about a run beyond its configuration.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// Planner, provider, model, base URL, first tool choice, scenario and output token limit
+    /// (`steward run --provider …`, the start form's fields).
+    pub planner: PlannerOverrides,
+    /// A planner the caller built itself (the evals' scripted provider): used as it is, in the
+    /// loop mode; `None` resolves it from the configuration and [`RunOptions::planner`].
+    pub planner_choice: Option<PlannerChoice>,
+    /// `loop` or `roles`; `None` takes `[run] mode` (default `loop`).
+    pub mode: Option<RunMode>,
+    /// Rounds with tool calls before the run stops (`limits.max_rounds`); `None` keeps the
+    /// configuration's.
+    pub max_rounds: Option<u32>,
+    /// Whether the tools of the configured MCP servers join the registry (their servers are
+    /// started). Every front end connects them; a caller that must not start server processes
+    /// says so here.
+    pub connect_mcp: bool,
+    /// Where environment variables are read (API keys named by the configuration).
+    pub env: fn(&str) -> Option<String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            planner: PlannerOverrides::default(),
+            planner_choice: None,
+            mode: None,
+            max_rounds: None,
+            connect_mcp: true,
+            env: process_env,
+        }
+    }
+}
+
+/// A run prepared from its configuration: everything but who it is for.
+pub struct Prepared {
+    /// The workspace (canonical).
+    pub workspace: PathBuf,
+    /// The resolved configuration.
+    pub config: Config,
+    /// The policy compiled from `config.policy`: the one that judges the run's calls.
+    pub policy: Arc<Policy>,
+    /// The tools offered.
+    pub tools: ToolRegistry,
+    /// The resolved planner (for `roles`, the role plan's planner).
+    pub planner: PlannerChoice,
+    /// The role pipeline in mode `roles`; `None` for the loop.
+    pub roles: Option<RolePlan>,
+    /// What was left out and why (an MCP server that did not start), for the front end to show.
+    pub warnings: Vec<String>,
+}
+
+impl Prepared {
+    /// A run of `tools` the caller assembled itself (tests, benchmarks, an embedding program);
+    /// the policy is compiled from `config`. `Err` says why the policy is invalid.
+    pub fn new(
+        workspace: PathBuf,
+        config: Config,
+        tools: ToolRegistry,
+        planner: PlannerChoice,
+        roles: Option<RolePlan>,
+    ) -> Result<Prepared, String> {
+        let policy = Arc::new(Policy::new(&config.policy).map_err(|e| e.to_string())?);
+        Ok(Prepared { workspace, config, policy, tools, planner, roles, warnings: Vec::new() })
+    }
+
+    /// The run of `task` for its owner, ready to start.
+    pub fn into_run(self, task: Task) -> ReadyRun {
+        ReadyRun {
+            request: RunRequest {
+                task: task.task,
+                owner_id: task.owner_id,
+                workspace: self.workspace,
+                planner: self.planner,
+                config: self.config,
+                tools: self.tools,
+                approver: task.approver,
+                observer: task.observer,
+                cancel: task.cancel,
+                history: task.history,
+                run_id: task.run_id,
+                roles: self.roles,
+            },
+            policy: self.policy,
+        }
+    }
+}
+
+/// Who a run is for and who watches it: what a front end adds to a [`Prepared`] run.
+pub struct Task {
+    /// The task text.
+    pub task: String,
+    /// Owner id (`local:<user>`, a web owner, `local:eval-runner` …).
+    pub owner_id: String,
+    /// Who answers approval requests.
+    pub approver: Arc<dyn Approver>,
+    /// Who watches the events.
+    pub observer: Arc<dyn EventObserver>,
+    /// Cancelling it cancels the run.
+    pub cancel: CancellationToken,
+    /// The run's id when chosen beforehand; `None` gives a fresh `run_…` id.
+    pub run_id: Option<String>,
+    /// Earlier turns of the conversation, oldest first; empty for a single task.
+    pub history: Vec<Turn>,
+}
+
+/// A run ready to start: its request and the policy compiled for it.
+pub struct ReadyRun {
+    request: RunRequest,
+    policy: Arc<Policy>,
+}
+
+impl ReadyRun {
+    /// The request the run starts with.
+    pub fn request(&self) -> &RunRequest {
+        &self.request
+    }
+
+    /// Runs it to its end on `runtime` (see [`crate::run_task`]).
+    pub async fn run(self, runtime: &Runtime) -> Result<RunRecord, RunError> {
+        crate::agent::run_with_policy(runtime, self.request, &self.policy).await
+    }
+}
+
+/// The tools `config` offers in `workspace` (canonical), judged by `policy` (compiled from
+/// `config.policy`): the built-in ones, `shell_command`, `[[tool]]`s and output filters, then,
+/// with `connect_mcp`, the tools of the configured MCP servers (started here). Also returns
+/// what was left out (an MCP server that did not start). `Err` is a sentence for the user.
+pub async fn registry(
+    config: &Config,
+    workspace: &Path,
+    policy: &Policy,
+    connect_mcp: bool,
+) -> Result<(ToolRegistry, Vec<String>), String> {
+    let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| e.to_string())?;
+    let tools = ToolRegistry::for_config_with_policy(config, &ws, policy)?;
+    if !connect_mcp || config.mcp_servers.is_empty() {
+        return Ok((tools, Vec::new()));
+    }
+    let manager = steward_mcp::McpManager::new(&config.mcp_servers).map_err(|e| e.to_string())?;
+    let (tools, failures) = tools.with_mcp(Arc::new(manager)).await;
+    Ok((tools, failures.into_iter().map(|failure| format!("MCP server left out: {failure}")).collect()))
+}
+
+/// Prepares a run in `workspace` (canonical) from its loaded `config` and `options`: the policy
+/// compiled once, the tool registry, the mode and the planner. `Err` is a sentence for the user
+/// (an invalid policy, a `[shell]` or `[[tool]]` entry that cannot be set up, a tool choice that
+/// names no tool, an unknown provider …); nothing was started then, except MCP servers, which
+/// are stopped when their tools are dropped.
+pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions) -> Result<Prepared, String> {
+    if let Some(rounds) = options.max_rounds {
+        config.limits.max_rounds = rounds;
+    }
+    let policy = Arc::new(Policy::new(&config.policy).map_err(|e| e.to_string())?);
+    let (tools, warnings) = registry(&config, workspace, &policy, options.connect_mcp).await?;
+    if let Some(choice) = &options.planner.tool_choice
+        && !matches!(choice.as_str(), "auto" | "none" | "required")
+        && tools.get(choice).is_none()
+    {
+        let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+        return Err(format!(
+            "--tool-choice `{choice}` is not a tool; use auto, none, required or one of: {}",
+            names.join(", ")
+        ));
+    }
+    let (planner, roles) = match (&options.planner_choice, options.mode) {
+        (Some(choice), _) => (choice.clone(), None),
+        (None, mode) => match mode.unwrap_or_else(|| config.run.mode.unwrap_or_default()) {
+            RunMode::Loop => (crate::planner::resolve(&config, &options.planner, &options.env)?, None),
+            RunMode::Roles => {
+                let plan = crate::planner::resolve_roles(&config, &options.planner, &options.env)?;
+                (plan.planner.clone(), Some(plan))
+            }
+        },
+    };
+    Ok(Prepared { workspace: workspace.to_path_buf(), config, policy, tools, planner, roles, warnings })
+}
