@@ -5,13 +5,13 @@
 
 pub mod agent;
 pub mod approval;
+mod call_trace;
 pub mod chains;
 pub mod config;
 pub mod context;
 mod credentials;
 pub mod data_flow;
 pub mod decide;
-mod egress_audit;
 pub mod elicitation;
 pub mod events;
 pub mod hooks;
@@ -23,6 +23,7 @@ pub mod recovery;
 mod repeats;
 pub mod roles;
 pub mod rollback;
+mod stage;
 pub mod tools;
 
 pub use agent::{PlannerChoice, RunError, RunRequest, Runtime, run_task};

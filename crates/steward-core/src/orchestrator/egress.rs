@@ -9,7 +9,7 @@ use steward_egress::{EgressRecord, Verdict};
 use steward_protocol::{AuditEntry, AuditOutcome, ToolCall};
 use steward_store::StoreError;
 
-use crate::orchestrator::{CallContext, call_entry};
+use super::{CallContext, call_entry};
 
 /// The audit action of an egress record.
 pub(crate) const EGRESS_ACTION: &str = "egress";

@@ -15,6 +15,9 @@ use steward_protocol::{
 };
 use steward_store::{Store, StoreError, new_id};
 
+mod egress;
+mod elicit;
+
 use crate::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver, wait_for_answer};
 use crate::events::EventEmitter;
 use crate::interrupt::{Interrupt, Interruptible};
@@ -462,11 +465,11 @@ async fn execute(
     cx.events.emit(EventKind::ToolStarted { call_id: call.id.clone(), tool: call.name.clone(), allowed_by }).await?;
     let started = Instant::now();
     // An MCP server may ask the owner for input while the call runs (SPEC M1).
-    let (elicitor, mut asked) = crate::elicitation::channel();
+    let (elicitor, mut asked) = elicit::channel();
     let egress = crate::tools::network::EgressLog::default();
     let tool_context =
         ToolContext { elicitor: Some(elicitor), egress: Some(egress.clone()), ..cx.tool_context.clone() };
-    let running = crate::elicitation::run_answering(cx, call, tool.run(&call.arguments, &tool_context), &mut asked);
+    let running = elicit::run_answering(cx, call, tool.run(&call.arguments, &tool_context), &mut asked);
     let result = match cx.interrupt.run(running).await {
         Ok(Err(storage)) => return Err(CallAbort::Storage(storage)),
         Ok(Ok(result)) => Ok(result),
@@ -474,7 +477,7 @@ async fn execute(
     };
     let ms = started.elapsed().as_millis() as u64;
     // Each connection the call made through the egress proxy, before the call's own outcome.
-    crate::egress_audit::queue(cx, call, egress.take()).await?;
+    egress::queue(cx, call, egress.take()).await?;
     match result {
         Err(interrupt) => {
             let detail = format!("{}: stopped while running; its effect is unknown", interrupt.as_str());
