@@ -19,7 +19,9 @@ use crate::config::Config;
 use crate::context::{self, RoundRecord};
 use crate::events::{EventEmitter, EventObserver};
 use crate::interrupt::{Interrupt, Interruptible};
-use crate::orchestrator::{CallAbort, CallContext, CallResult, handle_call, refuse_call};
+use crate::orchestrator::{
+    Approvals, CallAbort, CallContext, CallResult, Recorders, RunScope, RunState, Tools, handle_call, refuse_call,
+};
 use crate::roles::RolePlan;
 pub use crate::stage::PlannerChoice;
 use crate::stage::{Ending, StageError, stream_stage};
@@ -194,26 +196,28 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     let ttl_seconds = req.config.policy.approval_timeout_seconds.unwrap_or(30 * 60);
     let grant_ttl_seconds = req.config.policy.token_ttl_seconds.unwrap_or(8 * 3600);
     let calls = CallContext {
-        run_id: &run.id,
-        owner_id: &run.owner_id,
-        store: &rt.store,
-        redactor: &rt.redactor,
-        approval_key: &rt.approval_key,
-        approval_ttl: chrono::Duration::seconds(ttl_seconds.min(TEN_YEARS_S) as i64),
-        policy: &policy,
-        workspace: &workspace,
-        tools: &req.tools,
-        tool_context: &tool_context,
-        approver: &req.approver,
-        events: &events,
-        interrupt: &interrupt,
-        max_output_chars: limits.max_tool_output_chars,
-        outputs_dir: &rt.outputs_dir,
-        hooks: &req.config.hooks,
-        grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),
-        write_steps: std::sync::atomic::AtomicU32::new(0),
-        tainted: std::sync::atomic::AtomicBool::new(false),
-        seen: (!req.config.run_level_taint_only).then(|| std::sync::Mutex::new(steward_policy::Fingerprints::new())),
+        run: RunScope {
+            run_id: &run.id,
+            owner_id: &run.owner_id,
+            workspace: &workspace,
+            policy: &policy,
+            interrupt: &interrupt,
+        },
+        records: Recorders { store: &rt.store, redactor: &rt.redactor, events: &events },
+        approvals: Approvals {
+            key: &rt.approval_key,
+            approver: &req.approver,
+            ttl: chrono::Duration::seconds(ttl_seconds.min(TEN_YEARS_S) as i64),
+            grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),
+        },
+        tools: Tools {
+            registry: &req.tools,
+            context: &tool_context,
+            hooks: &req.config.hooks,
+            max_output_chars: limits.max_tool_output_chars,
+            outputs_dir: &rt.outputs_dir,
+        },
+        state: RunState::new(!req.config.run_level_taint_only),
     };
 
     let mut chain_state = ChainState::Idle;

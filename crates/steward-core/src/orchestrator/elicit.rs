@@ -71,23 +71,24 @@ async fn ask(
     let id = new_id("eli_");
     // Redacted, and with control characters (terminal escapes) written out as text.
     let message: String = cx
+        .records
         .redactor
         .redact(&request.message)
         .chars()
         .map(|c| if c.is_control() && c != '\n' && c != '\t' { c.escape_default().to_string() } else { c.to_string() })
         .collect();
     // Titles, descriptions, choices and defaults are the server's text too.
-    let shown_schema = cx.redactor.redact_value(&request.schema);
+    let shown_schema = cx.records.redactor.redact_value(&request.schema);
     let names: Vec<String> = match form_fields(&shown_schema, &request.order) {
         Ok(fields) => fields.iter().map(|f| f.name.clone()).collect(),
         Err(_) => Vec::new(),
     };
-    let input = cx.redactor.redact_value(&json!({
+    let input = cx.records.redactor.redact_value(&json!({
         "server": request.server, "tool": call.name, "message": message, "fields": names,
     }));
     let entry = |outcome, agent: &str, detail: String, latency_ms| AuditEntry {
         agent: agent.to_string(),
-        run_id: cx.run_id.to_string(),
+        run_id: cx.run.run_id.to_string(),
         call_id: call.id.clone(),
         action: "mcp_elicitation".into(),
         input: input.clone(),
@@ -98,13 +99,16 @@ async fn ask(
         sandbox: String::new(),
         approval_id: id.clone(),
         rollback_token: String::new(),
-        detail: cx.redactor.redact(&detail),
+        detail: cx.records.redactor.redact(&detail),
     };
     let fields = match form_fields(&shown_schema, &request.order) {
         Ok(fields) => fields,
         Err(why) => {
             let reason = format!("unsupported_schema: not a form Steward can show: {why}");
-            cx.store.append_audit(entry(AuditOutcome::Blocked, "steward", format!("declined: {reason}"), 0)).await?;
+            cx.records
+                .store
+                .append_audit(entry(AuditOutcome::Blocked, "steward", format!("declined: {reason}"), 0))
+                .await?;
             answered(cx, call, &id, "decline", "steward", &reason).await?;
             return Ok(ElicitationAnswer::Decline);
         }
@@ -112,8 +116,8 @@ async fn ask(
     let created_at = chrono::Utc::now();
     let prompt = ElicitationPrompt {
         id: id.clone(),
-        run_id: cx.run_id.to_string(),
-        owner_id: cx.owner_id.to_string(),
+        run_id: cx.run.run_id.to_string(),
+        owner_id: cx.run.owner_id.to_string(),
         call_id: call.id.clone(),
         tool: call.name.clone(),
         server: request.server.clone(),
@@ -121,16 +125,16 @@ async fn ask(
         fields,
         schema: request.schema.clone(),
         created_at,
-        expires_at: created_at + cx.approval_ttl,
+        expires_at: created_at + cx.approvals.ttl,
     };
     let detail =
         format!("server `{}` asks the owner for input; expires {}", request.server, prompt.expires_at.to_rfc3339());
-    cx.store.queue_audit(entry(AuditOutcome::Escalated, "steward", detail, 0)).await?;
+    cx.records.store.queue_audit(entry(AuditOutcome::Escalated, "steward", detail, 0)).await?;
     // Expiry as for an approval: the wait ends at `expires_at`, and a late answer counts for
     // nothing. (Cancelling the run ends the tool call, and this wait with it.)
     let started = std::time::Instant::now();
-    let wait = cx.approval_ttl.to_std().unwrap_or_default();
-    let waiting = tokio::time::timeout(wait, cx.approver.elicit(&prompt));
+    let wait = cx.approvals.ttl.to_std().unwrap_or_default();
+    let waiting = tokio::time::timeout(wait, cx.approvals.approver.elicit(&prompt));
     tokio::pin!(waiting);
     // One poll lets the approver take the request in (the web UI lists it) before the event
     // announces it, so a page loaded on the event shows the form.
@@ -139,7 +143,8 @@ async fn ask(
         reply = &mut waiting => Some(reply),
         _ = std::future::ready(()) => None,
     };
-    cx.events
+    cx.records
+        .events
         .emit(EventKind::McpElicitationRequested {
             elicitation_id: id.clone(),
             call_id: call.id.clone(),
@@ -160,7 +165,7 @@ async fn ask(
         Err(_elapsed) => None,
     };
     let ms = started.elapsed().as_millis() as u64;
-    let owner = cx.owner_id;
+    let owner = cx.run.owner_id;
     let (answer, outcome, decided_by, reason, detail) = match reply {
         None => {
             let reason = "expired before anyone answered".to_string();
@@ -198,7 +203,7 @@ async fn ask(
             (ElicitationAnswer::Cancel, AuditOutcome::Blocked, decided_by, String::new(), "cancelled".to_string())
         }
     };
-    cx.store.append_audit(entry(outcome, &decided_by, detail, ms)).await?;
+    cx.records.store.append_audit(entry(outcome, &decided_by, detail, ms)).await?;
     answered(cx, call, &id, answer.action(), &decided_by, &reason).await?;
     Ok(answer)
 }
@@ -211,7 +216,8 @@ async fn answered(
     decided_by: &str,
     reason: &str,
 ) -> Result<(), StoreError> {
-    cx.events
+    cx.records
+        .events
         .emit(EventKind::McpElicitationAnswered {
             elicitation_id: id.to_string(),
             call_id: call.id.clone(),
