@@ -5,13 +5,17 @@ use std::collections::HashMap;
 
 use steward_protocol::EventKind;
 
+use crate::approval::NO_APPROVER;
+
 /// How a tool call ended, as its events said.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum CallOutcome {
     /// `tool_denied` by `rule`.
     Refused { rule: String, reason: String },
-    /// `tool_rejected`: the owner said no, or nobody could approve (`no_approver`).
+    /// `tool_rejected`: the owner said no.
     Rejected { reason: String },
+    /// `tool_rejected` because nobody could approve (reason `no_approver`).
+    NoApprover,
     /// `tool_approval_expired`.
     Expired,
     /// `tool_failed`.
@@ -24,7 +28,7 @@ impl CallOutcome {
     pub(crate) fn name(&self) -> &'static str {
         match self {
             CallOutcome::Refused { .. } => "refused",
-            CallOutcome::Rejected { .. } => "rejected",
+            CallOutcome::Rejected { .. } | CallOutcome::NoApprover => "rejected",
             CallOutcome::Expired => "expired",
             CallOutcome::Failed { .. } => "failed",
             CallOutcome::Completed => "completed",
@@ -35,7 +39,7 @@ impl CallOutcome {
     pub(crate) fn rule(&self) -> &str {
         match self {
             CallOutcome::Refused { rule, .. } => rule,
-            CallOutcome::Rejected { reason } if reason == "no_approver" => "no_approver",
+            CallOutcome::NoApprover => "no_approver",
             CallOutcome::Rejected { .. } => "rejected_by_owner",
             CallOutcome::Expired => "approval_expired",
             CallOutcome::Failed { .. } | CallOutcome::Completed => "",
@@ -44,7 +48,10 @@ impl CallOutcome {
 
     /// True when the outcome was a decision about the call itself, which stands for the run.
     pub(crate) fn is_decision(&self) -> bool {
-        matches!(self, CallOutcome::Refused { .. } | CallOutcome::Rejected { .. } | CallOutcome::Expired)
+        matches!(
+            self,
+            CallOutcome::Refused { .. } | CallOutcome::Rejected { .. } | CallOutcome::NoApprover | CallOutcome::Expired
+        )
     }
 }
 
@@ -67,6 +74,9 @@ impl CallTrace {
             }
             EventKind::ToolDenied { call_id, rule, reason, .. } => {
                 (call_id, CallOutcome::Refused { rule: rule.clone(), reason: reason.clone() })
+            }
+            EventKind::ToolRejected { call_id, reason, .. } if reason == NO_APPROVER => {
+                (call_id, CallOutcome::NoApprover)
             }
             EventKind::ToolRejected { call_id, reason, .. } => {
                 (call_id, CallOutcome::Rejected { reason: reason.clone() })

@@ -126,7 +126,7 @@ impl Repeats {
             CallOutcome::Refused { rule, reason } => {
                 format!("was refused by rule `{rule}`: {}", reason.trim_end_matches('.'))
             }
-            CallOutcome::Rejected { reason } if reason == "no_approver" => {
+            CallOutcome::NoApprover => {
                 "needs the owner's approval and nobody can approve here (no_approver)".to_string()
             }
             CallOutcome::Rejected { reason } => {
@@ -273,7 +273,7 @@ fn hint(outcome: &CallOutcome, tool: &str, offered: &[String]) -> String {
         CallOutcome::Failed { .. } => {
             "Nothing has changed since, so it would fail the same way: change the arguments or the approach.".into()
         }
-        CallOutcome::Rejected { reason } if reason == "no_approver" => {
+        CallOutcome::NoApprover => {
             "Do the task another way, or answer and say what you would do and what needs approval.".into()
         }
         CallOutcome::Rejected { .. } => "The owner rejected exactly this call and is not asked again in this run: \

@@ -6,12 +6,12 @@
 //! ([`HIDDEN_PARTS_WARNING`]), since approving then lets through text nobody could read.
 
 use steward_protocol::{ApprovalRequest, ApprovalStatus, AuditOutcome, Decision, EventKind, ToolCall};
-use steward_store::{GrantRecord, GrantScope, StoreError, new_id};
+use steward_store::{GrantScope, StoreError, new_id};
 
-use super::gate::{Authority, Refusal, grantable};
+use super::grants::{grantable, remember_grant};
 use super::record::{AuditRecord, Rule, STEWARD};
 use super::{CallAbort, CallContext, HIDDEN_PARTS_WARNING};
-use crate::approval::{ApprovalAnswer, ApprovalScope, wait_for_answer};
+use crate::approval::{ApprovalAnswer, ApprovalScope, NO_APPROVER, wait_for_answer};
 use crate::tools::Tool;
 
 /// Why an answer did not approve.
@@ -34,7 +34,7 @@ impl Rejection {
             Rejection::NotOwner => "not_owner: only the run's owner may approve".into(),
             Rejection::InvalidToken => "invalid decision token".into(),
             Rejection::ByOwner(reason) => reason.clone(),
-            Rejection::NoApprover => "no_approver".into(),
+            Rejection::NoApprover => NO_APPROVER.into(),
         }
     }
 
@@ -47,6 +47,23 @@ impl Rejection {
     }
 }
 
+/// The owner's approval: the request as answered (its id and expiry) and the decision token
+/// the answer presented.
+pub(super) struct Approval {
+    /// The approval request, now `approved`.
+    pub request: ApprovalRequest,
+    /// The decision token presented.
+    pub token: String,
+}
+
+/// Why asking did not approve the call (already recorded).
+pub(super) enum Unapproved {
+    /// The request expired before anyone decided; the tool's name.
+    Unanswered(String),
+    /// The owner, someone else, or the lack of anyone said no.
+    Rejected(Rejection),
+}
+
 /// What an answer amounts to.
 enum Verdict {
     /// Approved by the owner with a valid token, for `scope`.
@@ -55,15 +72,15 @@ enum Verdict {
     Rejected { rejection: Rejection, decided_by: String },
 }
 
-/// Asks the run's owner about `call`. `Ok(Ok(_))` is the owner's approval (an
-/// [`Authority::Approval`]); `Ok(Err(_))` a refusal, already recorded.
+/// Asks the run's owner about `call`. `Ok(Ok(_))` is the owner's approval; `Ok(Err(_))` why
+/// there is none, already recorded.
 pub(super) async fn ask_owner(
     cx: &CallContext<'_>,
     call: &ToolCall,
     tool: &dyn Tool,
     decision: &Decision,
     preview: Option<&(String, String)>,
-) -> Result<Result<Authority, Refusal>, CallAbort> {
+) -> Result<Result<Approval, Unapproved>, CallAbort> {
     let (mut request, token) = open_request(cx, call, decision, preview).await?;
     // Expiry is enforced proactively (the wait ends at `expires_at`) and reactively (a late
     // answer counts for nothing).
@@ -82,16 +99,16 @@ pub(super) async fn ask_owner(
             .detail("approval expired".into())
             .write(cx)
             .await?;
-        return Ok(Err(Refusal::Unanswered(tool.spec().name.clone())));
+        return Ok(Err(Unapproved::Unanswered(tool.spec().name.clone())));
     };
     match judge(cx, &request, answer) {
         Verdict::Approved { token, decided_by, scope } => {
             approved(cx, call, decision, &mut request, &decided_by, scope).await?;
-            Ok(Ok(Authority::Approval { request, token }))
+            Ok(Ok(Approval { request, token }))
         }
         Verdict::Rejected { rejection, decided_by } => {
             rejected(cx, call, decision, &mut request, &decided_by, &rejection).await?;
-            Ok(Err(Refusal::Rejected(rejection)))
+            Ok(Err(Unapproved::Rejected(rejection)))
         }
     }
 }
@@ -214,29 +231,6 @@ async fn approved(
         })
         .await?;
     Ok(())
-}
-
-/// Stores a grant of the owner's for later calls of the same tool in `scope`.
-async fn remember_grant(
-    cx: &CallContext<'_>,
-    call: &ToolCall,
-    request: &ApprovalRequest,
-    scope: GrantScope,
-) -> Result<(), StoreError> {
-    let now = chrono::Utc::now();
-    let grant = GrantRecord {
-        id: new_id("grt_"),
-        owner_id: cx.run.owner_id.to_string(),
-        scope,
-        run_id: cx.run.run_id.to_string(),
-        workspace: cx.run.workspace.root().display().to_string(),
-        tool: call.name.clone(),
-        approval_id: request.id.clone(),
-        created_at: now,
-        expires_at: now + cx.approvals.grant_ttl,
-        revoked_at: None,
-    };
-    cx.records.store.upsert_grant(&grant).await
 }
 
 /// Records a rejection: the request's status, the `blocked` record under the rejection's rule,

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use steward_protocol::{ApprovalRequest, AuditOutcome, Decision, DecisionKind, ToolCall};
-use steward_store::{GrantRecord, GrantScope, StoreError};
+use steward_store::GrantRecord;
 
-use super::ask::{Rejection, ask_owner};
+use super::ask::{Approval, Rejection, Unapproved, ask_owner};
+use super::grants::remembered_grant;
 use super::record::{AuditRecord, Rule, refused};
 use super::{CallAbort, CallContext, CallResult};
 use crate::tools::Tool;
@@ -53,6 +54,23 @@ impl Authority {
             Authority::Grant(grant) => format!("grant {} (approval {})", grant.id, grant.approval_id),
         }
     }
+
+    /// Checks an approval once more: its decision token must still match the request and the
+    /// request must not have expired; otherwise the call is refused under `approval_expired`.
+    /// A rule or a grant needs no check here.
+    fn confirm(&self, cx: &CallContext<'_>, decision: &Decision) -> Result<(), Refusal> {
+        let Authority::Approval { request, token } = self else { return Ok(()) };
+        if cx.approvals.key.verify(request, token) && chrono::Utc::now() < request.expires_at {
+            return Ok(());
+        }
+        let expired = Decision::new(
+            DecisionKind::Deny,
+            Rule::ApprovalExpired.as_str(),
+            decision.risk,
+            "the approval expired or its token no longer matches",
+        );
+        Err(Refusal::Denied(expired))
+    }
 }
 
 /// Why a call does not run.
@@ -60,10 +78,8 @@ pub(super) enum Refusal {
     /// The gate denied it, it names no tool, or its approval failed the last check: recorded
     /// and reported when the refusal is reported.
     Denied(Decision),
-    /// The approval request expired before anyone decided (already recorded); the tool's name.
-    Unanswered(String),
-    /// The owner, someone else, or the lack of anyone said no (already recorded).
-    Rejected(Rejection),
+    /// Asking the owner did not approve it (already recorded).
+    Unapproved(Unapproved),
 }
 
 impl Refusal {
@@ -76,15 +92,15 @@ impl Refusal {
     ) -> Result<CallResult, CallAbort> {
         let content = match self {
             Refusal::Denied(denial) => return refused(cx, call, &denial).await,
-            Refusal::Unanswered(tool) => {
+            Refusal::Unapproved(Unapproved::Unanswered(tool)) => {
                 format!("Not run: the approval request for `{tool}` expired before anyone decided.")
             }
-            Refusal::Rejected(Rejection::NoApprover) => format!(
+            Refusal::Unapproved(Unapproved::Rejected(Rejection::NoApprover)) => format!(
                 "Not run: `{}` needs the owner's approval ({}) and nobody can approve it here (no_approver).",
                 call.name,
                 decision.reason()
             ),
-            Refusal::Rejected(rejection) => {
+            Refusal::Unapproved(Unapproved::Rejected(rejection)) => {
                 format!("Not run: the owner rejected `{}`: {}", call.name, rejection.reason())
             }
         };
@@ -118,91 +134,18 @@ pub(super) async fn permit<'t>(
                     .await?;
                 Authority::Grant(grant)
             }
-            None => match ask_owner(cx, call, tool.as_ref(), decision, preview).await?.and_then(|approval| {
-                // The decision token is checked once more right before anything runs.
-                confirmed(cx, approval, decision)
-            }) {
-                Ok(approval) => approval,
-                Err(refusal) => return Ok(Err(refusal)),
+            None => match ask_owner(cx, call, tool.as_ref(), decision, preview).await? {
+                Ok(Approval { request, token }) => Authority::Approval { request, token },
+                Err(unapproved) => return Ok(Err(Refusal::Unapproved(unapproved))),
             },
         },
     };
+    // The decision token is checked once more right before anything runs.
+    if let Err(refusal) = authority.confirm(cx, decision) {
+        return Ok(Err(refusal));
+    }
     Ok(match tool {
         Some(tool) => Ok(Permit { tool, authority }),
         None => Err(Refusal::Denied(decision.clone())),
     })
-}
-
-/// The owner's approval, checked once more: its decision token must still match the request
-/// and the request must not have expired; otherwise refused under `approval_expired`.
-fn confirmed(cx: &CallContext<'_>, approval: Authority, decision: &Decision) -> Result<Authority, Refusal> {
-    if let Authority::Approval { request, token } = &approval
-        && (!cx.approvals.key.verify(request, token) || chrono::Utc::now() >= request.expires_at)
-    {
-        let expired = Decision::new(
-            DecisionKind::Deny,
-            Rule::ApprovalExpired.as_str(),
-            decision.risk,
-            "the approval expired or its token no longer matches",
-        );
-        return Err(Refusal::Denied(expired));
-    }
-    Ok(approval)
-}
-
-/// Where an ask came from, as far as remembered grants care: the gate names its rule, and
-/// these three are never answered from a grant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AskOrigin {
-    /// The run has read untrusted content (`taint_escalation`).
-    Taint,
-    /// Data from an earlier output flows into a sink (`data_flow`).
-    DataFlow,
-    /// A command line the gate could not parse (`unparseable_command`).
-    UnparseableCommand,
-    /// Any other rule.
-    Rule,
-}
-
-impl AskOrigin {
-    /// The origin of the gate's `decision`.
-    fn of(decision: &Decision) -> Self {
-        match decision.rule.as_str() {
-            "taint_escalation" => AskOrigin::Taint,
-            "data_flow" => AskOrigin::DataFlow,
-            "unparseable_command" => AskOrigin::UnparseableCommand,
-            _ => AskOrigin::Rule,
-        }
-    }
-}
-
-/// Whether a remembered grant may stand in for asking: never in a run that has read untrusted
-/// content, never for an ask that came from taint, from data flowing into a sink or from a
-/// command line that could not be parsed, and never for `shell_command`, whose calls differ in
-/// everything but the tool name.
-pub(super) fn grantable(cx: &CallContext<'_>, call: &ToolCall, decision: &Decision) -> bool {
-    !cx.state.is_tainted() && AskOrigin::of(decision) == AskOrigin::Rule && call.name != steward_policy::SHELL_TOOL
-}
-
-/// An active grant (not revoked, not expired) of the run's owner covering this call, unless the
-/// ask came from taint (content-influenced runs always ask).
-async fn remembered_grant(
-    cx: &CallContext<'_>,
-    call: &ToolCall,
-    decision: &Decision,
-) -> Result<Option<GrantRecord>, StoreError> {
-    if !grantable(cx, call, decision) {
-        return Ok(None);
-    }
-    let now = chrono::Utc::now();
-    let workspace = cx.run.workspace.root().display().to_string();
-    Ok(cx.records.store.grants(cx.run.owner_id).await?.into_iter().find(|g| {
-        g.tool == call.name
-            && g.revoked_at.is_none()
-            && g.expires_at > now
-            && match g.scope {
-                GrantScope::Run => g.run_id == cx.run.run_id,
-                GrantScope::Workspace => g.workspace == workspace,
-            }
-    }))
 }

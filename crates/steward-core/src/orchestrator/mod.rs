@@ -35,6 +35,7 @@ mod egress;
 mod elicit;
 mod execute;
 mod gate;
+mod grants;
 mod output;
 mod record;
 
