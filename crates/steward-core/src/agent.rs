@@ -207,6 +207,7 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
         approvals: Approvals {
             key: &rt.approval_key,
             approver: &req.approver,
+            clock: &crate::clock::SystemClock,
             ttl: chrono::Duration::seconds(ttl_seconds.min(TEN_YEARS_S) as i64),
             grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),
         },

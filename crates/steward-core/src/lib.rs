@@ -7,6 +7,7 @@ pub mod agent;
 pub mod approval;
 mod call_trace;
 pub mod chains;
+pub mod clock;
 pub mod config;
 pub mod context;
 mod credentials;

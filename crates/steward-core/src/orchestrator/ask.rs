@@ -121,7 +121,7 @@ async fn open_request(
     decision: &Decision,
     preview: Option<&(String, String)>,
 ) -> Result<(ApprovalRequest, String), CallAbort> {
-    let created_at = chrono::Utc::now();
+    let created_at = cx.approvals.clock.now();
     let redactor = cx.records.redactor;
     let arguments = redactor.redact_value(&call.arguments);
     let shown_preview = preview.map(|(_, diff)| redactor.redact(diff)).unwrap_or_default();

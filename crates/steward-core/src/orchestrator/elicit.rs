@@ -113,7 +113,7 @@ async fn ask(
             return Ok(ElicitationAnswer::Decline);
         }
     };
-    let created_at = chrono::Utc::now();
+    let created_at = cx.approvals.clock.now();
     let prompt = ElicitationPrompt {
         id: id.clone(),
         run_id: cx.run.run_id.to_string(),
@@ -160,7 +160,7 @@ async fn ask(
         Some(reply) => reply,
         None => waiting.await,
     } {
-        Ok(_) if chrono::Utc::now() >= prompt.expires_at => None,
+        Ok(_) if cx.approvals.clock.now() >= prompt.expires_at => None,
         Ok(reply) => Some(reply),
         Err(_elapsed) => None,
     };

@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 
-use steward_protocol::{ApprovalRequest, AuditOutcome, Decision, DecisionKind, ToolCall};
+use steward_protocol::{ApprovalRequest, AuditOutcome, Decision, DecisionKind, Timestamp, ToolCall};
 use steward_store::GrantRecord;
 
 use super::ask::{Approval, Rejection, Unapproved, ask_owner};
 use super::grants::remembered_grant;
 use super::record::{AuditRecord, Rule, refused};
 use super::{CallAbort, CallContext, CallResult};
+use crate::approval::ApprovalKey;
 use crate::tools::Tool;
 
 /// What lets a call run: its tool, and on whose authority.
@@ -60,7 +61,7 @@ impl Authority {
     /// A rule or a grant needs no check here.
     fn confirm(&self, cx: &CallContext<'_>, decision: &Decision) -> Result<(), Refusal> {
         let Authority::Approval { request, token } = self else { return Ok(()) };
-        if cx.approvals.key.verify(request, token) && chrono::Utc::now() < request.expires_at {
+        if approval_holds(cx.approvals.key, request, token, cx.approvals.clock.now()) {
             return Ok(());
         }
         let expired = Decision::new(
@@ -108,6 +109,12 @@ impl Refusal {
     }
 }
 
+/// True while an approval holds at `now`: the decision token matches the request and the
+/// request has not expired.
+fn approval_holds(key: &ApprovalKey, request: &ApprovalRequest, token: &str, now: Timestamp) -> bool {
+    key.verify(request, token) && now < request.expires_at
+}
+
 /// The permit step: an allow is recorded (durably) and permitted; an ask is permitted by a
 /// remembered grant or by the owner's approval, checked once more right before anything runs;
 /// a deny, or a call naming no tool, is refused.
@@ -148,4 +155,41 @@ pub(super) async fn permit<'t>(
         Some(tool) => Ok(Permit { tool, authority }),
         None => Err(Refusal::Denied(decision.clone())),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use steward_protocol::ApprovalStatus;
+
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+
+    #[test]
+    fn an_approval_holds_until_its_expiry_and_only_with_its_token() {
+        let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().to_utc();
+        let clock = ManualClock::new(start);
+        let request = ApprovalRequest {
+            id: "apr_1".into(),
+            run_id: "run_1".into(),
+            owner_id: "local:me".into(),
+            call_id: "c1".into(),
+            tool: "edit".into(),
+            arguments: serde_json::json!({"path": "a.txt"}),
+            reason: "asks".into(),
+            rule: "default:medium".into(),
+            risk: 0.5,
+            preview: String::new(),
+            created_at: clock.now(),
+            expires_at: clock.now() + chrono::Duration::seconds(60),
+            status: ApprovalStatus::Approved,
+        };
+        let key = ApprovalKey::generate();
+        let token = key.token(&request);
+        assert!(approval_holds(&key, &request, &token, clock.now()));
+        assert!(!approval_holds(&key, &request, "not-the-token", clock.now()));
+        clock.advance(chrono::Duration::seconds(59));
+        assert!(approval_holds(&key, &request, &token, clock.now()));
+        clock.advance(chrono::Duration::seconds(1));
+        assert!(!approval_holds(&key, &request, &token, clock.now()), "expired at expires_at");
+    }
 }

@@ -51,7 +51,7 @@ pub(super) async fn remembered_grant(
     if !grantable(cx, call, decision) {
         return Ok(None);
     }
-    let now = chrono::Utc::now();
+    let now = cx.approvals.clock.now();
     let workspace = cx.run.workspace.root().display().to_string();
     Ok(cx.records.store.grants(cx.run.owner_id).await?.into_iter().find(|g| {
         g.tool == call.name
@@ -71,7 +71,7 @@ pub(super) async fn remember_grant(
     request: &ApprovalRequest,
     scope: GrantScope,
 ) -> Result<(), StoreError> {
-    let now = chrono::Utc::now();
+    let now = cx.approvals.clock.now();
     let grant = GrantRecord {
         id: new_id("grt_"),
         owner_id: cx.run.owner_id.to_string(),

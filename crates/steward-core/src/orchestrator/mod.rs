@@ -25,6 +25,7 @@ use steward_protocol::{Decision, DecisionKind, EventKind, ToolCall};
 use steward_store::{Store, StoreError};
 
 use crate::approval::{ApprovalKey, Approver};
+use crate::clock::Clock;
 use crate::config::HookConfig;
 use crate::events::EventEmitter;
 use crate::interrupt::{Interrupt, Interruptible};
@@ -91,6 +92,8 @@ pub(crate) struct Approvals<'a> {
     pub key: &'a ApprovalKey,
     /// Puts requests (and MCP elicitations) to the owner.
     pub approver: &'a Arc<dyn Approver>,
+    /// When requests are made and whether they (and grants) have expired.
+    pub clock: &'a dyn Clock,
     /// Lifetime of an approval request (`approval_timeout_seconds`).
     pub ttl: chrono::Duration,
     /// Lifetime of remembered grants (`token_ttl_seconds`).
