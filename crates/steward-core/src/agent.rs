@@ -8,9 +8,8 @@ use std::time::Instant;
 
 use steward_policy::{Policy, Redactor, Workspace};
 use steward_protocol::{
-    AuditEntry, AuditOutcome, ChatRequest, ErrorClass, EventKind, StopReason, StreamDelta, ToolCall, ToolChoice, Usage,
+    AuditEntry, AuditOutcome, ChatRequest, ErrorClass, EventKind, StopReason, ToolCall, ToolChoice, Usage,
 };
-use steward_provider::Provider;
 use steward_store::{RunRecord, RunStatus, Store, StoreError, new_id};
 use tokio_util::sync::CancellationToken;
 
@@ -18,10 +17,14 @@ use crate::approval::{ApprovalKey, Approver};
 use crate::chains::{ChainPlan, ChainState, Chains};
 use crate::config::Config;
 use crate::context::{self, RoundRecord};
-use crate::events::{ChunkRedactor, EventEmitter, EventObserver};
+use crate::events::{EventEmitter, EventObserver};
 use crate::interrupt::{Interrupt, Interruptible};
-use crate::orchestrator::{CallAbort, CallContext, CallResult, handle_call, refuse_call};
+use crate::orchestrator::{
+    Approvals, CallAbort, CallContext, CallResult, Recorders, RunScope, RunState, Tools, handle_call, refuse_call,
+};
 use crate::roles::RolePlan;
+pub use crate::stage::PlannerChoice;
+use crate::stage::{Ending, StageError, stream_stage};
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// What every run of this process shares.
@@ -37,21 +40,6 @@ pub struct Runtime {
     pub outputs_dir: PathBuf,
     /// Where rollback snapshots are kept (`$STEWARD_HOME/snapshots`, owner-only).
     pub snapshots_dir: PathBuf,
-}
-
-/// The planner of a run: the classic planner or a model behind a provider.
-#[derive(Clone)]
-pub struct PlannerChoice {
-    /// `classic` or `model`.
-    pub kind: String,
-    /// The provider answering planner calls (the classic planner is one too).
-    pub provider: Arc<dyn Provider>,
-    /// Model id sent with each request.
-    pub model: String,
-    /// Tool choice for the first round; later rounds use `auto` unless this is `none`.
-    pub tool_choice: ToolChoice,
-    /// Output token limit per planner call.
-    pub max_tokens: Option<u32>,
 }
 
 /// One task to run.
@@ -108,17 +96,6 @@ impl RunError {
 
 /// Longest approval or grant lifetime accepted, in seconds (larger settings are clamped).
 const TEN_YEARS_S: u64 = 10 * 365 * 24 * 3600;
-
-/// How the loop (or the role pipeline after it) ended.
-pub(crate) enum Ending {
-    Answered(String),
-    Limit(StopReason, String),
-    Interrupted(Interrupt),
-    Failed(ErrorClass, String),
-    /// Another node took the run over (this node lost its lease) and recovered it: nothing
-    /// more of it is written here.
-    Superseded,
-}
 
 /// Runs one task to its end and returns the final run record.
 ///
@@ -221,26 +198,29 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
     let ttl_seconds = req.config.policy.approval_timeout_seconds.unwrap_or(30 * 60);
     let grant_ttl_seconds = req.config.policy.token_ttl_seconds.unwrap_or(8 * 3600);
     let calls = CallContext {
-        run_id: &run.id,
-        owner_id: &run.owner_id,
-        store: &rt.store,
-        redactor: &rt.redactor,
-        approval_key: &rt.approval_key,
-        approval_ttl: chrono::Duration::seconds(ttl_seconds.min(TEN_YEARS_S) as i64),
-        policy,
-        workspace: &workspace,
-        tools: &req.tools,
-        tool_context: &tool_context,
-        approver: &req.approver,
-        events: &events,
-        interrupt: &interrupt,
-        max_output_chars: limits.max_tool_output_chars,
-        outputs_dir: &rt.outputs_dir,
-        hooks: &req.config.hooks,
-        grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),
-        write_steps: std::sync::atomic::AtomicU32::new(0),
-        tainted: std::sync::atomic::AtomicBool::new(false),
-        seen: (!req.config.run_level_taint_only).then(|| std::sync::Mutex::new(steward_policy::Fingerprints::new())),
+        run: RunScope {
+            run_id: &run.id,
+            owner_id: &run.owner_id,
+            workspace: &workspace,
+            policy,
+            interrupt: &interrupt,
+        },
+        records: Recorders { store: &rt.store, redactor: &rt.redactor, events: &events },
+        approvals: Approvals {
+            key: &rt.approval_key,
+            approver: &req.approver,
+            clock: &crate::clock::SystemClock,
+            ttl: chrono::Duration::seconds(ttl_seconds.min(TEN_YEARS_S) as i64),
+            grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),
+        },
+        tools: Tools {
+            registry: &req.tools,
+            context: &tool_context,
+            hooks: &req.config.hooks,
+            max_output_chars: limits.max_tool_output_chars,
+            outputs_dir: &rt.outputs_dir,
+        },
+        state: RunState::new(!req.config.run_level_taint_only),
     };
 
     let mut chain_state = ChainState::Idle;
@@ -645,49 +625,4 @@ async fn record_invalid(
         })
         .await?;
     Ok(())
-}
-
-/// Why a stage's model call produced no reply.
-pub(crate) enum StageError {
-    /// The provider failed.
-    Provider(steward_provider::ProviderError),
-    /// An event could not be stored.
-    Storage(StoreError),
-}
-
-/// One model call of stage `stage`, publishing its text as `stage_chunk` events while it
-/// streams.
-pub(crate) async fn stream_stage(
-    provider: &dyn Provider,
-    stage: &str,
-    request: &ChatRequest,
-    events: &EventEmitter,
-    redactor: Arc<Redactor>,
-) -> Result<steward_protocol::ChatResponse, StageError> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let call = async move {
-        let mut sink = move |delta: StreamDelta| {
-            if let StreamDelta::Text { text } = delta {
-                let _ = tx.send(text);
-            }
-        };
-        provider.stream(request, &mut sink).await
-    };
-    let forward = async {
-        let mut chunks = ChunkRedactor::new(redactor);
-        while let Some(text) = rx.recv().await {
-            let ready = chunks.push(&text);
-            if !ready.is_empty() {
-                events.emit(EventKind::StageChunk { stage: stage.into(), text: ready }).await?;
-            }
-        }
-        let rest = chunks.finish();
-        if !rest.is_empty() {
-            events.emit(EventKind::StageChunk { stage: stage.into(), text: rest }).await?;
-        }
-        Ok::<(), StoreError>(())
-    };
-    let (reply, forwarded) = tokio::join!(call, forward);
-    forwarded.map_err(StageError::Storage)?;
-    reply.map_err(StageError::Provider)
 }

@@ -16,6 +16,9 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 use crate::interrupt::{Interrupt, Interruptible};
 
+/// The reason recorded when nobody can answer an approval request here (no terminal, no UI).
+pub(crate) const NO_APPROVER: &str = "no_approver";
+
 /// How far an approval reaches (SPEC C4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ApprovalScope {

@@ -30,7 +30,7 @@ pub struct EventEmitter {
     redactor: Arc<Redactor>,
     /// What the events so far say about each tool call that has not been taken yet
     /// ([`EventEmitter::take_call_trace`]).
-    calls: std::sync::Mutex<std::collections::HashMap<String, crate::repeats::CallTrace>>,
+    calls: std::sync::Mutex<std::collections::HashMap<String, crate::call_trace::CallTrace>>,
 }
 
 impl EventEmitter {
@@ -48,7 +48,7 @@ impl EventEmitter {
 
     /// What the events published since the last call for `call_id` say about that call
     /// (whether it started, how it ended), and forgets it: call ids may repeat across rounds.
-    pub(crate) fn take_call_trace(&self, call_id: &str) -> crate::repeats::CallTrace {
+    pub(crate) fn take_call_trace(&self, call_id: &str) -> crate::call_trace::CallTrace {
         self.calls.lock().map(|mut calls| calls.remove(call_id).unwrap_or_default()).unwrap_or_default()
     }
 
@@ -64,7 +64,7 @@ impl EventEmitter {
         };
         self.store.append_event(&event).await?;
         if let Ok(mut calls) = self.calls.lock() {
-            crate::repeats::CallTrace::observe(&mut calls, &event.kind);
+            crate::call_trace::CallTrace::observe(&mut calls, &event.kind);
         }
         self.observer.on_event(&event);
         Ok(event)

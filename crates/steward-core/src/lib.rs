@@ -5,14 +5,15 @@
 
 pub mod agent;
 pub mod approval;
+mod call_trace;
 pub mod chains;
+pub mod clock;
 pub mod compose;
 pub mod config;
 pub mod context;
 mod credentials;
 pub mod data_flow;
 pub mod decide;
-mod egress_audit;
 pub mod elicitation;
 pub mod events;
 pub mod hooks;
@@ -25,6 +26,7 @@ pub mod recovery;
 mod repeats;
 pub mod roles;
 pub mod rollback;
+mod stage;
 pub mod tools;
 pub mod trace;
 pub mod undo;

@@ -31,78 +31,7 @@ use steward_protocol::{AuditEntry, AuditOutcome, EventKind, ToolCall};
 
 use crate::tools::ToolRegistry;
 
-/// How a tool call ended, as its events said.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum CallOutcome {
-    /// `tool_denied` by `rule`.
-    Refused { rule: String, reason: String },
-    /// `tool_rejected`: the owner said no, or nobody could approve (`no_approver`).
-    Rejected { reason: String },
-    /// `tool_approval_expired`.
-    Expired,
-    /// `tool_failed`.
-    Failed { error: String },
-    /// `tool_completed`.
-    Completed,
-}
-
-impl CallOutcome {
-    fn name(&self) -> &'static str {
-        match self {
-            CallOutcome::Refused { .. } => "refused",
-            CallOutcome::Rejected { .. } => "rejected",
-            CallOutcome::Expired => "expired",
-            CallOutcome::Failed { .. } => "failed",
-            CallOutcome::Completed => "completed",
-        }
-    }
-
-    /// The deciding rule (empty when none).
-    fn rule(&self) -> &str {
-        match self {
-            CallOutcome::Refused { rule, .. } => rule,
-            CallOutcome::Rejected { reason } if reason == "no_approver" => "no_approver",
-            CallOutcome::Rejected { .. } => "rejected_by_owner",
-            CallOutcome::Expired => "approval_expired",
-            CallOutcome::Failed { .. } | CallOutcome::Completed => "",
-        }
-    }
-
-    /// True when the outcome was a decision about the call itself, which stands for the run.
-    fn is_decision(&self) -> bool {
-        matches!(self, CallOutcome::Refused { .. } | CallOutcome::Rejected { .. } | CallOutcome::Expired)
-    }
-}
-
-/// What the events of one call said: whether it started executing and how it ended.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct CallTrace {
-    pub started: bool,
-    pub outcome: Option<CallOutcome>,
-}
-
-impl CallTrace {
-    /// Updates `calls` from one published event.
-    pub(crate) fn observe(calls: &mut HashMap<String, CallTrace>, kind: &EventKind) {
-        let (call_id, outcome) = match kind {
-            EventKind::ToolStarted { call_id, .. } => {
-                calls.entry(call_id.clone()).or_default().started = true;
-                return;
-            }
-            EventKind::ToolDenied { call_id, rule, reason, .. } => {
-                (call_id, CallOutcome::Refused { rule: rule.clone(), reason: reason.clone() })
-            }
-            EventKind::ToolRejected { call_id, reason, .. } => {
-                (call_id, CallOutcome::Rejected { reason: reason.clone() })
-            }
-            EventKind::ToolApprovalExpired { call_id, .. } => (call_id, CallOutcome::Expired),
-            EventKind::ToolFailed { call_id, error, .. } => (call_id, CallOutcome::Failed { error: error.clone() }),
-            EventKind::ToolCompleted { call_id, .. } => (call_id, CallOutcome::Completed),
-            _ => return,
-        };
-        calls.entry(call_id.clone()).or_default().outcome = Some(outcome);
-    }
-}
+pub(crate) use crate::call_trace::{CallOutcome, CallTrace};
 
 /// Size and modification time of each path a call names (`None` when it does not exist).
 type Fingerprint = Vec<Option<(u64, SystemTime)>>;
@@ -197,7 +126,7 @@ impl Repeats {
             CallOutcome::Refused { rule, reason } => {
                 format!("was refused by rule `{rule}`: {}", reason.trim_end_matches('.'))
             }
-            CallOutcome::Rejected { reason } if reason == "no_approver" => {
+            CallOutcome::NoApprover => {
                 "needs the owner's approval and nobody can approve here (no_approver)".to_string()
             }
             CallOutcome::Rejected { reason } => {
@@ -344,7 +273,7 @@ fn hint(outcome: &CallOutcome, tool: &str, offered: &[String]) -> String {
         CallOutcome::Failed { .. } => {
             "Nothing has changed since, so it would fail the same way: change the arguments or the approach.".into()
         }
-        CallOutcome::Rejected { reason } if reason == "no_approver" => {
+        CallOutcome::NoApprover => {
             "Do the task another way, or answer and say what you would do and what needs approval.".into()
         }
         CallOutcome::Rejected { .. } => "The owner rejected exactly this call and is not asked again in this run: \

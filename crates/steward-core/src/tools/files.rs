@@ -1,5 +1,4 @@
-//! The writing file tools (SPEC T2, X1–X3): `create`, `edit`, `delete`, `move`, and the small
-//! argument, diff and filesystem helpers every built-in tool shares.
+//! The writing file tools (SPEC T2, X1–X3): `create`, `edit`, `delete`, `move`.
 //!
 //! Every path goes through [`steward_policy::Workspace::resolve`] with
 //! [`Access::Write`](steward_policy::Access::Write) first, so containment, secret paths,
@@ -17,7 +16,7 @@
 use std::fs::{self, OpenOptions, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -25,7 +24,7 @@ use serde_json::{Value, json};
 use steward_policy::{Access, WorkspacePath};
 use steward_protocol::{RiskLevel, ToolSpec};
 
-use super::search::{MAX_FILE_BYTES, read_regular_file};
+use super::shared::{MAX_FILE_BYTES, invalid, io_error, make_parents, read_regular_file, spec, str_arg, unified_diff};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::rollback::{Compensation, sha256_hex};
 
@@ -37,125 +36,6 @@ pub fn tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(DeleteTool::default()),
         Arc::new(MoveTool::default()),
     ]
-}
-
-// ----- Helpers shared by the built-in tools -------------------------------------------------
-
-/// Builds a [`ToolSpec`] whose schema is a strict object: `additionalProperties: false`, every
-/// property described, `required` listing the mandatory ones. Optional properties should be
-/// declared nullable (`"type": ["string", "null"]`) so a strict-mode renderer (SPEC T10) may
-/// list them all as required; the tools treat `null` like an absent argument.
-pub(super) fn spec(
-    name: &str,
-    description: &str,
-    properties: Value,
-    required: &[&str],
-    risk: RiskLevel,
-    writes: bool,
-    path_inputs: &[&str],
-) -> ToolSpec {
-    ToolSpec {
-        name: name.to_string(),
-        description: description.to_string(),
-        input_schema: json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        }),
-        risk,
-        writes,
-        path_inputs: path_inputs.iter().map(|p| p.to_string()).collect(),
-        untrusted_output: false,
-    }
-}
-
-fn invalid(message: String) -> ToolError {
-    ToolError::refused("invalid_arguments", message)
-}
-
-/// A required string argument. Errors (rule `invalid_arguments`) when missing or not a string.
-pub(super) fn str_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, ToolError> {
-    opt_str(args, name)?.ok_or_else(|| invalid(format!("missing required string argument `{name}`")))
-}
-
-/// An optional string argument; `null` counts as absent.
-pub(super) fn opt_str<'a>(args: &'a Value, name: &str) -> Result<Option<&'a str>, ToolError> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(invalid(format!("argument `{name}` must be a string"))),
-    }
-}
-
-/// An optional boolean argument; `null` counts as absent.
-pub(super) fn opt_bool(args: &Value, name: &str) -> Result<Option<bool>, ToolError> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(invalid(format!("argument `{name}` must be true or false"))),
-    }
-}
-
-/// An optional non-negative integer argument; `null` counts as absent.
-pub(super) fn opt_u64(args: &Value, name: &str) -> Result<Option<u64>, ToolError> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => {
-            v.as_u64().map(Some).ok_or_else(|| invalid(format!("argument `{name}` must be a non-negative integer")))
-        }
-    }
-}
-
-/// An I/O failure on a workspace path, named by its relative path (never the content).
-pub(super) fn io_error(action: &str, rel: &str, err: &io::Error) -> ToolError {
-    ToolError::failed(format!("cannot {action} `{rel}`: {err}"))
-}
-
-/// A unified diff (3 lines of context) from `before` to `after`, headed `a/<rel>` and
-/// `b/<rel>`. Bytes that are not UTF-8 are shown as U+FFFD in the diff only; files are never
-/// written from this text.
-pub(super) fn unified_diff(rel: &str, before: &[u8], after: &[u8]) -> String {
-    let before = String::from_utf8_lossy(before);
-    let after = String::from_utf8_lossy(after);
-    similar::TextDiff::from_lines(before.as_ref(), after.as_ref())
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{rel}"), &format!("b/{rel}"))
-        .to_string()
-}
-
-/// Creates the missing parent directories of `rel` below `root`, one component at a time,
-/// refusing any existing component that is not a real directory (a symbolic link included).
-/// Returns the directories it created, outermost first.
-pub(super) fn make_parents(root: &Path, rel: &str) -> Result<Vec<PathBuf>, ToolError> {
-    let mut dir = root.to_path_buf();
-    let mut created = Vec::new();
-    let Some(parent) = Path::new(rel).parent() else { return Ok(created) };
-    for component in parent.components() {
-        let Component::Normal(name) = component else {
-            return Err(ToolError::refused("invalid_path", format!("`{rel}` is not a plain relative path")));
-        };
-        dir.push(name);
-        match fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => {
-                return Err(ToolError::refused(
-                    "not_regular_file",
-                    format!("a parent of `{rel}` exists and is not a directory (or is a symbolic link)"),
-                ));
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir(&dir) {
-                Ok(()) => created.push(dir.clone()),
-                Err(e)
-                    if e.kind() == io::ErrorKind::AlreadyExists
-                        && fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) => {}
-                Err(e) => return Err(io_error("create a parent directory of", rel, &e)),
-            },
-            Err(e) => return Err(io_error("inspect a parent directory of", rel, &e)),
-        }
-    }
-    Ok(created)
 }
 
 /// Fails with rule `file_exists` when anything (a link included) is at `abs`.

@@ -29,7 +29,7 @@ use steward_policy::Access;
 use steward_protocol::{ErrorClass, RiskLevel, ToolSpec};
 use steward_sandbox::{ExecRequest, SandboxError};
 
-use super::files::{opt_bool, opt_str, opt_u64, spec, str_arg};
+use super::shared::{opt_bool, opt_str, opt_u64, spec, str_arg};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// Default and largest `max_count` of `git_log`.

@@ -22,27 +22,10 @@ pub mod network;
 pub mod patch;
 pub mod sandbox_paths;
 pub mod search;
+mod shared;
 pub mod shell;
 
-/// Whether a sandboxed command may be given write access to the workspace folder `rel`
-/// (workspace-relative). Never the workspace root (the sandbox grants folders with everything
-/// beneath them, so that would include `.git` — its hooks and config run programs later — and
-/// Steward's own `.steward/`), nor anything under `.git` or `.steward`. Errors say why.
-pub fn writable_folder(rel: &str) -> Result<(), String> {
-    let trimmed = rel.trim_start_matches("./").trim_end_matches('/');
-    if trimmed.is_empty() || trimmed == "." {
-        return Err(
-            "the whole workspace would be writable, including .git and .steward; name a folder (e.g. `target/**`)"
-                .into(),
-        );
-    }
-    let path = std::path::Path::new(trimmed);
-    if steward_policy::is_protected_path(path) || path.components().any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
-    {
-        return Err(format!("`{trimmed}` is .git or Steward's own configuration; it is never writable"));
-    }
-    Ok(())
-}
+pub use crate::config::writable_folder;
 
 /// What a tool may use while it runs.
 #[derive(Clone)]

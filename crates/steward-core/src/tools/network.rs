@@ -17,9 +17,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize, Serializer};
-use steward_egress::{EgressProxy, EgressRecord, HostError, HostList, ProxyConfig, TestHosts};
+use steward_egress::{EgressProxy, EgressRecord, HostList, ProxyConfig, TestHosts};
 use steward_sandbox::{ExecOutput, ExecRequest};
 
 use super::{ToolContext, ToolError};
@@ -27,68 +25,7 @@ use super::{ToolContext, ToolError};
 /// The test-only variable pinning `.test` names (debug builds only; see the module docs).
 pub const TEST_HOSTS_VAR: &str = "STEWARD_EGRESS_TEST_HOSTS";
 
-/// A tool's network access as configured.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Network {
-    /// `false`: none.
-    #[default]
-    Off,
-    /// `true`: everything.
-    All,
-    /// A list of hosts, as written (checked by [`Network::validate`]).
-    Hosts(Vec<String>),
-}
-
-impl Network {
-    /// True unless [`Network::Off`]: the tool reaches outside (a sink, and a source of
-    /// untrusted text).
-    pub fn enabled(&self) -> bool {
-        *self != Network::Off
-    }
-
-    /// Checks a host list. Errors name the bad entry.
-    pub fn validate(&self) -> Result<(), HostError> {
-        match self {
-            Network::Hosts(entries) => HostList::parse(entries).map(|_| ()),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl Serialize for Network {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Network::Off => serializer.serialize_bool(false),
-            Network::All => serializer.serialize_bool(true),
-            Network::Hosts(hosts) => hosts.serialize(serializer),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Network {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Network, D::Error> {
-        struct NetworkVisitor;
-        impl<'de> Visitor<'de> for NetworkVisitor {
-            type Value = Network;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("true, false, or a list of host names such as [\"crates.io\"]")
-            }
-            fn visit_bool<E: de::Error>(self, value: bool) -> Result<Network, E> {
-                Ok(if value { Network::All } else { Network::Off })
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Network, A::Error> {
-                let mut hosts = Vec::new();
-                while let Some(host) = seq.next_element::<String>()? {
-                    hosts.push(host);
-                }
-                let network = Network::Hosts(hosts);
-                network.validate().map_err(|e| de::Error::custom(format!("network: {e}")))?;
-                Ok(network)
-            }
-        }
-        deserializer.deserialize_any(NetworkVisitor)
-    }
-}
+pub use crate::config::Network;
 
 /// Where a call's egress records go: set per call by the orchestrator, which writes each
 /// into the audit log after the call.
@@ -179,6 +116,8 @@ fn test_hosts() -> Result<TestHosts, String> {
 
 #[cfg(test)]
 mod tests {
+    use serde::Deserialize;
+
     use super::*;
 
     #[derive(Deserialize)]

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use steward_policy::{Workspace, is_secret_path};
 
 use super::{ToolContext, ToolError};
+pub use crate::config::{DEFAULT_HOME_KEEP, SandboxSettings, home_paths};
 
 /// Most entries looked at in one workspace. A larger workspace is refused rather than
 /// partly masked.
@@ -137,59 +138,6 @@ pub(crate) fn confine(
         home_keep: ctx.sandbox.home_keep.clone(),
         ..request
     })
-}
-
-/// `[sandbox]` settings every sandboxed tool call uses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxSettings {
-    /// Leave `$HOME` visible (`[sandbox] show_home = true`); hidden by default.
-    pub show_home: bool,
-    /// Absolute paths beneath `$HOME` kept visible when it is hidden (`[sandbox] home_keep`).
-    pub home_keep: Vec<PathBuf>,
-    /// Data limit of a tool's or hook's program in bytes (`[sandbox] memory_mb`, 2048 MiB
-    /// by default; `None` with `memory_mb = 0`).
-    pub memory_bytes: Option<u64>,
-}
-
-/// Parts of `$HOME` kept visible (read-only) by default when it is hidden: where toolchain
-/// managers keep programs (`rustup` and `cargo install`, `pyenv`, `nvm`, `volta`, `bun`, `deno`,
-/// `go install`, `pip install --user`). None holds credentials: `~/.cargo` is kept only for
-/// its `bin`, `registry` and `git` folders, not its `credentials.toml`.
-pub const DEFAULT_HOME_KEEP: &[&str] = &[
-    ".cargo/bin",
-    ".cargo/registry",
-    ".cargo/git",
-    ".rustup",
-    ".pyenv",
-    ".nvm",
-    ".volta",
-    ".bun/bin",
-    ".deno/bin",
-    "go/bin",
-    ".local/bin",
-];
-
-/// `names` (relative to `$HOME`) as absolute paths; absolute names and names with `..` are
-/// left out, and so is everything when `$HOME` is unset.
-pub fn home_paths(names: &[&str]) -> Vec<PathBuf> {
-    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else { return Vec::new() };
-    names
-        .iter()
-        .map(Path::new)
-        .filter(|p| p.is_relative() && !p.components().any(|c| c == std::path::Component::ParentDir))
-        .map(|p| home.join(p))
-        .collect()
-}
-
-impl Default for SandboxSettings {
-    /// `$HOME` hidden except [`DEFAULT_HOME_KEEP`], the default data limit.
-    fn default() -> Self {
-        SandboxSettings {
-            show_home: false,
-            home_keep: home_paths(DEFAULT_HOME_KEEP),
-            memory_bytes: Some(steward_sandbox::DEFAULT_MEMORY_BYTES),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -6,9 +6,6 @@
 //! an ignored or secret file is never listed and its content never searched, whichever
 //! directory is named (case B09).
 
-use std::fs::{self, File};
-use std::io::Read;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,11 +14,9 @@ use serde_json::{Value, json};
 use steward_policy::{Access, WorkspacePath};
 use steward_protocol::{ErrorClass, RiskLevel, ToolSpec};
 
-use super::files::{io_error, opt_bool, opt_str, opt_u64, spec, str_arg};
+pub use super::shared::MAX_FILE_BYTES;
+use super::shared::{opt_bool, opt_str, opt_u64, read_regular_file, spec, str_arg};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-
-/// Largest file, in bytes, that `read`, `edit` and `delete` (for its diff) load: 2 MiB.
-pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 
 /// Most entries a `list` call returns.
 pub const MAX_LIST_ENTRIES: usize = 2_000;
@@ -54,58 +49,9 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work).await.map_err(|e| ToolError::failed(format!("the tool's worker failed: {e}")))?
 }
 
-/// Reads a regular file of at most `limit` bytes without following a symbolic link at the
-/// final component: the file is `lstat`ed, opened, and refused unless the opened file is the
-/// same inode. Errors: a link or a non-regular file (`not_regular_file`), a file over `limit`
-/// bytes, or an I/O error.
-pub(super) fn read_regular_file(abs: &Path, rel: &str, limit: u64) -> Result<Vec<u8>, ToolError> {
-    let seen = fs::symlink_metadata(abs).map_err(|e| io_error("read", rel, &e))?;
-    if seen.file_type().is_symlink() {
-        return Err(ToolError::refused("not_regular_file", format!("`{rel}` is a symbolic link")));
-    }
-    if seen.is_dir() {
-        return Err(ToolError::refused("not_regular_file", format!("`{rel}` is a directory, not a file")));
-    }
-    if !seen.is_file() {
-        return Err(ToolError::refused("not_regular_file", format!("`{rel}` is not a regular file")));
-    }
-    if seen.len() > limit {
-        return Err(ToolError::failed(format!("`{rel}` is {} bytes; at most {limit} bytes are read", seen.len())));
-    }
-    let file = File::open(abs).map_err(|e| io_error("read", rel, &e))?;
-    let opened = file.metadata().map_err(|e| io_error("read", rel, &e))?;
-    if (opened.dev(), opened.ino()) != (seen.dev(), seen.ino()) {
-        return Err(ToolError::refused("not_regular_file", format!("`{rel}` changed while it was opened")));
-    }
-    let mut bytes = Vec::with_capacity(opened.len() as usize);
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| io_error("read", rel, &e))?;
-    if bytes.len() as u64 > limit {
-        return Err(ToolError::failed(format!("`{rel}` grew past {limit} bytes while it was read")));
-    }
-    if holds_private_key(&bytes) {
-        return Err(ToolError::refused(
-            "secret_content",
-            format!("`{rel}` contains a private key block; whatever its name, it is treated as a secret file"),
-        ));
-    }
-    Ok(bytes)
-}
-
-/// True when a line of `bytes` starts (after indentation) with a PEM private-key header
-/// (`-----BEGIN … PRIVATE KEY-----`: RSA, EC, OpenSSH, encrypted PKCS#8 …). Such a file is a
-/// secret whatever its name: reading a range of its lines or searching it would show the key
-/// body without the header a redactor needs. A header inside a string literal of source code
-/// (not at the start of its line) does not count.
-pub(super) fn holds_private_key(bytes: &[u8]) -> bool {
-    bytes.split(|b| *b == b'\n').any(|line| {
-        let line = line.trim_ascii_start();
-        line.starts_with(b"-----BEGIN ") && line.trim_ascii_end().ends_with(b"PRIVATE KEY-----")
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::holds_private_key;
+    use super::super::shared::holds_private_key;
 
     #[test]
     fn private_key_blocks_are_recognised_only_as_real_blocks() {

@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 use steward_protocol::{RiskLevel, ToolSpec};
 use steward_sandbox::ExecRequest;
 
-use super::files::{opt_u64, spec, str_arg};
 use super::network::Network;
+use super::shared::{opt_u64, spec, str_arg};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// Most bytes of output kept per stream (the orchestrator caps what the model sees further).

@@ -18,7 +18,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use super::super::files::{io_error, make_parents};
+use super::super::shared::{io_error, make_parents};
 use super::super::{ToolContext, ToolError};
 use super::Target;
 use crate::rollback::{PatchedFile, sha256_hex};

@@ -45,8 +45,7 @@ use serde_json::{Value, json};
 use steward_policy::{Access, WorkspacePath};
 use steward_protocol::{RiskLevel, ToolSpec};
 
-use super::files::{io_error, opt_str, spec};
-use super::search::read_regular_file;
+use super::shared::{io_error, opt_str, read_regular_file, spec};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::rollback::{Compensation, sha256_hex};
 use diff::{diff_text, render_diff};

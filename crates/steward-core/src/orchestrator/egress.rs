@@ -6,10 +6,11 @@
 
 use serde_json::json;
 use steward_egress::{EgressRecord, Verdict};
-use steward_protocol::{AuditEntry, AuditOutcome, ToolCall};
+use steward_protocol::{AuditOutcome, ToolCall};
 use steward_store::StoreError;
 
-use crate::orchestrator::{CallContext, call_entry};
+use super::CallContext;
+use super::record::{AuditRecord, Rule};
 
 /// The audit action of an egress record.
 pub(crate) const EGRESS_ACTION: &str = "egress";
@@ -36,13 +37,11 @@ pub(crate) async fn queue(cx: &CallContext<'_>, call: &ToolCall, records: Vec<Eg
             record.bytes_sent,
             record.bytes_received
         );
-        cx.store
-            .queue_audit(AuditEntry {
-                action: EGRESS_ACTION.into(),
-                input: cx.redactor.redact_value(&input),
-                detail: cx.redactor.redact(&detail),
-                ..call_entry(cx, call, "egress_proxy", 0.0, outcome)
-            })
+        AuditRecord::new(cx, call, Rule::EgressProxy.as_str(), 0.0, outcome)
+            .action(EGRESS_ACTION.into())
+            .input(cx.records.redactor.redact_value(&input))
+            .detail(cx.records.redactor.redact(&detail))
+            .queue(cx)
             .await?;
     }
     Ok(())

@@ -1,0 +1,186 @@
+//! Merging configuration files: later files override earlier ones key by key, some arrays
+//! accumulate, and an untrusted workspace may only make things stricter.
+
+use std::path::Path;
+
+use super::Limits;
+
+/// True when the user's `[trust] workspaces` lists `workspace` (both canonicalised).
+pub(super) fn is_trusted(user: &toml::Table, workspace: &Path) -> bool {
+    let Ok(workspace) = std::fs::canonicalize(workspace) else { return false };
+    let listed = user.get("trust").and_then(|t| t.get("workspaces")).and_then(|w| w.as_array());
+    listed
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .any(|dir| std::fs::canonicalize(dir).is_ok_and(|d| d == workspace))
+}
+
+/// Removes from an untrusted workspace file everything that could loosen the user's settings
+/// or send data elsewhere; returns the dotted names of what was removed.
+pub(super) fn restrict_untrusted(table: &mut toml::Table) -> Vec<String> {
+    let mut ignored = Vec::new();
+    // `tool`, `hook` and `tool_call_chain` would run commands the workspace chose.
+    // `roles` names providers, like `run` and `providers`: it decides where data is sent.
+    for key in [
+        "providers",
+        "run",
+        "roles",
+        "sandbox",
+        "trust",
+        "shell",
+        "tool",
+        "hook",
+        "tool_call_chain",
+        "output_filter",
+        "mcp_servers",
+    ] {
+        if table.remove(key).is_some() {
+            ignored.push(key.to_string());
+        }
+    }
+    if let Some(toml::Value::Table(policy)) = table.get_mut("policy") {
+        const KEEP: &[&str] = &[
+            "blocked_actions",
+            "deny_path",
+            "context_rules",
+            "max_tool_calls_per_run",
+            "rule",
+            "default",
+            "untrusted_paths",
+        ];
+        let keys: Vec<String> = policy.keys().cloned().collect();
+        for key in keys {
+            if !KEEP.contains(&key.as_str()) {
+                policy.remove(&key);
+                ignored.push(format!("policy.{key}"));
+            }
+        }
+        if policy.get("default").and_then(|d| d.as_str()).is_some_and(|d| d == "allow") {
+            policy.remove("default");
+            ignored.push("policy.default = \"allow\"".into());
+        }
+        if let Some(toml::Value::Array(rules)) = policy.get_mut("rule") {
+            let before = rules.len();
+            rules.retain(|r| r.get("decision").and_then(|d| d.as_str()).is_some_and(|d| d == "deny" || d == "ask"));
+            if rules.len() != before {
+                ignored.push(format!("{} policy.rule(s) that allow", before - rules.len()));
+            }
+        }
+    }
+    ignored
+}
+
+/// Merges an untrusted workspace table: lists in `[policy]` are appended to the user's
+/// (a workspace cannot drop a user's blocked action or deny rule); anything else merges as
+/// usual (only the stricter keys are left in it).
+pub(super) fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> Vec<String> {
+    let mut ignored = Vec::new();
+    // Limits may only come down: a workspace must not give a run more time or rounds.
+    let defaults = Limits::default();
+    let effective = |table: &toml::Table, section: &str, key: &str| -> Option<i64> {
+        table.get(section).and_then(|s| s.get(key)).and_then(|v| v.as_integer())
+    };
+    if let Some(toml::Value::Table(limits)) = over.get_mut("limits") {
+        let keys: Vec<String> = limits.keys().cloned().collect();
+        for key in keys {
+            let default = match key.as_str() {
+                "max_rounds" => i64::from(defaults.max_rounds),
+                "max_tool_calls_per_run" => i64::from(defaults.max_tool_calls_per_run),
+                "max_total_runtime_ms" => defaults.max_total_runtime_ms as i64,
+                "max_tool_output_chars" => defaults.max_tool_output_chars as i64,
+                "max_context_chars" => defaults.max_context_chars as i64,
+                "tool_timeout_ms" => defaults.tool_timeout_ms as i64,
+                "max_repeated_calls" => i64::from(defaults.max_repeated_calls),
+                _ => continue,
+            };
+            let mine = effective(base, "limits", &key).unwrap_or(default);
+            if limits.get(&key).and_then(|v| v.as_integer()).is_none_or(|theirs| theirs > mine) {
+                limits.remove(&key);
+                ignored.push(format!("limits.{key} (a workspace may only lower limits)"));
+            }
+        }
+    }
+    if let Some(toml::Value::Table(over_policy)) = over.get_mut("policy") {
+        // `!pattern` would re-include what the user's `deny_path` excludes.
+        if let Some(toml::Value::Array(globs)) = over_policy.get_mut("deny_path") {
+            let before = globs.len();
+            globs.retain(|g| g.as_str().is_some_and(|g| !g.trim_start().starts_with('!')));
+            if globs.len() != before {
+                ignored.push("policy.deny_path entries starting with `!`".into());
+            }
+        }
+        if let Some(theirs) = over_policy.get("max_tool_calls_per_run").and_then(|v| v.as_integer()) {
+            let mine = effective(base, "policy", "max_tool_calls_per_run")
+                .or_else(|| effective(base, "limits", "max_tool_calls_per_run"))
+                .unwrap_or(i64::from(defaults.max_tool_calls_per_run));
+            if theirs > mine {
+                over_policy.remove("max_tool_calls_per_run");
+                ignored.push("policy.max_tool_calls_per_run (a workspace may only lower limits)".into());
+            }
+        }
+        if base.get("policy").and_then(|p| p.get("default")).and_then(|d| d.as_str()) == Some("deny") {
+            over_policy.remove("default");
+            // Against a default of deny, a rule that asks would loosen it: only denials count.
+            if let Some(toml::Value::Array(rules)) = over_policy.get_mut("rule") {
+                let before = rules.len();
+                rules.retain(|r| r.get("decision").and_then(|d| d.as_str()) == Some("deny"));
+                if rules.len() != before {
+                    ignored.push("policy.rule entries that ask (your default is deny)".into());
+                }
+            }
+        }
+        if let Some(toml::Value::Table(base_policy)) = base.get_mut("policy") {
+            // `untrusted_paths` only ever adds taint.
+            for key in ["blocked_actions", "deny_path", "context_rules", "rule", "untrusted_paths"] {
+                if let Some(toml::Value::Array(theirs)) = over_policy.remove(key) {
+                    match base_policy.get_mut(key) {
+                        Some(toml::Value::Array(mine)) => mine.extend(theirs),
+                        _ => {
+                            base_policy.insert(key.to_string(), toml::Value::Array(theirs));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    merge(base, over);
+    ignored
+}
+/// Top-level arrays of tables that accumulate across files instead of being replaced.
+const CONCATENATED: &[&str] = &["tool", "output_filter", "hook", "tool_call_chain"];
+
+/// Deep-merges `over` into `base`: tables merge key by key, the [`CONCATENATED`] arrays and
+/// every other array of tables (`[[policy.rule]]`) are appended, anything else (plain values,
+/// lists of strings such as `blocked_actions`) is replaced by the later file.
+pub(super) fn merge(base: &mut toml::Table, mut over: toml::Table) {
+    for key in CONCATENATED {
+        if let Some(toml::Value::Array(theirs)) = over.remove(*key) {
+            match base.get_mut(*key) {
+                Some(toml::Value::Array(mine)) => mine.extend(theirs),
+                _ => {
+                    base.insert(key.to_string(), toml::Value::Array(theirs));
+                }
+            }
+        }
+    }
+    merge_tables(base, over);
+}
+
+fn merge_tables(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_tables(b, o),
+            // Arrays of tables (`[[policy.rule]]`, `[[policy.context_rules]]`) add up across
+            // files like `[[tool]]`: a rule in one file never silently replaces another's.
+            (Some(toml::Value::Array(mine)), toml::Value::Array(theirs))
+                if mine.iter().chain(&theirs).all(toml::Value::is_table) && !theirs.is_empty() =>
+            {
+                mine.extend(theirs);
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
