@@ -158,11 +158,17 @@ fn a_unix_socket_listening_outside_cannot_be_reached() {
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     listener.set_nonblocking(true).unwrap();
     allow_programs(&env, &["perl"]);
-    let script = format!(
-        "perl -MSocket -e 'socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die qq(socket: $!\\n); connect($s, pack_sockaddr_un(q({}))) or die qq(connect: $!\\n); print qq(connected\\n)'",
-        socket.display()
+    // A script file: code given inline (`perl -e`) asks whatever rule allows `perl`.
+    env.write(
+        "connect.pl",
+        &format!(
+            "use Socket;\nsocket(my $s, PF_UNIX, SOCK_STREAM, 0) or die qq(socket: $!\\n);\n\
+             connect($s, pack_sockaddr_un(q({}))) or die qq(connect: $!\\n);\nprint qq(connected\\n);\n",
+            socket.display()
+        ),
     );
-    let (_, evs) = run_commands(&env, &[("u1", script.as_str())]);
+    let script = "perl connect.pl";
+    let (_, evs) = run_commands(&env, &[("u1", script)]);
     let output = output_of(&evs, "u1");
     assert!(!output.contains("connected\n") && output.contains("socket: Operation not permitted"), "{output}");
     assert!(listener.accept().is_err(), "a sandboxed command connected to the socket");
@@ -170,7 +176,7 @@ fn a_unix_socket_listening_outside_cannot_be_reached() {
     // Control: `[shell] unix_sockets = true` lets the same command connect.
     let config = std::fs::read_to_string(env.dir.path().join("xdg/steward/config.toml")).unwrap();
     env.user_config(&config.replace("[shell]\nenabled = true\n", "[shell]\nenabled = true\nunix_sockets = true\n"));
-    let (_, evs) = run_commands(&env, &[("u2", script.as_str())]);
+    let (_, evs) = run_commands(&env, &[("u2", script)]);
     assert!(output_of(&evs, "u2").contains("connected"), "{}", output_of(&evs, "u2"));
 }
 
