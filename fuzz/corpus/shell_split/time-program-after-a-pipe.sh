@@ -1,0 +1,1 @@
+ls | time -o f ls >out
