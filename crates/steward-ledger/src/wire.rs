@@ -17,6 +17,7 @@ pub type Timestamp = DateTime<Utc>;
 /// What a work request asks for. The first and only kind: read pull request N of a
 /// repository at the approved head SHA and summarise it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WorkKind {
     /// `pr_summary`.
@@ -26,6 +27,7 @@ pub enum WorkKind {
 /// What an approved job may do. Only `read` exists for [`WorkKind::PrSummary`]; a request's
 /// text asking for more never changes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WorkScope {
     /// `read`: the job reads the repository; it writes nothing outside its own run.
@@ -34,6 +36,7 @@ pub enum WorkScope {
 
 /// Where a work request stands in the ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RequestStatus {
     /// Waiting for the owner's approval.
@@ -53,6 +56,7 @@ pub enum RequestStatus {
 /// A work request (SPEC H1), as `POST /api/ledger/requests` creates it and
 /// `GET /api/ledger/requests/{id}` returns it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WorkRequest {
     /// `wrq_` + 16 hex.
@@ -70,35 +74,43 @@ pub struct WorkRequest {
     /// The repository, as the ledger's configuration names it (e.g. `demo`).
     pub repository: String,
     /// The pull request's number (≥ 1).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub pr_number: u64,
     /// Free text from the requester: data for the job, never instructions to Steward.
     pub text: String,
     /// Where it stands.
     pub status: RequestStatus,
     /// When it was made.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: Timestamp,
     /// When it last changed.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub updated_at: Timestamp,
 }
 
 /// Body of `POST /api/ledger/requests`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewWorkRequest {
     /// What is asked for.
     pub kind: WorkKind,
     /// The repository's name.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 100))]
     pub repository: String,
     /// The pull request's number (≥ 1).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub pr_number: u64,
     /// Free text (at most 4,000 chars).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 4000))]
     pub text: String,
 }
 
 /// The owner's approval of one request (SPEC H1), pinned to everything it was given for.
 /// A claim must match every pin and arrive before `expires_at`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WorkApproval {
     /// `wap_` + 16 hex.
@@ -120,25 +132,31 @@ pub struct WorkApproval {
     /// The owner who approved.
     pub approved_by: String,
     /// When it was approved.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub approved_at: Timestamp,
     /// After this, nothing may be claimed or started under it.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub expires_at: Timestamp,
 }
 
 /// Body of `POST /api/ledger/requests/{id}/approve` (owner only, web UI or terminal).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ApproveWorkRequest {
     /// The revision the owner saw; refused when the request changed since.
     pub revision: u32,
     /// The head SHA the owner approves (40 hex chars).
+    #[cfg_attr(feature = "openapi", schema(min_length = 40, max_length = 40))]
     pub head_sha: String,
     /// How long the approval lasts, in seconds (1 ..= 86,400).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 86400))]
     pub expires_in_s: u64,
 }
 
 /// One approved request a hub may claim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Candidate {
     /// The approval with its pins.
@@ -150,17 +168,20 @@ pub struct Candidate {
 /// One page of `GET /api/ledger/candidates?cursor=…&limit=…` (limit 1 ..= 100, default 50).
 /// The listing is complete only after a page whose `next_cursor` is `None`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CandidatePage {
     /// Candidates in a stable order (approval time, then id).
     pub items: Vec<Candidate>,
     /// Pass as `cursor` to get the next page; `None` on the last page.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub next_cursor: Option<String>,
 }
 
 /// Body of `POST /api/ledger/claims`: a hub asks for the one-time authority to run an
 /// approval. Every pin is repeated so that the ledger refuses a claim made against a stale view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
     /// The approval claimed.
@@ -193,26 +214,43 @@ pub enum AuthorityOutcome {
     Unknown,
 }
 
+/// The schema of [`ClaimResponse::outcome`]: the ledger answers `issued`, `spent` or `denied`,
+/// never `unknown` (which only a hub concludes).
+#[cfg(feature = "openapi")]
+fn claim_outcome_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(["issued", "spent", "denied"]))
+        .description(Some("What became of the claim."))
+        .build()
+}
+
 /// Answer to a claim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClaimResponse {
     /// What became of the claim (`issued`, `spent` or `denied`; the ledger never says
     /// `unknown`).
+    #[cfg_attr(feature = "openapi", schema(schema_with = claim_outcome_schema))]
     pub outcome: AuthorityOutcome,
     /// `ath_` + 16 hex when `issued`; for `spent`, the authority issued earlier, named only to
     /// the bearer token that claimed it (null for any other token).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub authority_id: Option<String>,
     /// The attempt the authority was issued to (this claim's when `issued`; for `spent`, only
     /// to the token that claimed it).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub attempt_id: Option<String>,
     /// Why, when `denied` or `spent`: a fixed code (`revoked`, `expired`, `stale_revision`,
     /// `stale_epoch`, `head_mismatch`, `not_approved`, `already_claimed`, `unknown_approval`).
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub reason: Option<String>,
 }
 
 /// How an attempt ended, as the hub reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptOutcome {
     /// The job ran and produced its result.
@@ -227,6 +265,7 @@ pub enum AttemptOutcome {
 
 /// What one check found (SPEC H6). A skipped check is never reported as passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CheckOutcome {
     /// Ran and succeeded.
@@ -241,6 +280,7 @@ pub enum CheckOutcome {
 
 /// One check the executor ran.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Check {
     /// The command as argv.
@@ -248,16 +288,20 @@ pub struct Check {
     /// What it found.
     pub outcome: CheckOutcome,
     /// Its exit code, when it ran to an exit.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub exit_code: Option<i32>,
     /// Where its log is kept (e.g. `run:<run id>` or a path), if anywhere.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub log_ref: Option<String>,
 }
 
 /// Evidence binding a result to what was actually tested (SPEC H6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Evidence {
     /// The commit the executor read or tested (40 hex), if it got that far.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub tested_sha: Option<String>,
     /// Who executed: hub id and Steward version.
     pub executor: String,
@@ -268,13 +312,16 @@ pub struct Evidence {
     /// What was explicitly not checked.
     pub not_checked: Vec<String>,
     /// The Steward run that executed the job, if one was started.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub run_id: Option<String>,
     /// The job's result text (the summary), redacted, if any.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub summary: Option<String>,
 }
 
 /// Body of `POST /api/ledger/authorities/{authority_id}/result`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ResultReport {
     /// The attempt the authority was issued to; any other is refused.
@@ -288,6 +335,7 @@ pub struct ResultReport {
 /// Answer to a result report. Reports are idempotent per attempt: a duplicate is attached to
 /// the same attempt and never completes the request a second time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ResultAck {
     /// The attempt the report belongs to.

@@ -44,12 +44,14 @@ impl StopReason {
 ///
 /// JSON shape: `{"event": "<name>", "run_id": "run_…", "seq": 3, "at": "<RFC 3339>", …fields}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Event {
     /// The run.
     pub run_id: String,
     /// 1-based sequence number within the run; strictly increasing.
     pub seq: u64,
     /// When it happened (UTC).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub at: Timestamp,
     /// The event name and its fields.
     #[serde(flatten)]

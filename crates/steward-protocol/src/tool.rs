@@ -5,6 +5,7 @@ use crate::Timestamp;
 
 /// A tool's risk level (SPEC T1), from `safe` to `dangerous`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RiskLevel {
     /// Reads nothing sensitive and changes nothing.
@@ -57,12 +58,14 @@ impl RiskLevel {
 
 /// What a model sees of a tool, plus what the control layer needs to judge it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolSpec {
     /// Registry name, e.g. `read` (`^[a-zA-Z0-9_-]{1,64}$`).
     pub name: String,
     /// One or two sentences for the model.
     pub description: String,
     /// JSON Schema of the arguments object.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub input_schema: Value,
     /// Risk level; decides the default policy (reads allow, writes ask).
     pub risk: RiskLevel,
@@ -140,6 +143,7 @@ impl Decision {
 
 /// Status of an approval request (SPEC C4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     /// Waiting for the owner.
@@ -177,6 +181,7 @@ impl ApprovalStatus {
 
 /// A request for a human decision on one tool call (SPEC C4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalRequest {
     /// `apr_…`
     pub id: String,
@@ -189,6 +194,7 @@ pub struct ApprovalRequest {
     /// Tool name.
     pub tool: String,
     /// Arguments, redacted.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub arguments: Value,
     /// Why the gate asks.
     pub reason: String,
@@ -199,8 +205,10 @@ pub struct ApprovalRequest {
     /// A preview of the effect (for example a diff), redacted; empty when none.
     pub preview: String,
     /// When the request was made.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: Timestamp,
     /// After this instant the request can no longer be approved.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub expires_at: Timestamp,
     /// Current status.
     pub status: ApprovalStatus,

@@ -18,7 +18,7 @@ use steward_core::context::Turn;
 use steward_core::memory::{self, MemoryCommand};
 use steward_store::{ConversationRecord, ConversationTurn, new_id};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorClass};
 use crate::runs;
 use crate::state::{AppState, StartRun};
 
@@ -198,14 +198,14 @@ pub async fn send(state: &AppState, owner_id: &str, id: &str, text: &str) -> Res
     let _one_at_a_time = open.sending.lock().await;
     let mut record = owned(state, owner_id, id).await?;
     if record.ended_at.is_some() {
-        return Err(ApiError::conflict("ended", "this conversation has ended; start a new one"));
+        return Err(ApiError::conflict(ErrorClass::Ended, "this conversation has ended; start a new one"));
     }
     if let Some(last) = record.turns.last()
         && !last.run_id.is_empty()
         && state.live.get(&last.run_id).is_some()
     {
         return Err(ApiError::conflict(
-            "busy",
+            ErrorClass::Busy,
             "the previous task of this conversation is still running; wait for it to finish or cancel it, then send again",
         ));
     }

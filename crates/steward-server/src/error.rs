@@ -17,30 +17,93 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// Every class an error body can carry (see the module docs).
-pub const CLASSES: [&str; 13] = [
-    "not_owner",
-    "csrf",
-    "not_found",
-    "invalid",
-    "expired",
-    "not_pending",
-    "busy",
-    "ended",
-    "storage",
-    "internal",
-    "unauthorized",
-    "forbidden",
-    "conflict",
-];
+/// The class of an API error: short, snake_case on the wire, stable for programs to branch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, ToSchema)]
+#[schema(as = ApiErrorClass)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// 403: the run, approval, conversation or work request belongs to another owner.
+    NotOwner,
+    /// 403: a state-changing request without the session's CSRF token, or with an `Origin`
+    /// naming another site.
+    Csrf,
+    /// 404: no such thing (or no such route).
+    NotFound,
+    /// 400 (413 for a body that is too large, 415 for one that is not JSON, 421 for a host name
+    /// the server does not answer to): the request is malformed or breaks a rule.
+    Invalid,
+    /// 409: the approval or request for input has expired.
+    Expired,
+    /// 409: the approval was already decided, or the run already ended.
+    NotPending,
+    /// 409: the conversation's task is still running; 429: a limit is reached.
+    Busy,
+    /// 409: the conversation has ended.
+    Ended,
+    /// 500: the store could not be read or written.
+    Storage,
+    /// 500: a mistake on the server's side.
+    Internal,
+    /// 401: a missing, unknown or revoked bearer token, or one sent to a route of the browser
+    /// session.
+    Unauthorized,
+    /// 403: a token without the scope, or a token where only the owner may act.
+    Forbidden,
+    /// 409: the work request changed or ended.
+    Conflict,
+}
+
+impl ErrorClass {
+    /// Every class, in the order of the module docs.
+    pub const ALL: [ErrorClass; 13] = [
+        ErrorClass::NotOwner,
+        ErrorClass::Csrf,
+        ErrorClass::NotFound,
+        ErrorClass::Invalid,
+        ErrorClass::Expired,
+        ErrorClass::NotPending,
+        ErrorClass::Busy,
+        ErrorClass::Ended,
+        ErrorClass::Storage,
+        ErrorClass::Internal,
+        ErrorClass::Unauthorized,
+        ErrorClass::Forbidden,
+        ErrorClass::Conflict,
+    ];
+
+    /// The wire name (`not_owner`, `csrf`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::NotOwner => "not_owner",
+            ErrorClass::Csrf => "csrf",
+            ErrorClass::NotFound => "not_found",
+            ErrorClass::Invalid => "invalid",
+            ErrorClass::Expired => "expired",
+            ErrorClass::NotPending => "not_pending",
+            ErrorClass::Busy => "busy",
+            ErrorClass::Ended => "ended",
+            ErrorClass::Storage => "storage",
+            ErrorClass::Internal => "internal",
+            ErrorClass::Unauthorized => "unauthorized",
+            ErrorClass::Forbidden => "forbidden",
+            ErrorClass::Conflict => "conflict",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// An API error.
 #[derive(Debug, Clone)]
 pub struct ApiError {
     /// HTTP status.
     pub status: StatusCode,
-    /// Short snake_case class (see the module docs).
-    pub class: &'static str,
+    /// The class (see the module docs).
+    pub class: ErrorClass,
     /// What happened, for a person; never holds a secret (messages are redacted at the source).
     pub message: String,
 }
@@ -50,38 +113,42 @@ impl ApiError {
     pub fn not_owner(what: &str) -> Self {
         ApiError {
             status: StatusCode::FORBIDDEN,
-            class: "not_owner",
+            class: ErrorClass::NotOwner,
             message: format!("{what} belongs to another owner"),
         }
     }
 
     /// 404 `not_found`.
     pub fn not_found(what: impl Into<String>) -> Self {
-        ApiError { status: StatusCode::NOT_FOUND, class: "not_found", message: what.into() }
+        ApiError { status: StatusCode::NOT_FOUND, class: ErrorClass::NotFound, message: what.into() }
     }
 
     /// 400 `invalid`.
     pub fn invalid(message: impl Into<String>) -> Self {
-        ApiError { status: StatusCode::BAD_REQUEST, class: "invalid", message: message.into() }
+        ApiError { status: StatusCode::BAD_REQUEST, class: ErrorClass::Invalid, message: message.into() }
     }
 
     /// 403 `csrf`: a state-changing request without the session's CSRF token.
     pub fn csrf() -> Self {
         ApiError {
             status: StatusCode::FORBIDDEN,
-            class: "csrf",
+            class: ErrorClass::Csrf,
             message: "missing or wrong CSRF token: reload the page and try again".into(),
         }
     }
 
-    /// 409 with `class` (`expired`, `not_pending`, `busy`, `ended`).
-    pub fn conflict(class: &'static str, message: impl Into<String>) -> Self {
+    /// 409 with `class` (`expired`, `not_pending`, `busy`, `ended`, `conflict`).
+    pub fn conflict(class: ErrorClass, message: impl Into<String>) -> Self {
         ApiError { status: StatusCode::CONFLICT, class, message: message.into() }
     }
 
     /// 500 `storage`.
     pub fn storage(e: impl std::fmt::Display) -> Self {
-        ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, class: "storage", message: format!("storage: {e}") }
+        ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            class: ErrorClass::Storage,
+            message: format!("storage: {e}"),
+        }
     }
 
     /// A request the extractors refused (a body that is not JSON or does not fit, a bad query
@@ -90,7 +157,7 @@ impl ApiError {
     /// mistake is 500 `internal`.
     fn rejected(status: StatusCode, message: String) -> Self {
         let status = if status == StatusCode::UNPROCESSABLE_ENTITY { StatusCode::BAD_REQUEST } else { status };
-        let class = if status.is_server_error() { "internal" } else { "invalid" };
+        let class = if status.is_server_error() { ErrorClass::Internal } else { ErrorClass::Invalid };
         ApiError { status, class, message }
     }
 }
@@ -125,18 +192,9 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// Short snake_case class, stable for programs to branch on.
-    #[schema(schema_with = class_schema)]
-    pub class: &'static str,
+    pub class: ErrorClass,
     /// What happened, for a person.
     pub message: String,
-}
-
-fn class_schema() -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .enum_values(Some(CLASSES))
-        .description(Some("Short snake_case class, stable for programs to branch on."))
-        .build()
 }
 
 impl std::fmt::Display for ApiError {
@@ -149,5 +207,28 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody { error: ErrorDetail { class: self.class, message: self.message } };
         (self.status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_are_the_serialised_names() {
+        for class in ErrorClass::ALL {
+            assert_eq!(serde_json::to_value(class).unwrap(), serde_json::json!(class.as_str()), "{class:?}");
+        }
+    }
+
+    #[test]
+    fn error_body_names_the_class() {
+        let response = ApiError::conflict(ErrorClass::NotPending, "decided").into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        let body = ErrorBody { error: ErrorDetail { class: ErrorClass::NotPending, message: "decided".into() } };
+        assert_eq!(
+            serde_json::to_value(body).unwrap(),
+            serde_json::json!({"error": {"class": "not_pending", "message": "decided"}})
+        );
     }
 }

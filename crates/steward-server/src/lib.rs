@@ -35,7 +35,7 @@ use steward_core::Runtime;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use error::ApiError;
+pub use error::{ApiError, ErrorClass};
 pub use session::Sessions;
 pub use state::{AppState, Inner, ServerOptions, StartRun};
 pub use steward_core::compose::{Launcher, Prepared, ProviderStatus, RunOptions};
@@ -73,8 +73,9 @@ pub fn app_state(
     }))
 }
 
-/// Every route: pages, form posts, `/api/…`, `/static/…`, and `/mcp` (bearer tokens, outside
-/// the cookie and CSRF layer).
+/// Every route: pages, form posts, `/api/…` (all of it from [`openapi::routes`], which documents
+/// each route it registers), `/static/…`, and `/mcp` (bearer tokens, outside the cookie and
+/// CSRF layer).
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(pages::index))
@@ -97,41 +98,16 @@ pub fn router(state: AppState) -> Router {
         .route("/grants/{id}/revoke", post(pages::revoke_grant))
         .route("/tokens", get(tokens::tokens_page).post(tokens::create_token))
         .route("/tokens/{id}/revoke", post(tokens::revoke_token))
-        .route("/api/runs", get(api::list_runs).post(api::start_run))
-        .route("/api/runs/{id}", get(api::get_run))
-        .route("/api/runs/{id}/cancel", post(api::cancel_run))
-        .route("/api/runs/{id}/events", get(api::run_events))
-        .route("/api/approvals/{id}", post(api::decide))
-        .route("/api/grants", get(api::list_grants))
-        .route("/api/grants/{id}/revoke", post(api::revoke_grant))
-        .route("/api/memory", get(api::list_facts).post(api::remember))
-        .route("/api/memory/events", get(api::fact_events))
-        .route("/api/memory/{id}", axum::routing::delete(api::forget))
-        .route("/api/conversations", get(api::list_conversations).post(api::create_conversation))
-        .route("/api/conversations/{id}", get(api::get_conversation))
-        .route("/api/conversations/{id}/messages", post(api::send_message))
-        .route("/api/conversations/{id}/end", post(api::end_conversation))
-        .route("/api/conversations/{id}/events", get(api::conversation_events))
-        .route("/api/providers", get(api::providers))
-        .route("/api/tools", get(api::tools))
-        .route("/api/openapi.json", get(openapi::openapi_json))
         .route("/static/app.js", get(app_js))
         .route("/static/app.css", get(app_css))
-        // The work ledger: pages and API for the owner's session; calls with a bearer token are
-        // answered by `ledger::bearer_layer` (below) before the session layer sees them.
+        // The work ledger: pages (and, with the JSON API below, its API) for the owner's session;
+        // calls with a bearer token are answered by `ledger::bearer_layer` (below) before the
+        // session layer sees them.
         .route("/ledger", get(ledger::ledger_page).post(ledger::file_request_form))
         .route("/ledger/{id}/approve", post(ledger::approve_form))
         .route("/ledger/{id}/revoke", post(ledger::revoke_form))
-        .route(
-            "/api/ledger/requests",
-            get(ledger::list_requests).post(ledger::create_request).layer(ledger::body_limit()),
-        )
-        .route("/api/ledger/requests/{id}", get(ledger::get_request))
-        .route("/api/ledger/requests/{id}/approve", post(ledger::approve).layer(ledger::body_limit()))
-        .route("/api/ledger/requests/{id}/revoke", post(ledger::revoke).layer(ledger::body_limit()))
-        .route("/api/ledger/candidates", get(ledger::candidates))
-        .route("/api/ledger/claims", post(ledger::claim).layer(ledger::body_limit()))
-        .route("/api/ledger/authorities/{id}/result", post(ledger::report_result).layer(ledger::result_body_limit()))
+        // The JSON API, documented as it is routed: see `openapi::routes`.
+        .merge(openapi::routes().split_for_parts().0)
         .layer(axum::middleware::from_fn_with_state(state.clone(), session::owner_layer))
         .layer(axum::middleware::from_fn_with_state(ledger::TokenRoutes::new(state.clone()), ledger::bearer_layer))
         // After the session layer: `/mcp` authenticates by bearer token and sets no cookie.
@@ -180,7 +156,7 @@ async fn host_check(
         {
             let error = ApiError {
                 status: axum::http::StatusCode::MISDIRECTED_REQUEST,
-                class: "invalid",
+                class: error::ErrorClass::Invalid,
                 message: format!(
                     "this server does not answer to the host name in the request; open it as http://127.0.0.1:PORT \
                      (or start it with --allow-remote) [{}]",

@@ -35,7 +35,7 @@ use steward_mcp::mcp_server::{
 use steward_protocol::ApprovalStatus;
 use steward_store::RunStatus;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorClass};
 use crate::runs::{self, RunView};
 use crate::state::{AppState, StartRun};
 use crate::tokens::{self, AuthError};
@@ -139,7 +139,7 @@ impl ServerRuns {
     /// An API error as the assistant sees it: another owner's run is reported as absent.
     fn message(&self, error: ApiError, run_id: Option<&str>) -> String {
         match (error.class, run_id) {
-            ("not_owner" | "not_found", Some(id)) => format!("no run `{id}`"),
+            (ErrorClass::NotOwner | ErrorClass::NotFound, Some(id)) => format!("no run `{id}`"),
             _ => error.message,
         }
     }

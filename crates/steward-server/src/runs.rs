@@ -10,7 +10,7 @@ use steward_core::approval::ApprovalScope;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, Event};
 use steward_store::{ApprovalDecisionRecord, RunRecord, new_id};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorClass};
 use crate::live::{Broadcast, DecideError, Decision, ElicitError, ElicitationAction, WebApprover};
 use crate::state::{AppState, StartRun};
 
@@ -52,7 +52,7 @@ pub struct RunView {
     /// The task (redacted), also while queued.
     pub task: String,
     /// The stored record (null while queued).
-    #[schema(value_type = Option<crate::openapi::RunRecordDoc>, required = true)]
+    #[schema(required = true)]
     pub record: Option<RunRecord>,
 }
 
@@ -233,10 +233,10 @@ pub async fn cancel(state: &AppState, owner_id: &str, id: &str) -> Result<RunVie
             Ok(view)
         }
         None if view.status == "running" => Err(ApiError::conflict(
-            "not_pending",
+            ErrorClass::NotPending,
             "this run executes in another process (a terminal, or another node): cancel it there",
         )),
-        None => Err(ApiError::conflict("not_pending", format!("the run has already ended ({})", view.status))),
+        None => Err(ApiError::conflict(ErrorClass::NotPending, format!("the run has already ended ({})", view.status))),
     }
 }
 
@@ -248,7 +248,10 @@ pub async fn decide(state: &AppState, owner_id: &str, approval_id: &str, decisio
         Ok(()) => return Ok(()),
         Err(DecideError::NotOwner) => return Err(ApiError::not_owner("this approval")),
         Err(DecideError::Expired) => {
-            return Err(ApiError::conflict("expired", "the approval has expired; it can no longer be approved"));
+            return Err(ApiError::conflict(
+                ErrorClass::Expired,
+                "the approval has expired; it can no longer be approved",
+            ));
         }
         Err(DecideError::NotPending(decision)) => decision,
     };
@@ -261,7 +264,7 @@ pub async fn decide(state: &AppState, owner_id: &str, approval_id: &str, decisio
     let now = chrono::Utc::now();
     match approval.status {
         ApprovalStatus::Pending if approval.expires_at <= now => {
-            Err(ApiError::conflict("expired", "the approval has expired; it can no longer be approved"))
+            Err(ApiError::conflict(ErrorClass::Expired, "the approval has expired; it can no longer be approved"))
         }
         ApprovalStatus::Pending
             if run.status == steward_store::RunStatus::Running && state.live.get(&run.id).is_none() =>
@@ -282,12 +285,14 @@ pub async fn decide(state: &AppState, owner_id: &str, approval_id: &str, decisio
             if state.runtime.store.insert_approval_decision(&record).await.map_err(ApiError::storage)? {
                 Ok(())
             } else {
-                Err(ApiError::conflict("not_pending", "the approval has already been decided"))
+                Err(ApiError::conflict(ErrorClass::NotPending, "the approval has already been decided"))
             }
         }
-        ApprovalStatus::Pending => Err(ApiError::conflict("expired", "the run waiting on this approval has ended")),
-        ApprovalStatus::Expired => Err(ApiError::conflict("expired", "the approval has expired")),
-        s => Err(ApiError::conflict("not_pending", format!("the approval is already {}", s.as_str()))),
+        ApprovalStatus::Pending => {
+            Err(ApiError::conflict(ErrorClass::Expired, "the run waiting on this approval has ended"))
+        }
+        ApprovalStatus::Expired => Err(ApiError::conflict(ErrorClass::Expired, "the approval has expired")),
+        s => Err(ApiError::conflict(ErrorClass::NotPending, format!("the approval is already {}", s.as_str()))),
     }
 }
 
@@ -305,7 +310,7 @@ pub fn answer_elicitation(
     state.live.answer_elicitation(id, owner_id, action).map_err(|e| match e {
         ElicitError::NotOwner => ApiError::not_owner("this request for input"),
         ElicitError::Expired => {
-            ApiError::conflict("expired", "the request for input has expired; the server was told `cancel`")
+            ApiError::conflict(ErrorClass::Expired, "the request for input has expired; the server was told `cancel`")
         }
         ElicitError::NotPending => ApiError::not_found(format!(
             "no request for input `{id}` is waiting here (it was answered, it expired, or its run has ended)"

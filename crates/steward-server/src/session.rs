@@ -18,7 +18,7 @@ use axum_extra::extract::cookie::{Cookie, Key, SameSite, SignedCookieJar};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorClass};
 use crate::state::AppState;
 
 /// Name of the owner cookie.
@@ -198,7 +198,7 @@ fn has_bearer(headers: &axum::http::HeaderMap) -> bool {
 fn bearer_refused() -> Response {
     let error = ApiError {
         status: axum::http::StatusCode::UNAUTHORIZED,
-        class: "unauthorized",
+        class: ErrorClass::Unauthorized,
         message: "bearer tokens are accepted only on /mcp and the work ledger's routes (/api/ledger/…); \
                   this endpoint is for the browser session (its owner cookie)"
             .into(),

@@ -64,7 +64,7 @@ pub fn open_stream(state: &AppState) -> Result<StreamSlot, crate::error::ApiErro
     if before >= MAX_OPEN_STREAMS {
         return Err(crate::error::ApiError {
             status: axum::http::StatusCode::TOO_MANY_REQUESTS,
-            class: "busy",
+            class: crate::error::ErrorClass::Busy,
             message: format!("{MAX_OPEN_STREAMS} event streams are open; close one and try again"),
         });
     }

@@ -6,6 +6,7 @@ use steward_protocol::{ErrorClass, StopReason, Timestamp};
 
 /// The state of a run. Wire names are snake_case (`running`, `completed`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// A process is executing it (see [`RunRecord::pid`]).
@@ -58,6 +59,7 @@ impl std::fmt::Display for RunStatus {
 
 /// One run as persisted: what was asked, by whom, with which planner, and how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RunRecord {
     /// `run_…` (see [`crate::new_id`]).
     pub id: String,
@@ -76,16 +78,22 @@ pub struct RunRecord {
     /// Current status.
     pub status: RunStatus,
     /// Why it stopped, once it has.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub stop_reason: Option<StopReason>,
     /// The final answer, redacted.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub final_text: Option<String>,
     /// Error class of a failed run.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub error_class: Option<ErrorClass>,
     /// Redacted error message of a failed run.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub error: Option<String>,
     /// When it started (UTC; stored with nanosecond precision).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: Timestamp,
     /// When it ended.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime, required = true))]
     pub finished_at: Option<Timestamp>,
     /// Planner rounds so far.
     pub rounds: u32,
@@ -261,6 +269,7 @@ impl RollbackRecord {
 
 /// A fact an owner asked to remember (SPEC A5). Shown to the model of every run of that owner.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FactRecord {
     /// `fct_…` (see [`crate::new_id`]).
     pub id: String,
@@ -270,6 +279,7 @@ pub struct FactRecord {
     pub text: String,
     /// When it was remembered (UTC; stored with nanosecond precision). Facts are listed in
     /// this order.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: Timestamp,
 }
 

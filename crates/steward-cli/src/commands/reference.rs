@@ -1,5 +1,6 @@
-//! Reference pages generated from the code, kept under `docs/reference/` (a test fails when a
-//! committed page differs from what the code generates; `scripts/reference.sh` rewrites them).
+//! Reference pages generated from the code, kept under `docs/reference/` and `docs/openapi.json`
+//! (a test fails when a committed page differs from what the code generates;
+//! `scripts/reference.sh` rewrites them).
 
 use clap::CommandFactory;
 
@@ -10,6 +11,9 @@ pub enum Page {
     Cli,
     /// Every JSON event and its fields, from the protocol types (`docs/reference/events.md`).
     Events,
+    /// The OpenAPI document of `steward serve`'s JSON API, from its routes and types
+    /// (`docs/openapi.json`).
+    Openapi,
 }
 
 /// Prints `page` on stdout; exit code 0.
@@ -17,6 +21,7 @@ pub fn print<C: CommandFactory>(page: Page) -> anyhow::Result<u8> {
     let text = match page {
         Page::Cli => cli::<C>(),
         Page::Events => steward_protocol::reference::events_markdown(),
+        Page::Openapi => steward_server::openapi::document_json(),
     };
     print!("{text}");
     Ok(0)

@@ -11,6 +11,7 @@ use super::{Prepared, RunOptions};
 
 /// A provider as a start page shows it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProviderStatus {
     /// Provider name.
     pub name: String,

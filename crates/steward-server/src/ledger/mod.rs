@@ -24,7 +24,6 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use chrono::Utc;
 use minijinja::context;
@@ -47,9 +46,11 @@ use steward_store::ledger::{
 use tower::ServiceExt;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{IntoParams, Modify, OpenApi, ToSchema};
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use crate::api::{ApiJson, ApiPath, ApiQuery};
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, ErrorBody, ErrorClass};
 use crate::pages::{error_page, form_post, render};
 use crate::session::Session;
 use crate::state::AppState;
@@ -140,7 +141,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Principal {
             Some(session) => Ok(Principal::Owner(session.clone())),
             None => Err(ApiError {
                 status: StatusCode::INTERNAL_SERVER_ERROR,
-                class: "internal",
+                class: ErrorClass::Internal,
                 message: "the request has neither a session nor a token".into(),
             }),
         }
@@ -149,12 +150,12 @@ impl<S: Send + Sync> FromRequestParts<S> for Principal {
 
 /// 403 `forbidden`: the caller is who it says, but may not do this.
 fn forbidden(message: String) -> ApiError {
-    ApiError { status: StatusCode::FORBIDDEN, class: "forbidden", message }
+    ApiError { status: StatusCode::FORBIDDEN, class: ErrorClass::Forbidden, message }
 }
 
 /// 409 `conflict`.
 fn conflict(message: String) -> ApiError {
-    ApiError { status: StatusCode::CONFLICT, class: "conflict", message }
+    ApiError { status: StatusCode::CONFLICT, class: ErrorClass::Conflict, message }
 }
 
 impl From<LedgerError> for ApiError {
@@ -172,7 +173,7 @@ impl From<LedgerError> for ApiError {
 
 /// 500 `internal`.
 fn internal(message: String) -> ApiError {
-    ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, class: "internal", message }
+    ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, class: ErrorClass::Internal, message }
 }
 
 /// 401 `unauthorized` with `WWW-Authenticate: Bearer`.
@@ -182,7 +183,7 @@ fn unauthorized(error: AuthError) -> Response {
         AuthError::Missing => "this endpoint needs `Authorization: Bearer <token>`",
         _ => "unknown bearer token",
     };
-    let body = ApiError { status: StatusCode::UNAUTHORIZED, class: "unauthorized", message: message.into() };
+    let body = ApiError { status: StatusCode::UNAUTHORIZED, class: ErrorClass::Unauthorized, message: message.into() };
     let mut response = body.into_response();
     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(r#"Bearer realm="steward""#));
     response
@@ -192,7 +193,7 @@ fn unauthorized(error: AuthError) -> Response {
 fn ledger(state: &AppState) -> Result<&dyn LedgerStore, ApiError> {
     state.runtime.store.ledger().ok_or_else(|| ApiError {
         status: StatusCode::INTERNAL_SERVER_ERROR,
-        class: "internal",
+        class: ErrorClass::Internal,
         message: "this server's store keeps no work ledger".into(),
     })
 }
@@ -204,7 +205,6 @@ fn ledger(state: &AppState) -> Result<&dyn LedgerStore, ApiError> {
 #[derive(Debug, serde::Serialize, ToSchema)]
 pub struct WorkRequestList {
     /// At most 200.
-    #[schema(value_type = Vec<WorkRequestDoc>)]
     pub requests: Vec<WorkRequest>,
 }
 
@@ -229,10 +229,10 @@ pub struct CandidateQuery {
     post,
     path = "/api/ledger/requests",
     tag = "ledger",
-    request_body = NewWorkRequestDoc,
+    request_body = NewWorkRequest,
     security(("owner_cookie" = [], "csrf_token" = []), ("bearer_token" = ["submit"])),
     responses(
-        (status = 201, description = "Filed", body = WorkRequestDoc),
+        (status = 201, description = "Filed", body = WorkRequest),
         (status = 400, body = ErrorBody, description = "`invalid`: a bad repository name, PR number or text, an \
             unknown field, or a body that does not fit"),
         (status = 401, description = "`unauthorized`: an unknown or revoked bearer token", body = ErrorBody),
@@ -294,7 +294,7 @@ pub async fn list_requests(
     params(("id" = String, Path, description = "Work request id (`wrq_…`)")),
     security((), ("owner_cookie" = []), ("bearer_token" = ["read"])),
     responses(
-        (status = 200, description = "The work request", body = WorkRequestDoc),
+        (status = 200, description = "The work request", body = WorkRequest),
         (status = 401, description = "`unauthorized`: an unknown or revoked bearer token", body = ErrorBody),
         (status = 403, description = "`not_owner`: another owner's request; `forbidden`: a token without `read` or \
             `submit`", body = ErrorBody),
@@ -329,10 +329,10 @@ async fn owned_request(ledger: &dyn LedgerStore, owner_id: &str, id: &str) -> Re
     path = "/api/ledger/requests/{id}/approve",
     tag = "ledger",
     params(("id" = String, Path, description = "Work request id (`wrq_…`)")),
-    request_body = ApproveWorkRequestDoc,
+    request_body = ApproveWorkRequest,
     security(("owner_cookie" = [], "csrf_token" = [])),
     responses(
-        (status = 200, description = "Approved", body = WorkApprovalDoc),
+        (status = 200, description = "Approved", body = WorkApproval),
         (status = 400, body = ErrorBody, description = "`invalid`: a bad head SHA or lifetime, an unknown field, or \
             a body that does not fit"),
         (status = 401, description = "`unauthorized`: an unknown or revoked bearer token", body = ErrorBody),
@@ -366,7 +366,7 @@ pub async fn approve(
     params(("id" = String, Path, description = "Work request id (`wrq_…`)")),
     security(("owner_cookie" = [], "csrf_token" = [])),
     responses(
-        (status = 200, description = "Revoked: the request with its new epoch", body = WorkRequestDoc),
+        (status = 200, description = "Revoked: the request with its new epoch", body = WorkRequest),
         (status = 401, description = "`unauthorized`: an unknown or revoked bearer token", body = ErrorBody),
         (status = 403, description = "`csrf`; `not_owner`: another owner's request; `forbidden`: a bearer token",
             body = ErrorBody),
@@ -394,7 +394,7 @@ pub async fn revoke(
     params(CandidateQuery),
     security(("bearer_token" = ["hub"])),
     responses(
-        (status = 200, description = "One page; complete once `next_cursor` is null", body = CandidatePageDoc),
+        (status = 200, description = "One page; complete once `next_cursor` is null", body = CandidatePage),
         (status = 400, description = "`invalid`: a bad cursor or limit, or an unknown parameter", body = ErrorBody),
         (status = 401, description = "`unauthorized`: no, an unknown or a revoked bearer token", body = ErrorBody),
         (status = 403, description = "`forbidden`: a token without the `hub` scope; `csrf`: an `Origin` naming \
@@ -448,10 +448,10 @@ pub async fn candidates(
     post,
     path = "/api/ledger/claims",
     tag = "ledger",
-    request_body = ClaimRequestDoc,
+    request_body = ClaimRequest,
     security(("bearer_token" = ["hub"])),
     responses(
-        (status = 200, description = "The decision", body = ClaimResponseDoc),
+        (status = 200, description = "The decision", body = ClaimResponse),
         (status = 400, body = ErrorBody, description = "`invalid`: a bad hub or attempt id, an unknown field, or a \
             body that does not fit"),
         (status = 401, description = "`unauthorized`: no, an unknown or a revoked bearer token", body = ErrorBody),
@@ -523,10 +523,10 @@ pub async fn claim(
     path = "/api/ledger/authorities/{id}/result",
     tag = "ledger",
     params(("id" = String, Path, description = "Authority id (`ath_…`)")),
-    request_body = ResultReportDoc,
+    request_body = ResultReport,
     security(("bearer_token" = ["hub"])),
     responses(
-        (status = 200, description = "Recorded, or a duplicate of the recorded result", body = ResultAckDoc),
+        (status = 200, description = "Recorded, or a duplicate of the recorded result", body = ResultAck),
         (status = 400, body = ErrorBody, description = "`invalid`: an unknown field, or a body that does not fit"),
         (status = 401, description = "`unauthorized`: no, an unknown or a revoked bearer token", body = ErrorBody),
         (status = 403, description = "`forbidden`: a token without the `hub` scope, or another token than the one \
@@ -585,18 +585,25 @@ pub struct TokenRoutes {
 impl TokenRoutes {
     /// The routes of `/api/ledger/…` for calls with a bearer token.
     pub fn new(state: AppState) -> Self {
-        let router = Router::new()
-            .route("/api/ledger/requests", get(list_requests).post(create_request).layer(body_limit()))
-            .route("/api/ledger/requests/{id}", get(get_request))
-            .route("/api/ledger/requests/{id}/approve", post(approve).layer(body_limit()))
-            .route("/api/ledger/requests/{id}/revoke", post(revoke).layer(body_limit()))
-            .route("/api/ledger/candidates", get(candidates))
-            .route("/api/ledger/claims", post(claim).layer(body_limit()))
-            .route("/api/ledger/authorities/{id}/result", post(report_result).layer(result_body_limit()))
-            .fallback(|| async { ApiError::not_found("no such ledger endpoint") })
-            .with_state(state.clone());
+        let (router, _) = routes().split_for_parts();
+        let router =
+            router.fallback(|| async { ApiError::not_found("no such ledger endpoint") }).with_state(state.clone());
         TokenRoutes { state, router }
     }
+}
+
+/// The ledger's JSON API (`/api/ledger/…`) with its part of the OpenAPI document: each route
+/// is registered with the `#[utoipa::path]` of its handler, so the document names exactly the
+/// routes served. Both the owner's router and [`TokenRoutes`] serve these.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(LedgerApi::openapi())
+        .routes(routes!(list_requests, create_request).layer(body_limit()))
+        .routes(routes!(get_request))
+        .routes(routes!(approve).layer(body_limit()))
+        .routes(routes!(revoke).layer(body_limit()))
+        .routes(routes!(candidates))
+        .routes(routes!(claim).layer(body_limit()))
+        .routes(routes!(report_result).layer(result_body_limit()))
 }
 
 /// The body limit of ledger requests ([`MAX_BODY`]).

@@ -1,0 +1,137 @@
+//! The side-by-side view of two runs of one task.
+
+use super::*;
+
+/// Query of the side-by-side view: the two runs to show.
+#[derive(Deserialize)]
+pub struct CompareQuery {
+    a: Option<String>,
+    b: Option<String>,
+}
+
+/// One column of the side-by-side view.
+#[derive(Serialize)]
+struct CompareColumn {
+    id: String,
+    label: String,
+    status: String,
+    ended: bool,
+    last_seq: u64,
+    calls: usize,
+    refused: usize,
+    tokens: u64,
+    #[serde(rename = "final")]
+    final_text: String,
+}
+
+/// Counts of one run's events for the side-by-side view (the same rules as `app.js`).
+fn column(view: &runs::RunView, events: &[Event]) -> CompareColumn {
+    let (_, calls, final_text) = replay(events);
+    let refused = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::ToolDenied { .. }
+                    | EventKind::ToolRejected { .. }
+                    | EventKind::ToolApprovalExpired { .. }
+                    | EventKind::ToolCallRepeated { answered_from_record: false, .. }
+            )
+        })
+        .count();
+    let tokens = events
+        .iter()
+        .map(|e| match &e.kind {
+            EventKind::StageCompleted { usage, .. } => usage.input_tokens + usage.output_tokens,
+            _ => 0,
+        })
+        .sum();
+    let label = match &view.record {
+        Some(r) if r.planner == "classic" => "Classic planner".to_string(),
+        Some(r) => format!("Model planner ({}/{})", r.provider, r.model),
+        None => "Queued".to_string(),
+    };
+    CompareColumn {
+        id: view.id.clone(),
+        label,
+        status: view.status.clone(),
+        ended: !matches!(view.status.as_str(), "queued" | "running"),
+        last_seq: events.last().map(|e| e.seq).unwrap_or(0),
+        calls: calls.len(),
+        refused,
+        tokens,
+        final_text,
+    }
+}
+
+/// `GET /compare`: the form, or with `?a=RUN&b=RUN` the two runs side by side (SPEC A4).
+pub async fn compare_page(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Query(query): Query<CompareQuery>,
+) -> Response {
+    let mut columns = Vec::new();
+    let mut task = String::new();
+    for id in [query.a, query.b].into_iter().flatten() {
+        match runs::trace(&state, &session.owner_id, &id).await {
+            Ok((view, events, _)) => {
+                if let Some(r) = &view.record {
+                    task = r.task.clone();
+                }
+                columns.push(column(&view, &events));
+            }
+            Err(e) => return error_page(&session, &e),
+        }
+    }
+    let providers = if columns.is_empty() { state.launcher.providers().await } else { Vec::new() };
+    let default_workspace = state.options.workspaces.first().map(|w| w.display().to_string()).unwrap_or_default();
+    render(
+        StatusCode::OK,
+        "compare.html",
+        context! { csrf => &session.csrf, owner => &session.owner_id, runs => ser(&columns), task => task,
+        providers => ser(&providers), default_workspace => default_workspace },
+    )
+}
+
+/// The side-by-side form.
+#[derive(Deserialize)]
+pub struct CompareForm {
+    csrf: String,
+    task: String,
+    #[serde(default)]
+    workspace: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+}
+
+/// `POST /compare` (form): starts the task with the classic and with the model planner.
+pub async fn compare(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Form(form): Form<CompareForm>,
+) -> Response {
+    let csrf = form.csrf.clone();
+    let act = async {
+        let classic = StartRun {
+            task: form.task.clone(),
+            workspace: non_empty(form.workspace.clone()),
+            planner: Some("classic".into()),
+            ..StartRun::default()
+        };
+        let model = StartRun {
+            task: form.task,
+            workspace: non_empty(form.workspace),
+            planner: Some("model".into()),
+            provider: non_empty(form.provider),
+            model: non_empty(form.model),
+            mode: None,
+        };
+        // Prepare the model run first: a missing provider is refused before anything starts.
+        let b = runs::start(&state, &session.owner_id, model).await?;
+        let a = runs::start(&state, &session.owner_id, classic).await?;
+        Ok(format!("/compare?a={}&b={}", a.id, b.id))
+    };
+    form_post(&state, &session, &csrf, act).await
+}
