@@ -1,7 +1,7 @@
 //! The OpenAPI 3.1 document of the JSON API (`/api/…`), generated from the handlers'
 //! `#[utoipa::path]` annotations and the request and response types themselves (records of
 //! other crates derive their schemas behind those crates' `openapi` features). Every `/api`
-//! route is registered by [`routes`], which documents it as it routes it, so the document
+//! route is registered by [`routes()`], which documents it as it routes it, so the document
 //! names exactly the operations served. It is served at `GET /api/openapi.json` and committed
 //! as `docs/openapi.json` (printed by `steward reference openapi`, written by `scripts/reference.sh`);
 //! a test keeps the two equal.
