@@ -226,10 +226,10 @@ pub fn lease_timing() -> Result<LeaseTiming> {
     Ok(timing)
 }
 
-/// Starts keeping the leases of the runs this process executes and recovering the runs of
-/// stopped nodes (see `steward_core::recovery::keep_leases`) until `stop` is cancelled. Every
-/// process that executes runs on a shared database calls it; on SQLite it does nothing useful.
-pub fn spawn_lease_keeper(store: Arc<dyn Store>, stop: CancellationToken) -> Result<()> {
+/// Starts keeping the leases of the runs `runtime` executes and recovering the runs of stopped
+/// nodes (see `steward_core::recovery::keep_leases`) until `stop` is cancelled. Every process
+/// that executes runs on a shared database calls it; on SQLite it does nothing useful.
+pub fn spawn_lease_keeper(runtime: &Runtime, stop: CancellationToken) -> Result<()> {
     let timing = lease_timing()?;
     let report = |recovered: &steward_core::recovery::Recovered| {
         for run in &recovered.runs {
@@ -241,7 +241,14 @@ pub fn spawn_lease_keeper(store: Arc<dyn Store>, stop: CancellationToken) -> Res
             eprintln!("steward: tool call {call} of run {run} has an unknown outcome (recorded in the audit log)");
         }
     };
-    tokio::spawn(steward_core::recovery::keep_leases(store, std::process::id(), timing, report, stop));
+    tokio::spawn(steward_core::recovery::keep_leases(
+        runtime.store.clone(),
+        runtime.executing.clone(),
+        std::process::id(),
+        timing,
+        report,
+        stop,
+    ));
     Ok(())
 }
 

@@ -40,6 +40,12 @@ pub struct Runtime {
     pub outputs_dir: PathBuf,
     /// Where rollback snapshots are kept (`$STEWARD_HOME/snapshots`, owner-only).
     pub snapshots_dir: PathBuf,
+    /// The runs this process executes, shared with the lease keeper
+    /// ([`crate::recovery::keep_leases`]) and the front ends that cancel or list them.
+    pub executing: Arc<crate::recovery::ExecutingRuns>,
+    /// The time approvals, elicitations and grants are judged by: when a request was made,
+    /// whether it expired, whether a grant still holds.
+    pub clock: Arc<dyn crate::clock::Clock>,
 }
 
 /// One task to run.
@@ -118,9 +124,9 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
     let workspace =
         Workspace::open(&req.workspace, &req.config.policy.deny_path).map_err(|e| RunError::Config(e.to_string()))?;
     let workspace = Arc::new(workspace);
-    let chains = Chains::new(&req.config.chains, &req.tools).map_err(RunError::Config)?;
+    let chains = Chains::new(&req.config.chains, &req.tools).map_err(|e| RunError::Config(e.to_string()))?;
     if let Some(plan) = &req.roles {
-        plan.check().map_err(RunError::Config)?;
+        plan.check().map_err(|e| RunError::Config(e.to_string()))?;
     }
     let limits = req.config.limits.clone();
     let started = Instant::now();
@@ -155,7 +161,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
     rt.store.insert_run(&run).await?;
     // While it runs, the lease keeper of a shared database cancels the run as soon as another
     // node has taken it over (see `recovery::keep_leases`).
-    let executing = crate::recovery::executing(&run.id, cancel.clone());
+    let executing = rt.executing.register(&run.id, cancel.clone());
     let events = EventEmitter::new(&run.id, rt.store.clone(), req.observer.clone(), rt.redactor.clone());
     events
         .emit(EventKind::RunStarted {
@@ -209,7 +215,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
         approvals: Approvals {
             key: &rt.approval_key,
             approver: &req.approver,
-            clock: &crate::clock::SystemClock,
+            clock: rt.clock.as_ref(),
             ttl: chrono::Duration::seconds(ttl_seconds.min(TEN_YEARS_S) as i64),
             grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),
         },

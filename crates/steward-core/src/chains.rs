@@ -41,6 +41,25 @@ pub enum ChainPlan {
     Refuse(&'static str, String),
 }
 
+/// Why the configured chains cannot be used ([`Chains::new`]); names the chain.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    /// The chain lists no tools.
+    #[error("tool_call_chain `{0}` has no tools")]
+    NoTools(String),
+    /// A tool or an earlier chain has the chain's name.
+    #[error("tool_call_chain `{0}`: the name is already taken by a tool or chain")]
+    NameTaken(String),
+    /// The chain names a tool the registry lacks.
+    #[error("tool_call_chain `{chain}` names `{tool}`, which is not a tool")]
+    UnknownTool {
+        /// The chain.
+        chain: String,
+        /// The name that is not a tool.
+        tool: String,
+    },
+}
+
 /// The configured toolchains, checked against the registry.
 #[derive(Debug, Clone, Default)]
 pub struct Chains {
@@ -50,17 +69,17 @@ pub struct Chains {
 impl Chains {
     /// Checks the chains: at least one tool each, every tool registered, no chain named like a
     /// tool or another chain. Errors name the chain.
-    pub fn new(chains: &[ChainConfig], registry: &ToolRegistry) -> Result<Chains, String> {
+    pub fn new(chains: &[ChainConfig], registry: &ToolRegistry) -> Result<Chains, ChainError> {
         let mut seen = std::collections::BTreeSet::new();
         for chain in chains {
             if chain.tools.is_empty() {
-                return Err(format!("tool_call_chain `{}` has no tools", chain.name));
+                return Err(ChainError::NoTools(chain.name.clone()));
             }
             if registry.get(&chain.name).is_some() || !seen.insert(chain.name.clone()) {
-                return Err(format!("tool_call_chain `{}`: the name is already taken by a tool or chain", chain.name));
+                return Err(ChainError::NameTaken(chain.name.clone()));
             }
             if let Some(missing) = chain.tools.iter().find(|t| registry.get(t).is_none()) {
-                return Err(format!("tool_call_chain `{}` names `{missing}`, which is not a tool", chain.name));
+                return Err(ChainError::UnknownTool { chain: chain.name.clone(), tool: missing.clone() });
             }
         }
         Ok(Chains { chains: chains.to_vec() })

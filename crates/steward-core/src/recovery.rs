@@ -8,60 +8,93 @@
 //! database ([`keep_leases`], [`recover_expired_leases`]).
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use steward_protocol::{ApprovalStatus, AuditEntry, AuditOutcome};
 use steward_store::{RunStatus, Store, StoreError};
 use tokio_util::sync::CancellationToken;
 
-/// The runs this process executes (run id → the token that cancels the run), for
-/// [`keep_leases`] to stop those another node has taken over.
-static EXECUTING: Mutex<BTreeMap<String, CancellationToken>> = Mutex::new(BTreeMap::new());
+/// The runs this process executes (run id → the token that cancels the run). One is made
+/// with the process's [`crate::Runtime`] ([`crate::Runtime::new`]) and shared by everything
+/// that needs it: the agent loop registers each run it executes ([`ExecutingRuns::register`]),
+/// [`keep_leases`] cancels those another node has taken over, and a front end can ask which
+/// runs execute here ([`ExecutingRuns::ids`]) or cancel one ([`ExecutingRuns::cancel`]).
+#[derive(Debug, Default)]
+pub struct ExecutingRuns {
+    runs: Mutex<BTreeMap<String, CancellationToken>>,
+}
 
-/// Registers run `run_id`, executed by this process, until the returned guard is dropped:
-/// [`keep_leases`] cancels `cancel` should another node take the run over. Register only once
-/// the run is stored as `running`.
-pub fn executing(run_id: &str, cancel: CancellationToken) -> Executing {
-    if let Ok(mut runs) = EXECUTING.lock() {
-        runs.insert(run_id.to_string(), cancel);
+impl ExecutingRuns {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
     }
-    Executing { run_id: run_id.to_string() }
-}
 
-/// A run registered by [`executing`]; dropping it ends the registration.
-#[derive(Debug)]
-pub struct Executing {
-    run_id: String,
-}
+    /// The map, also after a thread panicked while holding it (an insert or a removal cannot
+    /// leave it half-changed).
+    fn runs(&self) -> MutexGuard<'_, BTreeMap<String, CancellationToken>> {
+        self.runs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 
-impl Drop for Executing {
-    fn drop(&mut self) {
-        if let Ok(mut runs) = EXECUTING.lock() {
-            runs.remove(&self.run_id);
+    /// Registers run `run_id`, executed by this process, until the returned guard is dropped:
+    /// [`keep_leases`] cancels `cancel` should another node take the run over. Register only
+    /// once the run is stored as `running`.
+    pub fn register(self: &Arc<Self>, run_id: &str, cancel: CancellationToken) -> Executing {
+        self.runs().insert(run_id.to_string(), cancel);
+        Executing { registry: self.clone(), run_id: run_id.to_string() }
+    }
+
+    /// The ids of the runs registered now, in order.
+    pub fn ids(&self) -> Vec<String> {
+        self.runs().keys().cloned().collect()
+    }
+
+    /// True when run `run_id` is registered (executes in this process).
+    pub fn contains(&self, run_id: &str) -> bool {
+        self.runs().contains_key(run_id)
+    }
+
+    /// Cancels run `run_id` when it executes here; false when it is not registered.
+    pub fn cancel(&self, run_id: &str) -> bool {
+        match self.runs().get(run_id) {
+            Some(cancel) => {
+                cancel.cancel();
+                true
+            }
+            None => false,
         }
     }
-}
 
-/// Cancels the registered runs of this process that `store` says it must no longer execute
-/// ([`Store::lost_runs`]: recovered by, or leased to, another node); returns their ids.
-pub async fn cancel_lost_runs(store: &dyn Store) -> Result<Vec<String>, StoreError> {
-    let ids: Vec<String> = match EXECUTING.lock() {
-        Ok(runs) => runs.keys().cloned().collect(),
-        Err(_) => return Ok(Vec::new()),
-    };
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let lost = store.lost_runs(&ids).await?;
-    if let Ok(runs) = EXECUTING.lock() {
+    /// Cancels the registered runs that `store` says this process must no longer execute
+    /// ([`Store::lost_runs`]: recovered by, or leased to, another node); returns their ids.
+    pub async fn cancel_lost(&self, store: &dyn Store) -> Result<Vec<String>, StoreError> {
+        let ids = self.ids();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lost = store.lost_runs(&ids).await?;
+        let runs = self.runs();
         for id in &lost {
             if let Some(cancel) = runs.get(id) {
                 cancel.cancel();
             }
         }
+        Ok(lost)
     }
-    Ok(lost)
+}
+
+/// A run registered by [`ExecutingRuns::register`]; dropping it ends the registration.
+#[derive(Debug)]
+pub struct Executing {
+    registry: Arc<ExecutingRuns>,
+    run_id: String,
+}
+
+impl Drop for Executing {
+    fn drop(&mut self) {
+        self.registry.runs().remove(&self.run_id);
+    }
 }
 
 /// What recovery changed.
@@ -136,12 +169,13 @@ impl Default for LeaseTiming {
 }
 
 /// Until `stop` is cancelled: every `timing.renew_every`, renews the leases of the runs
-/// process `pid` executes, cancels those of its runs that another node has taken over
-/// ([`cancel_lost_runs`]), then recovers the runs of other nodes whose lease expired, handing
+/// process `pid` executes, cancels those of `executing` that another node has taken over
+/// ([`ExecutingRuns::cancel_lost`]), then recovers the runs of other nodes whose lease expired, handing
 /// what it recovered to `report`. Failures are logged and retried at the next tick. Does
 /// nothing useful on a store without leases (SQLite), where it only costs a timer.
 pub async fn keep_leases(
-    store: std::sync::Arc<dyn Store>,
+    store: Arc<dyn Store>,
+    executing: Arc<ExecutingRuns>,
     pid: u32,
     timing: LeaseTiming,
     report: impl Fn(&Recovered) + Send,
@@ -153,7 +187,7 @@ pub async fn keep_leases(
         }
         // A run whose lease was not renewed because another node took it over (this process
         // was paused or cut off past the TTL) stops at once: the other node has recovered it.
-        match cancel_lost_runs(store.as_ref()).await {
+        match executing.cancel_lost(store.as_ref()).await {
             Ok(lost) => {
                 for run in lost {
                     tracing::warn!(run = %run, "another node took this run over; it is cancelled here");
@@ -219,4 +253,36 @@ async fn recover_run(
         recovered.runs.push(run.id);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_registered_until_its_guard_is_dropped() {
+        let executing = Arc::new(ExecutingRuns::new());
+        let cancel = CancellationToken::new();
+        let guard = executing.register("run_a", cancel.clone());
+        assert_eq!(executing.ids(), vec!["run_a".to_string()]);
+        assert!(executing.contains("run_a"));
+        assert!(!executing.cancel("run_b"), "not registered");
+        assert!(!cancel.is_cancelled());
+        assert!(executing.cancel("run_a"));
+        assert!(cancel.is_cancelled());
+        drop(guard);
+        assert!(executing.ids().is_empty());
+        assert!(!executing.contains("run_a"));
+    }
+
+    #[test]
+    fn two_registries_know_only_their_own_runs() {
+        let first = Arc::new(ExecutingRuns::new());
+        let second = Arc::new(ExecutingRuns::new());
+        let _a = first.register("run_a", CancellationToken::new());
+        let _b = second.register("run_b", CancellationToken::new());
+        assert_eq!(first.ids(), vec!["run_a".to_string()]);
+        assert_eq!(second.ids(), vec!["run_b".to_string()]);
+        assert!(!first.cancel("run_b"));
+    }
 }

@@ -121,16 +121,27 @@ impl RolePlan {
     }
 
     /// Checks that every stage after the planner has exactly one assignment.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), RolePlanError> {
         for role in &RoleName::ALL[1..] {
             match self.roles.iter().filter(|a| a.role == *role).count() {
                 1 => {}
-                0 => return Err(format!("the role plan has no `{}`", role.as_str())),
-                _ => return Err(format!("the role plan names `{}` more than once", role.as_str())),
+                0 => return Err(RolePlanError::Missing(role.as_str())),
+                _ => return Err(RolePlanError::Repeated(role.as_str())),
             }
         }
         Ok(())
     }
+}
+
+/// Why a role plan cannot run ([`RolePlan::check`]); names the role.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RolePlanError {
+    /// A stage after the planner has no assignment.
+    #[error("the role plan has no `{0}`")]
+    Missing(&'static str),
+    /// A stage after the planner has more than one assignment.
+    #[error("the role plan names `{0}` more than once")]
+    Repeated(&'static str),
 }
 
 /// Instructions of the drafters.

@@ -130,28 +130,146 @@ impl Snapshots {
     }
 }
 
-/// Applies a compensation inside `workspace`. `Ok(description)` when undone; `Err(reason)`
-/// when it must not or cannot be undone (the file changed since, the place is taken, a path
-/// is no longer inside the workspace).
-pub fn undo(compensation: &Compensation, workspace: &Workspace) -> Result<String, String> {
+/// Why a compensation was not applied ([`undo`]). Each message names the workspace-relative
+/// path it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    /// A path of the compensation is no longer inside the workspace (or is denied).
+    #[error(transparent)]
+    Path(#[from] steward_policy::PathError),
+    /// The file the run wrote is gone.
+    #[error("`{0}` no longer exists")]
+    Gone(String),
+    /// The path the run wrote is no longer a regular file.
+    #[error("`{0}` is no longer a regular file")]
+    NotAFile(String),
+    /// The file changed after the run wrote it: it is left as it is.
+    #[error("`{0}` changed after the run wrote it; it is left as it is")]
+    ChangedSince(String),
+    /// Something is at the place of a deleted file again: it is not overwritten.
+    #[error("`{0}` exists again; it is not overwritten")]
+    TakenAgain(String),
+    /// Something is at the place of a file the patch deleted: the patch is not undone.
+    #[error("`{0}` exists again; the patch is not undone")]
+    PatchTargetTaken(String),
+    /// The snapshot of the content before the change cannot be read.
+    #[error("the snapshot of `{path}` is unreadable: {source}")]
+    SnapshotUnreadable {
+        /// The file the snapshot is of.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file cannot be read to compare its content.
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file's permissions cannot be read.
+    #[error("cannot inspect `{path}`: {source}")]
+    Inspect {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file the run created cannot be removed.
+    #[error("cannot remove `{path}`: {source}")]
+    Remove {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A moved file cannot be linked back to where it was.
+    #[error("cannot move `{to}` back to `{from}`: {source}")]
+    MoveBack {
+        /// Where it was before the move.
+        from: String,
+        /// Where the run moved it.
+        to: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A moved file, linked back, cannot be removed from where the run moved it.
+    #[error("cannot remove `{to}` after moving it back: {source}")]
+    RemoveMoved {
+        /// Where the run moved it.
+        to: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The folder of a deleted file cannot be recreated.
+    #[error("cannot recreate the folder of `{path}`: {source}")]
+    RecreateFolder {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A deleted file cannot be created again.
+    #[error("cannot recreate `{path}`: {source}")]
+    Recreate {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The content of a recreated file cannot be written.
+    #[error("cannot write `{path}`: {source}")]
+    Write {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The permissions of a recreated file cannot be set.
+    #[error("cannot restore the permissions of `{path}`: {source}")]
+    Permissions {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The path has no parent folder to write the restored content in.
+    #[error("`{0}` has no parent folder")]
+    NoParent(String),
+    /// The restored content cannot be written over the file.
+    #[error("cannot restore `{path}`: {source}")]
+    Restore {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Applies a compensation inside `workspace`. `Ok(description)` when undone; `Err` says why
+/// it must not or cannot be undone (the file changed since, the place is taken, a path is no
+/// longer inside the workspace).
+pub fn undo(compensation: &Compensation, workspace: &Workspace) -> Result<String, UndoError> {
     match compensation {
         Compensation::RemoveCreated { path, sha256 } => {
             let target = resolve(workspace, path)?;
             expect_content(&target, path, sha256)?;
-            fs::remove_file(&target).map_err(|e| format!("cannot remove `{path}`: {e}"))?;
+            fs::remove_file(&target).map_err(|source| UndoError::Remove { path: path.clone(), source })?;
             Ok(format!("removed `{path}` (it was created by the run)"))
         }
         Compensation::RestoreEdited { path, snapshot, sha256_after } => {
             let target = resolve(workspace, path)?;
             expect_content(&target, path, sha256_after)?;
-            let before = fs::read(snapshot).map_err(|e| format!("the snapshot of `{path}` is unreadable: {e}"))?;
+            let before =
+                fs::read(snapshot).map_err(|source| UndoError::SnapshotUnreadable { path: path.clone(), source })?;
             write_over(&target, path, &before)?;
             Ok(format!("restored `{path}` to its content before the edit"))
         }
         Compensation::RestoreDeleted { path, snapshot, mode } => {
             let target = resolve(workspace, path)?;
             if fs::symlink_metadata(&target).is_ok() {
-                return Err(format!("`{path}` exists again; it is not overwritten"));
+                return Err(UndoError::TakenAgain(path.clone()));
             }
             recreate(&target, path, snapshot, *mode)?;
             Ok(format!("restored deleted `{path}`"))
@@ -160,8 +278,12 @@ pub fn undo(compensation: &Compensation, workspace: &Workspace) -> Result<String
             let source = resolve(workspace, to)?;
             let back = resolve(workspace, from)?;
             expect_content(&source, to, sha256)?;
-            fs::hard_link(&source, &back).map_err(|e| format!("cannot move `{to}` back to `{from}`: {e}"))?;
-            fs::remove_file(&source).map_err(|e| format!("cannot remove `{to}` after moving it back: {e}"))?;
+            fs::hard_link(&source, &back).map_err(|e| UndoError::MoveBack {
+                from: from.clone(),
+                to: to.clone(),
+                source: e,
+            })?;
+            fs::remove_file(&source).map_err(|e| UndoError::RemoveMoved { to: to.clone(), source: e })?;
             Ok(format!("moved `{to}` back to `{from}`"))
         }
         Compensation::RestorePatch { files } => undo_patch(files, workspace),
@@ -169,14 +291,14 @@ pub fn undo(compensation: &Compensation, workspace: &Workspace) -> Result<String
 }
 
 /// Checks every file of the patch first, then restores each; stops at the first failure.
-fn undo_patch(files: &[PatchedFile], workspace: &Workspace) -> Result<String, String> {
+fn undo_patch(files: &[PatchedFile], workspace: &Workspace) -> Result<String, UndoError> {
     let mut targets = Vec::with_capacity(files.len());
     for file in files {
         let target = resolve(workspace, &file.path)?;
         match &file.sha256_after {
             Some(sha256) => expect_content(&target, &file.path, sha256)?,
             None if fs::symlink_metadata(&target).is_ok() => {
-                return Err(format!("`{}` exists again; the patch is not undone", file.path));
+                return Err(UndoError::PatchTargetTaken(file.path.clone()));
             }
             None => {}
         }
@@ -184,11 +306,13 @@ fn undo_patch(files: &[PatchedFile], workspace: &Workspace) -> Result<String, St
     }
     for (file, target) in files.iter().zip(&targets) {
         match (&file.snapshot, &file.sha256_after) {
-            (None, _) => fs::remove_file(target).map_err(|e| format!("cannot remove `{}`: {e}", file.path))?,
+            (None, _) => {
+                fs::remove_file(target).map_err(|source| UndoError::Remove { path: file.path.clone(), source })?
+            }
             (Some(snapshot), None) => recreate(target, &file.path, snapshot, None)?,
             (Some(snapshot), Some(_)) => {
-                let before =
-                    fs::read(snapshot).map_err(|e| format!("the snapshot of `{}` is unreadable: {e}", file.path))?;
+                let before = fs::read(snapshot)
+                    .map_err(|source| UndoError::SnapshotUnreadable { path: file.path.clone(), source })?;
                 write_over(target, &file.path, &before)?;
             }
         }
@@ -200,42 +324,44 @@ fn undo_patch(files: &[PatchedFile], workspace: &Workspace) -> Result<String, St
 /// Writes `snapshot` to the new file `target` (its folder recreated when missing).
 /// Writes a snapshot back to a path where nothing is, created owner-only and then given
 /// `mode` (0644 when unknown) once the content is in.
-fn recreate(target: &Path, rel: &str, snapshot: &Path, mode: Option<u32>) -> Result<(), String> {
-    let before = fs::read(snapshot).map_err(|e| format!("the snapshot of `{rel}` is unreadable: {e}"))?;
+fn recreate(target: &Path, rel: &str, snapshot: &Path, mode: Option<u32>) -> Result<(), UndoError> {
+    let path = || rel.to_string();
+    let before = fs::read(snapshot).map_err(|source| UndoError::SnapshotUnreadable { path: path(), source })?;
     if let Some(parent) = target.parent() {
-        fs::create_dir_all(parent).map_err(|e| format!("cannot recreate the folder of `{rel}`: {e}"))?;
+        fs::create_dir_all(parent).map_err(|source| UndoError::RecreateFolder { path: path(), source })?;
     }
     let mut file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(target)
-        .map_err(|e| format!("cannot recreate `{rel}`: {e}"))?;
-    file.write_all(&before).map_err(|e| format!("cannot write `{rel}`: {e}"))?;
+        .map_err(|source| UndoError::Recreate { path: path(), source })?;
+    file.write_all(&before).map_err(|source| UndoError::Write { path: path(), source })?;
     use std::os::unix::fs::PermissionsExt;
     file.set_permissions(fs::Permissions::from_mode(mode.unwrap_or(0o644) & 0o7777))
-        .map_err(|e| format!("cannot restore the permissions of `{rel}`: {e}"))
+        .map_err(|source| UndoError::Permissions { path: path(), source })
 }
 
-fn resolve(workspace: &Workspace, rel: &str) -> Result<PathBuf, String> {
-    workspace.resolve(rel, Access::Write).map(|p| p.abs).map_err(|e| e.to_string())
+fn resolve(workspace: &Workspace, rel: &str) -> Result<PathBuf, UndoError> {
+    Ok(workspace.resolve(rel, Access::Write)?.abs)
 }
 
-fn expect_content(abs: &Path, rel: &str, sha256: &str) -> Result<(), String> {
-    let meta = fs::symlink_metadata(abs).map_err(|_| format!("`{rel}` no longer exists"))?;
+fn expect_content(abs: &Path, rel: &str, sha256: &str) -> Result<(), UndoError> {
+    let meta = fs::symlink_metadata(abs).map_err(|_| UndoError::Gone(rel.to_string()))?;
     if !meta.is_file() {
-        return Err(format!("`{rel}` is no longer a regular file"));
+        return Err(UndoError::NotAFile(rel.to_string()));
     }
-    let bytes = fs::read(abs).map_err(|e| format!("cannot read `{rel}`: {e}"))?;
+    let bytes = fs::read(abs).map_err(|source| UndoError::Read { path: rel.to_string(), source })?;
     if sha256_hex(&bytes) != sha256 {
-        return Err(format!("`{rel}` changed after the run wrote it; it is left as it is"));
+        return Err(UndoError::ChangedSince(rel.to_string()));
     }
     Ok(())
 }
 
-fn write_over(abs: &Path, rel: &str, bytes: &[u8]) -> Result<(), String> {
-    let permissions = fs::metadata(abs).map_err(|e| format!("cannot inspect `{rel}`: {e}"))?.permissions();
-    let dir = abs.parent().ok_or_else(|| format!("`{rel}` has no parent folder"))?;
+fn write_over(abs: &Path, rel: &str, bytes: &[u8]) -> Result<(), UndoError> {
+    let permissions =
+        fs::metadata(abs).map_err(|source| UndoError::Inspect { path: rel.to_string(), source })?.permissions();
+    let dir = abs.parent().ok_or_else(|| UndoError::NoParent(rel.to_string()))?;
     let tmp = dir.join(format!(".steward-rollback-{:016x}.tmp", rand::random::<u64>()));
     let result = (|| {
         let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
@@ -247,7 +373,7 @@ fn write_over(abs: &Path, rel: &str, bytes: &[u8]) -> Result<(), String> {
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result.map_err(|e| format!("cannot restore `{rel}`: {e}"))
+    result.map_err(|source| UndoError::Restore { path: rel.to_string(), source })
 }
 
 #[cfg(test)]
@@ -267,7 +393,10 @@ mod tests {
             sha256_after: sha256_hex(b"after edit"),
         };
         std::fs::write(dir.path().join("a.txt"), "someone else's change").unwrap();
-        assert!(undo(&comp, &ws).unwrap_err().contains("changed after"));
+        assert!(
+            matches!(undo(&comp, &ws), Err(UndoError::ChangedSince(path)) if path == "a.txt"),
+            "changed after the run wrote it"
+        );
         std::fs::write(dir.path().join("a.txt"), "after edit").unwrap();
         undo(&comp, &ws).unwrap();
         assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "before edit");

@@ -98,7 +98,7 @@ pub async fn roll_back(
         summary.attempted += 1;
         let outcome = serde_json::from_value::<Compensation>(record.compensation.clone())
             .map_err(|e| format!("unreadable compensation: {e}"))
-            .and_then(|c| undo(&c, &workspace));
+            .and_then(|c| undo(&c, &workspace).map_err(|e| e.to_string()));
         let (status, audit_outcome, detail) = match outcome {
             Ok(done) => (RollbackStatus::Undone, AuditOutcome::Completed, done),
             Err(why) => {

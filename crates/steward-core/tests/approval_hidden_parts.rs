@@ -28,13 +28,7 @@ impl Approver for Recorder {
 async fn asked(content: &str) -> ApprovalRequest {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let scenario = format!(
         "[[round]]\n[[round.tool_call]]\nname = \"create\"\narguments = {{ path = \"deploy.sh\", content = {} }}\n[[round]]\ntext = \"ok\"\n",
         toml::Value::String(content.to_string())

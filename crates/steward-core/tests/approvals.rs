@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
+use steward_core::clock::ManualClock;
 use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::tools::ToolRegistry;
@@ -71,13 +72,7 @@ async fn harness() -> Harness {
     std::fs::create_dir(&ws).unwrap();
     std::fs::write(ws.join("note.txt"), "old\n").unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     Harness { _dir: dir, ws, runtime }
 }
 
@@ -430,14 +425,71 @@ async fn a_workspace_grant_covers_later_runs_until_it_is_revoked() {
 
 #[tokio::test]
 async fn an_expired_grant_no_longer_counts() {
-    let h = harness().await;
+    // The runtime's clock decides when a grant expires: moved on by hand, no waiting.
+    let mut h = harness().await;
+    let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().to_utc();
+    let clock = Arc::new(ManualClock::new(start));
+    h.runtime = h.runtime.clone().with_clock(clock.clone());
     let mut config = Config::default();
-    config.policy.token_ttl_seconds = Some(1);
+    config.policy.token_ttl_seconds = Some(3600);
     let (planner, _) = fake(EDIT_THEN_ANSWER);
     run(&h, planner, Owner::ApprovesForTheWorkspace, config.clone()).await;
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let grant = h.runtime.store.grants("local:alice").await.unwrap().remove(0);
+    assert_eq!(grant.expires_at, start + chrono::Duration::seconds(3600), "made at the runtime clock's time");
+
+    // A second before it expires, the grant still holds: nobody is asked.
+    clock.advance(chrono::Duration::seconds(3599));
+    std::fs::write(h.ws.join("note.txt"), "old\n").unwrap();
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let (_, events) = run(&h, planner, Owner::Rejects, config.clone()).await;
+    assert!(!events.names().contains(&"tool_approval_required"), "{:?}", events.names());
+
+    // At its expiry it no longer counts.
+    clock.advance(chrono::Duration::seconds(1));
     std::fs::write(h.ws.join("note.txt"), "old\n").unwrap();
     let (planner, _) = fake(EDIT_THEN_ANSWER);
     let (_, events) = run(&h, planner, Owner::Rejects, config).await;
     assert!(events.names().contains(&"tool_approval_required"));
+    assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "old\n");
+}
+
+/// Approves, but only once its clock has passed the request's expiry.
+struct ApprovesTooLate(Arc<ManualClock>);
+
+#[async_trait]
+impl Approver for ApprovesTooLate {
+    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+        self.0.set(request.expires_at);
+        ApprovalAnswer::Approve { token: token.into(), decided_by: "local:alice".into(), scope: ApprovalScope::Once }
+    }
+}
+
+#[tokio::test]
+async fn an_answer_arriving_after_the_runtime_clocks_expiry_counts_for_nothing() {
+    let mut h = harness().await;
+    let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().to_utc();
+    let clock = Arc::new(ManualClock::new(start));
+    h.runtime = h.runtime.clone().with_clock(clock.clone());
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let recorder = Arc::new(Recorder::default());
+    let request = RunRequest {
+        task: "change the note".into(),
+        owner_id: "local:alice".into(),
+        workspace: h.ws.clone(),
+        planner,
+        config: Config::default(),
+        tools: ToolRegistry::builtin(),
+        approver: Arc::new(ApprovesTooLate(clock.clone())),
+        observer: recorder.clone(),
+        cancel: CancellationToken::new(),
+        run_id: None,
+        history: Vec::new(),
+        roles: None,
+    };
+    let run = run_task(&h.runtime, request).await.unwrap();
+    assert!(!recorder.names().contains(&"tool_started"), "{:?}", recorder.names());
+    assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "old\n");
+    let approvals = h.runtime.store.approvals(&run.id).await.unwrap();
+    assert_eq!(approvals[0].created_at, start, "made at the runtime clock's time");
+    assert_eq!(approvals[0].expires_at, start + chrono::Duration::minutes(30));
 }

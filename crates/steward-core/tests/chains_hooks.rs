@@ -66,13 +66,7 @@ fn stamp() -> Arc<dyn Tool> {
 async fn run(ws: &std::path::Path, toml: &str, config: Config, tools: ToolRegistry) -> (Arc<FakeProvider>, Vec<Event>) {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let provider = Arc::new(FakeProvider::new(Scenario::from_toml(toml).unwrap()));
     let recorder = Arc::new(Recorder::default());
     let request = RunRequest {

@@ -62,13 +62,7 @@ async fn harness() -> Harness {
     std::fs::write(dir.path().join("outside.txt"), "outside\n").unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
     let outputs = dir.path().join("outputs");
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: outputs.clone(),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     Harness { _dir: dir, ws, user, outputs, runtime }
 }
 
@@ -311,11 +305,11 @@ async fn a_tool_may_not_take_a_built_in_name_or_pass_an_unlisted_variable() {
     let h = harness().await;
     let c = config(&h, "[[tool]]\nname = \"read\"\ndescription = \"d\"\ncommand = [\"cat\"]\n");
     let ws = Workspace::open(&h.ws, &[]).unwrap();
-    let err = ToolRegistry::for_config(&c, &ws).err().unwrap();
+    let err = ToolRegistry::for_config(&c, &ws).err().unwrap().to_string();
     assert_eq!(err, "tool `read`: the name is taken by a built-in tool");
     let c =
         config(&h, "[[tool]]\nname = \"t\"\ndescription = \"d\"\ncommand = [\"env\"]\nenv = { AWS_SECRET = true }\n");
-    let err = ToolRegistry::for_config(&c, &ws).err().unwrap();
+    let err = ToolRegistry::for_config(&c, &ws).err().unwrap().to_string();
     assert!(err.starts_with("tool `t`: env `AWS_SECRET` = true, but"), "{err}");
 }
 

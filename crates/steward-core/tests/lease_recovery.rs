@@ -20,7 +20,7 @@ use sqlx::{ConnectOptions, Connection};
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::config::Config;
 use steward_core::events::EventObserver;
-use steward_core::recovery::{cancel_lost_runs, recover_expired_leases};
+use steward_core::recovery::{ExecutingRuns, recover_expired_leases};
 use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
@@ -214,11 +214,11 @@ impl EventObserver for Quiet {
 
 /// A run on node `store` whose planner waits `delay_ms`, then creates `side-effect.txt`, then
 /// answers; started in the background. Returns the workspace's directory, the run's id (once
-/// stored) and the task.
+/// stored), the task, and the registry of the runs its runtime executes.
 async fn start_slow_run(
     store: PgStore,
     delay_ms: u64,
-) -> (tempfile::TempDir, String, tokio::task::JoinHandle<RunRecord>) {
+) -> (tempfile::TempDir, String, tokio::task::JoinHandle<RunRecord>, Arc<ExecutingRuns>) {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -237,13 +237,8 @@ text = "Done."
     );
     let provider = Arc::new(FakeProvider::new(Scenario::from_toml(&scenario).unwrap()));
     let store: Arc<dyn steward_store::Store> = Arc::new(store);
-    let runtime = Runtime {
-        store: store.clone(),
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store.clone(), Redactor::new(Vec::new()), ApprovalKey::generate());
+    let executing = runtime.executing.clone();
     let run_id = new_id("run_");
     let request = RunRequest {
         task: "create the file".into(),
@@ -273,7 +268,7 @@ text = "Done."
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    (dir, run_id, task)
+    (dir, run_id, task, executing)
 }
 
 /// The run ended on `store` as the recovering node left it, without the side effect.
@@ -296,7 +291,7 @@ async fn assert_recovered_without_side_effect(store: &PgStore, dir: &tempfile::T
 async fn a_run_taken_over_by_another_node_runs_no_further_call_and_keeps_its_recovery_on_postgres() {
     let schema = Schema::create().await;
     let paused = schema.node("node-b").await;
-    let (dir, id, task) = start_slow_run(paused.clone(), 1500).await;
+    let (dir, id, task, _executing) = start_slow_run(paused.clone(), 1500).await;
     // While node b's planner waits, its lease expires and node a recovers the run.
     schema.execute("UPDATE run_leases SET expires_at = now() - interval '1 second'").await;
     let live = schema.node("node-a").await;
@@ -316,13 +311,14 @@ async fn a_run_taken_over_by_another_node_runs_no_further_call_and_keeps_its_rec
 async fn the_lease_keeper_cancels_a_run_another_node_took_over_on_postgres() {
     let schema = Schema::create().await;
     let paused = schema.node("node-b").await;
-    let (dir, id, task) = start_slow_run(paused.clone(), 60_000).await;
-    assert!(cancel_lost_runs(&paused).await.unwrap().is_empty(), "still its own");
+    let (dir, id, task, executing) = start_slow_run(paused.clone(), 60_000).await;
+    assert!(executing.cancel_lost(&paused).await.unwrap().is_empty(), "still its own");
     schema.execute("UPDATE run_leases SET expires_at = now() - interval '1 second'").await;
     let live = schema.node("node-a").await;
     assert_eq!(recover_expired_leases(&live, Duration::from_secs(30)).await.unwrap().runs, vec![id.clone()]);
     // The planner would wait a minute; the lease check stops the run at once.
-    assert_eq!(cancel_lost_runs(&paused).await.unwrap(), vec![id.clone()]);
+    assert_eq!(executing.cancel_lost(&paused).await.unwrap(), vec![id.clone()]);
     let ended = tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap();
+    assert!(executing.ids().is_empty(), "an ended run leaves its runtime's registry");
     assert_recovered_without_side_effect(&live, &dir, &id, &ended).await;
 }

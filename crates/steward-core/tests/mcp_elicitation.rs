@@ -112,13 +112,7 @@ async fn run_tool(
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let manager = McpManager::new(&[("srv".to_string(), fault_server())].into_iter().collect()).unwrap();
     let (tools, failures) = ToolRegistry::builtin().with_mcp(Arc::new(manager)).await;
     assert!(failures.is_empty(), "{failures:?}");
@@ -295,13 +289,7 @@ async fn nobody_to_ask_declines() {
     }
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let manager = McpManager::new(&[("srv".to_string(), fault_server())].into_iter().collect()).unwrap();
     let (tools, _) = ToolRegistry::builtin().with_mcp(Arc::new(manager)).await;
     let recorder = Arc::new(Recorder::default());

@@ -83,13 +83,7 @@ text = "Done."
         max_tokens: None,
     };
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let recorder = Arc::new(Recorder::default());
     let request = RunRequest {
         task: "read".into(),

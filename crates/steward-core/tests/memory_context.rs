@@ -20,13 +20,7 @@ async fn the_owners_facts_are_in_the_system_message_and_nobody_elses() {
     let redactor = Redactor::new(Vec::new());
     memory::remember(store.as_ref(), &redactor, "local:alice", "the tests run with cargo nextest").await.unwrap();
     memory::remember(store.as_ref(), &redactor, "web:bob", "bob likes tabs").await.unwrap();
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(redactor),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, redactor, ApprovalKey::generate());
     let provider = Arc::new(FakeProvider::new(Scenario::from_toml("[[round]]\ntext = \"ok\"\n").unwrap()));
     let request = RunRequest {
         task: "how are tests run?".into(),

@@ -345,7 +345,7 @@ async fn an_applied_multi_file_patch_rolls_back() {
     assert!(matches!(&compensation, Compensation::RestorePatch { files } if files.len() == 3));
     // A later change to one file blocks the whole undo.
     put(dir.path(), "src/fresh.rs", b"edited by the user\n");
-    assert!(rollback::undo(&compensation, &ctx.workspace).unwrap_err().contains("changed after"));
+    assert!(rollback::undo(&compensation, &ctx.workspace).unwrap_err().to_string().contains("changed after"));
     assert_eq!(get(dir.path(), "keep.rs"), b"fn a() {}\nfn b() { a() }\n");
     put(dir.path(), "src/fresh.rs", b"pub fn fresh() {}\n");
     rollback::undo(&compensation, &ctx.workspace).unwrap();

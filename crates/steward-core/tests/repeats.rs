@@ -41,13 +41,7 @@ async fn run(scenario: &str, owner_answers: bool, config: Config) -> (RunRecord,
     std::fs::create_dir(&ws).unwrap();
     std::fs::write(ws.join("note.txt"), "old\n").unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let provider = Arc::new(FakeProvider::new(Scenario::from_toml(scenario).unwrap()));
     let owner = Arc::new(Owner { asked: AtomicU32::new(0), answers: owner_answers });
     let request = RunRequest {

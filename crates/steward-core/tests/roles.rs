@@ -93,13 +93,7 @@ async fn harness() -> Harness {
     std::fs::create_dir(&ws).unwrap();
     std::fs::write(ws.join("note.txt"), "the build uses cargo\n").unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     Harness { _dir: dir, ws, runtime }
 }
 
@@ -535,7 +529,7 @@ fn resolving_roles_names_the_role_and_file_and_lets_the_command_line_win() {
 
     // The classic planner writes no drafts: every other role needs an entry.
     let config = Config::load(Some(&user), &ws).unwrap();
-    let err = resolve_roles(&config, &PlannerOverrides::default(), &no_env).err().unwrap();
+    let err = resolve_roles(&config, &PlannerOverrides::default(), &no_env).err().unwrap().to_string();
     assert!(err.contains("local_drafter") && err.contains("[roles.local_drafter]"), "{err}");
 
     // An unknown provider names the role and the file that set it.
@@ -546,7 +540,7 @@ fn resolving_roles_names_the_role_and_file_and_lets_the_command_line_win() {
         scenario: Some(dir.path().join("s.toml")),
         ..Default::default()
     };
-    let err = resolve_roles(&config, &overrides, &no_env).err().unwrap();
+    let err = resolve_roles(&config, &overrides, &no_env).err().unwrap().to_string();
     assert!(
         err.contains("roles.critic") && err.contains("roles.toml") && err.contains("unknown provider `nope`"),
         "{err}"
@@ -555,7 +549,7 @@ fn resolving_roles_names_the_role_and_file_and_lets_the_command_line_win() {
     // A fake role provider needs its own scenario.
     write(&user.join("roles.toml"), "[roles.critic]\nprovider = \"fake\"\n");
     let config = Config::load(Some(&user), &ws).unwrap();
-    let err = resolve_roles(&config, &overrides, &no_env).err().unwrap();
+    let err = resolve_roles(&config, &overrides, &no_env).err().unwrap().to_string();
     assert!(err.contains("roles.critic") && err.contains("scenario"), "{err}");
 
     // [roles.planner] picks the planner unless the command line names one.

@@ -172,7 +172,7 @@ async fn run_in(
     // Composed like every run; MCP servers a case configures are connected, as `steward run`
     // connects them. The role pipeline is not run by evals (see `skip_reason`).
     let run_options = RunOptions { planner_choice: Some(planner), mode: Some(RunMode::Loop), ..RunOptions::default() };
-    let prepared = steward_core::prepare(config, &ws, &run_options).await?;
+    let prepared = steward_core::prepare(config, &ws, &run_options).await.map_err(|e| e.to_string())?;
 
     let store = SqliteStore::open(
         &home.join("steward.db"),
@@ -282,7 +282,7 @@ fn planner_for(
         max_tokens: case.max_tokens,
     };
     let env = |name: &str| std::env::var(name).ok();
-    let choice = steward_core::planner::resolve(config, &overrides, &env)?;
+    let choice = steward_core::planner::resolve(config, &overrides, &env).map_err(|e| e.to_string())?;
     Ok((choice, None))
 }
 

@@ -42,13 +42,12 @@ async fn env(pr_body: &str, scenario: &str) -> Env {
     std::fs::write(&scenario_path, scenario).unwrap();
     let user_config = state.path().join("config");
     std::fs::create_dir(&user_config).unwrap();
-    let runtime = Runtime {
-        store: store.clone(),
-        redactor: Arc::new(steward_policy::Redactor::new(Vec::<String>::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: state.path().join("outputs"),
-        snapshots_dir: state.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(
+        state.path(),
+        store.clone(),
+        steward_policy::Redactor::new(Vec::<String>::new()),
+        ApprovalKey::generate(),
+    );
     let launcher = RunLauncher {
         runtime,
         user_config_dir: Some(user_config),
@@ -274,13 +273,12 @@ async fn a_hub_without_a_model_refuses_to_start() {
     let state = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(&state.path().join("steward.db"), StoreOptions::default()).await.unwrap());
     let launcher = RunLauncher {
-        runtime: Runtime {
+        runtime: Runtime::new(
+            state.path(),
             store,
-            redactor: Arc::new(steward_policy::Redactor::new(Vec::<String>::new())),
-            approval_key: ApprovalKey::generate(),
-            outputs_dir: state.path().join("outputs"),
-            snapshots_dir: state.path().join("snapshots"),
-        },
+            steward_policy::Redactor::new(Vec::<String>::new()),
+            ApprovalKey::generate(),
+        ),
         user_config_dir: Some(state.path().join("no-config")),
         overrides: PlannerOverrides::default(),
         owner_id: "local:test".into(),

@@ -157,6 +157,61 @@ const HOOK_FREE: &[&str] = &[
 /// past it the repository counts as running a program.
 const MAX_MODULE_ENTRIES: usize = 10_000;
 
+/// Why a repository's git configuration could not be checked ([`repository_config_programs`]);
+/// the message names the file or folder.
+#[derive(Debug, thiserror::Error)]
+pub enum GitConfigError {
+    /// `modules/` holds more entries than are checked.
+    #[error("{} holds too many files to check", .0.display())]
+    TooManyModuleFiles(std::path::PathBuf),
+    /// Walking `modules/` failed.
+    #[error("{0}")]
+    Walk(String),
+    /// A configuration file exists but cannot be read.
+    #[error("{}: {source}", file.display())]
+    Read {
+        /// The file.
+        file: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A configuration file does not parse.
+    #[error("{}: {source}", file.display())]
+    Parse {
+        /// The file.
+        file: std::path::PathBuf,
+        /// What is wrong in it.
+        source: ConfigSyntaxError,
+    },
+}
+
+/// What is wrong in a git configuration file (anything git itself would reject, or that is not
+/// understood).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigSyntaxError {
+    /// A `[section]` or `[section "sub"]` header that does not parse.
+    #[error("bad section header")]
+    BadSectionHeader,
+    /// `[]`.
+    #[error("empty section name")]
+    EmptySectionName,
+    /// A key followed by something other than `=`, a comment or the end of the line.
+    #[error("bad line at key `{0}`")]
+    BadLine(String),
+    /// A key before any section header.
+    #[error("key `{0}` outside a section")]
+    KeyOutsideSection(String),
+    /// A character that starts no header, key or comment.
+    #[error("unexpected `{0}`")]
+    Unexpected(char),
+    /// A quote left open at the end of the line.
+    #[error("unterminated quote")]
+    UnterminatedQuote,
+    /// A `\` escape git does not know.
+    #[error("bad escape in value")]
+    BadEscape,
+}
+
 /// Names (lowercase, `section.subsection.key`) of the settings in the repository at
 /// `git_dir` (its `config`, `config.worktree`, and its submodules' under `modules/`) that make
 /// git run a program: `core.fsmonitor` (unless false), `core.pager`, `core.editor`,
@@ -166,7 +221,7 @@ const MAX_MODULE_ENTRIES: usize = 10_000;
 ///
 /// Errors: a configuration file that exists but cannot be read or parsed (its message names
 /// the file), or more than 10,000 entries under `modules/`.
-pub fn repository_config_programs(git_dir: &Path) -> Result<Vec<String>, String> {
+pub fn repository_config_programs(git_dir: &Path) -> Result<Vec<String>, GitConfigError> {
     let common = common_dir(git_dir);
     let mut files = vec![git_dir.join("config"), git_dir.join("config.worktree")];
     if common != git_dir {
@@ -178,9 +233,9 @@ pub fn repository_config_programs(git_dir: &Path) -> Result<Vec<String>, String>
         let walk = ignore::WalkBuilder::new(&modules).standard_filters(false).follow_links(false).build();
         for (seen, entry) in walk.enumerate() {
             if seen >= MAX_MODULE_ENTRIES {
-                return Err(format!("{} holds too many files to check", modules.display()));
+                return Err(GitConfigError::TooManyModuleFiles(modules));
             }
-            let entry = entry.map_err(|e| e.to_string())?;
+            let entry = entry.map_err(|e| GitConfigError::Walk(e.to_string()))?;
             if entry.file_name() == "config" || entry.file_name() == "config.worktree" {
                 files.push(entry.into_path());
             }
@@ -191,9 +246,9 @@ pub fn repository_config_programs(git_dir: &Path) -> Result<Vec<String>, String>
         let text = match std::fs::read(&file) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(format!("{}: {e}", file.display())),
+            Err(source) => return Err(GitConfigError::Read { file, source }),
         };
-        let entries = parse_config(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let entries = parse_config(&text).map_err(|source| GitConfigError::Parse { file: file.clone(), source })?;
         for (name, value) in entries {
             if setting_runs_program(&name, &value) && !found.contains(&name) {
                 found.push(name);
@@ -259,7 +314,7 @@ fn setting_runs_program(name: &str, value: &str) -> bool {
 /// git-config(1) "CONFIGURATION FILE": `[section]`, `[section "sub"]`, `[section.sub]`, keys
 /// after a header on the same line, `#` / `;` comments, quotes, `\` escapes and
 /// continuation lines. Errors: anything git itself would reject (or that is not understood).
-fn parse_config(text: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_config(text: &str) -> Result<Vec<(String, String)>, ConfigSyntaxError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text).replace("\r\n", "\n");
     let mut chars = text.chars().peekable();
     let mut section: Option<String> = None;
@@ -285,30 +340,30 @@ fn parse_config(text: &str) -> Result<Vec<(String, String)>, String> {
                             chars.next();
                         }
                         if chars.next() != Some('"') {
-                            return Err("bad section header".into());
+                            return Err(ConfigSyntaxError::BadSectionHeader);
                         }
                         name.push('.');
                         loop {
                             match chars.next() {
                                 Some('"') => break,
                                 Some('\\') => match chars.next() {
-                                    Some('\n') | None => return Err("bad section header".into()),
+                                    Some('\n') | None => return Err(ConfigSyntaxError::BadSectionHeader),
                                     Some(c) => name.push(c.to_ascii_lowercase()),
                                 },
-                                Some('\n') | None => return Err("bad section header".into()),
+                                Some('\n') | None => return Err(ConfigSyntaxError::BadSectionHeader),
                                 Some(c) => name.push(c.to_ascii_lowercase()),
                             }
                         }
                         if chars.next() != Some(']') {
-                            return Err("bad section header".into());
+                            return Err(ConfigSyntaxError::BadSectionHeader);
                         }
                         break;
                     }
-                    _ => return Err("bad section header".into()),
+                    _ => return Err(ConfigSyntaxError::BadSectionHeader),
                 }
             }
             if name.is_empty() {
-                return Err("empty section name".into());
+                return Err(ConfigSyntaxError::EmptySectionName);
             }
             section = Some(name);
         } else if c.is_ascii_alphabetic() {
@@ -330,19 +385,19 @@ fn parse_config(text: &str) -> Result<Vec<(String, String)>, String> {
                     chars.next();
                     parse_value(&mut chars)?
                 }
-                Some(_) => return Err(format!("bad line at key `{key}`")),
+                Some(_) => return Err(ConfigSyntaxError::BadLine(key)),
             };
-            let Some(section) = &section else { return Err(format!("key `{key}` outside a section")) };
+            let Some(section) = &section else { return Err(ConfigSyntaxError::KeyOutsideSection(key)) };
             out.push((format!("{section}.{key}"), value));
         } else {
-            return Err(format!("unexpected `{c}`"));
+            return Err(ConfigSyntaxError::Unexpected(c));
         }
     }
     Ok(out)
 }
 
 /// One value after `=`, up to an unquoted end of line or comment.
-fn parse_value(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<String, String> {
+fn parse_value(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<String, ConfigSyntaxError> {
     let mut value = String::new();
     let mut quoted = false;
     while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
@@ -350,7 +405,7 @@ fn parse_value(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<S
     }
     while let Some(c) = chars.next() {
         match c {
-            '\n' if quoted => return Err("unterminated quote".into()),
+            '\n' if quoted => return Err(ConfigSyntaxError::UnterminatedQuote),
             '\n' => break,
             '\\' => match chars.next() {
                 Some('\n') => {}
@@ -358,7 +413,7 @@ fn parse_value(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<S
                 Some('t') => value.push('\t'),
                 Some('b') => value.push('\u{8}'),
                 Some(c @ ('"' | '\\')) => value.push(c),
-                _ => return Err("bad escape in value".into()),
+                _ => return Err(ConfigSyntaxError::BadEscape),
             },
             '"' => quoted = !quoted,
             '#' | ';' if !quoted => {
@@ -373,7 +428,7 @@ fn parse_value(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<S
         }
     }
     if quoted {
-        return Err("unterminated quote".into());
+        return Err(ConfigSyntaxError::UnterminatedQuote);
     }
     Ok(value.trim_end().to_string())
 }

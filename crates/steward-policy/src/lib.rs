@@ -43,7 +43,7 @@ pub use config::{ArgvExample, ContextRule, PolicyConfig, RuleConfig};
 pub use context::{DEFAULT_TAINT_ESCALATION_RISK, GateContext};
 pub use data_flow::{Carried, Fingerprints, MAX_FINGERPRINTS, Origin, SPAN_CHARS};
 pub use gate::{Policy, PolicyError, SHELL_TOOL};
-pub use git_programs::repository_config_programs;
+pub use git_programs::{ConfigSyntaxError, GitConfigError, repository_config_programs};
 pub use named_paths::path_parts;
 pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath, is_protected_path};
 pub use steward_secrets::{

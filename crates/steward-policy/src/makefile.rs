@@ -14,19 +14,60 @@ const MAX_MAKEFILE: u64 = 1024 * 1024;
 /// Names GNU make looks for, in order.
 const NAMES: &[&str] = &["GNUmakefile", "makefile", "Makefile"];
 
-/// The recipe lines `make ARGS` runs in `dir`. Errors: a sentence saying why they cannot be
-/// known.
-pub(crate) fn recipes(args: &[String], dynamic: &[bool], dir: &Path) -> Result<Vec<String>, String> {
+/// Why the recipe lines `make` runs cannot be known ([`recipes`]): a sentence for a decision's
+/// reason.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MakeError {
+    /// An argument is computed at run time.
+    #[error("`{0}` is computed at run time")]
+    Computed(String),
+    /// An option that reads another makefile or folder (`-f`, `-C`, `--eval` …).
+    #[error("`make {0}` reads another makefile or folder")]
+    OtherMakefile(String),
+    /// The makefile cannot be read.
+    #[error("`{}` cannot be read: {source}", file.display())]
+    Unreadable {
+        /// The makefile.
+        file: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The makefile uses something Steward does not read.
+    #[error("`{}`: {source}", file.display())]
+    Unsupported {
+        /// The makefile.
+        file: std::path::PathBuf,
+        /// What it uses.
+        source: Unsupported,
+    },
+    /// `.DEFAULT_GOAL` is computed.
+    #[error("its `.DEFAULT_GOAL` is computed")]
+    ComputedDefaultGoal,
+}
+
+/// What a makefile uses that Steward does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Unsupported {
+    /// A function or directive (`$(shell`, `include`, `define` …).
+    #[error("`{0}` is not read by Steward")]
+    Construct(String),
+    /// It sets a variable that changes how recipes run (`SHELL`, `MAKEFLAGS` …).
+    #[error("it sets `{0}`, which changes how recipes run")]
+    Setting(String),
+}
+
+/// The recipe lines `make ARGS` runs in `dir`. Errors: why they cannot be known.
+pub(crate) fn recipes(args: &[String], dynamic: &[bool], dir: &Path) -> Result<Vec<String>, MakeError> {
     let mut goals = Vec::new();
     for (k, arg) in args.iter().enumerate() {
         if dynamic.get(k).copied().unwrap_or(true) {
-            return Err(format!("`{arg}` is computed at run time"));
+            return Err(MakeError::Computed(arg.clone()));
         }
         let name = arg.split_once('=').map_or(arg.as_str(), |(n, _)| n);
         if ["-f", "--file", "--makefile", "-C", "--directory", "-E", "--eval", "-I", "--include-dir"].contains(&name)
             || (arg.starts_with('-') && !arg.starts_with("--") && arg[1..].contains(['f', 'C', 'E', 'I']))
         {
-            return Err(format!("`make {arg}` reads another makefile or folder"));
+            return Err(MakeError::OtherMakefile(arg.clone()));
         }
         if !arg.starts_with('-') && !arg.contains('=') && !arg.chars().all(|c| c.is_ascii_digit()) {
             goals.push(arg.clone());
@@ -38,10 +79,10 @@ pub(crate) fn recipes(args: &[String], dynamic: &[bool], dir: &Path) -> Result<V
         let mut text = String::new();
         std::fs::File::open(&file)
             .and_then(|f| f.take(MAX_MAKEFILE).read_to_string(&mut text))
-            .map_err(|e| format!("`{}` cannot be read: {e}", file.display()))?;
+            .map_err(|source| MakeError::Unreadable { file: file.clone(), source })?;
         text
     };
-    let mut makefile = parse(&text).map_err(|e| format!("`{}`: {e}", file.display()))?;
+    let mut makefile = parse(&text).map_err(|source| MakeError::Unsupported { file: file.clone(), source })?;
     // `make NAME=value` overrides the makefile's own setting.
     for arg in args.iter().filter(|a| !a.starts_with('-')) {
         if let Some((name, value)) = arg.split_once('=') {
@@ -52,7 +93,7 @@ pub(crate) fn recipes(args: &[String], dynamic: &[bool], dir: &Path) -> Result<V
     if goals.is_empty() {
         match makefile.variables.get(".DEFAULT_GOAL") {
             Some(Some(goal)) => goals.extend(goal.split_whitespace().map(str::to_string)),
-            Some(None) => return Err("its `.DEFAULT_GOAL` is computed".into()),
+            Some(None) => return Err(MakeError::ComputedDefaultGoal),
             None => goals.extend(makefile.first.clone()),
         }
     }
@@ -92,7 +133,7 @@ struct Makefile {
     first: Option<String>,
 }
 
-fn parse(text: &str) -> Result<Makefile, String> {
+fn parse(text: &str) -> Result<Makefile, Unsupported> {
     let mut out = Makefile::default();
     let mut current: Vec<String> = Vec::new();
     let mut joined = String::new();
@@ -106,7 +147,7 @@ fn parse(text: &str) -> Result<Makefile, String> {
         let line = std::mem::take(&mut joined);
         for needle in ["$(eval", "${eval", "$(shell", "${shell", "$(call", "${call", ".RECIPEPREFIX", "!="] {
             if line.contains(needle) {
-                return Err(format!("`{needle}` is not read by Steward"));
+                return Err(Unsupported::Construct(needle.to_string()));
             }
         }
         if let Some(recipe) = line.strip_prefix('\t') {
@@ -122,7 +163,7 @@ fn parse(text: &str) -> Result<Makefile, String> {
             continue;
         }
         if matches!(word, "include" | "-include" | "sinclude" | "define" | "vpath" | "load" | "-load") {
-            return Err(format!("`{word}` is not read by Steward"));
+            return Err(Unsupported::Construct(word.to_string()));
         }
         if matches!(word, "ifeq" | "ifneq" | "ifdef" | "ifndef" | "else" | "endif" | "export" | "unexport" | "override")
             && !trimmed.contains(':')
@@ -135,7 +176,7 @@ fn parse(text: &str) -> Result<Makefile, String> {
             let name = name.rsplit(' ').next().unwrap_or(name).to_string();
             let value = trimmed[at + 1..].trim().to_string();
             if ["SHELL", ".SHELLFLAGS", "MAKEFLAGS", "MAKEFILES", "MAKE", ".RECIPEPREFIX"].contains(&name.as_str()) {
-                return Err(format!("it sets `{name}`, which changes how recipes run"));
+                return Err(Unsupported::Setting(name));
             }
             let plain = !value.contains('$') && trimmed.as_bytes().get(at.wrapping_sub(1)) != Some(&b'+');
             let entry = out.variables.entry(name).or_insert_with(|| plain.then(|| value.clone()));
@@ -235,7 +276,7 @@ fn shell_line(line: &str, variables: &BTreeMap<String, Option<String>>) -> Strin
 mod tests {
     use super::*;
 
-    fn goals(text: &str, args: &[&str]) -> Result<Vec<String>, String> {
+    fn goals(text: &str, args: &[&str]) -> Result<Vec<String>, MakeError> {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("Makefile"), text).unwrap();
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();

@@ -45,11 +45,86 @@ const INSTALL_SCRIPTS: &[&str] =
 /// directory, `None` when unknown; `root`: the workspace root.
 pub(crate) fn nested(cmd: &SimpleCommand, dir: Option<&Path>, root: &Path) -> (Vec<Nested>, Option<String>) {
     let mut out = Vec::new();
-    let unknown = collect(&mut out, cmd, dir, root).err();
+    let unknown = collect(&mut out, cmd, dir, root).err().map(|e| e.to_string());
     (out, unknown)
 }
 
-fn collect(out: &mut Vec<Nested>, cmd: &SimpleCommand, dir: Option<&Path>, root: &Path) -> Result<(), String> {
+/// Why part of what a command runs cannot be known: the sentence [`nested`] gives.
+#[derive(Debug, thiserror::Error)]
+enum Unknowable {
+    /// A launcher's option or computed word.
+    #[error(transparent)]
+    Launcher(#[from] crate::programs::launchers::LaunchError),
+    /// What `make` runs.
+    #[error(transparent)]
+    Make(#[from] crate::makefile::MakeError),
+    /// `make` in an unknown working directory.
+    #[error("the working directory is unknown, so which makefile `make` reads is too")]
+    MakeDirectory,
+    /// A launcher or package manager whose subcommand cannot be known.
+    #[error("`{0}`'s subcommand cannot be known, so what it starts or which scripts it runs cannot be known")]
+    Subcommand(String),
+    /// `cargo SUB` in an unknown working directory, where SUB may be an alias.
+    #[error("the working directory is unknown, so whether `cargo {0}` is an alias is too")]
+    CargoDirectory(String),
+    /// `cargo SUB` where a cargo configuration defines aliases.
+    #[error("`cargo {sub}` is not a built-in command and `{}` defines aliases, so it may run another one", file.display())]
+    CargoAlias {
+        /// The subcommand.
+        sub: String,
+        /// The cargo configuration file.
+        file: std::path::PathBuf,
+    },
+    /// A file that decides what runs cannot be read.
+    #[error("`{}` cannot be read: {source}", file.display())]
+    Unreadable {
+        /// The file.
+        file: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A `package.json` that does not parse.
+    #[error("`{}` cannot be parsed: {source}", file.display())]
+    Unparsable {
+        /// The file.
+        file: std::path::PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// The script name is computed at run time.
+    #[error("the script name `{0}` is computed at run time")]
+    ScriptName(String),
+    /// An option that runs scripts of packages elsewhere.
+    #[error("`{program} {option}` runs scripts of packages elsewhere, which Steward does not read")]
+    Elsewhere {
+        /// The package manager.
+        program: String,
+        /// The option.
+        option: String,
+    },
+    /// A package manager in an unknown working directory.
+    #[error("the working directory is unknown, so which `package.json` `{0}` reads is too")]
+    PackageDirectory(String),
+    /// An `.npmrc` that sets which shell or options run scripts.
+    #[error("`{}` sets which shell or options run its scripts", .0.display())]
+    Npmrc(std::path::PathBuf),
+    /// `scripts` of a `package.json` is not an object.
+    #[error("`{}`: `scripts` is not an object", .0.display())]
+    ScriptsNotObject(std::path::PathBuf),
+    /// Arguments passed to a script are computed at run time.
+    #[error("arguments passed to a `{0}` script are computed at run time")]
+    PassedArguments(String),
+    /// A script of a `package.json` is not a string.
+    #[error("`{}`: the script `{name}` is not a string", file.display())]
+    ScriptNotString {
+        /// The `package.json`.
+        file: std::path::PathBuf,
+        /// The script.
+        name: String,
+    },
+}
+
+fn collect(out: &mut Vec<Nested>, cmd: &SimpleCommand, dir: Option<&Path>, root: &Path) -> Result<(), Unknowable> {
     let program = cmd.program.as_str();
     let args = cmd.argv.get(1..).unwrap_or(&[]);
     let dynamic = cmd.dynamic.get(1..).unwrap_or(&[]);
@@ -62,7 +137,7 @@ fn collect(out: &mut Vec<Nested>, cmd: &SimpleCommand, dir: Option<&Path>, root:
     }
     if program == "make" || program == "gmake" {
         let Some(dir) = dir else {
-            return Err("the working directory is unknown, so which makefile `make` reads is too".into());
+            return Err(Unknowable::MakeDirectory);
         };
         for text in crate::makefile::recipes(args, dynamic, dir)? {
             out.push(Nested {
@@ -75,9 +150,7 @@ fn collect(out: &mut Vec<Nested>, cmd: &SimpleCommand, dir: Option<&Path>, root:
     let options = global_options(program, args, dynamic);
     if options.unsure.is_some() {
         if launches || PACKAGE_MANAGERS.contains(&program) {
-            return Err(format!(
-                "`{program}`'s subcommand cannot be known, so what it starts or which scripts it runs cannot be known"
-            ));
+            return Err(Unknowable::Subcommand(program.to_string()));
         }
         return Ok(());
     }
@@ -163,7 +236,7 @@ fn scripts(
     at: usize,
     dir: Option<&Path>,
     root: &Path,
-) -> Result<(), String> {
+) -> Result<(), Unknowable> {
     let sub = args[at].as_str();
     let sub = if program == "npm" { npm_command(sub).unwrap_or(sub) } else { sub };
     let operands: Vec<(usize, &String)> =
@@ -181,7 +254,7 @@ fn scripts(
         "run" | "run-script" => {
             let Some((k, name)) = operands.first() else { return Ok(()) };
             if dynamic.get(*k).copied().unwrap_or(true) {
-                return Err(format!("the script name `{name}` is computed at run time"));
+                return Err(Unknowable::ScriptName(name.to_string()));
             }
             cycle(name, &mut names, &mut main);
             passed_from = Some(k + 1);
@@ -234,10 +307,10 @@ fn scripts(
     if let Some(option) =
         args.iter().map(|a| a.split_once('=').map_or(a.as_str(), |(n, _)| n)).find(|a| ELSEWHERE.contains(a))
     {
-        return Err(format!("`{program} {option}` runs scripts of packages elsewhere, which Steward does not read"));
+        return Err(Unknowable::Elsewhere { program: program.to_string(), option: option.to_string() });
     }
     let Some(dir) = dir else {
-        return Err(format!("the working directory is unknown, so which `package.json` `{program}` reads is too"));
+        return Err(Unknowable::PackageDirectory(program.to_string()));
     };
     let launch_bin = |out: &mut Vec<Nested>| {
         if let Some(from) = bin_at {
@@ -256,14 +329,14 @@ fn scripts(
         return Ok(());
     };
     let file = package_dir.join("package.json");
-    let text = read_limited(&file).map_err(|e| format!("`{}` cannot be read: {e}", file.display()))?;
+    let text = read_limited(&file).map_err(|source| Unknowable::Unreadable { file: file.clone(), source })?;
     let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("`{}` cannot be parsed: {e}", file.display()))?;
+        serde_json::from_str(&text).map_err(|source| Unknowable::Unparsable { file: file.clone(), source })?;
     let npmrc = package_dir.join(".npmrc");
     if npmrc.exists() {
-        let text = read_limited(&npmrc).map_err(|e| format!("`{}` cannot be read: {e}", npmrc.display()))?;
+        let text = read_limited(&npmrc).map_err(|source| Unknowable::Unreadable { file: npmrc.clone(), source })?;
         if ["shell", "node-options", "userconfig", "globalconfig"].iter().any(|key| text.contains(key)) {
-            return Err(format!("`{}` sets which shell or options run its scripts", npmrc.display()));
+            return Err(Unknowable::Npmrc(npmrc));
         }
     }
     let Some(table) = json.get("scripts") else {
@@ -271,12 +344,12 @@ fn scripts(
         return Ok(());
     };
     let Some(table) = table.as_object() else {
-        return Err(format!("`{}`: `scripts` is not an object", file.display()));
+        return Err(Unknowable::ScriptsNotObject(file));
     };
     let passed: Vec<&String> =
         passed_from.map_or(Vec::new(), |from| args.iter().skip(from).filter(|a| a.as_str() != "--").collect());
     if passed_from.is_some_and(|from| dynamic.iter().skip(from).any(|d| *d)) {
-        return Err(format!("arguments passed to a `{program}` script are computed at run time"));
+        return Err(Unknowable::PassedArguments(program.to_string()));
     }
     if main.first().is_some_and(|name| !table.contains_key(name)) {
         launch_bin(out);
@@ -286,7 +359,7 @@ fn scripts(
     for name in names {
         let Some(script) = table.get(&name) else { continue };
         let Some(script) = script.as_str() else {
-            return Err(format!("`{}`: the script `{name}` is not a string", file.display()));
+            return Err(Unknowable::ScriptNotString { file, name });
         };
         let mut text = script.to_string();
         if main.contains(&name) && !passed.is_empty() {
@@ -477,9 +550,9 @@ const CARGO_BUILTINS: &[&str] = &[
 /// Errs when `cargo SUB` may be an alias that a cargo configuration file in the workspace
 /// defines (`[alias] p = "publish"` in `.cargo/config.toml`, read from the working directory
 /// up, per The Cargo Book "Configuration"), or when that directory is unknown.
-fn cargo_aliases(sub: &str, dir: Option<&Path>, root: &Path) -> Result<(), String> {
+fn cargo_aliases(sub: &str, dir: Option<&Path>, root: &Path) -> Result<(), Unknowable> {
     let Some(dir) = dir else {
-        return Err(format!("the working directory is unknown, so whether `cargo {sub}` is an alias is too"));
+        return Err(Unknowable::CargoDirectory(sub.to_string()));
     };
     for folder in dir.ancestors().take_while(|d| d.starts_with(root)) {
         for name in ["config.toml", "config"] {
@@ -487,12 +560,9 @@ fn cargo_aliases(sub: &str, dir: Option<&Path>, root: &Path) -> Result<(), Strin
             if !file.exists() {
                 continue;
             }
-            let text = read_limited(&file).map_err(|e| format!("`{}` cannot be read: {e}", file.display()))?;
+            let text = read_limited(&file).map_err(|source| Unknowable::Unreadable { file: file.clone(), source })?;
             if text.contains("alias") {
-                return Err(format!(
-                    "`cargo {sub}` is not a built-in command and `{}` defines aliases, so it may run another one",
-                    file.display()
-                ));
+                return Err(Unknowable::CargoAlias { sub: sub.to_string(), file });
             }
         }
     }

@@ -40,9 +40,37 @@ fn shell_of(program: &str) -> Option<Shell> {
     }
 }
 
+/// Why a shell invocation is refused in the sandbox ([`non_login`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ShellRefusal {
+    /// An `env` option in front of the command that can hide a shell.
+    #[error("`env {0}` is not allowed in front of a command (it can hide a shell)")]
+    EnvOption(String),
+    /// `env BASH_ENV=…` or `env ENV=…`.
+    #[error("`env {0}=…` would make a shell source a file")]
+    SourcedFile(String),
+    /// A shell option the rewrite does not know.
+    #[error("shell option `{0}` is not supported in the sandbox")]
+    UnknownOption(String),
+    /// `zsh +f`.
+    #[error("`zsh +f` would read startup files")]
+    ZshStartupFiles,
+    /// An option that takes a value is the last word.
+    #[error("shell option `{0}` is missing its value")]
+    MissingValue(String),
+    /// An option value that turns login or rc reading back on.
+    #[error("shell option `{option} {value}` would make a login or rc-reading shell")]
+    LoginValue {
+        /// The option.
+        option: String,
+        /// Its value.
+        value: String,
+    },
+}
+
 /// Rewrites `argv` as described in the module docs. `Ok(None)`: not a shell (run as is);
-/// `Ok(Some(argv))`: the non-login argv to run; `Err(reason)`: refused.
-pub(crate) fn non_login(argv: &[String]) -> Result<Option<Vec<String>>, String> {
+/// `Ok(Some(argv))`: the non-login argv to run; `Err`: refused, and why.
+pub(crate) fn non_login(argv: &[String]) -> Result<Option<Vec<String>>, ShellRefusal> {
     let Some(program) = argv.first() else { return Ok(None) };
     if Path::new(program).file_name().and_then(|n| n.to_str()) == Some("env") {
         return env_prefixed(argv);
@@ -54,7 +82,7 @@ pub(crate) fn non_login(argv: &[String]) -> Result<Option<Vec<String>>, String> 
 }
 
 /// `env [OPTION]... [NAME=VALUE]... COMMAND...`: rewrites COMMAND when it is a shell.
-fn env_prefixed(argv: &[String]) -> Result<Option<Vec<String>>, String> {
+fn env_prefixed(argv: &[String]) -> Result<Option<Vec<String>>, ShellRefusal> {
     let mut i = 1;
     while let Some(arg) = argv.get(i) {
         let takes_value = matches!(arg.as_str(), "-u" | "-C");
@@ -69,14 +97,14 @@ fn env_prefixed(argv: &[String]) -> Result<Option<Vec<String>>, String> {
             i += 1;
             break;
         } else if arg.starts_with('-') {
-            return Err(format!("`env {arg}` is not allowed in front of a command (it can hide a shell)"));
+            return Err(ShellRefusal::EnvOption(arg.clone()));
         } else {
             break;
         }
     }
     while let Some((name, _)) = argv.get(i).and_then(|a| a.split_once('=')) {
         if name == "BASH_ENV" || name == "ENV" {
-            return Err(format!("`env {name}=…` would make a shell source a file"));
+            return Err(ShellRefusal::SourcedFile(name.to_string()));
         }
         i += 1;
     }
@@ -98,7 +126,7 @@ fn forbidden_value(value: &str) -> bool {
 }
 
 /// Rewrites one shell argv (`argv[0]` is the shell).
-fn rewrite(shell: Shell, argv: &[String]) -> Result<Vec<String>, String> {
+fn rewrite(shell: Shell, argv: &[String]) -> Result<Vec<String>, ShellRefusal> {
     let mut out = vec![argv[0].clone()];
     match shell {
         Shell::Bash => out.extend(["--noprofile".to_string(), "--norc".to_string()]),
@@ -117,7 +145,7 @@ fn rewrite(shell: Shell, argv: &[String]) -> Result<Vec<String>, String> {
                 (_, "login") | (Shell::Bash, "noprofile" | "norc") | (Shell::Zsh, "interactive") => false,
                 (Shell::Bash, "posix" | "restricted" | "verbose" | "noediting" | "version" | "help") => true,
                 (Shell::Zsh, "no-rcs" | "no-globalrcs" | "norcs" | "noglobalrcs") => true,
-                _ => return Err(format!("shell option `{arg}` is not supported in the sandbox")),
+                _ => return Err(ShellRefusal::UnknownOption(arg.clone())),
             };
             if keep {
                 out.push(arg.clone());
@@ -132,14 +160,14 @@ fn rewrite(shell: Shell, argv: &[String]) -> Result<Vec<String>, String> {
             match letter {
                 'l' | 'i' => {}
                 'f' if shell == Shell::Zsh && sign == "+" => {
-                    return Err("`zsh +f` would read startup files".into());
+                    return Err(ShellRefusal::ZshStartupFiles);
                 }
                 'o' | 'O' => {
                     kept.push(letter);
                     values += 1;
                 }
                 c if c.is_ascii_alphabetic() => kept.push(c),
-                _ => return Err(format!("shell option `{arg}` is not supported in the sandbox")),
+                _ => return Err(ShellRefusal::UnknownOption(arg.clone())),
             }
         }
         if !kept.is_empty() {
@@ -148,10 +176,10 @@ fn rewrite(shell: Shell, argv: &[String]) -> Result<Vec<String>, String> {
         for _ in 0..values {
             i += 1;
             let Some(value) = argv.get(i) else {
-                return Err(format!("shell option `{arg}` is missing its value"));
+                return Err(ShellRefusal::MissingValue(arg.clone()));
             };
             if forbidden_value(value) {
-                return Err(format!("shell option `{arg} {value}` would make a login or rc-reading shell"));
+                return Err(ShellRefusal::LoginValue { option: arg.clone(), value: value.clone() });
             }
             out.push(value.clone());
         }

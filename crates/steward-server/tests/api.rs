@@ -160,13 +160,7 @@ async fn server_opts(scenario: &str, approval_timeout_seconds: Option<u64>, opti
     std::fs::write(ws.join("note.txt"), "old\n").unwrap();
     let ws = std::fs::canonicalize(&ws).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let sessions = Sessions::new(&[9u8; 64], "local:alice").unwrap();
     let login = sessions.issue_login_token();
     let launcher = Arc::new(TestLauncher {

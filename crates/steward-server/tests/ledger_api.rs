@@ -61,13 +61,7 @@ async fn server() -> Server {
 
 async fn server_on(store: Arc<dyn Store>) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let sessions = Sessions::new(&[5u8; 64], "local:alice").unwrap();
     let ws = std::fs::canonicalize(dir.path()).unwrap();
     let state = steward_server::app_state(

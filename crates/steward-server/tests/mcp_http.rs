@@ -88,13 +88,7 @@ async fn server() -> Server {
     std::fs::write(ws.join("note.txt"), "old\n").unwrap();
     let ws = std::fs::canonicalize(&ws).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: dir.path().join("outputs"),
-        snapshots_dir: dir.path().join("snapshots"),
-    };
+    let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let sessions = Sessions::new(&[5u8; 64], "local:alice").unwrap();
     let state = steward_server::app_state(
         Arc::new(runtime),

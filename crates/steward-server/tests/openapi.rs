@@ -176,13 +176,7 @@ async fn test_server() -> TestServer {
     let dir = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(dir.path()).unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
-    let runtime = Runtime {
-        store,
-        redactor: Arc::new(Redactor::new(Vec::new())),
-        approval_key: ApprovalKey::generate(),
-        outputs_dir: ws.join("outputs"),
-        snapshots_dir: ws.join("snapshots"),
-    };
+    let runtime = Runtime::new(&ws, store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let sessions = Sessions::new(&[3u8; 64], "local:tester").unwrap();
     let state = steward_server::app_state(
         Arc::new(runtime),

@@ -49,7 +49,7 @@ pub async fn serve() -> Result<u8> {
     let runtime = Home::locate()?.runtime().await?;
     let redactor = runtime.redactor.clone();
     let keeper_stop = CancellationToken::new();
-    crate::home::spawn_lease_keeper(runtime.store.clone(), keeper_stop.clone())?;
+    crate::home::spawn_lease_keeper(&runtime, keeper_stop.clone())?;
     let _stop_keeper = keeper_stop.drop_guard();
     let service = Arc::new(LocalRuns {
         runtime: Arc::new(runtime),
@@ -258,7 +258,7 @@ impl RunService for LocalRuns {
                 .filter(|r| r.owner_id == self.owner_id)
                 .collect(),
         };
-        let now = chrono::Utc::now();
+        let now = self.runtime.clock.now();
         let mut pending = Vec::new();
         for run in runs.iter().filter(|r| !r.status.is_finished()) {
             for request in self.store().approvals(&run.id).await.map_err(store_error)? {

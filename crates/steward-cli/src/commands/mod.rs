@@ -80,7 +80,8 @@ pub(crate) fn load_config(workspace: &Path) -> Result<Config> {
 /// did not start are named in warnings on stderr).
 pub(crate) async fn registry(config: &Config, workspace: &Path) -> Result<ToolRegistry> {
     let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
-    let (tools, warnings) = steward_core::compose::registry(config, workspace, &policy, true).await.map_err(usage)?;
+    let (tools, warnings) =
+        steward_core::compose::registry(config, workspace, &policy, true).await.map_err(|e| usage(e.to_string()))?;
     for warning in warnings {
         eprintln!("steward: warning: {warning}");
     }
@@ -91,7 +92,7 @@ pub(crate) async fn registry(config: &Config, workspace: &Path) -> Result<ToolRe
 /// composed by [`steward_core::prepare`]; what was left out is named in warnings on stderr.
 /// Errors are usage errors.
 pub(crate) async fn prepare_run(config: Config, workspace: &Path, options: &RunOptions) -> Result<Prepared> {
-    let prepared = steward_core::prepare(config, workspace, options).await.map_err(usage)?;
+    let prepared = steward_core::prepare(config, workspace, options).await.map_err(|e| usage(e.to_string()))?;
     for warning in &prepared.warnings {
         eprintln!("steward: warning: {warning}");
     }

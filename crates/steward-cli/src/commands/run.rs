@@ -140,7 +140,7 @@ async fn run_observed(args: RunArgs, observer: Option<Arc<dyn steward_core::even
     let owner_id = local_owner();
     let cancel = CancellationToken::new();
     // Renewed until the process ends, also while a cancelled run records its end.
-    crate::home::spawn_lease_keeper(runtime.store.clone(), CancellationToken::new())?;
+    crate::home::spawn_lease_keeper(&runtime, CancellationToken::new())?;
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {

@@ -121,7 +121,7 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
     println!("steward: open http://{addr}/login?token={login_token} to sign in as {owner} (the link works once)");
     println!("steward: MCP over streamable HTTP at http://{addr}/mcp (bearer tokens: `steward mcp token create`)");
     let stop = CancellationToken::new();
-    crate::home::spawn_lease_keeper(state.runtime.store.clone(), stop.clone())?;
+    crate::home::spawn_lease_keeper(&state.runtime, stop.clone())?;
     let on_signal = stop.clone();
     tokio::spawn(async move {
         // Ctrl-C or SIGTERM (a service manager stopping it): cancel live runs and record it.

@@ -15,7 +15,7 @@ use crate::commands::{load_config, registry};
 pub async fn tools(workspace: &Path, json: bool) -> Result<u8> {
     let config = load_config(workspace)?;
     let registry = registry(&config, workspace).await?;
-    let chains = steward_core::chains::Chains::new(&config.chains, &registry).map_err(|e| anyhow::anyhow!(e))?;
+    let chains = steward_core::chains::Chains::new(&config.chains, &registry)?;
     let (mut specs, _) = chains.offered(steward_core::chains::ChainState::Idle, &registry);
     specs.sort_by(|a, b| a.name.cmp(&b.name));
     let specs: Vec<ToolSpec> = specs;

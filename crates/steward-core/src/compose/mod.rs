@@ -26,10 +26,12 @@ use steward_store::{RunRecord, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalKey, Approver};
+use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::context::Turn;
 use crate::events::EventObserver;
 use crate::planner::PlannerOverrides;
+use crate::recovery::ExecutingRuns;
 use crate::tools::ToolRegistry;
 use crate::{PlannerChoice, RolePlan, RunError, RunMode, RunRequest, Runtime};
 
@@ -38,7 +40,9 @@ pub use launcher::{Launcher, ProviderStatus};
 impl Runtime {
     /// The runtime of the state directory `home`: full outputs of capped tool results go to
     /// `home/outputs`, rollback snapshots to `home/snapshots` (both created when first needed);
-    /// `store`, `redactor` and `approval_key` are shared by every run of the process.
+    /// `store`, `redactor` and `approval_key` are shared by every run of the process, and so
+    /// are the registry of the runs it executes (empty at first) and the clock approvals and
+    /// grants are judged by (the system clock; [`Runtime::with_clock`] sets another).
     pub fn new(
         home: &Path,
         store: Arc<dyn Store>,
@@ -51,7 +55,15 @@ impl Runtime {
             approval_key,
             outputs_dir: home.join("outputs"),
             snapshots_dir: home.join("snapshots"),
+            executing: Arc::new(ExecutingRuns::new()),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same runtime reading the time from `clock` (a [`crate::clock::ManualClock`] in a
+    /// test that moves time on to expire approvals and grants).
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Runtime {
+        Runtime { clock, ..self }
     }
 
     /// The same runtime with `redactor` in place of its own (a redactor that also knows more
@@ -121,7 +133,8 @@ pub struct Prepared {
 
 impl Prepared {
     /// A run of `tools` the caller assembled itself (tests, benchmarks, an embedding program);
-    /// the policy is compiled from `config`. `Err` says why the policy is invalid.
+    /// the policy is compiled from `config`. `Err` says why the policy is invalid, as the
+    /// sentence a [`Launcher`] hands to its front end.
     pub fn new(
         workspace: PathBuf,
         config: Config,
@@ -191,6 +204,35 @@ impl ReadyRun {
     }
 }
 
+/// Why a run could not be prepared ([`prepare`], [`registry`]): a sentence for the user;
+/// nothing was started, except MCP servers, which are stopped when their tools are dropped.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The policy does not compile.
+    #[error(transparent)]
+    Policy(#[from] steward_policy::PolicyError),
+    /// The workspace cannot be opened.
+    #[error(transparent)]
+    Workspace(#[from] steward_policy::PathError),
+    /// A `[shell]`, `[[tool]]` or `[[output_filter]]` entry cannot be set up.
+    #[error(transparent)]
+    Tools(#[from] crate::tools::RegistryError),
+    /// The `[mcp_servers]` settings are invalid.
+    #[error(transparent)]
+    Mcp(#[from] steward_mcp::McpError),
+    /// `--tool-choice` names no tool of the registry.
+    #[error("--tool-choice `{choice}` is not a tool; use auto, none, required or one of: {}", tools.join(", "))]
+    UnknownToolChoice {
+        /// The choice as given.
+        choice: String,
+        /// The tools offered, by name.
+        tools: Vec<String>,
+    },
+    /// No planner (or role plan) could be chosen.
+    #[error(transparent)]
+    Planner(#[from] crate::planner::PlannerError),
+}
+
 /// The tools `config` offers in `workspace` (canonical), judged by `policy` (compiled from
 /// `config.policy`): the built-in ones, `shell_command`, `[[tool]]`s and output filters, then,
 /// with `connect_mcp`, the tools of the configured MCP servers (started here). Also returns
@@ -200,13 +242,13 @@ pub async fn registry(
     workspace: &Path,
     policy: &Policy,
     connect_mcp: bool,
-) -> Result<(ToolRegistry, Vec<String>), String> {
-    let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| e.to_string())?;
+) -> Result<(ToolRegistry, Vec<String>), PrepareError> {
+    let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path)?;
     let tools = ToolRegistry::for_config_with_policy(config, &ws, policy)?;
     if !connect_mcp || config.mcp_servers.is_empty() {
         return Ok((tools, Vec::new()));
     }
-    let manager = steward_mcp::McpManager::new(&config.mcp_servers).map_err(|e| e.to_string())?;
+    let manager = steward_mcp::McpManager::new(&config.mcp_servers)?;
     let (tools, failures) = tools.with_mcp(Arc::new(manager)).await;
     Ok((tools, failures.into_iter().map(|failure| format!("MCP server left out: {failure}")).collect()))
 }
@@ -216,21 +258,18 @@ pub async fn registry(
 /// (an invalid policy, a `[shell]` or `[[tool]]` entry that cannot be set up, a tool choice that
 /// names no tool, an unknown provider …); nothing was started then, except MCP servers, which
 /// are stopped when their tools are dropped.
-pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions) -> Result<Prepared, String> {
+pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions) -> Result<Prepared, PrepareError> {
     if let Some(rounds) = options.max_rounds {
         config.limits.max_rounds = rounds;
     }
-    let policy = Arc::new(Policy::new(&config.policy).map_err(|e| e.to_string())?);
+    let policy = Arc::new(Policy::new(&config.policy)?);
     let (tools, warnings) = registry(&config, workspace, &policy, options.connect_mcp).await?;
     if let Some(choice) = &options.planner.tool_choice
         && !matches!(choice.as_str(), "auto" | "none" | "required")
         && tools.get(choice).is_none()
     {
-        let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
-        return Err(format!(
-            "--tool-choice `{choice}` is not a tool; use auto, none, required or one of: {}",
-            names.join(", ")
-        ));
+        let tools = tools.specs().into_iter().map(|s| s.name).collect();
+        return Err(PrepareError::UnknownToolChoice { choice: choice.clone(), tools });
     }
     let (planner, roles) = match (&options.planner_choice, options.mode) {
         (Some(choice), _) => (choice.clone(), None),

@@ -90,9 +90,9 @@ impl CommandToolConfig {
             }
             input.validate().map_err(|message| err(Some(index), format!("input `{}`: {message}", input.name)))?;
         }
-        check_template("command", &self.command, &self.inputs).map_err(|m| err(None, m))?;
+        check_template("command", &self.command, &self.inputs).map_err(|m| err(None, m.to_string()))?;
         if let Some(Compensate::Command(argv)) = &self.compensate {
-            check_template("compensate", argv, &self.inputs).map_err(|m| err(None, m))?;
+            check_template("compensate", argv, &self.inputs).map_err(|m| err(None, m.to_string()))?;
         }
         if let Some(cwd) = &self.cwd
             && (cwd.is_empty() || cwd.starts_with('/'))
@@ -136,18 +136,35 @@ fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-fn check_template(field: &str, argv: &[ArgItem], inputs: &[InputConfig]) -> Result<(), String> {
+/// What is wrong with an argv template (`command` or `compensate`, named by `field`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum TemplateError {
+    /// The template has no items.
+    #[error("{field} is empty")]
+    Empty { field: &'static str },
+    /// The first item is a placeholder.
+    #[error("{field}: the program (first item) must be a literal")]
+    ProgramNotLiteral { field: &'static str },
+    /// The first item is an empty string.
+    #[error("{field}: the program is empty")]
+    EmptyProgram { field: &'static str },
+    /// A placeholder names no `[[tool.input]]`.
+    #[error("{field}: placeholder `{input}` names no declared input")]
+    UnknownInput { field: &'static str, input: String },
+}
+
+fn check_template(field: &'static str, argv: &[ArgItem], inputs: &[InputConfig]) -> Result<(), TemplateError> {
     match argv.first() {
-        None => return Err(format!("{field} is empty")),
-        Some(ArgItem::Input { .. }) => return Err(format!("{field}: the program (first item) must be a literal")),
-        Some(ArgItem::Literal(program)) if program.is_empty() => return Err(format!("{field}: the program is empty")),
+        None => return Err(TemplateError::Empty { field }),
+        Some(ArgItem::Input { .. }) => return Err(TemplateError::ProgramNotLiteral { field }),
+        Some(ArgItem::Literal(program)) if program.is_empty() => return Err(TemplateError::EmptyProgram { field }),
         Some(ArgItem::Literal(_)) => {}
     }
     for item in argv {
         if let ArgItem::Input { input } = item
             && !inputs.iter().any(|i| &i.name == input)
         {
-            return Err(format!("{field}: placeholder `{input}` names no declared input"));
+            return Err(TemplateError::UnknownInput { field, input: input.clone() });
         }
     }
     Ok(())

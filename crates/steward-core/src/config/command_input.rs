@@ -4,6 +4,26 @@
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
+/// A `[[tool]]` value of the wrong shape; the message says which shape is expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    /// An argv item that is neither a string nor `{ input = "NAME" }`.
+    #[error("an argv item must be a string or {{ input = \"NAME\" }}")]
+    ArgItem,
+    /// An `env` value that is neither a string nor `true`.
+    #[error("an env value must be a string (set it) or true (pass it through)")]
+    EnvValue,
+    /// A `compensate` that is neither `"none"` nor an argv array.
+    #[error("compensate must be \"none\" or an argv array")]
+    Compensate,
+    /// An `items` that is neither a type name nor a table.
+    #[error("items must be a type name or a table {{ type = \"string\", … }}")]
+    Items,
+    /// An `items` whose type or table does not parse (the parser's message).
+    #[error("items: {0}")]
+    ItemsValue(String),
+}
+
 /// One argv item of a template: a literal string, or `{ input = "NAME" }`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "toml::Value")]
@@ -18,17 +38,16 @@ pub enum ArgItem {
 }
 
 impl TryFrom<toml::Value> for ArgItem {
-    type Error = String;
+    type Error = ShapeError;
 
-    fn try_from(value: toml::Value) -> Result<Self, String> {
-        let shape = "an argv item must be a string or { input = \"NAME\" }";
+    fn try_from(value: toml::Value) -> Result<Self, ShapeError> {
         match value {
             toml::Value::String(text) => Ok(ArgItem::Literal(text)),
             toml::Value::Table(table) if table.len() == 1 => match table.get("input") {
                 Some(toml::Value::String(name)) => Ok(ArgItem::Input { input: name.clone() }),
-                _ => Err(shape.into()),
+                _ => Err(ShapeError::ArgItem),
             },
-            _ => Err(shape.into()),
+            _ => Err(ShapeError::ArgItem),
         }
     }
 }
@@ -53,13 +72,13 @@ pub enum EnvValue {
 }
 
 impl TryFrom<toml::Value> for EnvValue {
-    type Error = String;
+    type Error = ShapeError;
 
-    fn try_from(value: toml::Value) -> Result<Self, String> {
+    fn try_from(value: toml::Value) -> Result<Self, ShapeError> {
         match value {
             toml::Value::String(text) => Ok(EnvValue::Set(text)),
             toml::Value::Boolean(true) => Ok(EnvValue::Pass),
-            _ => Err("an env value must be a string (set it) or true (pass it through)".into()),
+            _ => Err(ShapeError::EnvValue),
         }
     }
 }
@@ -95,15 +114,15 @@ pub enum Compensate {
 }
 
 impl TryFrom<toml::Value> for Compensate {
-    type Error = String;
+    type Error = ShapeError;
 
-    fn try_from(value: toml::Value) -> Result<Self, String> {
+    fn try_from(value: toml::Value) -> Result<Self, ShapeError> {
         match value {
             toml::Value::String(text) if text == "none" => Ok(Compensate::None),
             toml::Value::Array(items) => {
                 items.into_iter().map(ArgItem::try_from).collect::<Result<_, _>>().map(Compensate::Command)
             }
-            _ => Err("compensate must be \"none\" or an argv array".into()),
+            _ => Err(ShapeError::Compensate),
         }
     }
 }
@@ -183,22 +202,78 @@ struct ItemsTable {
 }
 
 impl TryFrom<toml::Value> for ItemsConfig {
-    type Error = String;
+    type Error = ShapeError;
 
-    fn try_from(value: toml::Value) -> Result<Self, String> {
+    fn try_from(value: toml::Value) -> Result<Self, ShapeError> {
+        let invalid = |e: toml::de::Error| ShapeError::ItemsValue(e.message().to_string());
         match value {
             toml::Value::String(_) => {
-                let kind: InputType =
-                    value.try_into().map_err(|e: toml::de::Error| format!("items: {}", e.message()))?;
+                let kind: InputType = value.try_into().map_err(invalid)?;
                 Ok(ItemsConfig { kind, allowed: None, pattern: None })
             }
             toml::Value::Table(_) => {
-                let t: ItemsTable = value.try_into().map_err(|e: toml::de::Error| format!("items: {}", e.message()))?;
+                let t: ItemsTable = value.try_into().map_err(invalid)?;
                 Ok(ItemsConfig { kind: t.kind, allowed: t.allowed, pattern: t.pattern })
             }
-            _ => Err("items must be a type name or a table { type = \"string\", … }".into()),
+            _ => Err(ShapeError::Items),
         }
     }
+}
+
+/// What is wrong with one `[[tool.input]]` on its own ([`InputConfig::validate`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// The name is not 1 to 64 letters, digits, `_` or `-`.
+    #[error("the name must be 1 to 64 letters, digits, `_` or `-`")]
+    Name,
+    /// An array input without `items`.
+    #[error("an array input needs `items`")]
+    ArrayWithoutItems,
+    /// `items` on an input that is not an array.
+    #[error("`items` applies only to arrays")]
+    ItemsOnNonArray,
+    /// `items` of type array.
+    #[error("arrays of arrays are not supported")]
+    NestedArray,
+    /// `min_items` or `max_items` on an input that is not an array.
+    #[error("`min_items`/`max_items` apply only to arrays")]
+    CountOnNonArray,
+    /// `min_items` above `max_items`.
+    #[error("min_items ({min}) is greater than max_items ({max})")]
+    MinAboveMax {
+        /// `min_items`.
+        min: u64,
+        /// `max_items`.
+        max: u64,
+    },
+    /// `pattern` or `enum` on an array input itself rather than its `items`.
+    #[error("put `pattern` and `enum` of an array input in `items`")]
+    ArrayPatternOrEnum,
+    /// `pattern` on values that are not strings.
+    #[error("`pattern` applies only to strings")]
+    PatternOnNonString,
+    /// `pattern` is not a valid regular expression.
+    #[error("bad pattern `{pattern}`: {message}")]
+    BadPattern {
+        /// The pattern as written.
+        pattern: String,
+        /// The regex parser's message.
+        message: String,
+    },
+    /// `enum` lists nothing.
+    #[error("`enum` is empty")]
+    EmptyEnum,
+    /// An `enum` value of another type than the input's.
+    #[error("enum value {value} is not a {kind}")]
+    EnumValueType {
+        /// The value, as JSON.
+        value: String,
+        /// The input's type.
+        kind: &'static str,
+    },
+    /// `path` or `allow_dash` on values that are not strings.
+    #[error("`path` and `allow_dash` apply only to strings (or arrays of strings)")]
+    PathOrDashOnNonString,
 }
 
 /// One `[[tool.input]]`.
@@ -257,49 +332,48 @@ impl InputConfig {
     }
 
     /// Checks this input on its own; the message says what is wrong.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), InputError> {
         let name_ok = (1..=64).contains(&self.name.len())
             && self.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if !name_ok {
-            return Err("the name must be 1 to 64 letters, digits, `_` or `-`".into());
+            return Err(InputError::Name);
         }
         let is_array = self.kind == InputType::Array;
         match (&self.items, is_array) {
-            (None, true) => return Err("an array input needs `items`".into()),
-            (Some(_), false) => return Err("`items` applies only to arrays".into()),
-            (Some(items), true) if items.kind == InputType::Array => {
-                return Err("arrays of arrays are not supported".into());
-            }
+            (None, true) => return Err(InputError::ArrayWithoutItems),
+            (Some(_), false) => return Err(InputError::ItemsOnNonArray),
+            (Some(items), true) if items.kind == InputType::Array => return Err(InputError::NestedArray),
             _ => {}
         }
         if !is_array && (self.min_items.is_some() || self.max_items.is_some()) {
-            return Err("`min_items`/`max_items` apply only to arrays".into());
+            return Err(InputError::CountOnNonArray);
         }
         if let (Some(min), Some(max)) = (self.min_items, self.max_items)
             && min > max
         {
-            return Err(format!("min_items ({min}) is greater than max_items ({max})"));
+            return Err(InputError::MinAboveMax { min, max });
         }
         if is_array && (self.pattern.is_some() || self.allowed.is_some()) {
-            return Err("put `pattern` and `enum` of an array input in `items`".into());
+            return Err(InputError::ArrayPatternOrEnum);
         }
         let kind = self.value_kind();
         if let Some(pattern) = self.value_pattern() {
             if kind != InputType::String {
-                return Err("`pattern` applies only to strings".into());
+                return Err(InputError::PatternOnNonString);
             }
-            regex::Regex::new(pattern).map_err(|e| format!("bad pattern `{pattern}`: {e}"))?;
+            regex::Regex::new(pattern)
+                .map_err(|e| InputError::BadPattern { pattern: pattern.to_string(), message: e.to_string() })?;
         }
         if let Some(values) = self.value_enum() {
             if values.is_empty() {
-                return Err("`enum` is empty".into());
+                return Err(InputError::EmptyEnum);
             }
             if let Some(bad) = values.iter().find(|v| !kind.accepts(v)) {
-                return Err(format!("enum value {bad} is not a {}", kind.as_str()));
+                return Err(InputError::EnumValueType { value: bad.to_string(), kind: kind.as_str() });
             }
         }
         if (self.path || self.allow_dash) && kind != InputType::String {
-            return Err("`path` and `allow_dash` apply only to strings (or arrays of strings)".into());
+            return Err(InputError::PathOrDashOnNonString);
         }
         Ok(())
     }

@@ -34,14 +34,16 @@ mod sandbox;
 pub use chains::ChainConfig;
 pub(crate) use command::literal_prefix;
 pub use command::{CommandToolConfig, DefinitionError};
-pub use command_input::{ArgItem, Callable, Compensate, EnvValue, InputConfig, InputType, ItemsConfig};
+pub use command_input::{
+    ArgItem, Callable, Compensate, EnvValue, InputConfig, InputError, InputType, ItemsConfig, ShapeError,
+};
 pub(crate) use filter::CompiledFilter;
 pub use filter::OutputFilterConfig;
 pub use hooks::HookConfig;
 pub use network::Network;
 pub use raw::{RawConfig, RawLimits, RawRoles, RawRun, RawSandbox, RawShell, RawTrust, RoleConfig};
 pub use roles::{RoleName, RunMode};
-pub use sandbox::{DEFAULT_HOME_KEEP, SandboxSettings, home_paths, writable_folder};
+pub use sandbox::{DEFAULT_HOME_KEEP, SandboxSettings, WritableFolderError, home_paths, writable_folder};
 
 use files::{check_limits, claim_tool_names, note_sources, read_file, read_instructions, toml_files};
 use merge::{is_trusted, merge, merge_stricter, restrict_untrusted};

@@ -60,18 +60,26 @@ impl Default for SandboxSettings {
 /// (workspace-relative). Never the workspace root (the sandbox grants folders with everything
 /// beneath them, so that would include `.git` — its hooks and config run programs later — and
 /// Steward's own `.steward/`), nor anything under `.git` or `.steward`. Errors say why.
-pub fn writable_folder(rel: &str) -> Result<(), String> {
+pub fn writable_folder(rel: &str) -> Result<(), WritableFolderError> {
     let trimmed = rel.trim_start_matches("./").trim_end_matches('/');
     if trimmed.is_empty() || trimmed == "." {
-        return Err(
-            "the whole workspace would be writable, including .git and .steward; name a folder (e.g. `target/**`)"
-                .into(),
-        );
+        return Err(WritableFolderError::WholeWorkspace);
     }
     let path = std::path::Path::new(trimmed);
     if steward_policy::is_protected_path(path) || path.components().any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
     {
-        return Err(format!("`{trimmed}` is .git or Steward's own configuration; it is never writable"));
+        return Err(WritableFolderError::Protected(trimmed.to_string()));
     }
     Ok(())
+}
+
+/// Why a folder may not be made writable for a sandboxed command ([`writable_folder`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WritableFolderError {
+    /// The folder is the workspace root.
+    #[error("the whole workspace would be writable, including .git and .steward; name a folder (e.g. `target/**`)")]
+    WholeWorkspace,
+    /// The folder is `.git`, `.steward` or beneath one (the folder, as written).
+    #[error("`{0}` is .git or Steward's own configuration; it is never writable")]
+    Protected(String),
 }

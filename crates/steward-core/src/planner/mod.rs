@@ -34,6 +34,82 @@ pub struct PlannerOverrides {
     pub max_tokens: Option<u32>,
 }
 
+/// Why no planner (or role plan) was chosen: a usage or configuration error, nothing was run.
+/// The messages are sentences for the user and name the flag or the setting to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlannerError {
+    /// `--planner classic` together with `--provider`, `--base-url`, `--model` or `--scenario`.
+    #[error("--planner classic takes no --provider, --base-url, --model or --scenario")]
+    ClassicWithModelFlags,
+    /// `--model` or `--scenario` without a provider named anywhere.
+    #[error(
+        "--model and --scenario need a provider: pass --provider NAME (e.g. --provider fake --scenario FILE) or set [run] provider"
+    )]
+    ModelFlagsWithoutProvider,
+    /// The model planner without a provider named anywhere.
+    #[error(
+        "the model planner needs a provider: pass --provider NAME (presets: {}) or set [run] provider in .steward/config.toml",
+        steward_provider::PRESETS.join(", ")
+    )]
+    NoProvider,
+    /// `--base-url` needs the `llamacpp` preset, which this build lacks.
+    #[error("the llamacpp preset is missing")]
+    NoCustomPreset,
+    /// The named provider is neither a preset nor declared.
+    #[error(
+        "unknown provider `{0}`: use a preset ({presets}) or declare [providers.{0}] in .steward/config.toml",
+        presets = steward_provider::PRESETS.join(", ")
+    )]
+    UnknownProvider(String),
+    /// A role names a provider that is neither a preset nor declared.
+    #[error(
+        "unknown provider `{0}`: use a preset ({presets}) or declare [providers.{0}]",
+        presets = steward_provider::PRESETS.join(", ")
+    )]
+    UnknownRoleProvider(String),
+    /// `--scenario` with a provider other than the fake one.
+    #[error("--scenario applies only to the fake provider, not `{0}`")]
+    ScenarioNotFake(String),
+    /// The fake provider without a scenario.
+    #[error("the fake provider `{0}` needs a scenario: pass --scenario FILE (format in docs/models.md)")]
+    FakeWithoutScenario(String),
+    /// A role's fake provider without a scenario.
+    #[error(
+        "the fake provider `{0}` needs a scenario: declare [providers.NAME] with kind = \"fake\" and scenario = \"FILE\""
+    )]
+    RoleFakeWithoutScenario(String),
+    /// The provider could not be built (its settings are invalid).
+    #[error("provider `{name}`: {message}")]
+    Provider {
+        /// The provider's name.
+        name: String,
+        /// Why, from the provider.
+        message: String,
+    },
+    /// Neither the command line nor the settings name a model, and the provider has no default.
+    #[error("provider `{0}` has no default model: pass --model ID or set default_model")]
+    NoModel(String),
+    /// A role's entry names no model, and its provider has no default.
+    #[error("provider `{0}` has no default model: set model = \"ID\"")]
+    NoRoleModel(String),
+    /// `--planner` or `[run] planner` names another planner.
+    #[error("unknown planner `{0}`: use `classic` or `model`")]
+    UnknownPlanner(String),
+    /// A `[roles.NAME]` entry is wrong; `entry` names it and the file that set it.
+    #[error("{entry}: {source}")]
+    Role {
+        /// `roles.NAME (in FILE)`.
+        entry: String,
+        /// What is wrong with it.
+        source: Box<PlannerError>,
+    },
+    /// With the classic planner, a drafting role has no `[roles.NAME]` entry.
+    #[error(
+        "role `{0}` has no provider: the classic planner writes no drafts; set [roles.{0}] provider = \"NAME\" in .steward/config.toml or choose a model planner (--provider NAME)"
+    )]
+    RoleWithoutProvider(&'static str),
+}
+
 /// Chooses the planner: classic unless a provider or base URL is named (here or in
 /// `[run]`), or `planner = "model"` is asked for.
 ///
@@ -45,7 +121,7 @@ pub fn resolve(
     config: &Config,
     overrides: &PlannerOverrides,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<PlannerChoice, String> {
+) -> Result<PlannerChoice, PlannerError> {
     resolve_with_config(config, overrides, env).map(|(choice, _)| choice)
 }
 
@@ -55,7 +131,7 @@ fn resolve_with_config(
     config: &Config,
     overrides: &PlannerOverrides,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(PlannerChoice, Option<ProviderConfig>), String> {
+) -> Result<(PlannerChoice, Option<ProviderConfig>), PlannerError> {
     let provider_name = overrides
         .provider
         .clone()
@@ -75,10 +151,10 @@ fn resolve_with_config(
                 || overrides.scenario.is_some() =>
         {
             Err(if overrides.planner.is_some() {
-                "--planner classic takes no --provider, --base-url, --model or --scenario".to_string()
+                PlannerError::ClassicWithModelFlags
             } else {
                 // The classic planner was chosen because no provider was named anywhere.
-                "--model and --scenario need a provider: pass --provider NAME (e.g. --provider fake --scenario FILE) or set [run] provider".to_string()
+                PlannerError::ModelFlagsWithoutProvider
             })
         }
         "classic" => Ok((
@@ -92,29 +168,15 @@ fn resolve_with_config(
             None,
         )),
         "model" => {
-            let name = provider_name.ok_or_else(|| {
-                format!(
-                    "the model planner needs a provider: pass --provider NAME (presets: {}) or set [run] provider in .steward/config.toml",
-                    steward_provider::PRESETS.join(", ")
-                )
-            })?;
-            let mut cfg: ProviderConfig = match config
-                .providers
-                .get(&name)
-                .cloned()
-                .or_else(|| steward_provider::preset(&name))
-            {
-                Some(cfg) => cfg,
-                None if overrides.base_url.is_some() => {
-                    steward_provider::preset("llamacpp").ok_or("the llamacpp preset is missing")?
-                }
-                None => {
-                    return Err(format!(
-                        "unknown provider `{name}`: use a preset ({}) or declare [providers.{name}] in .steward/config.toml",
-                        steward_provider::PRESETS.join(", ")
-                    ));
-                }
-            };
+            let name = provider_name.ok_or(PlannerError::NoProvider)?;
+            let mut cfg: ProviderConfig =
+                match config.providers.get(&name).cloned().or_else(|| steward_provider::preset(&name)) {
+                    Some(cfg) => cfg,
+                    None if overrides.base_url.is_some() => {
+                        steward_provider::preset("llamacpp").ok_or(PlannerError::NoCustomPreset)?
+                    }
+                    None => return Err(PlannerError::UnknownProvider(name)),
+                };
             if let Some(url) = &overrides.base_url {
                 // `--base-url` wins over every variable.
                 cfg.base_url = Some(url.clone());
@@ -123,12 +185,8 @@ fn resolve_with_config(
             let is_fake = cfg.kind == steward_provider::ProviderKind::Fake;
             match (&overrides.scenario, is_fake) {
                 (Some(scenario), true) => cfg.scenario = Some(scenario.clone()),
-                (Some(_), false) => return Err(format!("--scenario applies only to the fake provider, not `{name}`")),
-                (None, true) if cfg.scenario.is_none() => {
-                    return Err(format!(
-                        "the fake provider `{name}` needs a scenario: pass --scenario FILE (format in docs/models.md)"
-                    ));
-                }
+                (Some(_), false) => return Err(PlannerError::ScenarioNotFake(name)),
+                (None, true) if cfg.scenario.is_none() => return Err(PlannerError::FakeWithoutScenario(name)),
                 (None, _) => {}
             }
             let tool_choice = overrides.tool_choice.clone().or_else(|| cfg.tool_choice.clone());
@@ -142,7 +200,7 @@ fn resolve_with_config(
                 Err(err) if err.class == steward_protocol::ErrorClass::MissingApiKey => {
                     Arc::new(Unavailable { name: name.clone(), error: err })
                 }
-                Err(err) => return Err(format!("provider `{name}`: {}", err.message)),
+                Err(err) => return Err(PlannerError::Provider { name, message: err.message }),
             };
             // `[run] model` belongs to `[run] provider`; another provider uses its own default.
             let run_model = config.run.model.clone().filter(|_| config.run.provider.as_deref() == Some(name.as_str()));
@@ -153,7 +211,7 @@ fn resolve_with_config(
                 .or_else(|| cfg.default_model.clone())
                 .unwrap_or_else(|| provider.default_model().to_string());
             if model.trim().is_empty() {
-                return Err(format!("provider `{name}` has no default model: pass --model ID or set default_model"));
+                return Err(PlannerError::NoModel(name));
             }
             Ok((
                 PlannerChoice {
@@ -166,7 +224,7 @@ fn resolve_with_config(
                 Some(cfg),
             ))
         }
-        other => Err(format!("unknown planner `{other}`: use `classic` or `model`")),
+        other => Err(PlannerError::UnknownPlanner(other.to_string())),
     }
 }
 
@@ -189,7 +247,7 @@ pub fn resolve_roles(
     config: &Config,
     overrides: &PlannerOverrides,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<RolePlan, String> {
+) -> Result<RolePlan, PlannerError> {
     let set_in = |role: RoleName| match config.entry_sources.get(&format!("roles.{}", role.as_str())) {
         Some(path) => format!("roles.{} (in {})", role.as_str(), path.display()),
         None => format!("roles.{}", role.as_str()),
@@ -204,7 +262,7 @@ pub fn resolve_roles(
                 ..overrides.clone()
             };
             resolve_with_config(config, &entry_overrides, env)
-                .map_err(|e| format!("{}: {e}", set_in(RoleName::Planner)))?
+                .map_err(|e| PlannerError::Role { entry: set_in(RoleName::Planner), source: Box::new(e) })?
         }
         None => resolve_with_config(config, overrides, env)?,
     };
@@ -220,13 +278,9 @@ pub fn resolve_roles(
     let mut roles = vec![planner_role.clone()];
     for role in RoleName::ALL.into_iter().skip(1) {
         let assignment = match config.roles.get(role) {
-            Some(entry) => role_provider(config, role, entry, env).map_err(|e| format!("{}: {e}", set_in(role)))?,
-            None if planner_cfg.is_none() => {
-                return Err(format!(
-                    "role `{0}` has no provider: the classic planner writes no drafts; set [roles.{0}] provider = \"NAME\" in .steward/config.toml or choose a model planner (--provider NAME)",
-                    role.as_str()
-                ));
-            }
+            Some(entry) => role_provider(config, role, entry, env)
+                .map_err(|e| PlannerError::Role { entry: set_in(role), source: Box::new(e) })?,
+            None if planner_cfg.is_none() => return Err(PlannerError::RoleWithoutProvider(role.as_str())),
             None => RoleAssignment { role, ..planner_role.clone() },
         };
         roles.push(assignment);
@@ -240,18 +294,16 @@ fn role_provider(
     role: RoleName,
     entry: &RoleConfig,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<RoleAssignment, String> {
+) -> Result<RoleAssignment, PlannerError> {
     let name = entry.provider.trim();
-    let mut cfg = config.providers.get(name).cloned().or_else(|| steward_provider::preset(name)).ok_or_else(|| {
-        format!(
-            "unknown provider `{name}`: use a preset ({}) or declare [providers.{name}]",
-            steward_provider::PRESETS.join(", ")
-        )
-    })?;
+    let mut cfg = config
+        .providers
+        .get(name)
+        .cloned()
+        .or_else(|| steward_provider::preset(name))
+        .ok_or_else(|| PlannerError::UnknownRoleProvider(name.to_string()))?;
     if cfg.kind == steward_provider::ProviderKind::Fake && cfg.scenario.is_none() {
-        return Err(format!(
-            "the fake provider `{name}` needs a scenario: declare [providers.NAME] with kind = \"fake\" and scenario = \"FILE\""
-        ));
+        return Err(PlannerError::RoleFakeWithoutScenario(name.to_string()));
     }
     // Role stages offer no tools.
     cfg.tool_choice = None;
@@ -260,7 +312,7 @@ fn role_provider(
         Err(err) if err.class == steward_protocol::ErrorClass::MissingApiKey => {
             Arc::new(Unavailable { name: name.to_string(), error: err })
         }
-        Err(err) => return Err(format!("provider `{name}`: {}", err.message)),
+        Err(err) => return Err(PlannerError::Provider { name: name.to_string(), message: err.message }),
     };
     let model = entry
         .model
@@ -268,7 +320,7 @@ fn role_provider(
         .or_else(|| cfg.default_model.clone())
         .unwrap_or_else(|| provider.default_model().to_string());
     if model.trim().is_empty() {
-        return Err(format!("provider `{name}` has no default model: set model = \"ID\""));
+        return Err(PlannerError::NoRoleModel(name.to_string()));
     }
     Ok(RoleAssignment {
         role,

@@ -154,7 +154,7 @@ impl CommandTool {
         let mut writable = Vec::new();
         for glob in &self.config.writes {
             let prefix = literal_prefix(glob);
-            super::writable_folder(&prefix).map_err(|m| ToolError::refused("protected_path", m))?;
+            super::writable_folder(&prefix).map_err(|m| ToolError::refused("protected_path", m.to_string()))?;
             let resolved = ws.resolve(&prefix, Access::Write)?;
             if !resolved.abs.exists() {
                 return Err(ToolError::failed(format!("`{prefix}` (from writes `{glob}`) does not exist")));

@@ -18,6 +18,16 @@ use std::borrow::Cow;
 use crate::config::CompiledFilter as Filter;
 pub use crate::config::OutputFilterConfig;
 
+/// An `[[output_filter]]` that does not compile ([`OutputFilters::new`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct FilterError {
+    /// The setting that is wrong: `tool` (a bad glob) or `pattern` (a bad regular expression).
+    pub setting: &'static str,
+    /// What is wrong, naming the filter's text.
+    pub message: String,
+}
+
 /// The compiled filters of a configuration.
 #[derive(Default)]
 pub struct OutputFilters {
@@ -31,9 +41,12 @@ impl std::fmt::Debug for OutputFilters {
 }
 
 impl OutputFilters {
-    /// Compiles `configs` in order. Errors: the first bad glob or regex, as text.
-    pub fn new(configs: &[OutputFilterConfig]) -> Result<Self, String> {
-        let filters = configs.iter().map(|c| c.compile().map_err(|(_, message)| message)).collect::<Result<_, _>>()?;
+    /// Compiles `configs` in order. Errors: the first bad glob or regex.
+    pub fn new(configs: &[OutputFilterConfig]) -> Result<Self, FilterError> {
+        let filters = configs
+            .iter()
+            .map(|c| c.compile().map_err(|(setting, message)| FilterError { setting, message }))
+            .collect::<Result<_, _>>()?;
         Ok(OutputFilters { filters })
     }
 

@@ -172,6 +172,36 @@ pub struct ToolRegistry {
     filters: Arc<filter::OutputFilters>,
 }
 
+/// Why a configuration's tools cannot be set up ([`ToolRegistry::for_config`]); nothing runs.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The policy does not compile.
+    #[error(transparent)]
+    Policy(#[from] steward_policy::PolicyError),
+    /// A `[shell] writable` folder may not be writable.
+    #[error("[shell] writable `{dir}`: {source}")]
+    ShellWritable {
+        /// The folder as written.
+        dir: String,
+        /// Why not.
+        source: crate::config::WritableFolderError,
+    },
+    /// A `[shell] writable` folder is not a writable place inside the workspace.
+    #[error("[shell] writable `{dir}`: {source}")]
+    ShellWritablePath {
+        /// The folder as written.
+        dir: String,
+        /// Why not.
+        source: steward_policy::PathError,
+    },
+    /// A `[[tool]]` definition is invalid.
+    #[error(transparent)]
+    Command(#[from] crate::config::DefinitionError),
+    /// An `[[output_filter]]` does not compile.
+    #[error(transparent)]
+    Filter(#[from] filter::FilterError),
+}
+
 impl ToolRegistry {
     /// An empty registry.
     pub fn new() -> Self {
@@ -197,8 +227,11 @@ impl ToolRegistry {
 
     /// The tools a configuration offers: the built-in ones, plus `shell_command` when
     /// `[shell] enabled = true` (its writable folders must be inside the workspace).
-    pub fn for_config(config: &crate::config::Config, workspace: &steward_policy::Workspace) -> Result<Self, String> {
-        let policy = steward_policy::Policy::new(&config.policy).map_err(|e| e.to_string())?;
+    pub fn for_config(
+        config: &crate::config::Config,
+        workspace: &steward_policy::Workspace,
+    ) -> Result<Self, RegistryError> {
+        let policy = steward_policy::Policy::new(&config.policy)?;
         Self::for_config_with_policy(config, workspace, &policy)
     }
 
@@ -207,15 +240,15 @@ impl ToolRegistry {
         config: &crate::config::Config,
         workspace: &steward_policy::Workspace,
         policy: &steward_policy::Policy,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RegistryError> {
         let mut registry = Self::builtin();
         if config.shell.enabled {
             let mut writable = Vec::new();
             for dir in &config.shell.writable {
-                writable_folder(dir).map_err(|m| format!("[shell] writable `{dir}`: {m}"))?;
+                writable_folder(dir).map_err(|source| RegistryError::ShellWritable { dir: dir.clone(), source })?;
                 let resolved = workspace
                     .resolve(dir, steward_policy::Access::Write)
-                    .map_err(|e| format!("[shell] writable `{dir}`: {e}"))?;
+                    .map_err(|source| RegistryError::ShellWritablePath { dir: dir.clone(), source })?;
                 writable.push(resolved.abs);
             }
             let memory = config.shell.memory_mb.map(|mb| mb.saturating_mul(1024 * 1024));
@@ -233,8 +266,7 @@ impl ToolRegistry {
             &|name| builtin.get(name).is_some(),
             &config.sandbox.env_allow,
             &|name| policy.credential_scope(name),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         for tool in commands {
             registry.insert(tool);
         }

@@ -62,7 +62,7 @@ pub(crate) async fn run_with_network(
     };
     let list = HostList::parse(hosts).map_err(|e| ToolError::failed(format!("network: {e}")))?;
     let mut config = ProxyConfig::new(list);
-    config.test_hosts = test_hosts().map_err(ToolError::failed)?;
+    config.test_hosts = test_hosts().map_err(|e| ToolError::failed(e.to_string()))?;
     let proxy = EgressProxy::start(config).map_err(|e| ToolError::failed(format!("the command was not run: {e}")))?;
     request.network = false;
     request.egress_proxy = Some(proxy.socket_path().to_path_buf());
@@ -101,17 +101,29 @@ fn deliver(log: Option<&EgressLog>, records: Vec<EgressRecord>) {
     }
 }
 
+/// Why [`TEST_HOSTS_VAR`] is not honoured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum TestHostsError {
+    /// Set in a release build, which refuses the test-only setting.
+    #[error("the command was not run: {TEST_HOSTS_VAR} is set, a test-only setting that release builds refuse")]
+    Release,
+    /// Its value is not UTF-8.
+    #[error("{TEST_HOSTS_VAR} is not UTF-8")]
+    NotUtf8,
+    /// Its value does not parse.
+    #[error("{TEST_HOSTS_VAR}: {0}")]
+    Invalid(String),
+}
+
 /// The `.test` names pinned by [`TEST_HOSTS_VAR`] (debug builds), or the refusal to honour
 /// it (release builds).
-fn test_hosts() -> Result<TestHosts, String> {
+fn test_hosts() -> Result<TestHosts, TestHostsError> {
     let Some(value) = std::env::var_os(TEST_HOSTS_VAR) else { return Ok(TestHosts::default()) };
     if !cfg!(debug_assertions) {
-        return Err(format!(
-            "the command was not run: {TEST_HOSTS_VAR} is set, a test-only setting that release builds refuse"
-        ));
+        return Err(TestHostsError::Release);
     }
-    let text = value.to_str().ok_or_else(|| format!("{TEST_HOSTS_VAR} is not UTF-8"))?;
-    TestHosts::parse(text).map_err(|e| format!("{TEST_HOSTS_VAR}: {e}"))
+    let text = value.to_str().ok_or(TestHostsError::NotUtf8)?;
+    TestHosts::parse(text).map_err(|e| TestHostsError::Invalid(e.to_string()))
 }
 
 #[cfg(test)]
@@ -125,8 +137,8 @@ mod tests {
         network: Network,
     }
 
-    fn parse(text: &str) -> Result<Network, String> {
-        toml::from_str::<Holder>(text).map(|h| h.network).map_err(|e| e.to_string())
+    fn parse(text: &str) -> Result<Network, toml::de::Error> {
+        toml::from_str::<Holder>(text).map(|h| h.network)
     }
 
     #[test]
@@ -141,7 +153,7 @@ mod tests {
         for bad in ["network = []", "network = [\"https://crates.io\"]", "network = \"crates.io\"", "network = [1]"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-        let err = parse("network = [\"*.com\"]").unwrap_err();
+        let err = parse("network = [\"*.com\"]").unwrap_err().to_string();
         assert!(err.contains("*.com"), "{err}");
     }
 

@@ -119,7 +119,7 @@ impl RunLauncher {
         let config = Config::load(self.user_config_dir.as_deref(), empty.path())
             .map_err(|e| format!("the configuration cannot be loaded: {e}"))?;
         let env = |name: &str| std::env::var(name).ok();
-        let planner = steward_core::planner::resolve(&config, &self.overrides, &env)?;
+        let planner = steward_core::planner::resolve(&config, &self.overrides, &env).map_err(|e| e.to_string())?;
         if planner.kind == steward_core::planner::classic::CLASSIC {
             return Err(NEEDS_MODEL.to_string());
         }

@@ -266,16 +266,36 @@ pub(crate) struct Launched {
     pub module: bool,
 }
 
+/// Which option or computed word keeps a launcher's command from being known
+/// ([`Launcher::read`]); `program` is the launcher's program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LaunchError {
+    /// A word is expanded at run time where the launcher reads its options.
+    #[error("`{word}` is expanded at run time where `{program}` reads its options")]
+    Computed { program: &'static str, word: String },
+    /// An option that takes a command line is the last word.
+    #[error("`{program} {option}` has no value")]
+    MissingValue { program: &'static str, option: String },
+    /// The command line given to an option is computed at run time.
+    #[error("the `{program} {option}` command line is computed at run time")]
+    ComputedScript { program: &'static str, option: String },
+    /// An option the launcher's table does not list.
+    #[error(
+        "`{program} {subcommand}` option `{word}` is not one Steward knows, so which program it starts cannot be known"
+    )]
+    UnknownOption { program: &'static str, subcommand: String, word: String },
+}
+
 impl Launcher {
-    /// Reads the launcher's options in `words` (after its subcommand). Errors: a sentence
-    /// saying which option or computed word keeps the command from being known.
-    pub(crate) fn read(&self, words: &[String], dynamic: &[bool]) -> Result<Launched, String> {
+    /// Reads the launcher's options in `words` (after its subcommand). Errors: which option or
+    /// computed word keeps the command from being known.
+    pub(crate) fn read(&self, words: &[String], dynamic: &[bool]) -> Result<Launched, LaunchError> {
         let mut out = Launched { shell_mode: self.shell_line, ..Launched::default() };
         let mut positional = self.positional;
         let mut k = 0;
         while let Some(word) = words.get(k) {
             if dynamic.get(k).copied().unwrap_or(true) {
-                return Err(format!("`{word}` is expanded at run time where `{}` reads its options", self.program));
+                return Err(LaunchError::Computed { program: self.program, word: word.clone() });
             }
             if word == "--" {
                 k += 1;
@@ -297,10 +317,12 @@ impl Launcher {
             if self.script.contains(&name) {
                 let value = match attached {
                     Some(value) => value.to_string(),
-                    None => next.cloned().ok_or_else(|| format!("`{} {name}` has no value", self.program))?,
+                    None => next
+                        .cloned()
+                        .ok_or_else(|| LaunchError::MissingValue { program: self.program, option: name.to_string() })?,
                 };
                 if attached.is_none() && dynamic.get(k + 1).copied().unwrap_or(true) {
-                    return Err(format!("the `{} {name}` command line is computed at run time", self.program));
+                    return Err(LaunchError::ComputedScript { program: self.program, option: name.to_string() });
                 }
                 out.scripts.push(value);
                 k += if attached.is_some() { 1 } else { 2 };
@@ -315,11 +337,11 @@ impl Launcher {
             } else if self.with_value.contains(&name) {
                 k += if attached.is_some() { 1 } else { 2 };
             } else {
-                return Err(format!(
-                    "`{} {}` option `{word}` is not one Steward knows, so which program it starts cannot be known",
-                    self.program,
-                    self.path.join(" ")
-                ));
+                return Err(LaunchError::UnknownOption {
+                    program: self.program,
+                    subcommand: self.path.join(" "),
+                    word: word.clone(),
+                });
             }
         }
         if positional > 0 && k >= words.len() {
