@@ -56,10 +56,11 @@ pub fn app_state(
     let (facts_changed, _) = tokio::sync::broadcast::channel(256);
     let (conversations_changed, _) = tokio::sync::broadcast::channel(256);
     let (run_finished, _) = tokio::sync::broadcast::channel(256);
+    let clock = runtime.clock.clone();
     AppState(Arc::new(Inner {
         runtime,
         launcher,
-        live: live::LiveRuns::new(options.max_running),
+        live: live::LiveRuns::new(options.max_running, clock),
         sessions,
         options,
         shutdown: CancellationToken::new(),

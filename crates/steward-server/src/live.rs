@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, Approver};
+use steward_core::clock::Clock;
 use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
 use steward_core::events::EventObserver;
 use steward_protocol::{ApprovalRequest, Event};
@@ -155,17 +156,21 @@ pub struct LiveRuns {
     queue: Mutex<VecDeque<String>>,
     slots: Arc<tokio::sync::Semaphore>,
     max_running: usize,
+    /// The runtime's clock: approvals and elicitations expire by it.
+    clock: Arc<dyn Clock>,
 }
 
 impl LiveRuns {
     /// At most `max_running` runs execute at once (at least 1); the rest wait in order.
-    pub fn new(max_running: usize) -> Self {
+    /// Expiry of approvals and elicitations is judged by `clock` (the runtime's).
+    pub fn new(max_running: usize, clock: Arc<dyn Clock>) -> Self {
         let max_running = max_running.max(1);
         LiveRuns {
             runs: Mutex::new(HashMap::new()),
             queue: Mutex::new(VecDeque::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(max_running)),
             max_running,
+            clock,
         }
     }
 
@@ -251,7 +256,7 @@ impl LiveRuns {
             if entry.request.owner_id != owner_id {
                 return Err(DecideError::NotOwner);
             }
-            if chrono::Utc::now() >= entry.request.expires_at {
+            if self.clock.now() >= entry.request.expires_at {
                 return Err(DecideError::Expired);
             }
             let Some(entry) = pending.remove(approval_id) else { continue };
@@ -283,7 +288,7 @@ impl LiveRuns {
             if entry.prompt.owner_id != owner_id {
                 return Err(ElicitError::NotOwner);
             }
-            if chrono::Utc::now() >= entry.prompt.expires_at {
+            if self.clock.now() >= entry.prompt.expires_at {
                 return Err(ElicitError::Expired);
             }
             let decided_by = owner_id.to_string();
@@ -434,6 +439,7 @@ impl Approver for WebApprover {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use steward_core::clock::SystemClock;
     use steward_core::approval::ApprovalScope;
     use steward_protocol::ApprovalStatus;
 
@@ -458,7 +464,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_the_owner_decides_and_only_once() {
-        let live = LiveRuns::new(2);
+        let live = LiveRuns::new(2, Arc::new(SystemClock));
         let run = live.register("run_1", "web:a", CancellationToken::new());
         let approver = WebApprover(run.clone());
         let req = request("apr_1", "web:a", 60);
@@ -481,7 +487,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_decision_recorded_through_another_node_reaches_the_waiting_run_with_this_token() {
-        let live = LiveRuns::new(1);
+        let live = LiveRuns::new(1, Arc::new(SystemClock));
         let run = live.register("run_1", "web:a", CancellationToken::new());
         let approver = WebApprover(run.clone());
         let req = request("apr_3", "web:a", 60);
@@ -515,7 +521,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_expired_approval_cannot_be_decided() {
-        let live = LiveRuns::new(1);
+        let live = LiveRuns::new(1, Arc::new(SystemClock));
         let run = live.register("run_1", "web:a", CancellationToken::new());
         let approver = WebApprover(run.clone());
         let req = request("apr_2", "web:a", -1);
@@ -554,7 +560,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_the_owner_answers_a_request_for_input_with_values_that_fit() {
-        let live = LiveRuns::new(1);
+        let live = LiveRuns::new(1, Arc::new(SystemClock));
         let run = live.register("run_1", "web:a", CancellationToken::new());
         let approver = WebApprover(run.clone());
         let asked = prompt("eli_1", "web:a", 60);
@@ -592,7 +598,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_queue_keeps_order_and_reports_positions() {
-        let live = Arc::new(LiveRuns::new(1));
+        let live = Arc::new(LiveRuns::new(1, Arc::new(SystemClock)));
         let a = live.register("run_a", "web:a", CancellationToken::new());
         let b = live.register("run_b", "web:a", CancellationToken::new());
         let c = live.register("run_c", "web:a", CancellationToken::new());
@@ -614,7 +620,7 @@ mod tests {
 
     #[test]
     fn the_event_stream_exists_only_while_someone_watches() {
-        let live = LiveRuns::new(1);
+        let live = LiveRuns::new(1, Arc::new(SystemClock));
         let run = live.register("run_1", "web:a", CancellationToken::new());
         let observer = Broadcast(run.clone());
         let event = |seq| Event {
