@@ -33,6 +33,22 @@ impl TryFrom<toml::Value> for ArgItem {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for ArgItem {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ArgItem".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [
+                { "type": "string" },
+                { "type": "object", "properties": { "input": { "type": "string" } }, "required": ["input"] },
+            ],
+        })
+    }
+}
+
 impl Serialize for ArgItem {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -64,6 +80,17 @@ impl TryFrom<toml::Value> for EnvValue {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for EnvValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EnvValue".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "anyOf": [{ "type": "string" }, { "const": true }] })
+    }
+}
+
 impl Serialize for EnvValue {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -74,6 +101,7 @@ impl Serialize for EnvValue {
 }
 
 /// `callable`: where the tool is offered.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Callable {
@@ -108,6 +136,19 @@ impl TryFrom<toml::Value> for Compensate {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Compensate {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Compensate".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [{ "const": "none" }, { "type": "array", "items": generator.subschema_for::<ArgItem>() }],
+        })
+    }
+}
+
 impl Serialize for Compensate {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -118,6 +159,7 @@ impl Serialize for Compensate {
 }
 
 /// An input's JSON type.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InputType {
@@ -171,6 +213,31 @@ pub struct ItemsConfig {
     pub pattern: Option<String>,
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for ItemsConfig {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ItemsConfig".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let kind = generator.subschema_for::<InputType>();
+        schemars::json_schema!({
+            "anyOf": [
+                kind.clone(),
+                {
+                    "type": "object",
+                    "properties": {
+                        "type": kind,
+                        "enum": { "type": "array" },
+                        "pattern": { "type": "string" },
+                    },
+                    "required": ["type"],
+                },
+            ],
+        })
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ItemsTable {
@@ -202,6 +269,7 @@ impl TryFrom<toml::Value> for ItemsConfig {
 }
 
 /// One `[[tool.input]]`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct InputConfig {
