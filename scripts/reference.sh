@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet -p steward-cli
-for page in cli events; do
-  ./target/debug/steward reference "$page" > "docs/reference/$page.md"
-  echo "wrote docs/reference/$page.md"
+for entry in cli:cli.md events:events.md config:configuration.md man:steward.1; do
+  page="${entry%%:*}" file="${entry#*:}"
+  ./target/debug/steward reference "$page" > "docs/reference/$file"
+  echo "wrote docs/reference/$file"
 done
 ./target/debug/steward reference openapi > docs/openapi.json
 echo "wrote docs/openapi.json"

@@ -144,6 +144,9 @@ enum Command {
     Reference {
         /// Which page.
         page: commands::reference::Page,
+        /// `man` only: write one manual page per command into this folder instead.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -252,6 +255,11 @@ enum McpCommand {
         /// Print only the outcome as one JSON object on stdout: run_id, tool, status (completed, failed, denied, rejected, not_run), output (the result text, redacted and capped), output_chars, duration_ms, error.
         #[arg(long)]
         json: bool,
+    },
+    /// Print the MCP servers of another client's file as `[mcp_servers.NAME]` tables: a `.mcp.json` or Claude Desktop file (`mcpServers`), or Codex's `config.toml` (`[mcp_servers.NAME]`). Review the output, then add it to your configuration.
+    Import {
+        /// The file to read (JSON or TOML).
+        file: PathBuf,
     },
     /// Serve Steward over MCP on stdio: submit_task, list_runs, get_run, list_pending_approvals, submit_work_request (approving is not an MCP tool).
     Serve,
@@ -371,6 +379,7 @@ fn main() -> ExitCode {
             Command::Mcp { command: McpCommand::Call { server, tool, args, workspace, json } } => {
                 commands::mcp::call(&workspace, &server, &tool, &args, json).await
             }
+            Command::Mcp { command: McpCommand::Import { file } } => commands::mcp_import::import(&file),
             Command::Mcp { command: McpCommand::Serve } => commands::mcp_serve::serve().await,
             Command::Mcp { command: McpCommand::ConformanceClient { url } } => {
                 commands::mcp_conformance::conformance_client(&url).await
@@ -395,7 +404,7 @@ fn main() -> ExitCode {
                 clap_complete::generate(shell, &mut Cli::command(), "steward", &mut std::io::stdout());
                 Ok(0)
             }
-            Command::Reference { page } => commands::reference::print::<Cli>(page),
+            Command::Reference { page, out } => commands::reference::print::<Cli>(page, out.as_deref()),
         }
     });
     // Do not wait for a blocked stdin reader (an approval prompt) after the run ended.

@@ -1,9 +1,18 @@
 //! Terminal front end: event printers (human and JSON lines) and the terminal approver.
+//!
+//! Colour: the human printer and the prompts write through [`anstream`], which passes escape
+//! codes on only when the stream written is a terminal and `NO_COLOR` is unset or empty
+//! (<https://no-color.org>), unless `CLICOLOR_FORCE` asks for them (`NO_COLOR` still wins) —
+//! the decision clap makes for `--help` and usage errors. Everything else is plain text. Text
+//! that comes from a model, a file, a tool or a server is printed with its control characters
+//! escaped ([`printable`]), so it can neither colour nor rewrite the terminal.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use anstream::{eprint, eprintln, println};
+use anstyle::{AnsiColor, Style};
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, ApprovalScope, Approver};
 use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
@@ -51,7 +60,7 @@ impl Default for Human {
 
 impl Human {
     fn line(&self, text: &str) {
-        let mut out = std::io::stdout().lock();
+        let mut out = anstream::stdout().lock();
         if self.mid_line.swap(false, Ordering::SeqCst) {
             let _ = writeln!(out);
         }
@@ -77,10 +86,10 @@ impl EventObserver for Human {
                 let switched =
                     self.last_stage.lock().map(|mut last| std::mem::replace(&mut *last, stage.clone()) != *stage);
                 if switched.unwrap_or(false) && stage != "planner" {
-                    self.line(&format!("── {stage} ──"));
+                    self.line(&format!("{DIM}── {stage} ──{DIM:#}"));
                 }
-                let mut out = std::io::stdout().lock();
-                let _ = write!(out, "{text}");
+                let mut out = anstream::stdout().lock();
+                let _ = write!(out, "{}", printable_text(text));
                 let _ = out.flush();
                 self.mid_line.store(!text.ends_with('\n'), Ordering::SeqCst);
                 if let Ok(mut s) = self.streamed.lock() {
@@ -88,52 +97,63 @@ impl EventObserver for Human {
                 }
             }
             EventKind::StageFailed { stage, error, class, .. } => {
-                self.line(&format!("✗ {stage} failed [{class}]: {error}"))
+                self.line(&format!("{} {stage} failed [{class}]: {}", bad("✗"), printable_text(error)))
             }
             EventKind::ToolRequested { tool, arguments, .. } => {
                 let args = steward_protocol::truncate_chars(&arguments.to_string(), 300).to_string();
-                self.line(&format!("→ {tool} {args}"));
+                self.line(&format!("{BOLD}→ {}{BOLD:#} {}", printable(tool), printable(&args)));
             }
-            EventKind::ToolDenied { rule, reason, .. } => self.line(&format!("  ✗ denied by `{rule}`: {reason}")),
+            EventKind::ToolDenied { rule, reason, .. } => {
+                self.line(&format!("  {} denied by `{rule}`: {}", bad("✗"), printable_text(reason)))
+            }
             // A change is proposed only when it asks for approval: the prompt shows the diff.
             EventKind::PatchProposed { path, .. } if self.prompt_shows_diff => {
-                self.line(&format!("  proposed change to {path} (shown below)"))
+                self.line(&format!("  proposed change to {} (shown below)", printable(path)))
             }
             EventKind::PatchProposed { path, diff, .. } => {
-                self.line(&format!("  proposed change to {path}:\n{}", indent(diff)))
+                self.line(&format!("  proposed change to {}:\n{}", printable(path), indent(&printable_text(diff))))
             }
             EventKind::ToolApprovalRequired { rule, reason, .. } => {
-                self.line(&format!("  ? needs approval (`{rule}`): {reason}"))
+                self.line(&format!("  {} needs approval (`{rule}`): {}", ask("?"), printable_text(reason)))
             }
-            EventKind::ToolApproved { decided_by, .. } => self.line(&format!("  ✓ approved by {decided_by}")),
-            EventKind::ToolRejected { reason, .. } => self.line(&format!("  ✗ rejected: {reason}")),
-            EventKind::ToolApprovalExpired { .. } => self.line("  ✗ approval expired"),
+            EventKind::ToolApproved { decided_by, .. } => {
+                self.line(&format!("  {} approved by {decided_by}", good("✓")))
+            }
+            EventKind::ToolRejected { reason, .. } => {
+                self.line(&format!("  {} rejected: {}", bad("✗"), printable_text(reason)))
+            }
+            EventKind::ToolApprovalExpired { .. } => self.line(&format!("  {} approval expired", bad("✗"))),
             EventKind::ToolCompleted { duration_ms, output_chars, hook_output, .. } => {
-                self.line(&format!("  ✓ done in {duration_ms} ms ({output_chars} chars of output)"));
+                self.line(&format!("  {} done in {duration_ms} ms ({output_chars} chars of output)", good("✓")));
                 if !hook_output.is_empty() {
-                    self.line(&indent(hook_output));
+                    self.line(&indent(&printable_text(hook_output)));
                 }
             }
-            EventKind::ToolFailed { error, .. } => self.line(&format!("  ✗ failed: {error}")),
+            EventKind::ToolFailed { error, .. } => {
+                self.line(&format!("  {} failed: {}", bad("✗"), printable_text(error)))
+            }
             EventKind::ToolCallRepeated { earlier_call_id, answered_from_record: true, .. } => {
                 self.line(&format!("  ↺ same as {earlier_call_id}, unchanged: answered from the run's record"))
             }
             EventKind::ToolCallRepeated { earlier_call_id, earlier_outcome, rule, repeats, .. } => {
                 let by = if rule.is_empty() { String::new() } else { format!(" by `{rule}`") };
-                self.line(&format!("  ✗ repeat {repeats} of {earlier_call_id} ({earlier_outcome}{by}): not run"))
+                self.line(&format!(
+                    "  {} repeat {repeats} of {earlier_call_id} ({earlier_outcome}{by}): not run",
+                    bad("✗")
+                ))
             }
-            EventKind::PatchApplied { path, .. } => self.line(&format!("  ✓ wrote {path}")),
+            EventKind::PatchApplied { path, .. } => self.line(&format!("  {} wrote {}", good("✓"), printable(path))),
             // The terminal prompt shows the request itself (and this line would land inside it).
             EventKind::McpElicitationRequested { .. } => {}
             EventKind::McpElicitationAnswered { action, reason, .. } => {
-                let why = if reason.is_empty() { String::new() } else { format!(": {}", printable(reason)) };
-                let mark = if action == "accept" { "✓" } else { "✗" };
+                let why = if reason.is_empty() { String::new() } else { format!(": {}", printable_text(reason)) };
+                let mark = if action == "accept" { good("✓") } else { bad("✗") };
                 self.line(&format!("  {mark} the MCP server's request for input was answered `{action}`{why}"))
             }
             EventKind::RunCompleted { final_text, stop_reason, rounds, tool_calls, usage, duration_ms } => {
                 let shown = self.streamed.lock().map(|s| s.trim() == final_text.trim()).unwrap_or(false);
                 if !shown {
-                    self.line(final_text);
+                    self.line(&printable_text(final_text));
                 } else if self.mid_line.swap(false, Ordering::SeqCst) {
                     println!();
                 }
@@ -151,7 +171,7 @@ impl EventObserver for Human {
             }
             EventKind::RunFailed { error, class, rounds, duration_ms } => {
                 self.line("");
-                eprintln!("✗ run failed [{class}]: {error}");
+                eprintln!("{} run failed [{class}]: {}", bad("✗"), printable_text(error));
                 eprintln!(
                     "— {} · failed · {rounds} round{} · {:.2} s",
                     event.run_id,
@@ -168,10 +188,45 @@ impl EventObserver for Human {
                     *duration_ms as f64 / 1000.0
                 );
             }
-            EventKind::ToolStarted { allowed_by, .. } => self.line(&format!("  ✓ allowed by `{allowed_by}`")),
+            EventKind::ToolStarted { allowed_by, .. } => {
+                self.line(&format!("  {} allowed by `{allowed_by}`", good("✓")))
+            }
             EventKind::StageCompleted { .. } => {}
         }
     }
+}
+
+/// Bold: a tool call, a prompt's heading.
+const BOLD: Style = Style::new().bold();
+/// Dim: a role stage's heading.
+const DIM: Style = Style::new().dimmed();
+
+/// `mark` in green (done, approved, allowed).
+fn good(mark: &str) -> String {
+    let style = AnsiColor::Green.on_default();
+    format!("{style}{mark}{style:#}")
+}
+
+/// `mark` in red (denied, rejected, failed).
+fn bad(mark: &str) -> String {
+    let style = AnsiColor::Red.on_default();
+    format!("{style}{mark}{style:#}")
+}
+
+/// `mark` in yellow (needs approval).
+fn ask(mark: &str) -> String {
+    let style = AnsiColor::Yellow.on_default();
+    format!("{style}{mark}{style:#}")
+}
+
+/// Multi-line text from a model, a file or a tool: line ends and tabs kept (`\r\n` read as
+/// `\n`), every other control character (escape sequences, a lone carriage return, backspace)
+/// shown as an escape.
+fn printable_text(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .chars()
+        .map(|c| if c.is_control() && c != '\n' && c != '\t' { c.escape_default().to_string() } else { c.to_string() })
+        .collect()
 }
 
 fn plural(n: u32) -> &'static str {
@@ -227,14 +282,19 @@ impl Approver for TerminalApprover {
             libc::tcflush(0, libc::TCIFLUSH);
         }
         while lines.try_recv().is_ok() {}
-        eprintln!("\n┌ approval needed: {} (risk {:.2}, rule `{}`)", request.tool, request.risk, request.rule);
-        eprintln!("│ arguments: {}", request.arguments);
-        eprintln!("│ reason:    {}", request.reason);
+        eprintln!(
+            "\n{BOLD}┌ approval needed:{BOLD:#} {} (risk {:.2}, rule `{}`)",
+            printable(&request.tool),
+            request.risk,
+            request.rule
+        );
+        eprintln!("│ arguments: {}", printable(&request.arguments.to_string()));
+        eprintln!("│ reason:    {}", printable(&request.reason));
         if !request.preview.is_empty() {
             let lines: Vec<&str> = request.preview.lines().collect();
             eprintln!("│ change:");
             for line in lines.iter().take(60) {
-                eprintln!("│   {line}");
+                eprintln!("│   {}", printable(line));
             }
             if lines.len() > 60 {
                 eprintln!("│   … {} more lines (see the patch_proposed event)", lines.len() - 60);
@@ -364,7 +424,7 @@ impl Approver for TerminalApprover {
             }
             match prompt.answer(&inputs) {
                 Ok(values) => return ElicitationReply::Accept { values, decided_by: me() },
-                Err(problem) => eprintln!("│ ✗ not sent: {}; answer again", printable(&problem)),
+                Err(problem) => eprintln!("│ {} not sent: {}; answer again", bad("✗"), printable(&problem)),
             }
         }
     }

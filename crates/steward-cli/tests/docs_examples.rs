@@ -261,16 +261,36 @@ fn config_file(env: &Env, body: &str) -> PathBuf {
 #[test]
 fn reference_pages_are_current() {
     let env = Env::new();
-    for page in ["cli", "events"] {
+    for (page, file) in
+        [("cli", "cli.md"), ("events", "events.md"), ("config", "configuration.md"), ("man", "steward.1")]
+    {
         let out = env.steward(&["reference", page]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
-        let path = docs_root().join(format!("docs/reference/{page}.md"));
+        let path = docs_root().join(format!("docs/reference/{file}"));
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             committed == stdout(&out),
-            "docs/reference/{page}.md is stale: run scripts/reference.sh and commit the result"
+            "docs/reference/{file} is stale: run scripts/reference.sh and commit the result"
         );
     }
+}
+
+/// `steward reference man --out DIR` writes one manual page per visible command, each a roff
+/// page that names itself.
+#[test]
+fn manual_pages_are_written_to_a_folder() {
+    let env = Env::new();
+    let dir = env.dir.path().join("man1");
+    let out = env.steward(&["reference", "man", "--out", dir.to_str().expect("UTF-8 path")]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let main = std::fs::read_to_string(dir.join("steward.1")).expect("steward.1 written");
+    assert!(main.starts_with(".ie \\n(.g .ds Aq") || main.contains(".TH steward 1"), "{main}");
+    let run = std::fs::read_to_string(dir.join("steward-run.1")).expect("steward-run.1 written");
+    assert!(run.contains(".TH steward-run 1") && run.contains("\\-\\-json"), "{run}");
+    assert!(!dir.join("steward-reference.1").exists(), "hidden commands get no page");
+    assert!(stdout(&out).contains("steward-run.1"), "{}", stdout(&out));
+    let refused = env.steward(&["reference", "cli", "--out", dir.to_str().expect("UTF-8 path")]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
 }
 
 /// `steward completions SHELL` prints a script the shell accepts.

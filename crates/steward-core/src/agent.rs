@@ -171,6 +171,11 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
             provider: if req.planner.kind == "classic" { String::new() } else { run.provider.clone() },
             model: if req.planner.kind == "classic" { String::new() } else { run.model.clone() },
             workspace: run.workspace.clone(),
+            instruction_files: if req.planner.kind == "classic" {
+                Vec::new()
+            } else {
+                req.config.instruction_files.iter().map(|f| f.path.display().to_string()).collect()
+            },
         })
         .await?;
 
@@ -201,8 +206,9 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
         elicitor: None,
         egress: None,
     };
-    let ttl_seconds = req.config.policy.approval_timeout_seconds.unwrap_or(30 * 60);
-    let grant_ttl_seconds = req.config.policy.token_ttl_seconds.unwrap_or(8 * 3600);
+    let ttl_seconds =
+        req.config.policy.approval_timeout_seconds.unwrap_or(steward_policy::DEFAULT_APPROVAL_TIMEOUT_SECONDS);
+    let grant_ttl_seconds = req.config.policy.token_ttl_seconds.unwrap_or(steward_policy::DEFAULT_TOKEN_TTL_SECONDS);
     let calls = CallContext {
         run: RunScope {
             run_id: &run.id,

@@ -39,6 +39,7 @@ pub const MIN_MAX_OUTPUT_BYTES: usize = 1024;
 pub const MAX_SERVER_NAME_CHARS: usize = 32;
 
 /// A value given literally or read from a named environment variable when the server starts.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum ValueSource {
@@ -50,6 +51,7 @@ pub enum ValueSource {
 }
 
 /// A value read from the environment of the Steward process.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EnvValue {
@@ -94,6 +96,7 @@ impl Serialize for ValueSource {
 
 /// One `[mcp_servers.NAME]` table. Exactly one transport: `command` (stdio) or `url`
 /// (streamable HTTP). Checked by [`McpServerConfig::validate`].
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {

@@ -5,6 +5,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use steward_protocol::DecisionKind;
 
+/// Lifetime of approval decisions and grants when `token_ttl_seconds` is unset: 8 hours.
+pub const DEFAULT_TOKEN_TTL_SECONDS: u64 = 8 * 3600;
+
+/// How long an approval request waits when `approval_timeout_seconds` is unset: 30 minutes.
+pub const DEFAULT_APPROVAL_TIMEOUT_SECONDS: u64 = 30 * 60;
+
 /// The `[policy]` table. Every field is optional; unknown fields are refused.
 ///
 /// ```toml
@@ -33,6 +39,7 @@ use steward_protocol::DecisionKind;
 /// requires_human_approval = true
 /// when_tainted = true                  # only once the run read untrusted content
 /// ```
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Deserialize, Serialize, Default, Clone, Debug, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
@@ -48,8 +55,10 @@ pub struct PolicyConfig {
     /// Most tool calls one run may propose; `None` for the built-in default.
     pub max_tool_calls_per_run: Option<u32>,
     /// Lifetime of approval decisions and grants, in seconds.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_TOKEN_TTL_SECONDS)))]
     pub token_ttl_seconds: Option<u64>,
     /// How long an approval request waits for the owner, in seconds.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_APPROVAL_TIMEOUT_SECONDS)))]
     pub approval_timeout_seconds: Option<u64>,
     /// `[[policy.rule]]` entries.
     #[serde(rename = "rule")]
@@ -61,6 +70,7 @@ pub struct PolicyConfig {
     pub context_rules: Vec<ContextRule>,
     /// In a run that has read untrusted content, an allowed call whose risk score is at least
     /// this (in `[0, 1]`) needs approval instead (SPEC C2). `None` means 0.5.
+    #[cfg_attr(feature = "schema", schemars(extend("default" = crate::DEFAULT_TAINT_ESCALATION_RISK)))]
     pub taint_escalation_risk: Option<f64>,
     /// Globs over workspace-relative paths whose content is not the user's (vendored code,
     /// downloads, `node_modules`): reading a matching file (or a directory something matching
@@ -71,6 +81,7 @@ pub struct PolicyConfig {
 
 /// One `[[policy.context_rules]]` entry (SPEC C1 `context_rules`). It only ever escalates:
 /// an allowed call of a matching tool becomes *ask*; deny and ask stay as they are.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ContextRule {
@@ -89,6 +100,7 @@ pub struct ContextRule {
 
 /// An example command for a rule's `match` / `not_match` lists: an argv array
 /// (`["git", "push"]`) or a shell command line (`"git -C repo push origin"`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(untagged)]
 pub enum ArgvExample {
@@ -211,6 +223,7 @@ impl std::fmt::Display for ArgvExample {
 /// match = ["bash -lc 'rm -rf ./dist'", "FOO=1 /bin/rm -rf x", "rm x --recursive -f"]
 /// not_match = ["rm -r x", "rm -r -- -f"]
 /// ```
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RuleConfig {

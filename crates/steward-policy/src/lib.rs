@@ -39,7 +39,9 @@ mod programs;
 pub mod shell;
 mod untrusted;
 
-pub use config::{ArgvExample, ContextRule, PolicyConfig, RuleConfig};
+pub use config::{
+    ArgvExample, ContextRule, DEFAULT_APPROVAL_TIMEOUT_SECONDS, DEFAULT_TOKEN_TTL_SECONDS, PolicyConfig, RuleConfig,
+};
 pub use context::{DEFAULT_TAINT_ESCALATION_RISK, GateContext};
 pub use data_flow::{Carried, Fingerprints, MAX_FINGERPRINTS, Origin, SPAN_CHARS};
 pub use gate::{Policy, PolicyError, SHELL_TOOL};

@@ -77,6 +77,12 @@ pub enum EventKind {
         model: String,
         /// Canonical workspace path.
         workspace: String,
+        /// Instruction files given to the model planner as context, in prompt order
+        /// (absolute paths: the user's global `AGENTS.md`, then the `AGENTS.md` or `CLAUDE.md`
+        /// files from the repository root down to the workspace). Empty for the classic
+        /// planner or when there are none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        instruction_files: Vec<String>,
     },
     /// A stage (a planner round) began.
     StageStarted {

@@ -29,6 +29,7 @@ use crate::wire::{HttpProvider, Settings};
 use crate::{Provider, ProviderError};
 
 /// Which wire protocol a provider speaks.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
@@ -41,6 +42,7 @@ pub enum ProviderKind {
 }
 
 /// One environment variable name, or several tried in order.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(untagged)]
 pub enum ApiKeyEnv {
@@ -61,6 +63,7 @@ impl ApiKeyEnv {
 }
 
 /// Settings of one provider. Unknown fields are rejected.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
@@ -104,9 +107,11 @@ pub struct ProviderConfig {
     pub timeout_ms: Option<u64>,
     /// Tries in total for a model call, first included (default 3).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_TRIES)))]
     pub max_retries: Option<u32>,
     /// Base of the exponential backoff between tries, in ms (default 500).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_BACKOFF_MS)))]
     pub retry_backoff_ms: Option<u64>,
     /// OpenAI-compatible only: the role name of system messages, `system` (default) or
     /// `developer` (preferred by OpenAI's reasoning models).

@@ -267,6 +267,7 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
             "files": config.sources,
             "trusted": config.trusted,
             "instructions": config.instructions.is_some(),
+            "instruction_files": config.instruction_files,
         });
         println!("{}", serde_json::to_string_pretty(&redactor.redact_value(&value))?);
         return Ok(0);
@@ -280,8 +281,14 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
     println!("# workspace configuration trusted: {}", config.trusted);
     let text = toml::to_string_pretty(&view).map_err(|e| anyhow::anyhow!("cannot print the configuration: {e}"))?;
     println!("{}", redactor.redact(&text));
-    if config.instructions.is_some() {
-        println!("# AGENTS.md instructions are given to model planners");
+    for file in &config.instruction_files {
+        let cut = if file.truncated { ", cut" } else { "" };
+        println!(
+            "# instructions for model planners: {} (applies to {}; {} characters{cut})",
+            file.path.display(),
+            file.applies_to,
+            file.chars
+        );
     }
     Ok(0)
 }

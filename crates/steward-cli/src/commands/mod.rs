@@ -107,6 +107,7 @@ mod inspect;
 pub(crate) mod ledger;
 pub(crate) mod mcp;
 pub(crate) mod mcp_conformance;
+pub(crate) mod mcp_import;
 pub(crate) mod mcp_serve;
 pub(crate) mod mcp_token;
 pub(crate) mod reference;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// description = "Format the crate, then run its tests."
 /// tools = ["cargo_fmt", "cargo_test"]
 /// ```
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainConfig {

@@ -10,6 +10,7 @@ use super::Callable;
 use super::{ArgItem, Compensate, EnvValue, InputConfig, Network};
 
 /// One `[[tool]]` entry as written (see the module documentation for the format).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommandToolConfig {

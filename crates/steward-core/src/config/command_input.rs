@@ -52,6 +52,22 @@ impl TryFrom<toml::Value> for ArgItem {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for ArgItem {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ArgItem".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [
+                { "type": "string" },
+                { "type": "object", "properties": { "input": { "type": "string" } }, "required": ["input"] },
+            ],
+        })
+    }
+}
+
 impl Serialize for ArgItem {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -83,6 +99,17 @@ impl TryFrom<toml::Value> for EnvValue {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for EnvValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EnvValue".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "anyOf": [{ "type": "string" }, { "const": true }] })
+    }
+}
+
 impl Serialize for EnvValue {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -93,6 +120,7 @@ impl Serialize for EnvValue {
 }
 
 /// `callable`: where the tool is offered.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Callable {
@@ -127,6 +155,19 @@ impl TryFrom<toml::Value> for Compensate {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Compensate {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Compensate".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [{ "const": "none" }, { "type": "array", "items": generator.subschema_for::<ArgItem>() }],
+        })
+    }
+}
+
 impl Serialize for Compensate {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -137,6 +178,7 @@ impl Serialize for Compensate {
 }
 
 /// An input's JSON type.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InputType {
@@ -188,6 +230,31 @@ pub struct ItemsConfig {
     /// Regex every string element must match (anywhere, unless anchored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for ItemsConfig {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ItemsConfig".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let kind = generator.subschema_for::<InputType>();
+        schemars::json_schema!({
+            "anyOf": [
+                kind.clone(),
+                {
+                    "type": "object",
+                    "properties": {
+                        "type": kind,
+                        "enum": { "type": "array" },
+                        "pattern": { "type": "string" },
+                    },
+                    "required": ["type"],
+                },
+            ],
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -277,6 +344,7 @@ pub enum InputError {
 }
 
 /// One `[[tool.input]]`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct InputConfig {

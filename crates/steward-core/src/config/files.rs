@@ -69,28 +69,6 @@ pub(super) fn note_sources(sources: &mut BTreeMap<String, PathBuf>, path: &Path,
     }
 }
 
-/// The workspace's `AGENTS.md` and `.agents/AGENTS.md`, each read through the workspace's
-/// path rules (a link to a file outside the workspace or to a secret file is refused with a
-/// warning), together at most 20,000 characters.
-pub(super) fn read_instructions(workspace: &Path, warnings: &mut Vec<String>) -> Option<String> {
-    let ws = steward_policy::Workspace::open(workspace, &[]).ok()?;
-    let mut text = String::new();
-    for name in ["AGENTS.md", ".agents/AGENTS.md"] {
-        if std::fs::symlink_metadata(workspace.join(name)).is_err() {
-            continue;
-        }
-        match ws.resolve(name, steward_policy::Access::Read).map(|p| std::fs::read_to_string(p.abs)) {
-            Ok(Ok(body)) => {
-                text.push_str(&body);
-                text.push('\n');
-            }
-            Ok(Err(e)) => warnings.push(format!("{name} is not readable text ({e}); it is not given to the model")),
-            Err(e) => warnings.push(format!("{name} is not given to the model: {e}")),
-        }
-    }
-    (!text.trim().is_empty()).then(|| steward_protocol::truncate_chars(&text, 20_000).to_string())
-}
-
 /// A file's table and the names of its `[[tool]]`s with their lines.
 pub(super) fn read_file(path: &Path) -> Result<(toml::Table, Vec<(String, usize)>), ConfigError> {
     let text = std::fs::read_to_string(path)

@@ -4,6 +4,7 @@ use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
 /// One `[[output_filter]]` as written.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputFilterConfig {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 /// writes = ["target"]                 # folders its commands may write besides the file
 /// timeout_ms = 30000
 /// ```
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookConfig {

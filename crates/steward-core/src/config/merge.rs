@@ -5,6 +5,54 @@ use std::path::Path;
 
 use super::Limits;
 
+/// Sections only the user's configuration may set: a workspace's, trusted or not, are dropped.
+pub(super) const USER_ONLY: &[&str] = &["trust"];
+
+/// Sections an untrusted workspace may not set at all. `tool`, `hook`, `tool_call_chain` and
+/// `mcp_servers` would run commands the workspace chose; `providers`, `run` and `roles` decide
+/// where data is sent; `sandbox` and `shell` loosen containment; `output_filter` rewrites what
+/// the model sees.
+pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
+    "providers",
+    "run",
+    "roles",
+    "sandbox",
+    "trust",
+    "shell",
+    "tool",
+    "hook",
+    "tool_call_chain",
+    "output_filter",
+    "mcp_servers",
+];
+
+/// Keys of `[policy]` an untrusted workspace keeps (all others are dropped), each further
+/// restricted by [`merge_stricter`] as [`UNTRUSTED_RULES`] says.
+pub(super) const UNTRUSTED_POLICY_KEPT: &[&str] =
+    &["blocked_actions", "deny_path", "context_rules", "max_tool_calls_per_run", "rule", "default", "untrusted_paths"];
+
+/// Lists of `[policy]` an untrusted workspace adds to the user's instead of replacing them.
+pub(super) const UNTRUSTED_POLICY_ADDED: &[&str] =
+    &["blocked_actions", "deny_path", "context_rules", "rule", "untrusted_paths"];
+
+/// What [`restrict_untrusted`] and [`merge_stricter`] do to the keys an untrusted workspace
+/// keeps, by dotted key (a section name covers its keys): the text of the configuration
+/// reference.
+#[cfg(feature = "schema")]
+pub(super) const UNTRUSTED_RULES: &[(&str, &str)] = &[
+    ("limits", "only lower than the value already in effect"),
+    ("policy.max_tool_calls_per_run", "only lower than the value already in effect"),
+    ("policy.default", "not `allow`; ignored when the user's default is `deny`"),
+    (
+        "policy.rule",
+        "added to the user's; only rules that deny or ask, and only those that deny when the user's default is `deny`",
+    ),
+    ("policy.deny_path", "added to the user's; entries starting with `!` are ignored"),
+    ("policy.blocked_actions", "added to the user's"),
+    ("policy.context_rules", "added to the user's"),
+    ("policy.untrusted_paths", "added to the user's"),
+];
+
 /// True when the user's `[trust] workspaces` lists `workspace` (both canonicalised).
 pub(super) fn is_trusted(user: &toml::Table, workspace: &Path) -> bool {
     let Ok(workspace) = std::fs::canonicalize(workspace) else { return false };
@@ -20,38 +68,15 @@ pub(super) fn is_trusted(user: &toml::Table, workspace: &Path) -> bool {
 /// or send data elsewhere; returns the dotted names of what was removed.
 pub(super) fn restrict_untrusted(table: &mut toml::Table) -> Vec<String> {
     let mut ignored = Vec::new();
-    // `tool`, `hook` and `tool_call_chain` would run commands the workspace chose.
-    // `roles` names providers, like `run` and `providers`: it decides where data is sent.
-    for key in [
-        "providers",
-        "run",
-        "roles",
-        "sandbox",
-        "trust",
-        "shell",
-        "tool",
-        "hook",
-        "tool_call_chain",
-        "output_filter",
-        "mcp_servers",
-    ] {
-        if table.remove(key).is_some() {
+    for key in UNTRUSTED_IGNORED {
+        if table.remove(*key).is_some() {
             ignored.push(key.to_string());
         }
     }
     if let Some(toml::Value::Table(policy)) = table.get_mut("policy") {
-        const KEEP: &[&str] = &[
-            "blocked_actions",
-            "deny_path",
-            "context_rules",
-            "max_tool_calls_per_run",
-            "rule",
-            "default",
-            "untrusted_paths",
-        ];
         let keys: Vec<String> = policy.keys().cloned().collect();
         for key in keys {
-            if !KEEP.contains(&key.as_str()) {
+            if !UNTRUSTED_POLICY_KEPT.contains(&key.as_str()) {
                 policy.remove(&key);
                 ignored.push(format!("policy.{key}"));
             }
@@ -132,9 +157,9 @@ pub(super) fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> V
         }
         if let Some(toml::Value::Table(base_policy)) = base.get_mut("policy") {
             // `untrusted_paths` only ever adds taint.
-            for key in ["blocked_actions", "deny_path", "context_rules", "rule", "untrusted_paths"] {
-                if let Some(toml::Value::Array(theirs)) = over_policy.remove(key) {
-                    match base_policy.get_mut(key) {
+            for key in UNTRUSTED_POLICY_ADDED {
+                if let Some(toml::Value::Array(theirs)) = over_policy.remove(*key) {
+                    match base_policy.get_mut(*key) {
                         Some(toml::Value::Array(mine)) => mine.extend(theirs),
                         _ => {
                             base_policy.insert(key.to_string(), toml::Value::Array(theirs));

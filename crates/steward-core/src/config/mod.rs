@@ -25,9 +25,12 @@ mod command_input;
 mod files;
 mod filter;
 mod hooks;
+mod instructions;
 mod merge;
 mod network;
 mod raw;
+#[cfg(feature = "schema")]
+pub mod reference;
 mod roles;
 mod sandbox;
 
@@ -40,13 +43,15 @@ pub use command_input::{
 pub(crate) use filter::CompiledFilter;
 pub use filter::OutputFilterConfig;
 pub use hooks::HookConfig;
+pub use instructions::{InstructionFile, MAX_INSTRUCTION_FILE_CHARS, MAX_INSTRUCTIONS_CHARS};
 pub use network::Network;
 pub use raw::{RawConfig, RawLimits, RawRoles, RawRun, RawSandbox, RawShell, RawTrust, RoleConfig};
 pub use roles::{RoleName, RunMode};
 pub use sandbox::{DEFAULT_HOME_KEEP, SandboxSettings, WritableFolderError, home_paths, writable_folder};
 
-use files::{check_limits, claim_tool_names, note_sources, read_file, read_instructions, toml_files};
-use merge::{is_trusted, merge, merge_stricter, restrict_untrusted};
+use files::{check_limits, claim_tool_names, note_sources, read_file, toml_files};
+use instructions::read_instructions;
+use merge::{USER_ONLY, is_trusted, merge, merge_stricter, restrict_untrusted};
 /// A configuration error naming the file and, where known, the line (1-based).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -132,8 +137,11 @@ pub struct Config {
     pub tools: Vec<CommandToolConfig>,
     /// Output filters, in configuration order.
     pub output_filters: Vec<OutputFilterConfig>,
-    /// Instructions from the workspace's `AGENTS.md`, if present (at most 20,000 chars).
+    /// The text of the instruction files for model planners, each introduced by its path and
+    /// what it applies to (see [`InstructionFile`]); `None` when there is none.
     pub instructions: Option<String>,
+    /// The instruction files [`Config::instructions`] came from, in prompt order.
+    pub instruction_files: Vec<InstructionFile>,
     /// Files that were read, in order.
     pub sources: Vec<PathBuf>,
     /// The file each entry came from (`limits.max_rounds`, `providers.NAME`, `tool.NAME`,
@@ -153,7 +161,9 @@ pub struct Config {
 
 impl Config {
     /// Loads `user_dir/**/*.toml` then `workspace/.steward/**/*.toml` (each set sorted by
-    /// path) and the workspace's `AGENTS.md` and `.agents/AGENTS.md`.
+    /// path), then the instruction files: `user_dir/AGENTS.md`, then the `AGENTS.md` (else
+    /// `CLAUDE.md`) and `.agents/AGENTS.md` of each folder from the repository root down to the
+    /// workspace (at most [`MAX_INSTRUCTION_FILE_CHARS`] each, [`MAX_INSTRUCTIONS_CHARS`] in all).
     /// Missing directories are fine; unreadable or invalid files are errors.
     ///
     /// A workspace's own files come with the repository, so unless the user trusts the
@@ -184,7 +194,9 @@ impl Config {
         for path in &workspace_files {
             let (mut table, names) = read_file(path)?;
             if trusted {
-                table.remove("trust");
+                for key in USER_ONLY {
+                    table.remove(*key);
+                }
                 claim_tool_names(&mut tool_names, path, names)?;
                 note_sources(&mut entry_sources, path, &table);
                 merge(&mut merged, table);
@@ -216,7 +228,7 @@ impl Config {
                 ));
             }
         }
-        config.instructions = read_instructions(workspace, &mut warnings);
+        (config.instructions, config.instruction_files) = read_instructions(user_dir, workspace, &mut warnings);
         config.warnings = warnings;
         Ok(config)
     }
@@ -268,6 +280,7 @@ impl Config {
             tools: raw.tools,
             output_filters: raw.output_filters,
             instructions: None,
+            instruction_files: Vec::new(),
             sources: Vec::new(),
             entry_sources: BTreeMap::new(),
             trusted: false,

@@ -32,6 +32,20 @@ impl Network {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Network {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Network".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`false`: no network; `true`: all of it; a list of host names: those hosts only.",
+            "anyOf": [{ "type": "boolean" }, { "type": "array", "items": { "type": "string" } }],
+        })
+    }
+}
+
 impl Serialize for Network {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {

@@ -12,27 +12,36 @@ use super::{
 };
 
 /// Agent-loop limits (SPEC A1, A2). All optional in files; defaults in [`Limits::default`](super::Limits::default).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLimits {
     /// Rounds with tool calls before the run stops with `max_rounds` (default 5).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = super::Limits::default().max_rounds)))]
     pub max_rounds: Option<u32>,
     /// Tool calls per run before it stops with `max_tool_calls` (default 20).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = super::Limits::default().max_tool_calls_per_run)))]
     pub max_tool_calls_per_run: Option<u32>,
     /// Wall time of a run in ms before it stops with `timeout` (default 1,200,000 = 20 min).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = super::Limits::default().max_total_runtime_ms)))]
     pub max_total_runtime_ms: Option<u64>,
     /// Characters of one tool output shown to the model (default 8,000).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = super::Limits::default().max_tool_output_chars)))]
     pub max_tool_output_chars: Option<usize>,
     /// Characters of assembled context before older tool results are compacted (default 120,000).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = super::Limits::default().max_context_chars)))]
     pub max_context_chars: Option<usize>,
     /// Per-call subprocess timeout in ms (default 30,000).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = super::Limits::default().tool_timeout_ms)))]
     pub tool_timeout_ms: Option<u64>,
     /// Repeats of a call already refused or failed in the run (same tool, same arguments),
     /// none of them executed, before the run stops with `stuck` (default 2).
+    #[cfg_attr(feature = "schema", schemars(extend("default" = super::Limits::default().max_repeated_calls)))]
     pub max_repeated_calls: Option<u32>,
 }
 
 /// Defaults for `steward run` (the CLI flags override them).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRun {
@@ -58,6 +67,7 @@ pub struct RawRun {
 /// ```
 ///
 /// A role without an entry is played by the run's planner provider and model.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RoleConfig {
@@ -69,6 +79,7 @@ pub struct RoleConfig {
 }
 
 /// `[roles]`: one optional entry per role; other names are refused.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RawRoles {
@@ -129,6 +140,7 @@ impl RawRoles {
 }
 
 /// Sandbox settings (SPEC C3).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSandbox {
@@ -148,10 +160,12 @@ pub struct RawSandbox {
     /// stay visible, read-only, when it is hidden. Unset: the toolchain folders of
     /// [`DEFAULT_HOME_KEEP`].
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_HOME_KEEP)))]
     pub home_keep: Option<Vec<String>>,
     /// Data-memory limit (`RLIMIT_DATA`) of every sandboxed program, in MiB (default 2048;
     /// 0: none).
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = steward_sandbox::DEFAULT_MEMORY_BYTES / (1024 * 1024))))]
     pub memory_mb: Option<u64>,
 }
 
@@ -173,6 +187,7 @@ impl RawSandbox {
 }
 
 /// `[shell]`: the `shell_command` tool (SPEC T4). Off by default.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawShell {
@@ -198,6 +213,7 @@ pub struct RawShell {
 
 /// `[trust]`: workspaces whose own `.steward/` configuration is fully trusted. Read only
 /// from the user's configuration directory (`steward trust DIR` writes it).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTrust {
@@ -207,6 +223,7 @@ pub struct RawTrust {
 }
 
 /// One configuration file, as written. Every `.steward/*.toml` file uses this schema.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How a run answers: the agent loop alone, or the role pipeline after it.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunMode {

@@ -78,6 +78,7 @@ pub fn harden(config: &mut Config) {
     config.hooks.clear();
     config.chains.clear();
     config.instructions = None;
+    config.instruction_files.clear();
     config.run.mode = Some(steward_core::RunMode::Loop);
     for spec in ToolRegistry::builtin().specs() {
         if spec.writes && !config.policy.blocked_actions.contains(&spec.name) {

@@ -1,0 +1,285 @@
+//! `steward mcp import FILE`: MCP server entries written for other clients, printed as
+//! Steward's `[mcp_servers.NAME]` tables.
+//!
+//! Understood:
+//! - JSON with an `mcpServers` object (a project's `.mcp.json`, Claude Desktop's
+//!   `claude_desktop_config.json`): per entry `command` + `args`, `env`, `cwd`, `url`,
+//!   `headers`, and `type` (`stdio`, `http` or `streamable-http`). A value `${VAR}` becomes
+//!   `{ env = "VAR" }`, and `Bearer ${VAR}` `{ env = "VAR", prefix = "Bearer " }`.
+//! - TOML with `[mcp_servers.NAME]` tables (Codex's `config.toml`): `command` + `args`, `env`,
+//!   `env_vars`, `cwd`, `url`, `bearer_token_env_var`, `http_headers`, `env_http_headers`,
+//!   `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`.
+//!
+//! Anything else (another key, an `sse` server, `${VAR:-default}`) is an error naming the file
+//! and the entry; nothing is printed then. Every result is checked as Steward's configuration
+//! loader checks it.
+
+use std::path::Path;
+
+use anyhow::{Result, anyhow};
+use serde_json::Value;
+use toml::Table;
+
+/// Prints the servers of `file` as `[mcp_servers.NAME]` TOML on stdout (a header comment names
+/// the file); exit code 0. Errors: the file cannot be read or parsed, or an entry holds
+/// something not understood (named `FILE: mcpServers.NAME: …`).
+pub fn import(file: &Path) -> Result<u8> {
+    let text = std::fs::read_to_string(file).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let servers = convert(file, &text)?;
+    if servers.is_empty() {
+        return Err(anyhow!(
+            "{}: no MCP servers found (expected `mcpServers` or `[mcp_servers.NAME]`)",
+            file.display()
+        ));
+    }
+    for (name, table) in &servers {
+        let literal = ["env", "headers"]
+            .iter()
+            .filter_map(|key| table.get(*key).and_then(toml::Value::as_table))
+            .flat_map(|values| values.iter())
+            .filter(|(_, value)| value.is_str())
+            .map(|(key, _)| key.as_str())
+            .filter(|key| steward_sandbox::env_name_looks_secret(key) || key.eq_ignore_ascii_case("authorization"));
+        for key in literal {
+            eprintln!(
+                "steward: warning: {}: mcp server `{name}`: `{key}` holds a literal value; consider {{ env = \"VARIABLE\" }}",
+                file.display()
+            );
+        }
+    }
+    let mut root = Table::new();
+    root.insert("mcp_servers".into(), toml::Value::Table(servers));
+    let body = toml::to_string_pretty(&root).map_err(|e| anyhow!("{}: cannot write TOML: {e}", file.display()))?;
+    print!("# MCP servers imported from {}\n{body}", file.display());
+    Ok(0)
+}
+
+/// The Steward tables of every server in `text` (JSON or TOML, by the first character), each
+/// checked by [`steward_mcp::McpServerConfig::validate`].
+fn convert(file: &Path, text: &str) -> Result<Table> {
+    let trimmed = text.trim_start();
+    let servers = if trimmed.starts_with('{') {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| anyhow!("{}: not valid JSON: {e}", file.display()))?;
+        from_json(file, &value)?
+    } else {
+        let table: Table =
+            toml::from_str(text).map_err(|e| anyhow!("{}: not valid TOML: {}", file.display(), e.message()))?;
+        from_codex(file, &table)?
+    };
+    for (name, table) in &servers {
+        let config: steward_mcp::McpServerConfig = table
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| anyhow!("{}: {name}: {}", file.display(), e.message()))?;
+        config.validate(name).map_err(|e| anyhow!("{}: {name}: {e}", file.display()))?;
+    }
+    Ok(servers)
+}
+
+/// `mcpServers` of a `.mcp.json` or Claude Desktop file.
+fn from_json(file: &Path, value: &Value) -> Result<Table> {
+    let Some(entries) = value.get("mcpServers") else {
+        return Err(anyhow!("{}: no `mcpServers` object", file.display()));
+    };
+    let Some(entries) = entries.as_object() else {
+        return Err(anyhow!("{}: `mcpServers` is not an object", file.display()));
+    };
+    let mut out = Table::new();
+    for (name, entry) in entries {
+        let at = format!("{}: mcpServers.{name}", file.display());
+        let fail = |message: String| anyhow!("{at}: {message}");
+        let Some(entry) = entry.as_object() else { return Err(fail("not an object".into())) };
+        let mut table = Table::new();
+        let mut args = Vec::new();
+        for (key, field) in entry {
+            match key.as_str() {
+                "command" => {
+                    table.insert("command".into(), toml::Value::Array(vec![string(field, key).map_err(fail)?.into()]))
+                }
+                "args" => {
+                    args = strings(field, key).map_err(fail)?;
+                    None
+                }
+                "cwd" => table.insert("cwd".into(), string(field, key).map_err(fail)?.into()),
+                "url" => table.insert("url".into(), string(field, key).map_err(fail)?.into()),
+                "env" | "headers" => {
+                    let Some(values) = field.as_object() else { return Err(fail(format!("`{key}` is not an object"))) };
+                    let mut map = Table::new();
+                    for (name, value) in values {
+                        let text = value.as_str().ok_or_else(|| fail(format!("`{key}.{name}` is not a string")))?;
+                        map.insert(name.clone(), reference(text).map_err(|m| fail(format!("`{key}.{name}`: {m}")))?);
+                    }
+                    table.insert(key.clone(), toml::Value::Table(map))
+                }
+                "type" => match field.as_str() {
+                    Some("stdio" | "http" | "streamable-http" | "streamableHttp") => None,
+                    Some("sse") => {
+                        return Err(fail("`sse` servers are not supported: Steward speaks streamable HTTP".into()));
+                    }
+                    _ => return Err(fail(format!("`type` {field} is not understood (stdio, http, streamable-http)"))),
+                },
+                other => return Err(fail(format!("`{other}` is not understood"))),
+            };
+        }
+        if !args.is_empty() {
+            match table.get_mut("command") {
+                Some(toml::Value::Array(argv)) => argv.extend(args.into_iter().map(toml::Value::String)),
+                _ => return Err(fail("`args` without `command`".into())),
+            }
+        }
+        out.insert(name.clone(), toml::Value::Table(table));
+    }
+    Ok(out)
+}
+
+/// `[mcp_servers.NAME]` of a Codex `config.toml`.
+fn from_codex(file: &Path, table: &Table) -> Result<Table> {
+    let Some(entries) = table.get("mcp_servers") else {
+        return Err(anyhow!("{}: no `[mcp_servers.NAME]` tables", file.display()));
+    };
+    let Some(entries) = entries.as_table() else {
+        return Err(anyhow!("{}: `mcp_servers` is not a table", file.display()));
+    };
+    let mut out = Table::new();
+    for (name, entry) in entries {
+        let at = format!("{}: mcp_servers.{name}", file.display());
+        let fail = |message: String| anyhow!("{at}: {message}");
+        let Some(entry) = entry.as_table() else { return Err(fail("not a table".into())) };
+        let json = |v: &toml::Value| serde_json::to_value(v).unwrap_or(Value::Null);
+        let mut table = Table::new();
+        let mut args = Vec::new();
+        let mut headers = Table::new();
+        let mut env = Table::new();
+        for (key, field) in entry {
+            let field_json = json(field);
+            match key.as_str() {
+                "command" => {
+                    table.insert(
+                        "command".into(),
+                        toml::Value::Array(vec![string(&field_json, key).map_err(fail)?.into()]),
+                    );
+                }
+                "args" => args = strings(&field_json, key).map_err(fail)?,
+                "cwd" | "url" => {
+                    table.insert(key.clone(), string(&field_json, key).map_err(fail)?.into());
+                }
+                "env" | "http_headers" => {
+                    let Some(values) = field.as_table() else { return Err(fail(format!("`{key}` is not a table"))) };
+                    let target = if key == "env" { &mut env } else { &mut headers };
+                    for (name, value) in values {
+                        let text = value.as_str().ok_or_else(|| fail(format!("`{key}.{name}` is not a string")))?;
+                        target.insert(name.clone(), text.into());
+                    }
+                }
+                "env_vars" => {
+                    for var in strings(&field_json, key).map_err(fail)? {
+                        env.insert(var.clone(), env_ref(&var, ""));
+                    }
+                }
+                "env_http_headers" => {
+                    let Some(values) = field.as_table() else { return Err(fail(format!("`{key}` is not a table"))) };
+                    for (name, value) in values {
+                        let var = value.as_str().ok_or_else(|| fail(format!("`{key}.{name}` is not a string")))?;
+                        headers.insert(name.clone(), env_ref(var, ""));
+                    }
+                }
+                "bearer_token_env_var" => {
+                    let var = string(&field_json, key).map_err(fail)?;
+                    headers.insert("Authorization".into(), env_ref(&var, "Bearer "));
+                }
+                "enabled" => {
+                    let on = field.as_bool().ok_or_else(|| fail("`enabled` is not a boolean".into()))?;
+                    table.insert("enabled".into(), on.into());
+                }
+                "enabled_tools" | "disabled_tools" => {
+                    let globs = strings(&field_json, key).map_err(fail)?;
+                    let to = if key == "enabled_tools" { "tool_allow" } else { "tool_deny" };
+                    table.insert(to.into(), toml::Value::Array(globs.into_iter().map(toml::Value::String).collect()));
+                }
+                "startup_timeout_sec" | "tool_timeout_sec" => {
+                    let seconds = field
+                        .as_float()
+                        .or_else(|| field.as_integer().map(|i| i as f64))
+                        .filter(|s| *s > 0.0 && s.is_finite())
+                        .ok_or_else(|| fail(format!("`{key}` is not a positive number of seconds")))?;
+                    let to = if key == "startup_timeout_sec" { "startup_timeout_ms" } else { "call_timeout_ms" };
+                    table.insert(to.into(), toml::Value::Integer((seconds * 1000.0).round() as i64));
+                }
+                other => return Err(fail(format!("`{other}` is not understood"))),
+            }
+        }
+        if !args.is_empty() {
+            match table.get_mut("command") {
+                Some(toml::Value::Array(argv)) => argv.extend(args.into_iter().map(toml::Value::String)),
+                _ => return Err(fail("`args` without `command`".into())),
+            }
+        }
+        if !env.is_empty() {
+            table.insert("env".into(), toml::Value::Table(env));
+        }
+        if !headers.is_empty() {
+            table.insert("headers".into(), toml::Value::Table(headers));
+        }
+        out.insert(name.clone(), toml::Value::Table(table));
+    }
+    Ok(out)
+}
+
+fn string(value: &Value, key: &str) -> Result<String, String> {
+    value.as_str().map(str::to_string).ok_or_else(|| format!("`{key}` is not a string"))
+}
+
+fn strings(value: &Value, key: &str) -> Result<Vec<String>, String> {
+    let items = value.as_array().ok_or_else(|| format!("`{key}` is not an array of strings"))?;
+    items
+        .iter()
+        .map(|item| {
+            item.as_str().map(str::to_string).ok_or_else(|| format!("`{key}` holds a value that is not a string"))
+        })
+        .collect()
+}
+
+/// `{ env = VAR, prefix = … }`.
+fn env_ref(var: &str, prefix: &str) -> toml::Value {
+    let mut table = Table::new();
+    table.insert("env".into(), var.into());
+    if !prefix.is_empty() {
+        table.insert("prefix".into(), prefix.into());
+    }
+    toml::Value::Table(table)
+}
+
+/// A `.mcp.json` value: literal text, `${VAR}`, or `PREFIX${VAR}` (the variable last).
+fn reference(text: &str) -> Result<toml::Value, String> {
+    let Some(start) = text.find("${") else {
+        if text.contains('$') && text.contains('{') {
+            return Err("a `$` reference that is not `${VAR}`".into());
+        }
+        return Ok(text.into());
+    };
+    let rest = &text[start + 2..];
+    let Some(end) = rest.find('}') else { return Err("`${` without `}`".into()) };
+    let var = &rest[..end];
+    if !rest[end + 1..].is_empty() {
+        return Err("text after `${VAR}` is not supported (only a prefix before it)".into());
+    }
+    if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!("`${{{var}}}` is not understood (`${{VAR:-default}}` and the like are not supported)"));
+    }
+    Ok(env_ref(var, &text[..start]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_become_environment_values() {
+        assert_eq!(reference("plain").ok(), Some("plain".into()));
+        assert_eq!(reference("${TOKEN}").ok(), Some(env_ref("TOKEN", "")));
+        assert_eq!(reference("Bearer ${TOKEN}").ok(), Some(env_ref("TOKEN", "Bearer ")));
+        assert!(reference("${TOKEN:-x}").is_err());
+        assert!(reference("${A}/path").is_err());
+    }
+}
