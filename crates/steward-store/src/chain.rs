@@ -146,10 +146,19 @@ pub(crate) fn canonical_json(value: &Value) -> String {
     out
 }
 
-/// Appends `text` as a JSON string (serde_json's escaping, as `write_canonical` uses).
+/// Appends `text` as a JSON string (serde_json's escaping, as `write_canonical` uses). Text
+/// without a quote, a backslash or a control character, the common case, is copied as is:
+/// serde_json escapes only those.
 fn push_string(buf: &mut Vec<u8>, text: &str) {
-    // Writing a string into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *buf, text);
+    if text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        // Writing a string into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *buf, text);
+        return;
+    }
+    buf.reserve(text.len() + 2);
+    buf.push(b'"');
+    buf.extend_from_slice(text.as_bytes());
+    buf.push(b'"');
 }
 
 fn push_number(buf: &mut Vec<u8>, n: u64) {
@@ -270,6 +279,16 @@ mod tests {
         hasher.update(prev_hash.as_bytes());
         hasher.update(canonical.as_bytes());
         hex::encode(hasher.finalize())
+    }
+
+    #[test]
+    fn strings_are_escaped_exactly_as_serde_json_does() {
+        for text in ["", "plain", "é漢 ok", "quote \" in", "back\\slash", "line\nbreak", "\u{1}\u{1f}\u{7f}", "tab\t"]
+        {
+            let mut fast = Vec::new();
+            push_string(&mut fast, text);
+            assert_eq!(String::from_utf8(fast).unwrap(), serde_json::to_string(text).unwrap(), "{text:?}");
+        }
     }
 
     #[test]
