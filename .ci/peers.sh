@@ -18,7 +18,7 @@
 #   - schemathesis (PyPI), in a venv, which fuzzes the JSON API of `steward serve` against its
 #     OpenAPI document for steward-cli's `peer_schemathesis_api` test
 #   - AgentDojo (PyPI agentdojo) and the official MCP Python SDK (PyPI mcp), in a venv, for
-#     `steward bench injection` and steward-cli's `peer_agentdojo_*` test
+#     `steward-bench injection` and steward-bench's `peer_agentdojo_*` test
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
 # STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR,

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Rewrites the reference pages under docs/reference/ and the OpenAPI document docs/openapi.json
-# from the code (the tests `reference_pages_are_current` and `committed_document_is_current`
-# fail while a committed page differs from what this writes).
+# from the code (the tests `reference_pages_are_current`, `the_reference_page_is_current` and
+# `committed_document_is_current` fail while a committed page differs from what this writes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --quiet -p steward-cli
+cargo build --quiet -p steward-cli -p steward-bench
 for entry in cli:cli.md events:events.md config:configuration.md man:steward.1; do
   page="${entry%%:*}" file="${entry#*:}"
   ./target/debug/steward reference "$page" > "docs/reference/$file"
@@ -12,3 +12,5 @@ for entry in cli:cli.md events:events.md config:configuration.md man:steward.1; 
 done
 ./target/debug/steward reference openapi > docs/openapi.json
 echo "wrote docs/openapi.json"
+./target/debug/steward-bench reference > docs/reference/bench.md
+echo "wrote docs/reference/bench.md"

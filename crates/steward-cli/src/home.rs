@@ -61,7 +61,7 @@ impl Home {
     }
 
     pub fn db_path(&self) -> PathBuf {
-        self.dir.join("steward.db")
+        self.dir.join(steward_store::STATE_DB_FILE)
     }
 
     /// Opens the database and marks runs of dead processes as interrupted.
@@ -97,8 +97,7 @@ impl Home {
                 (store.clone(), store)
             }
             None => {
-                options.audit_anchor.get_or_insert_with(|| self.dir.join("audit.anchor"));
-                let store = SqliteStore::open(&self.db_path(), options)
+                let store = SqliteStore::open_state_dir(&self.dir, options)
                     .await
                     .with_context(|| format!("cannot open {}", self.db_path().display()))?;
                 let store = Arc::new(store);

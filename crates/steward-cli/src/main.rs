@@ -1,12 +1,6 @@
 //! `steward`: a local-first agent harness whose execution control layer decides what a
 //! model's proposed tool calls may do.
 
-mod bench;
-mod bench_injection;
-mod bench_ledger;
-mod bench_nodes;
-mod bench_sandbox;
-mod bench_serve;
 mod commands;
 mod home;
 mod ui;
@@ -125,8 +119,6 @@ enum Command {
     Eval(commands::eval::EvalArgs),
     /// Serve the web UI and JSON API: start runs, watch them live, approve or deny their tool calls from a browser.
     Serve(commands::serve::ServeArgs),
-    /// Measure the harness's own overhead per tool-call step (fake provider, no-op tool).
-    Bench(bench::BenchArgs),
     /// The work ledger on the local store: file, list, approve and revoke work requests.
     Ledger {
         #[command(subcommand)]
@@ -395,7 +387,6 @@ fn main() -> ExitCode {
             }
             Command::Tools { workspace, json } => commands::tools::tools(&workspace, json).await,
             Command::Doctor { json } => commands::doctor(json).await,
-            Command::Bench(args) => bench::run(args).await,
             Command::Ledger { command } => commands::ledger::run(command).await,
             Command::Serve(args) => commands::serve::serve(args).await,
             Command::Eval(args) => commands::eval::eval(args).await,

@@ -424,7 +424,9 @@ fn http_transport(
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, McpError> {
     // reqwest is built with `rustls-no-provider`: make sure a process-wide provider exists.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
+    // The system's root certificates are loaded only when an `https://` server is checked.
+    let client = steward_provider::tls::client_builder()
+        .map_err(|e| McpError::unavailable(name, format!("http client: {e}")))?
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_millis(config.startup_timeout_ms))
         .pool_max_idle_per_host(0)

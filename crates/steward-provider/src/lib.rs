@@ -13,7 +13,8 @@
 //!   `coerce` giving their values the types of the schema;
 //! - [`markup`]: tool-call markup left in a final message, never taken as an answer;
 //! - [`retry`]: which failures are retried and how long to wait (SPEC P7);
-//! - [`redact`]: keeping keys out of error messages (case B13).
+//! - [`redact`]: keeping keys out of error messages (case B13);
+//! - [`tls`]: the HTTP clients' TLS, with the system's root certificates loaded on first use.
 #![deny(missing_docs)]
 
 mod anthropic;
@@ -29,6 +30,7 @@ mod openai;
 pub mod recover;
 mod reply;
 pub mod retry;
+pub mod tls;
 mod wire;
 
 use async_trait::async_trait;

@@ -11,9 +11,28 @@
 //! does not verify (`anchor missing`) until the owner resets the anchor on purpose
 //! (`steward audit anchor --reset`), which is itself an audit record
 //! ([`crate::Store::reset_audit_anchor`]).
+//!
+//! # When the anchor reaches the disk
+//!
+//! A decision's audit record is durable before its action runs because its database commit
+//! is forced to disk; the anchor needs no disk sync of its own for that. The store's writer
+//! moves the anchor only to records whose commit is already durable, right after that
+//! commit, with a plain `write` ([`advance`]): the file is current for every reader on the
+//! machine at once, so a tail cut from the database while the machine runs is detected from
+//! the next record on. It is forced to disk ([`sync`]) when it is created, at every
+//! [`crate::Store::flush`] (the end of each run) and at least every
+//! [`SYNC_INTERVAL`] while it moves. What a power loss can cost is therefore bounded: the
+//! anchor on disk may lag the chain by the records of the runs still going and of at most
+//! [`SYNC_INTERVAL`] — it never names a record that is not durable, so it never reports a
+//! false `removed` — and those lagging records are still covered by the chain's own hashes
+//! (a changed, removed or reordered record anywhere before the chain's end is reported) and
+//! by the database's durable commits; only a deliberate cut of exactly that unsynced end,
+//! right after a power loss, would go unnoticed. The file is rewritten in place (the new line
+//! at offset 0, then the length set), never emptied first, so a crash mid-update leaves the
+//! old or the new line, not an empty file that would read as `anchor missing`.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
@@ -40,17 +59,25 @@ fn parse(text: &str) -> Option<(u64, String)> {
     Some((seq.parse().ok()?, hash.to_string()))
 }
 
-/// Moves the anchor forward to `(seq, hash)` unless it already points at a later record.
-/// `starts_chain` says the batch being anchored holds the chain's first record: only then is
-/// a missing anchor file created; otherwise a missing file is an error (`NotFound`) and stays
-/// missing, so `verify_audit` reports it.
-pub fn advance(path: &Path, seq: u64, hash: &str, starts_chain: bool) -> std::io::Result<()> {
+/// Longest time the anchor moves without being forced to disk (see the module's
+/// documentation).
+pub const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Moves the anchor forward to `(seq, hash)` unless it already points at a later record:
+/// `Ok(true)` when the file was rewritten. `starts_chain` says the record being anchored is
+/// the chain's first or follows it in the same commit: only then is a missing anchor file
+/// created (and forced to disk with its directory entry, as an anchor lost to a power loss
+/// would read as `anchor missing`); otherwise a missing file is an error (`NotFound`) and
+/// stays missing, so `verify_audit` reports it. The new line is written without a disk sync
+/// ([`sync`] forces it).
+pub fn advance(path: &Path, seq: u64, hash: &str, starts_chain: bool) -> std::io::Result<bool> {
     let file = OpenOptions::new().read(true).write(true).create(starts_chain).truncate(false).mode(0o600).open(path)?;
     let _lock = Lock::exclusive(&file)?;
     let mut text = String::new();
     (&file).read_to_string(&mut text)?;
+    let created = text.is_empty();
     match parse(&text) {
-        Some((known, _)) if known >= seq => return Ok(()),
+        Some((known, _)) if known >= seq => return Ok(false),
         Some(_) => {}
         // Emptied or garbled: as good as removed, so it is not rewritten at the head either.
         None if !starts_chain => {
@@ -58,10 +85,38 @@ pub fn advance(path: &Path, seq: u64, hash: &str, starts_chain: bool) -> std::io
         }
         None => {}
     }
-    file.set_len(0)?;
-    (&file).seek(SeekFrom::Start(0))?;
-    (&file).write_all(format!("{seq} {hash}\n").as_bytes())?;
-    file.sync_data()
+    write_line(&file, seq, hash)?;
+    if created {
+        file.sync_data()?;
+        sync_parent(path)?;
+    }
+    Ok(true)
+}
+
+/// Forces the anchor file to disk (`fdatasync`). A missing file is left missing (nothing to
+/// sync; `verify_audit` reports it).
+pub fn sync(path: &Path) -> std::io::Result<()> {
+    match File::open(path) {
+        Ok(file) => file.sync_data(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes `SEQ HASH\n` at offset 0, then cuts the file to that length (never empty between).
+fn write_line(file: &File, seq: u64, hash: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let line = format!("{seq} {hash}\n");
+    file.write_all_at(line.as_bytes(), 0)?;
+    file.set_len(line.len() as u64)
+}
+
+/// Forces the directory entry of a new file to disk.
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => File::open(dir)?.sync_all(),
+        None => File::open(".")?.sync_all(),
+    }
 }
 
 /// Sets the anchor to `(seq, hash)` whatever it held, creating the file if needed (the
@@ -69,10 +124,9 @@ pub fn advance(path: &Path, seq: u64, hash: &str, starts_chain: bool) -> std::io
 pub fn reset(path: &Path, seq: u64, hash: &str) -> std::io::Result<()> {
     let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(path)?;
     let _lock = Lock::exclusive(&file)?;
-    file.set_len(0)?;
-    (&file).seek(SeekFrom::Start(0))?;
-    (&file).write_all(format!("{seq} {hash}\n").as_bytes())?;
-    file.sync_data()
+    write_line(&file, seq, hash)?;
+    file.sync_data()?;
+    sync_parent(path)
 }
 
 /// Compares a chain that verified on its own (`verdict` is `Valid`, `records` in chain
@@ -180,11 +234,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.anchor");
         assert_eq!(read(&path).unwrap(), None);
-        advance(&path, 5, "abc", true).unwrap();
-        advance(&path, 3, "old", false).unwrap();
+        assert!(advance(&path, 5, "abc", true).unwrap());
+        assert!(!advance(&path, 3, "old", false).unwrap());
         assert_eq!(read(&path).unwrap(), Some((5, "abc".to_string())));
         advance(&path, 6, "def", false).unwrap();
         assert_eq!(read(&path).unwrap(), Some((6, "def".to_string())));
+        // A longer line, then a reset to a shorter one: the file holds exactly the newest line.
+        advance(&path, 1_000_000, "ghi", false).unwrap();
+        reset(&path, 7, "jk").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "7 jk\n");
+        sync(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        sync(&path).unwrap();
+        assert_eq!(read(&path).unwrap(), None);
     }
 
     #[test]

@@ -34,45 +34,131 @@ pub fn timestamp_text(at: &Timestamp) -> String {
 pub fn audit_hash(prev_hash: &str, record_without_hash: &AuditRecord) -> String {
     let r = record_without_hash;
     let e = &r.entry;
-    // The canonical array is written field by field straight into the buffer that is hashed;
-    // the bytes are exactly those of `write_canonical` over the array of the fields.
-    let mut buf: Vec<u8> = Vec::with_capacity(512);
-    buf.push(b'[');
-    push_number(&mut buf, r.seq);
-    for text in [r.id.as_str(), &timestamp_text(&r.at), &e.agent, &e.run_id, &e.call_id, &e.action] {
-        buf.push(b',');
-        push_string(&mut buf, text);
-    }
-    buf.push(b',');
-    let mut input = String::new();
-    write_canonical(&e.input, &mut input);
-    buf.extend_from_slice(input.as_bytes());
-    buf.push(b',');
-    push_string(&mut buf, &e.policy);
-    buf.push(b',');
-    match serde_json::Number::from_f64(e.risk) {
-        Some(n) => buf.extend_from_slice(n.to_string().as_bytes()),
-        None => buf.extend_from_slice(b"null"),
-    }
-    buf.push(b',');
-    push_string(&mut buf, e.outcome.as_str());
-    buf.push(b',');
-    push_number(&mut buf, e.latency_ms);
-    for text in [&e.sandbox, &e.approval_id, &e.rollback_token, &e.detail] {
-        buf.push(b',');
-        push_string(&mut buf, text);
-    }
-    buf.push(b']');
-    let mut hasher = Sha256::new();
-    hasher.update(prev_hash.as_bytes());
-    hasher.update(&buf);
-    hex::encode(hasher.finalize())
+    let at = timestamp_text(&r.at);
+    let input = canonical_json(&e.input);
+    let fields = StoredFields {
+        seq: r.seq,
+        id: &r.id,
+        at: &at,
+        agent: &e.agent,
+        run_id: &e.run_id,
+        call_id: &e.call_id,
+        action: &e.action,
+        input: &input,
+        policy: &e.policy,
+        risk: e.risk,
+        outcome: e.outcome.as_str(),
+        latency_ms: e.latency_ms,
+        sandbox: &e.sandbox,
+        approval_id: &e.approval_id,
+        rollback_token: &e.rollback_token,
+        detail: &e.detail,
+    };
+    let hex = fields.hash(prev_hash, &mut Vec::with_capacity(512));
+    // Lowercase hex digits are ASCII.
+    String::from_utf8_lossy(&hex).into_owned()
 }
 
-/// Appends `text` as a JSON string (serde_json's escaping, as `write_canonical` uses).
+/// The hashed fields of an audit record in their text forms: `at` as [`timestamp_text`],
+/// `input` as canonical JSON ([`canonical_json`]), `outcome` as its wire name. These are the
+/// forms the store writes, so a stored row is hashed straight from its columns.
+pub(crate) struct StoredFields<'a> {
+    /// Position in the chain.
+    pub seq: u64,
+    /// Record id.
+    pub id: &'a str,
+    /// Time, as [`timestamp_text`].
+    pub at: &'a str,
+    /// Agent.
+    pub agent: &'a str,
+    /// Run id.
+    pub run_id: &'a str,
+    /// Call id.
+    pub call_id: &'a str,
+    /// Action.
+    pub action: &'a str,
+    /// The input as canonical JSON text.
+    pub input: &'a str,
+    /// Deciding policy.
+    pub policy: &'a str,
+    /// Risk score.
+    pub risk: f64,
+    /// Outcome's wire name.
+    pub outcome: &'a str,
+    /// Latency in milliseconds.
+    pub latency_ms: u64,
+    /// Sandbox.
+    pub sandbox: &'a str,
+    /// Approval id.
+    pub approval_id: &'a str,
+    /// Rollback token.
+    pub rollback_token: &'a str,
+    /// Detail.
+    pub detail: &'a str,
+}
+
+impl StoredFields<'_> {
+    /// The record's hash (see [`audit_hash`]) as 64 lowercase hex digits; `buf` is scratch
+    /// space, reused between calls.
+    pub fn hash(&self, prev_hash: &str, buf: &mut Vec<u8>) -> [u8; 64] {
+        // The canonical array is written field by field straight into the buffer that is
+        // hashed; the bytes are exactly those of `write_canonical` over the array of the fields.
+        buf.clear();
+        buf.push(b'[');
+        push_number(buf, self.seq);
+        for text in [self.id, self.at, self.agent, self.run_id, self.call_id, self.action] {
+            buf.push(b',');
+            push_string(buf, text);
+        }
+        buf.push(b',');
+        buf.extend_from_slice(self.input.as_bytes());
+        buf.push(b',');
+        push_string(buf, self.policy);
+        buf.push(b',');
+        match serde_json::Number::from_f64(self.risk) {
+            Some(n) => buf.extend_from_slice(n.to_string().as_bytes()),
+            None => buf.extend_from_slice(b"null"),
+        }
+        buf.push(b',');
+        push_string(buf, self.outcome);
+        buf.push(b',');
+        push_number(buf, self.latency_ms);
+        for text in [self.sandbox, self.approval_id, self.rollback_token, self.detail] {
+            buf.push(b',');
+            push_string(buf, text);
+        }
+        buf.push(b']');
+        let mut hasher = Sha256::new();
+        hasher.update(prev_hash.as_bytes());
+        hasher.update(&buf[..]);
+        let mut hex = [0u8; 64];
+        // 32 bytes always fit 64 hex digits.
+        let _ = hex::encode_to_slice(hasher.finalize(), &mut hex);
+        hex
+    }
+}
+
+/// `value` as canonical JSON: compact, object keys sorted by their UTF-8 bytes at every depth
+/// (the form hashed for a record's `input`, and the form the store writes).
+pub(crate) fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+/// Appends `text` as a JSON string (serde_json's escaping, as `write_canonical` uses). Text
+/// without a quote, a backslash or a control character, the common case, is copied as is:
+/// serde_json escapes only those.
 fn push_string(buf: &mut Vec<u8>, text: &str) {
-    // Writing a string into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *buf, text);
+    if text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        // Writing a string into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *buf, text);
+        return;
+    }
+    buf.reserve(text.len() + 2);
+    buf.push(b'"');
+    buf.extend_from_slice(text.as_bytes());
+    buf.push(b'"');
 }
 
 fn push_number(buf: &mut Vec<u8>, n: u64) {
@@ -193,6 +279,16 @@ mod tests {
         hasher.update(prev_hash.as_bytes());
         hasher.update(canonical.as_bytes());
         hex::encode(hasher.finalize())
+    }
+
+    #[test]
+    fn strings_are_escaped_exactly_as_serde_json_does() {
+        for text in ["", "plain", "é漢 ok", "quote \" in", "back\\slash", "line\nbreak", "\u{1}\u{1f}\u{7f}", "tab\t"]
+        {
+            let mut fast = Vec::new();
+            push_string(&mut fast, text);
+            assert_eq!(String::from_utf8(fast).unwrap(), serde_json::to_string(text).unwrap(), "{text:?}");
+        }
     }
 
     #[test]

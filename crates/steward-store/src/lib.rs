@@ -47,7 +47,7 @@ pub use record::{
 };
 pub use sql::SqlStore;
 pub use sql::postgres::{PgStore, host_node, is_postgres_url, redact_database_url};
-pub use sql::sqlite::SqliteStore;
+pub use sql::sqlite::{STATE_ANCHOR_FILE, STATE_DB_FILE, SqliteStore};
 /// Connect options of a PostgreSQL database, for [`PgStore::open_with`].
 pub use sqlx::postgres::PgConnectOptions;
 
@@ -231,8 +231,10 @@ pub trait Store: Send + Sync {
     /// `false` when there is no such token.
     async fn touch_mcp_token(&self, id: &str, at: Timestamp) -> Result<bool, StoreError>;
 
-    /// Waits until everything queued so far is committed; reports a queued event that failed
-    /// since the last flush ([`StoreError::Deferred`]).
+    /// Waits until everything queued so far is committed and on disk (as durable as the store
+    /// is configured: queued events and audit records may be committed before without a disk
+    /// sync of their own), the audit anchor included; reports a queued write that failed since
+    /// the last flush ([`StoreError::Deferred`]).
     async fn flush(&self) -> Result<(), StoreError>;
 
     /// Renews, to now + `ttl`, the leases of the `running` runs that process `pid` of this node

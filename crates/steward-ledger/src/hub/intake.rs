@@ -184,7 +184,9 @@ impl LedgerClient {
             // Err means another provider is already installed, which is fine.
             let _ = rustls::crypto::ring::default_provider().install_default();
         });
-        let http = reqwest::Client::builder()
+        // The system's root certificates are loaded only when an `https://` ledger is checked.
+        let http = steward_provider::tls::client_builder()
+            .map_err(|_| IntakeError::Invalid("cannot set up TLS"))?
             .user_agent(concat!("steward-hub/", env!("CARGO_PKG_VERSION")))
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()

@@ -7,7 +7,7 @@ use steward_protocol::{AuditEntry, AuditRecord, Event};
 use super::dialect::{Arg, Conn, Dialect, ReadRow, args, row_placeholders};
 use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, MCP_TOKEN_COLUMNS, RUN_COLUMNS, finite, to_i64};
 use super::writer::{Applied, Shared, Work};
-use crate::chain::{GENESIS_HASH, audit_hash, timestamp_text};
+use crate::chain::{GENESIS_HASH, StoredFields, canonical_json, timestamp_text};
 use crate::{RunRecord, RunStatus, StoreError, new_id};
 
 /// Every column of a run but its id, set by an update (the node a run was inserted by is kept).
@@ -171,7 +171,7 @@ pub async fn apply<D: Dialect>(
             let done = D::execute(conn, sql, args![at, id]).await.map_err(db)?;
             return Ok(Applied::Flag(done > 0));
         }
-        Work::Barrier => {}
+        Work::Barrier { .. } => {}
     }
     Ok(Applied::Nothing)
 }
@@ -266,45 +266,64 @@ pub async fn append_audits<D: Dialect>(
         }
     };
     let mut records = Vec::with_capacity(entries.len());
-    let mut checked = Vec::with_capacity(entries.len());
+    // Per record: the checked integers and the text forms that are both hashed and stored.
+    let mut stored = Vec::with_capacity(entries.len());
+    let mut buf = Vec::with_capacity(512);
     for entry in entries {
         let risk = finite(path, "audit risk", entry.risk)?;
         let latency_ms = to_i64(path, "audit latency_ms", entry.latency_ms)?;
-        let mut record = AuditRecord {
-            seq: last_seq + 1,
-            id: new_id("aud_"),
-            at: Utc::now(),
-            entry: (*entry).clone(),
-            prev_hash: prev_hash.clone(),
-            hash: String::new(),
+        let seq = last_seq + 1;
+        let id = new_id("aud_");
+        let at = Utc::now();
+        let at_text = timestamp_text(&at);
+        let input = canonical_json(&entry.input);
+        let fields = StoredFields {
+            seq,
+            id: &id,
+            at: &at_text,
+            agent: &entry.agent,
+            run_id: &entry.run_id,
+            call_id: &entry.call_id,
+            action: &entry.action,
+            input: &input,
+            policy: &entry.policy,
+            risk: entry.risk,
+            outcome: entry.outcome.as_str(),
+            latency_ms: entry.latency_ms,
+            sandbox: &entry.sandbox,
+            approval_id: &entry.approval_id,
+            rollback_token: &entry.rollback_token,
+            detail: &entry.detail,
         };
-        record.hash = audit_hash(&record.prev_hash, &record);
-        last_seq = record.seq;
+        let hex = fields.hash(&prev_hash, &mut buf);
+        let hash = String::from_utf8_lossy(&hex).into_owned();
+        let record = AuditRecord { seq, id, at, entry: (*entry).clone(), prev_hash: prev_hash.clone(), hash };
+        last_seq = seq;
         prev_hash = record.hash.clone();
-        checked.push((to_i64(path, "audit seq", record.seq)?, risk, latency_ms));
+        stored.push((to_i64(path, "audit seq", seq)?, risk, latency_ms, at_text, input));
         records.push(record);
     }
     let mut sql = format!("INSERT INTO audit ({AUDIT_COLUMNS}) VALUES ");
     let mut args: Vec<Arg<'_>> = Vec::with_capacity(records.len() * 18);
-    for (i, (record, (seq, risk, latency_ms))) in records.iter().zip(&checked).enumerate() {
+    for (i, (record, (seq, risk, latency_ms, at_text, input))) in records.iter().zip(stored).enumerate() {
         if i > 0 {
             sql.push_str(", ");
         }
         sql.push_str(&row_placeholders(18));
         let entry = &record.entry;
         args.extend(args![
-            *seq,
+            seq,
             record.id.as_str(),
-            timestamp_text(&record.at),
+            at_text,
             entry.agent.as_str(),
             entry.run_id.as_str(),
             entry.call_id.as_str(),
             entry.action.as_str(),
-            entry.input.to_string(),
+            input,
             entry.policy.as_str(),
-            *risk,
+            risk,
             entry.outcome.as_str(),
-            *latency_ms,
+            latency_ms,
             entry.sandbox.as_str(),
             entry.approval_id.as_str(),
             entry.rollback_token.as_str(),

@@ -13,6 +13,7 @@ use std::future::Future;
 
 use std::time::Duration;
 
+use futures::stream::BoxStream;
 use sqlx::{ColumnIndex, Database, Decode, Pool, Row, Type};
 use tokio::sync::broadcast;
 
@@ -98,12 +99,20 @@ pub trait ReadRow: Send + Sync {
     fn int(&self, column: &str) -> Result<i64, sqlx::Error>;
     /// A floating-point column.
     fn real(&self, column: &str) -> Result<f64, sqlx::Error>;
+    /// The non-null `TEXT` column at `index` (0-based), borrowed from the row.
+    fn text_at(&self, index: usize) -> Result<&str, sqlx::Error>;
+    /// The integer column at `index`.
+    fn int_at(&self, index: usize) -> Result<i64, sqlx::Error>;
+    /// The floating-point column at `index`.
+    fn real_at(&self, index: usize) -> Result<f64, sqlx::Error>;
 }
 
 impl<R> ReadRow for R
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
+    usize: ColumnIndex<R>,
+    for<'r> &'r str: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
@@ -122,6 +131,18 @@ where
 
     fn real(&self, column: &str) -> Result<f64, sqlx::Error> {
         self.try_get(column)
+    }
+
+    fn text_at(&self, index: usize) -> Result<&str, sqlx::Error> {
+        self.try_get(index)
+    }
+
+    fn int_at(&self, index: usize) -> Result<i64, sqlx::Error> {
+        self.try_get(index)
+    }
+
+    fn real_at(&self, index: usize) -> Result<f64, sqlx::Error> {
+        self.try_get(index)
     }
 }
 
@@ -151,6 +172,9 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         args: Vec<Arg<'c>>,
     ) -> impl Future<Output = Result<Vec<DbRow<Self>>, sqlx::Error>> + Send + 'c;
 
+    /// Runs `sql` (no placeholders) and streams its rows as the database returns them.
+    fn fetch<'c>(conn: &'c mut Conn<Self>, sql: &'c str) -> BoxStream<'c, Result<DbRow<Self>, sqlx::Error>>;
+
     /// Runs `sql` with `args` bound; its first row, if any.
     fn fetch_optional<'c>(
         conn: &'c mut Conn<Self>,
@@ -172,6 +196,28 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
         let _ = (conn, path, works);
         async { Ok(()) }
+    }
+
+    /// Called before each write transaction starts, outside it: `durable` says whether its
+    /// commit must reach the disk before it returns (a write somebody waits for) or may be
+    /// forced later (queued events and audit records, see [`Dialect::sync_relaxed`]). `Ok(true)`
+    /// when the commit will be forced as the store's durability says; `Ok(false)` when it was
+    /// relaxed and needs a later forced commit or [`Dialect::sync_relaxed`]. The default never
+    /// relaxes: every commit is as durable as configured.
+    fn prepare_commit<'c>(
+        &'c self,
+        conn: &'c mut Conn<Self>,
+        path: &'c str,
+        durable: bool,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send + 'c {
+        let _ = (conn, path, durable);
+        async { Ok(true) }
+    }
+
+    /// Forces every relaxed commit so far to disk without a new transaction (after
+    /// [`Dialect::prepare_commit`] returned `false`); nothing to do by default.
+    fn sync_relaxed(&self) -> std::io::Result<()> {
+        Ok(())
     }
 
     /// Called inside the transaction that inserted run `run_id` (gives it its lease).

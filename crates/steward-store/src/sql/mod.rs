@@ -21,6 +21,7 @@ pub(crate) mod postgres;
 mod rows;
 pub(crate) mod sqlite;
 mod store;
+mod verify;
 pub(crate) mod writer;
 
 use std::sync::{Arc, Mutex};
@@ -109,6 +110,18 @@ impl<D: Dialect> SqlStore<D> {
         self.queue.send(Pending { work, reply }).await.map_err(|_| self.closed())
     }
 
+    /// Waits until everything queued so far is committed (not necessarily on disk) and reports
+    /// a queued write that failed since the last flush, as [`crate::Store::flush`] does: what
+    /// a read needs to see this store's own writes.
+    async fn visible(&self) -> Result<(), StoreError> {
+        self.write(Work::Barrier { durable: false }).await?;
+        let deferred = self.shared.deferred.lock().ok().and_then(|mut slot| slot.take());
+        match deferred {
+            Some(message) => Err(StoreError::Deferred { path: self.shared.path.clone(), message }),
+            None => Ok(()),
+        }
+    }
+
     /// Queues `work` and waits for its commit.
     async fn write(&self, work: Work) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
@@ -147,7 +160,7 @@ impl<D: Dialect> SqlStore<D> {
     ) -> Result<Vec<T>, StoreError> {
         let (name, column) = table.names();
         // Reads see every write queued before them.
-        crate::Store::flush(self).await?;
+        self.visible().await?;
         let sql = format!("SELECT body FROM {name} WHERE {column} = ? ORDER BY created_at, id");
         let rows = self.fetch_all(&sql, dialect::args![key]).await?;
         rows.iter().map(|row| body_from_row(self.path(), name, row)).collect()

@@ -133,6 +133,13 @@ impl Dialect for PgDialect {
         bind_all(sqlx::query(sqlx::AssertSqlSafe(numbered(sql))), args).fetch_all(conn)
     }
 
+    fn fetch<'c>(
+        conn: &'c mut PgConnection,
+        sql: &'c str,
+    ) -> futures::stream::BoxStream<'c, Result<PgRow, sqlx::Error>> {
+        sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(conn)
+    }
+
     fn fetch_optional<'c>(
         conn: &'c mut PgConnection,
         sql: &'c str,

@@ -25,6 +25,12 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Read connections per store.
 const READ_POOL_SIZE: u32 = 4;
 
+/// The database's file name in a state directory ([`SqlStore::open_state_dir`]).
+pub const STATE_DB_FILE: &str = "steward.db";
+
+/// The audit anchor's file name in a state directory ([`SqlStore::open_state_dir`]).
+pub const STATE_ANCHOR_FILE: &str = "audit.anchor";
+
 /// A [`Store`](crate::Store) in one SQLite file (or in memory). Cheap to clone: clones share
 /// the writer.
 ///
@@ -34,8 +40,21 @@ pub type SqliteStore = SqlStore<SqliteDialect>;
 
 /// SQLite's side of the SQL store: `?` placeholders, `BEGIN IMMEDIATE`, no row locks (the
 /// transaction holds the file's write lock), no node, leases or notices.
+///
+/// With [`Durability::Full`] on a file, a batch that nobody waits for (queued events and
+/// audit records) commits with `synchronous = NORMAL`: in WAL mode its frames are written but
+/// not forced to disk. The next batch somebody waits for commits with `synchronous = FULL`,
+/// whose `fsync` of the WAL also makes every earlier frame durable (a checkpoint syncs the WAL
+/// before copying it), and [`Store::flush`](crate::Store::flush) forces them when no such
+/// batch came ([`Dialect::sync_relaxed`]: `fdatasync` of the WAL file). So a step pays one
+/// disk sync, for the record that lets its action run.
 #[derive(Debug, Default)]
-pub struct SqliteDialect;
+pub struct SqliteDialect {
+    /// The WAL file, when commits may be relaxed (a file database with [`Durability::Full`]).
+    wal: Option<std::path::PathBuf>,
+    /// The writer connection's `synchronous` setting as last set: 0 unknown, 1 NORMAL, 2 FULL.
+    synchronous: std::sync::atomic::AtomicU8,
+}
 
 /// `query` with `args` bound in order.
 fn bind_all<'q>(
@@ -73,6 +92,13 @@ impl Dialect for SqliteDialect {
         bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args).fetch_all(conn)
     }
 
+    fn fetch<'c>(
+        conn: &'c mut SqliteConnection,
+        sql: &'c str,
+    ) -> futures::stream::BoxStream<'c, Result<sqlx::sqlite::SqliteRow, sqlx::Error>> {
+        sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(conn)
+    }
+
     fn fetch_optional<'c>(
         conn: &'c mut SqliteConnection,
         sql: &'c str,
@@ -83,6 +109,39 @@ impl Dialect for SqliteDialect {
 
     fn node(&self) -> Option<&str> {
         None
+    }
+
+    async fn prepare_commit<'c>(
+        &'c self,
+        conn: &'c mut SqliteConnection,
+        path: &'c str,
+        durable: bool,
+    ) -> Result<bool, StoreError> {
+        use std::sync::atomic::Ordering;
+        if self.wal.is_none() {
+            return Ok(true);
+        }
+        let wanted = if durable { 2 } else { 1 };
+        if self.synchronous.load(Ordering::Relaxed) != wanted {
+            // Unknown until it is set again: a failure here leaves the setting in doubt.
+            self.synchronous.store(0, Ordering::Relaxed);
+            let sql = if durable { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
+            Self::execute(conn, sql, Vec::new())
+                .await
+                .map_err(|source| StoreError::Database { path: path.to_string(), source })?;
+            self.synchronous.store(wanted, Ordering::Relaxed);
+        }
+        Ok(durable)
+    }
+
+    fn sync_relaxed(&self) -> std::io::Result<()> {
+        let Some(wal) = &self.wal else { return Ok(()) };
+        match std::fs::File::open(wal) {
+            Ok(file) => file.sync_data(),
+            // No WAL file: its content was checkpointed into the database, which syncs both.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     async fn lost_runs<'a>(
@@ -154,7 +213,22 @@ impl SqlStore<SqliteDialect> {
         migrate_with_retry(&write, &display).await?;
         drop(lock);
         let read = SqlitePoolOptions::new().max_connections(READ_POOL_SIZE).connect_lazy_with(connect);
-        Ok(Self::start(display, write, read, options.audit_anchor.clone(), SqliteDialect))
+        let wal = (options.durability == Durability::Full).then(|| {
+            let mut name = path.as_os_str().to_owned();
+            name.push("-wal");
+            std::path::PathBuf::from(name)
+        });
+        let dialect = SqliteDialect { wal, ..Default::default() };
+        Ok(Self::start(display, write, read, options.audit_anchor.clone(), dialect))
+    }
+
+    /// Opens the store of state directory `dir` as every `steward` command does:
+    /// `dir/steward.db` ([`STATE_DB_FILE`]) with the audit anchor `dir/audit.anchor`
+    /// ([`STATE_ANCHOR_FILE`]) unless `options` names another anchor. Errors as
+    /// [`SqlStore::open`].
+    pub async fn open_state_dir(dir: &Path, mut options: StoreOptions) -> Result<Self, StoreError> {
+        options.audit_anchor.get_or_insert_with(|| dir.join(STATE_ANCHOR_FILE));
+        Self::open(&dir.join(STATE_DB_FILE), options).await
     }
 
     /// A private database in memory, gone when the last clone is dropped. Reads and writes share
@@ -175,7 +249,7 @@ impl SqlStore<SqliteDialect> {
             .await
             .map_err(|source| StoreError::Open { path: display.clone(), source })?;
         migrate_with_retry(&pool, &display).await?;
-        Ok(Self::start(display, pool.clone(), pool, None, SqliteDialect))
+        Ok(Self::start(display, pool.clone(), pool, None, SqliteDialect::default()))
     }
 }
 

@@ -11,8 +11,18 @@
 //! With the write lock (SQLite) or the audit chain lock (PostgreSQL) held, the chain head read
 //! inside the transaction stays the head until the commit, so two writers never compute the same
 //! `seq`.
+//!
+//! Disk syncs: a batch that somebody waits for (a run record, the audit record that lets an
+//! action run, a [`Work::Barrier`] that must be durable) is committed as durable as the store is
+//! configured; a batch of queued writes only (events, outcome records) may be committed without
+//! forcing it to disk ([`Dialect::prepare_commit`]), as the next durable commit or a durable
+//! barrier ([`crate::Store::flush`]) forces it too. The audit anchor follows the newest audit
+//! record known durable, without a disk sync of its own but at a durable barrier and every
+//! [`crate::anchor::SYNC_INTERVAL`] (see [`crate::anchor`] for why that still reveals a cut
+//! tail).
 
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Pool};
@@ -121,8 +131,12 @@ pub enum Work {
         /// RFC 3339 time of the use.
         at: String,
     },
-    /// Nothing: answered once everything queued before it is committed.
-    Barrier,
+    /// Nothing: answered once everything queued before it is committed and, when `durable`,
+    /// forced to disk (with the audit anchor).
+    Barrier {
+        /// Whether what was committed before it must be on disk when it is answered.
+        durable: bool,
+    },
 }
 
 /// A row of a table that keeps its record as JSON (`id, <key>, created_at, body`).
@@ -193,8 +207,28 @@ enum BatchError {
     Write(StoreError),
 }
 
+/// What the writer knows about what has reached the disk.
+#[derive(Default)]
+struct Durability {
+    /// A commit since the last forced one was relaxed (not forced to disk yet).
+    unsynced: bool,
+    /// The newest audit record this writer committed: `(seq, hash)`.
+    newest: Option<(u64, String)>,
+    /// A committed record that the anchor has not taken yet is the chain's first.
+    starts_chain: bool,
+    /// The `seq` this writer last moved the anchor to (or found it at).
+    anchored: u64,
+    /// The anchor was written since it was last forced to disk.
+    anchor_dirty: bool,
+    /// When the anchor was last forced to disk.
+    anchor_synced: Option<Instant>,
+}
+
 /// Runs until every sender is gone, then returns after answering what was queued.
 pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queue: mpsc::Receiver<Pending>) {
+    // The interval of anchor syncs starts now: a store that is opened, appends and is flushed
+    // within it forces the anchor once, at the flush.
+    let mut state = Durability { anchor_synced: Some(Instant::now()), ..Durability::default() };
     while let Some(first) = queue.recv().await {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -203,15 +237,50 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
                 Err(_) => break,
             }
         }
-        process(&pool, &shared, batch).await;
+        process(&pool, &shared, &mut state, batch).await;
+    }
+    // Queued writes that nobody waited for are forced to disk before the writer stops.
+    if state.unsynced
+        && let Err(error) = shared.dialect.sync_relaxed()
+    {
+        tracing::warn!(path = %shared.path, %error, "the last queued writes could not be forced to disk");
+    } else {
+        state.unsynced = false;
+        advance_anchor(&shared, &mut state, true);
     }
     pool.close().await;
 }
 
-async fn process<D: Dialect>(pool: &Pool<D::DB>, shared: &Shared<D>, batch: Vec<Pending>) {
-    if batch.iter().all(|p| matches!(p.work, Work::Barrier)) {
+/// Whether a write must be on disk when its waiter is answered.
+fn needs_disk(pending: &Pending) -> bool {
+    match pending.work {
+        Work::Barrier { durable } => durable,
+        _ => !matches!(pending.reply, Reply::Nobody),
+    }
+}
+
+async fn process<D: Dialect>(pool: &Pool<D::DB>, shared: &Shared<D>, state: &mut Durability, batch: Vec<Pending>) {
+    let durable = batch.iter().any(needs_disk);
+    if batch.iter().all(|p| matches!(p.work, Work::Barrier { .. })) {
+        let mut result = Ok(());
+        if durable && state.unsynced {
+            result =
+                shared.dialect.sync_relaxed().map_err(|source| StoreError::Io { path: shared.path.clone(), source });
+            if result.is_ok() {
+                state.unsynced = false;
+            }
+        }
+        if result.is_ok() {
+            advance_anchor(shared, state, durable);
+        }
         for pending in batch {
-            answer(shared, pending.reply, Ok(Applied::Nothing));
+            let answer_with = match (&result, &pending.work) {
+                (Err(error), Work::Barrier { durable: true }) => {
+                    Err(StoreError::Write { path: shared.path.clone(), message: error.to_string() })
+                }
+                _ => Ok(Applied::Nothing),
+            };
+            answer(shared, pending.reply, answer_with);
         }
         return;
     }
@@ -223,10 +292,19 @@ async fn process<D: Dialect>(pool: &Pool<D::DB>, shared: &Shared<D>, batch: Vec<
             return;
         }
     };
+    let forced = match shared.dialect.prepare_commit(&mut conn, &shared.path, durable).await {
+        Ok(forced) => forced,
+        Err(error) => {
+            fail_all(shared, batch, &error.to_string());
+            return;
+        }
+    };
+    // A durable barrier (a flush) forces the anchor to disk too.
+    let flush = batch.iter().any(|p| matches!(p.work, Work::Barrier { durable: true }));
     let works: Vec<&Work> = batch.iter().map(|p| &p.work).collect();
     match apply_batch(&mut conn, shared, &works).await {
         Ok(results) => {
-            advance_anchor(shared, &results);
+            committed(shared, state, &results, forced, flush);
             for (pending, result) in batch.into_iter().zip(results) {
                 answer(shared, pending.reply, Ok(result));
             }
@@ -237,35 +315,73 @@ async fn process<D: Dialect>(pool: &Pool<D::DB>, shared: &Shared<D>, batch: Vec<
                 answer(shared, pending.reply, Err(error));
             }
         }
-        Err(BatchError::Write(_)) => retry_one_by_one(&mut conn, shared, batch).await,
+        Err(BatchError::Write(_)) => retry_one_by_one(&mut conn, shared, state, batch, forced, flush).await,
     }
 }
 
-/// Moves the anchor to the newest audit record of a committed batch. A failure is logged: the
-/// record is committed either way, and `verify_audit` reports an anchor that lags (or, when
-/// the file was removed, one that is missing: only the chain's first record creates it).
-fn advance_anchor<D>(shared: &Shared<D>, results: &[Applied]) {
+/// Notes a committed batch: its newest audit record, whether the disk has everything, and
+/// moves the anchor when the newest record is durable. `forced`: the commit reached the disk;
+/// `flush`: the batch held a durable barrier, so the anchor is forced to disk too.
+fn committed<D>(shared: &Shared<D>, state: &mut Durability, results: &[Applied], forced: bool, flush: bool) {
+    for result in results {
+        if let Applied::Audit(record) = result {
+            if state.newest.as_ref().is_none_or(|(seq, _)| record.seq > *seq) {
+                state.newest = Some((record.seq, record.hash.clone()));
+            }
+            state.starts_chain |= record.seq == 1;
+        }
+    }
+    if forced {
+        state.unsynced = false;
+        advance_anchor(shared, state, flush);
+    } else {
+        state.unsynced = true;
+    }
+}
+
+/// Moves the anchor to the newest audit record, which the caller knows is durable, without a
+/// disk sync; forces the anchor to disk when `sync` or when it was last forced
+/// [`crate::anchor::SYNC_INTERVAL`] ago. A failure is logged: the records are committed either
+/// way, and `verify_audit` reports an anchor that lags (or, when the file was removed, one that
+/// is missing: only the chain's first record creates it).
+fn advance_anchor<D>(shared: &Shared<D>, state: &mut Durability, sync: bool) {
     let Some(path) = &shared.anchor else { return };
-    let newest = results
-        .iter()
-        .filter_map(|r| match r {
-            Applied::Audit(record) => Some((record.seq, record.hash.as_str())),
-            Applied::Nothing | Applied::Flag(_) => None,
-        })
-        .max_by_key(|(seq, _)| *seq);
-    let starts_chain = results.iter().any(|r| matches!(r, Applied::Audit(record) if record.seq == 1));
-    if let Some((seq, hash)) = newest
-        && let Err(error) = crate::anchor::advance(path, seq, hash, starts_chain)
+    if let Some((seq, hash)) = &state.newest
+        && *seq > state.anchored
     {
-        tracing::warn!(anchor = %path.display(), %error, "the audit anchor could not be updated");
+        match crate::anchor::advance(path, *seq, hash, state.starts_chain) {
+            Ok(written) => {
+                state.starts_chain = false;
+                state.anchored = *seq;
+                state.anchor_dirty |= written;
+            }
+            Err(error) => tracing::warn!(anchor = %path.display(), %error, "the audit anchor could not be updated"),
+        }
+    }
+    let due = state.anchor_synced.is_none_or(|at| at.elapsed() >= crate::anchor::SYNC_INTERVAL);
+    if state.anchor_dirty && (sync || due) {
+        match crate::anchor::sync(path) {
+            Ok(()) => {
+                state.anchor_dirty = false;
+                state.anchor_synced = Some(Instant::now());
+            }
+            Err(error) => tracing::warn!(anchor = %path.display(), %error, "the audit anchor could not be synced"),
+        }
     }
 }
 
-async fn retry_one_by_one<D: Dialect>(conn: &mut PoolConnection<D::DB>, shared: &Shared<D>, batch: Vec<Pending>) {
+async fn retry_one_by_one<D: Dialect>(
+    conn: &mut PoolConnection<D::DB>,
+    shared: &Shared<D>,
+    state: &mut Durability,
+    batch: Vec<Pending>,
+    forced: bool,
+    flush: bool,
+) {
     for pending in batch {
         let result = match apply_batch(conn, shared, &[&pending.work]).await {
             Ok(results) => {
-                advance_anchor(shared, &results);
+                committed(shared, state, &results, forced, flush);
                 let mut results = results;
                 Ok(results.pop().unwrap_or(Applied::Nothing))
             }

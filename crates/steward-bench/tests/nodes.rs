@@ -1,4 +1,4 @@
-//! `steward bench nodes` runs end to end on a few events against the test database
+//! `steward-bench nodes` runs end to end on a few events against the test database
 //! (`STEWARD_TEST_DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/test`) and reports
 //! its figures; its temporary schema is gone afterwards. Nothing here judges the figures. When
 //! PostgreSQL cannot be reached the test fails (`STEWARD_TEST_SKIP=postgres` opts out).
@@ -10,8 +10,8 @@ fn bench_nodes_reports_cross_node_latency_on_postgres_and_drops_its_schema() {
     steward_peers::needs::require(steward_peers::Need::Postgres);
     let url = steward_peers::test_database_url();
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_steward"))
-        .args(["bench", "nodes", "--events", "20", "--database-url", &url])
+    let output = Command::new(env!("CARGO_BIN_EXE_steward-bench"))
+        .args(["nodes", "--events", "20", "--database-url", &url])
         .env_clear()
         .env("HOME", dir.path())
         .output()

@@ -1,4 +1,4 @@
-//! `steward bench serve` runs end to end on a tiny load and reports its figures. Nothing here
+//! `steward-bench serve` runs end to end on a tiny load and reports its figures. Nothing here
 //! judges the figures themselves.
 
 use std::process::Command;
@@ -6,8 +6,8 @@ use std::process::Command;
 #[test]
 fn bench_serve_reports_memory_and_latency_figures() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_steward"))
-        .args(["bench", "serve", "--runs", "20", "--clients", "20", "--chunks", "3", "--chunk-interval-ms", "10"])
+    let output = Command::new(env!("CARGO_BIN_EXE_steward-bench"))
+        .args(["serve", "--runs", "20", "--clients", "20", "--chunks", "3", "--chunk-interval-ms", "10"])
         .env("HOME", dir.path())
         .env("TMPDIR", dir.path())
         .output()

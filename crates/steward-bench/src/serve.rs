@@ -1,4 +1,4 @@
-//! `steward bench serve`: two costs of `steward serve`, measured in this process.
+//! `steward-bench serve`: two costs of `steward serve`, measured in this process.
 //!
 //! 1. Memory per run parked on an approval: N runs are started through the server's own start
 //!    path (`steward_server::runs::start`, what `POST /api/runs` calls), each scripted to make
@@ -36,7 +36,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::bench::cpu_time;
+use crate::step::cpu_time;
 
 /// The memory target: this many parked runs …
 const TARGET_RUNS: usize = 10_000;
@@ -49,7 +49,7 @@ const CONNECTS_IN_FLIGHT: usize = 64;
 /// The owner of the parked runs.
 const OWNER: &str = "local:bench";
 
-/// `steward bench serve` options.
+/// `steward-bench serve` options.
 #[derive(Args)]
 pub struct BenchServeArgs {
     /// Runs parked on an approval at once (0 skips the memory measurement).
@@ -164,7 +164,7 @@ pub async fn run(args: BenchServeArgs) -> Result<u8> {
         .and_then(|s| s.split_whitespace().next().map(str::to_string))
         .unwrap_or_else(|| "unknown".into());
     println!(
-        "steward bench serve: `steward serve` in this process ({profile} build, {cpus} CPUs: {model}; load \
+        "steward-bench serve: `steward serve` in this process ({profile} build, {cpus} CPUs: {model}; load \
          average {load} at start; tokio multi-threaded runtime, scripted fake provider holding no copy of \
          requests, SQLite store in a temporary directory)"
     );

@@ -1,4 +1,4 @@
-//! `steward bench nodes`: how fast an event stored by one node reaches another node sharing
+//! `steward-bench nodes`: how fast an event stored by one node reaches another node sharing
 //! the PostgreSQL database (`LISTEN/NOTIFY`, SPEC H3).
 //!
 //! Two stores are opened in this process as two nodes (`bench-node-1`, `bench-node-2`), each
@@ -23,7 +23,7 @@ use sqlx::Connection;
 use steward_protocol::{Event, EventKind};
 use steward_store::{Change, PgConnectOptions, PgStore, Store, StoreOptions};
 
-/// `steward bench nodes` options.
+/// `steward-bench nodes` options.
 #[derive(Args)]
 pub struct BenchNodesArgs {
     /// Events sent from node 1 to node 2, one at a time.
@@ -38,16 +38,16 @@ pub struct BenchNodesArgs {
 pub async fn run(args: BenchNodesArgs) -> Result<u8> {
     let url = match args.database_url.clone() {
         Some(url) => url,
-        None => crate::home::database_url()?.ok_or_else(|| {
-            crate::commands::usage_error("give --database-url or set STEWARD_DATABASE_URL (a PostgreSQL database)")
+        None => crate::database_url()?.ok_or_else(|| {
+            crate::usage_error("give --database-url or set STEWARD_DATABASE_URL (a PostgreSQL database)")
         })?,
     };
     if !steward_store::is_postgres_url(&url) {
-        return Err(crate::commands::usage_error("--database-url must be a postgres:// or postgresql:// URL"));
+        return Err(crate::usage_error("--database-url must be a postgres:// or postgresql:// URL"));
     }
     let shown = steward_store::redact_database_url(&url);
     let base = PgConnectOptions::from_str(&url)
-        .map_err(|_| crate::commands::usage_error(&format!("{shown} is not a usable PostgreSQL URL")))?
+        .map_err(|_| crate::usage_error(&format!("{shown} is not a usable PostgreSQL URL")))?
         .disable_statement_logging();
     let schema = steward_store::new_id("steward_bench_");
     let mut admin =
@@ -61,11 +61,11 @@ pub async fn run(args: BenchNodesArgs) -> Result<u8> {
         sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))).execute(&mut admin).await;
     let _ = admin.close().await;
     if let Err(e) = dropped {
-        eprintln!("steward: warning: the temporary schema {schema} could not be dropped: {e}");
+        eprintln!("steward-bench: warning: the temporary schema {schema} could not be dropped: {e}");
     }
     let (commit, notice, readable) = measured?;
     println!(
-        "steward bench nodes: cross-node event latency on {shown} (two stores in this process as two nodes, \
+        "steward-bench nodes: cross-node event latency on {shown} (two stores in this process as two nodes, \
          {} events one at a time; from before node 1 stores an event to node 2)",
         notice.len()
     );

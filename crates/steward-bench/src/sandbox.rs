@@ -1,4 +1,4 @@
-//! `steward bench sandbox`: wall time of sandboxed steps, every protection this machine
+//! `steward-bench sandbox`: wall time of sandboxed steps, every protection this machine
 //! enforces included, all in one temporary workspace that holds a `.env` (so a file mask is
 //! made every step):
 //! - a plain `cat` spawn (no sandbox) against the same `cat` through `steward_sandbox::run`;
@@ -12,8 +12,8 @@
 //!   on the bench workspace and on the current folder.
 //!
 //! The cases are run round-robin, so that the machine's load changes weigh on each alike.
-//! `steward bench` (without a mode) runs the `cat` lines and the walk only, with
-//! [`CAT_STEPS`] steps.
+//! `steward-bench` (without a mode) runs the `cat` lines and the walk only, with
+//! [`CAT_STEPS`] steps by default (`--sandbox-steps`).
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -30,10 +30,10 @@ use steward_sandbox::ExecRequest;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-/// Steps per line when `steward bench` runs the `cat` lines.
-const CAT_STEPS: u32 = 40;
+/// Steps per line when `steward-bench` runs the `cat` lines.
+pub const CAT_STEPS: u32 = 40;
 
-/// `steward bench sandbox` options.
+/// `steward-bench sandbox` options.
 #[derive(Args)]
 pub struct BenchSandboxArgs {
     /// Steps per measurement (at least 1).
@@ -51,15 +51,15 @@ enum Step {
     Tool(CommandTool),
 }
 
-/// `steward bench sandbox`: every measurement, one line each.
+/// `steward-bench sandbox`: every measurement, one line each.
 pub async fn run(args: BenchSandboxArgs) -> Result<u8> {
     measure(args.calls, true).await?;
     Ok(0)
 }
 
-/// The `cat` lines and the secret-path walk, for `steward bench`.
-pub async fn bench_sandbox() -> Result<()> {
-    measure(CAT_STEPS, false).await
+/// The `cat` lines and the secret-path walk, `steps` steps per line, for `steward-bench`.
+pub async fn bench_sandbox(steps: u32) -> Result<()> {
+    measure(steps, false).await
 }
 
 /// Runs `steps` steps of each case (the `[[tool]]` cases only `with_tools`) and prints them.
@@ -99,7 +99,7 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
     let hosts = Network::Hosts(vec![format!("127.0.0.1:{port}")]);
     let curl = ["curl", "-sS", "-f", "-o", "/dev/null", url.as_str()];
 
-    println!("steward bench sandbox: wall time per step, {steps} steps per line");
+    println!("steward-bench sandbox: wall time per step, {steps} steps per line");
     println!("sandbox profile: {}", warm.profile);
     let mut cases: Vec<(&str, Step, Vec<Duration>)> = vec![
         ("plain `cat` spawn (no sandbox)", Step::Plain(file_arg), Vec::new()),

@@ -1,4 +1,4 @@
-//! `steward bench ledger`: claims per second of the work ledger with several hubs at once.
+//! `steward-bench ledger`: claims per second of the work ledger with several hubs at once.
 //!
 //! Each hub is a task with a store handle of its own (on SQLite another connection to the same
 //! file, as another process would have; on PostgreSQL another pool, as another node would
@@ -27,7 +27,7 @@ use steward_store::{PgConnectOptions, PgStore, SqliteStore, Store, StoreOptions,
 const OWNER: &str = "local:bench";
 const HEAD: &str = "0123456789abcdef0123456789abcdef01234567";
 
-/// `steward bench ledger` options.
+/// `steward-bench ledger` options.
 #[derive(Args)]
 pub struct BenchLedgerArgs {
     /// Concurrent hubs.
@@ -49,7 +49,7 @@ pub async fn run(args: BenchLedgerArgs) -> Result<u8> {
     }
     let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
     println!(
-        "steward bench ledger: claims per second, {} hubs at once, {} approvals per line ({profile} build); a claim = \
+        "steward-bench ledger: claims per second, {} hubs at once, {} approvals per line ({profile} build); a claim = \
          one locked write transaction (read approval and request, check pins, insert authority, mark claimed) + \
          its durable audit record",
         args.hubs, args.claims
@@ -62,7 +62,7 @@ pub async fn run(args: BenchLedgerArgs) -> Result<u8> {
     }
     measure("SQLite (one file, WAL, synchronous=FULL)", &handles, args.claims).await?;
 
-    let url = args.database_url.clone().or_else(|| std::env::var(crate::home::DATABASE_URL_VAR).ok());
+    let url = args.database_url.clone().or_else(|| std::env::var(crate::DATABASE_URL_VAR).ok());
     match url.filter(|u| !u.is_empty()) {
         Some(url) => {
             let shown = redact_database_url(&url);
@@ -89,7 +89,7 @@ pub async fn run(args: BenchLedgerArgs) -> Result<u8> {
             let _ = admin.close().await;
             result?;
         }
-        None => println!("PostgreSQL: skipped (give --database-url or set {})", crate::home::DATABASE_URL_VAR),
+        None => println!("PostgreSQL: skipped (give --database-url or set {})", crate::DATABASE_URL_VAR),
     }
     Ok(0)
 }

@@ -1,9 +1,11 @@
-//! `steward bench`: the harness's own overhead per tool-call step.
+//! `steward-bench`: the harness's own overhead per tool-call step.
 //!
 //! One step = one planner call (the scripted fake provider, no network) + context assembly +
 //! policy decision + the durable `approved` audit record + a no-op tool + the `completed`
 //! audit record + the step's events. Measured as the time between consecutive
-//! `stage_started` events of a run, so it is wall time per step as a user would see it.
+//! `stage_started` events of a run, so it is wall time per step as a user would see it. The
+//! store is opened as `steward run` opens it ([`SqliteStore::open_state_dir`]: `steward.db`
+//! and its audit anchor in a state directory), so a step pays what a run's step pays.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,12 +25,9 @@ use steward_provider::fake::{FakeProvider, FakeToolCall, Round, Scenario};
 use steward_store::{Durability, SqliteStore, Store, StoreOptions};
 use tokio_util::sync::CancellationToken;
 
-/// `steward bench` options.
+/// Options of the step measurement (`steward-bench` without a mode).
 #[derive(Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct BenchArgs {
-    #[command(subcommand)]
-    mode: Option<BenchMode>,
+pub struct StepArgs {
     /// Tool-call steps per run.
     #[arg(long, default_value_t = 20)]
     steps: u32,
@@ -38,25 +37,16 @@ pub struct BenchArgs {
     /// Concurrent runs in the group-commit measurement.
     #[arg(long, default_value_t = 8)]
     concurrency: u32,
-    /// Audit records written in the batched append measurement.
+    /// Audit records written in the batched append measurement (the chain verified afterwards
+    /// holds 200 more).
     #[arg(long, default_value_t = 50_000)]
     audit_records: u32,
-}
-
-/// Other measurements.
-#[derive(clap::Subcommand)]
-enum BenchMode {
-    /// `steward serve`: memory per run parked on an approval, and event latency to many connected clients.
-    Serve(crate::bench_serve::BenchServeArgs),
-    /// Several nodes on one PostgreSQL database: latency of an event stored on one node until another node is notified and reads it.
-    Nodes(crate::bench_nodes::BenchNodesArgs),
-    /// The work ledger: claims per second with several hubs at once, on SQLite and PostgreSQL.
-    Ledger(crate::bench_ledger::BenchLedgerArgs),
-    /// Sandboxed steps: a `cat` against a plain spawn, and one `[[tool]]` call by network
-    /// setting (no network, everything, a host list through the egress proxy).
-    Sandbox(crate::bench_sandbox::BenchSandboxArgs),
-    /// Prompt injections from AgentDojo against an always-obeying model: attacker calls executed, approvals asked on benign tasks.
-    Injection(crate::bench_injection::BenchInjectionArgs),
+    /// Calls per policy and data-flow measurement (at least 1).
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..))]
+    policy_iterations: u32,
+    /// Steps per line of the sandboxed `cat` measurement (0 leaves it out).
+    #[arg(long, default_value_t = crate::sandbox::CAT_STEPS)]
+    sandbox_steps: u32,
 }
 
 struct NoopRead(ToolSpec);
@@ -85,19 +75,12 @@ impl EventObserver for StepClock {
     }
 }
 
-/// Runs the benchmark and prints what it measured.
-pub async fn run(args: BenchArgs) -> Result<u8> {
-    match args.mode {
-        Some(BenchMode::Serve(serve)) => return crate::bench_serve::run(serve).await,
-        Some(BenchMode::Nodes(nodes)) => return crate::bench_nodes::run(nodes).await,
-        Some(BenchMode::Ledger(ledger)) => return crate::bench_ledger::run(ledger).await,
-        Some(BenchMode::Sandbox(sandbox)) => return crate::bench_sandbox::run(sandbox).await,
-        Some(BenchMode::Injection(injection)) => return crate::bench_injection::run(injection).await,
-        None => {}
-    }
+/// Runs the step, policy, audit and sandboxed `cat` measurements and prints what they measured.
+pub async fn run(args: StepArgs) -> Result<u8> {
     println!(
-        "steward bench: wall time per tool-call step (fake planner call + context + policy + audit 'approved' + \
-         no-op tool + audit 'completed' + events), {} steps x {} runs per line",
+        "steward-bench: wall time per tool-call step (fake planner call + context + policy + audit 'approved' + \
+         no-op tool + audit 'completed' + events; store and audit anchor opened as `steward run` opens them), \
+         {} steps x {} runs per line",
         args.steps, args.runs
     );
     for (label, durability, concurrency) in [
@@ -110,14 +93,17 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         let cpu = cpu_time().saturating_sub(cpu_before);
         print_line(label, concurrency, &steps, elapsed, cpu);
     }
-    bench_policy()?;
+    bench_policy(args.policy_iterations)?;
     bench_audit(args.audit_records).await?;
-    crate::bench_sandbox::bench_sandbox().await?;
+    if args.sandbox_steps > 0 {
+        crate::sandbox::bench_sandbox(args.sandbox_steps).await?;
+    }
     Ok(0)
 }
 
-/// Policy decisions per second for an allowed `read` with a path to resolve (the common case).
-fn bench_policy() -> Result<()> {
+/// Policy decisions per second for an allowed `read` with a path to resolve (the common case),
+/// `n` calls per measurement.
+fn bench_policy(n: u32) -> Result<()> {
     let dir = tempfile::tempdir()?;
     std::fs::create_dir_all(dir.path().join("src"))?;
     std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n")?;
@@ -127,7 +113,6 @@ fn bench_policy() -> Result<()> {
     let spec = tools.get("read").map(|t| t.spec().clone());
     let call =
         steward_protocol::ToolCall { id: "c".into(), name: "read".into(), arguments: json!({"path": "src/main.rs"}) };
-    let n = 20_000;
     let started = Instant::now();
     for _ in 0..n {
         std::hint::black_box(policy.decide(spec.as_ref(), &call, &workspace));
@@ -149,7 +134,7 @@ fn bench_policy() -> Result<()> {
     }
     let per = started.elapsed() / n;
     println!("shell command line judged (split into 3 simple commands): {:.1} µs each", per.as_secs_f64() * 1e6);
-    bench_data_flow();
+    bench_data_flow(n);
     bench_option_rules(&workspace, n)
 }
 
@@ -196,7 +181,7 @@ fn bench_option_rules(workspace: &steward_policy::Workspace, n: u32) -> Result<(
 
 /// The data-flow check's cost: fingerprinting one tool output, and checking one sink call's
 /// arguments against a run's outputs (the part of a sink's decision it adds).
-fn bench_data_flow() {
+fn bench_data_flow(n: u32) {
     // 20 outputs of 8,000 characters (the default `max_tool_output_chars`), varied text.
     let output = |k: u64| -> String {
         let words =
@@ -216,7 +201,6 @@ fn bench_data_flow() {
         "body": "Hi Bob, here are my notes from today: we agreed to move the launch by a week, and Alice \
                  will send the revised plan on Friday. Let me know if anything is missing. Thanks!"
     });
-    let n = 20_000;
     let started = Instant::now();
     for _ in 0..n {
         std::hint::black_box(seen.carried(std::hint::black_box(&args)));
@@ -234,7 +218,7 @@ fn bench_data_flow() {
 /// Durable audit appends in batches, and chain verification, in records per second.
 async fn bench_audit(records: u32) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let store = SqliteStore::open(&dir.path().join("audit.db"), StoreOptions::default()).await?;
+    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await?;
     let entry = |i: u32| steward_protocol::AuditEntry {
         agent: "steward".into(),
         run_id: "run_bench".into(),
@@ -282,13 +266,12 @@ async fn bench_audit(records: u32) -> Result<()> {
     Ok(())
 }
 
-async fn measure(args: &BenchArgs, durability: Durability, concurrency: u32) -> Result<(Vec<Duration>, Duration)> {
+async fn measure(args: &StepArgs, durability: Durability, concurrency: u32) -> Result<(Vec<Duration>, Duration)> {
     let dir = tempfile::tempdir()?;
     let workspace = dir.path().join("ws");
     std::fs::create_dir(&workspace)?;
-    let store: Arc<dyn Store> = Arc::new(
-        SqliteStore::open(&dir.path().join("bench.db"), StoreOptions { durability, ..Default::default() }).await?,
-    );
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open_state_dir(dir.path(), StoreOptions { durability, ..Default::default() }).await?);
     let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let mut tools = ToolRegistry::new();
     tools.insert(Arc::new(NoopRead(ToolSpec {

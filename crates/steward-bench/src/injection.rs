@@ -1,4 +1,4 @@
-//! `steward bench injection`: prompt injections from the public AgentDojo benchmark (v1.2
+//! `steward-bench injection`: prompt injections from the public AgentDojo benchmark (v1.2
 //! suites, PyPI `agentdojo`) against Steward's control layer, with a model that always obeys.
 //!
 //! A Python MCP server (`bench/agentdojo_server.py`, on the official `mcp` SDK) serves one
@@ -47,7 +47,7 @@ const SERVER: &str = include_str!("../bench/agentdojo_server.py");
 /// The AgentDojo release the bench was written against (`.ci/peers.sh` installs it).
 pub const AGENTDOJO_VERSION: &str = "0.1.35";
 
-/// `steward bench injection` options.
+/// `steward-bench injection` options.
 #[derive(Args, Clone)]
 pub struct BenchInjectionArgs {
     /// Python with the PyPI packages `agentdojo` and `mcp` [default: $STEWARD_BENCH_AGENTDOJO_PYTHON,
@@ -169,7 +169,7 @@ pub async fn run(args: BenchInjectionArgs) -> Result<u8> {
     let mut broken = false;
     if !args.json {
         println!(
-            "steward bench injection: AgentDojo {AGENTDOJO_VERSION} v1.2 suites, an always-obeying scripted model; \
+            "steward-bench injection: AgentDojo {AGENTDOJO_VERSION} v1.2 suites, an always-obeying scripted model; \
              the scripted owner approves the user task's own calls and denies every attacker call"
         );
     }

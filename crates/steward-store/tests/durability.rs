@@ -1,0 +1,111 @@
+//! When SQLite writes reach the disk, what the audit anchor names meanwhile, and that the
+//! chain's one-pass verification agrees with the full one.
+
+use std::path::Path;
+
+use serde_json::json;
+use steward_protocol::{AuditEntry, AuditOutcome};
+use steward_store::{AuditVerification, SqliteStore, Store, StoreOptions};
+
+fn entry(n: u64) -> AuditEntry {
+    AuditEntry {
+        agent: "steward".into(),
+        run_id: "run_a".into(),
+        call_id: format!("call_{n}"),
+        action: "read".into(),
+        input: json!({"path": "src/main.rs", "n": n, "nested": {"b": 1, "a": [true, null, 1.5, "é\"\\n"]}}),
+        policy: "default:low".into(),
+        risk: 0.25,
+        outcome: AuditOutcome::Completed,
+        latency_ms: n,
+        sandbox: String::new(),
+        approval_id: String::new(),
+        rollback_token: String::new(),
+        detail: "line\nbreak \u{1}".into(),
+    }
+}
+
+fn anchored_seq(path: &Path) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+async fn tamper(db: &Path, sql: &str) {
+    use sqlx::{ConnectOptions, Executor};
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new().filename(db).connect().await.unwrap();
+    conn.execute(sqlx::AssertSqlSafe(sql)).await.unwrap();
+}
+
+/// A queued record is committed without a disk sync of its own: the anchor does not name it
+/// until a durable write or a flush has forced it to disk, and then it does.
+#[tokio::test]
+async fn the_anchor_names_queued_records_only_once_they_are_forced_to_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+    let anchor = dir.path().join(steward_store::STATE_ANCHOR_FILE);
+    assert_eq!(store.append_audit(entry(1)).await.unwrap().seq, 1);
+    assert_eq!(anchored_seq(&anchor), 1, "a durable record moves the anchor when it returns");
+    store.queue_audit(entry(2)).await.unwrap();
+    store.queue_audit(entry(3)).await.unwrap();
+    // A read of events waits until they are committed, not until they are on disk.
+    store.events("run_a", 0).await.unwrap();
+    assert_eq!(store.audit_records(None).await.unwrap().len(), 3);
+    assert_eq!(anchored_seq(&anchor), 1, "the anchor never names a record not yet forced to disk");
+    store.flush().await.unwrap();
+    assert_eq!(anchored_seq(&anchor), 3);
+    // The next durable record takes the queued ones before it along.
+    store.queue_audit(entry(4)).await.unwrap();
+    store.events("run_a", 0).await.unwrap();
+    assert_eq!(store.append_audit(entry(5)).await.unwrap().seq, 5);
+    assert_eq!(anchored_seq(&anchor), 5);
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 5 });
+}
+
+/// A cut end is caught after queued records were forced by a flush, as after durable ones.
+#[tokio::test]
+async fn a_cut_end_of_queued_records_is_caught_after_the_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+    for n in 1..=4 {
+        store.queue_audit(entry(n)).await.unwrap();
+    }
+    store.flush().await.unwrap();
+    tamper(&dir.path().join(steward_store::STATE_DB_FILE), "DELETE FROM audit WHERE seq = 4").await;
+    match store.verify_audit().await.unwrap() {
+        AuditVerification::Broken { seq, problem, .. } => {
+            assert_eq!(seq, 4);
+            assert!(problem.starts_with("removed: the chain ends at record 3"), "{problem}");
+        }
+        valid => panic!("a cut end went unnoticed: {valid:?}"),
+    }
+}
+
+/// The one-pass verification and the full one agree: a record whose `input` is stored in
+/// another key order (same value) or whose time is spelt otherwise is judged by decoding, as
+/// before; a changed detail is reported by the full verification's words.
+#[tokio::test]
+async fn stored_forms_other_than_the_written_ones_are_judged_by_the_full_verification() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+    for n in 1..=3 {
+        store.append_audit(entry(n)).await.unwrap();
+    }
+    let db = dir.path().join(steward_store::STATE_DB_FILE);
+    let stored: (String,) = {
+        use sqlx::{ConnectOptions, Row};
+        let mut conn = sqlx::sqlite::SqliteConnectOptions::new().filename(&db).connect().await.unwrap();
+        let row = sqlx::query("SELECT input FROM audit WHERE seq = 2").fetch_one(&mut conn).await.unwrap();
+        (row.get::<String, _>(0),)
+    };
+    assert!(stored.0.starts_with("{\"n\":2,\"nested\":{\"a\""), "written in canonical form: {}", stored.0);
+    tamper(&db, "UPDATE audit SET input = '{\"path\": \"src/main.rs\", \"nested\": {\"b\": 1, \"a\": [true, null, 1.5, \"é\\\"\\\\n\"]}, \"n\": 2}' WHERE seq = 2").await;
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 3 });
+    tamper(&db, "UPDATE audit SET detail = 'edited' WHERE seq = 3").await;
+    match store.verify_audit().await.unwrap() {
+        AuditVerification::Broken { seq, problem, .. } => {
+            assert_eq!(seq, 3);
+            assert_eq!(problem, "changed");
+        }
+        valid => panic!("a changed record went unnoticed: {valid:?}"),
+    }
+}
