@@ -29,6 +29,10 @@ pub const LEASE_TTL_VAR: &str = "STEWARD_LEASE_TTL_SECONDS";
 /// Seconds between two lease renewals (default 5; less than the lifetime).
 pub const LEASE_RENEW_VAR: &str = "STEWARD_LEASE_RENEW_SECONDS";
 
+/// Seconds between two looks at the store by an event stream of `steward serve` following a
+/// run of another node, in case a change notice was lost (default 3; decimals allowed).
+pub const NOTICE_POLL_VAR: &str = "STEWARD_NOTICE_POLL_SECONDS";
+
 /// The state directory and what lives in it.
 pub struct Home {
     pub dir: PathBuf,
@@ -202,20 +206,23 @@ pub fn node_name() -> Result<String> {
     }
 }
 
+/// The duration `$var` gives in seconds (above 0, at most a day, decimals allowed), else
+/// `default` when it is unset or blank; a usage error naming the variable otherwise.
+fn seconds_var(var: &str, default: Duration) -> Result<Duration> {
+    let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) else { return Ok(default) };
+    match value.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(crate::commands::usage_error(&format!("{var} must be a number of seconds above 0, at most 86400"))),
+    }
+}
+
 /// Lease timing from `$STEWARD_LEASE_TTL_SECONDS` and `$STEWARD_LEASE_RENEW_SECONDS`
 /// (defaults 15 and 5): positive numbers of seconds, the renewal interval below the lifetime.
 pub fn lease_timing() -> Result<LeaseTiming> {
-    let read = |var: &str, default: Duration| -> Result<Duration> {
-        let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) else { return Ok(default) };
-        match value.trim().parse::<f64>() {
-            Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Ok(Duration::from_secs_f64(secs)),
-            _ => Err(crate::commands::usage_error(&format!("{var} must be a number of seconds above 0"))),
-        }
-    };
     let defaults = LeaseTiming::default();
     let timing = LeaseTiming {
-        ttl: read(LEASE_TTL_VAR, defaults.ttl)?,
-        renew_every: read(LEASE_RENEW_VAR, defaults.renew_every)?,
+        ttl: seconds_var(LEASE_TTL_VAR, defaults.ttl)?,
+        renew_every: seconds_var(LEASE_RENEW_VAR, defaults.renew_every)?,
     };
     if timing.renew_every >= timing.ttl {
         return Err(crate::commands::usage_error(&format!(
@@ -223,6 +230,14 @@ pub fn lease_timing() -> Result<LeaseTiming> {
         )));
     }
     Ok(timing)
+}
+
+/// How often an event stream following a run of another node looks at the store in case a
+/// change notice was lost: `$STEWARD_NOTICE_POLL_SECONDS`, default
+/// [`steward_server::DEFAULT_NOTICE_POLL`] (3 s); a usage error when it is not a number of
+/// seconds above 0 and at most a day.
+pub fn notice_poll() -> Result<Duration> {
+    seconds_var(NOTICE_POLL_VAR, steward_server::DEFAULT_NOTICE_POLL)
 }
 
 /// Starts keeping the leases of the runs `runtime` executes and recovering the runs of stopped

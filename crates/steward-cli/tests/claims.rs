@@ -4,87 +4,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use common::*;
-
-/// A `steward` command line run on a pseudo-terminal (`script`), its screen read as it comes.
-struct Terminal {
-    child: Child,
-    stdin: ChildStdin,
-    output: Receiver<String>,
-    screen: String,
-}
-
-impl Terminal {
-    fn start(env: &Env, args: &str) -> Terminal {
-        let steward = env!("CARGO_BIN_EXE_steward");
-        let mut child = Command::new("script")
-            .args(["-qfec", &format!("{steward} {args}"), "/dev/null"])
-            .current_dir(env.ws())
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", env.dir.path())
-            .env("USER", "tester")
-            .env("STEWARD_HOME", env.home())
-            .env("XDG_CONFIG_HOME", env.dir.path().join("xdg"))
-            .env("TERM", "dumb")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let mut stdout = child.stdout.take().unwrap();
-        let (tx, output) = std::sync::mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 || tx.send(String::from_utf8_lossy(&buf[..n]).into_owned()).is_err() {
-                    break;
-                }
-            }
-        });
-        Terminal { child, stdin, output, screen: String::new() }
-    }
-
-    fn send(&mut self, text: &str) {
-        self.stdin.write_all(text.as_bytes()).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// Reads the screen until it shows `text` (60 s at most).
-    fn wait_for(&mut self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !self.screen.contains(text) {
-            match self.output.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(more) => self.screen.push_str(&more),
-                Err(_) => panic!("never saw {text:?}:\n{}", self.screen),
-            }
-        }
-    }
-
-    /// Waits for the program to end (60 s at most); returns whether it succeeded.
-    fn finish(mut self) -> (bool, String) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "still running:\n{}", self.screen);
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        while let Ok(more) = self.output.recv_timeout(Duration::from_secs(2)) {
-            self.screen.push_str(&more);
-        }
-        (status.success(), self.screen)
-    }
-}
-
-const PROMPT: &str = "approve? [y/r/w/N]";
 
 fn edit_scenario(env: &Env) -> String {
     scenario(
@@ -112,7 +34,7 @@ fn input_typed_before_an_approval_prompt_is_discarded() {
     let mut terminal = Terminal::start(&env, &format!("run --provider fake --scenario {path} go"));
     // Typed ahead, before any prompt: it must not answer the prompt that follows.
     terminal.send("y\n");
-    terminal.wait_for(PROMPT);
+    terminal.wait_for(APPROVAL_PROMPT);
     terminal.wait_for(" left)");
     assert_eq!(env.read("note.txt"), "old\n", "the typed-ahead `y` approved the edit");
     terminal.send("n\n");
@@ -130,7 +52,7 @@ fn a_remembered_approval_never_overrides_a_denial_nor_answers_in_a_tainted_run()
     let path = edit_scenario(&env);
     // The owner approves the edit for this workspace: a remembered grant.
     let mut terminal = Terminal::start(&env, &format!("run --provider fake --scenario {path} go"));
-    terminal.wait_for(PROMPT);
+    terminal.wait_for(APPROVAL_PROMPT);
     terminal.send("w\n");
     let (ok, screen) = terminal.finish();
     assert!(ok && screen.contains("approved by"), "{screen}");
@@ -164,6 +86,60 @@ fn a_remembered_approval_never_overrides_a_denial_nor_answers_in_a_tainted_run()
     assert!(event(&evs, "tool_approval_required", "e1").is_some(), "{:?}", names(&evs));
     assert!(event(&evs, "tool_started", "e1").is_none(), "the grant answered in a tainted run");
     assert_eq!(env.read("note.txt"), "old\n");
+}
+
+#[test]
+fn a_remembered_grant_never_answers_for_a_shell_command_the_gate_cannot_parse() {
+    let env = Env::new();
+    env.write("note.txt", "old\n");
+    env.user_config("[shell]\nenabled = true\n");
+    // A real workspace grant, given on the terminal for `edit`, and honoured by a later run.
+    let path = edit_scenario(&env);
+    let mut terminal = Terminal::start(&env, &format!("run --provider fake --scenario {path} go"));
+    terminal.wait_for(APPROVAL_PROMPT);
+    terminal.send("w\n");
+    let (ok, screen) = terminal.finish();
+    assert!(ok && screen.contains("approved by"), "{screen}");
+    env.write("note.txt", "old\n");
+    let evs = run_json(&env, &path);
+    let started = event(&evs, "tool_started", "e1").expect("the grant allows the edit");
+    assert!(started["allowed_by"].as_str().unwrap_or("").starts_with("grant "), "{started}");
+
+    // The same grant for `shell_command`, as the store would hold it had one ever been given.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        use steward_store::Store;
+        let store = steward_store::SqliteStore::open(&db(&env), steward_store::StoreOptions::default()).await.unwrap();
+        let grants = store.grants("local:tester").await.unwrap();
+        let edit = grants.iter().find(|g| g.tool == "edit").expect("the edit grant is stored");
+        let shell = steward_store::GrantRecord {
+            id: steward_store::new_id("grt_"),
+            tool: "shell_command".into(),
+            ..edit.clone()
+        };
+        store.upsert_grant(&shell).await.unwrap();
+    });
+    let listed = env.steward(&["approvals", "list", "--json"]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let active: Vec<serde_json::Value> = stdout(&listed).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        active.iter().any(|g| g["grant"]["tool"] == "shell_command" && g["state"] == "active"),
+        "the shell grant is active: {active:?}"
+    );
+
+    // Valid bash that the gate cannot parse (a function definition): it asks, by its own rule,
+    // and without a terminal nobody answers, so it never runs.
+    let unparseable = scenario(
+        &env,
+        "[[round]]\n[[round.tool_call]]\nid = \"s1\"\nname = \"shell_command\"\n\
+         arguments = { command = \"f() { touch UNPARSED_RAN; }; f\" }\n[[round]]\ntext = \"done\"\n",
+    );
+    let evs = run_json(&env, &unparseable);
+    let asked = event(&evs, "tool_approval_required", "s1").expect("the unparseable line asks");
+    assert_eq!(asked["rule"], "unparseable_command", "{asked}");
+    let started = event(&evs, "tool_started", "s1");
+    assert!(started.is_none(), "a grant answered for an unparseable line: {started:?}");
+    assert!(!env.ws().join("UNPARSED_RAN").exists());
 }
 
 #[test]
@@ -336,7 +312,7 @@ fn no_sandboxed_command_gets_the_workspace_root_git_or_steward_writable() {
         ),
     );
     let mut terminal = Terminal::start(&env, &format!("run --provider fake --scenario {path} go"));
-    terminal.wait_for(PROMPT);
+    terminal.wait_for(APPROVAL_PROMPT);
     terminal.send("y\n");
     let (ok, screen) = terminal.finish();
     assert!(ok, "{screen}");

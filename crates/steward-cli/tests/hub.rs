@@ -12,7 +12,7 @@ mod fake_ledger;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 
-use common::{Env, code, stderr, stdout};
+use common::{Env, Killed, code, stderr, stdout};
 use std::sync::Arc;
 
 use sqlx::Connection;
@@ -253,22 +253,11 @@ async fn a_token_file_readable_by_others_or_an_unknown_crash_point_is_refused() 
     assert!(!stderr(&out).contains(fake_ledger::TOKEN));
 }
 
-/// Kills a child process when the test ends, however it ends.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The whole path with the real ledger: `steward ledger request` and `approve` in the terminal,
 /// `steward serve` as the authority, a `hub`-scoped token, and `steward hub` claiming, running
 /// and reporting; then a revoked approval and a moved head, and `steward ledger held/resolve`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hub_serves_the_real_ledger_of_steward_serve() {
-    use std::io::{BufRead, BufReader};
     let hub = hub_env().await;
     let env = &hub.env;
     let json_of = |out: &std::process::Output| -> serde_json::Value {
@@ -306,24 +295,7 @@ async fn the_hub_serves_the_real_ledger_of_steward_serve() {
     let moved = fake_ledger::move_head(&hub.repo, 3);
     assert_ne!(moved, hub.head);
 
-    let port = steward_peers::free_port();
-    let mut child = env
-        .command(&["serve", "--bind", &format!("127.0.0.1:{port}")])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout_pipe = child.stdout.take().unwrap();
-    let _serve = Killed(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout_pipe).lines().map_while(Result::ok) {
-            if line.contains("/login?token=") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(std::time::Duration::from_secs(30)).expect("steward serve is up");
+    let serve = env.serve(&[]);
 
     let dir = env.dir.path();
     let run_hub = || {
@@ -331,7 +303,7 @@ async fn the_hub_serves_the_real_ledger_of_steward_serve() {
             "hub",
             "--once",
             "--url",
-            &format!("http://127.0.0.1:{port}"),
+            &serve.base,
             "--token-file",
             &token_path.display().to_string(),
             "--repo",

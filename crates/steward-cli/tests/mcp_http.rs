@@ -4,44 +4,17 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
-use steward_peers::free_port;
-
-/// Kills a child process when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Starts `steward serve` and returns it with the URL of its `/mcp`.
-fn serve(env: &Env) -> (Killed, String) {
-    let port = free_port();
-    let mut child = env
-        .command(&["serve", "--bind", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start steward serve");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.contains("/login?token=") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(30)).expect("steward serve starts");
-    (Killed(child), format!("http://127.0.0.1:{port}/mcp"))
+fn serve(env: &Env) -> (Served, String) {
+    let served = env.serve(&[]);
+    let url = format!("{}/mcp", served.base);
+    (served, url)
 }
 
 /// Makes a token with `steward mcp token create`; answers `(id, secret)`.

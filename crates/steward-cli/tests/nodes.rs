@@ -14,21 +14,25 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use common::Env;
+use common::{Env, Killed, Served};
 use serde_json::{Value, json};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
-use steward_peers::free_port;
 
 /// Lease lifetime and renewal interval the nodes run with, in seconds.
 const LEASE_TTL: &str = "3";
 const LEASE_RENEW: &str = "1";
+/// How often the nodes' event streams look at the store in case a change notice was lost:
+/// longer than any wait of these tests, so only a notice can wake a stream in time.
+const NOTICE_POLL: Duration = Duration::from_secs(3600);
+/// How long a change on one node may take to show on the other: generous, for a loaded
+/// machine, and still far below [`NOTICE_POLL`].
+const NOTICE_DEADLINE: Duration = Duration::from_secs(30);
 
 /// A schema of its own in the test database, dropped when this is dropped.
 struct Schema {
@@ -80,31 +84,15 @@ impl Drop for Schema {
     }
 }
 
-/// Kills a child process when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// One `steward serve` node.
-struct Node {
-    process: Killed,
-    base: String,
-    login: String,
-}
+type Node = Served;
 
-/// Starts `steward serve` as node `name` on the shared database, serving `workspaces`.
+/// Starts `steward serve` as node `name` on the shared database, serving `workspaces`. Its event
+/// streams look at the store on their own only every [`NOTICE_POLL`], so whatever reaches
+/// them sooner came through the database's change notices.
 fn start_node(env: &Env, name: &str, url: &str, key_file: &Path, scenario: &Path, workspaces: &[PathBuf]) -> Node {
-    let port = free_port();
     let mut args = vec![
-        "serve".to_string(),
-        "--bind".into(),
-        format!("127.0.0.1:{port}"),
-        "--scenario".into(),
+        "--scenario".to_string(),
         scenario.display().to_string(),
         "--session-key-file".into(),
         key_file.display().to_string(),
@@ -114,27 +102,14 @@ fn start_node(env: &Env, name: &str, url: &str, key_file: &Path, scenario: &Path
         args.push(w.display().to_string());
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut child = env
-        .command(&args)
+    let mut command = env.serve_command(&args);
+    command
         .env("STEWARD_DATABASE_URL", url)
         .env("STEWARD_NODE", name)
         .env("STEWARD_LEASE_TTL_SECONDS", LEASE_TTL)
         .env("STEWARD_LEASE_RENEW_SECONDS", LEASE_RENEW)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start steward serve");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(at) = line.find("http://").filter(|_| line.contains("/login?token=")) {
-                let _ = tx.send(line[at..].split_whitespace().next().unwrap_or_default().to_string());
-            }
-        }
-    });
-    let login = rx.recv_timeout(Duration::from_secs(60)).expect("the login link is printed");
-    Node { process: Killed(child), base: format!("http://127.0.0.1:{port}"), login }
+        .env("STEWARD_NOTICE_POLL_SECONDS", NOTICE_POLL.as_secs().to_string());
+    Served::start(command)
 }
 
 /// Signs in with the login link; returns the owner cookie and the CSRF token.
@@ -170,12 +145,12 @@ async fn start_run(http: &reqwest::Client, node: &Node, cookie: &str, csrf: &str
     started["id"].as_str().unwrap().to_string()
 }
 
-/// Reads an SSE response until `until` accepts an event; returns every event read, as
-/// `(name, data)`.
+/// Reads an SSE response until `until` accepts an event, for at most [`NOTICE_DEADLINE`];
+/// returns every event read, as `(name, data)`.
 async fn read_sse(response: &mut reqwest::Response, until: impl Fn(&str) -> bool) -> Vec<(String, Value)> {
     let mut buffer = String::new();
     let mut events = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + NOTICE_DEADLINE;
     loop {
         while let Some(end) = buffer.find("\n\n") {
             let block: String = buffer.drain(..end + 2).collect();
@@ -299,8 +274,9 @@ text = "Changed."
     let names: Vec<&str> = rest.iter().map(|(n, _)| n.as_str()).collect();
     assert!(names.contains(&"tool_approved") && names.contains(&"tool_completed"), "{names:?}");
     assert_eq!(names.last(), Some(&"run_completed"), "{names:?}");
-    // Picked up through the notice, not a slow poll (the fallback looks every 5 s).
-    assert!(decided_at.elapsed() < Duration::from_secs(4), "took {:?}", decided_at.elapsed());
+    // Node B learns of the decision only through a notice (it never polls for one), and node
+    // A's stream sees B's events within the deadline only through notices (NOTICE_POLL).
+    assert!(decided_at.elapsed() < NOTICE_DEADLINE, "took {:?}", decided_at.elapsed());
     assert_eq!(std::fs::read_to_string(ws1.join("note.txt")).unwrap(), "new\n");
     let on_b = get_json(&http, &format!("{}/api/runs/{run1}", node_b.base), &cookie).await;
     assert_eq!(on_b["run"]["status"], "completed");
@@ -312,7 +288,7 @@ text = "Changed."
         t["approvals"].as_array().is_some_and(|a| a.iter().any(|a| a["status"] == "pending"))
     })
     .await;
-    let Node { process: mut b_process, .. } = node_b;
+    let Served { process: mut b_process, .. } = node_b;
     b_process.0.kill().unwrap(); // SIGKILL: no chance to record anything
     b_process.0.wait().unwrap();
     let killed_at = Instant::now();

@@ -4,10 +4,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-use std::time::Duration;
-
 use common::*;
 use serde_json::Value;
 
@@ -139,40 +135,13 @@ fn recovered_calls_in_a_row_with_quoted_numbers_are_coerced_audited_and_run() {
 }
 
 /// Starts `steward serve` for `env`, signs in with its login link and returns the server
-/// process (killed on drop), the base URL and the owner's session cookie.
-async fn signed_in(env: &Env, http: &reqwest::Client) -> (KilledChild, String, String) {
-    let port = steward_peers::free_port();
-    let mut child = env
-        .command(&["serve", "--bind", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start steward serve");
-    let stdout = child.stdout.take().unwrap();
-    let child = KilledChild(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(at) = line.find("http://").filter(|_| line.contains("/login?token=")) {
-                let _ = tx.send(line[at..].split_whitespace().next().unwrap_or_default().to_string());
-            }
-        }
-    });
-    let login = rx.recv_timeout(Duration::from_secs(30)).expect("the login link is printed");
-    let response = http.get(&login).send().await.unwrap();
+/// (killed on drop) and the owner's session cookie.
+async fn signed_in(env: &Env, http: &reqwest::Client) -> (Served, String) {
+    let server = env.serve(&[]);
+    let response = http.get(&server.login).send().await.unwrap();
     assert_eq!(response.status(), 303);
     let cookie = response.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
-    (child, format!("http://127.0.0.1:{port}"), cookie)
-}
-
-/// Kills a child process when the test ends, however it ends.
-struct KilledChild(std::process::Child);
-
-impl Drop for KilledChild {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    (server, cookie)
 }
 
 #[tokio::test]
@@ -186,7 +155,8 @@ async fn web_run_and_trace_pages_show_repeats_and_the_stuck_stop() {
 
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let (_server, base, cookie) = signed_in(&env, &http).await;
+    let (server, cookie) = signed_in(&env, &http).await;
+    let base = server.base.clone();
     let page = |path: String| {
         let (http, cookie) = (http.clone(), cookie.clone());
         async move {

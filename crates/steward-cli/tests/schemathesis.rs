@@ -11,14 +11,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use common::{Env, Killed};
 use serde_json::Value;
-use steward_peers::{free_port, required_env};
+use steward_peers::required_env;
 
 /// The fake provider's script: one round that answers without calling a tool.
 const SCENARIO: &str = r#"
@@ -41,16 +41,6 @@ bearer = "${STEWARD_BEARER_TOKEN}"
 
 /// Longest the schemathesis run may take.
 const ST_TIMEOUT: Duration = Duration::from_secs(150);
-
-/// Kills the child when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// One HTTP/1.0 exchange (the server closes the connection after the body, unchunked):
 /// status, header block, body.
@@ -79,28 +69,8 @@ fn peer_schemathesis_api() {
     assert!(made.status.success(), "{}", common::stderr(&made));
     let bearer = common::stdout(&made).trim().to_string();
     let scenario = common::scenario(&env, SCENARIO);
-    let port = free_port();
-    let mut command = env.command(&[
-        "serve",
-        "--bind",
-        &format!("127.0.0.1:{port}"),
-        "--workspace",
-        env.ws().to_str().unwrap(),
-        "--scenario",
-        &scenario,
-    ]);
-    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start steward serve");
-    let stdout = child.stdout.take().unwrap();
-    let _server = Killed(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.contains("/login?token=") {
-                let _ = tx.send(line);
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(30)).expect("steward serve printed its login link");
+    let server = env.serve(&["--workspace", env.ws().to_str().unwrap(), "--scenario", &scenario]);
+    let port = server.port();
 
     // A new browser: the first page gives it an owner cookie and that owner's CSRF token.
     let (status, head, html) = http(port, "GET", "/", &[], "");
@@ -149,7 +119,7 @@ fn peer_schemathesis_api() {
     st_command
         .arg("--config-file")
         .arg(&config)
-        .args(["run", &format!("http://127.0.0.1:{port}/api/openapi.json")])
+        .args(["run", &format!("{}/api/openapi.json", server.base)])
         .args(["--exclude-path", "/api/runs/{id}/events", "--exclude-path", "/api/memory/events"])
         .args(["--exclude-path", "/api/conversations/{id}/events"])
         .args(["--checks", "all", "--exclude-checks", "positive_data_acceptance"])

@@ -4,45 +4,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Env, scenario};
+use common::{Env, Terminal, scenario};
 use serde_json::{Value, json};
-use steward_peers::free_port;
-
-/// Kills a child process when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `steward serve` and returns it with its base URL and login link.
-fn serve(env: &Env) -> (Killed, String, String) {
-    let port = free_port();
-    let mut child = env
-        .command(&["serve", "--bind", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start steward serve");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(at) = line.find("http://").filter(|_| line.contains("/login?token=")) {
-                let _ = tx.send(line[at..].split_whitespace().next().unwrap_or_default().to_string());
-            }
-        }
-    });
-    let login = rx.recv_timeout(Duration::from_secs(30)).expect("the login link is printed");
-    (Killed(child), format!("http://127.0.0.1:{port}"), login)
-}
 
 /// Signs in with the login link; returns the owner cookie and the CSRF token.
 async fn sign_in(http: &reqwest::Client, base: &str, login: &str) -> (String, String) {
@@ -71,26 +36,14 @@ arguments = { path = "note.txt", old = "old", new = "new" }
 text = "Changed."
 "#,
     );
-    let (_server, base, login) = serve(&env);
+    let server = env.serve(&[]);
+    let (base, login) = (server.base.clone(), server.login.clone());
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let (cookie, csrf) = sign_in(&http, &base, &login).await;
 
-    // `script` gives the run a terminal, so it prompts and waits instead of failing closed.
-    let steward = env!("CARGO_BIN_EXE_steward");
-    let line = format!("{steward} run 'change the note' --provider fake --scenario {script}");
-    let command = env.command(&[]);
-    let run = std::process::Command::new("script")
-        .args(["-qfec", &line, "/dev/null"])
-        .current_dir(env.ws())
-        .env_clear()
-        .envs(command.get_envs().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start script");
-    let mut run = Killed(run);
+    // A terminal, so the run prompts and waits instead of failing closed.
+    let run = Terminal::start(&env, &format!("run 'change the note' --provider fake --scenario {script}"));
 
     let deadline = Instant::now() + Duration::from_secs(30);
     let approval = loop {
@@ -123,17 +76,8 @@ text = "Changed."
         .unwrap();
     assert_eq!(decided.status(), 200, "{}", decided.text().await.unwrap());
 
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = run.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the terminal run did not finish after the approval");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let mut out = String::new();
-    std::io::Read::read_to_string(run.0.stdout.as_mut().unwrap(), &mut out).unwrap();
-    assert!(status.success(), "steward run failed: {out}");
+    let (ok, out) = run.finish();
+    assert!(ok, "steward run failed: {out}");
     assert!(out.contains("approved in the web UI by local:tester"), "{out}");
     assert_eq!(env.read("note.txt"), "new\n");
 

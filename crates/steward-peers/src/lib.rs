@@ -1,6 +1,6 @@
-//! Test support: the real third-party servers Steward's tests talk to, each started on a free
-//! loopback port and killed when dropped. Their programs come from `.ci/peers.sh` through
-//! environment variables (`scripts/test.sh` sets them); a test that needs one and finds it
+//! Test support: the real third-party servers Steward's tests talk to, each started on a
+//! loopback port that it is then seen to hold itself, and killed when dropped. Their programs
+//! come from `.ci/peers.sh` through environment variables (`scripts/test.sh` sets them); a test that needs one and finds it
 //! unset fails with a message saying so. PostgreSQL tests get a fresh schema of the local test
 //! database ([`fresh_postgres_schema`]). [`needs`] decides, in one place, whether a missing
 //! need (PostgreSQL, Landlock, network namespaces) fails a test or was opted out of.
@@ -10,7 +10,7 @@ pub mod needs;
 
 pub use needs::Need;
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,13 +20,8 @@ pub fn required_env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run the tests through scripts/test.sh"))
 }
 
-/// A free TCP port on 127.0.0.1.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
-}
+/// How many ports [`Peer::start`] tries before it gives up.
+const START_ATTEMPTS: u32 = 5;
 
 /// A child process serving on `port`, killed and reaped when dropped.
 pub struct Peer {
@@ -37,26 +32,44 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// Starts `command` and waits up to `within` for it to accept connections on `port`.
+    /// Starts the program `command(port)` makes, on a port no socket used a moment before, and
+    /// waits up to `within` until the child (or a process it started) listens on that port on
+    /// 127.0.0.1, as the kernel's socket table (`/proc/net/tcp`) and the child's open files
+    /// show; a connection that reaches another program on that port never counts. These
+    /// programs cannot be told to pick a port themselves and say which, so another process can
+    /// take the port between the choice and the child's bind: when the child exits before it
+    /// listens, it is started again on another port, [`START_ATTEMPTS`] times at most. Panics
+    /// (naming `what`) when it cannot be started or never listens.
     pub fn start(
-        mut command: Command,
-        port: u16,
+        command: impl Fn(u16) -> Command,
         within: Duration,
         what: &str,
         dir: Option<tempfile::TempDir>,
     ) -> Peer {
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-        let peer = Peer { child, port, _dir: dir };
-        let deadline = Instant::now() + within;
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "{what} did not listen on port {port} within {within:?}");
-            std::thread::sleep(Duration::from_millis(50));
+        let mut exits = Vec::new();
+        for _ in 0..START_ATTEMPTS {
+            let port = unused_port();
+            let child = command(port)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+            let mut peer = Peer { child, port, _dir: None };
+            let deadline = Instant::now() + within;
+            loop {
+                if let Some(status) = peer.child.try_wait().unwrap_or_else(|e| panic!("{what}: {e}")) {
+                    exits.push(format!("port {port}: {status}"));
+                    break;
+                }
+                if listens_on(peer.child.id(), port) {
+                    peer._dir = dir;
+                    return peer;
+                }
+                assert!(Instant::now() < deadline, "{what} did not listen on port {port} within {within:?}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
-        peer
+        panic!("{what} exited before it listened, {START_ATTEMPTS} times: {}", exits.join("; "))
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -72,18 +85,86 @@ impl Drop for Peer {
     }
 }
 
+/// A TCP port of 127.0.0.1 that no socket used when asked (the kernel's choice for port 0).
+/// Nothing keeps it free afterwards: only for [`Peer::start`], which checks who binds it.
+fn unused_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no unused port: {e}"))
+}
+
+/// Whether process `root` or one of its descendants has a socket listening on 127.0.0.1:`port`
+/// or on every IPv4 address at that port.
+fn listens_on(root: u32, port: u16) -> bool {
+    let inodes = listening_inodes(port);
+    !inodes.is_empty() && process_tree(root).into_iter().any(|pid| holds_socket(pid, &inodes))
+}
+
+/// The inodes of the IPv4 sockets listening on `port` at 127.0.0.1 or 0.0.0.0
+/// (`/proc/net/tcp`: `local_address` is `HEXADDR:HEXPORT`, state `0A` is LISTEN, the inode
+/// is the tenth column).
+fn listening_inodes(port: u16) -> Vec<String> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_else(|e| panic!("cannot read /proc/net/tcp: {e}"));
+    let wanted = [format!("0100007F:{port:04X}"), format!("00000000:{port:04X}")];
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let columns: Vec<&str> = line.split_whitespace().collect();
+            let listening = columns.get(3) == Some(&"0A");
+            let here = columns.get(1).is_some_and(|local| wanted.iter().any(|w| w == local));
+            (listening && here).then(|| columns.get(9).map(|inode| inode.to_string())).flatten()
+        })
+        .collect()
+}
+
+/// `root` and every process descending from it (`/proc/PID/stat`: the parent id is the second
+/// field after the parenthesised command name).
+fn process_tree(root: u32) -> Vec<u32> {
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let parent = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if let Some(parent) = parent {
+            parents.push((pid, parent));
+        }
+    }
+    let mut tree = vec![root];
+    let mut at = 0;
+    while at < tree.len() {
+        let of = tree[at];
+        tree.extend(parents.iter().filter(|(_, parent)| *parent == of).map(|(pid, _)| *pid));
+        at += 1;
+    }
+    tree
+}
+
+/// Whether process `pid` has one of the sockets `inodes` open (`/proc/PID/fd/*` links read
+/// `socket:[INODE]`).
+fn holds_socket(pid: u32, inodes: &[String]) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+    fds.flatten().filter_map(|fd| std::fs::read_link(fd.path()).ok()).any(|target| {
+        let target = target.to_string_lossy();
+        target.strip_prefix("socket:[").and_then(|t| t.strip_suffix(']')).is_some_and(|i| inodes.iter().any(|n| n == i))
+    })
+}
+
 /// llama-cpp-python's OpenAI-compatible server (`STEWARD_TEST_LLAMA_PYTHON`) serving the
 /// TinyStories model (`STEWARD_TEST_MODEL`) under the model id `stories260k`. Its base URL for
 /// Steward is `url() + "/v1"`.
 pub fn llama_server() -> Peer {
     let python = required_env("STEWARD_TEST_LLAMA_PYTHON");
     let model = required_env("STEWARD_TEST_MODEL");
-    let port = free_port();
-    let mut command = Command::new(python);
-    command
-        .args(["-m", "llama_cpp.server", "--model", &model, "--model_alias", "stories260k", "--host", "127.0.0.1"])
-        .args(["--port", &port.to_string(), "--n_ctx", "2048", "--n_threads", "2"]);
-    Peer::start(command, port, Duration::from_secs(60), "llama_cpp.server", None)
+    let command = |port: u16| {
+        let mut command = Command::new(&python);
+        command
+            .args(["-m", "llama_cpp.server", "--model", &model, "--model_alias", "stories260k", "--host", "127.0.0.1"])
+            .args(["--port", &port.to_string(), "--n_ctx", "2048", "--n_threads", "2"]);
+        command
+    };
+    Peer::start(command, Duration::from_secs(60), "llama_cpp.server", None)
 }
 
 /// aimock (`STEWARD_TEST_AIMOCK`) serving `fixtures` (its JSON fixture list). With `api_key`
@@ -93,13 +174,15 @@ pub fn aimock(fixtures: serde_json::Value, api_key: Option<&str>) -> Peer {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("no temp dir: {e}"));
     let path = dir.path().join("fixtures.json");
     write_json(&path, &serde_json::json!({ "fixtures": fixtures }));
-    let port = free_port();
-    let mut command = Command::new(&bin);
-    command.args(["-p", &port.to_string(), "-h", "127.0.0.1", "-f"]).arg(&path).args(["--log-level", "warn"]);
-    if let Some(key) = api_key {
-        command.env("AIMOCK_API_KEYS", key);
-    }
-    Peer::start(command, port, Duration::from_secs(20), "aimock", Some(dir))
+    let command = |port: u16| {
+        let mut command = Command::new(&bin);
+        command.args(["-p", &port.to_string(), "-h", "127.0.0.1", "-f"]).arg(&path).args(["--log-level", "warn"]);
+        if let Some(key) = api_key {
+            command.env("AIMOCK_API_KEYS", key);
+        }
+        command
+    };
+    Peer::start(command, Duration::from_secs(20), "aimock", Some(dir))
 }
 
 fn write_json(path: &Path, value: &serde_json::Value) {
@@ -151,4 +234,48 @@ pub async fn fresh_postgres_schema() -> (String, String) {
 pub fn with_search_path(base: &str, schema: &str) -> String {
     let sep = if base.contains('?') { '&' } else { '?' };
     format!("{base}{sep}options[search_path]={schema}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Python's own HTTP server on `port` (python3 is on every machine the tests run on).
+    fn http_server(port: u16) -> Command {
+        let mut command = Command::new("python3");
+        command.args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1"]);
+        command
+    }
+
+    #[test]
+    fn a_socket_counts_only_for_the_process_tree_that_holds_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert!(listens_on(std::process::id(), port));
+        let mut other = Command::new("sleep").arg("30").spawn().unwrap();
+        assert!(!listens_on(other.id(), port), "another process's socket is not the child's");
+        let _ = other.kill();
+        let _ = other.wait();
+        drop(listener);
+        assert!(!listens_on(std::process::id(), port), "a closed socket no longer counts");
+    }
+
+    #[test]
+    fn a_child_that_exits_before_listening_is_started_again_on_another_port() {
+        let tries = std::cell::Cell::new(0);
+        let command = |port: u16| {
+            tries.set(tries.get() + 1);
+            if tries.get() == 1 { Command::new("false") } else { http_server(port) }
+        };
+        let peer = Peer::start(command, Duration::from_secs(30), "python3 -m http.server", None);
+        assert_eq!(tries.get(), 2);
+        assert!(listens_on(peer.child.id(), peer.port));
+        assert!(std::net::TcpStream::connect(("127.0.0.1", peer.port)).is_ok());
+    }
+
+    #[test]
+    #[should_panic(expected = "exited before it listened, 5 times")]
+    fn a_child_that_never_listens_fails_the_test() {
+        Peer::start(|_| Command::new("false"), Duration::from_secs(10), "false", None);
+    }
 }

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use steward_fuzz::proptest;
 use steward_policy::shell::{self, SimpleCommand};
-use steward_policy::{Access, Policy, PolicyConfig, Workspace, is_secret_path};
+use steward_policy::{Access, Policy, Workspace, is_secret_path};
 
+mod common;
 mod shell_lines;
 
 const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "rbash", "posh", "yash"];
@@ -157,19 +158,8 @@ struct Gate {
 }
 
 fn gate() -> Gate {
-    #[derive(serde::Deserialize)]
-    struct Root {
-        policy: PolicyConfig,
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("sub")).unwrap();
-    std::fs::write(dir.path().join("a"), "a\n").unwrap();
-    std::fs::write(dir.path().join("sub/b"), "b\n").unwrap();
-    std::fs::write(dir.path().join(".env"), "TOKEN=abcdefgh123\n").unwrap();
-    let workspace = Workspace::open(dir.path(), &[]).unwrap();
-    let config = toml::from_str::<Root>(POLICY).unwrap().policy;
-    let policy = Policy::new(&config).unwrap();
-    Gate { _dir: dir, workspace, policy }
+    let (dir, workspace) = common::workspace(&[("a", "a\n"), ("sub/b", "b\n"), (".env", "TOKEN=abcdefgh123\n")]);
+    Gate { _dir: dir, workspace, policy: common::policy(POLICY) }
 }
 
 /// Programs after which later parts run elsewhere or differently.

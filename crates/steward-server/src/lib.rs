@@ -37,7 +37,7 @@ use tokio_util::task::TaskTracker;
 
 pub use error::{ApiError, ErrorClass};
 pub use session::Sessions;
-pub use state::{AppState, Inner, ServerOptions, StartRun};
+pub use state::{AppState, DEFAULT_NOTICE_POLL, Inner, ServerOptions, StartRun};
 pub use steward_core::compose::{Launcher, Prepared, ProviderStatus, RunOptions};
 
 /// How often old finished runs are cleaned up (also once at start).

@@ -7,7 +7,8 @@
 //! live ones, without gaps or repeats. The stream ends after the run's terminal event. A run
 //! executing in another process is followed through the store: woken by the store's change
 //! notices when it sends them (PostgreSQL `LISTEN/NOTIFY`: another node stored events), with a
-//! slow poll in case a notice is lost; by polling every 300 ms otherwise (SQLite).
+//! slow poll in case a notice is lost ([`crate::ServerOptions::notice_poll`]); by polling every
+//! 300 ms otherwise (SQLite).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -28,8 +29,6 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How often a run of another process is polled for new events when the store sends no
 /// change notices.
 const POLL: Duration = Duration::from_millis(300);
-/// How often it is polled when the store sends change notices (only in case one was lost).
-const NOTICED_POLL: Duration = Duration::from_secs(3);
 /// How many times (each up to [`POLL`]) the stream of a run whose record says it ended looks
 /// for its terminal event before ending without it.
 const END_CHECKS: u32 = 10;
@@ -183,7 +182,8 @@ impl Follow {
                         self.last = true;
                         continue;
                     }
-                    self.wait_for_change(NOTICED_POLL).await;
+                    let at_most = self.state.options.notice_poll;
+                    self.wait_for_change(at_most).await;
                     if self.live.is_none() {
                         self.live = self.state.live.get(&self.run_id).map(|run| run.subscribe());
                     }

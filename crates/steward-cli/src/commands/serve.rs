@@ -20,7 +20,7 @@ use crate::home::{Home, local_owner};
 /// `steward serve` arguments.
 #[derive(Args)]
 pub struct ServeArgs {
-    /// Address to listen on. Only loopback addresses unless --allow-remote.
+    /// Address to listen on (port 0: any free port; the address taken is printed first). Only loopback addresses unless --allow-remote.
     #[arg(long, default_value = "127.0.0.1:7878")]
     bind: SocketAddr,
     /// Allow a non-loopback --bind (anyone who can reach it gets their own owner and can start runs in the served workspaces).
@@ -80,6 +80,7 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
     {
         return Err(usage_error(&format!("--scenario {}: no such file", s.display())));
     }
+    let notice_poll = crate::home::notice_poll()?;
     let home = Home::locate()?;
     let runtime = home.runtime().await?;
     let owner = local_owner();
@@ -106,6 +107,7 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
             keep_for: Duration::from_secs(u64::from(args.keep_days) * 24 * 3600),
             // Other machines reach the server by names and addresses it cannot know.
             allowed_hosts: if args.allow_remote { None } else { ServerOptions::default().allowed_hosts },
+            notice_poll,
         },
     );
     let listener = tokio::net::TcpListener::bind(args.bind)

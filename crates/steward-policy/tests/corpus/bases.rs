@@ -3,7 +3,8 @@
 
 use steward_protocol::DecisionKind::{self, Allow, Ask, Deny};
 
-use crate::documented::{DOCUMENTED, option_variants, spellings};
+use crate::common::{SUBCOMMANDS, subcommand_rules};
+use crate::documented::{manual_options, option_variants, subcommand_rule};
 use crate::{Lcg, Variant, quote, setup};
 
 pub(crate) const POLICY: &str = r#"
@@ -12,11 +13,6 @@ pub(crate) const POLICY: &str = r#"
 name = "no-rm-rf"
 tool = "shell_command"
 argv = ["rm", "-rf", "**"]
-decision = "deny"
-[[policy.rule]]
-name = "no-push"
-tool = "shell_command"
-argv = ["git", "push", "**"]
 decision = "deny"
 [[policy.rule]]
 name = "curl-asks"
@@ -45,58 +41,15 @@ argv = ["cat", "**"]
 decision = "allow"
 "#;
 
-/// A base command behind global options: (program, subcommand words, further arguments,
-/// decision of its rule). The rule is `[PROGRAM, SUBCOMMAND…, "**"]`, named `sub-PROGRAM`
-/// (git's is [`POLICY`]'s `no-push`); every
-/// program also has an allow rule `[PROGRAM, "**"]` (a policy that allows a tool but one
-/// dangerous subcommand).
-pub(crate) const SUBCOMMANDS: &[(&str, &str, &str, DecisionKind)] = &[
-    ("git", "push", "origin main", Deny),
-    ("cargo", "publish", "--allow-dirty", Deny),
-    ("rustup", "self uninstall", "-y", Deny),
-    ("npm", "publish", "", Deny),
-    ("npx", "cowsay", "hi", Ask),
-    ("pnpm", "publish", "", Deny),
-    ("yarn", "publish", "", Deny),
-    ("bun", "publish", "", Deny),
-    ("pip", "install", "requests", Ask),
-    ("pip3", "install", "requests", Ask),
-    ("uv", "publish", "", Deny),
-    ("python", "-m pip", "install requests", Ask),
-    ("python3", "-m pip", "install requests", Ask),
-    ("docker", "push", "img", Deny),
-    ("podman", "push", "img", Deny),
-    ("kubectl", "delete", "pod web", Deny),
-    ("helm", "uninstall", "web", Deny),
-    ("terraform", "destroy", "", Deny),
-    ("tofu", "destroy", "", Deny),
-    ("make", "deploy", "", Deny),
-    ("gmake", "deploy", "", Deny),
-    ("go", "generate", "gen", Ask),
-    ("gh", "release", "create v1", Deny),
-    ("systemctl", "stop", "web", Deny),
-];
-
-/// The policy: [`POLICY`] plus, per [`SUBCOMMANDS`] entry, its rule and an allow rule for
-/// the program.
+/// The policy: [`POLICY`] plus, per [`SUBCOMMANDS`] entry, its rule (named by
+/// [`subcommand_rule`]: git's `no-push`, `sub-PROGRAM` for the others) and an allow rule for
+/// the program (a policy that allows a tool but one dangerous subcommand).
 pub(crate) fn policy_text() -> String {
-    let mut text = POLICY.to_string();
-    for (program, words, _, decision) in SUBCOMMANDS {
-        if *program != "git" {
-            let elements: Vec<String> = words.split(' ').map(|w| format!("{w:?}")).collect();
-            let decision = if *decision == Deny { "deny" } else { "ask" };
-            text.push_str(&format!(
-                "[[policy.rule]]\nname = \"sub-{program}\"\ntool = \"shell_command\"\n\
-                 argv = [\"{program}\", {}, \"**\"]\ndecision = \"{decision}\"\n",
-                elements.join(", ")
-            ));
-        }
-        text.push_str(&format!(
-            "[[policy.rule]]\nname = \"{program}\"\ntool = \"shell_command\"\nargv = [\"{program}\", \"**\"]\n\
-             decision = \"allow\"\n"
-        ));
-    }
-    text
+    let rules: Vec<(String, &str, &str, DecisionKind)> = SUBCOMMANDS
+        .iter()
+        .map(|&(program, words, _, decision)| (subcommand_rule(program), program, words, decision))
+        .collect();
+    format!("{POLICY}{}", subcommand_rules(&rules))
 }
 
 /// (program, arguments, expected decision)
@@ -376,7 +329,7 @@ fn random_compositions_of_bypass_kinds_never_allow() {
         } else {
             rng = Lcg(options_rng.next(usize::MAX) as u64);
             let (program, words, rest, expect) = SUBCOMMANDS[rng.next(SUBCOMMANDS.len())];
-            let spelled = DOCUMENTED.iter().find(|d| d.programs.contains(&program)).map(spellings).unwrap_or_default();
+            let spelled = manual_options(program);
             let mut line = program.to_string();
             for _ in 0..rng.next(4) {
                 if !spelled.is_empty() {

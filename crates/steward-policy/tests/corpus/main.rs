@@ -5,9 +5,9 @@
 //! must never come out allowed; a deliberately naive string-prefix matcher must let many
 //! variants through (allow where the gate denies or asks), which shows the corpus bites.
 //!
-//! The global options of each program are written here from the program's manual or
-//! `--help`, independently of Steward's own option tables, so that an option those tables
-//! miss shows up as a wrong rule name.
+//! The global options of each program are written here as command lines from the program's
+//! manual or `--help`, independently of Steward's own option tables, so that an option those
+//! tables miss shows up as a wrong rule name.
 //!
 //! Deny rules that name options (`rm -rf`, `git push --force`, `curl -X POST`, …) meet
 //! every spelling of those options the manuals give, written here too: separate or grouped
@@ -16,20 +16,21 @@
 //! bypasses only; matching the same rules as written must let most variants through.
 //!
 //! The corpus is split by where its inputs come from: [`bases`] (bases of each bypass kind,
-//! random compositions), [`documented`] (global options from the programs' manuals),
+//! random compositions), [`documented`] (global options from the programs' manuals, as
+//! command lines),
 //! [`option_cases`] (deny rules naming options), [`threats`] (option permutations, runners
 //! and interpreters, allow and deny rule pairs) and [`mutation`] (the corpus fails when the
 //! gate's wrapper opening or option reading is switched off).
 
 mod bases;
+#[path = "../common/mod.rs"]
+mod common;
 mod documented;
 mod mutation;
 mod option_cases;
 mod threats;
 
-use std::fs;
-
-use steward_policy::{Policy, PolicyConfig, Workspace};
+use steward_policy::{Policy, Workspace};
 use steward_protocol::DecisionKind;
 
 pub(crate) struct Variant {
@@ -44,22 +45,11 @@ pub(crate) fn quote(s: &str) -> String {
     shell_words::quote(s).into_owned()
 }
 
-/// The policy of a `[policy]` TOML text.
-pub(crate) fn policy_from(text: &str) -> Policy {
-    #[derive(serde::Deserialize)]
-    struct Root {
-        policy: PolicyConfig,
-    }
-    Policy::new(&toml::from_str::<Root>(text).unwrap().policy).unwrap()
-}
+pub(crate) use common::policy as policy_from;
 
 /// A workspace with `src/lib.rs` and a secret `.env`, and [`bases::policy_text`]'s policy.
 pub(crate) fn setup() -> (tempfile::TempDir, Workspace, Policy) {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("src")).unwrap();
-    fs::write(dir.path().join("src/lib.rs"), "x").unwrap();
-    fs::write(dir.path().join(".env"), "K=v").unwrap();
-    let ws = Workspace::open(dir.path(), &[]).unwrap();
+    let (dir, ws) = common::workspace(&[("src/lib.rs", "x"), (".env", "K=v")]);
     (dir, ws, policy_from(&bases::policy_text()))
 }
 

@@ -1,6 +1,6 @@
 use std::fs;
 
-use crate::support::config;
+use crate::common::config;
 use serde_json::{Value, json};
 use steward_policy::{Policy, PolicyConfig, PolicyError, Workspace};
 use steward_protocol::{DecisionKind, RiskLevel, ToolCall, ToolSpec};

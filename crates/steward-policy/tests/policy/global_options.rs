@@ -2,61 +2,37 @@
 //! subcommand behind every global option a program documents, and apply strictly when an
 //! option before it is unknown.
 
-use std::fs;
-
-use crate::support::config;
+use crate::common::{SUBCOMMANDS, config, subcommand_rules};
 use steward_policy::{Policy, Workspace};
 use steward_protocol::DecisionKind::{self, Allow, Ask, Deny};
 
 fn workspace() -> (tempfile::TempDir, Workspace) {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("src")).unwrap();
-    fs::write(dir.path().join(".env"), "K=v").unwrap();
-    let ws = Workspace::open(dir.path(), &[]).unwrap();
-    (dir, ws)
+    crate::common::workspace(&[("src/", ""), (".env", "K=v")])
 }
 
-/// A rule `deny PROGRAM SUB **` and `allow PROGRAM **` per program.
-fn policy(pairs: &[(&str, &str)]) -> Policy {
-    let mut text = String::from("[policy]\n");
-    for (program, sub) in pairs {
-        text.push_str(&format!(
-            "[[policy.rule]]\nname = \"no-{program}-{sub}\"\ntool = \"shell_command\"\nargv = [\"{program}\", \"{sub}\", \"**\"]\ndecision = \"deny\"\n\
-             [[policy.rule]]\nname = \"{program}\"\ntool = \"shell_command\"\nargv = [\"{program}\", \"**\"]\ndecision = \"allow\"\n"
-        ));
-    }
-    Policy::new(&config(&text)).unwrap()
+/// The programs with a subcommand behind global options (python's `-m pip` is no subcommand
+/// word, see `python_module_and_code_options_stand_for_the_subcommand`):
+/// `(program, subcommand words)`.
+fn programs() -> Vec<(&'static str, &'static str)> {
+    SUBCOMMANDS.iter().filter(|s| !s.1.starts_with('-')).map(|&(program, words, ..)| (program, words)).collect()
 }
 
-const PROGRAMS: &[(&str, &str)] = &[
-    ("git", "push"),
-    ("cargo", "publish"),
-    ("rustup", "self"),
-    ("npm", "publish"),
-    ("npx", "cowsay"),
-    ("pnpm", "publish"),
-    ("yarn", "publish"),
-    ("bun", "publish"),
-    ("pip", "install"),
-    ("pip3", "install"),
-    ("uv", "publish"),
-    ("docker", "push"),
-    ("podman", "push"),
-    ("kubectl", "delete"),
-    ("helm", "uninstall"),
-    ("terraform", "destroy"),
-    ("tofu", "destroy"),
-    ("make", "deploy"),
-    ("gmake", "deploy"),
-    ("go", "generate"),
-    ("gh", "release"),
-    ("systemctl", "stop"),
-];
+/// The deny rule's name for `program`'s subcommand `words`: `no-PROGRAM-FIRSTWORD`.
+fn rule_name(program: &str, words: &str) -> String {
+    format!("no-{program}-{}", words.split(' ').next().unwrap_or(words))
+}
+
+/// A rule `deny PROGRAM SUB… **` and `allow PROGRAM **` per program of [`programs`].
+fn policy() -> Policy {
+    let rules: Vec<(String, &str, &str, DecisionKind)> =
+        programs().into_iter().map(|(program, words)| (rule_name(program, words), program, words, Deny)).collect();
+    Policy::new(&config(&format!("[policy]\n{}", subcommand_rules(&rules)))).unwrap()
+}
 
 #[test]
 fn option_before_subcommand_is_skipped_for_every_program() {
     let (_dir, ws) = workspace();
-    let policy = policy(PROGRAMS);
+    let policy = policy();
     let cases: &[(&str, &str)] = &[
         ("git", "--no-lazy-fetch --shallow-file f --no-advice --attr-source=HEAD -C src -c a=b"),
         ("git", "--namespace ns --super-prefix p/ --git-dir=repo --work-tree . --bare --literal-pathspecs"),
@@ -85,11 +61,11 @@ fn option_before_subcommand_is_skipped_for_every_program() {
         ("systemctl", "--user -H host --no-pager -t service"),
     ];
     for (program, options) in cases {
-        let (_, sub) = PROGRAMS.iter().find(|(p, _)| p == program).unwrap();
+        let (_, sub) = programs().into_iter().find(|(p, _)| p == program).unwrap();
         let line = format!("{program} {options} {sub} x");
         let d = policy.judge_command(&line, &ws);
         assert_eq!(d.decision, Deny, "{line}: {d:?}");
-        assert_eq!(d.rule, format!("no-{program}-{sub}"), "{line}: {d:?}");
+        assert_eq!(d.rule, rule_name(program, sub), "{line}: {d:?}");
         // The same options before another subcommand leave the allow rule in charge, unless
         // one of them is risky.
         let other = format!("{program} {options} status");
@@ -115,7 +91,7 @@ fn option_before_subcommand_is_skipped_for_every_program() {
 #[test]
 fn risky_global_options_never_ride_on_an_allow_rule() {
     let (_dir, ws) = workspace();
-    let policy = policy(PROGRAMS);
+    let policy = policy();
     for line in [
         "git -c core.pager=sh status",
         "cargo --config build.rustc-wrapper=sh build",
@@ -144,8 +120,8 @@ fn risky_global_options_never_ride_on_an_allow_rule() {
 #[test]
 fn unknown_option_before_subcommand_applies_strict_rules() {
     let (_dir, ws) = workspace();
-    let policy = policy(PROGRAMS);
-    for (program, sub) in PROGRAMS {
+    let policy = policy();
+    for (program, sub) in programs() {
         for unknown in ["--frobnicate", "--frobnicate=1", "-Q"] {
             let line = format!("{program} {unknown} {sub} x");
             let d = policy.judge_command(&line, &ws);
@@ -153,7 +129,8 @@ fn unknown_option_before_subcommand_applies_strict_rules() {
             assert_eq!(d.rule, "unknown_option_before_subcommand", "{line}: {d:?}");
             assert!(
                 d.reasons[0].contains(&format!("`{program} {unknown}` is not a global option Steward knows"))
-                    && d.reasons[0].contains(&format!("the deny rule `no-{program}-{sub}` applies as if it matched")),
+                    && d.reasons[0]
+                        .contains(&format!("the deny rule `{}` applies as if it matched", rule_name(program, sub))),
                 "{line}: {:?}",
                 d.reasons
             );

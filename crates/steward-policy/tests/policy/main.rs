@@ -1,5 +1,7 @@
 //! Integration tests of steward-policy: workspace paths (B09, B10), redaction (B13), gate, shell commands (B06, B08), option sets.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod gate;
 mod global_options;
 mod nested_commands;
@@ -7,4 +9,3 @@ mod option_sets;
 mod paths;
 mod redaction;
 mod shell_gate;
-mod support;

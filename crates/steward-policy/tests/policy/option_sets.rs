@@ -2,17 +2,12 @@
 //! spelling, grouping, order and abbreviation of an option meets the rule; allow rules stay
 //! as written.
 
-use std::fs;
-
-use crate::support::config;
+use crate::common::config;
 use steward_policy::{Policy, PolicyError, Workspace};
 use steward_protocol::DecisionKind::{self, Allow, Ask, Deny};
 
 fn workspace() -> (tempfile::TempDir, Workspace) {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("src")).unwrap();
-    let ws = Workspace::open(dir.path(), &[]).unwrap();
-    (dir, ws)
+    crate::common::workspace(&[("src/", "")])
 }
 
 /// A policy from `(name, argv as TOML, decision)` rules.

@@ -3,7 +3,7 @@
 use std::fs;
 use std::os::unix::fs::symlink;
 
-use crate::support::config;
+use crate::common::config;
 use serde_json::json;
 use steward_policy::{GateContext, Policy, PolicyError, Workspace};
 use steward_protocol::{DecisionKind, RiskLevel, ToolCall, ToolSpec};

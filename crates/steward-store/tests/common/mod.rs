@@ -6,6 +6,8 @@
 //! without PostgreSQL opts out with `STEWARD_TEST_SKIP=postgres` (see `steward_peers::needs`).
 #![allow(dead_code)]
 
+pub mod records;
+
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
