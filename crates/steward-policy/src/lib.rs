@@ -36,10 +36,14 @@ mod nested;
 mod option_set;
 mod paths;
 mod programs;
+mod risk;
 pub mod shell;
 mod untrusted;
 
-pub use config::{ArgvExample, ContextRule, PolicyConfig, RuleConfig};
+pub use config::{
+    ArgvExample, ContextRule, DEFAULT_DESTRUCTIVE_OPTIONS, DEFAULT_PROTECTED_PATHS, DEFAULT_SOURCE_PATHS, PolicyConfig,
+    RiskConfig, RuleConfig,
+};
 pub use context::{DEFAULT_TAINT_ESCALATION_RISK, GateContext};
 pub use data_flow::{Carried, Fingerprints, MAX_FINGERPRINTS, Origin, SPAN_CHARS};
 pub use gate::{Policy, PolicyError, SHELL_TOOL};

@@ -399,6 +399,7 @@ fn mirrors_describe_the_records() {
             tool_calls: 0,
             usage: Usage::default(),
             duration_ms: 1,
+            limit: String::new(),
         },
     ] {
         let event = Event { run_id: "run_1".into(), seq: 1, at, kind };
