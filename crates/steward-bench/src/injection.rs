@@ -297,6 +297,7 @@ async fn run_suite(
             decision: DecisionKind::Allow,
             matches: Vec::new(),
             not_match: Vec::new(),
+            approval_ttl_seconds: None,
         });
     }
     let manager = Arc::new(steward_mcp::McpManager::new(&config.mcp_servers)?);

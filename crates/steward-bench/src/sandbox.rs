@@ -126,6 +126,7 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
             callable: Default::default(),
             compensate: None,
             inputs: Vec::new(),
+            approval_ttl_seconds: None,
         })?;
         cases.push((label, Step::Tool(tool), Vec::new()));
     }

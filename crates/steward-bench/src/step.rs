@@ -150,6 +150,7 @@ fn bench_option_rules(workspace: &steward_policy::Workspace, n: u32) -> Result<(
         decision,
         matches: Vec::new(),
         not_match: Vec::new(),
+        approval_ttl_seconds: None,
     };
     let config = steward_policy::PolicyConfig {
         rules: vec![

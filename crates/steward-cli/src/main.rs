@@ -68,7 +68,7 @@ enum Command {
         #[command(subcommand)]
         command: ApprovalsCommand,
     },
-    /// Judge a tool call with the policy without running anything (exit 0 whenever it decided).
+    /// Judge a tool call, or the recorded calls of past runs, with the current policy without running anything.
     Policy {
         #[command(subcommand)]
         command: PolicyCommand,
@@ -208,6 +208,18 @@ enum PolicyCommand {
         #[arg(long)]
         tainted: bool,
     },
+    /// Judge the recorded tool calls of past runs again under the current policy files and list those now decided differently (allow → ask, ask → deny, …); nothing runs (exit 0).
+    Replay {
+        /// Only runs started since then: a duration back from now (`90s`, `30m`, `12h`, `7d`, `2w`) or an RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only this run (its id, a unique prefix, or `last`).
+        #[arg(long = "run")]
+        run: Option<String>,
+        /// One JSON object per call decided differently: run_id, call_id, tool, arguments, recorded {decision, rule}, now (the decision).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -298,12 +310,12 @@ enum TokenCommand {
 
 #[derive(Subcommand)]
 enum ConfigCommand {
-    /// Print the merged configuration with secrets redacted.
+    /// Print the merged configuration with secrets redacted, the file each entry came from and the defaults in effect.
     Show {
         /// Workspace whose `.steward/` configuration to read.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
-        /// One JSON object: the merged configuration, the file each entry came from, the files read.
+        /// One JSON object: the merged configuration, the file each entry came from, the defaults in effect, the files read.
         #[arg(long)]
         json: bool,
     },
@@ -356,6 +368,9 @@ fn main() -> ExitCode {
             Command::Approvals { command: ApprovalsCommand::Revoke { id } } => commands::grants_revoke(&id).await,
             Command::Policy { command: PolicyCommand::Check { tool, args, workspace, json, tainted } } => {
                 commands::policy_check(&tool, &args, &workspace, json, tainted).await
+            }
+            Command::Policy { command: PolicyCommand::Replay { since, run, json } } => {
+                commands::policy_replay(since.as_deref(), run.as_deref(), json).await
             }
             Command::Config { command: ConfigCommand::Show { workspace, json } } => {
                 commands::config_show(&workspace, json)

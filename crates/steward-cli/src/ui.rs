@@ -150,17 +150,22 @@ impl EventObserver for Human {
                 let mark = if action == "accept" { good("✓") } else { bad("✗") };
                 self.line(&format!("  {mark} the MCP server's request for input was answered `{action}`{why}"))
             }
-            EventKind::RunCompleted { final_text, stop_reason, rounds, tool_calls, usage, duration_ms } => {
+            EventKind::RunCompleted { final_text, stop_reason, rounds, tool_calls, usage, duration_ms, limit } => {
                 let shown = self.streamed.lock().map(|s| s.trim() == final_text.trim()).unwrap_or(false);
                 if !shown {
                     self.line(&printable_text(final_text));
                 } else if self.mid_line.swap(false, Ordering::SeqCst) {
                     println!();
                 }
+                let stopped = if limit.is_empty() {
+                    stop_reason.as_str().to_string()
+                } else {
+                    format!("{} ({limit})", stop_reason.as_str())
+                };
                 eprintln!(
                     "— {} · {} · {rounds} round{} · {tool_calls} tool call{} · {} tokens ({} in, {} out) · {:.2} s",
                     event.run_id,
-                    stop_reason.as_str(),
+                    stopped,
                     plural(*rounds),
                     plural(*tool_calls),
                     usage.total(),

@@ -71,3 +71,54 @@ fn roles_mode_without_providers_for_the_roles_is_a_usage_error() {
     let out = env.steward(&["run", "--mode", "swarm", "list files"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
 }
+
+/// `[limits] max_tool_calls_per_role`: the planner role stops at its own limit, the pipeline
+/// goes on from what it had, and the run's end names the role; loop mode has no roles.
+#[test]
+fn a_role_s_tool_call_limit_stops_it_and_names_the_role() {
+    let env = Env::new();
+    env.write("a.txt", "1\n2\n3\n4\n5\n");
+    let mut config = String::from("[limits]\nmax_tool_calls_per_role = { planner = 2 }\n");
+    for (name, text) in [("drafts", "A draft."), ("critic", "Vague."), ("reviewer", "Fine."), ("synth", "Final.")] {
+        config.push_str(&fake_provider(&env, name, text));
+    }
+    config.push_str(
+        "[roles.local_drafter]\nprovider = \"drafts\"\n[roles.cloud_drafter]\nprovider = \"drafts\"\n\
+         [roles.critic]\nprovider = \"critic\"\n[roles.reviewer]\nprovider = \"reviewer\"\n[roles.synthesizer]\nprovider = \"synth\"\n",
+    );
+    env.user_config(&config);
+    let read = |line: u32| {
+        format!("[[round.tool_call]]\nname = \"read\"\narguments = {{ path = \"a.txt\", start_line = {line} }}\n")
+    };
+    let planner = scenario(
+        &env,
+        &format!("[[round]]\n{}{}[[round]]\n{}[[round]]\ntext = \"Findings.\"\n", read(1), read(2), read(3)),
+    );
+    let out =
+        env.steward(&["run", "--json", "--mode", "roles", "--provider", "fake", "--scenario", &planner, "explain"]);
+    assert_eq!(code(&out), 3, "stopped by a limit: {}", stderr(&out));
+    let evs = events(&out);
+    let done = find(&evs, "run_completed");
+    assert_eq!(done["stop_reason"], "max_tool_calls", "{done}");
+    assert_eq!(done["limit"], "max_tool_calls_per_role: planner (2)", "{done}");
+    assert_eq!(done["final"], "Final.", "the pipeline went on from the planner's findings");
+    let ran = evs.iter().filter(|e| e["event"] == "tool_completed").count();
+    assert_eq!(ran, 2, "{:?}", names(&evs));
+
+    let out = env.steward(&["run", "--mode", "roles", "--provider", "fake", "--scenario", &planner, "explain"]);
+    assert!(stderr(&out).contains("max_tool_calls (max_tool_calls_per_role: planner (2))"), "{}", stderr(&out));
+
+    // Loop mode has no roles: the run limit alone applies.
+    let out = env.steward(&["run", "--json", "--provider", "fake", "--scenario", &planner, "explain"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let done = find(&events(&out), "run_completed").clone();
+    assert_eq!((done["stop_reason"].as_str(), done.get("limit")), (Some("answered"), None), "{done}");
+
+    // A limit of 0 or an unknown role is a configuration error naming it.
+    for (bad, named) in [("{ planner = 0 }", "max_tool_calls_per_role.planner"), ("{ drafter = 1 }", "drafter")] {
+        env.user_config(&config.replace("{ planner = 2 }", bad));
+        let out = env.steward(&["run", "--mode", "roles", "--provider", "fake", "--scenario", &planner, "explain"]);
+        assert_eq!(code(&out), 2, "{bad}: {}", stderr(&out));
+        assert!(stderr(&out).contains(named), "{bad}: {}", stderr(&out));
+    }
+}

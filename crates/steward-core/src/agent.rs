@@ -22,7 +22,7 @@ use crate::interrupt::{Interrupt, Interruptible};
 use crate::orchestrator::{
     Approvals, CallAbort, CallContext, CallResult, Recorders, RunScope, RunState, Tools, handle_call, refuse_call,
 };
-use crate::roles::RolePlan;
+use crate::roles::{RoleName, RolePlan};
 pub use crate::stage::PlannerChoice;
 use crate::stage::{Ending, StageError, stream_stage};
 use crate::tools::{ToolContext, ToolRegistry};
@@ -101,7 +101,7 @@ impl RunError {
 }
 
 /// Longest approval or grant lifetime accepted, in seconds (larger settings are clamped).
-const TEN_YEARS_S: u64 = 10 * 365 * 24 * 3600;
+pub(crate) const TEN_YEARS_S: u64 = 10 * 365 * 24 * 3600;
 
 /// Runs one task to its end and returns the final run record.
 ///
@@ -240,6 +240,18 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
     let mut usage = Usage::default();
     let mut planner_calls = 0u32;
     let mut tool_calls = 0u32;
+    // In `roles` mode the planner stage may have a tool-call limit of its own (SPEC A2).
+    let role_limit = req
+        .roles
+        .as_ref()
+        .and_then(|_| limits.max_tool_calls_per_role.get(&RoleName::Planner).copied())
+        .filter(|n| *n <= limits.max_tool_calls_per_run);
+    let call_limit = role_limit.unwrap_or(limits.max_tool_calls_per_run);
+    let limit_name = match role_limit {
+        Some(n) => format!("max_tool_calls_per_role: {} ({n})", RoleName::Planner.as_str()),
+        None => "max_tool_calls_per_run".to_string(),
+    };
+    let mut stopped_by = String::new();
     let mut repeats = crate::repeats::Repeats::new(workspace.root(), limits.max_repeated_calls);
     let mut markup_retried = false;
     // Everything that reaches the model passes the redactor (S3): the task, the workspace's
@@ -380,9 +392,9 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
         let mut limit_hit = false;
         let mut stop: Option<Ending> = None;
         for call in &reply.tool_calls {
-            if stop.is_some() || limit_hit || tool_calls >= limits.max_tool_calls_per_run {
+            if stop.is_some() || limit_hit || tool_calls >= call_limit {
                 limit_hit = stop.is_none();
-                let why = if stop.is_some() { "the run stopped" } else { "max_tool_calls_per_run reached" };
+                let why = if stop.is_some() { "the run stopped".to_string() } else { format!("{limit_name} reached") };
                 record.calls.push(call.clone());
                 record.results.push((format!("Not run: {why}."), true));
                 continue;
@@ -444,6 +456,9 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
             break ending;
         }
         if limit_hit {
+            if role_limit.is_some() {
+                stopped_by = limit_name.clone();
+            }
             break Ending::Limit(StopReason::MaxToolCalls, what_we_have(&rounds));
         }
         if rounds.len() as u32 >= limits.max_rounds {
@@ -489,7 +504,15 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
         Ending::Answered(text) => {
             completed(&mut run, StopReason::Answered, rt.redactor.redact(&text), usage, duration_ms)
         }
-        Ending::Limit(reason, text) => completed(&mut run, reason, rt.redactor.redact(&text), usage, duration_ms),
+        Ending::Limit(reason, text) => {
+            let mut event = completed(&mut run, reason, rt.redactor.redact(&text), usage, duration_ms);
+            if reason == StopReason::MaxToolCalls
+                && let EventKind::RunCompleted { limit, .. } = &mut event
+            {
+                *limit = stopped_by;
+            }
+            event
+        }
         Ending::Interrupted(Interrupt::Timeout) => {
             completed(&mut run, StopReason::Timeout, what_we_have(&rounds), usage, duration_ms)
         }
@@ -549,6 +572,7 @@ fn completed(run: &mut RunRecord, reason: StopReason, text: String, usage: Usage
         tool_calls: run.tool_calls,
         usage,
         duration_ms,
+        limit: String::new(),
     }
 }
 

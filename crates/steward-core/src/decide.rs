@@ -5,7 +5,7 @@
 //! (remembered grants aside: they answer an `ask`, they do not change it).
 
 use steward_policy::{Fingerprints, GateContext, Policy, Workspace};
-use steward_protocol::{Decision, DecisionKind, ToolCall};
+use steward_protocol::{ApprovalTtl, Decision, DecisionKind, ToolCall};
 
 use crate::tools::ToolRegistry;
 
@@ -31,15 +31,25 @@ pub fn decide(
         sink,
         flow: seen.filter(|_| sink).and_then(|seen| seen.carried(&call.arguments)),
     };
-    let decision = policy.decide_in(tool.map(|t| t.spec()), call, workspace, &context);
+    let mut decision = policy.decide_in(tool.map(|t| t.spec()), call, workspace, &context);
+    // A `[[tool]]`'s own `approval_ttl_seconds` counts like a rule's: the shorter wins.
+    if let Some(tool) = tool
+        && let Some(seconds) = tool.approval_ttl_seconds()
+    {
+        let own = ApprovalTtl { seconds, source: format!("tool `{}`", tool.spec().name) };
+        decision.approval_ttl = ApprovalTtl::shorter(decision.approval_ttl.take(), Some(own));
+    }
     match tool {
         Some(tool) if decision.decision == DecisionKind::Allow && tool.spec().writes && !tool.compensable() => {
-            Decision::new(
+            let mut ask = Decision::new(
                 DecisionKind::Ask,
                 "no_compensation",
                 decision.risk,
                 "this change cannot be rolled back, so it needs approval",
-            )
+            );
+            ask.risk_factors = decision.risk_factors;
+            ask.approval_ttl = decision.approval_ttl;
+            ask
         }
         _ => decision,
     }

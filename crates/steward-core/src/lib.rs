@@ -24,6 +24,7 @@ mod orchestrator;
 pub mod planner;
 pub mod recovery;
 mod repeats;
+pub mod replay;
 pub mod roles;
 pub mod rollback;
 mod stage;

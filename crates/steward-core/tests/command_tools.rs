@@ -214,7 +214,7 @@ fn config_scenario_table() {
         ),
         (
             "[[tool]]\nname = \"t\"\ndescription = \"d\"\ncommand = [\"echo\"]\nshell = true\n",
-            "FILE:5: unknown field `shell`, expected one of `name`, `description`, `command`, `cwd`, `env`, `timeout_ms`, `risk`, `network`, `unix_sockets`, `writes`, `callable`, `compensate`, `input`",
+            "FILE:5: unknown field `shell`, expected one of `name`, `description`, `command`, `cwd`, `env`, `timeout_ms`, `risk`, `network`, `unix_sockets`, `writes`, `callable`, `compensate`, `input`, `approval_ttl_seconds`",
         ),
         (
             "[[tool]]\nname = \"t\"\ndescription = \"d\"\ncommand = [\"echo\", { inptu = \"w\" }]\n",
@@ -235,6 +235,10 @@ fn config_scenario_table() {
         (
             "[[tool]]\nname = \"t\"\ndescription = \"d\"\ncommand = [\"echo\"]\nwrites = [\"a/[b\"]\n",
             "FILE:2: tool `t`: writes: bad glob `a/[b`: unclosed character class; missing ']'",
+        ),
+        (
+            "[[tool]]\nname = \"t\"\ndescription = \"d\"\ncommand = [\"echo\"]\napproval_ttl_seconds = 0\n",
+            "FILE:2: tool `t`: approval_ttl_seconds must be at least 1",
         ),
         (
             "[[tool]]\nname = \"t\"\ndescription = \"d\"\ncommand = [\"echo\"]\nenv = { X = false }\n",

@@ -156,6 +156,11 @@ impl<'a> CommandView<'a> {
     }
 }
 
+/// A case-insensitive glob over one argument, as deny and ask rules compile theirs.
+pub(crate) fn compile_glob(rule: &str, glob: &str) -> Result<GlobMatcher, PolicyError> {
+    compile(rule, glob, true)
+}
+
 fn compile(rule: &str, glob: &str, folded: bool) -> Result<GlobMatcher, PolicyError> {
     GlobBuilder::new(glob)
         .literal_separator(true)
@@ -273,6 +278,8 @@ pub(crate) struct ArgvRule {
     pub name: String,
     pub pattern: ArgvPattern,
     pub decision: DecisionKind,
+    /// `approval_ttl_seconds`, if set.
+    pub approval_ttl: Option<u64>,
 }
 
 impl ArgvRule {
@@ -283,6 +290,7 @@ impl ArgvRule {
             name: rule.name.clone(),
             pattern: ArgvPattern::compile(&rule.name, &rule.argv)?,
             decision: rule.decision,
+            approval_ttl: rule.approval_ttl_seconds,
         };
         for (examples, expected) in [(&rule.matches, true), (&rule.not_match, false)] {
             for example in examples {

@@ -130,7 +130,9 @@ impl Policy {
                 .map(|(_, v)| v.reason.clone())
                 .take(4),
         );
-        Decision { decision: verdicts[best].kind, rule: verdicts[best].rule.clone(), risk, reasons }
+        let mut decision = Decision::new(verdicts[best].kind, verdicts[best].rule.clone(), risk, String::new());
+        decision.reasons = reasons;
+        decision
     }
 
     fn judge_part(&self, cmd: &SimpleCommand, cwd: &mut Cwd, ws: &Workspace, floor: DecisionKind) -> Verdict {

@@ -77,7 +77,63 @@ pub struct PolicyConfig {
     /// may lie under) taints the run like MCP output. A path matches when it or one of its
     /// parent directories matches (`vendor` covers `vendor/a/b.c`); `/` is matched literally.
     pub untrusted_paths: Vec<String>,
+    /// `[policy.risk]`: what the risk score counts (SPEC C2).
+    pub risk: RiskConfig,
 }
+
+/// `[policy.risk]`: the lists the risk score reads a call's arguments with (SPEC C2). Every
+/// field is optional; an empty list is taken as written (nothing matches).
+///
+/// The score of a call is the sum of these contributions, clamped to `[0, 1]`:
+///
+/// | factor | adds | when |
+/// |---|---|---|
+/// | `risk_level` | 0, 0.2, 0.5, 0.8, 1 | the tool's level: safe, low, medium, high, dangerous |
+/// | `writes` | 0.1 | the tool changes files or state |
+/// | `protected_path` | 0.3 | a path the call touches matches `protected_paths` or is a secret path |
+/// | `many_files` | 0.1 | it touches more than `many_files` paths |
+/// | `deletes` | 0.2 | it deletes files (the `delete` tool, a patch removing a file) |
+/// | `outside_source_paths` | 0.1 | a writing call touches a path outside `source_paths` |
+/// | `destructive_option` | 0.2 | a `shell_command` part has an option of `destructive_options` |
+/// | `large_change` | 0.1 | a writing call's change is more than `large_change_lines` lines |
+/// | `tainted` | 0.1 | the run has read untrusted content |
+///
+/// ```toml
+/// [policy.risk]
+/// protected_paths = [".git", ".steward", ".github/workflows"]
+/// source_paths = ["src", "tests", "docs"]
+/// destructive_options = ["--force", "-f", "--hard", "--delete"]
+/// many_files = 10
+/// large_change_lines = 200
+/// ```
+#[derive(Deserialize, Serialize, Default, Clone, Debug, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RiskConfig {
+    /// Globs over workspace-relative paths (a path matches when it or a parent directory
+    /// matches; `/` only literally). Default: [`DEFAULT_PROTECTED_PATHS`].
+    pub protected_paths: Option<Vec<String>>,
+    /// Globs of the folders where changes are ordinary (same matching). Default:
+    /// [`DEFAULT_SOURCE_PATHS`].
+    pub source_paths: Option<Vec<String>>,
+    /// Options that make a command destructive, as a program reads them (`-rf` has `-r` and
+    /// `-f`; `--force-with-lease` is not `--force`). Default: [`DEFAULT_DESTRUCTIVE_OPTIONS`].
+    pub destructive_options: Option<Vec<String>>,
+    /// More paths than this in one call count as many (default 10).
+    pub many_files: Option<usize>,
+    /// More changed lines than this in one writing call count as a large change (default 200).
+    pub large_change_lines: Option<usize>,
+}
+
+/// Default of `[policy.risk] protected_paths`.
+pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[".git", ".steward", ".github", ".gitlab-ci.yml", ".env*", "**/.env*"];
+
+/// Default of `[policy.risk] source_paths`.
+pub const DEFAULT_SOURCE_PATHS: &[&str] =
+    &["src", "lib", "app", "pkg", "cmd", "crates", "packages", "tests", "test", "docs", "examples", "benches"];
+
+/// Default of `[policy.risk] destructive_options`.
+pub const DEFAULT_DESTRUCTIVE_OPTIONS: &[&str] =
+    &["--force", "-f", "--hard", "-D", "--delete", "--prune", "--no-verify", "--mirror"];
 
 /// One `[[policy.context_rules]]` entry (SPEC C1 `context_rules`). It only ever escalates:
 /// an allowed call of a matching tool becomes *ask*; deny and ask stay as they are.
@@ -248,4 +304,10 @@ pub struct RuleConfig {
     /// Examples the rule must not match (checked by [`Policy::new`](crate::Policy::new)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_match: Vec<ArgvExample>,
+    /// Seconds an approval request for a call this rule matches stays open, instead of
+    /// `approval_timeout_seconds` (SPEC C4 per-action expiry; at least 1). It applies whatever
+    /// decided the call, as soon as the rule matches it (its tool and paths, or its `argv` one
+    /// of the line's simple commands); among several, the shortest wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_ttl_seconds: Option<u64>,
 }

@@ -6,12 +6,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde_json::Value;
-use steward_protocol::{Decision, DecisionKind, RiskLevel, ToolCall, ToolSpec};
+use steward_protocol::{ApprovalTtl, Decision, DecisionKind, RiskLevel, ToolCall, ToolSpec};
 
 use crate::argv_rule::ArgvRule;
 use crate::config::PolicyConfig;
 use crate::context::{GateContext, RunRules};
 use crate::paths::{Access, Workspace};
+use crate::risk::{RiskRules, Touches};
+use crate::shell::{self, SimpleCommand};
 
 /// Name of the shell tool whose calls are judged by `argv` rules (SPEC T4).
 pub const SHELL_TOOL: &str = "shell_command";
@@ -53,7 +55,8 @@ pub enum PolicyError {
         /// What went wrong.
         message: String,
     },
-    /// A setting has an unusable value (`taint_escalation_risk`, `credential_scope`).
+    /// A setting has an unusable value (`taint_escalation_risk`, `credential_scope`,
+    /// `approval_ttl_seconds`, `[policy.risk]`).
     #[error("policy setting `{setting}`: {message}")]
     BadSetting {
         /// The setting's name.
@@ -70,6 +73,7 @@ struct CompiledRule {
     names_mcp: bool,
     paths: Option<GlobSet>,
     decision: DecisionKind,
+    approval_ttl: Option<u64>,
 }
 
 /// The compiled policy. Thread-safe; JSON Schemas are compiled once per tool and cached.
@@ -84,6 +88,10 @@ pub struct Policy {
     run_rules: RunRules,
     /// `untrusted_paths`, compiled, with each glob's literal directory prefix.
     untrusted: crate::untrusted::UntrustedPaths,
+    /// `[policy.risk]`, compiled.
+    risk: RiskRules,
+    /// Some rule sets `approval_ttl_seconds`.
+    any_ttl: bool,
     /// Tool name → (schema it was compiled from, validator). Bounded by the registry size:
     /// only specs of known tools reach it.
     validators: Mutex<HashMap<String, (Value, Arc<jsonschema::Validator>)>>,
@@ -109,6 +117,12 @@ impl Policy {
             if rule.name.trim().is_empty() {
                 return Err(PolicyError::EmptyRuleName);
             }
+            if rule.approval_ttl_seconds == Some(0) {
+                return Err(PolicyError::BadSetting {
+                    setting: format!("rule `{}` approval_ttl_seconds", rule.name),
+                    message: "must be at least 1 second".into(),
+                });
+            }
             let tool = Glob::new(&rule.tool).map_err(|e| bad_glob(&rule.name, &rule.tool, &e))?.compile_matcher();
             if !rule.argv.is_empty() || !rule.matches.is_empty() || !rule.not_match.is_empty() {
                 if !tool.is_match(SHELL_TOOL) || !rule.path.is_empty() {
@@ -122,7 +136,14 @@ impl Policy {
             }
             let paths = if rule.path.is_empty() { None } else { Some(glob_set(&rule.name, &rule.path)?) };
             let names_mcp = rule.tool.contains("__");
-            rules.push(CompiledRule { name: rule.name.clone(), tool, names_mcp, paths, decision: rule.decision });
+            rules.push(CompiledRule {
+                name: rule.name.clone(),
+                tool,
+                names_mcp,
+                paths,
+                decision: rule.decision,
+                approval_ttl: rule.approval_ttl_seconds,
+            });
         }
         Ok(Policy {
             default: config.default,
@@ -133,6 +154,8 @@ impl Policy {
             argv_rules,
             run_rules: RunRules::new(config)?,
             untrusted: crate::untrusted::UntrustedPaths::new(&config.untrusted_paths)?,
+            risk: RiskRules::new(&config.risk)?,
+            any_ttl: config.rules.iter().any(|r| r.approval_ttl_seconds.is_some()),
             validators: Mutex::new(HashMap::new()),
         })
     }
@@ -169,9 +192,14 @@ impl Policy {
         workspace: &Workspace,
         ctx: &GateContext,
     ) -> Decision {
-        let decision = self.decide_call(spec, call, workspace, &ctx.paths, &ctx.actions);
+        let decision = self.decide_call(spec, call, workspace, ctx);
+        let (factors, ttl) = (decision.risk_factors.clone(), decision.approval_ttl.clone());
         let tool = spec.map_or(call.name.as_str(), |s| s.name.as_str());
-        self.run_rules.escalate(decision, tool, spec.is_none_or(|s| s.writes), ctx)
+        // Escalations keep the call's score and expiry: they change the decision only.
+        let mut decision = self.run_rules.escalate(decision, tool, spec.is_none_or(|s| s.writes), ctx);
+        decision.risk_factors = factors;
+        decision.approval_ttl = ttl;
+        decision
     }
 
     /// Names of the environment variables `tool` may receive (`credential_scope`), sorted;
@@ -200,8 +228,10 @@ impl Policy {
     /// (`workspace_boundary`, `secret_path`, …); `blocked_actions` → deny; matching
     /// `[[policy.rule]]`s → the strictest wins, named by the rule; `allowed_actions` → allow;
     /// then the configured `default` (rule `default`) or by risk level (`default:<risk>`:
-    /// safe/low allow, medium/high/dangerous ask). Risk = the level's base score, +0.1 for
-    /// writing tools, at most 1; an unknown tool scores 1.
+    /// safe/low allow, medium/high/dangerous ask). The risk score and its factors come from
+    /// `[policy.risk]` (see [`RiskConfig`](crate::RiskConfig)); an unknown tool scores 1. The
+    /// per-action approval expiry is the shortest `approval_ttl_seconds` of the rules that
+    /// match the call.
     ///
     /// `shell_command` (SPEC T4) differs after `blocked_actions`: its `command` string is
     /// judged by [`Policy::judge_command`]; tool rules without `argv` may only make it
@@ -211,8 +241,7 @@ impl Policy {
         spec: Option<&ToolSpec>,
         call: &ToolCall,
         workspace: &Workspace,
-        extra_paths: &[String],
-        extra_actions: &[String],
+        ctx: &GateContext,
     ) -> Decision {
         let Some(spec) = spec else {
             // `shell_command` is only registered when the shell is on: say so, and how to turn it on.
@@ -227,16 +256,75 @@ impl Policy {
             };
             return Decision::new(DecisionKind::Deny, "unknown_tool", 1.0, reason);
         };
-        let risk = risk_score(spec);
-        let deny = |rule: &str, reason: String| Decision::new(DecisionKind::Deny, rule, risk, reason);
-
+        let (extra_paths, extra_actions) = (&ctx.paths, &ctx.actions);
+        let commands: Vec<SimpleCommand> = match call.arguments.get("command").and_then(Value::as_str) {
+            Some(line) if spec.name == SHELL_TOOL => shell::split_in(line, Some(workspace.root())).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let score = |paths: &[String]| {
+            let touches = Touches { paths, actions: extra_actions, commands: &commands, tainted: ctx.tainted };
+            self.risk.score(spec, &call.arguments, &touches)
+        };
+        let refused = |rule: &str, reason: String| {
+            let (risk, factors) = score(&[]);
+            let mut decision = Decision::new(DecisionKind::Deny, rule, risk, reason);
+            decision.risk_factors = factors;
+            decision
+        };
         if let Err(message) = self.validate_arguments(spec, &call.arguments) {
-            return deny("invalid_arguments", format!("The arguments of `{}` are invalid: {message}", spec.name));
+            return refused("invalid_arguments", format!("The arguments of `{}` are invalid: {message}", spec.name));
         }
         let paths = match self.resolve_paths(spec, &call.arguments, extra_paths, workspace) {
             Ok(paths) => paths,
-            Err((rule, reason)) => return deny(rule, reason),
+            Err((rule, reason)) => return refused(rule, reason),
         };
+        let (risk, factors) = score(&paths);
+        let mut decision = self.decide_resolved(spec, call, workspace, &paths, extra_actions, risk);
+        decision.risk_factors = factors;
+        decision.approval_ttl = self.approval_ttl(spec, &paths, &commands);
+        decision
+    }
+
+    /// The shortest `approval_ttl_seconds` among the rules that match a call of `spec`
+    /// touching `paths` (a path rule when any path matches), or running `commands` (an `argv`
+    /// rule when it matches one of them).
+    fn approval_ttl(&self, spec: &ToolSpec, paths: &[String], commands: &[SimpleCommand]) -> Option<ApprovalTtl> {
+        if !self.any_ttl {
+            return None;
+        }
+        let mut best = None;
+        for rule in &self.rules {
+            let Some(seconds) = rule.approval_ttl else { continue };
+            let paths_ok = rule.paths.as_ref().is_none_or(|globs| paths.iter().any(|p| globs.is_match(p)));
+            if rule.tool.is_match(&spec.name) && paths_ok {
+                let ttl = ApprovalTtl { seconds, source: format!("policy rule `{}`", rule.name) };
+                best = ApprovalTtl::shorter(best, Some(ttl));
+            }
+        }
+        for cmd in commands {
+            let Some(view) = crate::argv_rule::CommandView::new(cmd) else { continue };
+            for rule in &self.argv_rules {
+                let Some(seconds) = rule.approval_ttl else { continue };
+                if rule.matches(&view).is_some() {
+                    let ttl = ApprovalTtl { seconds, source: format!("policy rule `{}`", rule.name) };
+                    best = ApprovalTtl::shorter(best, Some(ttl));
+                }
+            }
+        }
+        best
+    }
+
+    /// The decision of a call of `spec` whose arguments are valid and whose `paths` resolved.
+    fn decide_resolved(
+        &self,
+        spec: &ToolSpec,
+        call: &ToolCall,
+        workspace: &Workspace,
+        paths: &[String],
+        extra_actions: &[String],
+        risk: f64,
+    ) -> Decision {
+        let deny = |rule: &str, reason: String| Decision::new(DecisionKind::Deny, rule, risk, reason);
         if self.blocked.is_match(&spec.name) {
             return deny("blocked_actions", format!("`{}` is in blocked_actions.", spec.name));
         }
@@ -251,12 +339,12 @@ impl Policy {
                 return deny("invalid_arguments", format!("`{SHELL_TOOL}` needs a string `command`."));
             };
             let judged = self.judge_line(line, workspace, risk);
-            return match self.rule_decision(spec, &paths, risk) {
+            return match self.rule_decision(spec, paths, risk) {
                 Some(rule) if rule.decision > judged.decision => rule,
                 _ => judged,
             };
         }
-        if let Some(decision) = self.rule_decision(spec, &paths, risk) {
+        if let Some(decision) = self.rule_decision(spec, paths, risk) {
             return decision;
         }
         if self.allowed.matches(&spec.name).into_iter().any(|i| allows_name(self.allowed_names_mcp[i], &spec.name)) {
@@ -399,12 +487,6 @@ impl Policy {
             format!("Policy rule `{}` {verb} `{}`.", rule.name, spec.name),
         ))
     }
-}
-
-/// The risk score of a tool in `[0, 1]`: its level's base score, plus 0.1 when it writes.
-fn risk_score(spec: &ToolSpec) -> f64 {
-    let bonus = if spec.writes { 0.1 } else { 0.0 };
-    (spec.risk.base_score() + bonus).min(1.0)
 }
 
 fn bad_glob(rule: &str, glob: &str, err: &globset::Error) -> PolicyError {

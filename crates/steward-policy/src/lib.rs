@@ -36,11 +36,13 @@ mod nested;
 mod option_set;
 mod paths;
 mod programs;
+mod risk;
 pub mod shell;
 mod untrusted;
 
 pub use config::{
-    ArgvExample, ContextRule, DEFAULT_APPROVAL_TIMEOUT_SECONDS, DEFAULT_TOKEN_TTL_SECONDS, PolicyConfig, RuleConfig,
+    ArgvExample, ContextRule, DEFAULT_APPROVAL_TIMEOUT_SECONDS, DEFAULT_DESTRUCTIVE_OPTIONS, DEFAULT_PROTECTED_PATHS,
+    DEFAULT_SOURCE_PATHS, DEFAULT_TOKEN_TTL_SECONDS, PolicyConfig, RiskConfig, RuleConfig,
 };
 pub use context::{DEFAULT_TAINT_ESCALATION_RISK, GateContext};
 pub use data_flow::{Carried, Fingerprints, MAX_FINGERPRINTS, Origin, SPAN_CHARS};

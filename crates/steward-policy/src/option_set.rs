@@ -158,6 +158,13 @@ impl OptionSet {
         set
     }
 
+    /// The set without the assumption that a word expanded at run time may be any option:
+    /// what the command sets for sure (for the risk score, which never errs by guessing).
+    pub(crate) fn without_computed_options(mut self) -> OptionSet {
+        self.any_option = false;
+        self
+    }
+
     /// Records the option(s) `word` sets; says what it does with `next`.
     fn read_option(&mut self, table: Option<&CommandOptions>, word: &str, next: Option<(&str, bool)>) -> Next {
         let next_value = |how: &Next| match (how, next) {

@@ -327,6 +327,11 @@ pub enum EventKind {
         usage: Usage,
         /// Wall time in ms.
         duration_ms: u64,
+        /// The limit that stopped the run when it was a role's own (`stop_reason`
+        /// `max_tool_calls` under `max_tool_calls_per_role`): the setting, the role and its
+        /// value, e.g. `max_tool_calls_per_role: planner (3)`. Absent otherwise.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        limit: String,
     },
     /// The run failed.
     RunFailed {
@@ -402,6 +407,7 @@ mod tests {
                 tool_calls: 0,
                 usage: Usage::default(),
                 duration_ms: 3,
+                limit: String::new(),
             },
         };
         let v = serde_json::to_value(&ev).unwrap();

@@ -22,7 +22,9 @@ pub use message::{
     ChatRequest, ChatResponse, FinishReason, InvalidToolCall, Message, Role, StreamDelta, ToolCallRepair, ToolChoice,
     Usage,
 };
-pub use tool::{ApprovalRequest, ApprovalStatus, Decision, DecisionKind, RiskLevel, ToolCall, ToolSpec};
+pub use tool::{
+    ApprovalRequest, ApprovalStatus, ApprovalTtl, Decision, DecisionKind, RiskFactor, RiskLevel, ToolCall, ToolSpec,
+};
 
 /// A UTC timestamp; serialised as RFC 3339.
 pub type Timestamp = chrono::DateTime<chrono::Utc>;

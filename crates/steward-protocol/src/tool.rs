@@ -129,12 +129,59 @@ pub struct Decision {
     pub risk: f64,
     /// Human-readable reasons, shown to the user and the model.
     pub reasons: Vec<String>,
+    /// What the risk score is made of, in the order it was added up (SPEC C2); empty when the
+    /// score was not computed from the call (an unknown tool scores 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub risk_factors: Vec<RiskFactor>,
+    /// How long an approval request for this call stays open, when a `[[policy.rule]]` or
+    /// the tool's `[[tool]]` entry sets it (SPEC C4 per-action expiry); `None`: the default
+    /// (`approval_timeout_seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_ttl: Option<ApprovalTtl>,
+}
+
+/// One contribution to a risk score (SPEC C2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RiskFactor {
+    /// What contributes: `risk_level`, `writes`, `protected_path`, `many_files`, `deletes`,
+    /// `outside_source_paths`, `destructive_option`, `large_change`, `tainted`.
+    pub factor: String,
+    /// How much it adds to the score (before the sum is clamped to `[0, 1]`).
+    pub score: f64,
+    /// What in the call it is about, for people.
+    pub detail: String,
+}
+
+/// A per-action approval expiry (SPEC C4) and where it was configured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalTtl {
+    /// Seconds an approval request stays open (at least 1).
+    pub seconds: u64,
+    /// Where it was set: `policy rule `NAME`` or `tool `NAME``.
+    pub source: String,
+}
+
+impl ApprovalTtl {
+    /// The shorter of two expiries (`a` when equal); either may be absent.
+    pub fn shorter(a: Option<ApprovalTtl>, b: Option<ApprovalTtl>) -> Option<ApprovalTtl> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if b.seconds < a.seconds { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 impl Decision {
     /// A decision with one reason.
     pub fn new(decision: DecisionKind, rule: impl Into<String>, risk: f64, reason: impl Into<String>) -> Self {
-        Decision { decision, rule: rule.into(), risk, reasons: vec![reason.into()] }
+        Decision {
+            decision,
+            rule: rule.into(),
+            risk,
+            reasons: vec![reason.into()],
+            risk_factors: Vec::new(),
+            approval_ttl: None,
+        }
     }
 
     /// All reasons joined with `; `.

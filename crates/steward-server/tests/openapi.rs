@@ -362,6 +362,7 @@ fn schemas_describe_the_records() {
             tool_calls: 0,
             usage: Usage::default(),
             duration_ms: 1,
+            limit: String::new(),
         },
     ] {
         let event = serde_json::to_value(Event { run_id: "run_1".into(), seq: 1, at, kind }).unwrap();

@@ -225,6 +225,19 @@ pub async fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, 
         for reason in &decision.reasons {
             println!("  {reason}");
         }
+        if !decision.risk_factors.is_empty() {
+            println!("risk {:.2} =", decision.risk);
+            for factor in &decision.risk_factors {
+                println!("  {:+.2} {:<20} {}", factor.score, factor.factor, factor.detail);
+            }
+            let sum: f64 = decision.risk_factors.iter().map(|f| f.score).sum();
+            if sum > 1.0 {
+                println!("  (sum {sum:.2}, clamped to 1)");
+            }
+        }
+        if let Some(ttl) = &decision.approval_ttl {
+            println!("approval expires after {} s ({})", ttl.seconds, ttl.source);
+        }
     }
     Ok(0)
 }
@@ -260,10 +273,12 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
         tool_call_chain: &config.chains,
     };
     let redactor = redactor();
+    let defaults = config.defaults_in_effect();
     if json {
         let value = serde_json::json!({
             "config": view,
             "sources": config.entry_sources,
+            "defaults": defaults,
             "files": config.sources,
             "trusted": config.trusted,
             "instructions": config.instructions.is_some(),
@@ -277,6 +292,9 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
     }
     for (entry, file) in &config.entry_sources {
         println!("# {entry} from {}", file.display());
+    }
+    for (entry, value) in &defaults {
+        println!("# {entry} = {value} (default)");
     }
     println!("# workspace configuration trusted: {}", config.trusted);
     let text = toml::to_string_pretty(&view).map_err(|e| anyhow::anyhow!("cannot print the configuration: {e}"))?;

@@ -52,6 +52,11 @@ pub struct CommandToolConfig {
     /// `[[tool.input]]` entries.
     #[serde(default, rename = "input")]
     pub inputs: Vec<InputConfig>,
+    /// Seconds an approval request for a call of this tool stays open, instead of
+    /// `[policy] approval_timeout_seconds` (SPEC C4 per-action expiry; at least 1). A
+    /// `[[policy.rule]]` matching the call with a shorter one wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_ttl_seconds: Option<u64>,
 }
 
 /// A definition error: what is wrong and, when it concerns one input, its index (so the
@@ -106,6 +111,9 @@ impl CommandToolConfig {
         }
         if self.timeout_ms == Some(0) {
             return Err(err(None, "timeout_ms must be at least 1".into()));
+        }
+        if self.approval_ttl_seconds == Some(0) {
+            return Err(err(None, "approval_ttl_seconds must be at least 1".into()));
         }
         self.network.validate().map_err(|e| err(None, format!("network: {e}")))?;
         for name in self.env.keys() {

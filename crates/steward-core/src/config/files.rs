@@ -214,6 +214,12 @@ pub(super) fn check_limits(l: &RawLimits) -> Result<(), (&'static str, String)> 
     if l.max_tool_calls_per_run == Some(0) {
         return Err(("max_tool_calls_per_run", "limits.max_tool_calls_per_run must be at least 1".into()));
     }
+    if let Some((role, _)) = l.max_tool_calls_per_role.iter().find(|(_, n)| **n == 0) {
+        return Err((
+            "max_tool_calls_per_role",
+            format!("limits.max_tool_calls_per_role.{} must be at least 1", role.as_str()),
+        ));
+    }
     Ok(())
 }
 

@@ -45,7 +45,7 @@ pub(super) const UNTRUSTED_RULES: &[(&str, &str)] = &[
     ("policy.default", "not `allow`; ignored when the user's default is `deny`"),
     (
         "policy.rule",
-        "added to the user's; only rules that deny or ask, and only those that deny when the user's default is `deny`",
+        "added to the user's; only rules that deny or ask, and only those that deny when the user's default is `deny`; an `approval_ttl_seconds` longer than the user's `approval_timeout_seconds` is lowered to it",
     ),
     ("policy.deny_path", "added to the user's; entries starting with `!` are ignored"),
     ("policy.blocked_actions", "added to the user's"),
@@ -98,8 +98,9 @@ pub(super) fn restrict_untrusted(table: &mut toml::Table) -> Vec<String> {
 
 /// Merges an untrusted workspace table: lists in `[policy]` are appended to the user's
 /// (a workspace cannot drop a user's blocked action or deny rule); anything else merges as
-/// usual (only the stricter keys are left in it).
-pub(super) fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> Vec<String> {
+/// usual (only the stricter keys are left in it). Returns what was ignored, and the table as
+/// it was merged (what the workspace file really contributes, for noting sources).
+pub(super) fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> (Vec<String>, toml::Table) {
     let mut ignored = Vec::new();
     // Limits may only come down: a workspace must not give a run more time or rounds.
     let defaults = Limits::default();
@@ -107,6 +108,24 @@ pub(super) fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> V
         table.get(section).and_then(|s| s.get(key)).and_then(|v| v.as_integer())
     };
     if let Some(toml::Value::Table(limits)) = over.get_mut("limits") {
+        // Per role: at most the user's own value for the role, else the run's limit.
+        if let Some(toml::Value::Table(roles)) = limits.get_mut("max_tool_calls_per_role") {
+            let per_run = effective(base, "limits", "max_tool_calls_per_run")
+                .unwrap_or(i64::from(defaults.max_tool_calls_per_run));
+            let names: Vec<String> = roles.keys().cloned().collect();
+            for role in names {
+                let mine = base
+                    .get("limits")
+                    .and_then(|l| l.get("max_tool_calls_per_role"))
+                    .and_then(|r| r.get(&role))
+                    .and_then(|v| v.as_integer())
+                    .unwrap_or(per_run);
+                if roles.get(&role).and_then(|v| v.as_integer()).is_none_or(|theirs| theirs > mine) {
+                    roles.remove(&role);
+                    ignored.push(format!("limits.max_tool_calls_per_role.{role} (a workspace may only lower limits)"));
+                }
+            }
+        }
         let keys: Vec<String> = limits.keys().cloned().collect();
         for key in keys {
             let default = match key.as_str() {
@@ -144,6 +163,21 @@ pub(super) fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> V
                 ignored.push("policy.max_tool_calls_per_run (a workspace may only lower limits)".into());
             }
         }
+        // A per-action approval expiry may only be shorter than the user's own setting: a
+        // longer one is lowered to it.
+        let longest = effective(base, "policy", "approval_timeout_seconds").unwrap_or(steward_policy::DEFAULT_APPROVAL_TIMEOUT_SECONDS as i64);
+        if let Some(toml::Value::Array(rules)) = over_policy.get_mut("rule") {
+            for rule in rules.iter_mut().filter_map(toml::Value::as_table_mut) {
+                let Some(theirs) = rule.get("approval_ttl_seconds").and_then(|v| v.as_integer()) else { continue };
+                if theirs > longest {
+                    let name = rule.get("name").and_then(|n| n.as_str()).unwrap_or("").to_string();
+                    rule.insert("approval_ttl_seconds".into(), toml::Value::Integer(longest));
+                    ignored.push(format!(
+                        "policy.rule `{name}` approval_ttl_seconds = {theirs} (lowered to {longest}: a workspace may only shorten approval expiry)"
+                    ));
+                }
+            }
+        }
         if base.get("policy").and_then(|p| p.get("default")).and_then(|d| d.as_str()) == Some("deny") {
             over_policy.remove("default");
             // Against a default of deny, a rule that asks would loosen it: only denials count.
@@ -155,22 +189,25 @@ pub(super) fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> V
                 }
             }
         }
-        if let Some(toml::Value::Table(base_policy)) = base.get_mut("policy") {
-            // `untrusted_paths` only ever adds taint.
-            for key in UNTRUSTED_POLICY_ADDED {
-                if let Some(toml::Value::Array(theirs)) = over_policy.remove(*key) {
-                    match base_policy.get_mut(*key) {
-                        Some(toml::Value::Array(mine)) => mine.extend(theirs),
-                        _ => {
-                            base_policy.insert(key.to_string(), toml::Value::Array(theirs));
-                        }
+    }
+    let kept = over.clone();
+    if let Some(toml::Value::Table(over_policy)) = over.get_mut("policy")
+        && let Some(toml::Value::Table(base_policy)) = base.get_mut("policy")
+    {
+        // `untrusted_paths` only ever adds taint.
+        for key in UNTRUSTED_POLICY_ADDED {
+            if let Some(toml::Value::Array(theirs)) = over_policy.remove(*key) {
+                match base_policy.get_mut(*key) {
+                    Some(toml::Value::Array(mine)) => mine.extend(theirs),
+                    _ => {
+                        base_policy.insert(key.to_string(), toml::Value::Array(theirs));
                     }
                 }
             }
         }
     }
     merge(base, over);
-    ignored
+    (ignored, kept)
 }
 /// Top-level arrays of tables that accumulate across files instead of being replaced.
 const CONCATENATED: &[&str] = &["tool", "output_filter", "hook", "tool_call_chain"];

@@ -77,6 +77,7 @@ pub enum ConfigError {
     #[error("configuration: {0}")]
     Resolve(String),
 }
+
 /// Resolved limits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Limits {
@@ -84,6 +85,9 @@ pub struct Limits {
     pub max_rounds: u32,
     /// See [`RawLimits::max_tool_calls_per_run`].
     pub max_tool_calls_per_run: u32,
+    /// See [`RawLimits::max_tool_calls_per_role`].
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub max_tool_calls_per_role: BTreeMap<RoleName, u32>,
     /// See [`RawLimits::max_total_runtime_ms`].
     pub max_total_runtime_ms: u64,
     /// See [`RawLimits::max_tool_output_chars`].
@@ -101,6 +105,7 @@ impl Default for Limits {
         Limits {
             max_rounds: 5,
             max_tool_calls_per_run: 20,
+            max_tool_calls_per_role: BTreeMap::new(),
             max_total_runtime_ms: 20 * 60 * 1000,
             max_tool_output_chars: 8_000,
             max_context_chars: 120_000,
@@ -208,8 +213,10 @@ impl Config {
                         workspace.display()
                     ));
                 }
-                note_sources(&mut entry_sources, path, &table);
-                for ignored in merge_stricter(&mut merged, table) {
+                let (ignored, kept) = merge_stricter(&mut merged, table);
+                // Only what was merged came from this file: an ignored value keeps its source.
+                note_sources(&mut entry_sources, path, &kept);
+                for ignored in ignored {
                     warnings.push(format!("{}: `{ignored}` ignored: the workspace is not trusted", path.display()));
                 }
             }
@@ -233,6 +240,33 @@ impl Config {
         Ok(config)
     }
 
+    /// The settings no file read by [`Config::load`] sets, each with the built-in value in
+    /// effect (`policy.approval_timeout_seconds` = 1800, `limits.max_rounds` = 5, …), by dotted
+    /// name. A value set only by a workspace file that was ignored (an untrusted workspace)
+    /// is listed here too: the default is what applies.
+    pub fn defaults_in_effect(&self) -> BTreeMap<String, serde_json::Value> {
+        let d = Limits::default();
+        let mut all: Vec<(&str, serde_json::Value)> = vec![
+            ("limits.max_rounds", d.max_rounds.into()),
+            ("limits.max_total_runtime_ms", d.max_total_runtime_ms.into()),
+            ("limits.max_tool_output_chars", d.max_tool_output_chars.into()),
+            ("limits.max_context_chars", d.max_context_chars.into()),
+            ("limits.tool_timeout_ms", d.tool_timeout_ms.into()),
+            ("limits.max_repeated_calls", d.max_repeated_calls.into()),
+            ("policy.approval_timeout_seconds", steward_policy::DEFAULT_APPROVAL_TIMEOUT_SECONDS.into()),
+            ("policy.token_ttl_seconds", steward_policy::DEFAULT_TOKEN_TTL_SECONDS.into()),
+            ("policy.taint_escalation_risk", steward_policy::DEFAULT_TAINT_ESCALATION_RISK.into()),
+            ("sandbox.memory_mb", (steward_sandbox::DEFAULT_MEMORY_BYTES / (1024 * 1024)).into()),
+        ];
+        if !self.entry_sources.contains_key("policy.max_tool_calls_per_run") {
+            all.push(("limits.max_tool_calls_per_run", d.max_tool_calls_per_run.into()));
+        }
+        all.into_iter()
+            .filter(|(key, _)| !self.entry_sources.contains_key(*key))
+            .map(|(key, value)| (key.to_string(), value))
+            .collect()
+    }
+
     /// Resolves one raw configuration (already merged) with defaults.
     pub fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         let l = raw.limits.clone().unwrap_or_default();
@@ -245,6 +279,7 @@ impl Config {
                 .and_then(|p| p.max_tool_calls_per_run)
                 .or(l.max_tool_calls_per_run)
                 .unwrap_or(d.max_tool_calls_per_run),
+            max_tool_calls_per_role: l.max_tool_calls_per_role.clone(),
             max_total_runtime_ms: l.max_total_runtime_ms.unwrap_or(d.max_total_runtime_ms),
             max_tool_output_chars: l.max_tool_output_chars.unwrap_or(d.max_tool_output_chars),
             max_context_chars: l.max_context_chars.unwrap_or(d.max_context_chars),
@@ -338,6 +373,37 @@ mod tests {
         assert_eq!(c.run.provider.as_deref(), Some("evil"));
         assert_eq!(c.sandbox.env_allow, ["OPENAI_API_KEY"]);
         assert!(c.warnings.iter().any(|w| w.contains("OPENAI_API_KEY")), "secret-looking env_allow warns");
+    }
+
+    #[test]
+    fn an_untrusted_workspace_only_shortens_expiries_and_role_limits_and_is_not_named_for_ignored_values() {
+        let user = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(
+            user.path().join("a.toml"),
+            "[policy]\napproval_timeout_seconds = 300\n[limits]\nmax_tool_calls_per_role = { planner = 6 }\n",
+        )
+        .unwrap();
+        std::fs::create_dir(ws.path().join(".steward")).unwrap();
+        let ws_file = ws.path().join(".steward/config.toml");
+        std::fs::write(
+            &ws_file,
+            "[limits]\nmax_rounds = 9\nmax_tool_calls_per_role = { planner = 10, critic = 3 }\n\
+             [[policy.rule]]\nname = \"long\"\ntool = \"edit\"\ndecision = \"ask\"\napproval_ttl_seconds = 9000\n\
+             [[policy.rule]]\nname = \"short\"\ntool = \"edit\"\ndecision = \"ask\"\napproval_ttl_seconds = 20\n",
+        )
+        .unwrap();
+        let c = Config::load(Some(user.path()), ws.path()).unwrap();
+        let ttls: Vec<_> = c.policy.rules.iter().map(|r| (r.name.as_str(), r.approval_ttl_seconds)).collect();
+        assert_eq!(ttls, [("long", Some(300)), ("short", Some(20))]);
+        let roles: Vec<_> = c.limits.max_tool_calls_per_role.iter().map(|(r, n)| (r.as_str(), *n)).collect();
+        assert_eq!(roles, [("planner", 6), ("critic", 3)]);
+        assert_eq!(c.limits.max_rounds, 5);
+        assert!(!c.entry_sources.contains_key("limits.max_rounds"), "{:?}", c.entry_sources);
+        assert_eq!(c.defaults_in_effect().get("limits.max_rounds"), Some(&serde_json::json!(5)));
+        assert!(!c.defaults_in_effect().contains_key("policy.approval_timeout_seconds"));
+        assert!(c.warnings.iter().any(|w| w.contains("lowered to 300")), "{:?}", c.warnings);
+        assert!(c.warnings.iter().any(|w| w.contains("max_tool_calls_per_role.planner")), "{:?}", c.warnings);
     }
 
     #[test]

@@ -22,6 +22,12 @@ pub struct RawLimits {
     /// Tool calls per run before it stops with `max_tool_calls` (default 20).
     #[cfg_attr(feature = "schema", schemars(extend("default" = super::Limits::default().max_tool_calls_per_run)))]
     pub max_tool_calls_per_run: Option<u32>,
+    /// Tool calls each role may make in `roles` mode (`{ planner = 8 }`; each at least 1),
+    /// within `max_tool_calls_per_run`. The run stops with `max_tool_calls`, and its
+    /// `run_completed` event names the role (`limit`). Only the planner stage calls tools;
+    /// the stages after it make none. Unset: no role has a limit of its own.
+    #[serde(default)]
+    pub max_tool_calls_per_role: BTreeMap<RoleName, u32>,
     /// Wall time of a run in ms before it stops with `timeout` (default 1,200,000 = 20 min).
     #[cfg_attr(feature = "schema", schemars(extend("default" = super::Limits::default().max_total_runtime_ms)))]
     pub max_total_runtime_ms: Option<u64>,

@@ -84,7 +84,7 @@ pub(super) async fn ask_owner(
     let (mut request, token) = open_request(cx, call, decision, preview).await?;
     // Expiry is enforced proactively (the wait ends at `expires_at`) and reactively (a late
     // answer counts for nothing).
-    let wait = cx.approvals.ttl.to_std().unwrap_or_default();
+    let wait = approval_ttl(cx, decision).to_std().unwrap_or_default();
     let answer = match wait_for_answer(cx.run.interrupt, cx.approvals.approver.as_ref(), &request, &token, wait).await {
         Ok(answer) => answer,
         Err(interrupt) => {
@@ -131,6 +131,14 @@ async fn open_request(
     if hidden {
         reason.push_str(HIDDEN_PARTS_WARNING);
     }
+    let ttl = approval_ttl(cx, decision);
+    if let Some(own) = &decision.approval_ttl {
+        // The owner sees why this request expires sooner (or later) than others.
+        reason.push_str(&format!(
+            " (This request expires after {} s: approval_ttl_seconds of {}.)",
+            own.seconds, own.source
+        ));
+    }
     let request = ApprovalRequest {
         id: new_id("apr_"),
         run_id: cx.run.run_id.to_string(),
@@ -143,7 +151,7 @@ async fn open_request(
         risk: decision.risk,
         preview: shown_preview,
         created_at,
-        expires_at: created_at + cx.approvals.ttl,
+        expires_at: created_at + ttl,
         status: ApprovalStatus::Pending,
     };
     let token = cx.approvals.key.token(&request);
@@ -173,6 +181,15 @@ async fn open_request(
         })
         .await?;
     Ok((request, token))
+}
+
+/// How long the approval request for a call decided as `decision` stays open: the per-action
+/// expiry of the rule or `[[tool]]` that set one (SPEC C4), else `approval_timeout_seconds`.
+fn approval_ttl(cx: &CallContext<'_>, decision: &Decision) -> chrono::Duration {
+    match &decision.approval_ttl {
+        Some(own) => chrono::Duration::seconds(own.seconds.min(crate::agent::TEN_YEARS_S) as i64),
+        None => cx.approvals.ttl,
+    }
 }
 
 /// What `answer` amounts to: an approval counts only from the run's owner with a token that

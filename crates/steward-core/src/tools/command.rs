@@ -200,6 +200,10 @@ impl Tool for CommandTool {
         &self.spec
     }
 
+    fn approval_ttl_seconds(&self) -> Option<u64> {
+        self.config.approval_ttl_seconds
+    }
+
     /// Checks the call completely (inputs, option injection, paths, writable paths, env)
     /// without running it, so a bad call is refused before anyone is asked.
     /// The paths the values of inputs not declared `path` name (existing files and folders,

@@ -136,6 +136,12 @@ pub trait Tool: Send + Sync {
         Vec::new()
     }
 
+    /// Seconds an approval request for a call of this tool stays open, when its definition
+    /// sets it (`[[tool]] approval_ttl_seconds`, SPEC C4); `None` for the default.
+    fn approval_ttl_seconds(&self) -> Option<u64> {
+        None
+    }
+
     /// Built-in actions the call performs under this tool's name (a patch that removes a file
     /// `delete`s it), so that `blocked_actions` cannot be sidestepped.
     fn implied_actions(&self, _args: &Value) -> Vec<String> {

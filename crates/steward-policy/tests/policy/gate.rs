@@ -95,11 +95,13 @@ fn decision_table() {
         (Some(&read), "read", json!({"path": "src/deep/x.rs"}), DecisionKind::Allow, "default:low", 0.2),
         (Some(&list), "list", json!({"path": "docs"}), DecisionKind::Allow, "default:safe", 0.0),
         (Some(&create), "create", json!({"path": "docs/new.md"}), DecisionKind::Allow, "docs-edit", 0.6),
-        (Some(&create), "create", json!({"path": "notes.md"}), DecisionKind::Ask, "default:medium", 0.6),
+        // Outside the source folders: +0.1 (`outside_source_paths`).
+        (Some(&create), "create", json!({"path": "notes.md"}), DecisionKind::Ask, "default:medium", 0.7),
         (Some(&create), "create", json!({"path": "docs/Cargo.lock"}), DecisionKind::Deny, "no-lockfiles", 0.6),
         (Some(&edit), "edit", json!({"path": "docs/a.md"}), DecisionKind::Ask, "edit-docs-ask", 0.6),
-        (Some(&edit), "edit", json!({"path": "README.md"}), DecisionKind::Allow, "allowed_actions", 0.6),
-        (Some(&delete), "delete", json!({"path": "docs/a.md"}), DecisionKind::Deny, "blocked_actions", 0.9),
+        (Some(&edit), "edit", json!({"path": "README.md"}), DecisionKind::Allow, "allowed_actions", 0.7),
+        // A deletion: +0.2 (`deletes`), clamped to 1.
+        (Some(&delete), "delete", json!({"path": "docs/a.md"}), DecisionKind::Deny, "blocked_actions", 1.0),
         // `shell_command` is judged by its `command` string (T4); without one it is refused.
         (Some(&shell), "shell_command", json!({"path": "README.md"}), DecisionKind::Deny, "invalid_arguments", 0.8),
         (Some(&nuke), "nuke", json!({"path": "README.md"}), DecisionKind::Ask, "default:dangerous", 1.0),

@@ -8,4 +8,5 @@ mod nested_commands;
 mod option_sets;
 mod paths;
 mod redaction;
+mod risk_and_expiry;
 mod shell_gate;
