@@ -106,6 +106,7 @@ pub struct PolicyConfig {
 /// many_files = 10
 /// large_change_lines = 200
 /// ```
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Deserialize, Serialize, Default, Clone, Debug, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct RiskConfig {
