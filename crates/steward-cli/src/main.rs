@@ -28,6 +28,8 @@ struct Cli {
 enum Command {
     /// Run a task in a workspace (exit 0 answered, 1 failed, 2 usage/config error, 3 stopped by a limit, 4 cancelled, 5 with --strict: answered but a step was refused or failed).
     Run(commands::RunArgs),
+    /// Run a task with the classic and with the model planner in the same workspace and print both side by side with their costs (exit 0 when both answered, 1 otherwise, 2 usage/config error).
+    Compare(commands::CompareArgs),
     /// List each configured provider's models, saying which providers are unreachable.
     Models {
         /// Workspace whose `.steward/` configuration to read.
@@ -353,6 +355,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => commands::run(args).await,
+            Command::Compare(args) => commands::compare(args).await,
             Command::Models { workspace, json } => commands::models(&workspace, json).await,
             Command::Runs { limit, json, all } => commands::runs(limit, json, all).await,
             Command::Show { run_id, json } => commands::show(&run_id, json).await,

@@ -422,3 +422,30 @@ async fn sigterm_stops_claiming_and_lets_the_job_in_flight_finish() {
     let attempts = hub.ledger.lock().unwrap().claim_attempts.clone();
     assert_eq!(attempts, vec![row.attempt_id.clone(); 2]);
 }
+
+#[tokio::test]
+async fn a_failed_listing_is_recorded_and_shown_by_ledger_polls_until_one_completes() {
+    let mut hub = hub_env().await;
+    // A ledger that is down: nothing listens on the port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let up = std::mem::replace(&mut hub.url, format!("http://127.0.0.1:{port}"));
+    let out = hub.run(None).await;
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let polls = hub.env.steward(&["ledger", "polls", "--json"]);
+    assert_eq!(code(&polls), 0, "{}", stderr(&polls));
+    let failure: serde_json::Value = serde_json::from_str(stdout(&polls).trim()).unwrap();
+    let class = failure["class"].as_str().unwrap().to_string();
+    assert!(stderr(&out).contains(&format!("incomplete ({class})")), "{}", stderr(&out));
+    assert_eq!(failure["failures"], 1);
+    assert!(failure["at"].is_string() && failure["next_attempt_at"].is_null(), "{failure}");
+    let text = hub.env.steward(&["ledger", "polls"]);
+    assert!(stdout(&text).contains(&format!("candidates failed ({class})")), "{}", stdout(&text));
+
+    // A complete listing clears the record.
+    hub.url = up;
+    let out = hub.run(None).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let polls = hub.env.steward(&["ledger", "polls", "--json"]);
+    assert_eq!(stdout(&polls).trim(), "null");
+    assert!(stdout(&hub.env.steward(&["ledger", "polls"])).contains("no failed listing"));
+}

@@ -42,6 +42,30 @@ fn roles_mode_runs_every_stage_and_survives_a_local_drafter_that_is_down() {
     let done = find(&evs, "run_completed");
     assert_eq!(done["final"], "Final.");
     assert_eq!(done["stop_reason"], "answered");
+    // Each role's provider and model is recorded on the run and shown in its trace.
+    let roles = find(&evs, "run_started")["roles"].clone();
+    let who: Vec<String> = roles
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{}={}/{}",
+                r["role"].as_str().unwrap(),
+                r["provider"].as_str().unwrap(),
+                r["model"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(who[0].starts_with("planner=fake/"), "{who:?}");
+    assert!(who.contains(&"local_drafter=down/qwen2.5:7b".to_string()), "{who:?}");
+    assert!(who.iter().any(|w| w.starts_with("synthesizer=synth/")), "{who:?}");
+    assert_eq!(who.len(), 6, "{who:?}");
+    let shown = env.steward(&["show", "last"]);
+    assert_eq!(code(&shown), 0, "{}", stderr(&shown));
+    let text = stdout(&shown);
+    assert!(text.contains("role local_drafter: down · qwen2.5:7b"), "{text}");
+    assert!(text.contains("role critic: critic · "), "{text}");
 
     // Without --json the plan is listed, with each role's locality.
     let out = env.steward(&["run", "--mode", "roles", "--provider", "fake", "--scenario", &planner, "explain"]);
@@ -59,6 +83,7 @@ fn roles_mode_runs_every_stage_and_survives_a_local_drafter_that_is_down() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let evs = events(&out);
     assert_eq!(find(&evs, "run_completed")["final"], "Findings.");
+    assert_eq!(find(&evs, "run_started")["roles"].as_array().map(Vec::len), Some(1));
     assert!(evs.iter().all(|e| e["stage"].as_str().is_none_or(|s| s == "planner")));
 }
 

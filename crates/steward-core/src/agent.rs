@@ -103,6 +103,33 @@ impl RunError {
 /// Longest approval or grant lifetime accepted, in seconds (larger settings are clamped).
 pub(crate) const TEN_YEARS_S: u64 = 10 * 365 * 24 * 3600;
 
+/// Provider and model of each role of `req` (see [`EventKind::RunStarted`]): the planner
+/// alone in loop mode (nothing for the classic planner), every stage in roles mode with a
+/// classic planner stage's provider and model left empty.
+fn role_models(req: &RunRequest) -> Vec<steward_protocol::RoleModel> {
+    let classic = req.planner.kind == "classic";
+    match &req.roles {
+        Some(plan) => plan
+            .roles
+            .iter()
+            .map(|a| {
+                let none = classic && a.role == crate::roles::RoleName::Planner;
+                steward_protocol::RoleModel {
+                    role: a.role.as_str().to_string(),
+                    provider: if none { String::new() } else { a.provider_name.clone() },
+                    model: if none { String::new() } else { a.model.clone() },
+                }
+            })
+            .collect(),
+        None if classic => Vec::new(),
+        None => vec![steward_protocol::RoleModel {
+            role: "planner".into(),
+            provider: req.planner.provider.name().to_string(),
+            model: req.planner.model.clone(),
+        }],
+    }
+}
+
 /// Runs one task to its end and returns the final run record.
 ///
 /// The policy is compiled from `req.config.policy` here; a run prepared by
@@ -176,6 +203,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
             } else {
                 req.config.instruction_files.iter().map(|f| f.path.display().to_string()).collect()
             },
+            roles: role_models(&req),
         })
         .await?;
 

@@ -8,6 +8,7 @@ pub mod approval;
 mod call_trace;
 pub mod chains;
 pub mod clock;
+pub mod compare;
 pub mod compose;
 pub mod config;
 pub mod context;

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use steward_protocol::{ErrorClass, Event, EventKind, Usage};
+use steward_protocol::{ErrorClass, Event, EventKind, RoleModel, Usage};
 
 /// One step of a run's trace, in event order.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,6 +121,18 @@ pub enum TraceStep {
         /// Why, in words.
         error: String,
     },
+}
+
+/// Provider and model of each role, as the run's `run_started` event records them (empty
+/// for a classic run in loop mode and for runs recorded before roles were recorded).
+pub fn roles(events: &[Event]) -> Vec<RoleModel> {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::RunStarted { roles, .. } => Some(roles.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// Folds a run's events (oldest first) into its trace steps. An answer is paired with its

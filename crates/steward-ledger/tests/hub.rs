@@ -68,6 +68,7 @@ async fn env(pr_body: &str, scenario: &str) -> Env {
         backoff_base: Duration::from_millis(10),
         backoff_max: Duration::from_millis(100),
         page_limit: 50,
+        status_file: None,
     };
     let journal: Arc<dyn JournalStore> = store.clone();
     let hub = Hub::new(settings, client.clone(), journal, launcher.clone(), None);
@@ -402,7 +403,7 @@ async fn shutdown_stops_claiming_before_the_next_candidate() {
     assert!(pass.handled.is_empty());
     assert_eq!(env.ledger.lock().unwrap().claims, 0);
     // `run` returns at once when claiming is already stopped.
-    tokio::time::timeout(Duration::from_secs(5), env.hub.run(claiming, &|_, _| {})).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), env.hub.run(claiming, &|_, _| {}, &|_| {})).await.unwrap().unwrap();
 }
 
 #[tokio::test]
@@ -433,9 +434,11 @@ async fn the_loop_serves_new_work_until_claiming_stops() {
         let (env, claiming, seen) = (Arc::clone(&env), claiming.clone(), Arc::clone(&seen));
         tokio::spawn(async move {
             env.hub
-                .run(claiming, &move |id: &str, handled: &Handled| {
-                    seen.lock().unwrap().push((id.to_string(), handled.clone()))
-                })
+                .run(
+                    claiming,
+                    &move |id: &str, handled: &Handled| seen.lock().unwrap().push((id.to_string(), handled.clone())),
+                    &|_| {},
+                )
                 .await
         })
     };
@@ -458,9 +461,12 @@ async fn the_loop_backs_off_as_long_as_retry_after_asks() {
     let env = Arc::new(env("Add a feature", SUMMARY).await);
     env.ledger.lock().unwrap().overloaded = 1;
     let claiming = CancellationToken::new();
+    let failures = Arc::new(std::sync::Mutex::new(Vec::new()));
     let task = {
-        let (env, claiming) = (Arc::clone(&env), claiming.clone());
-        tokio::spawn(async move { env.hub.run(claiming, &|_, _| {}).await })
+        let (env, claiming, failures) = (Arc::clone(&env), claiming.clone(), Arc::clone(&failures));
+        tokio::spawn(async move {
+            env.hub.run(claiming, &|_, _| {}, &move |f| failures.lock().unwrap().push(f.clone())).await
+        })
     };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while env.ledger.lock().unwrap().listings < 2 {
@@ -472,6 +478,13 @@ async fn the_loop_backs_off_as_long_as_retry_after_asks() {
     let at = env.ledger.lock().unwrap().listed_at.clone();
     // The backoff alone would wait at most 100 ms; the ledger asked for 1 s.
     assert!(at[1] - at[0] >= Duration::from_millis(990), "{:?}", at[1] - at[0]);
+    // The failure was reported with its class and the time of the next attempt.
+    let failures = failures.lock().unwrap().clone();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].class, "overloaded");
+    assert_eq!(failures[0].failures, 1);
+    let next = failures[0].next_attempt_at.expect("a next attempt time");
+    assert!(next - failures[0].at >= chrono::Duration::milliseconds(990), "{:?}", failures[0]);
 }
 
 #[tokio::test]

@@ -58,6 +58,19 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+/// Who plays one role of a run (SPEC R1, P9).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RoleModel {
+    /// Role name (`planner`, `local_drafter`, `cloud_drafter`, `critic`, `reviewer`,
+    /// `synthesizer`).
+    pub role: String,
+    /// Provider name (a preset or `[providers.NAME]`); empty for the classic planner.
+    pub provider: String,
+    /// Model id; empty for the classic planner.
+    pub model: String,
+}
+
 /// Event names and fields (SPEC R2). Tagged by `event` in snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -83,6 +96,11 @@ pub enum EventKind {
         /// planner or when there are none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         instruction_files: Vec<String>,
+        /// Provider and model of each role of the run (SPEC R1, P9), in pipeline order: the
+        /// planner alone in loop mode, every stage in roles mode; empty for the classic planner
+        /// in loop mode. Absent in runs recorded before it existed.
+        #[serde(default)]
+        roles: Vec<RoleModel>,
     },
     /// A stage (a planner round) began.
     StageStarted {

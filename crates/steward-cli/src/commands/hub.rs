@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use steward_core::planner::PlannerOverrides;
 use steward_ledger::hub::crash::CrashPoint;
+use steward_ledger::hub::poller::PollFailure;
 use steward_ledger::hub::resolve::{self, Resolution};
 use steward_ledger::hub::{Handled, Hub, HubSettings, HubToken, LedgerClient, RunLauncher};
 use steward_store::{JournalRecord, JournalStore, Store, StoreOptions};
@@ -138,6 +139,7 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
         backoff_base: Duration::from_secs(1),
         backoff_max: Duration::from_secs(300),
         page_limit: steward_ledger::hub::poller::PAGE_LIMIT,
+        status_file: Some(poll_status_path(&home)),
     };
     let hub = Hub::new(settings, client, journal, Arc::new(launcher), crash);
     let recovery = hub.recover().await?;
@@ -172,13 +174,55 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
         for (approval_id, handled) in &pass.handled {
             println!("{}", handled_json(approval_id, handled));
         }
-        if let Some(failure) = pass.failure {
-            eprintln!("steward: the listing of candidates is incomplete ({failure})");
+        if pass.complete {
+            hub.note_poll(None);
+        } else {
+            let failure = hub.poll_failure(&pass, 1, None);
+            hub.note_poll(Some(&failure));
+            eprintln!("steward: the listing of candidates is incomplete ({})", failure.class);
         }
         return Ok(if pass.complete { 0 } else { 1 });
     }
-    hub.run(claiming, &|approval_id, handled| eprintln!("steward: hub: {}", handled_json(approval_id, handled)))
-        .await?;
+    hub.run(
+        claiming,
+        &|approval_id, handled| eprintln!("steward: hub: {}", handled_json(approval_id, handled)),
+        &|failure| eprintln!("steward: hub: {}", poll_failure_line(failure)),
+    )
+    .await?;
+    Ok(0)
+}
+
+/// Where `steward hub` records its last failed listing of candidates (`hub-poll.json` in the
+/// state directory; see [`PollFailure`]).
+pub fn poll_status_path(home: &Home) -> PathBuf {
+    home.dir.join("hub-poll.json")
+}
+
+/// One line saying how the listing failed and when the hub tries again.
+fn poll_failure_line(f: &PollFailure) -> String {
+    let next = match f.next_attempt_at {
+        Some(t) => format!("next attempt at {}", t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        None => "no further attempt (--once)".to_string(),
+    };
+    format!(
+        "listing the ledger's candidates failed ({}) at {}, {} failure(s) in a row; {next}",
+        f.class,
+        f.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        f.failures
+    )
+}
+
+/// `steward ledger polls`: the hub's last failed listing of candidates, if the last one failed.
+pub fn polls(json: bool) -> Result<u8> {
+    let home = Home::locate()?;
+    let path = poll_status_path(&home);
+    let failure = PollFailure::load(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    match (failure, json) {
+        (Some(f), true) => println!("{}", serde_json::to_string(&f)?),
+        (Some(f), false) => println!("{}", poll_failure_line(&f)),
+        (None, true) => println!("null"),
+        (None, false) => println!("no failed listing: the hub's last listing was complete, or it has not run here"),
+    }
     Ok(0)
 }
 

@@ -86,6 +86,14 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
         format!("{} · {}", run.provider, run.model)
     };
     println!("planner: {who} · owner {} · workspace {}", run.owner_id, run.workspace);
+    for r in steward_core::trace::roles(&events) {
+        let who = if r.provider.is_empty() {
+            "classic planner".to_string()
+        } else {
+            format!("{} · {}", r.provider, r.model)
+        };
+        println!("role {}: {who}", r.role);
+    }
     for step in steward_core::trace::steps(&events) {
         print_step(&step);
     }

@@ -72,6 +72,15 @@ pub enum LedgerCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Show the hub's last failed listing of candidates: its class, failures in a row and the
+    /// next attempt time (nothing when the last listing was complete).
+    ///
+    /// Reads the state directory of the hub: run it with the hub's `STEWARD_HOME`.
+    Polls {
+        /// The failure as JSON (`null` when there is none).
+        #[arg(long)]
+        json: bool,
+    },
     /// Record your decision on a held attempt; nothing is run (`retry` needs a fresh approval).
     ///
     /// Writes to the hub's journal in the hub's own database: run it with the hub's
@@ -94,6 +103,7 @@ pub async fn run(command: LedgerCommand) -> Result<u8> {
         LedgerCommand::Approve { id, head, expires_in, revision } => approve(&id, &head, &expires_in, revision).await,
         LedgerCommand::Revoke { id } => revoke(&id).await,
         LedgerCommand::Held { json } => crate::commands::hub::held(json).await,
+        LedgerCommand::Polls { json } => crate::commands::hub::polls(json),
         LedgerCommand::Resolve { attempt, resolution } => {
             crate::commands::hub::resolve_held(&attempt, &resolution).await
         }

@@ -100,6 +100,7 @@ pub(crate) async fn prepare_run(config: Config, workspace: &Path, options: &RunO
 }
 
 mod anchor;
+mod compare;
 mod control;
 pub(crate) mod eval;
 pub(crate) mod hub;
@@ -117,6 +118,7 @@ pub(crate) mod serve;
 pub(crate) mod tools;
 
 pub use anchor::audit_anchor;
+pub use compare::{CompareArgs, compare};
 pub use control::{config_show, doctor, grants_list, grants_revoke, policy_check, rollback, trust};
 pub use inspect::{audit_export, audit_list, audit_verify, runs, show};
 pub use replay::policy_replay;

@@ -23,7 +23,7 @@ use super::crash::{CrashPoint, crash_at};
 use super::forge::{self, PrView, Worktree};
 use super::intake::{IntakeError, LedgerClient};
 use super::launch::{Job, RunLauncher};
-use super::poller::{Backoff, Poller};
+use super::poller::{Backoff, PollFailure, Poller};
 use crate::wire::{
     AttemptOutcome, AuthorityOutcome, Candidate, Check, CheckOutcome, ClaimRequest, Evidence, ResultReport, WorkScope,
 };
@@ -61,6 +61,8 @@ pub struct HubSettings {
     pub backoff_max: Duration,
     /// Candidates per page (1 ..= 100).
     pub page_limit: u32,
+    /// Where the last failed listing is recorded (see [`PollFailure`]); `None`: nowhere.
+    pub status_file: Option<PathBuf>,
 }
 
 /// Errors that stop the hub: its journal cannot be written or read.
@@ -196,11 +198,13 @@ impl Hub {
 
     /// Passes until `claiming` is cancelled: `poll_interval` between complete passes, backoff
     /// with jitter after a failed listing (at least the ledger's `Retry-After`). `on_handled`
-    /// hears of every candidate handled (approval id, what happened).
+    /// hears of every candidate handled (approval id, what happened), `on_poll_failure` of
+    /// every failed listing (after it is logged and recorded, see [`Hub::note_poll`]).
     pub async fn run(
         &self,
         claiming: CancellationToken,
         on_handled: &(dyn Fn(&str, &Handled) + Send + Sync),
+        on_poll_failure: &(dyn Fn(&PollFailure) + Send + Sync),
     ) -> Result<(), HubError> {
         let mut backoff = Backoff::new(self.settings.backoff_base, self.settings.backoff_max);
         while !claiming.is_cancelled() {
@@ -210,14 +214,14 @@ impl Hub {
             }
             let wait = if pass.complete {
                 backoff.reset();
+                self.note_poll(None);
                 self.settings.poll_interval
             } else {
                 let delay = backoff.next_delay(pass.retry_after);
-                tracing::warn!(
-                    failure = pass.failure.unwrap_or("incomplete"),
-                    delay_ms = delay.as_millis() as u64,
-                    "listing the ledger's candidates failed; backing off"
-                );
+                let next = chrono::Duration::from_std(delay).ok().map(|d| Utc::now() + d);
+                let failure = self.poll_failure(&pass, backoff.failures(), next);
+                self.note_poll(Some(&failure));
+                on_poll_failure(&failure);
                 delay
             };
             tokio::select! {
@@ -226,6 +230,37 @@ impl Hub {
             }
         }
         Ok(())
+    }
+
+    /// The record of the failed listing of `pass`, the `failures`-th in a row, with the next
+    /// attempt at `next` (`None`: no further attempt).
+    pub fn poll_failure(&self, pass: &Pass, failures: u32, next: Option<chrono::DateTime<Utc>>) -> PollFailure {
+        PollFailure {
+            class: pass.failure.unwrap_or("incomplete").to_string(),
+            failures,
+            at: Utc::now(),
+            next_attempt_at: next,
+        }
+    }
+
+    /// Logs a failed listing (class, failures in a row, next attempt) and records it in
+    /// [`HubSettings::status_file`]; `None` (a complete listing) clears the record. A status
+    /// file that cannot be written is logged, never fatal.
+    pub fn note_poll(&self, failure: Option<&PollFailure>) {
+        if let Some(f) = failure {
+            let next = f.next_attempt_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+            tracing::warn!(
+                class = f.class.as_str(),
+                failures = f.failures,
+                next_attempt_at = next.as_deref().unwrap_or("none"),
+                "listing the ledger's candidates failed; backing off"
+            );
+        }
+        if let Some(path) = &self.settings.status_file
+            && let Err(e) = PollFailure::record(path, failure)
+        {
+            tracing::warn!(path = %path.display(), error = %e, "cannot record the hub's poll status");
+        }
     }
 
     /// Handles one candidate from intent to acknowledgement.

@@ -125,6 +125,50 @@ impl Backoff {
     }
 }
 
+/// The hub's last failed listing (SPEC H4), written as JSON to
+/// [`super::engine::HubSettings::status_file`] so that `steward ledger polls` shows it; the
+/// file is removed after a complete listing.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PollFailure {
+    /// The failure's class (an [`IntakeError::code`], `busy` or `incomplete`).
+    pub class: String,
+    /// Failed listings in a row, this one included.
+    pub failures: u32,
+    /// When the listing failed.
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// When the hub lists again; `None` when it does not (`steward hub --once`).
+    pub next_attempt_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl PollFailure {
+    /// Writes `failure` to `path` (`Some`), or removes the file after a complete listing
+    /// (`None`). Errors when the file cannot be written or removed.
+    pub fn record(path: &std::path::Path, failure: Option<&PollFailure>) -> std::io::Result<()> {
+        match failure {
+            Some(f) => {
+                let text = serde_json::to_string(f).map_err(std::io::Error::other)?;
+                let tmp = path.with_extension("tmp");
+                std::fs::write(&tmp, text)?;
+                std::fs::rename(&tmp, path)
+            }
+            None => match std::fs::remove_file(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    /// The failure recorded at `path`; `Ok(None)` when there is none (the last listing was
+    /// complete, or the hub never ran). Errors when the file cannot be read or parsed.
+    pub fn load(path: &std::path::Path) -> std::io::Result<Option<PollFailure>> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(std::io::Error::other),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,31 +24,12 @@ struct CompareColumn {
     final_text: String,
 }
 
-/// Counts of one run's events for the side-by-side view (the same rules as `app.js`).
+/// Counts of one run's events for the side-by-side view (the rules of
+/// [`steward_core::compare`], which `steward compare` prints).
 fn column(view: &runs::RunView, events: &[Event]) -> CompareColumn {
     let (_, calls, final_text) = replay(events);
-    let refused = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.kind,
-                EventKind::ToolDenied { .. }
-                    | EventKind::ToolRejected { .. }
-                    | EventKind::ToolApprovalExpired { .. }
-                    | EventKind::ToolCallRepeated { answered_from_record: false, .. }
-            )
-        })
-        .count();
-    let tokens = events
-        .iter()
-        .map(|e| match &e.kind {
-            EventKind::StageCompleted { usage, .. } => usage.input_tokens + usage.output_tokens,
-            _ => 0,
-        })
-        .sum();
     let label = match &view.record {
-        Some(r) if r.planner == "classic" => "Classic planner".to_string(),
-        Some(r) => format!("Model planner ({}/{})", r.provider, r.model),
+        Some(r) => steward_core::compare::label(r),
         None => "Queued".to_string(),
     };
     CompareColumn {
@@ -58,8 +39,8 @@ fn column(view: &runs::RunView, events: &[Event]) -> CompareColumn {
         ended: !matches!(view.status.as_str(), "queued" | "running"),
         last_seq: events.last().map(|e| e.seq).unwrap_or(0),
         calls: calls.len(),
-        refused,
-        tokens,
+        refused: steward_core::compare::refused(events),
+        tokens: steward_core::compare::tokens(events),
         final_text,
     }
 }

@@ -31,6 +31,7 @@ fn templates() -> &'static Environment<'static> {
             ("index.html", include_str!("../../templates/index.html")),
             ("run.html", include_str!("../../templates/run.html")),
             ("trace.html", include_str!("../../templates/trace.html")),
+            ("roles.html", include_str!("../../templates/roles.html")),
             ("memory.html", include_str!("../../templates/memory.html")),
             ("tools.html", include_str!("../../templates/tools.html")),
             ("grants.html", include_str!("../../templates/grants.html")),

@@ -205,7 +205,7 @@ async fn render_run(state: &AppState, session: &Session, id: &str, retry: Option
         context! {
             csrf => &session.csrf, owner => &session.owner_id, run => ser(&view), task => task, stages => ser(&stages),
             calls => ser(&calls), approvals => approvals, final => final_text, ended => ended, last_seq => last_seq,
-            elicitations => elicitations,
+            elicitations => elicitations, roles => ser(&steward_core::trace::roles(&events)),
         },
     )
 }
@@ -331,7 +331,10 @@ pub async fn trace_page(
     render(
         StatusCode::OK,
         "trace.html",
-        context! { csrf => &session.csrf, owner => &session.owner_id, run => ser(&view), steps => ser(&steps), totals => totals },
+        context! {
+            csrf => &session.csrf, owner => &session.owner_id, run => ser(&view), steps => ser(&steps), totals => totals,
+            roles => ser(&steward_core::trace::roles(&events)),
+        },
     )
 }
 
