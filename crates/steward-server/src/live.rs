@@ -439,8 +439,8 @@ impl Approver for WebApprover {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use steward_core::clock::SystemClock;
     use steward_core::approval::ApprovalScope;
+    use steward_core::clock::SystemClock;
     use steward_protocol::ApprovalStatus;
 
     fn request(id: &str, owner: &str, expires_in_s: i64) -> ApprovalRequest {

@@ -69,7 +69,7 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
     let runtime = Home::locate()?.runtime().await?;
     let owner_id = local_owner();
     let cancel = CancellationToken::new();
-    crate::home::spawn_lease_keeper(runtime.store.clone(), CancellationToken::new())?;
+    crate::home::spawn_lease_keeper(&runtime, CancellationToken::new())?;
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {

@@ -83,7 +83,8 @@ impl Judge {
         let config = load_config(workspace).map_err(|e| e.to_string())?;
         let policy = steward_policy::Policy::new(&config.policy).map_err(|e| e.to_string())?;
         // MCP servers are not started: nothing runs.
-        let (tools, _) = steward_core::compose::registry(&config, workspace, &policy, false).await?;
+        let (tools, _) =
+            steward_core::compose::registry(&config, workspace, &policy, false).await.map_err(|e| e.to_string())?;
         let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| e.to_string())?;
         Ok(Judge { config, policy, tools, workspace: ws })
     }

@@ -165,7 +165,8 @@ pub(super) fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> (
         }
         // A per-action approval expiry may only be shorter than the user's own setting: a
         // longer one is lowered to it.
-        let longest = effective(base, "policy", "approval_timeout_seconds").unwrap_or(steward_policy::DEFAULT_APPROVAL_TIMEOUT_SECONDS as i64);
+        let longest = effective(base, "policy", "approval_timeout_seconds")
+            .unwrap_or(steward_policy::DEFAULT_APPROVAL_TIMEOUT_SECONDS as i64);
         if let Some(toml::Value::Array(rules)) = over_policy.get_mut("rule") {
             for rule in rules.iter_mut().filter_map(toml::Value::as_table_mut) {
                 let Some(theirs) = rule.get("approval_ttl_seconds").and_then(|v| v.as_integer()) else { continue };

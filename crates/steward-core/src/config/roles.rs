@@ -34,6 +34,7 @@ impl RunMode {
 }
 
 /// The roles of the pipeline (SPEC O1), in the order they run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RoleName {

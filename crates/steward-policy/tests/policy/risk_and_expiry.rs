@@ -1,6 +1,6 @@
 //! The risk score read from a call's arguments (SPEC C2) and per-action approval expiry (C4).
 
-use crate::support::config;
+use crate::common::config;
 use serde_json::{Value, json};
 use steward_policy::{GateContext, Policy, PolicyError, Workspace};
 use steward_protocol::{Decision, RiskLevel, ToolCall, ToolSpec};
