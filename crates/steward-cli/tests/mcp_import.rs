@@ -102,3 +102,31 @@ fn what_is_not_understood_is_named_with_its_file_and_entry() {
         assert!(stderr(&out).contains("bad.json") && stderr(&out).contains(expected), "{body}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn a_literal_secret_is_never_printed_and_becomes_a_variable_reference() {
+    let env = Env::new();
+    env.write(
+        ".mcp.json",
+        r#"{"mcpServers": {
+            "gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_literalvalue0123456789", "LOG_LEVEL": "info"}},
+            "remote": {"type": "http", "url": "https://mcp.example.test/mcp",
+                       "headers": {"Authorization": "Bearer sk-literal-header-value", "X-Team": "core"}}
+        }}"#,
+    );
+    let out = env.steward(&["mcp", "import", ".mcp.json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (text, warnings) = (stdout(&out), stderr(&out));
+    for secret in ["ghp_literalvalue0123456789", "sk-literal-header-value"] {
+        assert!(!text.contains(secret) && !warnings.contains(secret), "{secret} shown:\n{text}\n{warnings}");
+    }
+    let parsed: toml::Table = toml::from_str(&text).expect("TOML");
+    let gh = &parsed["mcp_servers"]["gh"]["env"];
+    assert_eq!(gh["GITHUB_TOKEN"]["env"].as_str(), Some("GITHUB_TOKEN"));
+    assert_eq!(gh["LOG_LEVEL"].as_str(), Some("info"));
+    let headers = &parsed["mcp_servers"]["remote"]["headers"];
+    let auth = &headers["Authorization"];
+    assert_eq!((auth["env"].as_str(), auth["prefix"].as_str()), (Some("MCP_REMOTE_AUTHORIZATION"), Some("Bearer ")));
+    assert_eq!(headers["X-Team"].as_str(), Some("core"));
+    assert!(warnings.contains("$MCP_REMOTE_AUTHORIZATION") && warnings.contains("$GITHUB_TOKEN"), "{warnings}");
+}

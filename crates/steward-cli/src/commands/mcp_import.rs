@@ -32,17 +32,12 @@ pub fn import(file: &Path) -> Result<u8> {
             file.display()
         ));
     }
-    for (name, table) in &servers {
-        let literal = ["env", "headers"]
-            .iter()
-            .filter_map(|key| table.get(*key).and_then(toml::Value::as_table))
-            .flat_map(|values| values.iter())
-            .filter(|(_, value)| value.is_str())
-            .map(|(key, _)| key.as_str())
-            .filter(|key| steward_sandbox::env_name_looks_secret(key) || key.eq_ignore_ascii_case("authorization"));
-        for key in literal {
+    let mut servers = servers;
+    for (name, table) in servers.iter_mut() {
+        let Some(table) = table.as_table_mut() else { continue };
+        for (key, variable) in hide_literal_secrets(name, table) {
             eprintln!(
-                "steward: warning: {}: mcp server `{name}`: `{key}` holds a literal value; consider {{ env = \"VARIABLE\" }}",
+                "steward: warning: {}: mcp server `{name}`: `{key}` held a literal secret, which is not printed; it now reads ${variable}: export it before starting steward",
                 file.display()
             );
         }
@@ -52,6 +47,41 @@ pub fn import(file: &Path) -> Result<u8> {
     let body = toml::to_string_pretty(&root).map_err(|e| anyhow!("{}: cannot write TOML: {e}", file.display()))?;
     print!("# MCP servers imported from {}\n{body}", file.display());
     Ok(0)
+}
+
+/// Replaces every literal value under a secret-looking name in `table`'s `env` and `headers`
+/// (an `Authorization` header included) with a reference to an environment variable, so the
+/// secret is never printed: `env` entries read the variable of their own name, headers
+/// `MCP_<SERVER>_<HEADER>` (upper case, other characters as `_`), a `Bearer ` prefix kept.
+/// Returns each replaced key with its variable.
+fn hide_literal_secrets(server: &str, table: &mut Table) -> Vec<(String, String)> {
+    let mut replaced = Vec::new();
+    for section in ["env", "headers"] {
+        let Some(values) = table.get_mut(section).and_then(toml::Value::as_table_mut) else { continue };
+        for (key, value) in values.iter_mut() {
+            let Some(literal) = value.as_str() else { continue };
+            if !(steward_sandbox::env_name_looks_secret(key) || key.eq_ignore_ascii_case("authorization")) {
+                continue;
+            }
+            let variable = if section == "env" { key.clone() } else { variable_name(&format!("MCP_{server}_{key}")) };
+            let mut reference = Table::new();
+            reference.insert("env".into(), toml::Value::String(variable.clone()));
+            if let Some(prefix) =
+                ["Bearer ", "bearer ", "Basic ", "Token "].into_iter().find(|p| literal.starts_with(p))
+            {
+                reference.insert("prefix".into(), toml::Value::String(prefix.to_string()));
+            }
+            *value = toml::Value::Table(reference);
+            replaced.push((format!("{section}.{key}"), variable));
+        }
+    }
+    replaced
+}
+
+/// `text` as an environment variable name: ASCII letters upper-cased, digits kept, anything
+/// else `_`.
+fn variable_name(text: &str) -> String {
+    text.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect()
 }
 
 /// The Steward tables of every server in `text` (JSON or TOML, by the first character), each
