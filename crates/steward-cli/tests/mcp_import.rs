@@ -130,3 +130,24 @@ fn a_literal_secret_is_never_printed_and_becomes_a_variable_reference() {
     assert_eq!(headers["X-Team"].as_str(), Some("core"));
     assert!(warnings.contains("$MCP_REMOTE_AUTHORIZATION") && warnings.contains("$GITHUB_TOKEN"), "{warnings}");
 }
+
+#[test]
+fn a_secret_under_an_innocent_name_or_in_an_argument_is_not_printed_either() {
+    let env = Env::new();
+    env.write(
+        ".mcp.json",
+        r#"{"mcpServers": {
+            "gh": {"command": "gh-mcp", "args": ["--token", "ghp_0123456789abcdefghijABCDEFGHIJ012345"],
+                   "env": {"UPSTREAM": "ghp_abcdefghij0123456789ABCDEFGHIJ987654"}}
+        }}"#,
+    );
+    let out = env.steward(&["mcp", "import", ".mcp.json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (text, warnings) = (stdout(&out), stderr(&out));
+    for secret in ["ghp_0123456789abcdefghijABCDEFGHIJ012345", "ghp_abcdefghij0123456789ABCDEFGHIJ987654"] {
+        assert!(!text.contains(secret) && !warnings.contains(secret), "{secret} shown:\n{text}\n{warnings}");
+    }
+    let parsed: toml::Table = toml::from_str(&text).expect("TOML");
+    assert_eq!(parsed["mcp_servers"]["gh"]["env"]["UPSTREAM"]["env"].as_str(), Some("UPSTREAM"));
+    assert!(warnings.contains("argument, URL or other value"), "{warnings}");
+}

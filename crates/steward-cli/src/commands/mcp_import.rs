@@ -33,9 +33,10 @@ pub fn import(file: &Path) -> Result<u8> {
         ));
     }
     let mut servers = servers;
+    let patterns = steward_policy::Redactor::new(Vec::new());
     for (name, table) in servers.iter_mut() {
         let Some(table) = table.as_table_mut() else { continue };
-        for (key, variable) in hide_literal_secrets(name, table) {
+        for (key, variable) in hide_literal_secrets(name, table, &patterns) {
             eprintln!(
                 "steward: warning: {}: mcp server `{name}`: `{key}` held a literal secret, which is not printed; it now reads ${variable}: export it before starting steward",
                 file.display()
@@ -45,22 +46,34 @@ pub fn import(file: &Path) -> Result<u8> {
     let mut root = Table::new();
     root.insert("mcp_servers".into(), toml::Value::Table(servers));
     let body = toml::to_string_pretty(&root).map_err(|e| anyhow!("{}: cannot write TOML: {e}", file.display()))?;
+    // A secret elsewhere (an argument, a URL, a value under an innocent name) has no variable
+    // to move to: it is printed redacted, and the warning says so.
+    let redacted = patterns.redact(&body);
+    if redacted != body {
+        eprintln!(
+            "steward: warning: {}: a secret in an argument, URL or other value is printed as {}; move it into an environment variable before using these tables",
+            file.display(),
+            steward_policy::REDACTED
+        );
+    }
+    let body = redacted;
     print!("# MCP servers imported from {}\n{body}", file.display());
     Ok(0)
 }
 
-/// Replaces every literal value under a secret-looking name in `table`'s `env` and `headers`
-/// (an `Authorization` header included) with a reference to an environment variable, so the
+/// Replaces every literal value in `table`'s `env` and `headers` that is under a secret-looking
+/// name (an `Authorization` header included) or that `patterns` finds a secret in with a reference to an environment variable, so the
 /// secret is never printed: `env` entries read the variable of their own name, headers
 /// `MCP_<SERVER>_<HEADER>` (upper case, other characters as `_`), a `Bearer ` prefix kept.
 /// Returns each replaced key with its variable.
-fn hide_literal_secrets(server: &str, table: &mut Table) -> Vec<(String, String)> {
+fn hide_literal_secrets(server: &str, table: &mut Table, patterns: &steward_policy::Redactor) -> Vec<(String, String)> {
     let mut replaced = Vec::new();
     for section in ["env", "headers"] {
         let Some(values) = table.get_mut(section).and_then(toml::Value::as_table_mut) else { continue };
         for (key, value) in values.iter_mut() {
             let Some(literal) = value.as_str() else { continue };
-            if !(steward_sandbox::env_name_looks_secret(key) || key.eq_ignore_ascii_case("authorization")) {
+            let named_secret = steward_sandbox::env_name_looks_secret(key) || key.eq_ignore_ascii_case("authorization");
+            if !named_secret && !patterns.contains_secret(literal) {
                 continue;
             }
             let variable = if section == "env" { key.clone() } else { variable_name(&format!("MCP_{server}_{key}")) };
