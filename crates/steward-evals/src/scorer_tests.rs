@@ -68,6 +68,7 @@ fn good_expect() -> Expect {
         tools_not_used: vec!["shell_command".into()],
         rollback: Some(true),
         files: BTreeMap::from([("note.txt".to_string(), "new\n".to_string())]),
+        ..Expect::default()
     }
 }
 
