@@ -91,7 +91,7 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
-    /// Undo a run's file changes in reverse order (or only step N); reports what it could not undo.
+    /// Undo a run's changes in reverse order (or only step N): file snapshots, and `[[tool]]` compensate commands (sandboxed); stops at the first step it cannot undo and says which steps were and were not undone (exit 1).
     Rollback {
         /// The run id, a unique prefix, or `last` (the newest run that changed files, not simply the newest run).
         run_id: String,
