@@ -275,7 +275,6 @@ fn walk(abs: &Path, rel: &str, out: &mut BTreeMap<String, Entry>) -> Result<(), 
 /// Paths present in only one state, or different in both.
 fn differences(a: &BTreeMap<String, Entry>, b: &BTreeMap<String, Entry>) -> Vec<String> {
     let mut paths: Vec<String> = a.keys().chain(b.keys()).filter(|k| a.get(*k) != b.get(*k)).cloned().collect();
-    paths.dedup();
     paths.sort();
     paths.dedup();
     paths
