@@ -91,7 +91,7 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
-    /// Undo a run's file changes in reverse order (or only step N); reports what it could not undo.
+    /// Undo a run's changes in reverse order (or only step N): file snapshots, and `[[tool]]` compensate commands (sandboxed); stops at the first step it cannot undo and says which steps were and were not undone (exit 1).
     Rollback {
         /// The run id, a unique prefix, or `last` (the newest run that changed files, not simply the newest run).
         run_id: String,
@@ -104,6 +104,8 @@ enum Command {
     },
     /// List the tools a model would be offered in a workspace (built-in and `[[tool]]` ones).
     Tools {
+        #[command(subcommand)]
+        command: Option<ToolsCommand>,
         /// Workspace whose configuration to read.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
@@ -221,6 +223,21 @@ enum PolicyCommand {
         /// One JSON object per call decided differently: run_id, call_id, tool, arguments, recorded {decision, rule}, now (the decision).
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ToolsCommand {
+    /// Run a `[[tool]]` once with ARGS in the workspace, then its `compensate` command, and record the compensation as tested when everything the tool may write is exactly as before (exit 0 tested, 1 not, 2 usage/config error).
+    TestCompensation {
+        /// The `[[tool]]`'s name.
+        name: String,
+        /// The call's arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Workspace to run it in (a scratch copy is fine: the test holds for the definition, not the workspace).
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
     },
 }
 
@@ -403,7 +420,10 @@ fn main() -> ExitCode {
             Command::Mcp { command: McpCommand::Token { command: TokenCommand::Revoke { id } } } => {
                 commands::mcp_token::revoke(&id).await
             }
-            Command::Tools { workspace, json } => commands::tools::tools(&workspace, json).await,
+            Command::Tools { command: None, workspace, json } => commands::tools::tools(&workspace, json).await,
+            Command::Tools { command: Some(ToolsCommand::TestCompensation { name, args, workspace }), .. } => {
+                commands::tools::test_compensation(&workspace, &name, &args).await
+            }
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Ledger { command } => commands::ledger::run(command).await,
             Command::Serve(args) => commands::serve::serve(args).await,

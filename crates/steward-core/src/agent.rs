@@ -299,6 +299,14 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
         if let Some(i) = interrupt.check() {
             break Ending::Interrupted(i);
         }
+        // A server the configuration says the run cannot do without is missing: no model is
+        // asked to work around it.
+        if let Some(why) = req.tools.required_unavailable() {
+            break Ending::Failed(
+                ErrorClass::McpUnavailable,
+                rt.redactor.redact(&format!("a required MCP server is unavailable: {why}")),
+            );
+        }
         planner_calls += 1;
         let round = planner_calls;
         // In chain mode only the chain's next tool is offered (SPEC T6).

@@ -41,12 +41,18 @@ pub fn decide(
     }
     match tool {
         Some(tool) if decision.decision == DecisionKind::Allow && tool.spec().writes && !tool.compensable() => {
-            let mut ask = Decision::new(
-                DecisionKind::Ask,
-                "no_compensation",
-                decision.risk,
-                "this change cannot be rolled back, so it needs approval",
-            );
+            let (rule, reason) = if tool.compensation_declared() {
+                (
+                    "compensation_untested",
+                    format!(
+                        "the compensation of `{}` has not passed `steward tools test-compensation` for its current definition, so the change needs approval",
+                        tool.spec().name
+                    ),
+                )
+            } else {
+                ("no_compensation", "this change cannot be rolled back, so it needs approval".to_string())
+            };
+            let mut ask = Decision::new(DecisionKind::Ask, rule, decision.risk, reason);
             ask.risk_factors = decision.risk_factors;
             ask.approval_ttl = decision.approval_ttl;
             ask

@@ -9,6 +9,7 @@ mod call_trace;
 pub mod chains;
 pub mod clock;
 pub mod compare;
+pub mod compensate;
 pub mod compose;
 pub mod config;
 pub mod context;

@@ -61,6 +61,19 @@ pub enum Compensation {
         /// The files the patch wrote, in patch order.
         files: Vec<PatchedFile>,
     },
+    /// Undo a `[[tool]]` call: run the tool's `compensate` command with the call's arguments,
+    /// sandboxed like the tool (see [`crate::compensate`]). Not applied by [`undo`], which
+    /// touches files only: `steward rollback` runs it.
+    RunCompensate {
+        /// The `[[tool]]`'s name.
+        tool: String,
+        /// SHA-256 of the tool's definition when the call ran
+        /// ([`crate::config::CommandToolConfig::definition_sha256`]); a changed definition is
+        /// not run.
+        definition_sha256: String,
+        /// The call's arguments, the values of the template's placeholders.
+        arguments: serde_json::Value,
+    },
 }
 
 /// One file written by a multi-file patch (see [`Compensation::RestorePatch`]).
@@ -237,6 +250,10 @@ pub enum UndoError {
     /// The path has no parent folder to write the restored content in.
     #[error("`{0}` has no parent folder")]
     NoParent(String),
+    /// The compensation is a command, which [`undo`] does not run (see
+    /// [`crate::compensate::CompensationRunner`]).
+    #[error("the compensation of `{0}` is a command; `steward rollback` runs it")]
+    Command(String),
     /// The restored content cannot be written over the file.
     #[error("cannot restore `{path}`: {source}")]
     Restore {
@@ -287,6 +304,7 @@ pub fn undo(compensation: &Compensation, workspace: &Workspace) -> Result<String
             Ok(format!("moved `{to}` back to `{from}`"))
         }
         Compensation::RestorePatch { files } => undo_patch(files, workspace),
+        Compensation::RunCompensate { tool, .. } => Err(UndoError::Command(tool.clone())),
     }
 }
 

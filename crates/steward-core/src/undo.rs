@@ -1,5 +1,7 @@
-//! Undoing a run's file changes (SPEC C5): its rollback records applied newest first, each
-//! attempt recorded in the rollback record and the audit log. `steward rollback` renders it.
+//! Undoing a run's changes (SPEC C5): its rollback records applied newest first — file
+//! snapshots of the built-in writers, `compensate` commands of `[[tool]]`s — each attempt
+//! recorded in the rollback record and the audit log; the first failure stops the rollback.
+//! `steward rollback` renders it.
 
 use std::path::Path;
 
@@ -7,6 +9,7 @@ use steward_policy::{Redactor, Workspace};
 use steward_protocol::{AuditEntry, AuditOutcome};
 use steward_store::{RollbackRecord, RollbackStatus, RunRecord, Store, StoreError};
 
+use crate::compensate::{CompensateError, CompensationRunner};
 use crate::rollback::{Compensation, undo};
 
 /// How many of the newest runs [`last_changing_run`] looks through for one that changed files.
@@ -38,13 +41,20 @@ pub struct StepUndo {
 }
 
 /// What a rollback did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RollbackSummary {
     /// Steps tried (steps already undone are not tried again).
     pub attempted: usize,
-    /// Steps that could not be undone.
+    /// Steps that could not be undone (at most one: the rollback stops at the first).
     pub failed: usize,
+    /// Steps undone by this rollback, in the order they were undone (newest first).
+    pub undone: Vec<u32>,
+    /// Steps left as they are because an undo failed before their turn (newest first).
+    pub not_tried: Vec<u32>,
 }
+
+/// Most characters of a compensating command's output kept in the rollback record and audit.
+const MAX_COMPENSATION_DETAIL_CHARS: usize = 2_000;
 
 /// Why a rollback did not start, or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +83,11 @@ pub enum RollbackError {
 /// Undoes `records` (the rollback records of `run`) newest first, or only step `step`; steps
 /// already undone are skipped. Every attempt is recorded — the rollback record's status and
 /// detail, and an audit entry by `agent` — and reported to `on_step` as it happens. An undo
-/// never overwrites a later change (see [`crate::rollback::undo`]); it fails instead.
+/// never overwrites a later change (see [`crate::rollback::undo`]); it fails instead. A
+/// `[[tool]]`'s compensation runs through `commands` (the runner for the run's workspace, or
+/// why there is none). The first failed step stops the rollback: older steps are left as they
+/// are and listed in [`RollbackSummary::not_tried`].
+#[allow(clippy::too_many_arguments)]
 pub async fn roll_back(
     store: &dyn Store,
     run: &RunRecord,
@@ -81,6 +95,7 @@ pub async fn roll_back(
     step: Option<u32>,
     agent: &str,
     redactor: &Redactor,
+    commands: Result<&CompensationRunner, &CompensateError>,
     on_step: &mut (dyn FnMut(&StepUndo) + Send),
 ) -> Result<RollbackSummary, RollbackError> {
     if let Some(n) = step
@@ -95,18 +110,46 @@ pub async fn roll_back(
         if record.status == RollbackStatus::Undone || step.is_some_and(|n| n != record.step) {
             continue;
         }
+        if summary.failed > 0 {
+            summary.not_tried.push(record.step);
+            continue;
+        }
         summary.attempted += 1;
-        let outcome = serde_json::from_value::<Compensation>(record.compensation.clone())
-            .map_err(|e| format!("unreadable compensation: {e}"))
-            .and_then(|c| undo(&c, &workspace).map_err(|e| e.to_string()));
+        let (outcome, sandbox, command) = match serde_json::from_value::<Compensation>(record.compensation.clone()) {
+            Err(e) => (Err(format!("unreadable compensation: {e}")), String::new(), false),
+            Ok(Compensation::RunCompensate { tool, definition_sha256, arguments }) => {
+                let ran = match commands {
+                    Ok(runner) => runner.undo(&tool, &definition_sha256, &arguments).await,
+                    Err(why) => Err(CompensateError::Config(why.to_string())),
+                };
+                match ran {
+                    Ok(done) => {
+                        let (output, _) = steward_protocol::head_tail_chars(
+                            done.output.trim_end(),
+                            MAX_COMPENSATION_DETAIL_CHARS,
+                            "",
+                        );
+                        (Ok(format!("ran the compensation of `{tool}`: {output}")), done.sandbox, true)
+                    }
+                    Err(e) => {
+                        (Err(format!("the compensation of `{tool}` did not undo the change: {e}")), String::new(), true)
+                    }
+                }
+            }
+            Ok(c) => (undo(&c, &workspace).map_err(|e| e.to_string()), String::new(), false),
+        };
         let (status, audit_outcome, detail) = match outcome {
-            Ok(done) => (RollbackStatus::Undone, AuditOutcome::Completed, done),
+            Ok(done) => {
+                summary.undone.push(record.step);
+                (RollbackStatus::Undone, AuditOutcome::Completed, done)
+            }
             Err(why) => {
                 summary.failed += 1;
                 (RollbackStatus::Failed, AuditOutcome::Failed, why)
             }
         };
-        let detail = redactor.redact(&detail);
+        let (detail, _) =
+            steward_protocol::head_tail_chars(&redactor.redact(&detail), MAX_COMPENSATION_DETAIL_CHARS, "");
         on_step(&StepUndo {
             step: record.step,
             tool: record.tool.clone(),
@@ -123,12 +166,16 @@ pub async fn roll_back(
                 run_id: run.id.clone(),
                 call_id: record.call_id.clone(),
                 action: "rollback".into(),
-                input: serde_json::json!({"step": record.step, "tool": record.tool}),
+                input: if command {
+                    serde_json::json!({"step": record.step, "tool": record.tool, "compensation": "command"})
+                } else {
+                    serde_json::json!({"step": record.step, "tool": record.tool})
+                },
                 policy: "rollback".into(),
                 risk: 0.0,
                 outcome: audit_outcome,
                 latency_ms: 0,
-                sandbox: String::new(),
+                sandbox,
                 approval_id: String::new(),
                 rollback_token: record.token.clone(),
                 detail,

@@ -26,7 +26,9 @@
 //! approvals = "approve"                   # approve | reject | none (default) | ignore,
 //!                                         # or per tool: { shell_command = "approve" } (others: none)
 //! cancel_after_ms = 25                    # optional: cancel the run this long after it starts
-//! fail_roles = []                         # roles to fail (the eval runner runs the loop: skipped)
+//! mode = "roles"                          # optional: loop (default) | roles (the role pipeline)
+//! fail_roles = []                         # roles whose model cannot be reached (implies roles)
+//! memory = ["My editor is helix."]        # facts remembered for the owner before the run
 //! requires = []                           # capabilities the case needs (unknown ones: skipped)
 //!
 //! [case.files]                            # extra workspace files, committed with note.txt
@@ -51,6 +53,8 @@
 //! tools_used = ["shell_command"]          # tools that ran (a `tool_started` event)
 //! tools_not_used = ["apply_patch"]        # tools that never ran
 //! rollback = true                         # every applied change left a rollback record
+//! model_saw = ["helix"]                   # substrings of the planner's first request (fake provider)
+//! facts = ["My editor is helix."]         # the owner's remembered facts after the run
 //! [case.expect.files]                     # workspace file contents after the run
 //! "note.txt" = "new\n"
 //! ```
@@ -141,9 +145,18 @@ pub struct Case {
     /// Cancel the run this many ms after it starts.
     #[serde(default)]
     pub cancel_after_ms: Option<u64>,
-    /// Roles to fail (needs the role pipeline).
+    /// `loop` (default) or `roles`: the role pipeline (SPEC O1–O3), as `--mode roles` runs
+    /// it. A case failing a role runs the pipeline whatever this says.
+    #[serde(default)]
+    pub mode: Option<steward_core::RunMode>,
+    /// Roles to fail (`local_drafter`, …): each gets a provider nobody answers, so its stage
+    /// fails as an unreachable model does. Implies `mode = "roles"`.
     #[serde(default)]
     pub fail_roles: Vec<String>,
+    /// Facts remembered for the run's owner before it starts (SPEC A5), stored as "remember
+    /// that …" stores them (redacted, one line, within the limits).
+    #[serde(default)]
+    pub memory: Vec<String>,
     /// Capabilities needed (see [`crate::runner::missing_capability`]).
     #[serde(default)]
     pub requires: Vec<String>,
@@ -156,6 +169,13 @@ pub struct Case {
     /// Expectations.
     #[serde(default)]
     pub expect: Expect,
+}
+
+impl Case {
+    /// True when the case runs the role pipeline: `mode = "roles"`, or a role to fail.
+    pub fn runs_roles(&self) -> bool {
+        self.mode == Some(steward_core::RunMode::Roles) || !self.fail_roles.is_empty()
+    }
 }
 
 fn yes() -> bool {
@@ -208,6 +228,13 @@ pub struct Expect {
     /// Workspace file contents after the run (relative path → text).
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// Substrings the planner's first request must hold (remembered facts reaching the model,
+    /// for example). Recorded only with the fake provider; with a real one the check fails.
+    #[serde(default)]
+    pub model_saw: Vec<String>,
+    /// The owner's remembered facts after the run, exactly and in order.
+    #[serde(default)]
+    pub facts: Option<Vec<String>>,
 }
 
 impl Default for Expect {
@@ -227,6 +254,8 @@ impl Default for Expect {
             tools_not_used: Vec::new(),
             rollback: None,
             files: BTreeMap::new(),
+            model_saw: Vec::new(),
+            facts: None,
         }
     }
 }

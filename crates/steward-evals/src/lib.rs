@@ -6,17 +6,19 @@
 //! - [`mreric`]: MrEric's golden file (`phase9_golden_cases.json`) read unchanged;
 //! - [`scenarios`]: built-in fake scenarios;
 //! - [`runner`]: one run of a case in its own workspace, state and configuration;
+//! - [`pipeline`]: who plays each role when a case runs the role pipeline;
 //! - [`scorer`] and [`leak`]: the checks;
 //! - [`report`]: per-case verdicts and totals as text, JSON or JUnit.
 //!
-//! Cases Steward cannot run (a role pipeline, a capability it lacks, no provider) are
-//! skipped with the reason, never passed.
+//! Cases Steward cannot run (a capability it lacks, no provider) are skipped with the
+//! reason, never passed.
 #![deny(missing_docs)]
 
 pub mod case;
 pub mod leak;
 pub mod mreric;
 pub mod outcome;
+pub mod pipeline;
 pub mod report;
 pub mod runner;
 pub mod scenarios;

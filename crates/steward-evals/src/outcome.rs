@@ -49,6 +49,11 @@ pub struct RunOutcome {
     pub files: BTreeMap<String, Option<String>>,
     /// Wall time of the run in ms.
     pub duration_ms: u64,
+    /// The text of every message of each request the fake planner received, in order (empty
+    /// with a real provider).
+    pub model_inputs: Vec<String>,
+    /// The owner's remembered facts after the run, in order.
+    pub facts: Vec<String>,
 }
 
 impl RunOutcome {

@@ -13,7 +13,7 @@ use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approve
 use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::planner::PlannerOverrides;
-use steward_core::{PlannerChoice, RunMode, RunOptions, Runtime, Task};
+use steward_core::{PlannerChoice, RoleName, RunMode, RunOptions, Runtime, Task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, Event, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::case::{ApprovalAction, Approvals, Case};
 use crate::outcome::{RunOutcome, RunSummary};
-use crate::scenarios;
+use crate::{pipeline, scenarios};
 
 /// Owner id of every eval run.
 pub const OWNER: &str = "local:eval-runner";
@@ -45,7 +45,8 @@ pub struct EvalOptions {
 }
 
 /// Capabilities Steward has, as named in cases' `requires`.
-pub const CAPABILITIES: &[&str] = &["shell", "patches", "rollback", "command_tools", "hooks", "toolchains", "mcp"];
+pub const CAPABILITIES: &[&str] =
+    &["shell", "patches", "rollback", "command_tools", "hooks", "toolchains", "mcp", "memory", "roles"];
 
 /// Why Steward cannot run a case needing `capability`, or `None` when it can.
 pub fn missing_capability(capability: &str) -> Option<String> {
@@ -55,9 +56,6 @@ pub fn missing_capability(capability: &str) -> Option<String> {
     Some(match capability {
         "rag" => "requires rag: workspace search with context injection (SPEC K) is not built".into(),
         "generated_tools" => "requires generated_tools: tool generation (SPEC G) is not built".into(),
-        "memory" => "requires memory: remembered facts (SPEC A5) exist in `steward serve`, but the eval runner cannot \
-             seed or check them yet"
-            .into(),
         "conversations" => "requires conversations: conversations (SPEC A6) exist in `steward serve`, but the eval \
                             runner runs single tasks"
             .into(),
@@ -67,11 +65,10 @@ pub fn missing_capability(capability: &str) -> Option<String> {
 
 /// Why `case` is skipped under `options`, or `None` when it runs.
 pub fn skip_reason(case: &Case, options: &EvalOptions) -> Option<String> {
-    if !case.fail_roles.is_empty() {
+    if let Some(unknown) = case.fail_roles.iter().find(|r| pipeline::role(r).is_none()) {
         return Some(format!(
-            "fails role {}: the eval runner runs the single loop; the role pipeline (SPEC O1–O3, `--mode \
-             roles`) is not exercised by evals yet",
-            case.fail_roles.join(", ")
+            "fails role `{unknown}`, which the role pipeline (SPEC O1) does not have (roles: {})",
+            RoleName::ALL.map(|r| r.as_str()).join(", ")
         ));
     }
     if let Some(reason) = case.requires.iter().find_map(|c| missing_capability(c)) {
@@ -160,7 +157,9 @@ async fn run_in(
         std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
     prepare_workspace(&ws, case).await?;
-    let mut table = case.config.clone();
+    // The scenario's own configuration (an MCP server it needs) under the case's.
+    let mut table = case.scenario.as_deref().map(scenarios::config).unwrap_or_default();
+    merge(&mut table, case.config.clone());
     if let Some(overlay) = &options.config_overlay {
         merge(&mut table, overlay.clone());
     }
@@ -170,9 +169,33 @@ async fn run_in(
     let config = Config::load(Some(&config_dir), &ws).map_err(|e| format!("case config: {e}"))?;
     let (planner, fake) = planner_for(case, options, &config)?;
     // Composed like every run; MCP servers a case configures are connected, as `steward run`
-    // connects them. The role pipeline is not run by evals (see `skip_reason`).
-    let run_options = RunOptions { planner_choice: Some(planner), mode: Some(RunMode::Loop), ..RunOptions::default() };
-    let prepared = steward_core::prepare(config, &ws, &run_options).await.map_err(|e| e.to_string())?;
+    // connects them. In roles mode a scripted planner gets scripted roles around it; a real
+    // provider plays the roles `[roles]` of the case's configuration assigns.
+    let roles = case.runs_roles();
+    let failing: Vec<RoleName> = case.fail_roles.iter().filter_map(|r| pipeline::role(r)).collect();
+    let run_options = match (&fake, roles) {
+        (Some(_), _) | (None, false) => {
+            RunOptions { planner_choice: Some(planner.clone()), mode: Some(RunMode::Loop), ..RunOptions::default() }
+        }
+        (None, true) => {
+            RunOptions { planner: real_overrides(case, options), mode: Some(RunMode::Roles), ..RunOptions::default() }
+        }
+    };
+    let mut prepared = steward_core::prepare(config, &ws, &run_options).await.map_err(|e| e.to_string())?;
+    if roles {
+        match (&fake, prepared.roles.as_mut()) {
+            (Some(_), _) => {
+                let plan = pipeline::scripted_plan(&planner, &failing).map_err(|e| e.to_string())?;
+                prepared.planner = plan.planner.clone();
+                prepared.roles = Some(plan);
+            }
+            (None, Some(plan)) => {
+                pipeline::fail_roles(plan, &failing).map_err(|e| e.to_string())?;
+                prepared.planner = plan.planner.clone();
+            }
+            (None, None) => return Err("roles mode, but no role plan was resolved".into()),
+        }
+    }
 
     let store = SqliteStore::open(
         &home.join("steward.db"),
@@ -182,6 +205,12 @@ async fn run_in(
     .map_err(|e| format!("store: {e}"))?;
     let store: Arc<dyn Store> = Arc::new(store);
     let runtime = Runtime::new(&home, store.clone(), redactor.clone(), ApprovalKey::generate());
+    // Remembered facts the case seeds, stored as "remember that …" stores them.
+    for fact in &case.memory {
+        steward_core::memory::remember(store.as_ref(), redactor.as_ref(), OWNER, fact)
+            .await
+            .map_err(|e| format!("cannot remember `{fact}`: {e}"))?;
+    }
     let recorder = Arc::new(Recorder::default());
     let cancel = CancellationToken::new();
     let canceller = case.cancel_after_ms.map(|ms| {
@@ -238,8 +267,17 @@ async fn run_in(
     if let Some(fake) = fake {
         for (i, request) in fake.requests().iter().enumerate() {
             outcome.artifacts.push((format!("model_request[{i}]"), serde_json::to_value(request).unwrap_or_default()));
+            outcome
+                .model_inputs
+                .push(request.messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n"));
         }
     }
+    outcome.facts = steward_core::memory::list(store.as_ref(), OWNER)
+        .await
+        .map_err(|e| format!("facts: {e}"))?
+        .into_iter()
+        .map(|f| f.text)
+        .collect();
     for path in case.expect.files.keys() {
         outcome.files.insert(path.clone(), read_workspace_file(&ws, path));
     }
@@ -271,8 +309,16 @@ fn planner_for(
         };
         return Ok((choice, Some(fake)));
     }
+    let env = |name: &str| std::env::var(name).ok();
+    let choice =
+        steward_core::planner::resolve(config, &real_overrides(case, options), &env).map_err(|e| e.to_string())?;
+    Ok((choice, None))
+}
+
+/// The real provider a case names, or the options (which win).
+fn real_overrides(case: &Case, options: &EvalOptions) -> PlannerOverrides {
     let from_options = options.provider.is_some() || options.base_url.is_some();
-    let overrides = PlannerOverrides {
+    PlannerOverrides {
         planner: Some("model".into()),
         provider: if from_options { options.provider.clone() } else { case.provider.clone() },
         model: options.model.clone().or_else(|| case.model.clone()),
@@ -280,10 +326,7 @@ fn planner_for(
         tool_choice: case.tool_choice.clone(),
         scenario: None,
         max_tokens: case.max_tokens,
-    };
-    let env = |name: &str| std::env::var(name).ok();
-    let choice = steward_core::planner::resolve(config, &overrides, &env).map_err(|e| e.to_string())?;
-    Ok((choice, None))
+    }
 }
 
 /// `git init`, `note.txt` = `old\n` and the case's files, committed. Git runs without the
@@ -397,7 +440,9 @@ mod tests {
     fn skips_name_their_reason() {
         let options = EvalOptions::default();
         let roles = Case { fail_roles: vec!["local_drafter".into()], scenario: Some("x".into()), ..Case::default() };
-        assert!(skip_reason(&roles, &options).unwrap().contains("O1–O3"));
+        assert_eq!(skip_reason(&roles, &options), None, "the runner drives the role pipeline");
+        let unknown = Case { fail_roles: vec!["drafter".into()], scenario: Some("x".into()), ..Case::default() };
+        assert!(skip_reason(&unknown, &options).unwrap().contains("SPEC O1"));
         let rag = Case { requires: vec!["rag".into()], scenario: Some("x".into()), ..Case::default() };
         assert!(skip_reason(&rag, &options).unwrap().contains("SPEC K"));
         let real = Case::default();

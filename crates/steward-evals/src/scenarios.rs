@@ -27,7 +27,29 @@ pub const BUILTIN: &[&str] = &[
     "secret_leak_check",
     "mcp_unavailable_is_safe",
     "mcp_disabled_is_not_called",
+    "local_model_failure_continues",
+    "use_memory",
 ];
+
+/// The MCP server `mcp_unavailable_is_safe` configures: required, and started from a program
+/// that does not exist, so it is configured but never running.
+pub const UNAVAILABLE_MCP_SERVER: &str = "phase9";
+
+/// The configuration scenario `name` needs under the case's own (the case's keys win): for
+/// `mcp_unavailable_is_safe`, a `required` MCP server whose command does not exist. Empty for
+/// the others.
+pub fn config(name: &str) -> toml::Table {
+    match name {
+        "mcp_unavailable_is_safe" => {
+            let text = format!(
+                "[mcp_servers.{UNAVAILABLE_MCP_SERVER}]\ncommand = [\"/nonexistent/steward-eval/{UNAVAILABLE_MCP_SERVER}-mcp-server\"]\n\
+                 required = true\nstartup_timeout_ms = 5000\n"
+            );
+            toml::from_str(&text).unwrap_or_default()
+        }
+        _ => toml::Table::new(),
+    }
+}
 
 /// True when the scenario calls `shell_command`, which a case must enable (`[shell] enabled`).
 pub fn needs_shell(name: &str) -> bool {
@@ -53,9 +75,14 @@ fn call_then_answer(scenario: &str, tool: &str, arguments: serde_json::Value) ->
 /// - `cancelled_run`: answers after 500 ms (a case cancels it earlier).
 /// - `provider_missing_api_key_error`: the first planner call fails with `missing_api_key`.
 /// - `secret_leak_check`: answers with [`DUMMY_SECRET`] in the text.
-/// - `mcp_unavailable_is_safe`: the planner call fails with `mcp_unavailable` (the run fails,
-///   classified).
+/// - `mcp_unavailable_is_safe`: would answer [`FINAL`], but its configuration ([`config`])
+///   requires an MCP server that is not running, so the run fails (`mcp_unavailable`) before
+///   the planner is asked.
 /// - `mcp_disabled_is_not_called`: answers without calling any tool.
+/// - `local_model_failure_continues`: the planner answers [`FINAL`]; in roles mode the case
+///   fails the local drafter (see [`crate::pipeline`]).
+/// - `use_memory`: answers "Your favourite editor is helix." (the case checks that the
+///   remembered fact reached the planner's request).
 pub fn builtin(name: &str) -> Option<Vec<Round>> {
     let patch = json!({"changes": [{"path": "note.txt", "before": "old\n", "after": "new from phase9\n"}]});
     let rounds = match name {
@@ -77,14 +104,8 @@ pub fn builtin(name: &str) -> Option<Vec<Round>> {
             ..Round::default()
         }],
         "secret_leak_check" => vec![text(&format!("{FINAL} with {DUMMY_SECRET}"))],
-        "mcp_unavailable_is_safe" => vec![Round {
-            error: Some(FakeError {
-                class: ErrorClass::McpUnavailable,
-                message: "MCP server `phase9` is unavailable".into(),
-                status: None,
-            }),
-            ..Round::default()
-        }],
+        "mcp_unavailable_is_safe" | "local_model_failure_continues" => vec![text(FINAL)],
+        "use_memory" => vec![text("Your favourite editor is helix.")],
         "mcp_disabled_is_not_called" => vec![text(&format!("{FINAL} without mcp calls"))],
         _ => return None,
     };

@@ -10,7 +10,7 @@ use crate::outcome::RunOutcome;
 
 /// One failed check: its name (`status`, `final_contains`, `events`, `forbidden_events`,
 /// `no_secret_leak`, `patch_applied`, `error_class`, `stop_reason`, `rounds`, `tools_used`,
-/// `tools_not_used`, `rollback`, `files`, `harness`) and what was wrong.
+/// `tools_not_used`, `rollback`, `files`, `model_saw`, `facts`, `harness`) and what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckFailure {
     /// The check's name.
@@ -126,6 +126,27 @@ pub fn score(expect: &Expect, outcome: &RunOutcome, redactor: &Redactor) -> Vec<
             false if stored > 0 => fail(&mut out, "rollback", format!("{stored} rollback records stored")),
             _ => {}
         }
+    }
+    if !expect.model_saw.is_empty() {
+        match outcome.model_inputs.first() {
+            None => fail(
+                &mut out,
+                "model_saw",
+                "no model request was recorded (only the fake provider records them)".into(),
+            ),
+            Some(first) => {
+                let unseen: Vec<&str> =
+                    expect.model_saw.iter().map(String::as_str).filter(|n| !first.contains(n)).collect();
+                if !unseen.is_empty() {
+                    fail(&mut out, "model_saw", format!("the planner's first request lacks {}", unseen.join(", ")));
+                }
+            }
+        }
+    }
+    if let Some(facts) = &expect.facts
+        && *facts != outcome.facts
+    {
+        fail(&mut out, "facts", format!("expected {facts:?}, got {:?}", outcome.facts));
     }
     for (path, want) in &expect.files {
         match outcome.files.get(path).cloned().flatten() {

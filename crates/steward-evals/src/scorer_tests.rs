@@ -68,6 +68,7 @@ fn good_expect() -> Expect {
         tools_not_used: vec!["shell_command".into()],
         rollback: Some(true),
         files: BTreeMap::from([("note.txt".to_string(), "new\n".to_string())]),
+        ..Expect::default()
     }
 }
 
@@ -135,5 +136,22 @@ fn leak_check_can_be_turned_off() {
     outcome.artifacts.push(("audit[1]".into(), json!({"detail": "Bearer abcdefghijklmnopqrstuvwxyz0123"})));
     assert_eq!(failed_checks(&good_expect(), &outcome), vec!["no_secret_leak".to_string()]);
     let expect = Expect { no_secret_leak: false, ..good_expect() };
+    assert_eq!(failed_checks(&expect, &outcome), Vec::<String>::new());
+}
+
+#[test]
+fn model_saw_reads_the_first_request_and_facts_compare_exactly() {
+    let expect = Expect {
+        model_saw: vec!["editor is helix".into()],
+        facts: Some(vec!["My editor is helix.".into()]),
+        ..Expect::default()
+    };
+    let mut outcome = good_outcome();
+    assert_eq!(failed_checks(&expect, &outcome), ["model_saw", "facts"], "nothing recorded");
+    outcome.model_inputs = vec!["task\nMy editor is vim.".into(), "My editor is helix.".into()];
+    outcome.facts = vec!["My editor is helix.".into(), "Another.".into()];
+    assert_eq!(failed_checks(&expect, &outcome), ["model_saw", "facts"], "only a later request held it");
+    outcome.model_inputs.swap(0, 1);
+    outcome.facts.pop();
     assert_eq!(failed_checks(&expect, &outcome), Vec::<String>::new());
 }

@@ -29,11 +29,7 @@ async fn default_cases_all_pass_and_the_unbuilt_ones_are_skipped_with_reasons() 
     let report = run(&cases, &EvalOptions { runs: 2, ..EvalOptions::default() }).await;
     let text = report.to_text();
     assert_eq!(names(&report, Verdict::Failed), Vec::<&str>::new(), "{text}");
-    assert_eq!(
-        names(&report, Verdict::Skipped),
-        ["local_model_failure_continues", "celsius", "celsius_reuse", "use_memory"],
-        "{text}"
-    );
+    assert_eq!(names(&report, Verdict::Skipped), ["celsius", "celsius_reuse"], "{text}");
     for case in report.cases.iter().filter(|c| c.verdict == Verdict::Skipped) {
         assert!(
             case.skip_reason.as_deref().is_some_and(|r| r.contains("SPEC")),
@@ -60,12 +56,15 @@ async fn default_cases_all_pass_and_the_unbuilt_ones_are_skipped_with_reasons() 
         "repeated_read_answered_from_record",
         "unparsed_tool_markup_is_not_an_answer",
         "recovered_calls_in_a_row_are_coerced",
+        "local_model_failure_continues",
+        "mcp_unavailable_is_safe",
+        "use_memory",
     ] {
         let case = report.cases.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no case {name}"));
         assert_eq!(case.verdict, Verdict::Passed, "{name}\n{text}");
         assert_eq!(case.runs.len(), 2, "{name}");
     }
-    assert_eq!(report.totals.runs, 2 * (cases.len() - 4));
+    assert_eq!(report.totals.runs, 2 * (cases.len() - 2));
     assert_eq!(report.totals.success_rate, Some(1.0));
 }
 
@@ -80,6 +79,7 @@ async fn mreric_golden_file_unchanged_every_case_passes_or_is_skipped_with_its_r
         names(&report, Verdict::Passed),
         [
             "simple_planning",
+            "local_model_failure_continues",
             "tool_denied",
             "tool_approval_required",
             "tool_approval_rejected",
@@ -94,7 +94,6 @@ async fn mreric_golden_file_unchanged_every_case_passes_or_is_skipped_with_its_r
         "{text}"
     );
     let reason = |name: &str| report.cases.iter().find(|c| c.name == name).unwrap().skip_reason.clone().unwrap();
-    assert!(reason("local_model_failure_continues").contains("O1–O3"));
     for rag in ["rag_context_used", "rag_failure_does_not_break_run"] {
         assert!(reason(rag).contains("SPEC K"), "{rag}");
     }
@@ -231,4 +230,58 @@ max_rounds = 3
     // Without a provider the same case is skipped, never passed.
     let skipped = run(&cases, &EvalOptions::default()).await;
     assert_eq!(skipped.cases[0].verdict, Verdict::Skipped);
+}
+
+/// The role, memory and MCP checks can fail: the pipeline without a failing drafter never
+/// mentions a failure, a fact that was not remembered never reaches the model, and the same
+/// unreachable MCP server, not required, lets the run complete without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_roles_memory_and_mcp_checks_fail_without_their_cause() {
+    let cases = parse_cases(
+        r#"
+[[case]]
+name = "roles_without_failure"
+task = "Continue when the local drafter fails"
+scenario = "local_model_failure_continues"
+mode = "roles"
+[case.expect]
+status = "completed"
+final_contains = ["local model failure"]
+events = ["stage_failed"]
+
+[[case]]
+name = "memory_not_seeded"
+task = "What is my favourite editor?"
+scenario = "use_memory"
+[case.expect]
+status = "completed"
+model_saw = ["My favourite editor is helix."]
+facts = ["My favourite editor is helix."]
+
+[[case]]
+name = "mcp_not_required"
+task = "Classify unavailable MCP extension points safely"
+scenario = "mcp_unavailable_is_safe"
+[case.config.mcp_servers.phase9]
+required = false
+[case.expect]
+status = "failed"
+error_class = "mcp_unavailable"
+"#,
+        "inline",
+    )
+    .unwrap();
+    let report = run(&cases, &EvalOptions::default()).await;
+    let text = report.to_text();
+    let checks = |name: &str| -> Vec<String> {
+        let case = report.cases.iter().find(|c| c.name == name).unwrap();
+        assert_eq!(case.verdict, Verdict::Failed, "{name}\n{text}");
+        case.runs[0].failures.iter().map(|f| f.check.clone()).collect()
+    };
+    assert_eq!(checks("roles_without_failure"), ["final_contains", "events"], "{text}");
+    assert_eq!(checks("memory_not_seeded"), ["model_saw", "facts"], "{text}");
+    assert_eq!(checks("mcp_not_required"), ["status", "error_class"], "{text}");
+    // The pipeline ran every stage, with the scripted roles' answers.
+    let roles = &report.cases[0].runs[0];
+    assert!(roles.failures[0].detail.contains("final plan and implementation"), "{text}");
 }

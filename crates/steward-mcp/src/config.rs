@@ -121,6 +121,12 @@ pub struct McpServerConfig {
     /// `false` leaves the server out entirely (default `true`).
     #[serde(default = "default_true")]
     pub enabled: bool,
+    /// `true`: a run cannot do without this server. When it cannot be started or listed as
+    /// the run is prepared, the run fails at once with class `mcp_unavailable`, before any
+    /// model is asked, instead of going on without its tools (default `false`: the server is
+    /// left out with a warning).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
     /// Globs over the server's own tool names; when non-empty only matching tools are offered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_allow: Vec<String>,
@@ -188,6 +194,7 @@ impl fmt::Debug for McpServerConfig {
             .field("url", &self.url)
             .field("headers", &self.headers)
             .field("enabled", &self.enabled)
+            .field("required", &self.required)
             .field("tool_allow", &self.tool_allow)
             .field("tool_deny", &self.tool_deny)
             .field("read_only_tools", &self.read_only_tools)
@@ -229,6 +236,7 @@ impl McpServerConfig {
             url: None,
             headers: BTreeMap::new(),
             enabled: true,
+            required: false,
             tool_allow: Vec::new(),
             tool_deny: Vec::new(),
             read_only_tools: Vec::new(),

@@ -66,33 +66,77 @@ pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8>
     }
     if list {
         for r in &records {
-            let what =
-                r.compensation.get("path").or_else(|| r.compensation.get("to")).and_then(|v| v.as_str()).unwrap_or("");
+            let what = match r.compensation.get("kind").and_then(|v| v.as_str()) {
+                Some("run_compensate") => "(its compensate command)",
+                _ => r
+                    .compensation
+                    .get("path")
+                    .or_else(|| r.compensation.get("to"))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or(""),
+            };
             println!("step {:<3} {:<8} {:<40} {}", r.step, r.tool, what, r.status_text());
         }
         return Ok(0);
     }
-    let mut print =
-        |undo: &steward_core::undo::StepUndo| println!("step {} ({}): {}", undo.step, undo.tool, undo.detail);
-    let done =
-        steward_core::undo::roll_back(store.as_ref(), &run, records, step, &local_owner(), &redactor(), &mut print)
-            .await
-            .map_err(|e| match e {
-                RollbackError::NoSuchStep { run, step } => {
-                    usage(format!("run {run} has no step {step}; `steward rollback {run} --list` shows them"))
-                }
-                RollbackError::Workspace { .. } => usage(e.to_string()),
-                RollbackError::Storage(e) => anyhow::Error::new(e),
-            })?;
-    let (attempted, failures) = (done.attempted, done.failed);
-    if attempted == 0 {
+    let mut print = |undo: &steward_core::undo::StepUndo| {
+        let mark = if undo.undone { "undone" } else { "NOT UNDONE" };
+        println!("step {} ({}): {mark}: {}", undo.step, undo.tool, undo.detail)
+    };
+    // A `[[tool]]`'s compensation runs as the run's workspace configures the tool now (and only
+    // if the definition is unchanged since the call).
+    let runner = compensation_runner(&home, &run);
+    let done = steward_core::undo::roll_back(
+        store.as_ref(),
+        &run,
+        records,
+        step,
+        &local_owner(),
+        &redactor(),
+        runner.as_ref(),
+        &mut print,
+    )
+    .await
+    .map_err(|e| match e {
+        RollbackError::NoSuchStep { run, step } => {
+            usage(format!("run {run} has no step {step}; `steward rollback {run} --list` shows them"))
+        }
+        RollbackError::Workspace { .. } => usage(e.to_string()),
+        RollbackError::Storage(e) => anyhow::Error::new(e),
+    })?;
+    if done.attempted == 0 {
         println!("run {}: already undone; nothing to roll back (`steward rollback {} --list`)", run.id, run.id);
     }
-    if failures > 0 {
-        println!("{failures} step(s) could not be undone (see above); nothing else was touched");
+    if done.failed > 0 {
+        let steps = |list: &[u32]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ");
+        eprintln!("steward: rollback stopped: a step could not be undone (see above); it is left as it is");
+        if !done.undone.is_empty() {
+            eprintln!("steward: undone before it: step(s) {}", steps(&done.undone));
+        }
+        if !done.not_tried.is_empty() {
+            eprintln!(
+                "steward: not undone, not tried: step(s) {} (fix the cause, then `steward rollback {}` again)",
+                steps(&done.not_tried),
+                run.id
+            );
+        }
         return Ok(1);
     }
     Ok(0)
+}
+
+/// The runner of `[[tool]]` compensations for `run`'s workspace, or why there is none (its
+/// configuration cannot be read).
+fn compensation_runner(
+    home: &Home,
+    run: &steward_store::RunRecord,
+) -> Result<steward_core::compensate::CompensationRunner, steward_core::compensate::CompensateError> {
+    use steward_core::compensate::{CompensateError, CompensationRunner};
+    let workspace = Path::new(&run.workspace);
+    // Loaded as every command loads it, so the values it declares as credentials are redacted.
+    let config = load_config(workspace).map_err(|e| CompensateError::Config(e.to_string()))?;
+    let snapshots = steward_core::rollback::Snapshots::new(&home.dir.join("snapshots"), &run.id);
+    CompensationRunner::new(config, workspace, snapshots)
 }
 
 /// `steward approvals list`.

@@ -249,7 +249,13 @@ pub async fn registry(
         return Ok((tools, Vec::new()));
     }
     let manager = steward_mcp::McpManager::new(&config.mcp_servers)?;
-    let (tools, failures) = tools.with_mcp(Arc::new(manager)).await;
+    let required: Vec<String> = config
+        .mcp_servers
+        .iter()
+        .filter(|(_, server)| server.enabled && server.required)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let (tools, failures) = tools.with_mcp_servers(Arc::new(manager), &required).await;
     Ok((tools, failures.into_iter().map(|failure| format!("MCP server left out: {failure}")).collect()))
 }
 

@@ -46,7 +46,7 @@ pub struct CommandToolConfig {
     /// `always` (default) or `chain_only`.
     #[serde(default)]
     pub callable: Callable,
-    /// `"none"` or an argv template that undoes the call (recorded only, see above).
+    /// `"none"` or an argv template that undoes the call, run by `steward rollback`.
     #[serde(default)]
     pub compensate: Option<Compensate>,
     /// `[[tool.input]]` entries.
@@ -125,6 +125,17 @@ impl CommandToolConfig {
             }
         }
         Ok(())
+    }
+
+    /// SHA-256 (lowercase hex) of the whole definition as Steward reads it: what a passed
+    /// `steward tools test-compensation` is recorded for, and what a rollback record names,
+    /// so a changed entry is never trusted on an old test nor undone with a changed command.
+    pub fn definition_sha256(&self) -> String {
+        use sha2::{Digest, Sha256};
+        // Serialising plain data (strings, maps, numbers) cannot fail; the empty fallback
+        // would only make the digest match nothing recorded.
+        let bytes = serde_json::to_vec(self).unwrap_or_default();
+        hex::encode(Sha256::digest(&bytes))
     }
 
     /// The risk level: as configured, else `high` with `writes`, `medium` with network,

@@ -137,7 +137,7 @@ pub enum Callable {
 pub enum Compensate {
     /// Nothing undoes the call.
     None,
-    /// An argv template that undoes it (recorded; not run yet).
+    /// An argv template that undoes it (run by `steward rollback`).
     Command(Vec<ArgItem>),
 }
 

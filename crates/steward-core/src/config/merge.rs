@@ -6,7 +6,7 @@ use std::path::Path;
 use super::Limits;
 
 /// Sections only the user's configuration may set: a workspace's, trusted or not, are dropped.
-pub(super) const USER_ONLY: &[&str] = &["trust"];
+pub(super) const USER_ONLY: &[&str] = &["trust", "tested_compensations"];
 
 /// Sections an untrusted workspace may not set at all. `tool`, `hook`, `tool_call_chain` and
 /// `mcp_servers` would run commands the workspace chose; `providers`, `run` and `roles` decide
@@ -18,6 +18,7 @@ pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
     "roles",
     "sandbox",
     "trust",
+    "tested_compensations",
     "shell",
     "tool",
     "hook",

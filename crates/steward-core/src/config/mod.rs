@@ -140,6 +140,10 @@ pub struct Config {
     pub chains: Vec<ChainConfig>,
     /// User-defined command tools, in configuration order (names unique across files).
     pub tools: Vec<CommandToolConfig>,
+    /// `[tested_compensations]` of the user's configuration: tool name → SHA-256 of the
+    /// definition whose compensation passed `steward tools test-compensation` (see
+    /// [`Config::compensation_tested`]).
+    pub tested_compensations: BTreeMap<String, String>,
     /// Output filters, in configuration order.
     pub output_filters: Vec<OutputFilterConfig>,
     /// The text of the instruction files for model planners, each introduced by its path and
@@ -240,6 +244,15 @@ impl Config {
         Ok(config)
     }
 
+    /// True when `tool` declares a `compensate` command and the user's configuration records a
+    /// passed `steward tools test-compensation` for exactly this definition (any change to
+    /// the `[[tool]]` entry needs a new test). Such a tool is rolled back like the built-in
+    /// writers, so the policy may allow it without asking (SPEC C5).
+    pub fn compensation_tested(&self, tool: &CommandToolConfig) -> bool {
+        matches!(tool.compensate, Some(Compensate::Command(_)))
+            && self.tested_compensations.get(&tool.name).is_some_and(|digest| *digest == tool.definition_sha256())
+    }
+
     /// The settings no file read by [`Config::load`] sets, each with the built-in value in
     /// effect (`policy.approval_timeout_seconds` = 1800, `limits.max_rounds` = 5, …), by dotted
     /// name. A value set only by a workspace file that was ignored (an untrusted workspace)
@@ -313,6 +326,7 @@ impl Config {
             hooks: raw.hooks,
             chains: raw.chains,
             tools: raw.tools,
+            tested_compensations: raw.tested_compensations,
             output_filters: raw.output_filters,
             instructions: None,
             instruction_files: Vec::new(),

@@ -248,6 +248,10 @@ pub struct RawConfig {
     pub sandbox: Option<RawSandbox>,
     /// `[trust]` (user configuration only)
     pub trust: Option<RawTrust>,
+    /// `[tested_compensations]` (user configuration only): tool name → the SHA-256 of the
+    /// `[[tool]]` definition whose `compensate` passed `steward tools test-compensation`.
+    #[serde(default)]
+    pub tested_compensations: BTreeMap<String, String>,
     /// `[shell]`
     pub shell: Option<RawShell>,
     /// `[mcp_servers.NAME]` (SPEC M1)

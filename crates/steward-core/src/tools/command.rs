@@ -61,16 +61,23 @@
 //! - `writes`: globs of workspace paths the tool may write. The sandbox confines by path, not
 //!   by glob: each glob grants its literal leading part (`target/**` grants `target/`,
 //!   `docs/*.md` grants `docs/`, `**` grants the workspace), which must exist when the call
-//!   runs and pass the workspace's path rules. A tool with `writes` is a writing tool whose
-//!   changes cannot be rolled back, so every call needs approval.
+//!   runs and pass the workspace's path rules. A tool with `writes` is a writing tool: every
+//!   call needs approval unless its `compensate` is declared and tested (below).
 //! - `network`: `false` (default), `true` (the whole network), or a list of hosts reached
 //!   only through Steward's egress proxy (`["crates.io", "*.example.com", "host:8080"]`; see
 //!   [`super::network`]).
 //! - `risk` defaults to `high` with `writes`, `medium` with any network, else `low`.
 //!   Output of a tool with any network counts as untrusted (it taints the run).
-//! - `compensate`: `"none"` or an argv template (same placeholders as `command`). The
-//!   template is checked and recorded, but running it as an undo step is not built yet, so a
-//!   tool with `writes` is never treated as compensable.
+//! - `compensate`: `"none"` or an argv template (same placeholders as `command`) that undoes
+//!   a call. Each completed call registers it as the call's rollback step with the call's
+//!   arguments; `steward rollback` expands the template with them exactly as `command` is
+//!   expanded (each value one argv item, never through a shell; paths and option injection
+//!   checked again) and runs it sandboxed like the tool itself (same `cwd`, `env`, `writes`,
+//!   `network`, `timeout_ms`). A non-zero exit is a failed undo and stops the rollback. Until
+//!   `steward tools test-compensation NAME` has shown that the compensation restores what the
+//!   command changed (recorded in the user's `[tested_compensations]` for exactly this
+//!   definition), every call of a writing tool still needs approval; after it, the policy
+//!   decides as for the built-in writers.
 //! - The model sees only the name, the description and the inputs (as a strict function
 //!   schema); never the command, `cwd` or `env`.
 //!
@@ -88,6 +95,7 @@ use steward_protocol::ToolSpec;
 use steward_sandbox::ExecRequest;
 
 use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::rollback::Compensation;
 use input::{Template, input_schema, named_paths};
 
 use crate::config::literal_prefix;
@@ -107,6 +115,8 @@ const MAX_FAILURE_CHARS: usize = 8_000;
 pub struct CommandTool {
     spec: ToolSpec,
     config: CommandToolConfig,
+    /// The compensation passed `steward tools test-compensation` for this definition.
+    compensation_tested: bool,
 }
 
 impl CommandTool {
@@ -124,7 +134,24 @@ impl CommandTool {
             path_inputs: config.inputs.iter().filter(|i| i.path).map(|i| i.name.clone()).collect(),
             untrusted_output: config.network.enabled(),
         };
-        Ok(CommandTool { spec, config })
+        Ok(CommandTool { spec, config, compensation_tested: false })
+    }
+
+    /// Marks the tool's compensation as tested for this definition
+    /// ([`crate::config::Config::compensation_tested`]): calls are then rolled back like the
+    /// built-in writers' and need no approval for that reason alone. Ignored without a
+    /// `compensate` command.
+    pub fn with_compensation_tested(mut self, tested: bool) -> Self {
+        self.compensation_tested = tested && self.compensate_template().is_some();
+        self
+    }
+
+    /// The `compensate` argv template, when one is declared.
+    fn compensate_template(&self) -> Option<&[ArgItem]> {
+        match &self.config.compensate {
+            Some(Compensate::Command(argv)) => Some(argv),
+            _ => None,
+        }
     }
 
     /// The definition it was built from.
@@ -132,9 +159,10 @@ impl CommandTool {
         &self.config
     }
 
-    /// The argv, working directory and writable paths for `args`, or the refusal. Nothing
-    /// runs here; it is called for the preview (before anyone is asked) and again to run.
-    fn prepare(&self, args: &Value, ctx: &ToolContext) -> Result<Prepared, ToolError> {
+    /// The argv (of `template`), working directory and writable paths for `args`, or the
+    /// refusal. Nothing runs here; it is called for the preview (before anyone is asked) and
+    /// again to run.
+    fn prepare(&self, template: &[ArgItem], args: &Value, ctx: &ToolContext) -> Result<Prepared, ToolError> {
         let ws = &ctx.workspace;
         let cwd = match &self.config.cwd {
             None => ws.root().to_path_buf(),
@@ -148,9 +176,9 @@ impl CommandTool {
         };
         let at_root = cwd == ws.root();
         let access = if self.spec.writes { Access::Write } else { Access::Read };
-        let template =
+        let expander =
             Template { inputs: &self.config.inputs, access, at_root, cwd: self.config.cwd.as_deref().unwrap_or("") };
-        let argv = template.expand(&self.config.command, args, ws)?;
+        let argv = expander.expand(template, args, ws)?;
         let mut writable = Vec::new();
         for glob in &self.config.writes {
             let prefix = literal_prefix(glob);
@@ -214,11 +242,54 @@ impl Tool for CommandTool {
     }
 
     async fn preview(&self, args: &Value, ctx: &ToolContext) -> Result<Option<(String, String)>, ToolError> {
-        self.prepare(args, ctx).map(|_| None)
+        self.prepare(&self.config.command, args, ctx).map(|_| None)
     }
 
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let prepared = self.prepare(args, ctx)?;
+        let mut output = self.execute(&self.config.command, args, ctx, "").await?;
+        output.compensation = self.compensate_template().map(|_| Compensation::RunCompensate {
+            tool: self.spec.name.clone(),
+            definition_sha256: self.config.definition_sha256(),
+            arguments: args.clone(),
+        });
+        Ok(output)
+    }
+
+    fn compensable(&self) -> bool {
+        self.compensation_tested
+    }
+
+    fn compensation_declared(&self) -> bool {
+        self.compensate_template().is_some()
+    }
+
+    fn chain_only(&self) -> bool {
+        self.config.callable == Callable::ChainOnly
+    }
+}
+
+impl CommandTool {
+    /// Runs the `compensate` command for a call made with `args` (the undo step of
+    /// `steward rollback`): expanded and sandboxed exactly like `command`. Errors: no
+    /// `compensate` command, a refused argument or path, a sandbox failure, or a non-zero exit
+    /// (carrying the output).
+    pub async fn compensate(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(template) = self.compensate_template() else {
+            return Err(ToolError::failed(format!("`{}` declares no compensate command", self.spec.name)));
+        };
+        self.execute(template, args, ctx, " compensation").await
+    }
+
+    /// Expands `template` with `args` and runs it in the sandbox; `what` names the command in
+    /// a failure (`""` for the tool's own command).
+    async fn execute(
+        &self,
+        template: &[ArgItem],
+        args: &Value,
+        ctx: &ToolContext,
+        what: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        let prepared = self.prepare(template, args, ctx)?;
         let timeout_ms = self.config.timeout_ms.unwrap_or(ctx.timeout_ms).max(1);
         let request = ExecRequest {
             env_allow: prepared.env_allow,
@@ -236,25 +307,23 @@ impl Tool for CommandTool {
         let content = super::exec::render(&output, MAX_COMMAND_OUTPUT_BYTES);
         if output.exit_code != Some(0) {
             let (shown, _) = steward_protocol::head_tail_chars(&content, MAX_FAILURE_CHARS, "");
-            return Err(ToolError::failed(format!("`{}` failed: {shown}", self.spec.name)));
+            return Err(ToolError::failed(format!("`{}`{what} failed: {shown}", self.spec.name)));
         }
         Ok(ToolOutput { content, sandbox: output.profile, ..Default::default() })
-    }
-
-    fn chain_only(&self) -> bool {
-        self.config.callable == Callable::ChainOnly
     }
 }
 
 /// Builds the command tools of a configuration. Errors name the tool: an invalid definition,
 /// a name taken by a built-in tool (`taken`), or an `env = true` entry whose name is neither
 /// on the sandbox allow-list, in `env_allow`, nor in the tool's credential scope
-/// (`credentials(tool)`).
+/// (`credentials(tool)`). `tested(definition)` says whether its compensation passed
+/// `steward tools test-compensation` ([`crate::config::Config::compensation_tested`]).
 pub fn build_tools(
     configs: &[CommandToolConfig],
     taken: &dyn Fn(&str) -> bool,
     env_allow: &[String],
     credentials: &dyn Fn(&str) -> Vec<String>,
+    tested: &dyn Fn(&CommandToolConfig) -> bool,
 ) -> Result<Vec<Arc<dyn Tool>>, DefinitionError> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(configs.len());
     for config in configs {
@@ -281,7 +350,7 @@ pub fn build_tools(
                 });
             }
         }
-        tools.push(Arc::new(CommandTool::new(config.clone())?));
+        tools.push(Arc::new(CommandTool::new(config.clone())?.with_compensation_tested(tested(config))));
     }
     Ok(tools)
 }

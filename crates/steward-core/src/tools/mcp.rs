@@ -76,8 +76,20 @@ fn refuse_secret_arguments(args: &Value, workspace: &steward_policy::Workspace) 
 impl ToolRegistry {
     /// Adds the tools of the configured MCP servers (starting them). A server that cannot be
     /// listed is left out; the returned messages say which and why.
-    pub async fn with_mcp(mut self, manager: Arc<McpManager>) -> (Self, Vec<String>) {
+    pub async fn with_mcp(self, manager: Arc<McpManager>) -> (Self, Vec<String>) {
+        self.with_mcp_servers(manager, &[]).await
+    }
+
+    /// [`ToolRegistry::with_mcp`], where the servers named in `required` (`required = true`)
+    /// must be listed: each one that is not is kept in
+    /// [`ToolRegistry::required_unavailable`], which fails a run before its first model call.
+    pub async fn with_mcp_servers(mut self, manager: Arc<McpManager>, required: &[String]) -> (Self, Vec<String>) {
         let listing = manager.tools().await;
+        for failure in &listing.failures {
+            if server_of(failure).is_some_and(|server| required.iter().any(|r| r == server)) {
+                self.required_unavailable.push(failure.to_string());
+            }
+        }
         for McpTool { spec, .. } in listing.tools {
             if self.get(&spec.name).is_some() {
                 continue;
@@ -85,5 +97,19 @@ impl ToolRegistry {
             self.insert(Arc::new(McpToolAdapter { spec, manager: manager.clone() }));
         }
         (self, listing.failures.iter().map(|e| format!("{} ({})", e, e.class())).collect())
+    }
+}
+
+/// The server an error is about, when it names one.
+fn server_of(error: &steward_mcp::McpError) -> Option<&str> {
+    use steward_mcp::McpError;
+    match error {
+        McpError::Config { server, .. }
+        | McpError::Unavailable { server, .. }
+        | McpError::Timeout { server, .. }
+        | McpError::Rpc { server, .. }
+        | McpError::Protocol { server, .. }
+        | McpError::Cancelled { server } => Some(server),
+        McpError::UnknownTool(_) | McpError::InvalidArguments { .. } => None,
     }
 }

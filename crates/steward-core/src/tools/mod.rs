@@ -128,6 +128,13 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// True when the tool declares a way to undo its calls, whether or not it is trusted yet
+    /// ([`Tool::compensable`] says that): a `[[tool]]` with a `compensate` command not yet
+    /// tested. The decision then names why it still asks.
+    fn compensation_declared(&self) -> bool {
+        self.compensable()
+    }
+
     /// Workspace paths the call would touch beyond its top-level path inputs (the files of a
     /// patch, the files a `[[tool]]`'s other values name), for the gate to check and match
     /// like path inputs. A path that cannot be determined makes the call fail later, in
@@ -176,6 +183,9 @@ pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     /// `[[output_filter]]`s (SPEC T8), applied by the orchestrator to successful outputs.
     filters: Arc<filter::OutputFilters>,
+    /// Why each `required = true` MCP server could not be listed (see
+    /// [`ToolRegistry::with_mcp_servers`]).
+    required_unavailable: Vec<String>,
 }
 
 /// Why a configuration's tools cannot be set up ([`ToolRegistry::for_config`]); nothing runs.
@@ -272,6 +282,7 @@ impl ToolRegistry {
             &|name| builtin.get(name).is_some(),
             &config.sandbox.env_allow,
             &|name| policy.credential_scope(name),
+            &|definition| config.compensation_tested(definition),
         )?;
         for tool in commands {
             registry.insert(tool);
@@ -283,6 +294,13 @@ impl ToolRegistry {
     /// `text` (a tool's redacted output) after the output filters that apply to `tool`.
     pub fn filter_output<'a>(&self, tool: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
         self.filters.apply(tool, text)
+    }
+
+    /// Why the first `required = true` MCP server that could not be started or listed is
+    /// missing; a run with such a registry fails before its first model call (class
+    /// `mcp_unavailable`). `None` when every required server answered.
+    pub fn required_unavailable(&self) -> Option<&str> {
+        self.required_unavailable.first().map(String::as_str)
     }
 
     /// Adds or replaces a tool.
