@@ -263,8 +263,12 @@ fn stdin_lines() -> &'static tokio::sync::Mutex<tokio::sync::mpsc::UnboundedRece
 /// How a decision made in another process is reported.
 fn decided_elsewhere(answer: &ApprovalAnswer) -> String {
     match answer {
-        ApprovalAnswer::Approve { decided_by, .. } => format!("approved in the web UI or another terminal by {decided_by}"),
-        ApprovalAnswer::Reject { decided_by, .. } => format!("denied in the web UI or another terminal by {decided_by}"),
+        ApprovalAnswer::Approve { decided_by, .. } => {
+            format!("approved in the web UI or another terminal by {decided_by}")
+        }
+        ApprovalAnswer::Reject { decided_by, .. } => {
+            format!("denied in the web UI or another terminal by {decided_by}")
+        }
         ApprovalAnswer::NoApprover => "no answer".to_string(),
     }
 }

@@ -69,15 +69,8 @@ fn resume_by_conversation_id_and_only_by_its_owner() {
     // Without --json the continuing run names its conversation.
     let path = env.dir.path().join("plain.toml");
     std::fs::write(&path, "[[round]]\ntext = \"ok\"\nexpect = [\"Answer: Version 1.2.3.\"]\n").unwrap();
-    let plain = env.steward(&[
-        "run",
-        "--continue",
-        "--provider",
-        "fake",
-        "--scenario",
-        &path.display().to_string(),
-        "bump it",
-    ]);
+    let plain =
+        env.steward(&["run", "--continue", "--provider", "fake", "--scenario", &path.display().to_string(), "bump it"]);
     assert_eq!(code(&plain), 0, "{}", stderr(&plain));
     let err = stderr(&plain);
     let at = err.find("continuing cnv_").unwrap_or_else(|| panic!("{err}"));

@@ -268,7 +268,9 @@ impl Provider for FakeProvider {
         if let Some(e) = &round.error {
             return Err(ProviderError { class: e.class, message: e.message.clone(), status: e.status });
         }
-        if let Some(missing) = round.expect.iter().find(|t| !request.messages.iter().any(|m| m.content.contains(t.as_str()))) {
+        if let Some(missing) =
+            round.expect.iter().find(|t| !request.messages.iter().any(|m| m.content.contains(t.as_str())))
+        {
             return Err(ProviderError::new(
                 ErrorClass::ProviderError,
                 format!("round {}: the request does not contain the expected text {missing:?}", round_no + 1),

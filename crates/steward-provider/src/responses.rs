@@ -185,7 +185,9 @@ fn api_error(provider: &str, code: Option<&str>, message: Option<&str>) -> Provi
         format!("provider '{provider}' reported {code}: {}", message.unwrap_or("")),
     );
     match code {
-        "rate_limit_exceeded" | "rate_limit_error" => ProviderError { class: ErrorClass::RateLimited, ..e.with_status(429) },
+        "rate_limit_exceeded" | "rate_limit_error" => {
+            ProviderError { class: ErrorClass::RateLimited, ..e.with_status(429) }
+        }
         "server_error" | "internal_error" => e.with_status(500),
         _ => e,
     }
@@ -247,7 +249,13 @@ fn whole_item(reply: &mut ReplyBuilder, index: u64, item: &Value, sink: DeltaSin
             }
         }
         Some("function_call") => {
-            reply.calls.push(Some(index), field("call_id"), field("name"), Some(field("arguments").unwrap_or("")), sink);
+            reply.calls.push(
+                Some(index),
+                field("call_id"),
+                field("name"),
+                Some(field("arguments").unwrap_or("")),
+                sink,
+            );
             reply.calls.close(index);
         }
         _ => {}

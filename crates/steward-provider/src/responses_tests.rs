@@ -231,7 +231,10 @@ fn a_whole_response_gives_text_and_calls() {
     let reply = ReplyBuilder::new(true, &req, ToolCallAssembler::with_closing());
     let r = read_whole("test", &body, reply, &mut |_| {}).unwrap();
     assert_eq!(r.text, "Looking.");
-    assert_eq!(r.tool_calls, vec![ToolCall { id: "call_x".into(), name: "read".into(), arguments: json!({"path": "x"}) }]);
+    assert_eq!(
+        r.tool_calls,
+        vec![ToolCall { id: "call_x".into(), name: "read".into(), arguments: json!({"path": "x"}) }]
+    );
     assert_eq!(r.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(r.usage.output_tokens, 3);
 }

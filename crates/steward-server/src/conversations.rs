@@ -231,8 +231,7 @@ pub async fn send(state: &AppState, owner_id: &str, id: &str, text: &str) -> Res
             (String::new(), reply)
         }
         None => {
-            let history =
-                steward_core::conversation::history(store, &record).await.map_err(ApiError::storage)?;
+            let history = steward_core::conversation::history(store, &record).await.map_err(ApiError::storage)?;
             let non_empty = |v: &str| (!v.is_empty()).then(|| v.to_string());
             let start = StartRun {
                 task: text.to_string(),

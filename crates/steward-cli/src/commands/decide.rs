@@ -2,6 +2,7 @@
 //! terminal, the approvals a run waits on (`--approvals wait`, the web UI's runs, a terminal
 //! prompt).
 
+use anyhow::Result;
 use steward_core::decisions::{self, DecisionError, OwnerDecision};
 
 use super::*;

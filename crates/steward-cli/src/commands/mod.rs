@@ -122,7 +122,7 @@ pub(crate) mod tools;
 pub use anchor::audit_anchor;
 pub use compare::{CompareArgs, compare};
 pub use control::{config_show, doctor, grants_list, grants_revoke, policy_check, rollback, trust};
+pub use decide::{decide, pending as approvals_pending};
 pub use inspect::{audit_export, audit_list, audit_verify, runs, show};
 pub use replay::policy_replay;
-pub use decide::{decide, pending as approvals_pending};
 pub use run::{ResumeArgs, RunArgs, models, provider_statuses, resume, run, run_scripted};

@@ -4,6 +4,7 @@
 //! conversation id or run id. The new run gets the earlier turns as context through
 //! [`steward_core::conversation::history`], exactly as a message sent in the web UI does.
 
+use anyhow::Result;
 use steward_core::context::Turn;
 use steward_store::{ConversationRecord, ConversationTurn, Store, new_id};
 
@@ -73,14 +74,28 @@ pub async fn join(store: &dyn Store, owner_id: &str, workspace: &str, thread: &T
         Thread::Of(id) if id.starts_with("cnv_") => match store.conversation(id).await? {
             None => return Err(usage(format!("no conversation `{id}`"))),
             Some(c) if c.owner_id != owner_id => {
-                return Err(usage(format!("conversation `{id}` belongs to another owner; only {} may continue it", c.owner_id)));
+                return Err(usage(format!(
+                    "conversation `{id}` belongs to another owner; only {} may continue it",
+                    c.owner_id
+                )));
             }
             Some(c) => c,
         },
         Thread::Of(id) => {
-            let run = super::inspect::find_run(store, id).await?;
+            let run = if id == "last" {
+                // `last`: this owner's newest run, not someone else's.
+                let runs = store.list_runs(10_000).await?;
+                runs.into_iter()
+                    .find(|r| r.owner_id == owner_id)
+                    .ok_or_else(|| usage(format!("{owner_id} has no runs yet")))?
+            } else {
+                super::inspect::find_run(store, id).await?
+            };
             if run.owner_id != owner_id {
-                return Err(usage(format!("run `{}` belongs to another owner; only {} may continue it", run.id, run.owner_id)));
+                return Err(usage(format!(
+                    "run `{}` belongs to another owner; only {} may continue it",
+                    run.id, run.owner_id
+                )));
             }
             let mine = store.conversations(owner_id).await?;
             match mine.into_iter().find(|c| c.turns.iter().any(|t| t.run_id == run.id)) {

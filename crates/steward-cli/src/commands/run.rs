@@ -89,7 +89,7 @@ pub async fn run_scripted(
     std::io::Write::write_all(&mut file, scenario.as_bytes())?;
     let args = RunArgs {
         task: task.to_string(),
-        workspace: workspace.to_path_buf(),
+        workspace: Some(workspace.to_path_buf()),
         provider: Some("fake".into()),
         model: None,
         base_url: None,
@@ -127,12 +127,15 @@ async fn run_observed(
     observer: Option<Arc<dyn steward_core::events::EventObserver>>,
     thread: Thread,
 ) -> Result<u8> {
-    let runtime = Home::locate()?.runtime().await?;
     let owner_id = local_owner();
-    // `steward resume` works in the conversation's workspace.
-    let joined_early = match &thread {
-        Thread::Of(_) => super::resume::join(runtime.store.as_ref(), &owner_id, "", &thread).await?,
-        _ => None,
+    // `steward resume` works in the conversation's workspace: find it first.
+    let (early_runtime, joined_early) = match &thread {
+        Thread::Of(_) => {
+            let runtime = Home::locate()?.runtime().await?;
+            let joined = super::resume::join(runtime.store.as_ref(), &owner_id, "", &thread).await?;
+            (Some(runtime), joined)
+        }
+        _ => (None, None),
     };
     let workspace_arg = match (&args.workspace, &joined_early) {
         (Some(w), Some(j)) => {
@@ -201,6 +204,10 @@ async fn run_observed(
         }
     }
 
+    let runtime = match early_runtime {
+        Some(runtime) => runtime,
+        None => Home::locate()?.runtime().await?,
+    };
     let joined = match joined_early {
         Some(j) => Some(j),
         None => {
@@ -236,11 +243,7 @@ async fn run_observed(
     let ready = prepared.into_run(Task {
         task: args.task,
         owner_id: owner_id.clone(),
-        approver: Arc::new(ui::TerminalApprover {
-            owner_id,
-            store: runtime.store.clone(),
-            wait_for_decisions,
-        }),
+        approver: Arc::new(ui::TerminalApprover { owner_id, store: runtime.store.clone(), wait_for_decisions }),
         observer,
         cancel,
         run_id: Some(run_id),
