@@ -4,19 +4,36 @@
 
 mod common;
 
-use std::process::{Child, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Env, Killed, code, events, find, names, stderr, stdout};
 
 const TASK: &str = "replace 'old' with 'new' in note.txt";
 
+/// A run in the background, killed when dropped; its output is read as it comes.
+struct Background {
+    process: Killed,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+    stderr: std::thread::JoinHandle<Vec<u8>>,
+}
+
+fn read_all(mut from: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = from.read_to_end(&mut all);
+        all
+    })
+}
+
 /// Starts `steward run --json ARGS TASK` in the background, stdin from /dev/null.
-fn start(env: &Env, extra: &[&str]) -> Killed {
+fn start(env: &Env, extra: &[&str]) -> Background {
     env.write("note.txt", "old text\n");
     let args = [&["run", "--json"], extra, &[TASK]].concat();
-    let child = env.command(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    Killed(child)
+    let mut child = env.command(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stdout = read_all(child.stdout.take().unwrap());
+    let stderr = read_all(child.stderr.take().unwrap());
+    Background { process: Killed(child), stdout, stderr }
 }
 
 /// The one approval `steward approvals pending --json` lists, once it appears (60 s at most).
@@ -36,17 +53,16 @@ fn pending_id(env: &Env) -> String {
 }
 
 /// Waits (60 s at most) for the run to end and returns its output.
-fn finish(mut run: Killed) -> Output {
+fn finish(mut run: Background) -> Output {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while run.0.try_wait().unwrap().is_none() {
+    let status = loop {
+        if let Some(status) = run.process.0.try_wait().unwrap() {
+            break status;
+        }
         assert!(Instant::now() < deadline, "the run did not end");
         std::thread::sleep(Duration::from_millis(100));
-    }
-    let child: &mut Child = &mut run.0;
-    let mut out = Output { status: child.wait().unwrap(), stdout: Vec::new(), stderr: Vec::new() };
-    std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut out.stdout).unwrap();
-    std::io::Read::read_to_end(child.stderr.as_mut().unwrap(), &mut out.stderr).unwrap();
-    out
+    };
+    Output { status, stdout: run.stdout.join().unwrap(), stderr: run.stderr.join().unwrap() }
 }
 
 #[test]
@@ -98,7 +114,7 @@ fn a_denial_from_another_terminal_refuses_the_call() {
 fn without_a_decision_the_approval_expires_and_the_call_is_refused() {
     let env = Env::new();
     // `[run] approvals = "wait"` in the configuration does what the flag does.
-    env.user_config("[run]\napprovals = \"wait\"\n\n[policy]\napproval_timeout_seconds = 2\n");
+    env.user_config("[run]\napprovals = \"wait\"\n\n[policy]\napproval_timeout_seconds = 4\n");
     let run = start(&env, &[]);
     let id = pending_id(&env);
     let out = finish(run);

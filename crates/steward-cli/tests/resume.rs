@@ -32,7 +32,8 @@ fn continue_gives_the_last_turns_to_the_model_and_resume_finds_the_conversation_
     // A new run is a new conversation: the earlier turn is not in its request.
     let fresh = turn(&env, &["run", "and how many lines"], &["There are 42 files."], "x");
     assert_eq!(code(&fresh), 1, "without --continue nothing earlier reaches the model: {}", stderr(&fresh));
-    assert!(stderr(&fresh).contains("does not contain the expected text"), "{}", stderr(&fresh));
+    let said = format!("{}{}", common::stdout(&fresh), stderr(&fresh));
+    assert!(said.contains("does not contain the expected text"), "{said}");
 
     // `--continue` takes the newest conversation in this workspace: the one `fresh` started.
     let second = turn(

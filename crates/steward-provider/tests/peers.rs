@@ -282,20 +282,29 @@ async fn peer_aimock_openai_responses_text_calls_and_outputs() {
     let reply = p.stream(&next, &mut |d| pieces.push(d)).await.unwrap();
     assert_eq!(reply.text, "Both files read.");
 
+    // aimock's journal holds each request as it read it, in Chat Completions terms: the
+    // instructions as the system message, each `function_call` item as an assistant tool call
+    // and each `function_call_output` as a tool message.
     let sent = mock.journal("/v1/responses").await;
     assert_eq!(sent.len(), 3, "{sent:?}");
     let body = &sent[2]["body"];
-    assert_eq!(body["instructions"], "test");
-    assert_eq!(body["stream"], true);
     assert_eq!(body["model"], "gpt-4o");
-    let items: Vec<&Value> = body["input"].as_array().unwrap().iter().collect();
-    let outputs: Vec<(&str, &str)> = items
+    assert_eq!(body["stream"], true);
+    let messages: Vec<&Value> = body["messages"].as_array().unwrap().iter().collect();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[0]["content"], "test");
+    let calls: Vec<(&str, &str)> = messages
         .iter()
-        .filter(|i| i["type"] == "function_call_output")
-        .map(|i| (i["call_id"].as_str().unwrap(), i["output"].as_str().unwrap()))
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .map(|c| (c["id"].as_str().unwrap(), c["function"]["arguments"].as_str().unwrap()))
+        .collect();
+    assert_eq!(calls, vec![("call_r1", r#"{"path":"src/a.rs"}"#), ("call_r2", r#"{"path":"src/b.rs"}"#)]);
+    let outputs: Vec<(&str, &str)> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| (m["tool_call_id"].as_str().unwrap(), m["content"].as_str().unwrap()))
         .collect();
     assert_eq!(outputs, vec![("call_r1", "fn a() {}"), ("call_r2", "fn b() {}")]);
-    assert_eq!(items.iter().filter(|i| i["type"] == "function_call").count(), 2);
     assert!(sent[2]["headers"]["authorization"].is_string());
     assert!(!body.to_string().contains(KEY));
 }
