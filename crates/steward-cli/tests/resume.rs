@@ -89,4 +89,5 @@ fn resume_by_conversation_id_and_only_by_its_owner() {
     let mut other = env.command(&["run", "--continue", "mine now", "--provider", "fake"]);
     let other = other.env("USER", "mallory").output().unwrap();
     assert_eq!(code(&other), 2, "another owner has no conversation here: {}", stderr(&other));
+    assert!(stderr(&other).contains("no earlier conversation of local:mallory"), "{}", stderr(&other));
 }

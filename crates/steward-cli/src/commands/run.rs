@@ -156,6 +156,17 @@ async fn run_observed(
     };
     let workspace = std::fs::canonicalize(&workspace_arg)
         .map_err(|e| usage(format!("workspace {}: {e}", workspace_arg.display())))?;
+    // `--continue`: find the conversation before preparing anything.
+    let (early_runtime, joined_early) = match (&thread, early_runtime) {
+        (Thread::Last, None) => {
+            let runtime = Home::locate()?.runtime().await?;
+            let joined =
+                super::resume::join(runtime.store.as_ref(), &owner_id, &workspace.display().to_string(), &thread)
+                    .await?;
+            (Some(runtime), joined)
+        }
+        (_, early) => (early, joined_early),
+    };
     let config = load_config(&workspace)?;
     if args.max_rounds == Some(0) {
         return Err(usage("--max-rounds must be at least 1"));
