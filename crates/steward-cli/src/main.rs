@@ -28,6 +28,24 @@ struct Cli {
 enum Command {
     /// Run a task in a workspace (exit 0 answered, 1 failed, 2 usage/config error, 3 stopped by a limit, 4 cancelled, 5 with --strict: answered but a step was refused or failed).
     Run(commands::RunArgs),
+    /// Send the next message of a conversation (`cnv_…`) or of the conversation a run (`run_…`, a unique prefix, or `last`) belongs to: a run in its workspace given its last 4 turns as context, as in the web UI (exit codes as `steward run`).
+    Resume(commands::ResumeArgs),
+    /// Approve a pending approval of one of your runs (`apr_…`, listed by `steward approvals pending`), for a run waiting in another terminal, in the background (`--approvals wait`) or in the web UI.
+    Approve {
+        /// The approval id (`apr_…`).
+        id: String,
+        /// once (this call), run (this tool for the rest of the run) or workspace (this tool in this workspace).
+        #[arg(long, default_value = "once", value_parser = ["once", "run", "workspace"])]
+        scope: String,
+    },
+    /// Deny a pending approval of one of your runs (`apr_…`): the call is refused and the model is told why.
+    Deny {
+        /// The approval id (`apr_…`).
+        id: String,
+        /// Why, shown to the model (default: "denied by the owner").
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
     /// Run a task with the classic and with the model planner in the same workspace and print both side by side with their costs (exit 0 when both answered, 1 otherwise, 2 usage/config error).
     Compare(commands::CompareArgs),
     /// List each configured provider's models, saying which providers are unreachable.
@@ -177,6 +195,12 @@ enum AuditCommand {
 
 #[derive(Subcommand)]
 enum ApprovalsCommand {
+    /// List the approvals your running runs wait on: id, run, time left, tool, arguments (redacted).
+    Pending {
+        /// JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// List your grants (active ones; `--all` adds revoked, expired and ended ones).
     List {
         /// Include revoked, expired and ended grants (run grants end with their run).
@@ -372,6 +396,16 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => commands::run(args).await,
+            Command::Resume(args) => commands::resume(args).await,
+            Command::Approve { id, scope } => {
+                commands::decide(&id, steward_core::decisions::OwnerDecision::Approve(scope)).await
+            }
+            Command::Deny { id, reason } => {
+                commands::decide(&id, steward_core::decisions::OwnerDecision::Deny(reason)).await
+            }
+            Command::Approvals { command: ApprovalsCommand::Pending { json } } => {
+                commands::approvals_pending(json).await
+            }
             Command::Compare(args) => commands::compare(args).await,
             Command::Models { workspace, json } => commands::models(&workspace, json).await,
             Command::Runs { limit, json, all } => commands::runs(limit, json, all).await,

@@ -260,14 +260,33 @@ fn stdin_lines() -> &'static tokio::sync::Mutex<tokio::sync::mpsc::UnboundedRece
     })
 }
 
+/// How a decision made in another process is reported.
+fn decided_elsewhere(answer: &ApprovalAnswer) -> String {
+    match answer {
+        ApprovalAnswer::Approve { decided_by, .. } => {
+            format!("approved in the web UI or another terminal by {decided_by}")
+        }
+        ApprovalAnswer::Reject { decided_by, .. } => {
+            format!("denied in the web UI or another terminal by {decided_by}")
+        }
+        ApprovalAnswer::NoApprover => "no answer".to_string(),
+    }
+}
+
 /// Asks on the terminal (prompt on stderr, answer on stdin) with a countdown to expiry.
 /// Input typed before the prompt appeared is discarded, so nothing is approved unseen.
 /// While the prompt waits, a decision made by the same owner in `steward serve`'s web UI
-/// (recorded in `store`) answers it too. When stdin is not a terminal nobody can answer:
-/// `NoApprover` (fail closed).
+/// (recorded in `store`) answers it too. When stdin is not a terminal nobody can answer
+/// here: `NoApprover` (fail closed), or with `wait_for_decisions` (`--approvals wait`) the
+/// run waits until the approval expires for the owner's decision from another process
+/// (`steward approve`/`deny`, the web UI).
 pub struct TerminalApprover {
+    /// The run's owner: the one who answers on this terminal.
     pub owner_id: String,
+    /// Where decisions made elsewhere are recorded.
     pub store: Arc<dyn steward_store::Store>,
+    /// Without a terminal, wait for a decision made elsewhere instead of refusing at once.
+    pub wait_for_decisions: bool,
 }
 
 /// How often a waiting prompt looks for a decision made in the web UI.
@@ -277,7 +296,30 @@ const BROWSER_DECISION_POLL: std::time::Duration = std::time::Duration::from_mil
 impl Approver for TerminalApprover {
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
         if !std::io::stdin().is_terminal() {
-            return ApprovalAnswer::NoApprover;
+            if !self.wait_for_decisions {
+                return ApprovalAnswer::NoApprover;
+            }
+            eprintln!(
+                "steward: approval {} needed for {} (risk {:.2}, rule `{}`): {}\n\
+                 steward: waiting until {} for `steward approve {}` or `steward deny {}` (or the web UI)",
+                request.id,
+                printable(&request.tool),
+                request.risk,
+                request.rule,
+                printable(&request.reason),
+                request.expires_at.with_timezone(&chrono::Local).format("%H:%M:%S"),
+                request.id,
+                request.id
+            );
+            return match steward_core::approval::await_decision(self.store.as_ref(), request, token).await {
+                Some(answer) => {
+                    eprintln!("steward: {}", decided_elsewhere(&answer));
+                    answer
+                }
+                // Expired: the orchestrator's own deadline ends the wait and records
+                // `approval_expired`.
+                None => std::future::pending().await,
+            };
         }
         let mut lines = stdin_lines().lock().await;
         // Drop typed-ahead input: both what the terminal still buffers and what the reader
@@ -327,12 +369,7 @@ impl Approver for TerminalApprover {
         let line = tokio::select! {
             line = lines.recv() => line,
             answer = steward_core::approval::stored_decision(self.store.as_ref(), request, token, BROWSER_DECISION_POLL) => {
-                let how = match &answer {
-                    ApprovalAnswer::Approve { decided_by, .. } => format!("approved in the web UI by {decided_by}"),
-                    ApprovalAnswer::Reject { decided_by, .. } => format!("denied in the web UI by {decided_by}"),
-                    ApprovalAnswer::NoApprover => "no answer".to_string(),
-                };
-                eprintln!("\n└ {how}");
+                eprintln!("\n└ {}", decided_elsewhere(&answer));
                 return answer;
             }
         };

@@ -78,7 +78,7 @@ text = "Changed."
 
     let (ok, out) = run.finish();
     assert!(ok, "steward run failed: {out}");
-    assert!(out.contains("approved in the web UI by local:tester"), "{out}");
+    assert!(out.contains("approved in the web UI or another terminal by local:tester"), "{out}");
     assert_eq!(env.read("note.txt"), "new\n");
 
     // A second decision on the same approval is refused.

@@ -146,6 +146,25 @@ pub async fn stored_decision(
     }
 }
 
+/// How often [`await_decision`] looks at a store that sends no change notices.
+pub const DECISION_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Waits for the owner's decision on `request` made from another process (`steward approve`
+/// or `steward deny`, the web UI, another node sharing the database): the one place a run
+/// that nobody can answer in its terminal waits for a decision (`[run] approvals = "wait"`).
+///
+/// Returns the answer to give (presenting `token`), or `None` once `request.expires_at` has
+/// passed without a decision. The orchestrator still checks who decided and the expiry: a
+/// decision by anyone but the run's owner refuses the call, and so does one made too late.
+pub async fn await_decision(
+    store: &dyn steward_store::Store,
+    request: &ApprovalRequest,
+    token: &str,
+) -> Option<ApprovalAnswer> {
+    let left = (request.expires_at - chrono::Utc::now()).to_std().unwrap_or_default();
+    tokio::time::timeout(left, stored_decision(store, request, token, DECISION_POLL)).await.ok()
+}
+
 /// The answer a decision recorded in the store gives, presenting `token` (the decision token
 /// of the process running the call) for an approval: scope `run`, `workspace` or else `once`;
 /// a denial without a reason says "denied by the owner".

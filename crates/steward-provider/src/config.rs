@@ -24,6 +24,7 @@ use crate::anthropic::AnthropicWire;
 use crate::fake::FakeProvider;
 use crate::http::{ApiKey, HttpCore, build_client};
 use crate::openai::OpenAiWire;
+use crate::responses::ResponsesWire;
 use crate::retry::{DEFAULT_BACKOFF_MS, DEFAULT_TRIES, RetryPolicy};
 use crate::wire::{HttpProvider, Settings};
 use crate::{Provider, ProviderError};
@@ -37,6 +38,10 @@ pub enum ProviderKind {
     Openai,
     /// Anthropic Messages API.
     Anthropic,
+    /// OpenAI Responses API (`POST {base_url}/responses`, as Codex speaks it); `kind =
+    /// "openai-responses"`.
+    #[serde(rename = "openai-responses", alias = "openai_responses")]
+    OpenaiResponses,
     /// The scripted fake provider.
     Fake,
 }
@@ -70,7 +75,8 @@ pub struct ProviderConfig {
     /// Wire protocol.
     pub kind: ProviderKind,
     /// Endpoint root, e.g. `https://api.openai.com/v1` (OpenAI-compatible: the path before
-    /// `/chat/completions`) or `https://api.anthropic.com` (Anthropic: before `/v1/messages`).
+    /// `/chat/completions`; `openai-responses`: before `/responses`, the default) or
+    /// `https://api.anthropic.com` (Anthropic: before `/v1/messages`, the default).
     #[serde(default)]
     pub base_url: Option<String>,
     /// Environment variable that, when set and not empty, replaces `base_url` (the presets
@@ -221,7 +227,8 @@ pub fn preset(name: &str) -> Option<ProviderConfig> {
 }
 
 /// The endpoint root a provider built from `cfg` talks to: the value of `base_url_env` when
-/// that variable is set and not empty, else `base_url`, else Anthropic's public API for the
+/// that variable is set and not empty, else `base_url`, else OpenAI's public API for the
+/// `openai-responses` kind or Anthropic's public API for the
 /// `anthropic` kind; without a trailing `/`.
 ///
 /// Errors (`config`): no URL at all, a URL that is not `http(s)`, an `OLLAMA_HOST` that is not
@@ -245,6 +252,7 @@ pub(crate) fn resolve_base_url(
         .or(cfg.base_url.as_deref())
         .or(match cfg.kind {
             ProviderKind::Anthropic => Some("https://api.anthropic.com"),
+            ProviderKind::OpenaiResponses => Some("https://api.openai.com/v1"),
             _ => None,
         })
         .ok_or_else(|| ProviderError::new(ErrorClass::Config, format!("provider '{name}' has no base_url")))?
@@ -351,6 +359,7 @@ pub fn build_provider(
     };
     Ok(match cfg.kind {
         ProviderKind::Anthropic => Arc::new(HttpProvider { core, settings, wire: AnthropicWire }),
+        ProviderKind::OpenaiResponses => Arc::new(HttpProvider { core, settings, wire: ResponsesWire }),
         _ => {
             let system_role = cfg.system_role.clone().unwrap_or_else(|| "system".to_string());
             Arc::new(HttpProvider { core, settings, wire: OpenAiWire { system_role } })

@@ -35,6 +35,7 @@ pub const SCENARIO_FINISHED: &str = "(scenario finished)";
 /// name = "read"
 /// arguments = { path = "README.md" } # or arguments_raw = "{\"path\":" for a truncated call
 /// id = "call_1"                      # optional; default call_<round>_<n>
+/// expect = ["Task: list the files"]  # optional: text the request must contain, else 400
 /// [round.error]                      # optional: the call fails
 /// class = "missing_api_key"          # any error class wire name
 /// message = "OPENAI_API_KEY is not set"
@@ -79,6 +80,11 @@ pub struct Round {
     /// Makes the call fail.
     #[serde(default)]
     pub error: Option<FakeError>,
+    /// Text the request must contain (each, in some message): otherwise the call fails with
+    /// `provider_error` (status 400) naming what is missing. Lets a test check, through the
+    /// binary, what reached the model.
+    #[serde(default)]
+    pub expect: Vec<String>,
 }
 
 /// A scripted tool call.
@@ -261,6 +267,15 @@ impl Provider for FakeProvider {
         }
         if let Some(e) = &round.error {
             return Err(ProviderError { class: e.class, message: e.message.clone(), status: e.status });
+        }
+        if let Some(missing) =
+            round.expect.iter().find(|t| !request.messages.iter().any(|m| m.content.contains(t.as_str())))
+        {
+            return Err(ProviderError::new(
+                ErrorClass::ProviderError,
+                format!("round {}: the request does not contain the expected text {missing:?}", round_no + 1),
+            )
+            .with_status(400));
         }
         let mut req = request.clone();
         if req.model.is_empty() {

@@ -156,3 +156,16 @@ fn scenario_files_by_extension_and_unknown_fields() {
     assert_eq!(err.class, ErrorClass::Config);
     assert_eq!(FakeProvider::from_file(&dir.path().join("missing.toml")).unwrap_err().class, ErrorClass::Config);
 }
+
+#[tokio::test]
+async fn a_round_fails_when_the_request_lacks_the_expected_text() {
+    let scenario =
+        Scenario::from_toml("[[round]]\ntext = \"ok\"\nexpect = [\"Task: count\", \"Answer: 42\"]\n").unwrap();
+    let fake = FakeProvider::new(scenario);
+    let with = request(vec![Message::system("1. Task: count\n   Answer: 42"), Message::user("next")], &[]);
+    assert_eq!(fake.chat(&with).await.unwrap().text, "ok");
+    let without = request(vec![Message::system("1. Task: count"), Message::user("next")], &[]);
+    let err = fake.chat(&without).await.unwrap_err();
+    assert_eq!((err.class, err.status), (ErrorClass::ProviderError, Some(400)));
+    assert!(err.message.contains("\"Answer: 42\""), "{}", err.message);
+}

@@ -6,7 +6,8 @@
 //!
 //! Modules, top to bottom:
 //! - [`config`]: [`ProviderConfig`], presets and [`build_provider`];
-//! - `openai` / `anthropic`: the two wire protocols (Chat Completions, Messages API);
+//! - `openai` / `anthropic` / `responses`: the wire protocols (Chat Completions, Messages
+//!   API, OpenAI Responses API);
 //! - [`fake`]: the scripted provider used by tests and evals;
 //! - `assemble`: streamed tool-call assembly (cases B01, B03);
 //! - [`recover`]: tool calls written as text and `<think>` blocks (SPEC P8, case B04), with
@@ -29,6 +30,7 @@ pub mod markup;
 mod openai;
 pub mod recover;
 mod reply;
+mod responses;
 pub mod retry;
 pub mod tls;
 mod wire;

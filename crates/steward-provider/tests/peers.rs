@@ -237,3 +237,74 @@ async fn peer_aimock_anthropic_streamed_text_and_tool_use() {
     assert_eq!(sent[0]["headers"]["anthropic-version"], "2023-06-01");
     assert!(sent[0]["headers"].get("authorization").is_none());
 }
+
+/// The OpenAI Responses API (`kind = "openai-responses"`): streamed text, streamed function
+/// calls, and the calls with their `function_call_output` items on the next request.
+#[tokio::test]
+async fn peer_aimock_openai_responses_text_calls_and_outputs() {
+    let mock = Aimock::start(json!([
+        {"match": {"toolCallId": "call_r2"}, "response": {"content": "Both files read."}, "chunkSize": 5},
+        {"match": {"userMessage": "read both"}, "response": {"toolCalls": [
+            {"id": "call_r1", "name": "read_file", "arguments": {"path": "src/a.rs"}},
+            {"id": "call_r2", "name": "read_file", "arguments": {"path": "src/b.rs"}}
+        ]}, "chunkSize": 3},
+        {"match": {"userMessage": "say hello"}, "response": {"content": "Hi there, friend!"}, "chunkSize": 4}
+    ]));
+    let p = mock.provider(ProviderKind::OpenaiResponses, 10);
+
+    let (r, deltas) = stream(&p, "say hello").await;
+    let reply = r.unwrap();
+    assert_eq!(reply.text, "Hi there, friend!");
+    assert_eq!(text_of(&deltas), "Hi there, friend!");
+    assert!(deltas.iter().filter(|d| matches!(d, StreamDelta::Text { .. })).count() > 1, "text arrives in pieces");
+    assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
+
+    let (r, deltas) = stream(&p, "read both").await;
+    let reply = r.unwrap();
+    assert_eq!(
+        reply.tool_calls,
+        vec![
+            ToolCall { id: "call_r1".into(), name: "read_file".into(), arguments: json!({"path": "src/a.rs"}) },
+            ToolCall { id: "call_r2".into(), name: "read_file".into(), arguments: json!({"path": "src/b.rs"}) },
+        ]
+    );
+    assert!(reply.invalid_tool_calls.is_empty(), "{:?}", reply.invalid_tool_calls);
+    assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
+    assert_eq!(deltas.iter().filter(|d| matches!(d, StreamDelta::ToolCallStarted { .. })).count(), 2);
+
+    // The next request carries the calls and their outputs; aimock answers it only when the
+    // last item is the output of `call_r2`.
+    let mut next = request("read both");
+    next.messages.push(Message::assistant("", reply.tool_calls.clone()));
+    next.messages.push(Message::tool_result("call_r1", "fn a() {}", false));
+    next.messages.push(Message::tool_result("call_r2", "fn b() {}", false));
+    let mut pieces = Vec::new();
+    let reply = p.stream(&next, &mut |d| pieces.push(d)).await.unwrap();
+    assert_eq!(reply.text, "Both files read.");
+
+    // aimock's journal holds each request as it read it, in Chat Completions terms: the
+    // instructions as the system message, each `function_call` item as an assistant tool call
+    // and each `function_call_output` as a tool message.
+    let sent = mock.journal("/v1/responses").await;
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    let body = &sent[2]["body"];
+    assert_eq!(body["model"], "gpt-4o");
+    assert_eq!(body["stream"], true);
+    let messages: Vec<&Value> = body["messages"].as_array().unwrap().iter().collect();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[0]["content"], "test");
+    let calls: Vec<(&str, &str)> = messages
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .map(|c| (c["id"].as_str().unwrap(), c["function"]["arguments"].as_str().unwrap()))
+        .collect();
+    assert_eq!(calls, vec![("call_r1", r#"{"path":"src/a.rs"}"#), ("call_r2", r#"{"path":"src/b.rs"}"#)]);
+    let outputs: Vec<(&str, &str)> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| (m["tool_call_id"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(outputs, vec![("call_r1", "fn a() {}"), ("call_r2", "fn b() {}")]);
+    assert!(sent[2]["headers"]["authorization"].is_string());
+    assert!(!body.to_string().contains(KEY));
+}

@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
-use steward_core::context::Turn;
 use steward_core::memory::{self, MemoryCommand};
 use steward_store::{ConversationRecord, ConversationTurn, new_id};
 
@@ -232,7 +231,7 @@ pub async fn send(state: &AppState, owner_id: &str, id: &str, text: &str) -> Res
             (String::new(), reply)
         }
         None => {
-            let history = history(state, &record).await?;
+            let history = steward_core::conversation::history(store, &record).await.map_err(ApiError::storage)?;
             let non_empty = |v: &str| (!v.is_empty()).then(|| v.to_string());
             let start = StartRun {
                 task: text.to_string(),
@@ -255,24 +254,6 @@ pub async fn send(state: &AppState, owner_id: &str, id: &str, text: &str) -> Res
     state.runtime.store.upsert_conversation(&record).await.map_err(ApiError::storage)?;
     let _ = state.conversations_changed.send(record.id.clone());
     Ok(Sent { run_id, reply })
-}
-
-/// The earlier turns as context: each message with its answer (or how its run ended).
-async fn history(state: &AppState, record: &ConversationRecord) -> Result<Vec<Turn>, ApiError> {
-    let start = record.turns.len().saturating_sub(steward_core::context::MAX_HISTORY_TURNS);
-    let mut turns = Vec::new();
-    for turn in &record.turns[start..] {
-        let answer = if turn.run_id.is_empty() {
-            turn.reply.clone()
-        } else {
-            match state.runtime.store.get_run(&turn.run_id).await.map_err(ApiError::storage)? {
-                Some(r) => r.final_text.unwrap_or_else(|| format!("(the run ended: {})", r.status.as_str())),
-                None => "(no record)".to_string(),
-            }
-        };
-        turns.push(Turn { task: turn.message.clone(), answer });
-    }
-    Ok(turns)
 }
 
 /// Ends the owner's conversation now: its running task is cancelled.

@@ -88,7 +88,11 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
             task: args.task.clone(),
             owner_id: owner_id.clone(),
             // Without a terminal an ask is denied, as in `steward run`.
-            approver: Arc::new(ui::TerminalApprover { owner_id: owner_id.clone(), store: runtime.store.clone() }),
+            approver: Arc::new(ui::TerminalApprover {
+                owner_id: owner_id.clone(),
+                store: runtime.store.clone(),
+                wait_for_decisions: false,
+            }),
             observer,
             cancel: cancel.clone(),
             run_id: None,

@@ -6,6 +6,7 @@ use anyhow::Result;
 
 use steward_core::RunMode;
 
+use super::resume::Thread;
 use super::*;
 
 /// `steward run` arguments.
@@ -13,9 +14,10 @@ use super::*;
 pub struct RunArgs {
     /// The task, in plain words.
     task: String,
-    /// Workspace directory (default: the current directory).
-    #[arg(long, default_value = ".")]
-    workspace: PathBuf,
+    /// Workspace directory (default: the current directory; for `steward resume`, the
+    /// conversation's workspace).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
     /// Provider: a preset (openai, openrouter, xai, anthropic, ollama, lmstudio, llamacpp, fake) or a [providers.NAME] entry. Implies --planner model.
     #[arg(long)]
     provider: Option<String>,
@@ -50,6 +52,25 @@ pub struct RunArgs {
     /// expired) or failed.
     #[arg(long)]
     strict: bool,
+    /// Continue the newest conversation of this user in this workspace: the new run gets its
+    /// last 4 turns as context, as in the web UI.
+    #[arg(long = "continue")]
+    continue_last: bool,
+    /// What a call that needs approval does when stdin is not a terminal: `fail` (refused at
+    /// once with `no_approver`; the default, or [run] approvals) or `wait` (wait until the
+    /// approval expires for `steward approve`/`deny`, the web UI, or another process of the
+    /// owner).
+    #[arg(long, value_parser = ["fail", "wait"])]
+    approvals: Option<String>,
+}
+
+/// `steward resume` arguments.
+#[derive(Args)]
+pub struct ResumeArgs {
+    /// The conversation (`cnv_…`) or one of its runs (`run_…`, a unique prefix, or `last`).
+    id: String,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 /// Exit code of `steward run --strict`: answered, but a step was refused or failed.
@@ -68,7 +89,7 @@ pub async fn run_scripted(
     std::io::Write::write_all(&mut file, scenario.as_bytes())?;
     let args = RunArgs {
         task: task.to_string(),
-        workspace: workspace.to_path_buf(),
+        workspace: Some(workspace.to_path_buf()),
         provider: Some("fake".into()),
         model: None,
         base_url: None,
@@ -80,19 +101,72 @@ pub async fn run_scripted(
         mode: Some("loop".into()),
         json: false,
         strict: false,
+        continue_last: false,
+        approvals: None,
     };
-    run_observed(args, observer).await
+    run_observed(args, observer, Thread::Untracked).await
 }
 
-/// `steward run`.
+/// `steward run`: a new conversation, or with `--continue` the next turn of the newest one.
 pub async fn run(args: RunArgs) -> Result<u8> {
-    run_observed(args, None).await
+    let thread = if args.continue_last { Thread::Last } else { Thread::New };
+    run_observed(args, None, thread).await
+}
+
+/// `steward resume ID TASK`: the next turn of a conversation, in its workspace.
+pub async fn resume(args: ResumeArgs) -> Result<u8> {
+    if args.run.continue_last {
+        return Err(usage("`steward resume` names its conversation; leave out --continue"));
+    }
+    run_observed(args.run, None, Thread::Of(args.id)).await
 }
 
 /// [`run`], its events going to `observer` instead of the terminal printers when given.
-async fn run_observed(args: RunArgs, observer: Option<Arc<dyn steward_core::events::EventObserver>>) -> Result<u8> {
-    let workspace = std::fs::canonicalize(&args.workspace)
-        .map_err(|e| usage(format!("workspace {}: {e}", args.workspace.display())))?;
+async fn run_observed(
+    args: RunArgs,
+    observer: Option<Arc<dyn steward_core::events::EventObserver>>,
+    thread: Thread,
+) -> Result<u8> {
+    let owner_id = local_owner();
+    // `steward resume` works in the conversation's workspace: find it first.
+    let (early_runtime, joined_early) = match &thread {
+        Thread::Of(_) => {
+            let runtime = Home::locate()?.runtime().await?;
+            let joined = super::resume::join(runtime.store.as_ref(), &owner_id, "", &thread).await?;
+            (Some(runtime), joined)
+        }
+        _ => (None, None),
+    };
+    let workspace_arg = match (&args.workspace, &joined_early) {
+        (Some(w), Some(j)) => {
+            let given = std::fs::canonicalize(w).map_err(|e| usage(format!("workspace {}: {e}", w.display())))?;
+            if given.display().to_string() != j.record.workspace {
+                return Err(usage(format!(
+                    "conversation {} works in {}, not {}",
+                    j.record.id,
+                    j.record.workspace,
+                    given.display()
+                )));
+            }
+            given
+        }
+        (Some(w), None) => w.clone(),
+        (None, Some(j)) => PathBuf::from(&j.record.workspace),
+        (None, None) => PathBuf::from("."),
+    };
+    let workspace = std::fs::canonicalize(&workspace_arg)
+        .map_err(|e| usage(format!("workspace {}: {e}", workspace_arg.display())))?;
+    // `--continue`: find the conversation before preparing anything.
+    let (early_runtime, joined_early) = match (&thread, early_runtime) {
+        (Thread::Last, None) => {
+            let runtime = Home::locate()?.runtime().await?;
+            let joined =
+                super::resume::join(runtime.store.as_ref(), &owner_id, &workspace.display().to_string(), &thread)
+                    .await?;
+            (Some(runtime), joined)
+        }
+        (_, early) => (early, joined_early),
+    };
     let config = load_config(&workspace)?;
     if args.max_rounds == Some(0) {
         return Err(usage("--max-rounds must be at least 1"));
@@ -123,6 +197,11 @@ async fn run_observed(args: RunArgs, observer: Option<Arc<dyn steward_core::even
         max_rounds: args.max_rounds,
         ..RunOptions::default()
     };
+    let wait_for_decisions = match args.approvals.as_deref() {
+        Some(mode) => mode == "wait",
+        None => config.run.approvals == steward_core::config::ApprovalsMode::Wait,
+    };
+    let mut history = Vec::new();
     let prepared = prepare_run(config, &workspace, &options).await?;
     if let Some(plan) = prepared.roles.as_ref().filter(|_| !args.json) {
         for role in &plan.roles {
@@ -136,8 +215,24 @@ async fn run_observed(args: RunArgs, observer: Option<Arc<dyn steward_core::even
         }
     }
 
-    let runtime = Home::locate()?.runtime().await?;
-    let owner_id = local_owner();
+    let runtime = match early_runtime {
+        Some(runtime) => runtime,
+        None => Home::locate()?.runtime().await?,
+    };
+    let joined = match joined_early {
+        Some(j) => Some(j),
+        None => {
+            super::resume::join(runtime.store.as_ref(), &owner_id, &workspace.display().to_string(), &thread).await?
+        }
+    };
+    let run_id = steward_store::new_id("run_");
+    if let Some(mut joined) = joined {
+        if !joined.history.is_empty() && !args.json {
+            eprintln!("steward: continuing {} ({} earlier turn(s) as context)", joined.record.id, joined.history.len());
+        }
+        super::resume::add_turn(runtime.store.as_ref(), &mut joined, &args.task, &run_id).await?;
+        history = joined.history;
+    }
     let cancel = CancellationToken::new();
     // Renewed until the process ends, also while a cancelled run records its end.
     crate::home::spawn_lease_keeper(&runtime, CancellationToken::new())?;
@@ -159,11 +254,11 @@ async fn run_observed(args: RunArgs, observer: Option<Arc<dyn steward_core::even
     let ready = prepared.into_run(Task {
         task: args.task,
         owner_id: owner_id.clone(),
-        approver: Arc::new(ui::TerminalApprover { owner_id, store: runtime.store.clone() }),
+        approver: Arc::new(ui::TerminalApprover { owner_id, store: runtime.store.clone(), wait_for_decisions }),
         observer,
         cancel,
-        run_id: None,
-        history: Vec::new(),
+        run_id: Some(run_id),
+        history,
     });
     let run = ready.run(&runtime).await.map_err(|e| match e {
         steward_core::RunError::Config(msg) => usage(msg),

@@ -45,7 +45,7 @@ pub use filter::OutputFilterConfig;
 pub use hooks::HookConfig;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_FILE_CHARS, MAX_INSTRUCTIONS_CHARS};
 pub use network::Network;
-pub use raw::{RawConfig, RawLimits, RawRoles, RawRun, RawSandbox, RawShell, RawTrust, RoleConfig};
+pub use raw::{ApprovalsMode, RawConfig, RawLimits, RawRoles, RawRun, RawSandbox, RawShell, RawTrust, RoleConfig};
 pub use roles::{RoleName, RunMode};
 pub use sandbox::{DEFAULT_HOME_KEEP, SandboxSettings, WritableFolderError, home_paths, writable_folder};
 

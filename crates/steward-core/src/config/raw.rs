@@ -60,6 +60,24 @@ pub struct RawRun {
     /// `loop` (default: the planner answers) or `roles` (the role pipeline, SPEC O1–O3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<RunMode>,
+    /// What a call that needs approval does when nobody can answer on the terminal (stdin is
+    /// not one): `fail` (default: refused at once with `no_approver`) or `wait` (the run waits,
+    /// until the approval expires, for a decision of its owner from `steward approve`/`deny`,
+    /// the web UI or another process).
+    #[serde(default)]
+    pub approvals: ApprovalsMode,
+}
+
+/// `[run] approvals`: what a call that needs approval does when stdin is not a terminal.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalsMode {
+    /// Refused at once with `no_approver` (fail closed).
+    #[default]
+    Fail,
+    /// Wait until the approval expires for the owner's decision made elsewhere.
+    Wait,
 }
 
 /// `[roles.NAME]`: who plays one role of the role pipeline (SPEC O1, P9).

@@ -1,0 +1,127 @@
+//! `--approvals wait`: a run whose stdin is not a terminal waits for its owner's decision from
+//! another process (`steward approve` / `steward deny`) until the approval expires; the
+//! default stays fail-closed `no_approver` (tested in cli.rs).
+
+mod common;
+
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Env, Killed, code, events, find, names, stderr, stdout};
+
+const TASK: &str = "replace 'old' with 'new' in note.txt";
+
+/// A run in the background, killed when dropped; its output is read as it comes.
+struct Background {
+    process: Killed,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+    stderr: std::thread::JoinHandle<Vec<u8>>,
+}
+
+fn read_all(mut from: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = from.read_to_end(&mut all);
+        all
+    })
+}
+
+/// Starts `steward run --json ARGS TASK` in the background, stdin from /dev/null.
+fn start(env: &Env, extra: &[&str]) -> Background {
+    env.write("note.txt", "old text\n");
+    let args = [&["run", "--json"], extra, &[TASK]].concat();
+    let mut child = env.command(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stdout = read_all(child.stdout.take().unwrap());
+    let stderr = read_all(child.stderr.take().unwrap());
+    Background { process: Killed(child), stdout, stderr }
+}
+
+/// The one approval `steward approvals pending --json` lists, once it appears (60 s at most).
+fn pending_id(env: &Env) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = env.steward(&["approvals", "pending", "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        if let Some(line) = stdout(&out).lines().next() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["tool"], "edit", "{v}");
+            return v["approval_id"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "no approval became pending");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Waits (60 s at most) for the run to end and returns its output.
+fn finish(mut run: Background) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = run.process.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the run did not end");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    Output { status, stdout: run.stdout.join().unwrap(), stderr: run.stderr.join().unwrap() }
+}
+
+#[test]
+fn a_waiting_run_goes_on_when_its_owner_approves_from_another_terminal_and_nobody_else_can() {
+    let env = Env::new();
+    let run = start(&env, &["--approvals", "wait"]);
+    let id = pending_id(&env);
+
+    let mut other = env.command(&["approve", &id]);
+    let other = other.env("USER", "mallory").output().unwrap();
+    assert_eq!(code(&other), 1, "another owner cannot approve: {}", stderr(&other));
+    assert!(stderr(&other).contains("not_owner"), "{}", stderr(&other));
+    // Nor does another owner see it pending.
+    let mut listed = env.command(&["approvals", "pending", "--json"]);
+    let listed = listed.env("USER", "mallory").output().unwrap();
+    assert_eq!(stdout(&listed), "", "another owner's pending approvals are not listed");
+    assert_eq!(env.read("note.txt"), "old text\n");
+
+    let approved = env.steward(&["approve", &id]);
+    assert_eq!(code(&approved), 0, "{}", stderr(&approved));
+    let out = finish(run);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    assert_eq!(find(&evs, "tool_approved")["approval_id"], id.as_str(), "{:?}", names(&evs));
+    assert!(names(&evs).contains(&"tool_completed".to_string()), "{:?}", names(&evs));
+    assert_eq!(env.read("note.txt"), "new text\n");
+    assert!(stderr(&out).contains(&format!("steward approve {id}")), "says how to decide: {}", stderr(&out));
+
+    let again = env.steward(&["approve", &id]);
+    assert_eq!(code(&again), 1, "a decided approval cannot be decided again: {}", stderr(&again));
+}
+
+#[test]
+fn a_denial_from_another_terminal_refuses_the_call() {
+    let env = Env::new();
+    let run = start(&env, &["--approvals", "wait"]);
+    let id = pending_id(&env);
+    let denied = env.steward(&["deny", &id, "--reason", "not today"]);
+    assert_eq!(code(&denied), 0, "{}", stderr(&denied));
+    let out = finish(run);
+    let evs = events(&out);
+    let rejected = find(&evs, "tool_rejected");
+    assert_eq!(rejected["reason"], "not today", "{rejected}");
+    assert!(!names(&evs).contains(&"tool_started".to_string()));
+    assert_eq!(env.read("note.txt"), "old text\n");
+}
+
+#[test]
+fn without_a_decision_the_approval_expires_and_the_call_is_refused() {
+    let env = Env::new();
+    // `[run] approvals = "wait"` in the configuration does what the flag does.
+    env.user_config("[run]\napprovals = \"wait\"\n\n[policy]\napproval_timeout_seconds = 4\n");
+    let run = start(&env, &[]);
+    let id = pending_id(&env);
+    let out = finish(run);
+    let evs = events(&out);
+    assert_eq!(find(&evs, "tool_approval_expired")["approval_id"], id.as_str(), "{:?}", names(&evs));
+    assert!(!names(&evs).contains(&"tool_started".to_string()));
+    assert_eq!(env.read("note.txt"), "old text\n");
+    let late = env.steward(&["approve", &id]);
+    assert_eq!(code(&late), 1, "an expired approval cannot be approved: {}", stderr(&late));
+}
