@@ -164,11 +164,12 @@ fn object_arguments(name: &str, args: Value) -> Result<Value, RecoverError> {
     }
 }
 
-/// Arguments written as one JSON object after a name.
+/// Arguments written as one JSON object after a name; none at all means the call was cut
+/// off (these formats write `{}` for a call without arguments).
 fn json_arguments(name: &str, text: &str) -> Result<Value, RecoverError> {
     let text = text.trim();
     if text.is_empty() {
-        return Ok(Value::Object(Map::new()));
+        return Err(RecoverError::CutOff(format!("the call to `{name}`")));
     }
     match serde_json::from_str::<Value>(text) {
         Ok(v) => object_arguments(name, v),
