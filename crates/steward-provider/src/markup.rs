@@ -32,7 +32,6 @@ const TAGS: &[(&str, &str, &str)] = &[
     ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "DeepSeek tool calls"),
     ("<｜DSML｜", "", "DeepSeek DSML"),
     ("<|channel|>commentary to=", "<|call|>", "harmony"),
-    ("to=functions.", "<|call|>", "harmony"),
     ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "Kimi tool calls"),
     ("<minimax:tool_call>", "</minimax:tool_call>", "<minimax:tool_call>"),
     ("<seed:tool_call>", "</seed:tool_call>", "<seed:tool_call>"),

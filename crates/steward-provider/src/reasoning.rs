@@ -2,7 +2,8 @@
 //! `[THINK]…[/THINK]`, Command's `<|START_THINKING|>…<|END_THINKING|>` and the harmony
 //! `analysis` channel; a lone `</think>` (the template opened the block) makes everything
 //! before it reasoning. Harmony's framing tokens (`<|start|>assistant`, `<|channel|>final
-//! <|message|>`, `<|end|>`, `<|return|>`) and Llama's end-of-turn tokens are dropped.
+//! <|message|>`, `<|end|>`, `<|return|>`), Command's `<|START_RESPONSE|>`/`<|END_RESPONSE|>`
+//! and Llama's end-of-turn tokens are dropped.
 //!
 //! [`Splitter`] reads the text as it streams: a tag split across chunks is held back until it
 //! is complete, so the output is the same however the text was cut.
@@ -16,8 +17,16 @@ const WRAPPERS: &[(&str, &str)] = &[
 ];
 
 /// Tokens that frame a message and are neither text nor reasoning.
-const DROPPED: &[&str] =
-    &["<|start|>assistant", "<|channel|>final<|message|>", "<|return|>", "<|end|>", "<|eot_id|>", "<|eom_id|>"];
+const DROPPED: &[&str] = &[
+    "<|start|>assistant",
+    "<|channel|>final<|message|>",
+    "<|return|>",
+    "<|end|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|START_RESPONSE|>",
+    "<|END_RESPONSE|>",
+];
 
 /// A closing tag without its opening tag: what came before it was reasoning.
 const LONE_CLOSE: &str = "</think>";
@@ -191,7 +200,11 @@ mod tests {
             ("<think>cut off", "", "cut off"),
             ("no tags", "no tags", ""),
             ("[THINK]mistral thinks[/THINK]Done.", "Done.", "mistral thinks"),
-            ("<|START_THINKING|>cohere thinks<|END_THINKING|>Done.", "Done.", "cohere thinks"),
+            (
+                "<|START_THINKING|>cohere thinks<|END_THINKING|><|START_RESPONSE|>Done.<|END_RESPONSE|>",
+                "Done.",
+                "cohere thinks",
+            ),
             (
                 "<|start|>assistant<|channel|>analysis<|message|>harmony thinks<|end|><|start|>assistant<|channel|>final<|message|>Done.<|return|>",
                 "Done.",
