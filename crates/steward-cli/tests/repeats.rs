@@ -129,9 +129,12 @@ fn recovered_calls_in_a_row_with_quoted_numbers_are_coerced_audited_and_run() {
     let output = read["output"].as_str().unwrap();
     assert!(output.contains("two") && !output.contains("three"), "{output}");
     let audit = audit(&env, &run_id(&evs));
-    let repair = audit.iter().find(|r| r["outcome"] == "repaired").expect("the coercion is audited");
-    assert_eq!(repair["policy"], "schema_coercion");
-    assert!(repair["detail"].as_str().unwrap().contains("`start_line`"), "{repair}");
+    let repairs: Vec<&Value> = audit.iter().filter(|r| r["outcome"] == "repaired").collect();
+    assert_eq!(repairs.len(), 2, "every recovered call is audited: {audit:?}");
+    let repair = repairs[0];
+    assert_eq!(repair["policy"], "text_recovery");
+    let detail = repair["detail"].as_str().unwrap();
+    assert!(detail.contains("`start_line`") && detail.contains("the json format"), "{repair}");
 }
 
 /// Starts `steward serve` for `env`, signs in with its login link and returns the server

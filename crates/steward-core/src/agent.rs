@@ -411,7 +411,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
         }
         for repair in &reply.repairs {
             if let Some(call) = reply.tool_calls.iter().find(|c| c.id == repair.call_id) {
-                record_repair(rt, &run.id, call, &repair.detail).await?;
+                record_repair(rt, &run.id, call, repair).await?;
             }
         }
 
@@ -643,7 +643,22 @@ fn markup_feedback(why: &str) -> String {
 }
 
 /// Audits a repair made to a recovered call before the gate judges it.
-async fn record_repair(rt: &Runtime, run_id: &str, call: &ToolCall, detail: &str) -> Result<(), StoreError> {
+/// Audits a call recovered from text: the format it was read from and the values coerced
+/// (policy `text_recovery`, outcome `repaired`).
+async fn record_repair(
+    rt: &Runtime,
+    run_id: &str,
+    call: &ToolCall,
+    repair: &steward_protocol::ToolCallRepair,
+) -> Result<(), StoreError> {
+    let mut detail = match repair.format.as_str() {
+        "" => "read from text".to_string(),
+        format => format!("read from text written in the {format} format"),
+    };
+    if !repair.detail.is_empty() {
+        detail.push_str("; values coerced to the schema's types: ");
+        detail.push_str(&repair.detail);
+    }
     rt.store
         .queue_audit(AuditEntry {
             agent: "steward".into(),
@@ -651,14 +666,14 @@ async fn record_repair(rt: &Runtime, run_id: &str, call: &ToolCall, detail: &str
             call_id: call.id.clone(),
             action: call.name.clone(),
             input: rt.redactor.redact_value(&call.arguments),
-            policy: "schema_coercion".into(),
+            policy: "text_recovery".into(),
             risk: 0.0,
             outcome: AuditOutcome::Repaired,
             latency_ms: 0,
             sandbox: String::new(),
             approval_id: String::new(),
             rollback_token: String::new(),
-            detail: rt.redactor.redact(&format!("values coerced to the schema's types: {detail}")),
+            detail: rt.redactor.redact(&detail),
         })
         .await
 }

@@ -158,12 +158,18 @@ pub struct InvalidToolCall {
     pub error: String,
 }
 
-/// A repair made to a recovered tool call before anyone judged it.
+/// A repair made to a tool call recovered from text before anyone judged it: every
+/// recovered call has one, naming the format it was read from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRepair {
     /// The repaired call's id.
     pub call_id: String,
-    /// What was changed, e.g. `` `line`: "1" → 1 (integer) ``.
+    /// The text format the call was read from, e.g. `hermes`, `qwen3_coder`, `kimi_k2`
+    /// (empty in records written before formats were named).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub format: String,
+    /// Values coerced to the schema's types, e.g. `` `line`: "1" → 1 (integer) ``; empty
+    /// when none was.
     pub detail: String,
 }
 
@@ -178,8 +184,8 @@ pub struct ChatResponse {
     pub tool_calls: Vec<ToolCall>,
     /// Tool calls that must not run, with the reason.
     pub invalid_tool_calls: Vec<InvalidToolCall>,
-    /// Repairs made to calls recovered from the text (string values coerced to the scalar
-    /// type their schema declares), one per repaired call; empty for native calls, which are
+    /// One entry per call recovered from the text (the format it was read from, and string
+    /// values coerced to the type their schema declares); empty for native calls, which are
     /// never repaired.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repairs: Vec<ToolCallRepair>,

@@ -8,6 +8,7 @@
 //! base_url = "https://api.x.ai/v1"
 //! api_key_env = ["XAI_API_KEY", "GROK_API_KEY"]   # or one name; tried in order
 //! default_model = "grok-4"
+//! tool_call_format = "hermes"           # optional: the text tool-call format (see `formats`)
 //! ```
 //!
 //! Keys are read only through the `env` function given to [`build_provider`], sent only in
@@ -22,6 +23,7 @@ use steward_protocol::ErrorClass;
 
 use crate::anthropic::AnthropicWire;
 use crate::fake::FakeProvider;
+use crate::formats::ToolCallFormatSetting;
 use crate::http::{ApiKey, HttpCore, build_client};
 use crate::openai::OpenAiWire;
 use crate::responses::ResponsesWire;
@@ -102,6 +104,11 @@ pub struct ProviderConfig {
     /// Recover tool calls written as text (SPEC P8; default true).
     #[serde(default = "yes")]
     pub text_tool_calls: bool,
+    /// The text tool-call format the models of this provider write: one name
+    /// (`tool_call_format = "hermes"`) or a table from model id (or `prefix*`) to name. Unset,
+    /// or a model no entry names: the format is detected from how each message starts.
+    #[serde(default)]
+    pub tool_call_format: Option<ToolCallFormatSetting>,
     /// Scenario file of the fake provider (TOML or JSON, by extension).
     #[serde(default)]
     pub scenario: Option<PathBuf>,
@@ -142,6 +149,7 @@ impl ProviderConfig {
             tool_choice: None,
             stream: true,
             text_tool_calls: true,
+            tool_call_format: None,
             scenario: None,
             max_tokens: None,
             timeout_ms: None,
@@ -318,7 +326,11 @@ pub fn build_provider(
             Some(path) => FakeProvider::from_file(path)?,
             None => FakeProvider::new(crate::fake::Scenario::default()),
         };
-        return Ok(Arc::new(fake.named(name).with_text_tool_calls(cfg.text_tool_calls)));
+        return Ok(Arc::new(
+            fake.named(name)
+                .with_text_tool_calls(cfg.text_tool_calls)
+                .with_tool_call_format(cfg.tool_call_format.clone()),
+        ));
     }
     let names = cfg.api_key_env.as_ref().map(ApiKeyEnv::names).unwrap_or_default();
     let key = names.iter().find_map(|n| env(n).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()));
@@ -354,6 +366,7 @@ pub fn build_provider(
     let settings = Settings {
         stream: cfg.stream,
         recover: cfg.text_tool_calls,
+        tool_call_format: cfg.tool_call_format.clone(),
         tool_choice: cfg.tool_choice.clone(),
         max_tokens: cfg.max_tokens,
     };
@@ -460,6 +473,28 @@ mod tests {
             toml::from_str("kind = \"anthropic\"\napi_key_env = [\"A\", \"B\"]\napi_key_required = false").unwrap();
         assert!(!cfg.key_required());
         assert!(toml::from_str::<ProviderConfig>("kind = \"openai\"\nbogus = 1").is_err());
+    }
+
+    #[test]
+    fn tool_call_format_is_one_name_or_one_per_model() {
+        use crate::formats::ToolCallFormat;
+        let cfg: ProviderConfig = toml::from_str("kind = \"openai\"\ntool_call_format = \"hermes\"").unwrap();
+        let setting = cfg.tool_call_format.expect("set");
+        assert_eq!(setting.for_model("anything"), Some(ToolCallFormat::Hermes));
+        // An alias names the same format.
+        let cfg: ProviderConfig = toml::from_str("kind = \"openai\"\ntool_call_format = \"gpt_oss\"").unwrap();
+        assert_eq!(cfg.tool_call_format.and_then(|s| s.for_model("m")), Some(ToolCallFormat::Harmony));
+        let cfg: ProviderConfig = toml::from_str(
+            "kind = \"openai\"\n[tool_call_format]\n\"qwen3-coder*\" = \"qwen3_coder\"\n\"qwen3-coder:30b-q8\" = \"hermes\"\n\"*\" = \"kimi_k2\"",
+        )
+        .unwrap();
+        let setting = cfg.tool_call_format.expect("set");
+        assert_eq!(setting.for_model("qwen3-coder:30b"), Some(ToolCallFormat::Qwen3Coder));
+        assert_eq!(setting.for_model("qwen3-coder:30b-q8"), Some(ToolCallFormat::Hermes));
+        assert_eq!(setting.for_model("kimi-k2"), Some(ToolCallFormat::KimiK2));
+        let err = toml::from_str::<ProviderConfig>("kind = \"openai\"\ntool_call_format = \"hermez\"").unwrap_err();
+        assert!(err.to_string().contains("unknown tool_call_format `hermez`"), "{err}");
+        assert!(err.to_string().contains("qwen3_coder"), "{err}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use serde_json::Value;
 use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, Role, Usage};
 
 use crate::assemble::ToolCallAssembler;
+use crate::formats::ToolCallFormatSetting;
 use crate::reply::ReplyBuilder;
 use crate::{DeltaSink, Provider, ProviderError};
 
@@ -174,13 +175,20 @@ pub struct FakeProvider {
     name: String,
     scenario: Scenario,
     text_tool_calls: bool,
+    tool_call_format: Option<ToolCallFormatSetting>,
     requests: Mutex<Vec<ChatRequest>>,
 }
 
 impl FakeProvider {
     /// A fake named `fake` playing `scenario`, with text tool-call recovery on.
     pub fn new(scenario: Scenario) -> Self {
-        FakeProvider { name: "fake".to_string(), scenario, text_tool_calls: true, requests: Mutex::new(Vec::new()) }
+        FakeProvider {
+            name: "fake".to_string(),
+            scenario,
+            text_tool_calls: true,
+            tool_call_format: None,
+            requests: Mutex::new(Vec::new()),
+        }
     }
 
     /// A fake playing the scenario file at `path` (see [`Scenario`]). Errors: `config`.
@@ -197,6 +205,12 @@ impl FakeProvider {
     /// Turns text tool-call recovery on or off.
     pub fn with_text_tool_calls(mut self, on: bool) -> Self {
         self.text_tool_calls = on;
+        self
+    }
+
+    /// Reads text tool calls in the format `setting` names for the model (`None`: detect).
+    pub fn with_tool_call_format(mut self, setting: Option<ToolCallFormatSetting>) -> Self {
+        self.tool_call_format = setting;
         self
     }
 
@@ -281,7 +295,8 @@ impl Provider for FakeProvider {
         if req.model.is_empty() {
             req.model = "fake".to_string();
         }
-        let mut reply = ReplyBuilder::new(self.text_tool_calls, &req, ToolCallAssembler::default());
+        let format = self.tool_call_format.as_ref().and_then(|s| s.for_model(&req.model));
+        let mut reply = ReplyBuilder::new(self.text_tool_calls, &req, ToolCallAssembler::default()).with_format(format);
         match (&round.chunks, &round.text) {
             (Some(chunks), _) => chunks.iter().for_each(|c| reply.text.push_text(c, on_delta)),
             (None, Some(text)) => reply.text.push_text(text, on_delta),

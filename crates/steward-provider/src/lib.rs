@@ -10,8 +10,9 @@
 //!   API, OpenAI Responses API);
 //! - [`fake`]: the scripted provider used by tests and evals;
 //! - `assemble`: streamed tool-call assembly (cases B01, B03);
-//! - [`recover`]: tool calls written as text and `<think>` blocks (SPEC P8, case B04), with
-//!   `coerce` giving their values the types of the schema;
+//! - [`recover`]: tool calls written as text (SPEC P8, case B04), in the formats of
+//!   [`formats`] (readers in `formats_parse` and `literals`), with `coerce` giving their
+//!   values the types of the schema, and reasoning written into the text (`reasoning`);
 //! - [`markup`]: tool-call markup left in a final message, never taken as an answer;
 //! - [`retry`]: which failures are retried and how long to wait (SPEC P7);
 //! - [`redact`]: keeping keys out of error messages (case B13);
@@ -23,11 +24,15 @@ mod assemble;
 mod coerce;
 pub mod config;
 pub mod fake;
+pub mod formats;
+mod formats_parse;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;
+mod literals;
 pub mod markup;
 mod openai;
+mod reasoning;
 pub mod recover;
 mod reply;
 mod responses;
@@ -40,10 +45,11 @@ pub use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
 
 pub use config::{ApiKeyEnv, PRESETS, ProviderConfig, ProviderKind, build_provider, preset};
 pub use fake::{FakeProvider, Scenario};
+pub use formats::{ToolCallFormat, ToolCallFormatSetting};
 pub use markup::unparsed_tool_markup;
 /// Strict function schemas (SPEC T10), as rendered for every provider.
 pub use openai::{strict_schema, tool_definitions};
-pub use recover::{Recovered, recover_text_tool_calls};
+pub use recover::{RecoverError, Recovered, recover_text_tool_calls, recover_with_format};
 
 /// A provider failure with its class (SPEC P5, P7).
 ///

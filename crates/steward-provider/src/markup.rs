@@ -4,12 +4,11 @@
 //! returned as the model's answer. [`unparsed_tool_markup`] tells the agent loop when that
 //! text is, or ends with, tool-call markup, so that it is never reported as an answer. It
 //! knows:
-//! - the shapes recovery reads (bare JSON objects, arrays, several in a row, fenced,
-//!   `<tool_call>` blocks, `[TOOL_CALLS]`, `{"tool_call": …}`, `<function=…>` blocks),
-//!   including a call cut off before it closed;
-//! - the special tokens of the other formats local models write (DeepSeek, harmony, Kimi,
-//!   GLM, MiniMax, Gemma, Granite, Command R, Nemotron, … — the table in
-//!   `shared/formats/tool-call-formats.md`), which recovery does not read;
+//! - JSON calls (bare objects, arrays, several in a row, fenced, `<tool_call>` blocks,
+//!   `[TOOL_CALLS]`, `{"tool_call": …}`), including a call cut off before it closed;
+//! - the special tokens of every other format of [`crate::formats::ToolCallFormat`]
+//!   (DeepSeek, harmony, Kimi, GLM, MiniMax, Gemma, Granite, Command R, Nemotron, …), read
+//!   with the format's reader to say what was wrong;
 //! - Python-style calls (`[read(path="a")]`, `read({...})`) of an offered tool.
 //!
 //! Markup counts when the message is it, or ends with it: a marker quoted inside inline code
@@ -19,7 +18,8 @@ use steward_protocol::ToolSpec;
 
 use serde_json::Value;
 
-use crate::recover::{looks_like_call, parse_calls, parse_values, split_think};
+use crate::formats_parse::parse_values;
+use crate::recover::{looks_like_call, parse_calls, split_think};
 
 /// Special-token openers of tool-call formats, with the closer that ends a block (empty when
 /// the block runs to the end of the message) and a name for messages.
@@ -96,13 +96,13 @@ fn json_markup(text: &str, tools: &[ToolSpec]) -> Option<String> {
         };
         let is_markup = match parse_values(tail) {
             Ok(values) => values.iter().any(|v| call_like(v, tools)),
-            Err(why) => why.contains("cut off") && cut_off_call(),
+            Err(why) => why.is_cut_off() && cut_off_call(),
         };
         if !is_markup {
             continue;
         }
-        let why = match parse_calls(tail, tools) {
-            Err(why) => why,
+        let why = match parse_calls(tail, tools, None) {
+            Err(why) => why.to_string(),
             Ok(_) => String::new(),
         };
         return Some(describe(start > 0, &why));
@@ -158,11 +158,9 @@ fn tag_markup(text: &str, tools: &[ToolSpec]) -> Option<String> {
     if !ends_with_markup {
         return None;
     }
-    let why = match parse_calls(tail, tools) {
-        Ok(_) => String::new(),
-        // A format recovery reads: say what was wrong with it.
-        Err(why) if matches!(name, "<tool_call>" | "[TOOL_CALLS]" | "<function=…>") => why,
-        Err(_) => format!("the {name} format is not one Steward reads"),
+    let why = match parse_calls(tail, tools, None) {
+        Ok((format, _, _)) => not_configured(format),
+        Err(why) => format!("the {name} markup could not be read: {why}"),
     };
     Some(describe(pos > 0, &why))
 }
@@ -176,10 +174,19 @@ fn python_markup(text: &str, tools: &[ToolSpec]) -> Option<String> {
     if !last.ends_with(')') {
         return None;
     }
-    Some(describe(
-        text.lines().count() > 1,
-        &format!("`{}(…)` is a Python-style call, a format Steward does not read", tool.name),
-    ))
+    let why = match parse_calls(last, tools, None) {
+        Ok((format, _, _)) => not_configured(format),
+        Err(why) => format!("`{}(…)` is a Python-style call that could not be read: {why}", tool.name),
+    };
+    Some(describe(text.lines().count() > 1, &why))
+}
+
+/// Markup that is whole calls in `format`, left as text: the provider reads another format or
+/// none.
+fn not_configured(format: crate::formats::ToolCallFormat) -> String {
+    format!(
+        "it is written in the {format} format, which this provider is not set to read (tool_call_format, text_tool_calls)"
+    )
 }
 
 fn describe(after_prose: bool, why: &str) -> String {
@@ -227,13 +234,19 @@ mod tests {
             ("<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\"", "not closed"),
             ("<tool_call><function=rm><parameter=path>a</parameter></function></tool_call>", "`rm` is not one of"),
             ("Reading it.\n<function=read><parameter=path>a</parameter></function>", "follows other text"),
-            ("[TOOL_CALLS]read[ARGS]{\"path\": \"a\"}", "JSON"),
+            ("[TOOL_CALLS]read[ARGS]{\"path\": \"a\"}", "mistral_v11 format"),
+            ("[TOOL_CALLS]rm[ARGS]{\"path\": \"a\"}", "`rm` is not one of"),
             ("<|channel|>commentary to=functions.read <|constrain|>json<|message|>{}<|call|>", "harmony"),
             (
                 "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
-                "DeepSeek",
+                "deepseek_v31 format",
             ),
-            ("Let me look.\n[read(path=\"a\")]", "Python-style"),
+            ("Let me look.\n[read(path=\"a\")]", "follows other text"),
+            ("[read(path=\"a\"), rm()]", "`rm` is not one of"),
+            (
+                "<|tool_calls_section_begin|><|tool_call_begin|>functions.read:0<|tool_call_argument_begin|>{\"path\"",
+                "cut off",
+            ),
             (r#"{"name":"read","arguments":"not json"}"#, "not a JSON object"),
         ];
         for (text, why) in cases {

@@ -1,26 +1,32 @@
 //! Streaming text of one reply: forwards text deltas, holding them back while the text could
-//! still be a tool call written as text or a leading `<think>` block (SPEC P8), and produces
-//! the final text, reasoning and recovered calls.
+//! still be a tool call written as text, sends reasoning written into the text (`<think>`,
+//! `[THINK]`, harmony `analysis`, …) as reasoning deltas even when its tags are split across
+//! chunks (SPEC P8), and produces the final text, reasoning and recovered calls.
 
 use steward_protocol::{
     ChatRequest, ChatResponse, ErrorClass, FinishReason, StreamDelta, ToolCall, ToolCallRepair, ToolSpec, Usage,
 };
 
 use crate::assemble::{Ending, ToolCallAssembler};
-use crate::recover::{could_be_tool_call_prefix, leading_think, recover_text_tool_calls, split_think};
+use crate::formats::{ToolCallFormat, could_start};
+use crate::reasoning::{Accumulated, Piece, Splitter};
+use crate::recover::{generic_response, parse_calls};
 use crate::{DeltaSink, ProviderError};
 
 /// Accumulates text and reasoning deltas of one reply.
 pub(crate) struct TextAccumulator {
     recover: bool,
+    format: Option<ToolCallFormat>,
     declared: Vec<ToolSpec>,
-    text: String,
+    splitter: Splitter,
+    /// Text and reasoning read so far.
+    acc: Accumulated,
+    /// Bytes of `acc.text` already sent as text deltas.
+    sent: usize,
     /// Reasoning from dedicated fields (`reasoning_content`, thinking blocks).
     field_reasoning: String,
-    /// True once the text is known not to be a text tool call: deltas pass straight through.
+    /// True once the text is known not to be a text tool call: text passes straight through.
     passing: bool,
-    /// How many leading `<think>` blocks were already sent as reasoning deltas.
-    thoughts_sent: usize,
 }
 
 /// Final text, reasoning and recovered calls of a reply.
@@ -36,15 +42,17 @@ impl TextAccumulator {
     pub fn new(recover: bool, declared: Vec<ToolSpec>) -> Self {
         TextAccumulator {
             recover,
+            format: None,
             declared,
-            text: String::new(),
+            splitter: Splitter::default(),
+            acc: Accumulated::default(),
+            sent: 0,
             field_reasoning: String::new(),
             passing: false,
-            thoughts_sent: 0,
         }
     }
 
-    /// A piece of reasoning from a dedicated field.
+    /// A piece of reasoning from a dedicated field: always reasoning, never text nor a call.
     pub fn push_reasoning(&mut self, piece: &str, sink: DeltaSink<'_>) {
         if piece.is_empty() {
             return;
@@ -58,48 +66,82 @@ impl TextAccumulator {
         if piece.is_empty() {
             return;
         }
-        self.text.push_str(piece);
-        if self.passing {
-            sink(StreamDelta::Text { text: piece.to_string() });
-            return;
-        }
-        let (thoughts, rest, think_open) = leading_think(&self.text);
-        for thought in thoughts.iter().skip(self.thoughts_sent) {
-            if !thought.is_empty() {
-                sink(StreamDelta::Reasoning { text: thought.to_string() });
+        let pieces = self.splitter.push(piece);
+        self.apply(&pieces, sink);
+    }
+
+    fn apply(&mut self, pieces: &[Piece], sink: DeltaSink<'_>) {
+        for piece in pieces {
+            match piece {
+                Piece::Reasoning(text) => sink(StreamDelta::Reasoning { text: text.clone() }),
+                Piece::TextWasReasoning if !self.acc.text.trim().is_empty() => {
+                    sink(StreamDelta::Reasoning { text: self.acc.text.clone() });
+                }
+                _ => {}
             }
+            self.acc.apply(piece);
+            if matches!(piece, Piece::TextWasReasoning) {
+                // The text so far was reasoning: what follows is judged afresh.
+                self.sent = 0;
+                self.passing = false;
+            }
+            self.flush_text(sink);
         }
-        self.thoughts_sent = thoughts.len();
-        if think_open || rest.is_empty() || (self.recover && could_be_tool_call_prefix(rest)) {
-            return;
+    }
+
+    /// Sends the text that can no longer become a tool call.
+    fn flush_text(&mut self, sink: DeltaSink<'_>) {
+        let text = &self.acc.text;
+        if !self.passing {
+            let rest = text.trim_start();
+            if rest.is_empty() || (self.recover && could_start(rest, self.format, &self.declared)) {
+                return;
+            }
+            self.passing = true;
+            self.sent = text.len() - rest.len();
         }
-        let rest = rest.to_string();
-        self.passing = true;
-        sink(StreamDelta::Text { text: rest });
+        if self.sent < text.len() {
+            sink(StreamDelta::Text { text: text[self.sent..].to_string() });
+            self.sent = text.len();
+        }
     }
 
     /// Ends the reply: flushes held-back text unless it became tool calls. `allow_recovery`
     /// is false when the reply already has native tool calls.
-    pub fn finish(self, allow_recovery: bool, sink: DeltaSink<'_>) -> FinishedText {
-        let (text, think, recovered, repairs) = if self.recover && allow_recovery {
-            let r = recover_text_tool_calls(&self.text, &self.declared);
-            (r.text, r.reasoning, r.tool_calls, r.repairs)
-        } else {
-            let (text, think) = split_think(&self.text);
-            (text, think, Vec::new(), Vec::new())
-        };
-        if !self.passing {
-            let (thoughts, _, _) = leading_think(&self.text);
-            let sent: Vec<&str> = thoughts.iter().take(self.thoughts_sent).copied().filter(|t| !t.is_empty()).collect();
-            let sent = sent.join("\n");
-            let remaining = think.strip_prefix(sent.as_str()).unwrap_or(&think).trim();
-            if !remaining.is_empty() {
-                sink(StreamDelta::Reasoning { text: remaining.to_string() });
+    pub fn finish(mut self, allow_recovery: bool, sink: DeltaSink<'_>) -> FinishedText {
+        let pieces = self.splitter.finish();
+        for piece in &pieces {
+            if let Piece::Reasoning(text) = piece {
+                sink(StreamDelta::Reasoning { text: text.clone() });
             }
-            if recovered.is_empty() && !text.is_empty() {
-                sink(StreamDelta::Text { text: text.clone() });
-            }
+            self.acc.apply(piece);
         }
+        let shown = self.acc.text.trim().to_string();
+        let parsed =
+            if self.recover && allow_recovery { parse_calls(&shown, &self.declared, self.format).ok() } else { None };
+        let (text, recovered, repairs) = match parsed {
+            Some((_, calls, repairs)) => (String::new(), calls, repairs),
+            None => {
+                if !self.passing {
+                    let held = self.acc.text.trim();
+                    if let Some(answer) = generic_response(held).filter(|_| self.recover) {
+                        sink(StreamDelta::Text { text: answer.clone() });
+                        (answer, Vec::new(), Vec::new())
+                    } else {
+                        if !held.is_empty() {
+                            sink(StreamDelta::Text { text: held.to_string() });
+                        }
+                        (shown, Vec::new(), Vec::new())
+                    }
+                } else {
+                    if self.sent < self.acc.text.len() {
+                        sink(StreamDelta::Text { text: self.acc.text[self.sent..].to_string() });
+                    }
+                    (shown, Vec::new(), Vec::new())
+                }
+            }
+        };
+        let think = self.acc.reasoning();
         let reasoning = match (self.field_reasoning.is_empty(), think.is_empty()) {
             (true, _) => think,
             (false, true) => self.field_reasoning,
@@ -131,7 +173,8 @@ pub(crate) struct ReplyBuilder {
 }
 
 impl ReplyBuilder {
-    /// A builder for a reply to `request`; `recover`: text tool-call recovery on.
+    /// A builder for a reply to `request`; `recover`: text tool-call recovery on (detecting
+    /// the format; see [`ReplyBuilder::with_format`]).
     pub fn new(recover: bool, request: &ChatRequest, calls: ToolCallAssembler) -> Self {
         let declared = request.tools.clone();
         ReplyBuilder {
@@ -141,6 +184,12 @@ impl ReplyBuilder {
             model: request.model.clone(),
             finish: None,
         }
+    }
+
+    /// The same builder reading text tool calls in `format` only (`None`: detect).
+    pub fn with_format(mut self, format: Option<ToolCallFormat>) -> Self {
+        self.text.format = format;
+        self
     }
 
     /// Records a finish reason; empty strings (sent by some servers on every chunk) are ignored.

@@ -21,6 +21,8 @@ pub(crate) struct Settings {
     pub stream: bool,
     /// Recover tool calls written as text (SPEC P8).
     pub recover: bool,
+    /// The text tool-call format per model (`None`: detect).
+    pub tool_call_format: Option<crate::formats::ToolCallFormatSetting>,
     /// Tool choice used when a request says `auto`.
     pub tool_choice: Option<String>,
     /// Output token limit when a request sets none.
@@ -82,7 +84,8 @@ impl<W: Wire> Attempt for HttpProvider<W> {
         let response = self.core.send(self.wire.authorise(self.core.key.as_ref(), post)).await?;
         let mut req = request.clone();
         req.model = model;
-        let reply = ReplyBuilder::new(self.settings.recover, &req, self.wire.assembler());
+        let format = self.settings.tool_call_format.as_ref().and_then(|s| s.for_model(&req.model));
+        let reply = ReplyBuilder::new(self.settings.recover, &req, self.wire.assembler()).with_format(format);
         let result = if self.settings.stream {
             self.wire.read_stream(&self.core.name, body_stream(response).boxed(), reply, sink).await
         } else {
