@@ -118,6 +118,9 @@ enum Command {
         json: bool,
     },
     /// Run golden eval cases with rule-based scoring (default: the cases shipped with Steward); exit 1 when any case fails.
+    ///
+    /// Cases with a fake scenario play it; the others run with the model planner of
+    /// --provider, --model and --base-url, a [providers.NAME] being looked up in the case's config.
     Eval(commands::eval::EvalArgs),
     /// Serve the web UI and JSON API: start runs, watch them live, approve or deny their tool calls from a browser.
     Serve(commands::serve::ServeArgs),
