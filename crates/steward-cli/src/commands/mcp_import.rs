@@ -275,24 +275,24 @@ fn from_codex(file: &Path, table: &Table) -> Result<Table> {
 enum FieldError {
     /// Not a string.
     #[error("`{0}` is not a string")]
-    NotAString(String),
+    Text(String),
     /// Not an array.
     #[error("`{0}` is not an array of strings")]
-    NotAnArray(String),
+    List(String),
     /// An array with an item that is not a string.
     #[error("`{0}` holds a value that is not a string")]
-    NotAllStrings(String),
+    Item(String),
 }
 
 fn string(value: &Value, key: &str) -> Result<String, FieldError> {
-    value.as_str().map(str::to_string).ok_or_else(|| FieldError::NotAString(key.to_string()))
+    value.as_str().map(str::to_string).ok_or_else(|| FieldError::Text(key.to_string()))
 }
 
 fn strings(value: &Value, key: &str) -> Result<Vec<String>, FieldError> {
-    let items = value.as_array().ok_or_else(|| FieldError::NotAnArray(key.to_string()))?;
+    let items = value.as_array().ok_or_else(|| FieldError::List(key.to_string()))?;
     items
         .iter()
-        .map(|item| item.as_str().map(str::to_string).ok_or_else(|| FieldError::NotAllStrings(key.to_string())))
+        .map(|item| item.as_str().map(str::to_string).ok_or_else(|| FieldError::Item(key.to_string())))
         .collect()
 }
 

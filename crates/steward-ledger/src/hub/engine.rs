@@ -529,7 +529,7 @@ impl Hub {
             state = JournalState::Started;
             current = started;
         }
-        let ended = task.await.unwrap_or_else(|_| Err(LaunchError::Panicked));
+        let ended = task.await.unwrap_or(Err(LaunchError::Panicked));
         drop(worktree);
         evidence.run_id = Some(run_id.clone());
         // The job itself as a check: passed only when its run completed; its log is the run.
