@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use steward_core::Runtime;
 use steward_core::approval::ApprovalKey;
 use steward_core::recovery::LeaseTiming;
+use steward_policy::Redactor;
 use steward_store::{JournalStore, PgStore, SqliteStore, Store, StoreOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -119,16 +120,17 @@ impl Home {
     }
 
     /// What every run of this process shares ([`Runtime::new`]): the store opened by
-    /// [`Home::open_store`], the process's redactor, the approval key, and the outputs and
-    /// snapshots folders of this state directory.
-    pub async fn runtime(&self) -> Result<Runtime> {
+    /// [`Home::open_store`], `redactor` (the command's: [`crate::commands::redactor_for`] its
+    /// configuration when it loaded one), the approval key, and the outputs and snapshots
+    /// folders of this state directory.
+    pub async fn runtime(&self, redactor: Redactor) -> Result<Runtime> {
         let store = self.open_store(StoreOptions::default()).await?;
-        self.runtime_on(store)
+        self.runtime_on(store, redactor)
     }
 
     /// [`Home::runtime`] on a store already opened.
-    pub fn runtime_on(&self, store: Arc<dyn Store>) -> Result<Runtime> {
-        Ok(Runtime::new(&self.dir, store, crate::commands::redactor(), self.approval_key()?))
+    pub fn runtime_on(&self, store: Arc<dyn Store>, redactor: Redactor) -> Result<Runtime> {
+        Ok(Runtime::new(&self.dir, store, redactor, self.approval_key()?))
     }
 
     /// The approval key: `$STEWARD_APPROVAL_KEY` (hex, at least 16 bytes), else

@@ -137,7 +137,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run golden eval cases with rule-based scoring (default: the cases shipped with Steward); exit 1 when any case fails.
+    /// Run golden eval cases with rule-based scoring (default: the cases shipped with Steward; cases without a fake scenario use --provider, --model and --base-url, a [providers.NAME] from the case's config); exit 1 when any case fails.
     Eval(commands::eval::EvalArgs),
     /// Serve the web UI and JSON API: start runs, watch them live, approve or deny their tool calls from a browser.
     Serve(commands::serve::ServeArgs),

@@ -48,7 +48,7 @@ impl ElicitationPrompt {
     /// parsed, completed with the schema's defaults, and validated against the schema. `Err`
     /// says what is wrong, for the owner to correct.
     pub fn answer(&self, inputs: &[(String, String)]) -> Result<Map<String, Value>, String> {
-        steward_mcp::elicitation::answer_form(&self.schema, &self.fields, inputs)
+        steward_mcp::elicitation::answer_form(&self.schema, &self.fields, inputs).map_err(|e| e.to_string())
     }
 }
 

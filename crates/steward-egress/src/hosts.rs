@@ -118,7 +118,7 @@ impl HostRule {
         if text.contains("://") || text.contains(['/', '@', '?', '#']) || text.contains(char::is_whitespace) {
             return Err(err("write a host name (and `:port`), not a URL"));
         }
-        let (host, port) = split_port(text).map_err(|reason| err(&reason))?;
+        let (host, port) = split_port(text).map_err(|reason| err(&reason.to_string()))?;
         let pattern = match host.strip_prefix("*.") {
             Some(suffix) => match Host::parse(suffix)? {
                 Host::Name(name) if name.contains('.') => Pattern::Below(name),
@@ -155,19 +155,33 @@ impl HostRule {
     }
 }
 
+/// Why `host[:port]` could not be split (the `reason` of a [`HostError`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum PortError {
+    /// The text after `:` is not a number from 1 to 65535.
+    #[error("`{0}` is not a port (1-65535)")]
+    NotAPort(String),
+    /// `[` opens an IPv6 literal that is never closed.
+    #[error("`[` without `]`")]
+    Unclosed,
+    /// Something other than `:port` follows `]`.
+    #[error("unexpected text after `]`")]
+    AfterBracket,
+}
+
 /// `host[:port]` or `[v6][:port]`; a bare IPv6 literal has no port.
-fn split_port(text: &str) -> Result<(&str, Option<u16>), String> {
+fn split_port(text: &str) -> Result<(&str, Option<u16>), PortError> {
     let parse_port = |p: &str| match p.parse::<u16>() {
-        Ok(0) | Err(_) => Err(format!("`{p}` is not a port (1-65535)")),
+        Ok(0) | Err(_) => Err(PortError::NotAPort(p.to_string())),
         Ok(port) => Ok(Some(port)),
     };
     if text.starts_with('[') {
-        let Some(close) = text.find(']') else { return Err("`[` without `]`".into()) };
+        let Some(close) = text.find(']') else { return Err(PortError::Unclosed) };
         let (host, rest) = text.split_at(close + 1);
         return match rest.strip_prefix(':') {
             Some(port) => Ok((host, parse_port(port)?)),
             None if rest.is_empty() => Ok((host, None)),
-            None => Err("unexpected text after `]`".into()),
+            None => Err(PortError::AfterBracket),
         };
     }
     match text.matches(':').count() {

@@ -268,7 +268,7 @@ struct CaseFile {
 }
 
 /// Parses a case file in Steward's TOML format. Errors name the line (from `toml`).
-pub fn parse_toml(text: &str) -> Result<Vec<Case>, String> {
-    let file: CaseFile = toml::from_str(text).map_err(|e| e.to_string())?;
+pub fn parse_toml(text: &str) -> Result<Vec<Case>, toml::de::Error> {
+    let file: CaseFile = toml::from_str(text)?;
     Ok(file.cases)
 }

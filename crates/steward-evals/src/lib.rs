@@ -71,13 +71,13 @@ pub fn parse_cases(text: &str, source_name: &str) -> Result<Vec<Case>, EvalError
     let parse_error = |message: String| EvalError::Parse { source_name: source_name.to_string(), message };
     if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
         if mreric::looks_like_golden_file(&value) {
-            return mreric::parse(text).map_err(parse_error);
+            return mreric::parse(text).map_err(|e| parse_error(e.to_string()));
         }
         return Err(parse_error(
             "a JSON case file must be MrEric's golden format (an array of objects with name, task, scenario)".into(),
         ));
     }
-    let cases = case::parse_toml(text).map_err(parse_error)?;
+    let cases = case::parse_toml(text).map_err(|e| parse_error(e.to_string()))?;
     check_unique(&cases)?;
     Ok(cases)
 }

@@ -82,17 +82,33 @@ pub fn map_event(name: &str) -> String {
 
 /// Parses MrEric's file into cases. Errors: not JSON, not the expected shape, an unknown
 /// field or a bad value (named by `serde_json`), an unknown `expected_status`.
-pub fn parse(text: &str) -> Result<Vec<Case>, String> {
-    let golden: Vec<GoldenCase> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+pub fn parse(text: &str) -> Result<Vec<Case>, GoldenError> {
+    let golden: Vec<GoldenCase> = serde_json::from_str(text)?;
     golden.into_iter().map(to_case).collect()
 }
 
-fn to_case(g: GoldenCase) -> Result<Case, String> {
+/// Why MrEric's golden file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GoldenError {
+    /// Not JSON, not the expected shape, an unknown field or a bad value.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A case's `expected_status` is not a run status.
+    #[error("case {case}: unknown expected_status `{status}`")]
+    UnknownStatus {
+        /// The case's name.
+        case: String,
+        /// The value given.
+        status: String,
+    },
+}
+
+fn to_case(g: GoldenCase) -> Result<Case, GoldenError> {
     let status = match g.expected_status.as_deref() {
         None => None,
         Some(s) => Some(
             serde_json::from_value(serde_json::Value::String(s.to_string()))
-                .map_err(|_| format!("case {}: unknown expected_status `{s}`", g.name))?,
+                .map_err(|_| GoldenError::UnknownStatus { case: g.name.clone(), status: s.to_string() })?,
         ),
     };
     let mut expect = Expect {

@@ -136,8 +136,85 @@ pub async fn run_once(case: &Case, options: &EvalOptions, redactor: &Arc<Redacto
     };
     match run_in(dir.path(), case, options, redactor).await {
         Ok(outcome) => outcome,
-        Err(e) => harness_error(e),
+        Err(e) => harness_error(e.to_string()),
     }
+}
+
+/// Why a case could not be set up or its run read back; reported as
+/// [`RunOutcome::harness_error`].
+#[derive(Debug, thiserror::Error)]
+enum HarnessError {
+    /// A scratch folder could not be made.
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir {
+        /// The folder.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The case's configuration could not be written out as TOML.
+    #[error("case config: {0}")]
+    ConfigText(#[from] toml::ser::Error),
+    /// The case's configuration file could not be written.
+    #[error("cannot write the case config: {0}")]
+    ConfigWrite(std::io::Error),
+    /// The case's configuration is invalid.
+    #[error("case config: {0}")]
+    Config(#[from] steward_core::config::ConfigError),
+    /// The workspace folder could not be resolved.
+    #[error("workspace: {0}")]
+    Workspace(std::io::Error),
+    /// The run could not be composed (tools, MCP servers, policy).
+    #[error(transparent)]
+    Prepare(#[from] steward_core::compose::PrepareError),
+    /// The case names a built-in scenario that does not exist.
+    #[error("unknown built-in scenario `{0}` (built-in: {list})", list = scenarios::BUILTIN.join(", "))]
+    UnknownScenario(String),
+    /// The planner could not be resolved from the options or the case.
+    #[error(transparent)]
+    Planner(#[from] steward_core::planner::PlannerError),
+    /// The store could not be opened or read.
+    #[error("store: {0}")]
+    Store(#[from] steward_store::StoreError),
+    /// A case file's path leaves the workspace.
+    #[error("case file `{0}` is not a relative path inside the workspace")]
+    OutsideWorkspace(String),
+    /// A case file lies in `.git` or `.steward`.
+    #[error("case file `{0}` is inside .git or .steward, which a case may not write")]
+    Protected(String),
+    /// A case file could not be written.
+    #[error("{rel}: {source}")]
+    WriteFile {
+        /// The file, relative to the workspace.
+        rel: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The case runs the role pipeline, but no role plan was resolved.
+    #[error("roles mode, but no role plan was resolved")]
+    NoRolePlan,
+    /// The role pipeline could not be scripted or given its failing roles.
+    #[error(transparent)]
+    Pipeline(#[from] crate::pipeline::PipelineError),
+    /// A fact the case seeds could not be remembered.
+    #[error("cannot remember `{fact}`: {source}")]
+    Remember {
+        /// The fact's text.
+        fact: String,
+        /// Why it was not stored.
+        source: steward_core::memory::MemoryError,
+    },
+    /// `git` could not be started.
+    #[error("cannot run git: {0}")]
+    GitSpawn(std::io::Error),
+    /// A `git` command of the fixture failed.
+    #[error("git {args}: {stderr}")]
+    Git {
+        /// Its arguments, space-separated.
+        args: String,
+        /// Its trimmed standard error.
+        stderr: String,
+    },
 }
 
 fn harness_error(message: String) -> RunOutcome {
@@ -149,12 +226,12 @@ async fn run_in(
     case: &Case,
     options: &EvalOptions,
     redactor: &Arc<Redactor>,
-) -> Result<RunOutcome, String> {
+) -> Result<RunOutcome, HarnessError> {
     let ws = dir.join("ws");
     let home = dir.join("home");
     let config_dir = dir.join("config").join("steward");
     for d in [&ws, &home, &config_dir] {
-        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+        std::fs::create_dir_all(d).map_err(|source| HarnessError::CreateDir { path: d.clone(), source })?;
     }
     prepare_workspace(&ws, case).await?;
     // The scenario's own configuration (an MCP server it needs) under the case's.
@@ -163,10 +240,10 @@ async fn run_in(
     if let Some(overlay) = &options.config_overlay {
         merge(&mut table, overlay.clone());
     }
-    let text = toml::to_string(&table).map_err(|e| format!("case config: {e}"))?;
-    std::fs::write(config_dir.join("config.toml"), text).map_err(|e| format!("cannot write the case config: {e}"))?;
-    let ws = std::fs::canonicalize(&ws).map_err(|e| format!("workspace: {e}"))?;
-    let config = Config::load(Some(&config_dir), &ws).map_err(|e| format!("case config: {e}"))?;
+    let text = toml::to_string(&table)?;
+    std::fs::write(config_dir.join("config.toml"), text).map_err(HarnessError::ConfigWrite)?;
+    let ws = std::fs::canonicalize(&ws).map_err(HarnessError::Workspace)?;
+    let config = Config::load(Some(&config_dir), &ws)?;
     let (planner, fake) = planner_for(case, options, &config)?;
     // Composed like every run; MCP servers a case configures are connected, as `steward run`
     // connects them. In roles mode a scripted planner gets scripted roles around it; a real
@@ -181,19 +258,19 @@ async fn run_in(
             RunOptions { planner: real_overrides(case, options), mode: Some(RunMode::Roles), ..RunOptions::default() }
         }
     };
-    let mut prepared = steward_core::prepare(config, &ws, &run_options).await.map_err(|e| e.to_string())?;
+    let mut prepared = steward_core::prepare(config, &ws, &run_options).await?;
     if roles {
         match (&fake, prepared.roles.as_mut()) {
             (Some(_), _) => {
-                let plan = pipeline::scripted_plan(&planner, &failing).map_err(|e| e.to_string())?;
+                let plan = pipeline::scripted_plan(&planner, &failing)?;
                 prepared.planner = plan.planner.clone();
                 prepared.roles = Some(plan);
             }
             (None, Some(plan)) => {
-                pipeline::fail_roles(plan, &failing).map_err(|e| e.to_string())?;
+                pipeline::fail_roles(plan, &failing)?;
                 prepared.planner = plan.planner.clone();
             }
-            (None, None) => return Err("roles mode, but no role plan was resolved".into()),
+            (None, None) => return Err(HarnessError::NoRolePlan),
         }
     }
 
@@ -201,15 +278,14 @@ async fn run_in(
         &home.join("steward.db"),
         StoreOptions { audit_anchor: Some(home.join("audit.anchor")), ..StoreOptions::default() },
     )
-    .await
-    .map_err(|e| format!("store: {e}"))?;
+    .await?;
     let store: Arc<dyn Store> = Arc::new(store);
     let runtime = Runtime::new(&home, store.clone(), redactor.clone(), ApprovalKey::generate());
     // Remembered facts the case seeds, stored as "remember that …" stores them.
     for fact in &case.memory {
         steward_core::memory::remember(store.as_ref(), redactor.as_ref(), OWNER, fact)
             .await
-            .map_err(|e| format!("cannot remember `{fact}`: {e}"))?;
+            .map_err(|source| HarnessError::Remember { fact: fact.clone(), source })?;
     }
     let recorder = Arc::new(Recorder::default());
     let cancel = CancellationToken::new();
@@ -255,14 +331,12 @@ async fn run_in(
         output_tokens: record.output_tokens,
     });
     outcome.artifacts.push(("run".into(), serde_json::to_value(&record).unwrap_or_default()));
-    let stored = store.events(&record.id, 0).await.map_err(|e| format!("store: {e}"))?;
+    let stored = store.events(&record.id, 0).await?;
     outcome.artifacts.push(("trace".into(), serde_json::to_value(&stored).unwrap_or_default()));
-    for (i, audit) in store.audit_records(Some(&record.id)).await.map_err(|e| format!("store: {e}"))?.iter().enumerate()
-    {
+    for (i, audit) in store.audit_records(Some(&record.id)).await?.iter().enumerate() {
         outcome.artifacts.push((format!("audit[{i}]"), serde_json::to_value(audit).unwrap_or_default()));
     }
-    outcome.rollback_tokens =
-        store.rollbacks(&record.id).await.map_err(|e| format!("store: {e}"))?.into_iter().map(|r| r.token).collect();
+    outcome.rollback_tokens = store.rollbacks(&record.id).await?.into_iter().map(|r| r.token).collect();
     outcome.artifacts.extend(saved_outputs(&runtime.outputs_dir.join(&record.id)));
     if let Some(fake) = fake {
         for (i, request) in fake.requests().iter().enumerate() {
@@ -290,12 +364,12 @@ fn planner_for(
     case: &Case,
     options: &EvalOptions,
     config: &Config,
-) -> Result<(PlannerChoice, Option<Arc<FakeProvider>>), String> {
+) -> Result<(PlannerChoice, Option<Arc<FakeProvider>>), HarnessError> {
     let rounds = match (&case.rounds, &case.scenario) {
         (Some(rounds), _) => Some(rounds.clone()),
-        (None, Some(name)) => Some(scenarios::builtin(name).ok_or_else(|| {
-            format!("unknown built-in scenario `{name}` (built-in: {})", scenarios::BUILTIN.join(", "))
-        })?),
+        (None, Some(name)) => {
+            Some(scenarios::builtin(name).ok_or_else(|| HarnessError::UnknownScenario(name.clone()))?)
+        }
         (None, None) => None,
     };
     if let Some(rounds) = rounds {
@@ -310,8 +384,7 @@ fn planner_for(
         return Ok((choice, Some(fake)));
     }
     let env = |name: &str| std::env::var(name).ok();
-    let choice =
-        steward_core::planner::resolve(config, &real_overrides(case, options), &env).map_err(|e| e.to_string())?;
+    let choice = steward_core::planner::resolve(config, &real_overrides(case, options), &env)?;
     Ok((choice, None))
 }
 
@@ -331,23 +404,22 @@ fn real_overrides(case: &Case, options: &EvalOptions) -> PlannerOverrides {
 
 /// `git init`, `note.txt` = `old\n` and the case's files, committed. Git runs without the
 /// user's or the system's git configuration.
-async fn prepare_workspace(ws: &Path, case: &Case) -> Result<(), String> {
+async fn prepare_workspace(ws: &Path, case: &Case) -> Result<(), HarnessError> {
     let mut files = vec![("note.txt".to_string(), "old\n".to_string())];
     files.extend(case.files.iter().map(|(k, v)| (k.clone(), v.clone())));
     for (rel, content) in &files {
-        let path = confined(ws, rel)
-            .ok_or_else(|| format!("case file `{rel}` is not a relative path inside the workspace"))?;
+        let path = confined(ws, rel).ok_or_else(|| HarnessError::OutsideWorkspace(rel.clone()))?;
         // A case describes workspace content, never the repository's own machinery (`.git`
         // config and hooks run programs) or Steward's configuration (use `[case.config]`).
         if Path::new(rel).components().any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
             || steward_policy::is_protected_path(Path::new(rel))
         {
-            return Err(format!("case file `{rel}` is inside .git or .steward, which a case may not write"));
+            return Err(HarnessError::Protected(rel.clone()));
         }
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{rel}: {e}"))?;
+            std::fs::create_dir_all(parent).map_err(|source| HarnessError::WriteFile { rel: rel.clone(), source })?;
         }
-        std::fs::write(&path, content).map_err(|e| format!("{rel}: {e}"))?;
+        std::fs::write(&path, content).map_err(|source| HarnessError::WriteFile { rel: rel.clone(), source })?;
     }
     // Hooks and fsmonitor off: nothing in the fixture may run a program.
     let hardening = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"];
@@ -373,9 +445,10 @@ async fn prepare_workspace(ws: &Path, case: &Case) -> Result<(), String> {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .output()
             .await
-            .map_err(|e| format!("cannot run git: {e}"))?;
+            .map_err(HarnessError::GitSpawn)?;
         if !out.status.success() {
-            return Err(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+            let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            return Err(HarnessError::Git { args: args.join(" "), stderr });
         }
     }
     Ok(())

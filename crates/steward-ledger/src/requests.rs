@@ -46,6 +46,39 @@ pub enum LedgerError {
     Storage(#[from] StoreError),
 }
 
+/// A value of a work request, an approval or a hub report that failed its check; becomes
+/// [`LedgerError::Invalid`] with the same message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidValue {
+    /// The repository name has the wrong length or characters.
+    #[error(
+        "the repository must be 1 to {MAX_REPOSITORY_CHARS} characters of letters, digits, `.`, `_`, `-` and `/` \
+         (e.g. `demo` or `org/demo`)"
+    )]
+    Repository,
+    /// The pull request number is 0 or above `i64::MAX`.
+    #[error("the pull request number must be at least 1")]
+    PrNumber,
+    /// The request text is too long.
+    #[error("the text is longer than {MAX_TEXT_CHARS} characters")]
+    TextTooLong,
+    /// The head SHA is not 40 hex characters.
+    #[error("the head SHA must be the full commit id: 40 hex characters")]
+    HeadSha,
+    /// The approval's lifetime is 0 or too long.
+    #[error("the approval must last 1 to {MAX_EXPIRES_IN_S} seconds")]
+    ExpiresIn,
+    /// A hub or attempt id has the wrong length or characters; holds which field.
+    #[error("{0} must be 1 to {MAX_ID_CHARS} characters of letters, digits, `_`, `-`, `.`, `:` and `@`")]
+    TokenId(String),
+}
+
+impl From<InvalidValue> for LedgerError {
+    fn from(err: InvalidValue) -> LedgerError {
+        LedgerError::Invalid(err.to_string())
+    }
+}
+
 impl LedgerError {
     /// True for failures of the server side (a stored record it cannot read, the store), as
     /// opposed to refusals of what was asked.
@@ -56,7 +89,7 @@ impl LedgerError {
 
 /// Checks a repository name: 1 to [`MAX_REPOSITORY_CHARS`] characters of ASCII letters,
 /// digits, `.`, `_`, `-` and `/`, not starting with `.`, `-` or `/`, without `..`.
-pub fn check_repository(name: &str) -> Result<String, String> {
+pub fn check_repository(name: &str) -> Result<String, InvalidValue> {
     let name = name.trim();
     let ok_chars = name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b));
     if name.is_empty()
@@ -65,58 +98,51 @@ pub fn check_repository(name: &str) -> Result<String, String> {
         || name.starts_with(['.', '-', '/'])
         || name.contains("..")
     {
-        return Err(format!(
-            "the repository must be 1 to {MAX_REPOSITORY_CHARS} characters of letters, digits, `.`, `_`, `-` and `/` \
-             (e.g. `demo` or `org/demo`)"
-        ));
+        return Err(InvalidValue::Repository);
     }
     Ok(name.to_string())
 }
 
 /// Checks a PR number: 1 ..= `i64::MAX`.
-pub fn check_pr_number(n: u64) -> Result<u64, String> {
+pub fn check_pr_number(n: u64) -> Result<u64, InvalidValue> {
     if n == 0 || i64::try_from(n).is_err() {
-        return Err("the pull request number must be at least 1".into());
+        return Err(InvalidValue::PrNumber);
     }
     Ok(n)
 }
 
 /// Checks a request's text: at most [`MAX_TEXT_CHARS`] characters.
-pub fn check_text(text: &str) -> Result<String, String> {
+pub fn check_text(text: &str) -> Result<String, InvalidValue> {
     if text.chars().count() > MAX_TEXT_CHARS {
-        return Err(format!("the text is longer than {MAX_TEXT_CHARS} characters"));
+        return Err(InvalidValue::TextTooLong);
     }
     Ok(text.to_string())
 }
 
 /// Checks a head SHA: exactly 40 hex characters; answered in lowercase.
-pub fn check_head_sha(sha: &str) -> Result<String, String> {
+pub fn check_head_sha(sha: &str) -> Result<String, InvalidValue> {
     let sha = sha.trim();
     if sha.len() != 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err("the head SHA must be the full commit id: 40 hex characters".into());
+        return Err(InvalidValue::HeadSha);
     }
     Ok(sha.to_ascii_lowercase())
 }
 
 /// Checks an approval's lifetime in seconds: 1 ..= [`MAX_EXPIRES_IN_S`].
-pub fn check_expires_in(seconds: u64) -> Result<u64, String> {
+pub fn check_expires_in(seconds: u64) -> Result<u64, InvalidValue> {
     if seconds == 0 || seconds > MAX_EXPIRES_IN_S {
-        return Err(format!("the approval must last 1 to {MAX_EXPIRES_IN_S} seconds"));
+        return Err(InvalidValue::ExpiresIn);
     }
     Ok(seconds)
 }
 
 /// Checks a hub or attempt id: 1 to [`MAX_ID_CHARS`] characters of ASCII letters, digits,
 /// `_`, `-`, `.`, `:` and `@`.
-pub fn check_token_id(what: &str, id: &str) -> Result<(), String> {
+pub fn check_token_id(what: &str, id: &str) -> Result<(), InvalidValue> {
     let ok = !id.is_empty()
         && id.len() <= MAX_ID_CHARS
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:@".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("{what} must be 1 to {MAX_ID_CHARS} characters of letters, digits, `_`, `-`, `.`, `:` and `@`"))
-    }
+    if ok { Ok(()) } else { Err(InvalidValue::TokenId(what.to_string())) }
 }
 
 /// The wire name of a kind.
@@ -132,9 +158,9 @@ pub async fn file_request(
     requester: &str,
     new: &NewWorkRequest,
 ) -> Result<WorkRequestRecord, LedgerError> {
-    let repository = check_repository(&new.repository).map_err(LedgerError::Invalid)?;
-    let pr_number = check_pr_number(new.pr_number).map_err(LedgerError::Invalid)?;
-    let text = check_text(&new.text).map_err(LedgerError::Invalid)?;
+    let repository = check_repository(&new.repository)?;
+    let pr_number = check_pr_number(new.pr_number)?;
+    let text = check_text(&new.text)?;
     let now = Utc::now();
     let record = WorkRequestRecord {
         id: new_id("wrq_"),
@@ -160,8 +186,8 @@ pub async fn approve_request(
     id: &str,
     body: &ApproveWorkRequest,
 ) -> Result<WorkApprovalRecord, LedgerError> {
-    let head_sha = check_head_sha(&body.head_sha).map_err(LedgerError::Invalid)?;
-    let seconds = check_expires_in(body.expires_in_s).map_err(LedgerError::Invalid)?;
+    let head_sha = check_head_sha(&body.head_sha)?;
+    let seconds = check_expires_in(body.expires_in_s)?;
     let now = Utc::now();
     let input = ApproveInput {
         request_id: id.to_string(),

@@ -285,7 +285,7 @@ async fn a_hub_without_a_model_refuses_to_start() {
         owner_id: "local:test".into(),
         hub_token: HubToken::new(TOKEN).unwrap(),
     };
-    let refused = launcher.check_planner().unwrap_err();
+    let refused = launcher.check_planner().unwrap_err().to_string();
     assert!(refused.contains("needs a model"), "{refused}");
 }
 

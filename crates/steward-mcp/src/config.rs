@@ -62,15 +62,23 @@ pub struct EnvValue {
     pub prefix: String,
 }
 
+/// Why a [`ValueSource`] has no value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// The environment variable it names is unset or empty (the name, never a value).
+    #[error("environment variable `{0}` is unset or empty")]
+    UnsetVariable(String),
+}
+
 impl ValueSource {
     /// The value, reading the environment through `lookup` (`Err` names the variable when it
     /// is unset or empty; the message never contains a value).
-    pub fn resolve(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    pub fn resolve(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ValueError> {
         match self {
             ValueSource::Literal(value) => Ok(value.clone()),
             ValueSource::Env(EnvValue { env, prefix }) => match lookup(env) {
                 Some(value) if !value.is_empty() => Ok(format!("{prefix}{value}")),
-                _ => Err(format!("environment variable `{env}` is unset or empty")),
+                _ => Err(ValueError::UnsetVariable(env.clone())),
             },
         }
     }
@@ -361,8 +369,8 @@ impl ToolFilter {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<McpServerConfig, String> {
-        toml::from_str::<McpServerConfig>(text).map_err(|e| e.to_string())
+    fn parse(text: &str) -> Result<McpServerConfig, toml::de::Error> {
+        toml::from_str::<McpServerConfig>(text)
     }
 
     #[test]
@@ -419,7 +427,7 @@ mod tests {
         assert!(!json.contains("sk-LITERAL"));
         let resolved = config.headers["X"].resolve(&|n| (n == "TOKVAR").then(|| "abc".to_string())).unwrap();
         assert_eq!(resolved, "Bearer abc");
-        let err = config.headers["X"].resolve(&|_| None).unwrap_err();
+        let err = config.headers["X"].resolve(&|_| None).unwrap_err().to_string();
         assert!(err.contains("TOKVAR"));
     }
 

@@ -30,6 +30,9 @@ use tokio::sync::watch;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+mod error;
+pub use error::{AnswerError, SchemaError};
+
 /// A server's request for input, as received (untrusted: show it as data).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ElicitationRequest {
@@ -168,15 +171,15 @@ impl Field {
 /// object whose properties are strings, numbers, integers, booleans or single choices) and
 /// describes its fields, pre-filled with their defaults: those named in `order` first, in
 /// that order, then the others by name. `Err` says what is not supported.
-pub fn form_fields(schema: &Value, order: &[String]) -> Result<Vec<Field>, String> {
-    let object = schema.as_object().ok_or("the requested schema is not an object")?;
+pub fn form_fields(schema: &Value, order: &[String]) -> Result<Vec<Field>, SchemaError> {
+    let object = schema.as_object().ok_or(SchemaError::NotAnObject)?;
     if object.get("type").and_then(Value::as_str) != Some("object") {
-        return Err("the requested schema is not of type `object`".into());
+        return Err(SchemaError::NotObjectType);
     }
     let properties = match object.get("properties") {
         None => return Ok(Vec::new()),
         Some(Value::Object(p)) => p,
-        Some(_) => return Err("the requested schema's `properties` is not an object".into()),
+        Some(_) => return Err(SchemaError::PropertiesNotAnObject),
     };
     let required: Vec<&str> = object
         .get("required")
@@ -185,7 +188,7 @@ pub fn form_fields(schema: &Value, order: &[String]) -> Result<Vec<Field>, Strin
         .unwrap_or_default();
     let mut fields = Vec::new();
     for (name, property) in properties {
-        let property = property.as_object().ok_or_else(|| format!("property `{name}` is not a schema object"))?;
+        let property = property.as_object().ok_or_else(|| SchemaError::PropertyNotAnObject(name.clone()))?;
         let text = |key: &str| property.get(key).and_then(Value::as_str).map(str::to_string);
         let kind = field_kind(name, property)?;
         let prefill = match property.get("default") {
@@ -207,7 +210,7 @@ pub fn form_fields(schema: &Value, order: &[String]) -> Result<Vec<Field>, Strin
     Ok(fields)
 }
 
-fn field_kind(name: &str, property: &Map<String, Value>) -> Result<FieldKind, String> {
+fn field_kind(name: &str, property: &Map<String, Value>) -> Result<FieldKind, SchemaError> {
     let number = |key: &str| property.get(key).and_then(Value::as_f64);
     let count = |key: &str| property.get(key).and_then(Value::as_u64);
     let kind = property.get("type").and_then(Value::as_str).unwrap_or("");
@@ -219,7 +222,7 @@ fn field_kind(name: &str, property: &Map<String, Value>) -> Result<FieldKind, St
             .unwrap_or_default();
         let mut options = Vec::new();
         for (i, value) in values.iter().enumerate() {
-            let value = value.as_str().ok_or_else(|| format!("property `{name}` offers a choice that is not text"))?;
+            let value = value.as_str().ok_or_else(|| SchemaError::ChoiceNotText(name.to_string()))?;
             let label = labels.get(i).copied().filter(|l| !l.is_empty()).unwrap_or(value);
             options.push(Choice { value: value.to_string(), label: label.to_string() });
         }
@@ -231,7 +234,7 @@ fn field_kind(name: &str, property: &Map<String, Value>) -> Result<FieldKind, St
             let value = alternative
                 .get("const")
                 .and_then(Value::as_str)
-                .ok_or_else(|| format!("property `{name}` offers a choice without a text `const`"))?;
+                .ok_or_else(|| SchemaError::ChoiceWithoutConst(name.to_string()))?;
             let label = alternative.get("title").and_then(Value::as_str).filter(|l| !l.is_empty()).unwrap_or(value);
             options.push(Choice { value: value.to_string(), label: label.to_string() });
         }
@@ -247,9 +250,9 @@ fn field_kind(name: &str, property: &Map<String, Value>) -> Result<FieldKind, St
             Ok(FieldKind::Number { integer: kind == "integer", minimum: number("minimum"), maximum: number("maximum") })
         }
         "boolean" => Ok(FieldKind::Boolean),
-        "array" => Err(format!("property `{name}` is a list (multiple choice), which Steward's forms do not offer")),
-        "" => Err(format!("property `{name}` has no type")),
-        other => Err(format!("property `{name}` is of type `{other}`, which an elicitation may not ask for")),
+        "array" => Err(SchemaError::List(name.to_string())),
+        "" => Err(SchemaError::NoType(name.to_string())),
+        other => Err(SchemaError::Type { name: name.to_string(), kind: other.to_string() }),
     }
 }
 
@@ -282,11 +285,11 @@ pub fn answer_form(
     schema: &Value,
     fields: &[Field],
     inputs: &[(String, String)],
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, AnswerError> {
     let mut values = Map::new();
     for (name, text) in inputs {
         let Some(field) = fields.iter().find(|f| &f.name == name) else {
-            return Err(format!("`{name}` is not a field of this form"));
+            return Err(AnswerError::UnknownField(name.clone()));
         };
         if text.is_empty() {
             continue;
@@ -295,18 +298,18 @@ pub fn answer_form(
             FieldKind::Text { .. } | FieldKind::Choice { .. } => Value::String(text.clone()),
             FieldKind::Number { integer: true, .. } => match text.trim().parse::<i64>() {
                 Ok(n) => Value::from(n),
-                Err(_) => return Err(format!("`{}` must be a whole number", field.label)),
+                Err(_) => return Err(AnswerError::NotWholeNumber(field.label.clone())),
             },
             FieldKind::Number { integer: false, .. } => {
                 match text.trim().parse::<f64>().ok().filter(|n| n.is_finite()).and_then(serde_json::Number::from_f64) {
                     Some(n) => Value::Number(n),
-                    None => return Err(format!("`{}` must be a number", field.label)),
+                    None => return Err(AnswerError::NotANumber(field.label.clone())),
                 }
             }
             FieldKind::Boolean => match text.trim().to_ascii_lowercase().as_str() {
                 "true" | "yes" | "y" | "on" => Value::Bool(true),
                 "false" | "no" | "n" | "off" => Value::Bool(false),
-                _ => return Err(format!("`{}` must be yes or no", field.label)),
+                _ => return Err(AnswerError::NotYesOrNo(field.label.clone())),
             },
         };
         values.insert(name.clone(), value);
@@ -318,16 +321,16 @@ pub fn answer_form(
 
 /// Checks `values` against the requested `schema` (formats included) and that they hold only
 /// the schema's properties. `Err` lists what is wrong (at most three problems).
-pub fn validate(schema: &Value, values: &Map<String, Value>) -> Result<(), String> {
+pub fn validate(schema: &Value, values: &Map<String, Value>) -> Result<(), AnswerError> {
     form_fields(schema, &[])?;
     let properties = schema.get("properties").and_then(Value::as_object);
     if let Some(extra) = values.keys().find(|k| !properties.is_some_and(|p| p.contains_key(*k))) {
-        return Err(format!("`{extra}` was not asked for"));
+        return Err(AnswerError::NotAskedFor(extra.clone()));
     }
     let validator = jsonschema::options()
         .should_validate_formats(true)
         .build(schema)
-        .map_err(|e| format!("the requested schema is not valid JSON Schema ({e})"))?;
+        .map_err(|e| AnswerError::InvalidSchema(e.to_string()))?;
     let instance = Value::Object(values.clone());
     let problems: Vec<String> = validator
         .iter_errors(&instance)
@@ -344,7 +347,7 @@ pub fn validate(schema: &Value, values: &Map<String, Value>) -> Result<(), Strin
             if field.is_empty() { problem } else { format!("`{field}`: {problem}") }
         })
         .collect();
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+    if problems.is_empty() { Ok(()) } else { Err(AnswerError::Invalid(problems)) }
 }
 
 /// Why a URL-mode request is declined.
@@ -672,9 +675,9 @@ mod tests {
     #[test]
     fn schemas_beyond_the_spec_are_refused() {
         let nested = json!({"type": "object", "properties": {"a": {"type": "object"}}});
-        assert!(form_fields(&nested, &[]).unwrap_err().contains("`a`"));
+        assert!(form_fields(&nested, &[]).unwrap_err().to_string().contains("`a`"));
         let list = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"enum": ["x"]}}}});
-        assert!(form_fields(&list, &[]).unwrap_err().contains("list"));
+        assert!(form_fields(&list, &[]).unwrap_err().to_string().contains("list"));
         assert!(form_fields(&json!({"type": "string"}), &[]).is_err());
         assert!(form_fields(&json!("x"), &[]).is_err());
         assert_eq!(form_fields(&json!({"type": "object"}), &[]).unwrap(), Vec::new());
@@ -697,7 +700,7 @@ mod tests {
         let fields = form_fields(&schema, &order()).unwrap();
         let answer = |pairs: &[(&str, &str)]| {
             let inputs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            answer_form(&schema, &fields, &inputs)
+            answer_form(&schema, &fields, &inputs).map_err(|e| e.to_string())
         };
         let ok =
             answer(&[("email", "a@example.org"), ("n", "3"), ("ok", "yes"), ("size", "m"), ("when", "2025-01-31")])
@@ -718,7 +721,7 @@ mod tests {
         );
         let odd = json!({"type": "object", "properties": {"v": {"type": "string", "format": "ipv4"}}});
         let odd_fields = form_fields(&odd, &[]).unwrap();
-        let wrong = answer_form(&odd, &odd_fields, &[("v".into(), "x".into())]).unwrap_err();
+        let wrong = answer_form(&odd, &odd_fields, &[("v".into(), "x".into())]).unwrap_err().to_string();
         assert_eq!(wrong, r#"`v`: "x" does not match format "ipv4""#);
         assert_eq!(answer(&[("email", "a@b.org"), ("n", "three")]).unwrap_err(), "`n` must be a whole number");
         let big = answer(&[("email", "a@b.org"), ("n", "11")]).unwrap_err();
@@ -731,7 +734,7 @@ mod tests {
         let mut extra = Map::new();
         extra.insert("email".into(), json!("a@b.org"));
         extra.insert("smuggled".into(), json!(1));
-        assert!(validate(&schema, &extra).unwrap_err().contains("not asked for"));
+        assert!(validate(&schema, &extra).unwrap_err().to_string().contains("not asked for"));
     }
 
     #[tokio::test(start_paused = true)]

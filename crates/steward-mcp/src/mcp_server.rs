@@ -91,17 +91,16 @@ impl Scope {
 
     /// Scopes from a comma list such as `read,submit` (spaces around names are ignored;
     /// duplicates collapse). `Err` names an unknown scope, or says the list is empty.
-    pub fn parse_list(list: &str) -> Result<Vec<Scope>, String> {
+    pub fn parse_list(list: &str) -> Result<Vec<Scope>, ScopeListError> {
         let mut scopes = Vec::new();
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let scope = Scope::parse(name)
-                .ok_or_else(|| format!("unknown scope `{name}`; the scopes are read, submit, hub"))?;
+            let scope = Scope::parse(name).ok_or_else(|| ScopeListError::Unknown(name.to_string()))?;
             if !scopes.contains(&scope) {
                 scopes.push(scope);
             }
         }
         if scopes.is_empty() {
-            return Err("no scope given; the scopes are read, submit, hub".to_string());
+            return Err(ScopeListError::Empty);
         }
         scopes.sort();
         Ok(scopes)
@@ -192,32 +191,122 @@ pub struct SubmitWorkRequest {
     pub text: String,
 }
 
+/// Why a scope list ([`Scope::parse_list`]) is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeListError {
+    /// A name is no scope.
+    #[error("unknown scope `{0}`; the scopes are read, submit, hub")]
+    Unknown(String),
+    /// The list names no scope.
+    #[error("no scope given; the scopes are read, submit, hub")]
+    Empty,
+}
+
+/// A [`RunService`] method's failure: the message the assistant sees as the failed tool
+/// call's text. It is sent as is, so whoever makes one has redacted it already.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ServiceError(pub String);
+
+impl From<String> for ServiceError {
+    fn from(message: String) -> ServiceError {
+        ServiceError(message)
+    }
+}
+
+impl From<&str> for ServiceError {
+    fn from(message: &str) -> ServiceError {
+        ServiceError(message.to_string())
+    }
+}
+
+/// Why a tool call's arguments are refused before the service sees them; sent to the
+/// assistant as the failed call's text.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgumentError {
+    /// The arguments do not fit the tool's schema (an unknown field, a wrong type).
+    #[error("invalid arguments for {tool}: {source}")]
+    Schema {
+        /// The tool called.
+        tool: String,
+        /// What `serde_json` found.
+        source: serde_json::Error,
+    },
+    /// `submit_task` with a blank task.
+    #[error("the task is empty: say what to do")]
+    EmptyTask,
+    /// `submit_task` with a task over [`MAX_TASK_CHARS`].
+    #[error("the task is longer than {MAX_TASK_CHARS} characters")]
+    TaskTooLong,
+    /// `submit_task` with a blank workspace.
+    #[error("workspace is empty: give an existing directory")]
+    EmptyWorkspace,
+    /// `submit_work_request` with a blank repository.
+    #[error("repository is empty: name the repository")]
+    EmptyRepository,
+    /// `submit_work_request` with PR number 0.
+    #[error("pr_number must be at least 1")]
+    PrNumber,
+    /// `submit_work_request` with a text over [`MAX_WORK_TEXT_CHARS`].
+    #[error("the text is longer than {MAX_WORK_TEXT_CHARS} characters")]
+    WorkTextTooLong,
+    /// `list_runs` with `limit` 0.
+    #[error("limit must be at least 1")]
+    LimitZero,
+    /// `list_runs` with `limit` over [`LIST_RUNS_MAX`].
+    #[error("limit must be at most {LIST_RUNS_MAX}")]
+    LimitTooHigh,
+}
+
+/// Why a tool call failed, as the assistant is told.
+#[derive(Debug, thiserror::Error)]
+enum CallFailure {
+    /// The arguments were refused.
+    #[error(transparent)]
+    Arguments(#[from] ArgumentError),
+    /// The service refused or failed.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+}
+
+/// Runs `call` on the checked arguments, or answers why they were refused.
+async fn run_checked<A, F>(args: Result<A, ArgumentError>, call: impl FnOnce(A) -> F) -> Result<Value, CallFailure>
+where
+    F: Future<Output = Result<Value, ServiceError>>,
+{
+    Ok(call(args?).await?)
+}
+
 /// What the tools do, for `caller` (whose scopes were already checked: the service decides
 /// only what the caller's owner may see). `Ok` is the JSON answered to the assistant; `Err` a
 /// message it sees as a failed tool call (it must not contain secrets: it is sent as is).
 pub trait RunService: Send + Sync + 'static {
     /// Starts a run owned by `caller.owner_id` and returns at once, e.g. `{"run_id": "run_…",
     /// "status": "running"}`.
-    fn submit_task(&self, caller: &Caller, args: SubmitTask) -> impl Future<Output = Result<Value, String>> + Send;
+    fn submit_task(
+        &self,
+        caller: &Caller,
+        args: SubmitTask,
+    ) -> impl Future<Output = Result<Value, ServiceError>> + Send;
     /// The owner's recent runs, e.g. `{"runs": [{"run_id", "status", "stop_reason", "task",
     /// "created_at"}]}`.
-    fn list_runs(&self, caller: &Caller, args: ListRuns) -> impl Future<Output = Result<Value, String>> + Send;
+    fn list_runs(&self, caller: &Caller, args: ListRuns) -> impl Future<Output = Result<Value, ServiceError>> + Send;
     /// One of the owner's runs: its state and, once finished, its final answer. Another
     /// owner's run is reported as absent.
-    fn get_run(&self, caller: &Caller, args: GetRun) -> impl Future<Output = Result<Value, String>> + Send;
+    fn get_run(&self, caller: &Caller, args: GetRun) -> impl Future<Output = Result<Value, ServiceError>> + Send;
     /// The owner's pending approval requests, read only.
     fn list_pending_approvals(
         &self,
         caller: &Caller,
         args: ListPendingApprovals,
-    ) -> impl Future<Output = Result<Value, String>> + Send;
+    ) -> impl Future<Output = Result<Value, ServiceError>> + Send;
     /// Files an `open` work request owned by `caller.owner_id` in the ledger, e.g.
     /// `{"request_id": "wrq_…", "status": "open"}`. Only the owner approves it, never over MCP.
     fn submit_work_request(
         &self,
         caller: &Caller,
         args: SubmitWorkRequest,
-    ) -> impl Future<Output = Result<Value, String>> + Send;
+    ) -> impl Future<Output = Result<Value, ServiceError>> + Send;
 }
 
 /// Errors of [`serve`].
@@ -282,69 +371,62 @@ impl<S: RunService> StewardMcpServer<S> {
                 if given.is_empty() { "none".to_string() } else { given.join(", ") }
             ))]));
         }
+        let service = &self.service;
         let answer = match name {
-            SUBMIT_TASK => match parse::<SubmitTask>(name, args).and_then(check_submit) {
-                Ok(a) => self.service.submit_task(caller, a).await,
-                Err(e) => Err(e),
-            },
-            LIST_RUNS => match parse::<ListRuns>(name, args).and_then(check_list_runs) {
-                Ok(a) => self.service.list_runs(caller, a).await,
-                Err(e) => Err(e),
-            },
-            GET_RUN => match parse::<GetRun>(name, args) {
-                Ok(a) => self.service.get_run(caller, a).await,
-                Err(e) => Err(e),
-            },
-            SUBMIT_WORK_REQUEST => match parse::<SubmitWorkRequest>(name, args).and_then(check_work_request) {
-                Ok(a) => self.service.submit_work_request(caller, a).await,
-                Err(e) => Err(e),
-            },
-            _ => match parse::<ListPendingApprovals>(name, args) {
-                Ok(a) => self.service.list_pending_approvals(caller, a).await,
-                Err(e) => Err(e),
-            },
+            SUBMIT_TASK => {
+                run_checked(parse(name, args).and_then(check_submit), |a| service.submit_task(caller, a)).await
+            }
+            LIST_RUNS => {
+                run_checked(parse(name, args).and_then(check_list_runs), |a| service.list_runs(caller, a)).await
+            }
+            GET_RUN => run_checked(parse(name, args), |a| service.get_run(caller, a)).await,
+            SUBMIT_WORK_REQUEST => {
+                let args = parse(name, args).and_then(check_work_request);
+                run_checked(args, |a| service.submit_work_request(caller, a)).await
+            }
+            _ => run_checked(parse(name, args), |a| service.list_pending_approvals(caller, a)).await,
         };
         Ok(match answer {
             Ok(value) => CallToolResult::structured(value),
-            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+            Err(failure) => CallToolResult::error(vec![ContentBlock::text(failure.to_string())]),
         })
     }
 }
 
-fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, String> {
-    serde_json::from_value(args).map_err(|e| format!("invalid arguments for {tool}: {e}"))
+fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ArgumentError> {
+    serde_json::from_value(args).map_err(|source| ArgumentError::Schema { tool: tool.to_string(), source })
 }
 
-fn check_submit(args: SubmitTask) -> Result<SubmitTask, String> {
+fn check_submit(args: SubmitTask) -> Result<SubmitTask, ArgumentError> {
     if args.task.trim().is_empty() {
-        return Err("the task is empty: say what to do".to_string());
+        return Err(ArgumentError::EmptyTask);
     }
     if args.task.chars().count() > MAX_TASK_CHARS {
-        return Err(format!("the task is longer than {MAX_TASK_CHARS} characters"));
+        return Err(ArgumentError::TaskTooLong);
     }
     if args.workspace.trim().is_empty() {
-        return Err("workspace is empty: give an existing directory".to_string());
+        return Err(ArgumentError::EmptyWorkspace);
     }
     Ok(args)
 }
 
-fn check_work_request(args: SubmitWorkRequest) -> Result<SubmitWorkRequest, String> {
+fn check_work_request(args: SubmitWorkRequest) -> Result<SubmitWorkRequest, ArgumentError> {
     if args.repository.trim().is_empty() {
-        return Err("repository is empty: name the repository".to_string());
+        return Err(ArgumentError::EmptyRepository);
     }
     if args.pr_number == 0 {
-        return Err("pr_number must be at least 1".to_string());
+        return Err(ArgumentError::PrNumber);
     }
     if args.text.chars().count() > MAX_WORK_TEXT_CHARS {
-        return Err(format!("the text is longer than {MAX_WORK_TEXT_CHARS} characters"));
+        return Err(ArgumentError::WorkTextTooLong);
     }
     Ok(args)
 }
 
-fn check_list_runs(args: ListRuns) -> Result<ListRuns, String> {
+fn check_list_runs(args: ListRuns) -> Result<ListRuns, ArgumentError> {
     match args.limit {
-        Some(0) => Err("limit must be at least 1".to_string()),
-        Some(n) if n > LIST_RUNS_MAX => Err(format!("limit must be at most {LIST_RUNS_MAX}")),
+        Some(0) => Err(ArgumentError::LimitZero),
+        Some(n) if n > LIST_RUNS_MAX => Err(ArgumentError::LimitTooHigh),
         _ => Ok(args),
     }
 }
@@ -537,23 +619,27 @@ mod tests {
     struct Echo;
 
     impl RunService for Echo {
-        async fn submit_task(&self, caller: &Caller, args: SubmitTask) -> Result<Value, String> {
+        async fn submit_task(&self, caller: &Caller, args: SubmitTask) -> Result<Value, ServiceError> {
             Ok(json!({"submit": args.task, "workspace": args.workspace, "owner": caller.owner_id}))
         }
-        async fn list_runs(&self, _caller: &Caller, args: ListRuns) -> Result<Value, String> {
+        async fn list_runs(&self, _caller: &Caller, args: ListRuns) -> Result<Value, ServiceError> {
             Ok(json!({"limit": args.limit}))
         }
-        async fn get_run(&self, _caller: &Caller, args: GetRun) -> Result<Value, String> {
+        async fn get_run(&self, _caller: &Caller, args: GetRun) -> Result<Value, ServiceError> {
             if args.run_id == "run_missing" {
                 Err("no run `run_missing`".into())
             } else {
                 Ok(json!({"run": args.run_id}))
             }
         }
-        async fn list_pending_approvals(&self, _caller: &Caller, args: ListPendingApprovals) -> Result<Value, String> {
+        async fn list_pending_approvals(
+            &self,
+            _caller: &Caller,
+            args: ListPendingApprovals,
+        ) -> Result<Value, ServiceError> {
             Ok(json!({"pending_for": args.run_id}))
         }
-        async fn submit_work_request(&self, caller: &Caller, args: SubmitWorkRequest) -> Result<Value, String> {
+        async fn submit_work_request(&self, caller: &Caller, args: SubmitWorkRequest) -> Result<Value, ServiceError> {
             Ok(json!({"repository": args.repository, "pr": args.pr_number, "owner": caller.owner_id}))
         }
     }
@@ -656,8 +742,8 @@ mod tests {
     fn scope_lists_parse() {
         assert_eq!(Scope::parse_list("read").unwrap(), vec![Scope::Read]);
         assert_eq!(Scope::parse_list(" submit , read,read").unwrap(), vec![Scope::Read, Scope::Submit]);
-        assert!(Scope::parse_list("").unwrap_err().contains("no scope"));
-        assert!(Scope::parse_list("read,approve").unwrap_err().contains("unknown scope `approve`"));
+        assert!(Scope::parse_list("").unwrap_err().to_string().contains("no scope"));
+        assert!(Scope::parse_list("read,approve").unwrap_err().to_string().contains("unknown scope `approve`"));
         for name in TOOL_NAMES {
             assert!(tool_scope(name).is_some(), "{name}");
         }

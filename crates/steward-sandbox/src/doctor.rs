@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exec::run_with_parent_env;
 use crate::plan::Host;
+use crate::unavailable::{NsUnavailable, SeccompUnavailable};
 use crate::{ExecOutput, ExecRequest, Protection, SandboxError};
 
 /// The outcome of one doctor probe.
@@ -59,8 +60,27 @@ pub async fn doctor() -> Vec<ProbeResult> {
     results
 }
 
-/// `Ok(detail)`: enforced; `Err(detail)`: not enforced or not checkable.
+/// `Ok(detail)`: enforced; `Err(detail)`: not enforced or not checkable. Both sides are the
+/// detail line shown to the user, not an error to handle.
 type Probe = Result<String, String>;
+
+/// Why a probe could not set itself up (it then reports the protection as not checkable).
+#[derive(Debug, thiserror::Error)]
+enum SetupError {
+    /// Accepting on the loopback listener failed.
+    #[error("accept failed: {0}")]
+    Accept(std::io::Error),
+    /// A scratch path cannot be passed as a UTF-8 argument.
+    #[error("{} is not UTF-8", .0.display())]
+    NotUtf8(PathBuf),
+}
+
+impl From<SetupError> for String {
+    /// The probe's detail text.
+    fn from(err: SetupError) -> String {
+        err.to_string()
+    }
+}
 
 fn probe_request(protection: Protection, argv: &[&str]) -> ExecRequest {
     ExecRequest {
@@ -117,12 +137,12 @@ fn connect_argv(port: u16) -> Vec<String> {
 }
 
 /// True when a connection is waiting on `listener` (non-blocking), after a few short tries.
-async fn was_connected(listener: &TcpListener) -> Result<bool, String> {
+async fn was_connected(listener: &TcpListener) -> Result<bool, SetupError> {
     for _ in 0..10 {
         match listener.accept() {
             Ok(_) => return Ok(true),
             Err(e) if e.kind() == ErrorKind::WouldBlock => tokio::time::sleep(Duration::from_millis(50)).await,
-            Err(e) => return Err(format!("accept failed: {e}")),
+            Err(e) => return Err(SetupError::Accept(e)),
         }
     }
     Ok(false)
@@ -225,7 +245,7 @@ async fn pid_namespace() -> Probe {
         let host = Host::detect();
         let host = if without {
             req.accept_weaker = Protection::ALL.to_vec();
-            Host { ns: Err("left out for the control".into()), ..host }
+            Host { ns: Err(NsUnavailable::ForControl), ..host }
         } else {
             host
         };
@@ -295,7 +315,7 @@ async fn seccomp() -> Probe {
     let argv = ["unshare", "--user", "true"];
     let control_req =
         ExecRequest { accept_weaker: Protection::ALL.to_vec(), ..probe_request(Protection::Seccomp, &argv) };
-    let host = Host { seccomp: Err("left out for the control".into()), ..Host::detect() };
+    let host = Host { seccomp: Err(SeccompUnavailable::ForControl), ..Host::detect() };
     let control = run_with_parent_env(control_req, CancellationToken::new(), std::env::vars_os().collect(), &host)
         .await
         .map_err(|e| not_run("the control", &e))?;
@@ -312,8 +332,8 @@ async fn seccomp() -> Probe {
     Ok(format!("a child could not call unshare, which it can without the filter ({})", out.profile))
 }
 
-fn path_str(path: &Path) -> Result<String, String> {
-    path.to_str().map(str::to_string).ok_or_else(|| format!("{} is not UTF-8", path.display()))
+fn path_str(path: &Path) -> Result<String, SetupError> {
+    path.to_str().map(str::to_string).ok_or_else(|| SetupError::NotUtf8(path.to_path_buf()))
 }
 
 async fn rlimits() -> Probe {

@@ -258,6 +258,7 @@ mod tests {
     use crate::exec::run_with_parent_env;
     use crate::limits::{NetMode, net_mode};
     use crate::plan::Host;
+    use crate::unavailable::{NetUnavailable, ProbeError};
     use crate::{ExecRequest, PROXY_PORT};
 
     /// The child's proxy port reaches the Unix socket (here a stand-in that answers one line),
@@ -356,7 +357,10 @@ mod tests {
             accept_weaker: vec![crate::Protection::NetworkDeny],
             ..ExecRequest::new(vec!["touch".into(), marker.display().to_string()], PathBuf::from("/"))
         };
-        let host = Host { net: Err("unshare: EPERM".into()), ..Host::detect() };
+        let host = Host {
+            net: Err(NetUnavailable { net: ProbeError::Os(libc::EPERM), user: ProbeError::Os(libc::EPERM) }),
+            ..Host::detect()
+        };
         let err =
             run_with_parent_env(req, CancellationToken::new(), std::env::vars_os().collect(), &host).await.unwrap_err();
         assert!(err.to_string().contains("egress proxy needs a namespace"), "{err}");

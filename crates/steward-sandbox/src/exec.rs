@@ -371,7 +371,7 @@ mod tests {
         let marker = dir.join("ran");
         let _ = std::fs::remove_file(&marker);
         let weak = Host {
-            landlock_abi: Err("Landlock is not built into this kernel (ENOSYS)".into()),
+            landlock_abi: Err(crate::unavailable::LandlockUnavailable::NotBuiltIn),
             net: Ok(net),
             ns: crate::namespaces::ns_caps(),
             seccomp: Ok(()),

@@ -27,6 +27,8 @@ use landlock::{
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
+use crate::unavailable::LandlockUnavailable;
+
 /// Devices a normal program opens for writing (`>/dev/null`, terminals); they stay writable
 /// (write, truncate, device ioctls) under any confinement. Missing ones are skipped.
 pub const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"];
@@ -50,8 +52,8 @@ const SCOPE_ABI: i32 = 6;
 /// The Landlock ABI version of the running kernel, asked once per process with
 /// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`. Errors say why
 /// Landlock is unavailable.
-pub(crate) fn kernel_abi() -> Result<i32, String> {
-    static ABI_VERSION: OnceLock<Result<i32, String>> = OnceLock::new();
+pub(crate) fn kernel_abi() -> Result<i32, LandlockUnavailable> {
+    static ABI_VERSION: OnceLock<Result<i32, LandlockUnavailable>> = OnceLock::new();
     ABI_VERSION
         .get_or_init(|| {
             const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
@@ -66,13 +68,12 @@ pub(crate) fn kernel_abi() -> Result<i32, String> {
                 )
             };
             if version >= 0 {
-                return i32::try_from(version).map_err(|_| format!("Landlock reported ABI {version}"));
+                return i32::try_from(version).map_err(|_| LandlockUnavailable::Version(version));
             }
-            let err = io::Error::last_os_error();
-            Err(match err.raw_os_error() {
-                Some(libc::ENOSYS) => "Landlock is not built into this kernel (ENOSYS)".to_string(),
-                Some(libc::EOPNOTSUPP) => "Landlock is built in but not enabled (add it to the lsm= boot list)".into(),
-                _ => format!("Landlock version query failed: {err}"),
+            Err(match io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL) {
+                libc::ENOSYS => LandlockUnavailable::NotBuiltIn,
+                libc::EOPNOTSUPP => LandlockUnavailable::NotEnabled,
+                errno => LandlockUnavailable::Query(errno),
             })
         })
         .clone()
@@ -118,7 +119,7 @@ pub(crate) enum BuildError {
 /// `Some` (missing readable paths are skipped: they grant nothing); TCP denied when
 /// `tcp` says so and the kernel has ABI ≥ 4.
 pub(crate) fn build(
-    kernel: Result<i32, String>,
+    kernel: Result<i32, LandlockUnavailable>,
     writable: &[PathBuf],
     readable: Option<&[PathBuf]>,
     tcp: Tcp,
@@ -131,7 +132,7 @@ pub(crate) fn build(
     if let Some(missing) = writable.iter().find(|p| !p.exists()) {
         return Err(BuildError::Invalid(format!("writable path {} does not exist", missing.display())));
     }
-    let version = kernel.map_err(BuildError::Unsupported)?;
+    let version = kernel.map_err(|e| BuildError::Unsupported(e.to_string()))?;
     if version < 1 {
         return Err(BuildError::Unsupported(format!("Landlock ABI {version} is unusable")));
     }

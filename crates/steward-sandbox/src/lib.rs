@@ -26,6 +26,7 @@ mod namespaces;
 mod plan;
 mod seccomp;
 mod shell;
+mod unavailable;
 
 pub use doctor::{ProbeResult, doctor};
 pub use egress::{PROXY_PORT, PROXY_URL};

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use crate::namespaces::{IdMaps, NsSetup};
 use crate::seccomp::{self, Filters};
+use crate::unavailable::{NetUnavailable, ProbeError};
 
 /// How the network is cut off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +30,8 @@ impl NetMode {
 
 /// Finds out once per process which kind of network namespace this process may create, by
 /// trying both in a forked child. Errors name the OS refusal.
-pub(crate) fn net_mode() -> Result<NetMode, String> {
-    static MODE: OnceLock<Result<NetMode, String>> = OnceLock::new();
+pub(crate) fn net_mode() -> Result<NetMode, NetUnavailable> {
+    static MODE: OnceLock<Result<NetMode, NetUnavailable>> = OnceLock::new();
     MODE.get_or_init(|| {
         let net_err = match probe(libc::CLONE_NEWNET) {
             Ok(()) => return Ok(NetMode::NetOnly),
@@ -38,22 +39,20 @@ pub(crate) fn net_mode() -> Result<NetMode, String> {
         };
         match probe(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) {
             Ok(()) => Ok(NetMode::UserAndNet),
-            Err(user_err) => Err(format!(
-                "unshare(CLONE_NEWNET) failed ({net_err}) and unshare(CLONE_NEWUSER|CLONE_NEWNET) failed ({user_err})"
-            )),
+            Err(user) => Err(NetUnavailable { net: net_err, user }),
         }
     })
     .clone()
 }
 
 /// Forks a child that only calls `unshare(flags)` and exits with 0 on success or the errno.
-fn probe(flags: libc::c_int) -> Result<(), String> {
+fn probe(flags: libc::c_int) -> Result<(), ProbeError> {
     // SAFETY: the child calls only async-signal-safe functions (unshare, _exit) before
     // exiting, as required after fork in a multi-threaded process.
     unsafe {
         let pid = libc::fork();
         if pid < 0 {
-            return Err(io::Error::last_os_error().to_string());
+            return Err(ProbeError::last_os_error());
         }
         if pid == 0 {
             let code = if libc::unshare(flags) == 0 { 0 } else { *libc::__errno_location() };
@@ -66,15 +65,15 @@ fn probe(flags: libc::c_int) -> Result<(), String> {
             }
             let err = io::Error::last_os_error();
             if err.kind() != io::ErrorKind::Interrupted {
-                return Err(err.to_string());
+                return Err(ProbeError::Os(err.raw_os_error().unwrap_or(libc::EINVAL)));
             }
         }
         if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
             Ok(())
         } else if libc::WIFEXITED(status) {
-            Err(io::Error::from_raw_os_error(libc::WEXITSTATUS(status)).to_string())
+            Err(ProbeError::Os(libc::WEXITSTATUS(status)))
         } else {
-            Err("the probe process was killed".into())
+            Err(ProbeError::Killed)
         }
     }
 }

@@ -35,6 +35,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::egress::ChildListen;
+use crate::unavailable::{MountPathError, NsUnavailable, ProbeError};
 
 /// What namespaces this process can make, found once per process on a real child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +70,8 @@ struct MountAttr {
 
 /// Finds out once per process whether mount and PID namespaces can be made (first without a
 /// user namespace, then with one), and whether a fresh `/proc` can be mounted in them.
-pub(crate) fn ns_caps() -> Result<NsCaps, String> {
-    static CAPS: OnceLock<Result<NsCaps, String>> = OnceLock::new();
+pub(crate) fn ns_caps() -> Result<NsCaps, NsUnavailable> {
+    static CAPS: OnceLock<Result<NsCaps, NsUnavailable>> = OnceLock::new();
     CAPS.get_or_init(|| {
         let plain = match probe(false) {
             Ok(fresh_proc) => return Ok(NsCaps { user: false, fresh_proc }),
@@ -78,9 +79,7 @@ pub(crate) fn ns_caps() -> Result<NsCaps, String> {
         };
         match probe(true) {
             Ok(fresh_proc) => Ok(NsCaps { user: true, fresh_proc }),
-            Err(user) => Err(format!(
-                "unshare(CLONE_NEWNS|CLONE_NEWPID) failed ({plain}) and with CLONE_NEWUSER failed ({user})"
-            )),
+            Err(user) => Err(NsUnavailable::Refused { plain, user }),
         }
     })
     .clone()
@@ -88,7 +87,7 @@ pub(crate) fn ns_caps() -> Result<NsCaps, String> {
 
 /// Forks a child that makes the namespaces and a grandchild (PID 1) that mounts `/proc`.
 /// `Ok(true)`: all worked; `Ok(false)`: namespaces work, `/proc` cannot be mounted.
-fn probe(user: bool) -> Result<bool, String> {
+fn probe(user: bool) -> Result<bool, ProbeError> {
     let maps = IdMaps::new(user);
     let proc_path = c("/proc");
     // SAFETY: after the fork the child makes only async-signal-safe system calls on data
@@ -96,7 +95,7 @@ fn probe(user: bool) -> Result<bool, String> {
     unsafe {
         let pid = libc::fork();
         if pid < 0 {
-            return Err(io::Error::last_os_error().to_string());
+            return Err(ProbeError::last_os_error());
         }
         if pid == 0 {
             let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
@@ -133,13 +132,13 @@ fn probe(user: bool) -> Result<bool, String> {
         match wait_child(pid)? {
             0 => Ok(true),
             100 => Ok(false),
-            101 => Err("the probe's PID 1 was killed".into()),
-            code => Err(io::Error::from_raw_os_error(code).to_string()),
+            101 => Err(ProbeError::Pid1Killed),
+            code => Err(ProbeError::Os(code)),
         }
     }
 }
 
-fn wait_child(pid: libc::pid_t) -> Result<i32, String> {
+fn wait_child(pid: libc::pid_t) -> Result<i32, ProbeError> {
     let mut status: libc::c_int = 0;
     loop {
         // SAFETY: valid pointer to a local.
@@ -148,10 +147,10 @@ fn wait_child(pid: libc::pid_t) -> Result<i32, String> {
         }
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err.to_string());
+            return Err(ProbeError::Os(err.raw_os_error().unwrap_or(libc::EINVAL)));
         }
     }
-    if libc::WIFEXITED(status) { Ok(libc::WEXITSTATUS(status)) } else { Err("the probe process was killed".into()) }
+    if libc::WIFEXITED(status) { Ok(libc::WEXITSTATUS(status)) } else { Err(ProbeError::Killed) }
 }
 
 fn errno() -> i32 {
@@ -169,8 +168,8 @@ fn c(s: &str) -> CString {
     CString::new(s).unwrap_or_default()
 }
 
-fn c_path(path: &Path) -> Result<CString, String> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{} contains a NUL byte", path.display()))
+fn c_path(path: &Path) -> Result<CString, MountPathError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| MountPathError::Nul(path.to_path_buf()))
 }
 
 /// The `/proc/self/{setgroups,uid_map,gid_map}` writes for a user namespace mapping the
@@ -261,7 +260,7 @@ pub(crate) struct MountPlan {
 }
 
 /// The keeps of `wanted` paths beneath `hidden` (outermost only).
-fn keeps_beneath(hidden: &Path, wanted: &[PathBuf]) -> Result<Vec<Keep>, String> {
+fn keeps_beneath(hidden: &Path, wanted: &[PathBuf]) -> Result<Vec<Keep>, MountPathError> {
     let mut beneath: Vec<&PathBuf> = wanted.iter().filter(|w| w.starts_with(hidden) && *w != hidden).collect();
     beneath.sort();
     beneath.dedup();
@@ -288,7 +287,7 @@ fn keeps_beneath(hidden: &Path, wanted: &[PathBuf]) -> Result<Vec<Keep>, String>
 }
 
 /// The minimal `/dev` ([`DEV_KEPT`]): devices and folders are kept, links recreated.
-fn minimal_dev() -> Result<Hide, String> {
+fn minimal_dev() -> Result<Hide, MountPathError> {
     let dev = Path::new("/dev");
     let mut wanted = Vec::new();
     let mut links = Vec::new();
@@ -329,10 +328,10 @@ pub(crate) struct MountRequest<'a> {
 
 impl MountPlan {
     /// Prepares the mounts. Errors: a relative or NUL-containing path.
-    pub(crate) fn new(req: &MountRequest<'_>, fresh_proc: bool) -> Result<MountPlan, String> {
+    pub(crate) fn new(req: &MountRequest<'_>, fresh_proc: bool) -> Result<MountPlan, MountPathError> {
         for path in req.mask.iter().chain(req.read_only).chain(req.home_keep) {
             if !path.is_absolute() {
-                return Err(format!("sandbox path {} is not absolute", path.display()));
+                return Err(MountPathError::NotAbsolute(path.clone()));
             }
         }
         let cwd = req.cwd.canonicalize().unwrap_or_else(|_| req.cwd.to_path_buf());

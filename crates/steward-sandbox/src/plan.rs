@@ -5,19 +5,20 @@ use crate::fs_rules::{self, BuildError, Confinement, Tcp, kernel_abi};
 use crate::limits::{NetMode, net_mode};
 use crate::namespaces::{IdMaps, MountPlan, MountRequest, NsCaps, NsSetup, ns_caps};
 use crate::seccomp::{self, Filters};
+use crate::unavailable::{LandlockUnavailable, NetUnavailable, NsUnavailable, SeccompUnavailable};
 use crate::{ExecRequest, Protection, SandboxError};
 
 /// What this machine can do, as found by the probes (tests substitute a weaker machine).
 #[derive(Debug, Clone)]
 pub(crate) struct Host {
     /// The kernel's Landlock ABI, or why Landlock is unavailable.
-    pub(crate) landlock_abi: Result<i32, String>,
+    pub(crate) landlock_abi: Result<i32, LandlockUnavailable>,
     /// The network namespace this process may create, or why none.
-    pub(crate) net: Result<NetMode, String>,
+    pub(crate) net: Result<NetMode, NetUnavailable>,
     /// The mount and PID namespaces this process may create, or why none.
-    pub(crate) ns: Result<NsCaps, String>,
+    pub(crate) ns: Result<NsCaps, NsUnavailable>,
     /// Whether seccomp filters can be installed, or why not.
-    pub(crate) seccomp: Result<(), String>,
+    pub(crate) seccomp: Result<(), SeccompUnavailable>,
 }
 
 impl Host {
@@ -77,7 +78,7 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path
                 tracing::warn!(%reason, "network isolation unavailable; running without it (accepted)");
                 Err(reason)
             }
-            Err(reason) => return Err(refuse(Protection::NetworkDeny, reason)),
+            Err(reason) => return Err(refuse(Protection::NetworkDeny, reason.to_string())),
         }
     };
 
@@ -128,7 +129,8 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path
                 mask: &req.mask,
                 read_only: &req.read_only,
             };
-            let mounts = MountPlan::new(&request, caps.fresh_proc).map_err(SandboxError::InvalidRequest)?;
+            let mounts =
+                MountPlan::new(&request, caps.fresh_proc).map_err(|e| SandboxError::InvalidRequest(e.to_string()))?;
             let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
             if caps.user {
                 flags |= libc::CLONE_NEWUSER;
@@ -145,7 +147,7 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path
         Err(reason) => {
             for p in [Protection::FsMask, Protection::PidNamespace] {
                 if !accepts(p) {
-                    return Err(refuse(p, reason));
+                    return Err(refuse(p, reason.to_string()));
                 }
             }
             tracing::warn!(%reason, "mount and PID namespaces unavailable; running without them (accepted)");
@@ -162,7 +164,7 @@ pub(crate) fn plan(req: &ExecRequest, host: &Host, home: Option<&std::path::Path
             tracing::warn!(%reason, "seccomp unavailable; running without it (accepted)");
             (None, "seccomp=unenforced(accepted)".to_string())
         }
-        Err(reason) => return Err(refuse(Protection::Seccomp, reason)),
+        Err(reason) => return Err(refuse(Protection::Seccomp, reason.to_string())),
     };
     Ok(Plan { net, confinement, net_profile, fs_profile, ns, ns_profile, seccomp, seccomp_profile })
 }
@@ -180,6 +182,7 @@ fn tcp_rule(req: &ExecRequest) -> Tcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::unavailable::ProbeError;
     use std::path::PathBuf;
     use steward_peers::Need;
     use steward_peers::needs::{available, unavailable};
@@ -188,7 +191,7 @@ mod tests {
         ExecRequest { accept_weaker: accept.to_vec(), ..ExecRequest::new(vec!["true".into()], PathBuf::from("/")) }
     }
 
-    fn host(landlock_abi: Result<i32, String>, net: Result<NetMode, String>) -> Host {
+    fn host(landlock_abi: Result<i32, LandlockUnavailable>, net: Result<NetMode, NetUnavailable>) -> Host {
         Host { landlock_abi, net, ns: Ok(NsCaps { user: false, fresh_proc: true }), seccomp: Ok(()) }
     }
 
@@ -201,7 +204,7 @@ mod tests {
 
     #[test]
     fn fs_confinement_without_kernel_support_is_refused_unless_accepted() {
-        let weak = host(Err("Landlock is not built into this kernel (ENOSYS)".into()), Ok(NetMode::UserAndNet));
+        let weak = host(Err(LandlockUnavailable::NotBuiltIn), Ok(NetMode::UserAndNet));
         let (what, reason) = refused(plan(&request(&[]), &weak, None));
         assert_eq!(what, "fs_confine");
         assert!(reason.contains("ENOSYS"), "{reason}");
@@ -233,9 +236,11 @@ mod tests {
 
     #[test]
     fn missing_network_namespace_is_refused_unless_accepted_on_landlock() {
-        let reason = "unshare(CLONE_NEWNET) failed (EPERM) and unshare(CLONE_NEWUSER|CLONE_NEWNET) failed (EPERM)";
+        let reason = "unshare(CLONE_NEWNET) failed (Operation not permitted (os error 1)) and \
+                      unshare(CLONE_NEWUSER|CLONE_NEWNET) failed (Operation not permitted (os error 1))";
         let abi = available(Need::Landlock, kernel_abi());
-        let weak = host(Ok(abi), Err(reason.into()));
+        let eperm = ProbeError::Os(libc::EPERM);
+        let weak = host(Ok(abi), Err(NetUnavailable { net: eperm.clone(), user: eperm }));
         let (what, why) = refused(plan(&request(&[]), &weak, None));
         assert_eq!((what, why.as_str()), ("network_deny", reason));
 
@@ -262,7 +267,7 @@ mod tests {
     fn missing_namespaces_or_seccomp_are_refused_unless_accepted() {
         let Ok(abi) = kernel_abi() else { return };
         let no_ns = Host {
-            ns: Err("unshare(CLONE_NEWNS|CLONE_NEWPID) failed (EPERM)".into()),
+            ns: Err(NsUnavailable::Refused { plain: ProbeError::Os(libc::EPERM), user: ProbeError::Os(libc::EPERM) }),
             ..host(Ok(abi), Ok(NetMode::NetOnly))
         };
         assert_eq!(refused(plan(&request(&[]), &no_ns, None)).0, "fs_mask");
@@ -272,7 +277,7 @@ mod tests {
         assert_eq!(accepted.ns_profile, "mntns=unenforced(accepted),pidns=unenforced(accepted)");
 
         let no_seccomp =
-            Host { seccomp: Err("the kernel has no seccomp".into()), ..host(Ok(abi), Ok(NetMode::NetOnly)) };
+            Host { seccomp: Err(SeccompUnavailable::NoSeccomp(libc::EINVAL)), ..host(Ok(abi), Ok(NetMode::NetOnly)) };
         assert_eq!(refused(plan(&request(&[]), &no_seccomp, None)).0, "seccomp");
         let accepted = plan(&request(&[Protection::Seccomp]), &no_seccomp, None).unwrap();
         assert!(accepted.seccomp.is_none());

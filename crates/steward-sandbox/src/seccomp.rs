@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
+use crate::unavailable::SeccompUnavailable;
+
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
 };
@@ -106,9 +108,9 @@ pub(crate) struct Filters {
 
 /// The filters for `unix_sockets` (whether `socket(AF_UNIX, …)` is allowed), compiled once
 /// per process. Errors: the architecture is not supported or the kernel has no seccomp.
-pub(crate) fn filters(unix_sockets: bool) -> Result<&'static Filters, String> {
-    static WITH_UNIX: OnceLock<Result<Filters, String>> = OnceLock::new();
-    static WITHOUT_UNIX: OnceLock<Result<Filters, String>> = OnceLock::new();
+pub(crate) fn filters(unix_sockets: bool) -> Result<&'static Filters, SeccompUnavailable> {
+    static WITH_UNIX: OnceLock<Result<Filters, SeccompUnavailable>> = OnceLock::new();
+    static WITHOUT_UNIX: OnceLock<Result<Filters, SeccompUnavailable>> = OnceLock::new();
     let cell = if unix_sockets { &WITH_UNIX } else { &WITHOUT_UNIX };
     cell.get_or_init(|| {
         available()?;
@@ -119,33 +121,35 @@ pub(crate) fn filters(unix_sockets: bool) -> Result<&'static Filters, String> {
 }
 
 /// Whether the kernel has seccomp filters (`prctl(PR_GET_SECCOMP)` answers).
-fn available() -> Result<(), String> {
+fn available() -> Result<(), SeccompUnavailable> {
     // SAFETY: plain prctl query without pointers.
     let mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
     if mode < 0 {
-        return Err(format!("the kernel has no seccomp ({})", std::io::Error::last_os_error()));
+        return Err(SeccompUnavailable::NoSeccomp(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL),
+        ));
     }
     Ok(())
 }
 
-fn target_arch() -> Result<TargetArch, String> {
+fn target_arch() -> Result<TargetArch, SeccompUnavailable> {
     match std::env::consts::ARCH {
         "x86_64" => Ok(TargetArch::x86_64),
         "aarch64" => Ok(TargetArch::aarch64),
-        other => Err(format!("no seccomp filter is built for the {other} architecture")),
+        other => Err(SeccompUnavailable::Architecture(other)),
     }
 }
 
-fn compile(unix_sockets: bool) -> Result<Filters, String> {
+fn compile(unix_sockets: bool) -> Result<Filters, SeccompUnavailable> {
     let arch = target_arch()?;
-    let err = |e: &dyn std::fmt::Display| format!("seccomp filter: {e}");
+    let err = |e: &dyn std::fmt::Display| SeccompUnavailable::Filter(e.to_string());
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for name in ALWAYS_DENIED {
         if let Some(nr) = syscall_number(name) {
             rules.insert(nr, Vec::new());
         }
     }
-    let flag_rule = |flag: libc::c_int| -> Result<SeccompRule, String> {
+    let flag_rule = |flag: libc::c_int| -> Result<SeccompRule, SeccompUnavailable> {
         let flag = u64::from(flag.unsigned_abs());
         let condition = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(flag), flag)
             .map_err(|e| err(&e))?;

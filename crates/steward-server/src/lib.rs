@@ -37,7 +37,7 @@ use tokio_util::task::TaskTracker;
 
 pub use error::{ApiError, ErrorClass};
 pub use session::Sessions;
-pub use state::{AppState, DEFAULT_NOTICE_POLL, Inner, ServerOptions, StartRun};
+pub use state::{AppState, DEFAULT_NOTICE_POLL, Inner, ServerOptions, StartRun, UnknownMode};
 pub use steward_core::compose::{Launcher, Prepared, ProviderStatus, RunOptions};
 
 /// How often old finished runs are cleaned up (also once at start).
@@ -76,8 +76,18 @@ pub fn app_state(
 
 /// Every route: pages, form posts, `/api/…` (all of it from [`openapi::routes`], which documents
 /// each route it registers), `/static/…`, and `/mcp` (bearer tokens, outside the cookie and
-/// CSRF layer).
+/// CSRF layer). Whatever [`routes`] registers is behind [`openapi::documented_api_only`], so
+/// an `/api/…` route missing from the OpenAPI document answers 404 wherever it was added.
 pub fn router(state: AppState) -> Router {
+    openapi::documented_api_only(routes(state.clone()))
+        .layer(axum::middleware::from_fn(security_headers))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), host_check))
+        .with_state(state)
+}
+
+/// The routes of [`router`] with the session and bearer layers; add new routes here (the
+/// JSON API's in [`openapi::routes`], so that they are documented).
+fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/", get(pages::index))
         .route("/login", get(pages::login))
@@ -112,10 +122,7 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), session::owner_layer))
         .layer(axum::middleware::from_fn_with_state(ledger::TokenRoutes::new(state.clone()), ledger::bearer_layer))
         // After the session layer: `/mcp` authenticates by bearer token and sets no cookie.
-        .merge(mcp::router(state.clone()))
-        .layer(axum::middleware::from_fn(security_headers))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), host_check))
-        .with_state(state)
+        .merge(mcp::router(state))
 }
 
 async fn app_js() -> impl IntoResponse {

@@ -29,8 +29,8 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use steward_mcp::mcp_server::{
-    Caller, CallerLookup, GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, StewardMcpServer,
-    SubmitTask, SubmitWorkRequest, call_outcomes,
+    Caller, CallerLookup, GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, ServiceError,
+    StewardMcpServer, SubmitTask, SubmitWorkRequest, call_outcomes,
 };
 use steward_protocol::ApprovalStatus;
 use steward_store::RunStatus;
@@ -158,7 +158,7 @@ impl ServerRuns {
 }
 
 impl RunService for ServerRuns {
-    async fn submit_work_request(&self, caller: &Caller, args: SubmitWorkRequest) -> Result<Value, String> {
+    async fn submit_work_request(&self, caller: &Caller, args: SubmitWorkRequest) -> Result<Value, ServiceError> {
         let new = steward_ledger::wire::NewWorkRequest {
             kind: steward_ledger::wire::WorkKind::PrSummary,
             repository: args.repository,
@@ -182,7 +182,7 @@ impl RunService for ServerRuns {
         }))
     }
 
-    async fn submit_task(&self, caller: &Caller, args: SubmitTask) -> Result<Value, String> {
+    async fn submit_task(&self, caller: &Caller, args: SubmitTask) -> Result<Value, ServiceError> {
         let start = StartRun { task: args.task, workspace: Some(args.workspace), ..StartRun::default() };
         let started = runs::start(&self.state, &caller.owner_id, start).await.map_err(|e| self.message(e, None))?;
         Ok(json!({
@@ -197,13 +197,13 @@ impl RunService for ServerRuns {
         }))
     }
 
-    async fn list_runs(&self, caller: &Caller, args: ListRuns) -> Result<Value, String> {
+    async fn list_runs(&self, caller: &Caller, args: ListRuns) -> Result<Value, ServiceError> {
         let limit = args.limit.unwrap_or(LIST_RUNS_DEFAULT) as usize;
         let views = runs::list(&self.state, &caller.owner_id, limit).await.map_err(|e| self.message(e, None))?;
         Ok(json!({ "runs": views.iter().map(|v| self.run_row(v)).collect::<Vec<_>>() }))
     }
 
-    async fn get_run(&self, caller: &Caller, args: GetRun) -> Result<Value, String> {
+    async fn get_run(&self, caller: &Caller, args: GetRun) -> Result<Value, ServiceError> {
         let id = args.run_id.as_str();
         let (view, events, approvals) =
             runs::trace(&self.state, &caller.owner_id, id).await.map_err(|e| self.message(e, Some(id)))?;
@@ -230,7 +230,7 @@ impl RunService for ServerRuns {
         }))
     }
 
-    async fn list_pending_approvals(&self, caller: &Caller, args: ListPendingApprovals) -> Result<Value, String> {
+    async fn list_pending_approvals(&self, caller: &Caller, args: ListPendingApprovals) -> Result<Value, ServiceError> {
         let store = self.state.runtime.store.as_ref();
         let storage = |e: steward_store::StoreError| self.redact(&format!("storage: {e}"));
         // Only runs that go on can still have their requests answered.

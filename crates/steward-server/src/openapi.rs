@@ -6,13 +6,20 @@
 //! as `docs/openapi.json` (printed by `steward reference openapi`, written by `scripts/reference.sh`);
 //! a test keeps the two equal.
 
-use axum::Json;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::api;
+use crate::error::ApiError;
 use crate::session::OWNER_COOKIE;
 use crate::state::AppState;
 
@@ -72,6 +79,33 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// The document, as served.
 pub fn document() -> utoipa::openapi::OpenApi {
     routes().into_openapi()
+}
+
+/// The path templates the document names (`/api/runs/{id}` …, axum's syntax too).
+#[derive(Debug)]
+struct DocumentedPaths(BTreeSet<String>);
+
+/// `router` with a check in front of each of its routes: a request routed to an `/api/…` path
+/// template the document does not name answers 404 (`not_found`) instead of reaching the
+/// handler. So a JSON API route registered outside [`routes()`] — a hand-added
+/// `.route("/api/…")`, undocumented — never serves; methods of documented paths are checked by
+/// the router itself (405). Apply it after every route is added: routes added later are not
+/// covered.
+pub fn documented_api_only<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
+    let paths = Arc::new(DocumentedPaths(document().paths.paths.into_keys().collect()));
+    router.route_layer(axum::middleware::from_fn_with_state(paths, refuse_undocumented))
+}
+
+/// The check of [`documented_api_only`]: the template the router matched
+/// ([`MatchedPath`]) must be documented when it lies under `/api`.
+async fn refuse_undocumented(State(paths): State<Arc<DocumentedPaths>>, request: Request, next: Next) -> Response {
+    let template = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or_default();
+    let api = template == "/api" || template.starts_with("/api/");
+    if api && !paths.0.contains(template) {
+        tracing::error!(%template, "an /api route is not in the OpenAPI document; register it in openapi::routes");
+        return ApiError::not_found("no such API endpoint").into_response();
+    }
+    next.run(request).await
 }
 
 /// The document as committed in `docs/openapi.json`: pretty-printed JSON ending in a newline

@@ -38,15 +38,18 @@ pub struct StartRun {
     pub mode: Option<String>,
 }
 
+/// `mode` of a [`StartRun`] names no run mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown mode `{0}`; use `loop` or `roles`")]
+pub struct UnknownMode(pub String);
+
 impl StartRun {
     /// The run options this request asks for: planner, provider, model and mode (blank fields
     /// are absent). `Err` names an unknown mode.
-    pub fn options(&self) -> Result<RunOptions, String> {
+    pub fn options(&self) -> Result<RunOptions, UnknownMode> {
         let non_empty = |v: &Option<String>| v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string);
         let mode = match non_empty(&self.mode) {
-            Some(name) => {
-                Some(RunMode::parse(&name).ok_or_else(|| format!("unknown mode `{name}`; use `loop` or `roles`"))?)
-            }
+            Some(name) => Some(RunMode::parse(&name).ok_or_else(|| UnknownMode(name.clone()))?),
             None => None,
         };
         Ok(RunOptions {

@@ -1,6 +1,7 @@
 //! The OpenAPI document of the JSON API: the committed `docs/openapi.json` equals the generated
-//! one, every documented operation reaches a handler of the real router, and the schemas the
-//! records of other crates derive match those records' real JSON.
+//! one, every documented operation reaches a handler of the real router, an `/api` route the
+//! document does not name is refused, and the schemas the records of other crates derive match
+//! those records' real JSON.
 //!
 //! After changing the API, regenerate the committed document with `bash scripts/reference.sh`
 //! (it runs `steward reference openapi`); the tests here only compare, never write.
@@ -233,6 +234,45 @@ async fn every_documented_operation_is_routed() {
             }
         }
     }
+}
+
+/// An `/api/…` route the document does not name (one added by hand outside
+/// `openapi::routes`) is refused before its handler runs, whichever router it was added to;
+/// documented API routes and the pages are served.
+#[tokio::test]
+async fn an_undocumented_api_route_is_refused() {
+    use axum::routing::get;
+    let reached = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = |reached: &Arc<std::sync::atomic::AtomicUsize>, text: &'static str| {
+        let reached = reached.clone();
+        get(move || async move {
+            reached.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            text
+        })
+    };
+    let app = steward_server::openapi::documented_api_only(
+        axum::Router::new()
+            .route("/api/runs", count(&reached, "documented"))
+            .route("/api/runs/{id}/secret", count(&reached, "hand-added"))
+            .route("/api", count(&reached, "hand-added"))
+            .route("/runs", count(&reached, "page")),
+    );
+    let call = |path: &'static str| {
+        let app = app.clone();
+        async move {
+            let response = app.oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
+            (response.status(), body_text(response).await)
+        }
+    };
+    assert_eq!(call("/api/runs").await, (StatusCode::OK, "documented".to_string()));
+    assert_eq!(call("/runs").await, (StatusCode::OK, "page".to_string()));
+    for path in ["/api/runs/run_1/secret", "/api"] {
+        let (status, body) = call(path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        let error: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(error["error"]["class"], "not_found", "{path}");
+    }
+    assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 2, "only the documented route and the page ran");
 }
 
 /// Bodies and query strings the extractors refuse answer with the API's JSON error body and a

@@ -14,21 +14,11 @@ pub struct CompareArgs {
     /// Workspace directory (default: the current directory); both runs use its configuration and policy.
     #[arg(long, default_value = ".")]
     workspace: PathBuf,
-    /// Provider of the model planner: a preset or a [providers.NAME] entry (default: [run] provider).
-    #[arg(long)]
-    provider: Option<String>,
-    /// Model id of the model planner (default: the provider's default model).
-    #[arg(long)]
-    model: Option<String>,
-    /// Base URL of an OpenAI-compatible server for the model planner.
-    #[arg(long)]
-    base_url: Option<String>,
+    #[command(flatten)]
+    model: ModelArgs,
     /// Rounds with tool calls before a run stops with `max_rounds` (default 5).
     #[arg(long)]
     max_rounds: Option<u32>,
-    /// Scenario file for `--provider fake` (format in docs/models.md).
-    #[arg(long)]
-    scenario: Option<PathBuf>,
     /// Print each run's summary as a JSON line (classic first) instead of the table.
     #[arg(long)]
     json: bool,
@@ -46,16 +36,17 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
         return Err(usage("--max-rounds must be at least 1"));
     }
     let config = load_config(&workspace)?;
+    let redactor = redactor_for(&config);
     let options = |planner: &str| {
         let model = planner == "model";
         RunOptions {
             planner: PlannerOverrides {
                 planner: Some(planner.to_string()),
-                provider: args.provider.clone().filter(|_| model),
-                model: args.model.clone().filter(|_| model),
-                base_url: args.base_url.clone().filter(|_| model),
+                provider: args.model.provider.provider.clone().filter(|_| model),
+                model: args.model.provider.model.clone().filter(|_| model),
+                base_url: args.model.provider.base_url.clone().filter(|_| model),
                 tool_choice: None,
-                scenario: args.scenario.clone().filter(|_| model),
+                scenario: args.model.scenario.clone().filter(|_| model),
                 max_tokens: None,
             },
             max_rounds: args.max_rounds,
@@ -66,7 +57,7 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
     let model = prepare_run(config.clone(), &workspace, &options("model")).await?;
     let classic = prepare_run(config, &workspace, &options("classic")).await?;
 
-    let runtime = Home::locate()?.runtime().await?;
+    let runtime = Home::locate()?.runtime(redactor).await?;
     let owner_id = local_owner();
     let cancel = CancellationToken::new();
     crate::home::spawn_lease_keeper(&runtime, CancellationToken::new())?;

@@ -316,7 +316,7 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
         hook: &config.hooks,
         tool_call_chain: &config.chains,
     };
-    let redactor = redactor();
+    let redactor = redactor_for(&config);
     let defaults = config.defaults_in_effect();
     if json {
         let value = serde_json::json!({

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use steward_evals::{EvalOptions, Verdict};
 
-use crate::commands::usage_error;
+use crate::commands::{ProviderArgs, usage_error};
 
 /// `steward eval` arguments.
 #[derive(Args)]
@@ -19,15 +19,9 @@ pub struct EvalArgs {
     /// Runs per case; the report gives the median and spread.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
-    /// Provider for cases without a fake scenario: a preset or a [providers.NAME] of the case's config.
-    #[arg(long)]
-    provider: Option<String>,
-    /// Model id for --provider / --base-url.
-    #[arg(long)]
-    model: Option<String>,
-    /// Base URL of an OpenAI-compatible server for cases without a fake scenario.
-    #[arg(long)]
-    base_url: Option<String>,
+    // The model planner of the cases without a fake scenario; a [providers.NAME] is looked up in the case's config.
+    #[command(flatten)]
+    model: ProviderArgs,
     /// Report format on stdout.
     #[arg(long, default_value = "text", value_parser = ["text", "json", "junit"])]
     format: String,
@@ -44,9 +38,9 @@ pub async fn eval(args: EvalArgs) -> Result<u8> {
     let cases = steward_evals::select(cases, args.case.as_deref()).map_err(|e| usage_error(&e.to_string()))?;
     let options = EvalOptions {
         runs: args.runs,
-        provider: args.provider,
-        model: args.model,
-        base_url: args.base_url,
+        provider: args.model.provider,
+        model: args.model.model,
+        base_url: args.model.base_url,
         config_overlay: None,
     };
     let report = steward_evals::run_cases(&cases, &options, &mut |case| {

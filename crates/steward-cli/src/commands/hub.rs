@@ -19,7 +19,7 @@ use steward_ledger::hub::{Handled, Hub, HubSettings, HubToken, LedgerClient, Run
 use steward_store::{JournalRecord, JournalStore, Store, StoreOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::{usage_error, user_config_dir};
+use crate::commands::{ModelArgs, usage_error, user_config_dir};
 use crate::home::{Home, local_owner};
 
 /// `steward hub` arguments.
@@ -44,21 +44,12 @@ pub struct HubArgs {
     /// Seconds between complete passes.
     #[arg(long, default_value_t = 10)]
     poll_interval_s: u64,
-    /// Provider for the jobs' runs (as in `steward run`).
-    #[arg(long)]
-    provider: Option<String>,
-    /// Model id for the jobs' runs.
-    #[arg(long)]
-    model: Option<String>,
-    /// Base URL of an OpenAI-compatible server for the jobs' runs.
-    #[arg(long)]
-    base_url: Option<String>,
+    // The jobs' runs' planner: provider, model, server and scenario, as in `steward run`.
+    #[command(flatten)]
+    model: ModelArgs,
     /// classic or model.
     #[arg(long, value_parser = ["classic", "model"])]
     planner: Option<String>,
-    /// Scenario file for `--provider fake`.
-    #[arg(long)]
-    scenario: Option<PathBuf>,
 }
 
 /// Opens the state store and its journal view (the same database: `steward.db`, or
@@ -109,7 +100,7 @@ fn handled_json(approval_id: &str, handled: &Handled) -> serde_json::Value {
 
 /// `steward hub`.
 pub async fn hub(args: HubArgs) -> Result<u8> {
-    let crash = CrashPoint::from_env().map_err(|e| usage_error(&e))?;
+    let crash = CrashPoint::from_env().map_err(|e| usage_error(&e.to_string()))?;
     let repos = parse_repos(&args.repos)?;
     let token = read_token(&args.token_file)?;
     let client = LedgerClient::new(&args.url, token.clone()).map_err(|e| usage_error(&format!("--url: {e}")))?;
@@ -117,21 +108,21 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
     let home = Home::locate()?;
     let (store, journal) = open_stores(&home).await?;
     let launcher = RunLauncher {
-        runtime: home.runtime_on(store)?,
+        runtime: home.runtime_on(store, crate::commands::redactor())?,
         user_config_dir: user_config_dir(),
         overrides: PlannerOverrides {
             planner: args.planner.clone(),
-            provider: args.provider.clone(),
-            model: args.model.clone(),
-            base_url: args.base_url.clone(),
+            provider: args.model.provider.provider.clone(),
+            model: args.model.provider.model.clone(),
+            base_url: args.model.provider.base_url.clone(),
             tool_choice: None,
-            scenario: args.scenario.clone(),
+            scenario: args.model.scenario.clone(),
             max_tokens: None,
         },
         owner_id: local_owner(),
         hub_token: token,
     };
-    launcher.check_planner().map_err(|e| usage_error(&e))?;
+    launcher.check_planner().map_err(|e| usage_error(&e.to_string()))?;
     let settings = HubSettings {
         hub_id,
         repos,

@@ -125,20 +125,31 @@ fn refused(e: LedgerError) -> anyhow::Error {
     if e.is_internal() { anyhow::anyhow!("{e}") } else { usage_error(&e.to_string()) }
 }
 
+/// Why a lifetime given to `--expires-in` is refused; holds the text as given (trimmed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LifetimeError {
+    /// Not a number with an optional `s`, `m`, `h` or `d`.
+    #[error("`{0}` is not a lifetime like 90s, 30m, 1h or 1d")]
+    Malformed(String),
+    /// More seconds than fit in 64 bits.
+    #[error("`{0}` is too long")]
+    TooLong(String),
+}
+
 /// Seconds of a lifetime such as `90s`, `30m`, `1h` or `1d`.
-pub fn parse_lifetime(text: &str) -> Result<u64, String> {
+pub fn parse_lifetime(text: &str) -> Result<u64, LifetimeError> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let n: u64 = number.parse().map_err(|_| format!("`{text}` is not a lifetime like 90s, 30m, 1h or 1d"))?;
+    let n: u64 = number.parse().map_err(|_| LifetimeError::Malformed(text.to_string()))?;
     let factor = match unit {
         "s" | "" => 1,
         "m" => 60,
         "h" => 3_600,
         "d" => 86_400,
-        _ => return Err(format!("`{text}` is not a lifetime like 90s, 30m, 1h or 1d")),
+        _ => return Err(LifetimeError::Malformed(text.to_string())),
     };
-    n.checked_mul(factor).ok_or_else(|| format!("`{text}` is too long"))
+    n.checked_mul(factor).ok_or_else(|| LifetimeError::TooLong(text.to_string()))
 }
 
 fn line(r: &WorkRequestRecord) -> String {

@@ -137,15 +137,16 @@ fn from_json(file: &Path, value: &Value) -> Result<Table> {
         let mut args = Vec::new();
         for (key, field) in entry {
             match key.as_str() {
-                "command" => {
-                    table.insert("command".into(), toml::Value::Array(vec![string(field, key).map_err(fail)?.into()]))
-                }
+                "command" => table.insert(
+                    "command".into(),
+                    toml::Value::Array(vec![string(field, key).map_err(|e| fail(e.to_string()))?.into()]),
+                ),
                 "args" => {
-                    args = strings(field, key).map_err(fail)?;
+                    args = strings(field, key).map_err(|e| fail(e.to_string()))?;
                     None
                 }
-                "cwd" => table.insert("cwd".into(), string(field, key).map_err(fail)?.into()),
-                "url" => table.insert("url".into(), string(field, key).map_err(fail)?.into()),
+                "cwd" => table.insert("cwd".into(), string(field, key).map_err(|e| fail(e.to_string()))?.into()),
+                "url" => table.insert("url".into(), string(field, key).map_err(|e| fail(e.to_string()))?.into()),
                 "env" | "headers" => {
                     let Some(values) = field.as_object() else { return Err(fail(format!("`{key}` is not an object"))) };
                     let mut map = Table::new();
@@ -200,12 +201,12 @@ fn from_codex(file: &Path, table: &Table) -> Result<Table> {
                 "command" => {
                     table.insert(
                         "command".into(),
-                        toml::Value::Array(vec![string(&field_json, key).map_err(fail)?.into()]),
+                        toml::Value::Array(vec![string(&field_json, key).map_err(|e| fail(e.to_string()))?.into()]),
                     );
                 }
-                "args" => args = strings(&field_json, key).map_err(fail)?,
+                "args" => args = strings(&field_json, key).map_err(|e| fail(e.to_string()))?,
                 "cwd" | "url" => {
-                    table.insert(key.clone(), string(&field_json, key).map_err(fail)?.into());
+                    table.insert(key.clone(), string(&field_json, key).map_err(|e| fail(e.to_string()))?.into());
                 }
                 "env" | "http_headers" => {
                     let Some(values) = field.as_table() else { return Err(fail(format!("`{key}` is not a table"))) };
@@ -216,7 +217,7 @@ fn from_codex(file: &Path, table: &Table) -> Result<Table> {
                     }
                 }
                 "env_vars" => {
-                    for var in strings(&field_json, key).map_err(fail)? {
+                    for var in strings(&field_json, key).map_err(|e| fail(e.to_string()))? {
                         env.insert(var.clone(), env_ref(&var, ""));
                     }
                 }
@@ -228,7 +229,7 @@ fn from_codex(file: &Path, table: &Table) -> Result<Table> {
                     }
                 }
                 "bearer_token_env_var" => {
-                    let var = string(&field_json, key).map_err(fail)?;
+                    let var = string(&field_json, key).map_err(|e| fail(e.to_string()))?;
                     headers.insert("Authorization".into(), env_ref(&var, "Bearer "));
                 }
                 "enabled" => {
@@ -236,7 +237,7 @@ fn from_codex(file: &Path, table: &Table) -> Result<Table> {
                     table.insert("enabled".into(), on.into());
                 }
                 "enabled_tools" | "disabled_tools" => {
-                    let globs = strings(&field_json, key).map_err(fail)?;
+                    let globs = strings(&field_json, key).map_err(|e| fail(e.to_string()))?;
                     let to = if key == "enabled_tools" { "tool_allow" } else { "tool_deny" };
                     table.insert(to.into(), toml::Value::Array(globs.into_iter().map(toml::Value::String).collect()));
                 }
@@ -269,18 +270,47 @@ fn from_codex(file: &Path, table: &Table) -> Result<Table> {
     Ok(out)
 }
 
-fn string(value: &Value, key: &str) -> Result<String, String> {
-    value.as_str().map(str::to_string).ok_or_else(|| format!("`{key}` is not a string"))
+/// A field of an imported server entry with the wrong type; holds the field's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum FieldError {
+    /// Not a string.
+    #[error("`{0}` is not a string")]
+    Text(String),
+    /// Not an array.
+    #[error("`{0}` is not an array of strings")]
+    List(String),
+    /// An array with an item that is not a string.
+    #[error("`{0}` holds a value that is not a string")]
+    Item(String),
 }
 
-fn strings(value: &Value, key: &str) -> Result<Vec<String>, String> {
-    let items = value.as_array().ok_or_else(|| format!("`{key}` is not an array of strings"))?;
+fn string(value: &Value, key: &str) -> Result<String, FieldError> {
+    value.as_str().map(str::to_string).ok_or_else(|| FieldError::Text(key.to_string()))
+}
+
+fn strings(value: &Value, key: &str) -> Result<Vec<String>, FieldError> {
+    let items = value.as_array().ok_or_else(|| FieldError::List(key.to_string()))?;
     items
         .iter()
-        .map(|item| {
-            item.as_str().map(str::to_string).ok_or_else(|| format!("`{key}` holds a value that is not a string"))
-        })
+        .map(|item| item.as_str().map(str::to_string).ok_or_else(|| FieldError::Item(key.to_string())))
         .collect()
+}
+
+/// A `.mcp.json` value that cannot become an environment reference.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ReferenceError {
+    /// A `$` and a `{` that do not form `${VAR}`.
+    #[error("a `$` reference that is not `${{VAR}}`")]
+    NotAReference,
+    /// `${` is never closed.
+    #[error("`${{` without `}}`")]
+    Unclosed,
+    /// Text follows the reference.
+    #[error("text after `${{VAR}}` is not supported (only a prefix before it)")]
+    TextAfter,
+    /// The name inside is not a plain variable name (e.g. `${VAR:-default}`); holds it.
+    #[error("`${{{0}}}` is not understood (`${{VAR:-default}}` and the like are not supported)")]
+    NotUnderstood(String),
 }
 
 /// `{ env = VAR, prefix = … }`.
@@ -294,21 +324,21 @@ fn env_ref(var: &str, prefix: &str) -> toml::Value {
 }
 
 /// A `.mcp.json` value: literal text, `${VAR}`, or `PREFIX${VAR}` (the variable last).
-fn reference(text: &str) -> Result<toml::Value, String> {
+fn reference(text: &str) -> Result<toml::Value, ReferenceError> {
     let Some(start) = text.find("${") else {
         if text.contains('$') && text.contains('{') {
-            return Err("a `$` reference that is not `${VAR}`".into());
+            return Err(ReferenceError::NotAReference);
         }
         return Ok(text.into());
     };
     let rest = &text[start + 2..];
-    let Some(end) = rest.find('}') else { return Err("`${` without `}`".into()) };
+    let Some(end) = rest.find('}') else { return Err(ReferenceError::Unclosed) };
     let var = &rest[..end];
     if !rest[end + 1..].is_empty() {
-        return Err("text after `${VAR}` is not supported (only a prefix before it)".into());
+        return Err(ReferenceError::TextAfter);
     }
     if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(format!("`${{{var}}}` is not understood (`${{VAR:-default}}` and the like are not supported)"));
+        return Err(ReferenceError::NotUnderstood(var.to_string()));
     }
     Ok(env_ref(var, &text[..start]))
 }

@@ -24,8 +24,8 @@ use steward_core::approval::NoApprover;
 use steward_core::events::EventObserver;
 use steward_core::{ReadyRun, RunOptions, Runtime, Task};
 use steward_mcp::mcp_server::{
-    Caller, GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, SubmitTask, SubmitWorkRequest,
-    call_outcomes, serve_stdio,
+    Caller, GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, ServiceError, SubmitTask,
+    SubmitWorkRequest, call_outcomes, serve_stdio,
 };
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalStatus, Event};
@@ -46,7 +46,7 @@ const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
 /// `steward mcp serve`: serves until the client closes stdin, then cancels unfinished runs.
 pub async fn serve() -> Result<u8> {
-    let runtime = Home::locate()?.runtime().await?;
+    let runtime = Home::locate()?.runtime(crate::commands::redactor()).await?;
     let redactor = runtime.redactor.clone();
     let keeper_stop = CancellationToken::new();
     crate::home::spawn_lease_keeper(&runtime, keeper_stop.clone())?;
@@ -98,24 +98,25 @@ impl LocalRuns {
     }
 
     /// The owner's run `id`; any other run is reported as absent.
-    async fn owned_run(&self, id: &str) -> Result<RunRecord, String> {
+    async fn owned_run(&self, id: &str) -> Result<RunRecord, ServiceError> {
         match self.store().get_run(id).await {
             Ok(Some(run)) if run.owner_id == self.owner_id => Ok(run),
-            Ok(_) => Err(format!("no run `{id}`")),
-            Err(e) => Err(self.redactor.redact(&format!("store: {e}"))),
+            Ok(_) => Err(ServiceError(format!("no run `{id}`"))),
+            Err(e) => Err(ServiceError(self.redactor.redact(&format!("store: {e}")))),
         }
     }
 
     /// The run `steward run` would start for `args` (same configuration, composition, mode and
     /// planner), answered by nobody and watched by `observer`.
-    async fn prepare(&self, args: SubmitTask, observer: Arc<dyn EventObserver>) -> Result<ReadyRun, String> {
+    async fn prepare(&self, args: SubmitTask, observer: Arc<dyn EventObserver>) -> Result<ReadyRun, SetupError> {
         let given = PathBuf::from(&args.workspace);
-        let workspace = std::fs::canonicalize(&given).map_err(|e| format!("workspace {}: {e}", given.display()))?;
+        let workspace =
+            std::fs::canonicalize(&given).map_err(|source| SetupError::Workspace { path: given.clone(), source })?;
         if !workspace.is_dir() {
-            return Err(format!("workspace {} is not a directory", workspace.display()));
+            return Err(SetupError::NotADirectory(workspace));
         }
-        let config = load_config(&workspace).map_err(|e| format!("{e:#}"))?;
-        let prepared = prepare_run(config, &workspace, &RunOptions::default()).await.map_err(|e| format!("{e:#}"))?;
+        let config = load_config(&workspace).map_err(SetupError::Config)?;
+        let prepared = prepare_run(config, &workspace, &RunOptions::default()).await.map_err(SetupError::Config)?;
         Ok(prepared.into_run(Task {
             task: args.task,
             owner_id: self.owner_id.clone(),
@@ -128,7 +129,27 @@ impl LocalRuns {
     }
 }
 
-type Started = Arc<Mutex<Option<oneshot::Sender<Result<String, String>>>>>;
+/// Why a submitted task's run could not be set up (sent to the assistant redacted).
+#[derive(Debug, thiserror::Error)]
+enum SetupError {
+    /// The workspace cannot be resolved.
+    #[error("workspace {}: {source}", path.display())]
+    Workspace {
+        /// The workspace as given.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The workspace is not a directory.
+    #[error("workspace {} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// The configuration cannot be loaded or the run composed (the whole chain of causes).
+    #[error("{0:#}")]
+    Config(anyhow::Error),
+}
+
+/// Where the first event's run id (or why the run failed to start) is sent, once.
+type Started = Arc<Mutex<Option<oneshot::Sender<Result<String, ServiceError>>>>>;
 
 /// Reports the run id of the first event (`run_started`), once.
 struct FirstEvent(Started);
@@ -142,7 +163,7 @@ impl EventObserver for FirstEvent {
 }
 
 impl RunService for LocalRuns {
-    async fn submit_work_request(&self, caller: &Caller, args: SubmitWorkRequest) -> Result<Value, String> {
+    async fn submit_work_request(&self, caller: &Caller, args: SubmitWorkRequest) -> Result<Value, ServiceError> {
         let new = steward_ledger::wire::NewWorkRequest {
             kind: steward_ledger::wire::WorkKind::PrSummary,
             repository: args.repository,
@@ -163,14 +184,14 @@ impl RunService for LocalRuns {
         }))
     }
 
-    async fn submit_task(&self, _caller: &Caller, args: SubmitTask) -> Result<Value, String> {
+    async fn submit_task(&self, _caller: &Caller, args: SubmitTask) -> Result<Value, ServiceError> {
         let permit = self.slots.clone().try_acquire_owned().map_err(|_| {
             format!("busy: {MAX_CONCURRENT_RUNS} runs are already running; submit again when one has finished")
         })?;
         let (tx, rx) = oneshot::channel();
         let started: Started = Arc::new(Mutex::new(Some(tx)));
         let observer = Arc::new(FirstEvent(started.clone()));
-        let ready = self.prepare(args, observer).await.map_err(|e| self.redactor.redact(&e))?;
+        let ready = self.prepare(args, observer).await.map_err(|e| self.redactor.redact(&e.to_string()))?;
         let runtime = self.runtime.clone();
         let redactor = self.redactor.clone();
         let job = async move {
@@ -179,7 +200,7 @@ impl RunService for LocalRuns {
             if let Err(e) = result {
                 // Before its first event the run failed to start; after it, the store has the error.
                 if let Some(tx) = started.lock().ok().and_then(|mut slot| slot.take()) {
-                    let _ = tx.send(Err(redactor.redact(&e.to_string())));
+                    let _ = tx.send(Err(ServiceError(redactor.redact(&e.to_string()))));
                 } else {
                     tracing::warn!("mcp serve: run ended with a storage error: {}", redactor.redact(&e.to_string()));
                 }
@@ -189,7 +210,7 @@ impl RunService for LocalRuns {
             Ok(mut tasks) => {
                 tasks.spawn(job);
             }
-            Err(_) => return Err("the server is shutting down".to_string()),
+            Err(_) => return Err("the server is shutting down".into()),
         }
         match rx.await {
             Ok(Ok(run_id)) => Ok(json!({
@@ -199,11 +220,11 @@ impl RunService for LocalRuns {
                 "note": "approvals cannot be given over MCP: calls that need one are denied (no_approver)",
             })),
             Ok(Err(message)) => Err(message),
-            Err(_) => Err("the run ended before it started".to_string()),
+            Err(_) => Err("the run ended before it started".into()),
         }
     }
 
-    async fn list_runs(&self, _caller: &Caller, args: ListRuns) -> Result<Value, String> {
+    async fn list_runs(&self, _caller: &Caller, args: ListRuns) -> Result<Value, ServiceError> {
         let limit = args.limit.unwrap_or(LIST_RUNS_DEFAULT) as usize;
         let runs = self.store().list_runs(10_000).await.map_err(|e| self.redactor.redact(&format!("store: {e}")))?;
         let runs: Vec<Value> = runs
@@ -223,7 +244,7 @@ impl RunService for LocalRuns {
         Ok(json!({ "runs": runs }))
     }
 
-    async fn get_run(&self, _caller: &Caller, args: GetRun) -> Result<Value, String> {
+    async fn get_run(&self, _caller: &Caller, args: GetRun) -> Result<Value, ServiceError> {
         let run = self.owned_run(&args.run_id).await?;
         let events = self.store().events(&run.id, 0).await.map_err(|e| self.redactor.redact(&format!("store: {e}")))?;
         let redact = |text: &Option<String>| text.as_deref().map(|t| self.redactor.redact(t));
@@ -245,7 +266,11 @@ impl RunService for LocalRuns {
         }))
     }
 
-    async fn list_pending_approvals(&self, _caller: &Caller, args: ListPendingApprovals) -> Result<Value, String> {
+    async fn list_pending_approvals(
+        &self,
+        _caller: &Caller,
+        args: ListPendingApprovals,
+    ) -> Result<Value, ServiceError> {
         let store_error = |e: steward_store::StoreError| self.redactor.redact(&format!("store: {e}"));
         let runs = match &args.run_id {
             Some(id) => vec![self.owned_run(id).await?],

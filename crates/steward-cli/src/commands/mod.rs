@@ -39,17 +39,24 @@ pub fn usage_error(message: &str) -> anyhow::Error {
     usage(message)
 }
 
-/// Values the configurations loaded by this process declare as credentials
-/// ([`Config::declared_credential_values`]); [`redactor`] redacts them too.
-static DECLARED_CREDENTIALS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-/// The redactor for this process: pattern rules, the values of secret-looking environment
-/// variables, and the values declared as credentials by every configuration loaded so far
-/// (`credential_scope` variables, `[[tool]] env` values), so `config show` and error messages
-/// never print them.
+/// The redactor of a command that loaded no configuration: pattern rules and the values of
+/// secret-looking environment variables.
 pub fn redactor() -> Redactor {
-    let declared = DECLARED_CREDENTIALS.lock().map(|values| values.clone()).unwrap_or_default();
-    Redactor::from_env_vars(std::env::vars()).with_values(declared)
+    Redactor::from_env_vars(std::env::vars())
+}
+
+/// The redactor of a command working with `config`: [`redactor`] plus the values `config`
+/// declares as credentials ([`Config::declared_credential_values`]: `credential_scope`
+/// variables, `[[tool]] env` values), so `config show`, the runs and error messages never
+/// print them.
+pub fn redactor_for(config: &Config) -> Redactor {
+    redactor().with_values(config.declared_credential_values(&env_lookup))
+}
+
+/// A usage error (exit code 2) whose text is redacted by `redactor`: errors made from a loaded
+/// configuration may quote what it declares as a credential.
+fn redacted_usage(redactor: &Redactor, message: impl std::fmt::Display) -> anyhow::Error {
+    usage(redactor.redact(&message.to_string()))
 }
 
 pub(crate) fn env_lookup(name: &str) -> Option<String> {
@@ -67,9 +74,6 @@ pub(crate) fn user_config_dir() -> Option<PathBuf> {
 
 pub(crate) fn load_config(workspace: &Path) -> Result<Config> {
     let config = Config::load(user_config_dir().as_deref(), workspace).map_err(|e| usage(e.to_string()))?;
-    if let Ok(mut declared) = DECLARED_CREDENTIALS.lock() {
-        declared.extend(config.declared_credential_values(&env_lookup));
-    }
     for warning in &config.warnings {
         eprintln!("steward: warning: {warning}");
     }
@@ -79,9 +83,11 @@ pub(crate) fn load_config(workspace: &Path) -> Result<Config> {
 /// The tools this configuration offers in `workspace`, MCP servers' tools included (those that
 /// did not start are named in warnings on stderr).
 pub(crate) async fn registry(config: &Config, workspace: &Path) -> Result<ToolRegistry> {
-    let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
-    let (tools, warnings) =
-        steward_core::compose::registry(config, workspace, &policy, true).await.map_err(|e| usage(e.to_string()))?;
+    let redactor = redactor_for(config);
+    let policy = steward_policy::Policy::new(&config.policy).map_err(|e| redacted_usage(&redactor, e))?;
+    let (tools, warnings) = steward_core::compose::registry(config, workspace, &policy, true)
+        .await
+        .map_err(|e| redacted_usage(&redactor, e))?;
     for warning in warnings {
         eprintln!("steward: warning: {warning}");
     }
@@ -92,7 +98,8 @@ pub(crate) async fn registry(config: &Config, workspace: &Path) -> Result<ToolRe
 /// composed by [`steward_core::prepare`]; what was left out is named in warnings on stderr.
 /// Errors are usage errors.
 pub(crate) async fn prepare_run(config: Config, workspace: &Path, options: &RunOptions) -> Result<Prepared> {
-    let prepared = steward_core::prepare(config, workspace, options).await.map_err(|e| usage(e.to_string()))?;
+    let redactor = redactor_for(&config);
+    let prepared = steward_core::prepare(config, workspace, options).await.map_err(|e| redacted_usage(&redactor, e))?;
     for warning in &prepared.warnings {
         eprintln!("steward: warning: {warning}");
     }
@@ -112,6 +119,7 @@ pub(crate) mod mcp_conformance;
 pub(crate) mod mcp_import;
 pub(crate) mod mcp_serve;
 pub(crate) mod mcp_token;
+mod provider_args;
 pub(crate) mod reference;
 mod replay;
 mod resume;
@@ -124,5 +132,6 @@ pub use compare::{CompareArgs, compare};
 pub use control::{config_show, doctor, grants_list, grants_revoke, policy_check, rollback, trust};
 pub use decide::{decide, pending as approvals_pending};
 pub use inspect::{audit_export, audit_list, audit_verify, runs, show};
+pub use provider_args::{ModelArgs, ProviderArgs};
 pub use replay::policy_replay;
 pub use run::{ResumeArgs, RunArgs, models, provider_statuses, resume, run, run_scripted};

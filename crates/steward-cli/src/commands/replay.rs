@@ -29,7 +29,7 @@ pub async fn policy_replay(since: Option<&str>, run: Option<&str>, json: bool) -
     // Oldest first, as they happened.
     runs.sort_by_key(|r| r.created_at);
     // One configuration, policy and registry per workspace.
-    let mut judges: BTreeMap<PathBuf, Result<Judge, String>> = BTreeMap::new();
+    let mut judges: BTreeMap<PathBuf, Result<Judge, JudgeError>> = BTreeMap::new();
     let (mut calls, mut changed, mut skipped) = (0usize, 0usize, 0usize);
     for run in &runs {
         let workspace = PathBuf::from(&run.workspace);
@@ -53,7 +53,7 @@ pub async fn policy_replay(since: Option<&str>, run: Option<&str>, json: bool) -
         calls += replay.calls.len();
         skipped += replay.skipped.len();
         changed += replay.calls.iter().filter(|c| c.changed()).count();
-        print_run(run, &replay, json)?;
+        print_run(run, &replay, &redactor_for(&judge.config), json)?;
     }
     if !json {
         println!(
@@ -73,25 +73,44 @@ struct Judge {
     workspace: steward_policy::Workspace,
 }
 
+/// Why a workspace's runs cannot be judged again.
+#[derive(Debug, thiserror::Error)]
+enum JudgeError {
+    /// The workspace folder is gone.
+    #[error("the workspace {} no longer exists", .0.display())]
+    Gone(PathBuf),
+    /// Its configuration cannot be loaded.
+    #[error("{0}")]
+    Config(anyhow::Error),
+    /// Its policy does not compile.
+    #[error(transparent)]
+    Policy(#[from] steward_policy::PolicyError),
+    /// Its tools cannot be registered.
+    #[error(transparent)]
+    Tools(#[from] steward_core::compose::PrepareError),
+    /// The workspace cannot be opened for path checks.
+    #[error(transparent)]
+    Workspace(#[from] steward_policy::PathError),
+}
+
 impl Judge {
     /// The current policy files of `workspace`, compiled; `Err` says why they cannot judge
     /// (the workspace is gone, the configuration is invalid).
-    async fn open(workspace: &Path) -> Result<Judge, String> {
+    async fn open(workspace: &Path) -> Result<Judge, JudgeError> {
         if !workspace.is_dir() {
-            return Err(format!("the workspace {} no longer exists", workspace.display()));
+            return Err(JudgeError::Gone(workspace.to_path_buf()));
         }
-        let config = load_config(workspace).map_err(|e| e.to_string())?;
-        let policy = steward_policy::Policy::new(&config.policy).map_err(|e| e.to_string())?;
+        let config = load_config(workspace).map_err(JudgeError::Config)?;
+        let policy = steward_policy::Policy::new(&config.policy)?;
         // MCP servers are not started: nothing runs.
-        let (tools, _) =
-            steward_core::compose::registry(&config, workspace, &policy, false).await.map_err(|e| e.to_string())?;
-        let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path).map_err(|e| e.to_string())?;
+        let (tools, _) = steward_core::compose::registry(&config, workspace, &policy, false).await?;
+        let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path)?;
         Ok(Judge { config, policy, tools, workspace: ws })
     }
 }
 
-fn print_run(run: &RunRecord, replay: &RunReplay, json: bool) -> Result<()> {
-    let redactor = redactor();
+/// Prints what `replay` found for `run`, redacted by `redactor` (its workspace's).
+fn print_run(run: &RunRecord, replay: &RunReplay, redactor: &Redactor, json: bool) -> Result<()> {
     if json {
         for c in replay.calls.iter().filter(|c| c.changed()) {
             let line = serde_json::json!({

@@ -18,15 +18,8 @@ pub struct RunArgs {
     /// conversation's workspace).
     #[arg(long)]
     workspace: Option<PathBuf>,
-    /// Provider: a preset (openai, openrouter, xai, anthropic, ollama, lmstudio, llamacpp, fake) or a [providers.NAME] entry. Implies --planner model.
-    #[arg(long)]
-    provider: Option<String>,
-    /// Model id (default: the provider's default model).
-    #[arg(long)]
-    model: Option<String>,
-    /// Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1. Implies --planner model.
-    #[arg(long)]
-    base_url: Option<String>,
+    #[command(flatten)]
+    model: ModelArgs,
     /// Tool choice for the first planner call: auto, none, required, or a tool name.
     #[arg(long)]
     tool_choice: Option<String>,
@@ -39,9 +32,6 @@ pub struct RunArgs {
     /// Output token limit per planner call.
     #[arg(long)]
     max_tokens: Option<u32>,
-    /// Scenario file for `--provider fake` (format in docs/models.md).
-    #[arg(long)]
-    scenario: Option<PathBuf>,
     /// loop (the planner answers; default, or [run] mode) or roles (the planner's answer goes to two drafters, a critic, a reviewer and a synthesizer; providers per role in [roles.NAME]).
     #[arg(long, value_parser = ["loop", "roles"])]
     mode: Option<String>,
@@ -90,14 +80,14 @@ pub async fn run_scripted(
     let args = RunArgs {
         task: task.to_string(),
         workspace: Some(workspace.to_path_buf()),
-        provider: Some("fake".into()),
-        model: None,
-        base_url: None,
+        model: ModelArgs {
+            provider: ProviderArgs { provider: Some("fake".into()), ..ProviderArgs::default() },
+            scenario: Some(file.path().to_path_buf()),
+        },
         tool_choice: None,
         planner: None,
         max_rounds: Some(2),
         max_tokens: None,
-        scenario: Some(file.path().to_path_buf()),
         mode: Some("loop".into()),
         json: false,
         strict: false,
@@ -131,7 +121,7 @@ async fn run_observed(
     // `steward resume` works in the conversation's workspace: find it first.
     let (early_runtime, joined_early) = match &thread {
         Thread::Of(_) => {
-            let runtime = Home::locate()?.runtime().await?;
+            let runtime = Home::locate()?.runtime(redactor()).await?;
             let joined = super::resume::join(runtime.store.as_ref(), &owner_id, "", &thread).await?;
             (Some(runtime), joined)
         }
@@ -159,7 +149,7 @@ async fn run_observed(
     // `--continue`: find the conversation before preparing anything.
     let (early_runtime, joined_early) = match (&thread, early_runtime) {
         (Thread::Last, None) => {
-            let runtime = Home::locate()?.runtime().await?;
+            let runtime = Home::locate()?.runtime(redactor()).await?;
             let joined =
                 super::resume::join(runtime.store.as_ref(), &owner_id, &workspace.display().to_string(), &thread)
                     .await?;
@@ -168,6 +158,7 @@ async fn run_observed(
         (_, early) => (early, joined_early),
     };
     let config = load_config(&workspace)?;
+    let redactor = redactor_for(&config);
     if args.max_rounds == Some(0) {
         return Err(usage("--max-rounds must be at least 1"));
     }
@@ -186,11 +177,11 @@ async fn run_observed(
     let options = RunOptions {
         planner: PlannerOverrides {
             planner: args.planner.clone(),
-            provider: args.provider.clone(),
-            model: args.model.clone(),
-            base_url: args.base_url.clone(),
+            provider: args.model.provider.provider.clone(),
+            model: args.model.provider.model.clone(),
+            base_url: args.model.provider.base_url.clone(),
             tool_choice: args.tool_choice.clone(),
-            scenario: args.scenario.clone(),
+            scenario: args.model.scenario.clone(),
             max_tokens: args.max_tokens,
         },
         mode,
@@ -215,10 +206,9 @@ async fn run_observed(
         }
     }
 
-    let runtime = match early_runtime {
-        Some(runtime) => runtime,
-        None => Home::locate()?.runtime().await?,
-    };
+    // The run's own runtime redacts what this workspace's configuration declares as a credential.
+    drop(early_runtime);
+    let runtime = Home::locate()?.runtime(redactor).await?;
     let joined = match joined_early {
         Some(j) => Some(j),
         None => {
@@ -304,13 +294,57 @@ fn exit_code(status: RunStatus, stop: Option<StopReason>) -> u8 {
     }
 }
 
+/// Why a provider's model list could not be had ([`provider_statuses`]). Texts that come
+/// from the provider or its configuration are redacted before they are kept here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderUnavailable {
+    /// No configured provider or preset has this name.
+    #[error("unknown provider `{0}`")]
+    Unknown(String),
+    /// The provider cannot be built from its settings (e.g. a missing key).
+    #[error("{class}: {message}")]
+    Settings {
+        /// The error class (`missing_api_key` …).
+        class: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The model list did not come within the timeout, in seconds.
+    #[error("unreachable: no answer within {0} s")]
+    Timeout(u64),
+    /// The model list request failed.
+    #[error("unreachable ({class}): {message}")]
+    Unreachable {
+        /// The error class (`provider_unreachable` …).
+        class: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl ProviderUnavailable {
+    /// The same failure with its texts redacted by `redactor`.
+    fn redacted(self, redactor: &steward_policy::Redactor) -> ProviderUnavailable {
+        match self {
+            ProviderUnavailable::Unknown(name) => ProviderUnavailable::Unknown(redactor.redact(&name)),
+            ProviderUnavailable::Settings { class, message } => {
+                ProviderUnavailable::Settings { class, message: redactor.redact(&message) }
+            }
+            ProviderUnavailable::Timeout(s) => ProviderUnavailable::Timeout(s),
+            ProviderUnavailable::Unreachable { class, message } => {
+                ProviderUnavailable::Unreachable { class, message: redactor.redact(&message) }
+            }
+        }
+    }
+}
+
 /// Configured providers plus the presets usable here (local ones, and keyed ones whose key is
 /// set), each with its model list or why it is unreachable (redacted). Each probe waits at
 /// most `timeout`.
 pub async fn provider_statuses(
     config: &Config,
     timeout: std::time::Duration,
-) -> Vec<(String, Result<Vec<String>, String>)> {
+) -> Vec<(String, Result<Vec<String>, ProviderUnavailable>)> {
     let mut names: Vec<String> = config.providers.keys().cloned().collect();
     for preset in steward_provider::PRESETS {
         let Some(cfg) = steward_provider::preset(preset) else { continue };
@@ -325,12 +359,14 @@ pub async fn provider_statuses(
         let cfg = config.providers.get(name).cloned().or_else(|| steward_provider::preset(name));
         async move {
             let result = match cfg {
-                None => Err(format!("unknown provider `{name}`")),
+                None => Err(ProviderUnavailable::Unknown(name.clone())),
                 Some(cfg) => match steward_provider::build_provider(name, &cfg, &env_lookup) {
-                    Err(e) => Err(format!("{}: {}", e.class, e.message)),
+                    Err(e) => Err(ProviderUnavailable::Settings { class: e.class.to_string(), message: e.message }),
                     Ok(p) => match tokio::time::timeout(timeout, p.list_models()).await {
-                        Err(_) => Err(format!("unreachable: no answer within {} s", timeout.as_secs())),
-                        Ok(Err(e)) => Err(format!("unreachable ({}): {}", e.class, e.message)),
+                        Err(_) => Err(ProviderUnavailable::Timeout(timeout.as_secs())),
+                        Ok(Err(e)) => {
+                            Err(ProviderUnavailable::Unreachable { class: e.class.to_string(), message: e.message })
+                        }
                         Ok(Ok(models)) => Ok(models),
                     },
                 },
@@ -338,11 +374,11 @@ pub async fn provider_statuses(
             (name.clone(), result)
         }
     });
-    let redactor = redactor();
+    let redactor = redactor_for(config);
     futures::future::join_all(checks)
         .await
         .into_iter()
-        .map(|(name, r)| (name, r.map_err(|e| redactor.redact(&e))))
+        .map(|(name, r)| (name, r.map_err(|e| e.redacted(&redactor))))
         .collect()
 }
 
@@ -355,7 +391,7 @@ pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
                 println!("{}", serde_json::json!({"provider": name, "reachable": true, "models": models}))
             }
             (Err(e), true) => {
-                println!("{}", serde_json::json!({"provider": name, "reachable": false, "error": e}))
+                println!("{}", serde_json::json!({"provider": name, "reachable": false, "error": e.to_string()}))
             }
             (Ok(models), false) => {
                 println!("{name}: {} model{}", models.len(), if models.len() == 1 { "" } else { "s" });

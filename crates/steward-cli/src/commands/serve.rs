@@ -82,7 +82,7 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
     }
     let notice_poll = crate::home::notice_poll()?;
     let home = Home::locate()?;
-    let runtime = home.runtime().await?;
+    let runtime = home.runtime(crate::commands::redactor()).await?;
     let owner = local_owner();
     let session_key = match &args.session_key_file {
         Some(path) => crate::home::read_session_key(path)?,
@@ -184,7 +184,7 @@ impl Launcher for CliLauncher {
             .into_iter()
             .map(|(name, result)| match result {
                 Ok(models) => ProviderStatus { name, reachable: true, models, error: String::new() },
-                Err(error) => ProviderStatus { name, reachable: false, models: Vec::new(), error },
+                Err(error) => ProviderStatus { name, reachable: false, models: Vec::new(), error: error.to_string() },
             })
             .collect();
         // The scripted provider is offered when a scenario was given.

@@ -21,6 +21,11 @@ pub enum CrashPoint {
     AfterResult,
 }
 
+/// [`CRASH_VAR`] is set to a name that is no [`CrashPoint`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{CRASH_VAR} must be one of {}", CrashPoint::ALL.map(|p| p.as_str()).join(", "))]
+pub struct UnknownCrashPoint;
+
 impl CrashPoint {
     /// Every point, in the order the hub passes them.
     pub const ALL: [CrashPoint; 5] = [
@@ -49,14 +54,11 @@ impl CrashPoint {
 
     /// The point named by [`CRASH_VAR`]; `Err` with the value's problem when it is set to an
     /// unknown name.
-    pub fn from_env() -> Result<Option<CrashPoint>, String> {
+    pub fn from_env() -> Result<Option<CrashPoint>, UnknownCrashPoint> {
         match std::env::var(CRASH_VAR) {
             Err(_) => Ok(None),
             Ok(v) if v.trim().is_empty() => Ok(None),
-            Ok(v) => CrashPoint::parse(&v).map(Some).ok_or_else(|| {
-                let names: Vec<&str> = CrashPoint::ALL.iter().map(|p| p.as_str()).collect();
-                format!("{CRASH_VAR} must be one of {}", names.join(", "))
-            }),
+            Ok(v) => CrashPoint::parse(&v).map(Some).ok_or(UnknownCrashPoint),
         }
     }
 }

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::crash::{CrashPoint, crash_at};
 use super::forge::{self, PrView, Worktree};
 use super::intake::{IntakeError, LedgerClient};
-use super::launch::{Job, RunLauncher};
+use super::launch::{Job, LaunchError, RunLauncher};
 use super::poller::{Backoff, PollFailure, Poller};
 use crate::wire::{
     AttemptOutcome, AuthorityOutcome, Candidate, Check, CheckOutcome, ClaimRequest, Evidence, ResultReport, WorkScope,
@@ -529,7 +529,7 @@ impl Hub {
             state = JournalState::Started;
             current = started;
         }
-        let ended = task.await.unwrap_or_else(|_| Err("the job's task panicked".to_string()));
+        let ended = task.await.unwrap_or(Err(LaunchError::Panicked));
         drop(worktree);
         evidence.run_id = Some(run_id.clone());
         // The job itself as a check: passed only when its run completed; its log is the run.

@@ -91,6 +91,43 @@ pub fn harden(config: &mut Config) {
 pub const NEEDS_MODEL: &str =
     "a pull-request summary needs a model: give the hub --provider (or --base-url) and --model, or set [run] provider";
 
+/// Why [`RunLauncher::check_planner`] refuses the hub's planner settings.
+#[derive(Debug, thiserror::Error)]
+pub enum PlannerCheckError {
+    /// The scratch workspace for the check could not be made.
+    #[error("cannot make a temporary directory: {0}")]
+    TempDir(std::io::Error),
+    /// The user's configuration is invalid.
+    #[error("the configuration cannot be loaded: {0}")]
+    Config(steward_core::config::ConfigError),
+    /// The planner settings do not resolve.
+    #[error(transparent)]
+    Planner(#[from] steward_core::planner::PlannerError),
+    /// They resolve to the classic planner ([`NEEDS_MODEL`]).
+    #[error("{NEEDS_MODEL}")]
+    NeedsModel,
+}
+
+/// Why a hub job did not run. The messages are fixed descriptions, never PR text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    /// The run could not be prepared (the launcher's fixed description).
+    #[error("{0}")]
+    Prepare(String),
+    /// The planner is the classic one ([`NEEDS_MODEL`]).
+    #[error("{NEEDS_MODEL}")]
+    NeedsModel,
+    /// The run's configuration was refused when it started.
+    #[error("the run's configuration was refused")]
+    RunConfig,
+    /// The run could not be stored.
+    #[error("the run could not be stored")]
+    RunStorage,
+    /// The task running the job panicked.
+    #[error("the job's task panicked")]
+    Panicked,
+}
+
 /// Runs jobs with `steward-core` like `steward run` does: the user's configuration (the
 /// worktree's own `.steward/` is untrusted and can only tighten it), hardened by [`harden`],
 /// nobody to approve (every ask is denied), the planner chosen by `overrides`.
@@ -112,17 +149,14 @@ impl RunLauncher {
     /// Checks, before anything is claimed, that jobs will get a model planner: the user's
     /// configuration (with an empty workspace) and the overrides must name a provider.
     /// `Err` says what to give instead.
-    pub fn check_planner(&self) -> Result<(), String> {
-        let empty = tempfile::Builder::new()
-            .prefix("steward-hub-check-")
-            .tempdir()
-            .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
-        let config = Config::load(self.user_config_dir.as_deref(), empty.path())
-            .map_err(|e| format!("the configuration cannot be loaded: {e}"))?;
+    pub fn check_planner(&self) -> Result<(), PlannerCheckError> {
+        let empty =
+            tempfile::Builder::new().prefix("steward-hub-check-").tempdir().map_err(PlannerCheckError::TempDir)?;
+        let config = Config::load(self.user_config_dir.as_deref(), empty.path()).map_err(PlannerCheckError::Config)?;
         let env = |name: &str| std::env::var(name).ok();
-        let planner = steward_core::planner::resolve(&config, &self.overrides, &env).map_err(|e| e.to_string())?;
+        let planner = steward_core::planner::resolve(&config, &self.overrides, &env)?;
         if planner.kind == steward_core::planner::classic::CLASSIC {
-            return Err(NEEDS_MODEL.to_string());
+            return Err(PlannerCheckError::NeedsModel);
         }
         Ok(())
     }
@@ -170,12 +204,12 @@ impl RunLauncher {
     /// Runs `job` to its end. `started` is sent once the job has really started (its run
     /// exists); the hub journals `started` then. Errors (nothing ran): a fixed description,
     /// never PR text.
-    pub async fn launch(&self, job: Job, started: oneshot::Sender<()>) -> Result<JobEnd, String> {
-        let prepared = self.prepare(&job.workspace, &RunOptions::default()).await?;
+    pub async fn launch(&self, job: Job, started: oneshot::Sender<()>) -> Result<JobEnd, LaunchError> {
+        let prepared = self.prepare(&job.workspace, &RunOptions::default()).await.map_err(LaunchError::Prepare)?;
         if prepared.planner.kind == steward_core::planner::classic::CLASSIC {
             // The classic planner cannot read and summarise a pull request: its answer would
             // be reported as a completed summary that is not one.
-            return Err(NEEDS_MODEL.to_string());
+            return Err(LaunchError::NeedsModel);
         }
         let mut environment = vec![
             ("planner".to_string(), prepared.planner.kind.clone()),
@@ -196,8 +230,8 @@ impl RunLauncher {
         });
         let runtime = self.runtime.with_redactor(self.hub_token.redacting(&self.runtime.redactor));
         let run = ready.run(&runtime).await.map_err(|e| match e {
-            steward_core::RunError::Config(_) => "the run's configuration was refused".to_string(),
-            steward_core::RunError::Storage(_) => "the run could not be stored".to_string(),
+            steward_core::RunError::Config(_) => LaunchError::RunConfig,
+            steward_core::RunError::Storage(_) => LaunchError::RunStorage,
         })?;
         environment.push(("provider".to_string(), run.provider.clone()));
         Ok(JobEnd { status: run.status, summary: run.final_text.map(|t| runtime.redactor.redact(&t)), environment })

@@ -19,4 +19,4 @@ pub mod resolve;
 
 pub use engine::{Handled, Hub, HubError, HubSettings, Pass, Recovery};
 pub use intake::{HubToken, IntakeError, LedgerClient};
-pub use launch::{Job, JobEnd, RunLauncher};
+pub use launch::{Job, JobEnd, LaunchError, PlannerCheckError, RunLauncher};

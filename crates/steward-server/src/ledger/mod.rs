@@ -468,8 +468,8 @@ pub async fn claim(
     ApiJson(body): ApiJson<ClaimRequest>,
 ) -> Result<Json<ClaimResponse>, ApiError> {
     let (caller, token_id) = principal.token_id_with(Scope::Hub, "claiming")?;
-    check_token_id("hub_id", &body.hub_id).map_err(ApiError::invalid)?;
-    check_token_id("attempt_id", &body.attempt_id).map_err(ApiError::invalid)?;
+    check_token_id("hub_id", &body.hub_id).map_err(|e| ApiError::invalid(e.to_string()))?;
+    check_token_id("attempt_id", &body.attempt_id).map_err(|e| ApiError::invalid(e.to_string()))?;
     let input = ClaimInput {
         approval_id: body.approval_id.clone(),
         request_id: body.request_id.clone(),
@@ -545,7 +545,7 @@ pub async fn report_result(
     ApiJson(body): ApiJson<ResultReport>,
 ) -> Result<Json<ResultAck>, ApiError> {
     let (caller, token_id) = principal.token_id_with(Scope::Hub, "reporting a result")?;
-    check_token_id("attempt_id", &body.attempt_id).map_err(ApiError::invalid)?;
+    check_token_id("attempt_id", &body.attempt_id).map_err(|e| ApiError::invalid(e.to_string()))?;
     let evidence = serde_json::to_string(&body.evidence).map_err(|e| internal(format!("evidence: {e}")))?;
     let input = ResultInput {
         authority_id: id.clone(),
@@ -586,8 +586,9 @@ impl TokenRoutes {
     /// The routes of `/api/ledger/…` for calls with a bearer token.
     pub fn new(state: AppState) -> Self {
         let (router, _) = routes().split_for_parts();
-        let router =
-            router.fallback(|| async { ApiError::not_found("no such ledger endpoint") }).with_state(state.clone());
+        let router = crate::openapi::documented_api_only(router)
+            .fallback(|| async { ApiError::not_found("no such ledger endpoint") })
+            .with_state(state.clone());
         TokenRoutes { state, router }
     }
 }
