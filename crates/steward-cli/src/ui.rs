@@ -15,6 +15,7 @@ use anstream::{eprint, eprintln, println};
 use anstyle::{AnsiColor, Style};
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, ApprovalScope, Approver};
+use steward_core::decisions::{Decided, DecisionQueue, Via};
 use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
 use steward_core::events::EventObserver;
 use steward_mcp::elicitation::FieldKind;
@@ -242,6 +243,17 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
 }
 
+/// The decision another front end submitted on approval `id` to `decisions`, once there is
+/// one; never returns while there is none (or when `id` is not pending there).
+async fn decided_elsewhere(decisions: &DecisionQueue, id: &str) -> Decided<ApprovalAnswer> {
+    let Some(mut decided) = decisions.approval_decision(id) else { return std::future::pending().await };
+    let decision = decided.wait_for(Option::is_some).await.map(|d| d.clone());
+    match decision {
+        Ok(Some(decided)) => decided,
+        _ => std::future::pending().await,
+    }
+}
+
 /// Lines typed on stdin, read by one long-lived thread so that an abandoned prompt (expired
 /// or cancelled) never swallows the answer meant for the next one.
 fn stdin_lines() -> &'static tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>> {
@@ -260,18 +272,19 @@ fn stdin_lines() -> &'static tokio::sync::Mutex<tokio::sync::mpsc::UnboundedRece
     })
 }
 
-/// Asks on the terminal (prompt on stderr, answer on stdin) with a countdown to expiry.
-/// Input typed before the prompt appeared is discarded, so nothing is approved unseen.
-/// While the prompt waits, a decision made by the same owner in `steward serve`'s web UI
-/// (recorded in `store`) answers it too. When stdin is not a terminal nobody can answer:
-/// `NoApprover` (fail closed).
+/// Asks on the terminal (prompt on stderr, answer on stdin) with a countdown to expiry; the
+/// answer is submitted to the runtime's decision queue. Input typed before the prompt appeared
+/// is discarded, so nothing is approved unseen. While the prompt waits, a decision another
+/// front end submits to `decisions` — the same owner's in `steward serve`'s web UI, recorded in
+/// the store and fed to the queue by [`crate::home::spawn_decision_follower`] — ends the
+/// prompt and is the decision. When stdin is not a terminal nobody can answer: `NoApprover`
+/// (fail closed).
 pub struct TerminalApprover {
+    /// The run's owner, who answers here.
     pub owner_id: String,
-    pub store: Arc<dyn steward_store::Store>,
+    /// The runtime's decision queue.
+    pub decisions: Arc<DecisionQueue>,
 }
-
-/// How often a waiting prompt looks for a decision made in the web UI.
-const BROWSER_DECISION_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 #[async_trait]
 impl Approver for TerminalApprover {
@@ -326,10 +339,14 @@ impl Approver for TerminalApprover {
         let _stop_ticker = AbortOnDrop(ticker);
         let line = tokio::select! {
             line = lines.recv() => line,
-            answer = steward_core::approval::stored_decision(self.store.as_ref(), request, token, BROWSER_DECISION_POLL) => {
+            Decided { answer, via } = decided_elsewhere(&self.decisions, &request.id) => {
+                let place = match via {
+                    Via::Store => "in the web UI ",
+                    Via::Here => "",
+                };
                 let how = match &answer {
-                    ApprovalAnswer::Approve { decided_by, .. } => format!("approved in the web UI by {decided_by}"),
-                    ApprovalAnswer::Reject { decided_by, .. } => format!("denied in the web UI by {decided_by}"),
+                    ApprovalAnswer::Approve { decided_by, .. } => format!("approved {place}by {decided_by}"),
+                    ApprovalAnswer::Reject { decided_by, .. } => format!("denied {place}by {decided_by}"),
                     ApprovalAnswer::NoApprover => "no answer".to_string(),
                 };
                 eprintln!("\n└ {how}");

@@ -15,6 +15,7 @@ pub mod context;
 mod credentials;
 pub mod data_flow;
 pub mod decide;
+pub mod decisions;
 pub mod elicitation;
 pub mod events;
 pub mod hooks;
