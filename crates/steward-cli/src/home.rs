@@ -268,6 +268,21 @@ pub fn spawn_lease_keeper(runtime: &Runtime, stop: CancellationToken) -> Result<
     Ok(())
 }
 
+/// How often a process whose store sends no change notices (SQLite) looks in the store for
+/// decisions made elsewhere (the web UI of `steward serve`) while one of its runs waits for one.
+pub const STORE_DECISION_POLL: Duration = Duration::from_millis(250);
+
+/// Starts feeding the runtime's decision queue with the decisions other processes record in
+/// the store (the web UI deciding a run of this process), until the process ends: woken by the
+/// store's change notices (PostgreSQL), else looking every [`STORE_DECISION_POLL`], and only
+/// while a run of this process waits for a decision (see
+/// `steward_core::decisions::DecisionQueue::follow_store`).
+pub fn spawn_decision_follower(runtime: &Runtime) {
+    let decisions = runtime.decisions.clone();
+    let store = runtime.store.clone();
+    tokio::spawn(async move { decisions.follow_store(store.as_ref(), STORE_DECISION_POLL).await });
+}
+
 /// `$STEWARD_DATABASE_URL` when it is set and not empty. A value that is not a PostgreSQL URL
 /// is a usage error; the message never repeats the value (it may hold a password).
 pub fn database_url() -> Result<Option<String>> {

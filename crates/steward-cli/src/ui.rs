@@ -15,6 +15,7 @@ use anstream::{eprint, eprintln, println};
 use anstyle::{AnsiColor, Style};
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, ApprovalScope, Approver};
+use steward_core::decisions::{Decided, DecisionQueue, Via};
 use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
 use steward_core::events::EventObserver;
 use steward_mcp::elicitation::FieldKind;
@@ -242,6 +243,17 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
 }
 
+/// The decision another front end submitted on approval `id` to `decisions`, once there is
+/// one; never returns while there is none (or when `id` is not pending there).
+async fn decided_elsewhere(decisions: &DecisionQueue, id: &str) -> Decided<ApprovalAnswer> {
+    let Some(mut decided) = decisions.approval_decision(id) else { return std::future::pending().await };
+    let decision = decided.wait_for(Option::is_some).await.map(|d| d.clone());
+    match decision {
+        Ok(Some(decided)) => decided,
+        _ => std::future::pending().await,
+    }
+}
+
 /// Lines typed on stdin, read by one long-lived thread so that an abandoned prompt (expired
 /// or cancelled) never swallows the answer meant for the next one.
 fn stdin_lines() -> &'static tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>> {
@@ -260,37 +272,38 @@ fn stdin_lines() -> &'static tokio::sync::Mutex<tokio::sync::mpsc::UnboundedRece
     })
 }
 
-/// How a decision made in another process is reported.
-fn decided_elsewhere(answer: &ApprovalAnswer) -> String {
+/// How a decision another front end made is reported: `via` the store means the web UI or
+/// another terminal (`steward approve`/`deny`).
+fn describe_decision(answer: &ApprovalAnswer, via: Via) -> String {
+    let place = match via {
+        Via::Store => "in the web UI or another terminal ",
+        Via::Here => "",
+    };
     match answer {
-        ApprovalAnswer::Approve { decided_by, .. } => {
-            format!("approved in the web UI or another terminal by {decided_by}")
-        }
-        ApprovalAnswer::Reject { decided_by, .. } => {
-            format!("denied in the web UI or another terminal by {decided_by}")
-        }
+        ApprovalAnswer::Approve { decided_by, .. } => format!("approved {place}by {decided_by}"),
+        ApprovalAnswer::Reject { decided_by, .. } => format!("denied {place}by {decided_by}"),
         ApprovalAnswer::NoApprover => "no answer".to_string(),
     }
 }
 
-/// Asks on the terminal (prompt on stderr, answer on stdin) with a countdown to expiry.
-/// Input typed before the prompt appeared is discarded, so nothing is approved unseen.
-/// While the prompt waits, a decision made by the same owner in `steward serve`'s web UI
-/// (recorded in `store`) answers it too. When stdin is not a terminal nobody can answer
-/// here: `NoApprover` (fail closed), or with `wait_for_decisions` (`--approvals wait`) the
-/// run waits until the approval expires for the owner's decision from another process
-/// (`steward approve`/`deny`, the web UI).
+/// Asks on the terminal (prompt on stderr, answer on stdin) with a countdown to expiry; the
+/// answer is submitted to the runtime's decision queue. Input typed before the prompt appeared
+/// is discarded, so nothing is approved unseen. While the prompt waits, a decision another
+/// front end submits to `decisions` — the same owner's in `steward serve`'s web UI or from
+/// `steward approve`/`deny`, recorded in the store and fed to the queue by
+/// [`crate::home::spawn_decision_follower`] — ends the prompt and is the decision. When stdin
+/// is not a terminal nobody can answer here: `NoApprover` (fail closed), or with
+/// `wait_for_decisions` (`--approvals wait`) the request waits in the queue until it expires
+/// for the owner's decision from another process.
 pub struct TerminalApprover {
-    /// The run's owner: the one who answers on this terminal.
+    /// The run's owner, who answers here.
     pub owner_id: String,
-    /// Where decisions made elsewhere are recorded.
-    pub store: Arc<dyn steward_store::Store>,
+    /// The runtime's decision queue.
+    pub decisions: Arc<DecisionQueue>,
     /// Without a terminal, wait for a decision made elsewhere instead of refusing at once.
     pub wait_for_decisions: bool,
 }
-
-/// How often a waiting prompt looks for a decision made in the web UI.
-const BROWSER_DECISION_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+}
 
 #[async_trait]
 impl Approver for TerminalApprover {
@@ -311,15 +324,11 @@ impl Approver for TerminalApprover {
                 request.id,
                 request.id
             );
-            return match steward_core::approval::await_decision(self.store.as_ref(), request, token).await {
-                Some(answer) => {
-                    eprintln!("steward: {}", decided_elsewhere(&answer));
-                    answer
-                }
-                // Expired: the orchestrator's own deadline ends the wait and records
-                // `approval_expired`.
-                None => std::future::pending().await,
-            };
+            // Expired: the orchestrator's own deadline ends the wait and records
+            // `approval_expired`.
+            let Decided { answer, via } = decided_elsewhere(&self.decisions, &request.id).await;
+            eprintln!("steward: {}", describe_decision(&answer, via));
+            return answer;
         }
         let mut lines = stdin_lines().lock().await;
         // Drop typed-ahead input: both what the terminal still buffers and what the reader
@@ -368,8 +377,8 @@ impl Approver for TerminalApprover {
         let _stop_ticker = AbortOnDrop(ticker);
         let line = tokio::select! {
             line = lines.recv() => line,
-            answer = steward_core::approval::stored_decision(self.store.as_ref(), request, token, BROWSER_DECISION_POLL) => {
-                eprintln!("\n└ {}", decided_elsewhere(&answer));
+            Decided { answer, via } = decided_elsewhere(&self.decisions, &request.id) => {
+                eprintln!("\n└ {}", describe_decision(&answer, via));
                 return answer;
             }
         };

@@ -46,6 +46,9 @@ pub struct Runtime {
     /// The time approvals, elicitations and grants are judged by: when a request was made,
     /// whether it expired, whether a grant still holds.
     pub clock: Arc<dyn crate::clock::Clock>,
+    /// The decisions the runs of this process wait on (approvals, MCP servers' requests for
+    /// input), submitted by every front end and judged by [`Runtime::clock`].
+    pub decisions: Arc<crate::decisions::DecisionQueue>,
 }
 
 /// One task to run.
@@ -249,6 +252,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
         approvals: Approvals {
             key: &rt.approval_key,
             approver: &req.approver,
+            decisions: &rt.decisions,
             clock: rt.clock.as_ref(),
             ttl: chrono::Duration::seconds(ttl_seconds.min(TEN_YEARS_S) as i64),
             grant_ttl: chrono::Duration::seconds(grant_ttl_seconds.min(TEN_YEARS_S) as i64),

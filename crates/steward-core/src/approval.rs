@@ -1,8 +1,10 @@
 //! The human-in-the-loop gate (SPEC C4): approval requests bound to the run's owner, an
 //! HMAC decision token, and expiry.
 //!
-//! The orchestrator creates an [`ApprovalRequest`], signs it with [`ApprovalKey::token`] and
-//! hands both to an [`Approver`] (a terminal prompt, the web UI, or nobody). An approval only
+//! The orchestrator creates an [`ApprovalRequest`], signs it with [`ApprovalKey::token`], opens
+//! it in the runtime's [`DecisionQueue`] and hands both to the run's [`Approver`] (a terminal
+//! prompt, an eval case, nobody); the first valid decision — the approver's answer, or one
+//! submitted to the queue by the web UI or through the store — is the one judged. An approval only
 //! counts when it comes back before `expires_at`, from the run's owner, carrying the token
 //! that [`ApprovalKey::verify`] accepts for exactly this tool, arguments, approval id, call
 //! id, owner and expiry.
@@ -11,8 +13,8 @@ use async_trait::async_trait;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use steward_protocol::ApprovalRequest;
-use tokio::sync::broadcast::error::RecvError;
 
+use crate::decisions::{DecisionQueue, Via, Waiting};
 use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 use crate::interrupt::{Interrupt, Interruptible};
 
@@ -59,12 +61,14 @@ pub enum ApprovalAnswer {
 #[async_trait]
 pub trait Approver: Send + Sync {
     /// Asks about `request`; `token` is the decision token to present when approving. The
-    /// orchestrator enforces expiry by dropping this future at `expires_at`.
+    /// answer is submitted to the runtime's [`DecisionQueue`] for the approver; the orchestrator
+    /// drops this future at `expires_at`, or once another front end's decision came first.
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer;
 
     /// Shows an MCP server's request for input to the run's owner and returns the answer
-    /// (accepted values come from [`ElicitationPrompt::answer`]). The orchestrator enforces
-    /// expiry by dropping this future at `expires_at`. By default nobody can answer: the
+    /// (accepted values come from [`ElicitationPrompt::answer`]). Submitted to the runtime's
+    /// [`DecisionQueue`] like an approval's answer; the orchestrator drops this future at
+    /// `expires_at`, or once another front end answered first. By default nobody can answer: the
     /// server gets `decline`.
     async fn elicit(&self, _prompt: &ElicitationPrompt) -> ElicitationReply {
         ElicitationReply::NoApprover
@@ -81,110 +85,51 @@ impl Approver for NoApprover {
     }
 }
 
-/// Waits for `approver`'s answer to `request` for at most `wait` (tokio time).
+/// An approver that shows nothing and answers nothing itself: the request waits in the
+/// runtime's [`DecisionQueue`] for a front end elsewhere to decide — this server's web UI, or
+/// another process through the store ([`DecisionQueue::follow_store`]) — until it expires.
+/// MCP servers' requests for input wait the same way.
+pub struct QueueApprover;
+
+#[async_trait]
+impl Approver for QueueApprover {
+    async fn ask(&self, _request: &ApprovalRequest, _token: &str) -> ApprovalAnswer {
+        std::future::pending().await
+    }
+
+    async fn elicit(&self, _prompt: &ElicitationPrompt) -> ElicitationReply {
+        std::future::pending().await
+    }
+}
+
+/// Waits for the first valid decision on `request` for at most `wait` (tokio time): the answer
+/// of `approver` (submitted to `queue` on its behalf) or a decision another front end submits
+/// to `queue` through `waiting` (opened with [`DecisionQueue::open_approval`]), whichever
+/// comes first.
 ///
 /// Returns `Ok(None)` when the request expired: proactively (nobody answered within `wait`)
-/// or reactively (an answer arrived, but only after the deadline). `Err` when the run was
-/// cancelled or timed out meanwhile.
+/// or reactively (an answer arrived, but only after the deadline, or after `expires_at` by the
+/// queue's clock). An answer from someone other than the owner is returned as it is (the
+/// orchestrator records it as refused). `Err` when the run was cancelled or timed out
+/// meanwhile.
 pub async fn wait_for_answer(
     interrupt: &Interruptible,
     approver: &dyn Approver,
+    queue: &DecisionQueue,
+    waiting: &mut Waiting<'_, ApprovalAnswer>,
     request: &ApprovalRequest,
     token: &str,
     wait: std::time::Duration,
 ) -> Result<Option<ApprovalAnswer>, Interrupt> {
     let deadline = tokio::time::Instant::now() + wait;
-    match interrupt.run(tokio::time::timeout_at(deadline, approver.ask(request, token))).await? {
-        Err(_elapsed) => Ok(None),
-        Ok(_) if tokio::time::Instant::now() >= deadline => Ok(None),
-        Ok(answer) => Ok(Some(answer)),
+    let own = approver.ask(request, token);
+    let first = waiting.first(own, |answer| queue.submit_approval(&request.id, answer, Via::Here));
+    match interrupt.run(tokio::time::timeout_at(deadline, first)).await? {
+        Err(_) | Ok(None) => Ok(None),
+        Ok(Some(_)) if tokio::time::Instant::now() >= deadline => Ok(None),
+        Ok(Some(answer)) => Ok(Some(answer)),
     }
 }
-
-/// Waits for a decision on `request` recorded in `store` by another process (the web UI
-/// answering a run that executes in a terminal, or another node of a shared database). Returns
-/// the answer to give, presenting `token` (this process's own decision token) for an approval;
-/// the orchestrator still checks the decider and the expiry. Never returns when no decision
-/// comes: race it against the other ways of answering and the expiry.
-///
-/// When the store sends change notices ([`steward_store::Store::subscribe_changes`]) it looks
-/// again as soon as a decision on this approval is noticed, and otherwise every
-/// [`NOTICED_POLL`] in case a notice was lost; without notices it polls every `poll`.
-pub async fn stored_decision(
-    store: &dyn steward_store::Store,
-    request: &ApprovalRequest,
-    token: &str,
-    poll: std::time::Duration,
-) -> ApprovalAnswer {
-    // Subscribe before the first look, so a decision recorded in between is noticed.
-    let mut changes = store.subscribe_changes();
-    loop {
-        match store.approval_decision(&request.id).await {
-            Ok(Some(d)) => return recorded_answer(d, token),
-            Ok(None) => {}
-            Err(e) => tracing::warn!("reading approval decisions: {e}"),
-        }
-        match changes.as_mut() {
-            Some(rx) => {
-                let noticed = async {
-                    loop {
-                        match rx.recv().await {
-                            Ok(steward_store::Change::Decision { approval_id, .. }) if approval_id == request.id => {
-                                return;
-                            }
-                            Ok(steward_store::Change::Resync) | Err(RecvError::Lagged(_)) => return,
-                            Ok(_) => {}
-                            // The store's notices stopped: poll from now on.
-                            Err(RecvError::Closed) => std::future::pending::<()>().await,
-                        }
-                    }
-                };
-                let _ = tokio::time::timeout(NOTICED_POLL, noticed).await;
-            }
-            None => tokio::time::sleep(poll).await,
-        }
-    }
-}
-
-/// How often [`await_decision`] looks at a store that sends no change notices.
-pub const DECISION_POLL: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// Waits for the owner's decision on `request` made from another process (`steward approve`
-/// or `steward deny`, the web UI, another node sharing the database): the one place a run
-/// that nobody can answer in its terminal waits for a decision (`[run] approvals = "wait"`).
-///
-/// Returns the answer to give (presenting `token`), or `None` once `request.expires_at` has
-/// passed without a decision. The orchestrator still checks who decided and the expiry: a
-/// decision by anyone but the run's owner refuses the call, and so does one made too late.
-pub async fn await_decision(
-    store: &dyn steward_store::Store,
-    request: &ApprovalRequest,
-    token: &str,
-) -> Option<ApprovalAnswer> {
-    let left = (request.expires_at - chrono::Utc::now()).to_std().unwrap_or_default();
-    tokio::time::timeout(left, stored_decision(store, request, token, DECISION_POLL)).await.ok()
-}
-
-/// The answer a decision recorded in the store gives, presenting `token` (the decision token
-/// of the process running the call) for an approval: scope `run`, `workspace` or else `once`;
-/// a denial without a reason says "denied by the owner".
-pub fn recorded_answer(d: steward_store::ApprovalDecisionRecord, token: &str) -> ApprovalAnswer {
-    if d.approve {
-        let scope = match d.scope.as_str() {
-            "run" => ApprovalScope::Run,
-            "workspace" => ApprovalScope::Workspace,
-            _ => ApprovalScope::Once,
-        };
-        ApprovalAnswer::Approve { token: token.to_string(), decided_by: d.decided_by, scope }
-    } else {
-        let reason = if d.reason.is_empty() { "denied by the owner".to_string() } else { d.reason };
-        ApprovalAnswer::Reject { reason, decided_by: d.decided_by }
-    }
-}
-
-/// How often [`stored_decision`] looks at the store when it also gets change notices: only in
-/// case a notice was lost.
-pub const NOTICED_POLL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The first element of the array a decision token signs: names the set of bound fields, so a
 /// token minted over another set can never verify.
@@ -292,6 +237,18 @@ mod tests {
         }
     }
 
+    /// Waits on a fresh queue (system clock) for `approver`'s answer to [`request`].
+    async fn answer_of(
+        interrupt: &Interruptible,
+        approver: &dyn Approver,
+        wait: std::time::Duration,
+    ) -> Result<Option<ApprovalAnswer>, Interrupt> {
+        let queue = DecisionQueue::new(std::sync::Arc::new(crate::clock::SystemClock));
+        let request = request();
+        let mut waiting = queue.open_approval(&request, "t");
+        wait_for_answer(interrupt, approver, &queue, &mut waiting, &request, "t", wait).await
+    }
+
     fn interruptible() -> Interruptible {
         Interruptible {
             cancel: tokio_util::sync::CancellationToken::new(),
@@ -302,7 +259,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_answer_in_time_counts() {
         let minute = std::time::Duration::from_secs(60);
-        let got = wait_for_answer(&interruptible(), &Slow(29 * minute), &request(), "t", 30 * minute).await;
+        let got = answer_of(&interruptible(), &Slow(29 * minute), 30 * minute).await;
         assert!(matches!(got, Ok(Some(ApprovalAnswer::Approve { .. }))));
     }
 
@@ -310,7 +267,7 @@ mod tests {
     async fn nobody_answering_expires_at_the_deadline() {
         let minute = std::time::Duration::from_secs(60);
         let start = tokio::time::Instant::now();
-        let got = wait_for_answer(&interruptible(), &Slow(10 * 60 * minute), &request(), "t", 30 * minute).await;
+        let got = answer_of(&interruptible(), &Slow(10 * 60 * minute), 30 * minute).await;
         assert_eq!(got, Ok(None));
         assert_eq!(start.elapsed(), 30 * minute);
     }
@@ -324,7 +281,7 @@ mod tests {
             tokio::time::sleep(minute).await;
             cancel.cancel();
         });
-        let got = wait_for_answer(&interrupt, &Slow(10 * minute), &request(), "t", 30 * minute).await;
+        let got = answer_of(&interrupt, &Slow(10 * minute), 30 * minute).await;
         assert_eq!(got, Err(Interrupt::Cancelled));
     }
 

@@ -1,106 +1,474 @@
-//! Deciding an approval from outside the process that runs the call (`steward approve` and
-//! `steward deny`): the decision is recorded in the store, where the waiting run finds it
-//! ([`crate::approval::await_decision`], or the terminal prompt's watch on the store).
+//! The one queue of pending decisions (SPEC C4, M1): every approval request and every MCP
+//! server's request for input that a run of this process waits on, and the decisions on them.
+//!
+//! The orchestrator opens an entry when it asks the run's owner ([`DecisionQueue::open_approval`],
+//! [`DecisionQueue::open_elicitation`]) and waits on it ([`Waiting::decided`]); every front end
+//! that can answer submits to it: the run's own [`Approver`](crate::approval::Approver) (the
+//! terminal prompt, an eval case, a scripted owner — its answer is submitted for it), the web
+//! UI of `steward serve` ([`DecisionQueue::decide`], [`DecisionQueue::answer_elicitation`]) and,
+//! for a decision recorded in the store by another process (the web UI of another node, a
+//! second `steward` process), [`DecisionQueue::follow_store`], woken by the store's change
+//! notices where it sends them (PostgreSQL `LISTEN/NOTIFY`) and polling the store otherwise,
+//! only while something waits here.
+//!
+//! The first valid decision wins: a submission is refused ([`SubmitError`]) when nothing with
+//! that id waits here, when it comes from someone other than the run's owner, when another
+//! decision came first, or when the request has expired by the runtime's [`Clock`]. The waiter
+//! wakes when the decision is submitted (a [`tokio::sync::watch`] channel), never by polling.
+//! The queue only carries decisions: the orchestrator still checks the decider, the decision
+//! token and the expiry, and records the decision in the store and the audit chain.
 
-use steward_protocol::{ApprovalRequest, ApprovalStatus, Timestamp};
-use steward_store::{ApprovalDecisionRecord, RunRecord, RunStatus, Store, StoreError};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
-/// Why a decision was not recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum DecisionError {
-    /// No pending approval of a running run has this id.
-    #[error("no approval `{0}` waits in a running run; `steward approvals pending` lists them")]
-    NotFound(String),
-    /// The approval belongs to another owner's run: only the run's owner decides.
-    #[error("not_owner: approval `{0}` belongs to another owner's run; only the run's owner may decide")]
-    NotOwner(String),
-    /// The approval's time is up.
-    #[error("approval `{0}` has expired; it can no longer be decided")]
-    Expired(String),
-    /// Someone decided first.
-    #[error("approval `{0}` has already been decided")]
-    AlreadyDecided(String),
-    /// The store failed.
-    #[error("storage: {0}")]
-    Store(#[from] StoreError),
+use steward_protocol::{ApprovalRequest, Timestamp};
+use steward_store::{ApprovalDecisionRecord, Change, Store};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::watch;
+
+use crate::approval::{ApprovalAnswer, ApprovalScope};
+use crate::clock::Clock;
+use crate::elicitation::{ElicitationPrompt, ElicitationReply};
+
+mod remote;
+pub use remote::{pending, record, DecisionError, OwnerDecision};
+
+/// How often [`DecisionQueue::follow_store`] looks at the store when it also gets change
+/// notices: only in case a notice was lost.
+pub const NOTICED_POLL: Duration = Duration::from_secs(5);
+
+/// Where a decision came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// A front end of this process: the run's approver, this server's web UI or API.
+    Here,
+    /// Recorded in the store by another process (the web UI of `steward serve` deciding a run
+    /// that executes in a terminal or on another node).
+    Store,
 }
 
-/// The pending approval requests of `owner_id`'s running runs that have not expired at `now`,
-/// oldest first, each with its run.
-pub async fn pending(
-    store: &dyn Store,
-    owner_id: &str,
-    now: Timestamp,
-) -> Result<Vec<(RunRecord, ApprovalRequest)>, StoreError> {
-    let mut found = Vec::new();
-    for run in store.runs_with_status(RunStatus::Running).await? {
-        if run.owner_id != owner_id {
-            continue;
-        }
-        for request in store.approvals(&run.id).await? {
-            if request.status == ApprovalStatus::Pending && request.expires_at > now {
-                found.push((run.clone(), request));
-            }
-        }
-    }
-    found.sort_by_key(|(_, r)| r.created_at);
-    Ok(found)
+/// A decision taken from the queue: the answer and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided<A> {
+    /// The answer ([`ApprovalAnswer`] or [`ElicitationReply`]).
+    pub answer: A,
+    /// Where it came from.
+    pub via: Via,
 }
 
-/// What the owner decided.
+/// A decision on an approval request as a front end gives it (the decision token is the one
+/// the queue holds for the request).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OwnerDecision {
-    /// Approve, with the scope's wire name (`once`, `run` or `workspace`).
-    Approve(String),
-    /// Deny, with the reason shown to the model (empty: "denied by the owner").
+pub enum Verdict {
+    /// Approve once, or remember it for the run or the workspace.
+    Approve(ApprovalScope),
+    /// Deny, with a reason shown to the model.
     Deny(String),
 }
 
-/// Records `decided_by`'s decision on approval `approval_id` at `now` for the run that waits
-/// on it in another process. Refused when no running run has a pending approval of that id,
-/// when it is another owner's, when it has expired, or when it was already decided. The run
-/// checks the decider and the expiry once more before acting on it.
-pub async fn record(
-    store: &dyn Store,
-    decided_by: &str,
-    approval_id: &str,
-    decision: OwnerDecision,
-    now: Timestamp,
-) -> Result<(), DecisionError> {
-    let mut found = None;
-    for run in store.runs_with_status(RunStatus::Running).await? {
-        if let Some(request) = store.approvals(&run.id).await?.into_iter().find(|a| a.id == approval_id) {
-            found = Some(request);
-            break;
+impl Verdict {
+    /// The verdict of a decision recorded in the store: scope `run`, `workspace` or else
+    /// `once`; a denial without a reason says "denied by the owner".
+    pub fn of_record(record: &ApprovalDecisionRecord) -> Verdict {
+        if !record.approve {
+            let reason = if record.reason.is_empty() { "denied by the owner" } else { record.reason.as_str() };
+            return Verdict::Deny(reason.to_string());
         }
-    }
-    let Some(request) = found else { return Err(DecisionError::NotFound(approval_id.to_string())) };
-    if request.owner_id != decided_by {
-        return Err(DecisionError::NotOwner(approval_id.to_string()));
-    }
-    match request.status {
-        ApprovalStatus::Pending if request.expires_at <= now => return Err(DecisionError::Expired(request.id)),
-        ApprovalStatus::Pending => {}
-        ApprovalStatus::Expired => return Err(DecisionError::Expired(request.id)),
-        _ => return Err(DecisionError::AlreadyDecided(request.id)),
-    }
-    let (approve, scope, reason) = match decision {
-        OwnerDecision::Approve(scope) => (true, scope, String::new()),
-        OwnerDecision::Deny(reason) => (false, "once".to_string(), reason),
-    };
-    let record = ApprovalDecisionRecord {
-        approval_id: request.id.clone(),
-        run_id: request.run_id.clone(),
-        decided_by: decided_by.to_string(),
-        approve,
-        scope,
-        reason,
-        created_at: now,
-    };
-    if store.insert_approval_decision(&record).await? {
-        store.flush().await?;
-        Ok(())
-    } else {
-        Err(DecisionError::AlreadyDecided(request.id))
+        Verdict::Approve(match record.scope.as_str() {
+            "run" => ApprovalScope::Run,
+            "workspace" => ApprovalScope::Workspace,
+            _ => ApprovalScope::Once,
+        })
     }
 }
+
+/// Why a submission was refused; nothing changed, and the request (if any) still waits for a
+/// valid decision or its expiry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    /// Nothing with this id waits for a decision in this process (it was never asked here,
+    /// it was decided and its waiter has moved on, it expired, or its run ended).
+    #[error("`{0}` is not waiting for a decision here")]
+    NotPending(String),
+    /// Someone other than the run's owner tried to decide.
+    #[error("not_owner: only the run's owner may decide `{0}`")]
+    NotOwner(String),
+    /// Another decision came first; the first valid decision wins.
+    #[error("`{0}` has already been decided")]
+    AlreadyDecided(String),
+    /// The request's `expires_at` has passed (by the runtime's clock).
+    #[error("`{0}` has expired; it can no longer be decided")]
+    Expired(String),
+    /// The values given do not fit the request for input (the message says why); it still
+    /// waits.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// One pending request: what was asked, whose it is, until when, and where its decision goes.
+struct Entry<Q, A> {
+    asked: Q,
+    run_id: String,
+    owner_id: String,
+    expires_at: Timestamp,
+    decided: watch::Sender<Option<Decided<A>>>,
+}
+
+/// An approval request with the decision token the orchestrator signed for it.
+struct AskedApproval {
+    request: ApprovalRequest,
+    token: String,
+}
+
+type Book<Q, A> = Mutex<HashMap<String, Entry<Q, A>>>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The queue of pending decisions of one process, owned by the [`Runtime`](crate::Runtime)
+/// (`Runtime::decisions`) and shared by its runs and front ends.
+pub struct DecisionQueue {
+    clock: Arc<dyn Clock>,
+    approvals: Book<AskedApproval, ApprovalAnswer>,
+    elicitations: Book<ElicitationPrompt, ElicitationReply>,
+    /// The number of approvals pending here, for [`DecisionQueue::follow_store`] to sleep on
+    /// while there are none.
+    open: watch::Sender<usize>,
+}
+
+impl std::fmt::Debug for DecisionQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecisionQueue")
+            .field("approvals", &lock(&self.approvals).len())
+            .field("elicitations", &lock(&self.elicitations).len())
+            .finish()
+    }
+}
+
+/// The orchestrator's wait for the decision on one request; the request leaves the queue when
+/// this is dropped (decided, expired, or the run cancelled), and later submissions are refused
+/// as [`SubmitError::NotPending`].
+pub struct Waiting<'q, A> {
+    decided: watch::Receiver<Option<Decided<A>>>,
+    leave: Option<Box<dyn FnOnce() + Send + Sync + 'q>>,
+}
+
+impl<A: Clone> Waiting<'_, A> {
+    /// The first valid decision, once one is submitted. Wakes on the submission itself (no
+    /// polling); never returns when nobody decides: race it against the expiry.
+    pub async fn decided(&mut self) -> Decided<A> {
+        loop {
+            if let Some(decided) = self.decided.borrow_and_update().clone() {
+                return decided;
+            }
+            if self.decided.changed().await.is_err() {
+                // The queue entry is gone without a decision: nothing more can come.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+impl<A: Clone> Waiting<'_, A> {
+    /// The first valid decision: `own` (the run's approver's answer, submitted with `submit`)
+    /// or one another front end submitted to the queue meanwhile, whichever is taken first.
+    /// An own answer the queue refuses as not the owner's is returned as it is (the
+    /// orchestrator records the refusal, as for any answer from someone else); `None` when it
+    /// was refused as expired.
+    pub async fn first(
+        &mut self,
+        own: impl Future<Output = A>,
+        submit: impl Fn(A) -> Result<(), SubmitError>,
+    ) -> Option<A> {
+        tokio::pin!(own);
+        let mut asking = true;
+        loop {
+            tokio::select! {
+                // The own answer first: a front end that saw another's decision (the terminal
+                // prompt noticing the web UI's) ends its prompt before the decision is taken.
+                biased;
+                answer = &mut own, if asking => {
+                    asking = false;
+                    match submit(answer.clone()) {
+                        // Taken from the queue below: the first valid decision wins.
+                        Ok(()) | Err(SubmitError::AlreadyDecided(_)) => {}
+                        Err(SubmitError::NotOwner(_)) => return Some(answer),
+                        Err(_) => return None,
+                    }
+                }
+                decided = self.decided() => return Some(decided.answer),
+            }
+        }
+    }
+}
+
+impl<A> Drop for Waiting<'_, A> {
+    fn drop(&mut self) {
+        if let Some(leave) = self.leave.take() {
+            leave();
+        }
+    }
+}
+
+/// Who decided, for the owner check; `None` for "nobody can answer here", which is no one's
+/// decision and needs no owner.
+trait Decider {
+    fn decided_by(&self) -> Option<&str>;
+}
+
+impl Decider for ApprovalAnswer {
+    fn decided_by(&self) -> Option<&str> {
+        match self {
+            ApprovalAnswer::Approve { decided_by, .. } | ApprovalAnswer::Reject { decided_by, .. } => Some(decided_by),
+            ApprovalAnswer::NoApprover => None,
+        }
+    }
+}
+
+impl Decider for ElicitationReply {
+    fn decided_by(&self) -> Option<&str> {
+        match self {
+            ElicitationReply::Accept { decided_by, .. }
+            | ElicitationReply::Decline { decided_by }
+            | ElicitationReply::Cancel { decided_by } => Some(decided_by),
+            ElicitationReply::NoApprover => None,
+        }
+    }
+}
+
+/// Checks a submission on the entry `id` of `book` and hands it to the waiter: `answer` builds
+/// the answer from what was asked once the owner and expiry checks passed.
+fn submit<Q, A: Decider>(
+    book: &Book<Q, A>,
+    clock: &dyn Clock,
+    id: &str,
+    decided_by: Option<&str>,
+    via: Via,
+    answer: impl FnOnce(&Q) -> Result<A, SubmitError>,
+) -> Result<(), SubmitError> {
+    let book = lock(book);
+    let Some(entry) = book.get(id) else { return Err(SubmitError::NotPending(id.to_string())) };
+    if decided_by.is_some_and(|who| who != entry.owner_id) {
+        return Err(SubmitError::NotOwner(id.to_string()));
+    }
+    if entry.decided.borrow().is_some() {
+        return Err(SubmitError::AlreadyDecided(id.to_string()));
+    }
+    if clock.now() >= entry.expires_at {
+        return Err(SubmitError::Expired(id.to_string()));
+    }
+    let answer = answer(&entry.asked)?;
+    entry.decided.send_replace(Some(Decided { answer, via }));
+    Ok(())
+}
+
+impl DecisionQueue {
+    /// An empty queue judging expiry by `clock` (the runtime's).
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        DecisionQueue {
+            clock,
+            approvals: Mutex::new(HashMap::new()),
+            elicitations: Mutex::new(HashMap::new()),
+            open: watch::Sender::new(0),
+        }
+    }
+
+    /// Opens `request` for decisions; `token` is the decision token an approval from a front
+    /// end that holds none (the web UI, the store) presents. The request stays in the queue
+    /// until the returned [`Waiting`] is dropped.
+    pub fn open_approval(&self, request: &ApprovalRequest, token: &str) -> Waiting<'_, ApprovalAnswer> {
+        let (decided, rx) = watch::channel(None);
+        let entry = Entry {
+            asked: AskedApproval { request: request.clone(), token: token.to_string() },
+            run_id: request.run_id.clone(),
+            owner_id: request.owner_id.clone(),
+            expires_at: request.expires_at,
+            decided,
+        };
+        let id = request.id.clone();
+        let count = {
+            let mut book = lock(&self.approvals);
+            book.insert(id.clone(), entry);
+            book.len()
+        };
+        self.open.send_replace(count);
+        Waiting {
+            decided: rx,
+            leave: Some(Box::new(move || {
+                let count = {
+                    let mut book = lock(&self.approvals);
+                    book.remove(&id);
+                    book.len()
+                };
+                self.open.send_replace(count);
+            })),
+        }
+    }
+
+    /// Submits an answer to approval `id` as a front end gave it (with the token it presents,
+    /// which the orchestrator checks). `ApprovalAnswer::NoApprover` needs no owner.
+    pub fn submit_approval(&self, id: &str, answer: ApprovalAnswer, via: Via) -> Result<(), SubmitError> {
+        let decided_by = answer.decided_by().map(str::to_string);
+        submit(&self.approvals, self.clock.as_ref(), id, decided_by.as_deref(), via, |_| Ok(answer))
+    }
+
+    /// Submits `decided_by`'s `verdict` on approval `id`, presenting the decision token the
+    /// orchestrator signed for it (the web UI, a decision recorded in the store).
+    pub fn decide(&self, id: &str, decided_by: &str, verdict: Verdict, via: Via) -> Result<(), SubmitError> {
+        submit(&self.approvals, self.clock.as_ref(), id, Some(decided_by), via, |asked| {
+            let decided_by = decided_by.to_string();
+            Ok(match verdict {
+                Verdict::Approve(scope) => ApprovalAnswer::Approve { token: asked.token.clone(), decided_by, scope },
+                Verdict::Deny(reason) => ApprovalAnswer::Reject { reason, decided_by },
+            })
+        })
+    }
+
+    /// The decision on approval `id` as it arrives (`None` inside until then); `None` when it
+    /// is not pending here. For a front end that shows the request and must stop asking once
+    /// someone else decided (the terminal prompt).
+    pub fn approval_decision(&self, id: &str) -> Option<watch::Receiver<Option<Decided<ApprovalAnswer>>>> {
+        lock(&self.approvals).get(id).map(|entry| entry.decided.subscribe())
+    }
+
+    /// The approval requests of run `run_id` waiting for a decision, oldest first.
+    pub fn pending_approvals(&self, run_id: &str) -> Vec<ApprovalRequest> {
+        let mut pending: Vec<ApprovalRequest> = lock(&self.approvals)
+            .values()
+            .filter(|entry| entry.run_id == run_id && entry.decided.borrow().is_none())
+            .map(|entry| entry.asked.request.clone())
+            .collect();
+        pending.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        pending
+    }
+
+    /// Ids of every approval waiting for a decision here.
+    pub fn pending_approval_ids(&self) -> Vec<String> {
+        lock(&self.approvals)
+            .iter()
+            .filter(|(_, entry)| entry.decided.borrow().is_none())
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// The owner of approval `id`, while it waits for a decision here.
+    pub fn approval_owner(&self, id: &str) -> Option<String> {
+        lock(&self.approvals).get(id).filter(|entry| entry.decided.borrow().is_none()).map(|e| e.owner_id.clone())
+    }
+
+    /// Opens an MCP server's request for input for answers; it stays in the queue until the
+    /// returned [`Waiting`] is dropped.
+    pub fn open_elicitation(&self, prompt: &ElicitationPrompt) -> Waiting<'_, ElicitationReply> {
+        let (decided, rx) = watch::channel(None);
+        let entry = Entry {
+            asked: prompt.clone(),
+            run_id: prompt.run_id.clone(),
+            owner_id: prompt.owner_id.clone(),
+            expires_at: prompt.expires_at,
+            decided,
+        };
+        let id = prompt.id.clone();
+        lock(&self.elicitations).insert(id.clone(), entry);
+        Waiting {
+            decided: rx,
+            leave: Some(Box::new(move || {
+                lock(&self.elicitations).remove(&id);
+            })),
+        }
+    }
+
+    /// Submits a reply to elicitation `id` as a front end gave it (values already checked by
+    /// [`ElicitationPrompt::answer`]). `ElicitationReply::NoApprover` needs no owner.
+    pub fn submit_elicitation(&self, id: &str, reply: ElicitationReply, via: Via) -> Result<(), SubmitError> {
+        let decided_by = reply.decided_by().map(str::to_string);
+        submit(&self.elicitations, self.clock.as_ref(), id, decided_by.as_deref(), via, |_| Ok(reply))
+    }
+
+    /// Submits `decided_by`'s answer to elicitation `id`, made from the request as asked by
+    /// `reply` (which parses and validates a filled-in form; `Err` says what is wrong, the
+    /// request then keeps waiting: [`SubmitError::Invalid`]). The owner and expiry are checked
+    /// first.
+    pub fn answer_elicitation(
+        &self,
+        id: &str,
+        decided_by: &str,
+        via: Via,
+        reply: impl FnOnce(&ElicitationPrompt) -> Result<ElicitationReply, String>,
+    ) -> Result<(), SubmitError> {
+        submit(&self.elicitations, self.clock.as_ref(), id, Some(decided_by), via, |prompt| {
+            reply(prompt).map_err(SubmitError::Invalid)
+        })
+    }
+
+    /// The requests for input of run `run_id` waiting for an answer, oldest first.
+    pub fn pending_elicitations(&self, run_id: &str) -> Vec<ElicitationPrompt> {
+        let mut prompts: Vec<ElicitationPrompt> = lock(&self.elicitations)
+            .values()
+            .filter(|entry| entry.run_id == run_id && entry.decided.borrow().is_none())
+            .map(|entry| entry.asked.clone())
+            .collect();
+        prompts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        prompts
+    }
+
+    /// Feeds the queue with decisions recorded in `store` by other processes, until dropped:
+    /// while approvals wait here, each is looked up once, then again when the store notices a
+    /// decision on one of them ([`Change::Decision`]) or may have lost notices
+    /// ([`Change::Resync`], a lagging receiver), and every [`NOTICED_POLL`] in case a notice
+    /// was lost; a store without notices (SQLite) is looked at every `poll`. While nothing
+    /// waits here, the store is not read at all.
+    pub async fn follow_store(&self, store: &dyn Store, poll: Duration) {
+        // Subscribe before the first look, so a decision recorded in between is noticed.
+        let mut changes = store.subscribe_changes();
+        let mut open = self.open.subscribe();
+        loop {
+            if open.wait_for(|n| *n > 0).await.is_err() {
+                return;
+            }
+            for id in self.pending_approval_ids() {
+                match store.approval_decision(&id).await {
+                    Ok(Some(record)) => self.deliver(&record),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!("reading the decision on approval {id}: {e}"),
+                }
+            }
+            let Some(rx) = changes.as_mut() else {
+                tokio::time::sleep(poll).await;
+                continue;
+            };
+            let noticed = async {
+                loop {
+                    match rx.recv().await {
+                        Ok(Change::Decision { approval_id, .. }) if self.approval_owner(&approval_id).is_some() => {
+                            return true;
+                        }
+                        Ok(Change::Resync) | Err(RecvError::Lagged(_)) => return true,
+                        Ok(_) => {}
+                        Err(RecvError::Closed) => return false,
+                    }
+                }
+            };
+            match tokio::time::timeout(NOTICED_POLL, noticed).await {
+                // The store's notices stopped: poll from now on.
+                Ok(false) => changes = None,
+                Ok(true) | Err(_) => {}
+            }
+        }
+    }
+
+    /// Submits a decision recorded in the store; one refused (decided here first, expired,
+    /// not the owner's) is left to the store's record.
+    fn deliver(&self, record: &ApprovalDecisionRecord) {
+        let verdict = Verdict::of_record(record);
+        if let Err(e) = self.decide(&record.approval_id, &record.decided_by, verdict, Via::Store) {
+            tracing::debug!("a decision recorded in the store was not taken: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "decisions_tests.rs"]
+mod tests;

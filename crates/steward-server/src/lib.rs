@@ -56,11 +56,11 @@ pub fn app_state(
     let (facts_changed, _) = tokio::sync::broadcast::channel(256);
     let (conversations_changed, _) = tokio::sync::broadcast::channel(256);
     let (run_finished, _) = tokio::sync::broadcast::channel(256);
-    let clock = runtime.clock.clone();
+    let decisions = runtime.decisions.clone();
     AppState(Arc::new(Inner {
         runtime,
         launcher,
-        live: live::LiveRuns::new(options.max_running, clock),
+        live: live::LiveRuns::new(options.max_running, decisions),
         sessions,
         options,
         shutdown: CancellationToken::new(),

@@ -1,5 +1,6 @@
 //! Runs executing (or queued) in this server process: their live event streams, cancel
-//! tokens, pending approvals and the queue behind the concurrency limit (SPEC R4).
+//! tokens, pending approvals (kept in the runtime's decision queue, which the web UI submits
+//! decisions to) and the queue behind the concurrency limit (SPEC R4).
 //!
 //! Everything here is in memory; the store holds the durable record of each run. A run
 //! started by another process (`steward run` in a terminal) is not live here: the server
@@ -8,14 +9,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use async_trait::async_trait;
-use steward_core::approval::{ApprovalAnswer, Approver};
-use steward_core::clock::Clock;
+use steward_core::decisions::{DecisionQueue, SubmitError, Verdict, Via};
 use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
 use steward_core::events::EventObserver;
 use steward_protocol::{ApprovalRequest, Event};
-use steward_store::ApprovalDecisionRecord;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// Events buffered per watched run for slow subscribers; one that falls further behind
@@ -38,10 +36,9 @@ pub struct LiveRun {
     /// dropped once the last has gone, so a run nobody watches (one parked on an approval)
     /// holds no buffer.
     events: Mutex<Option<broadcast::Sender<Arc<LiveEvent>>>>,
-    pending: Mutex<HashMap<String, Pending>>,
-    /// MCP servers' requests for input waiting for the owner (kept in memory only: they are
-    /// answered here or expire).
-    elicitations: Mutex<HashMap<String, PendingElicitation>>,
+    /// The runtime's decision queue: the run's pending approvals and MCP servers' requests
+    /// for input (kept in memory only: they are answered here or through the store, or expire).
+    decisions: Arc<DecisionQueue>,
     /// The task and when it was submitted, shown while the run waits in the queue (before it
     /// has a stored record).
     submitted: Mutex<Option<(String, chrono::DateTime<chrono::Utc>)>>,
@@ -65,17 +62,6 @@ impl LiveEvent {
     }
 }
 
-struct Pending {
-    request: ApprovalRequest,
-    token: String,
-    answer: oneshot::Sender<ApprovalAnswer>,
-}
-
-struct PendingElicitation {
-    prompt: ElicitationPrompt,
-    answer: oneshot::Sender<ElicitationReply>,
-}
-
 impl LiveRun {
     /// Subscribes to the events published from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<LiveEvent>> {
@@ -92,16 +78,14 @@ impl LiveRun {
         lock(&self.submitted).as_ref().map(|(task, _)| task.clone())
     }
 
-    /// The approval requests waiting for an answer.
+    /// The approval requests waiting for an answer, oldest first.
     pub fn pending_approvals(&self) -> Vec<ApprovalRequest> {
-        lock(&self.pending).values().map(|p| p.request.clone()).collect()
+        self.decisions.pending_approvals(&self.id)
     }
 
     /// The MCP servers' requests for input waiting for an answer, oldest first.
     pub fn pending_elicitations(&self) -> Vec<ElicitationPrompt> {
-        let mut prompts: Vec<ElicitationPrompt> = lock(&self.elicitations).values().map(|p| p.prompt.clone()).collect();
-        prompts.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
-        prompts
+        self.decisions.pending_elicitations(&self.id)
     }
 }
 
@@ -113,6 +97,8 @@ pub enum DecideError {
     NotPending(Decision),
     /// The approval belongs to another owner.
     NotOwner,
+    /// Another decision came first.
+    AlreadyDecided,
     /// Its `expires_at` has passed.
     Expired,
 }
@@ -156,21 +142,22 @@ pub struct LiveRuns {
     queue: Mutex<VecDeque<String>>,
     slots: Arc<tokio::sync::Semaphore>,
     max_running: usize,
-    /// The runtime's clock: approvals and elicitations expire by it.
-    clock: Arc<dyn Clock>,
+    /// The runtime's decision queue, where the runs' approvals and requests for input wait
+    /// (expiring by the runtime's clock).
+    decisions: Arc<DecisionQueue>,
 }
 
 impl LiveRuns {
     /// At most `max_running` runs execute at once (at least 1); the rest wait in order.
-    /// Expiry of approvals and elicitations is judged by `clock` (the runtime's).
-    pub fn new(max_running: usize, clock: Arc<dyn Clock>) -> Self {
+    /// Decisions on their approvals and requests for input go to `decisions` (the runtime's).
+    pub fn new(max_running: usize, decisions: Arc<DecisionQueue>) -> Self {
         let max_running = max_running.max(1);
         LiveRuns {
             runs: Mutex::new(HashMap::new()),
             queue: Mutex::new(VecDeque::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(max_running)),
             max_running,
-            clock,
+            decisions,
         }
     }
 
@@ -186,8 +173,7 @@ impl LiveRuns {
             owner_id: owner_id.to_string(),
             cancel,
             events: Mutex::new(None),
-            pending: Mutex::new(HashMap::new()),
-            elicitations: Mutex::new(HashMap::new()),
+            decisions: self.decisions.clone(),
             submitted: Mutex::new(None),
         });
         lock(&self.runs).insert(id.to_string(), run.clone());
@@ -245,127 +231,67 @@ impl LiveRuns {
         self.len() == 0
     }
 
-    /// Delivers `owner_id`'s decision on approval `approval_id`. The token handed to the
-    /// run is the one the orchestrator signed; the orchestrator verifies it, the owner and
-    /// the expiry again before anything runs (SPEC C4).
+    /// Submits `owner_id`'s decision on approval `approval_id` to the runtime's decision
+    /// queue. The token handed to the run is the one the orchestrator signed; the orchestrator
+    /// verifies it, the owner and the expiry again before anything runs (SPEC C4).
     pub fn decide(&self, approval_id: &str, owner_id: &str, decision: Decision) -> Result<(), DecideError> {
-        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
-        for run in runs {
-            let mut pending = lock(&run.pending);
-            let Some(entry) = pending.get(approval_id) else { continue };
-            if entry.request.owner_id != owner_id {
-                return Err(DecideError::NotOwner);
-            }
-            if self.clock.now() >= entry.request.expires_at {
-                return Err(DecideError::Expired);
-            }
-            let Some(entry) = pending.remove(approval_id) else { continue };
-            let answer = match decision {
-                Decision::Approve(scope) => {
-                    ApprovalAnswer::Approve { token: entry.token, decided_by: owner_id.to_string(), scope }
-                }
-                Decision::Deny(reason) => ApprovalAnswer::Reject { reason, decided_by: owner_id.to_string() },
-            };
-            return entry.answer.send(answer).map_err(|answer| {
-                DecideError::NotPending(match answer {
-                    ApprovalAnswer::Approve { scope, .. } => Decision::Approve(scope),
-                    ApprovalAnswer::Reject { reason, .. } => Decision::Deny(reason),
-                    ApprovalAnswer::NoApprover => Decision::Deny(String::new()),
-                })
-            });
-        }
-        Err(DecideError::NotPending(decision))
+        let verdict = match &decision {
+            Decision::Approve(scope) => Verdict::Approve(*scope),
+            Decision::Deny(reason) => Verdict::Deny(reason.clone()),
+        };
+        self.decisions.decide(approval_id, owner_id, verdict, Via::Here).map_err(|e| match e {
+            SubmitError::NotOwner(_) => DecideError::NotOwner,
+            SubmitError::AlreadyDecided(_) => DecideError::AlreadyDecided,
+            SubmitError::Expired(_) => DecideError::Expired,
+            SubmitError::NotPending(_) | SubmitError::Invalid(_) => DecideError::NotPending(decision),
+        })
     }
 
-    /// Delivers `owner_id`'s answer to elicitation `id`. Accepted values are parsed, completed
-    /// with the schema's defaults and validated first; values that do not fit are refused
-    /// ([`ElicitError::Invalid`]) and the request keeps waiting.
+    /// Submits `owner_id`'s answer to elicitation `id` to the runtime's decision queue.
+    /// Accepted values are parsed, completed with the schema's defaults and validated first;
+    /// values that do not fit are refused ([`ElicitError::Invalid`]) and the request keeps
+    /// waiting.
     pub fn answer_elicitation(&self, id: &str, owner_id: &str, action: ElicitationAction) -> Result<(), ElicitError> {
-        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
-        for run in runs {
-            let mut pending = lock(&run.elicitations);
-            let Some(entry) = pending.get(id) else { continue };
-            if entry.prompt.owner_id != owner_id {
-                return Err(ElicitError::NotOwner);
-            }
-            if self.clock.now() >= entry.prompt.expires_at {
-                return Err(ElicitError::Expired);
-            }
-            let decided_by = owner_id.to_string();
-            let reply = match &action {
+        let decided_by = owner_id.to_string();
+        let reply = |prompt: &ElicitationPrompt| -> Result<ElicitationReply, String> {
+            Ok(match action {
                 ElicitationAction::Accept(inputs) => {
-                    let values = entry.prompt.answer(inputs).map_err(ElicitError::Invalid)?;
-                    ElicitationReply::Accept { values, decided_by }
+                    ElicitationReply::Accept { values: prompt.answer(&inputs)?, decided_by }
                 }
                 ElicitationAction::Decline => ElicitationReply::Decline { decided_by },
                 ElicitationAction::Cancel => ElicitationReply::Cancel { decided_by },
-            };
-            let Some(entry) = pending.remove(id) else { continue };
-            return entry.answer.send(reply).map_err(|_| ElicitError::NotPending);
-        }
-        Err(ElicitError::NotPending)
+            })
+        };
+        self.decisions.answer_elicitation(id, owner_id, Via::Here, reply).map_err(|e| match e {
+            SubmitError::NotOwner(_) => ElicitError::NotOwner,
+            SubmitError::Expired(_) => ElicitError::Expired,
+            SubmitError::Invalid(problem) => ElicitError::Invalid(problem),
+            SubmitError::NotPending(_) | SubmitError::AlreadyDecided(_) => ElicitError::NotPending,
+        })
     }
 
     /// Ids of the approvals pending here.
     pub fn pending_approval_ids(&self) -> Vec<String> {
-        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
-        runs.iter().flat_map(|run| lock(&run.pending).keys().cloned().collect::<Vec<_>>()).collect()
-    }
-
-    /// Hands a decision recorded in the store (through another node) to the run waiting on
-    /// it here, with this process's own decision token; the orchestrator checks the decider
-    /// and the expiry as for any answer. True when a run here was waiting on it.
-    pub fn deliver_recorded(&self, record: ApprovalDecisionRecord) -> bool {
-        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
-        for run in runs {
-            let Some(entry) = lock(&run.pending).remove(&record.approval_id) else { continue };
-            let answer = steward_core::approval::recorded_answer(record, &entry.token);
-            return entry.answer.send(answer).is_ok();
-        }
-        false
+        self.decisions.pending_approval_ids()
     }
 
     /// The owner of a pending approval, if one is pending here.
     pub fn approval_owner(&self, approval_id: &str) -> Option<String> {
-        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().cloned().collect();
-        runs.iter().find_map(|run| lock(&run.pending).get(approval_id).map(|p| p.request.owner_id.clone()))
+        self.decisions.approval_owner(approval_id)
     }
 }
 
-/// Until the server shuts down: delivers to this server's waiting runs the decisions recorded
+/// Until the server shuts down: feeds the runtime's decision queue with the decisions recorded
 /// in the store through other nodes (a browser on node A approving a run of node B), as soon
-/// as the store notices them ([`steward_store::Change::Decision`]). When notices may have been
-/// lost ([`steward_store::Change::Resync`], or this receiver lagged) every approval pending
-/// here is looked up once. Returns at once when the store sends no notices (SQLite): a run of
-/// a server is then decided through that server only.
+/// as the store notices them ([`steward_store::Change::Decision`]); a store without notices
+/// (SQLite) is looked at every [`crate::ServerOptions::notice_poll`] while approvals wait here
+/// (see [`DecisionQueue::follow_store`]).
 pub async fn follow_recorded_decisions(state: crate::state::AppState) {
     let store = state.runtime.store.clone();
-    let Some(mut changes) = store.subscribe_changes() else { return };
-    loop {
-        let received = tokio::select! {
-            received = changes.recv() => received,
-            _ = state.shutdown.cancelled() => return,
-        };
-        let ids = match received {
-            Ok(steward_store::Change::Decision { approval_id, .. }) => vec![approval_id],
-            Ok(steward_store::Change::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                state.live.pending_approval_ids()
-            }
-            Ok(_) => continue,
-            Err(broadcast::error::RecvError::Closed) => return,
-        };
-        for id in ids {
-            if state.live.approval_owner(&id).is_none() {
-                continue;
-            }
-            match store.approval_decision(&id).await {
-                Ok(Some(record)) => {
-                    state.live.deliver_recorded(record);
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!("reading the decision on approval {id}: {e}"),
-            }
-        }
+    let decisions = state.runtime.decisions.clone();
+    tokio::select! {
+        _ = decisions.follow_store(store.as_ref(), state.options.notice_poll) => {}
+        _ = state.shutdown.cancelled() => {}
     }
 }
 
@@ -385,61 +311,10 @@ impl EventObserver for Broadcast {
     }
 }
 
-/// Answers a live run's approval requests with decisions made in the browser or API of this
-/// server, or recorded in the store through another node ([`follow_recorded_decisions`]).
-pub struct WebApprover(pub Arc<LiveRun>);
-
-/// Removes a pending approval when its wait ends (answered, expired, or cancelled).
-struct PendingGuard<'a> {
-    run: &'a LiveRun,
-    id: String,
-}
-
-impl Drop for PendingGuard<'_> {
-    fn drop(&mut self) {
-        lock(&self.run.pending).remove(&self.id);
-    }
-}
-
-/// Removes a pending elicitation when its wait ends.
-struct ElicitationGuard<'a> {
-    run: &'a LiveRun,
-    id: String,
-}
-
-impl Drop for ElicitationGuard<'_> {
-    fn drop(&mut self) {
-        lock(&self.run.elicitations).remove(&self.id);
-    }
-}
-
-#[async_trait]
-impl Approver for WebApprover {
-    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-        let (tx, rx) = oneshot::channel();
-        lock(&self.0.pending)
-            .insert(request.id.clone(), Pending { request: request.clone(), token: token.to_string(), answer: tx });
-        let _guard = PendingGuard { run: &self.0, id: request.id.clone() };
-        match rx.await {
-            Ok(answer) => answer,
-            // The sender went away without an answer: fail closed.
-            Err(_) => ApprovalAnswer::NoApprover,
-        }
-    }
-
-    /// Waits for the owner's answer on the run's page (`POST /elicitations/{id}`).
-    async fn elicit(&self, prompt: &ElicitationPrompt) -> ElicitationReply {
-        let (tx, rx) = oneshot::channel();
-        lock(&self.0.elicitations).insert(prompt.id.clone(), PendingElicitation { prompt: prompt.clone(), answer: tx });
-        let _guard = ElicitationGuard { run: &self.0, id: prompt.id.clone() };
-        rx.await.unwrap_or(ElicitationReply::NoApprover)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use steward_core::approval::ApprovalScope;
+    use steward_core::approval::{ApprovalAnswer, ApprovalScope};
     use steward_core::clock::SystemClock;
     use steward_protocol::ApprovalStatus;
 
@@ -462,78 +337,41 @@ mod tests {
         }
     }
 
+    fn live(max_running: usize) -> (LiveRuns, Arc<DecisionQueue>) {
+        let decisions = Arc::new(DecisionQueue::new(Arc::new(SystemClock)));
+        (LiveRuns::new(max_running, decisions.clone()), decisions)
+    }
+
     #[tokio::test]
     async fn only_the_owner_decides_and_only_once() {
-        let live = LiveRuns::new(2, Arc::new(SystemClock));
+        let (live, decisions) = live(2);
         let run = live.register("run_1", "web:a", CancellationToken::new());
-        let approver = WebApprover(run.clone());
-        let req = request("apr_1", "web:a", 60);
-        let ask = tokio::spawn(async move { approver.ask(&req, "tok").await });
-        while live.approval_owner("apr_1").is_none() {
-            tokio::task::yield_now().await;
-        }
+        let mut waiting = decisions.open_approval(&request("apr_1", "web:a", 60), "tok");
+        assert_eq!(run.pending_approvals().len(), 1);
         assert!(matches!(
             live.decide("apr_1", "web:b", Decision::Approve(ApprovalScope::Once)),
             Err(DecideError::NotOwner)
         ));
         assert!(live.decide("apr_1", "web:a", Decision::Approve(ApprovalScope::Once)).is_ok());
         assert_eq!(
-            ask.await.unwrap(),
+            waiting.decided().await.answer,
             ApprovalAnswer::Approve { token: "tok".into(), decided_by: "web:a".into(), scope: ApprovalScope::Once }
         );
-        assert!(matches!(live.decide("apr_1", "web:a", Decision::Deny("x".into())), Err(DecideError::NotPending(_))));
+        assert!(matches!(live.decide("apr_1", "web:a", Decision::Deny("x".into())), Err(DecideError::AlreadyDecided)));
         assert!(run.pending_approvals().is_empty());
-    }
-
-    #[tokio::test]
-    async fn a_decision_recorded_through_another_node_reaches_the_waiting_run_with_this_token() {
-        let live = LiveRuns::new(1, Arc::new(SystemClock));
-        let run = live.register("run_1", "web:a", CancellationToken::new());
-        let approver = WebApprover(run.clone());
-        let req = request("apr_3", "web:a", 60);
-        let ask = tokio::spawn(async move { approver.ask(&req, "local-token").await });
-        while live.approval_owner("apr_3").is_none() {
-            tokio::task::yield_now().await;
-        }
-        assert_eq!(live.pending_approval_ids(), vec!["apr_3".to_string()]);
-        let record = |approval_id: &str| ApprovalDecisionRecord {
-            approval_id: approval_id.into(),
-            run_id: "run_1".into(),
-            decided_by: "web:a".into(),
-            approve: true,
-            scope: "run".into(),
-            reason: String::new(),
-            created_at: chrono::Utc::now(),
-        };
-        assert!(!live.deliver_recorded(record("apr_other")), "not pending here");
-        assert!(live.deliver_recorded(record("apr_3")));
-        assert_eq!(
-            ask.await.unwrap(),
-            ApprovalAnswer::Approve {
-                token: "local-token".into(),
-                decided_by: "web:a".into(),
-                scope: ApprovalScope::Run
-            }
-        );
-        assert!(!live.deliver_recorded(record("apr_3")), "answered once");
-        assert!(live.pending_approval_ids().is_empty());
+        drop(waiting);
+        assert!(matches!(live.decide("apr_1", "web:a", Decision::Deny("x".into())), Err(DecideError::NotPending(_))));
     }
 
     #[tokio::test]
     async fn an_expired_approval_cannot_be_decided() {
-        let live = LiveRuns::new(1, Arc::new(SystemClock));
-        let run = live.register("run_1", "web:a", CancellationToken::new());
-        let approver = WebApprover(run.clone());
-        let req = request("apr_2", "web:a", -1);
-        let ask = tokio::spawn(async move { approver.ask(&req, "tok").await });
-        while live.approval_owner("apr_2").is_none() {
-            tokio::task::yield_now().await;
-        }
+        let (live, decisions) = live(1);
+        let _run = live.register("run_1", "web:a", CancellationToken::new());
+        let _waiting = decisions.open_approval(&request("apr_2", "web:a", -1), "tok");
         assert!(matches!(
             live.decide("apr_2", "web:a", Decision::Approve(ApprovalScope::Once)),
             Err(DecideError::Expired)
         ));
-        ask.abort();
     }
 
     fn prompt(id: &str, owner: &str, expires_in_s: i64) -> ElicitationPrompt {
@@ -560,14 +398,9 @@ mod tests {
 
     #[tokio::test]
     async fn only_the_owner_answers_a_request_for_input_with_values_that_fit() {
-        let live = LiveRuns::new(1, Arc::new(SystemClock));
+        let (live, decisions) = live(1);
         let run = live.register("run_1", "web:a", CancellationToken::new());
-        let approver = WebApprover(run.clone());
-        let asked = prompt("eli_1", "web:a", 60);
-        let ask = tokio::spawn(async move { approver.elicit(&asked).await });
-        while run.pending_elicitations().is_empty() {
-            tokio::task::yield_now().await;
-        }
+        let mut waiting = decisions.open_elicitation(&prompt("eli_1", "web:a", 60));
         let accept = |pairs: &[(&str, &str)]| {
             ElicitationAction::Accept(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
         };
@@ -582,23 +415,19 @@ mod tests {
         let mut values = serde_json::Map::new();
         values.insert("n".into(), serde_json::json!(3));
         values.insert("who".into(), serde_json::json!("Ada"));
-        assert_eq!(ask.await.unwrap(), ElicitationReply::Accept { values, decided_by: "web:a".into() });
+        assert_eq!(waiting.decided().await.answer, ElicitationReply::Accept { values, decided_by: "web:a".into() });
         assert_eq!(live.answer_elicitation("eli_1", "web:a", ElicitationAction::Cancel), Err(ElicitError::NotPending));
         assert!(run.pending_elicitations().is_empty());
+        drop(waiting);
 
-        let approver = WebApprover(run.clone());
-        let late = prompt("eli_2", "web:a", -1);
-        let ask = tokio::spawn(async move { approver.elicit(&late).await });
-        while run.pending_elicitations().is_empty() {
-            tokio::task::yield_now().await;
-        }
+        let _late = decisions.open_elicitation(&prompt("eli_2", "web:a", -1));
+        assert_eq!(run.pending_elicitations().len(), 1);
         assert_eq!(live.answer_elicitation("eli_2", "web:a", ElicitationAction::Decline), Err(ElicitError::Expired));
-        ask.abort();
     }
 
     #[tokio::test]
     async fn the_queue_keeps_order_and_reports_positions() {
-        let live = Arc::new(LiveRuns::new(1, Arc::new(SystemClock)));
+        let live = Arc::new(live(1).0);
         let a = live.register("run_a", "web:a", CancellationToken::new());
         let b = live.register("run_b", "web:a", CancellationToken::new());
         let c = live.register("run_c", "web:a", CancellationToken::new());
@@ -620,7 +449,7 @@ mod tests {
 
     #[test]
     fn the_event_stream_exists_only_while_someone_watches() {
-        let live = LiveRuns::new(1, Arc::new(SystemClock));
+        let live = live(1).0;
         let run = live.register("run_1", "web:a", CancellationToken::new());
         let observer = Broadcast(run.clone());
         let event = |seq| Event {

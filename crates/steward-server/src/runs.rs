@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use steward_core::Task;
-use steward_core::approval::ApprovalScope;
+use steward_core::approval::{ApprovalScope, QueueApprover};
 use steward_protocol::{ApprovalRequest, ApprovalStatus, Event};
 use steward_store::{ApprovalDecisionRecord, RunRecord, new_id};
 
 use crate::error::{ApiError, ErrorClass};
-use crate::live::{Broadcast, DecideError, Decision, ElicitError, ElicitationAction, WebApprover};
+use crate::live::{Broadcast, DecideError, Decision, ElicitError, ElicitationAction};
 use crate::state::{AppState, StartRun};
 
 /// Longest task accepted, in characters.
@@ -117,7 +117,7 @@ pub async fn start_with_history(
     let ready = prepared.into_run(Task {
         task,
         owner_id: owner_id.to_string(),
-        approver: Arc::new(WebApprover(run.clone())),
+        approver: Arc::new(QueueApprover),
         observer: Arc::new(Broadcast(run.clone())),
         cancel: run.cancel.clone(),
         run_id: Some(id.clone()),
@@ -240,13 +240,17 @@ pub async fn cancel(state: &AppState, owner_id: &str, id: &str) -> Result<RunVie
     }
 }
 
-/// Decides approval `approval_id` as `owner_id`: delivered at once to a run of this server,
-/// or recorded in the store for a run executing in another process, which picks it up: the
-/// prompt of a terminal, or another node sharing the database (woken by its change notice).
+/// Decides approval `approval_id` as `owner_id`: submitted at once to the runtime's decision
+/// queue for a run of this server, or recorded in the store for a run executing in another
+/// process, whose decision queue is fed from the store: a terminal's, or another node's
+/// sharing the database (woken by its change notice).
 pub async fn decide(state: &AppState, owner_id: &str, approval_id: &str, decision: Decision) -> Result<(), ApiError> {
     let recorded = match state.live.decide(approval_id, owner_id, decision) {
         Ok(()) => return Ok(()),
         Err(DecideError::NotOwner) => return Err(ApiError::not_owner("this approval")),
+        Err(DecideError::AlreadyDecided) => {
+            return Err(ApiError::conflict(ErrorClass::NotPending, "the approval has already been decided"));
+        }
         Err(DecideError::Expired) => {
             return Err(ApiError::conflict(
                 ErrorClass::Expired,

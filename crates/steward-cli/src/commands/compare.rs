@@ -61,6 +61,7 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
     let owner_id = local_owner();
     let cancel = CancellationToken::new();
     crate::home::spawn_lease_keeper(&runtime, CancellationToken::new())?;
+    crate::home::spawn_decision_follower(&runtime);
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -81,7 +82,7 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
             // Without a terminal an ask is denied, as in `steward run`.
             approver: Arc::new(ui::TerminalApprover {
                 owner_id: owner_id.clone(),
-                store: runtime.store.clone(),
+                decisions: runtime.decisions.clone(),
                 wait_for_decisions: false,
             }),
             observer,

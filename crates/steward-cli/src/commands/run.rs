@@ -226,6 +226,7 @@ async fn run_observed(
     let cancel = CancellationToken::new();
     // Renewed until the process ends, also while a cancelled run records its end.
     crate::home::spawn_lease_keeper(&runtime, CancellationToken::new())?;
+    crate::home::spawn_decision_follower(&runtime);
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -244,7 +245,11 @@ async fn run_observed(
     let ready = prepared.into_run(Task {
         task: args.task,
         owner_id: owner_id.clone(),
-        approver: Arc::new(ui::TerminalApprover { owner_id, store: runtime.store.clone(), wait_for_decisions }),
+        approver: Arc::new(ui::TerminalApprover {
+            owner_id,
+            decisions: runtime.decisions.clone(),
+            wait_for_decisions,
+        }),
         observer,
         cancel,
         run_id: Some(run_id),

@@ -29,6 +29,7 @@ use crate::approval::{ApprovalKey, Approver};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::context::Turn;
+use crate::decisions::DecisionQueue;
 use crate::events::EventObserver;
 use crate::planner::PlannerOverrides;
 use crate::recovery::ExecutingRuns;
@@ -41,14 +42,16 @@ impl Runtime {
     /// The runtime of the state directory `home`: full outputs of capped tool results go to
     /// `home/outputs`, rollback snapshots to `home/snapshots` (both created when first needed);
     /// `store`, `redactor` and `approval_key` are shared by every run of the process, and so
-    /// are the registry of the runs it executes (empty at first) and the clock approvals and
-    /// grants are judged by (the system clock; [`Runtime::with_clock`] sets another).
+    /// are the registry of the runs it executes (empty at first), the clock approvals and
+    /// grants are judged by (the system clock; [`Runtime::with_clock`] sets another) and the
+    /// queue of the decisions its runs wait on (empty at first).
     pub fn new(
         home: &Path,
         store: Arc<dyn Store>,
         redactor: impl Into<Arc<Redactor>>,
         approval_key: ApprovalKey,
     ) -> Runtime {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         Runtime {
             store,
             redactor: redactor.into(),
@@ -56,14 +59,16 @@ impl Runtime {
             outputs_dir: home.join("outputs"),
             snapshots_dir: home.join("snapshots"),
             executing: Arc::new(ExecutingRuns::new()),
-            clock: Arc::new(SystemClock),
+            clock: clock.clone(),
+            decisions: Arc::new(DecisionQueue::new(clock)),
         }
     }
 
     /// The same runtime reading the time from `clock` (a [`crate::clock::ManualClock`] in a
-    /// test that moves time on to expire approvals and grants).
+    /// test that moves time on to expire approvals and grants), with a fresh decision queue
+    /// judging expiry by it: set the clock before any run starts.
     pub fn with_clock(self, clock: Arc<dyn Clock>) -> Runtime {
-        Runtime { clock, ..self }
+        Runtime { decisions: Arc::new(DecisionQueue::new(clock.clone())), clock, ..self }
     }
 
     /// The same runtime with `redactor` in place of its own (a redactor that also knows more

@@ -1,5 +1,7 @@
 //! Asking the run's owner (SPEC C4), in four parts: the request is opened (stored, audited,
-//! announced), the answer awaited until the expiry, judged (only the owner, with a valid
+//! queued for decisions, announced), the first valid decision awaited until the expiry (the
+//! run's approver's answer or one another front end submits to the runtime's
+//! [`DecisionQueue`](crate::decisions::DecisionQueue)), judged (only the owner, with a valid
 //! token, approves), and the verdict recorded (a grant remembered when the owner chose one).
 //!
 //! Arguments and preview are shown redacted; when redaction changed them, the reason says so
@@ -12,6 +14,7 @@ use super::grants::{grantable, remember_grant};
 use super::record::{AuditRecord, Rule, STEWARD};
 use super::{CallAbort, CallContext, HIDDEN_PARTS_WARNING};
 use crate::approval::{ApprovalAnswer, ApprovalScope, NO_APPROVER, wait_for_answer};
+use crate::decisions::Waiting;
 use crate::tools::Tool;
 
 /// Why an answer did not approve.
@@ -81,11 +84,16 @@ pub(super) async fn ask_owner(
     decision: &Decision,
     preview: Option<&(String, String)>,
 ) -> Result<Result<Approval, Unapproved>, CallAbort> {
-    let (mut request, token) = open_request(cx, call, decision, preview).await?;
+    let (mut request, token, mut waiting) = open_request(cx, call, decision, preview).await?;
     // Expiry is enforced proactively (the wait ends at `expires_at`) and reactively (a late
     // answer counts for nothing).
     let wait = approval_ttl(cx, decision).to_std().unwrap_or_default();
-    let answer = match wait_for_answer(cx.run.interrupt, cx.approvals.approver.as_ref(), &request, &token, wait).await {
+    let approver = cx.approvals.approver.as_ref();
+    let answered =
+        wait_for_answer(cx.run.interrupt, approver, cx.approvals.decisions, &mut waiting, &request, &token, wait).await;
+    // The request leaves the queue: later submissions are refused.
+    drop(waiting);
+    let answer = match answered {
         Ok(answer) => answer,
         Err(interrupt) => {
             expire(cx, &mut request).await?;
@@ -114,13 +122,14 @@ pub(super) async fn ask_owner(
 }
 
 /// Creates the approval request for `call` and its decision token; stores it, records the
-/// escalation and announces it (with the preview, if any).
-async fn open_request(
-    cx: &CallContext<'_>,
+/// escalation, opens it in the runtime's decision queue and announces it (with the preview,
+/// if any).
+async fn open_request<'c>(
+    cx: &CallContext<'c>,
     call: &ToolCall,
     decision: &Decision,
     preview: Option<&(String, String)>,
-) -> Result<(ApprovalRequest, String), CallAbort> {
+) -> Result<(ApprovalRequest, String, Waiting<'c, ApprovalAnswer>), CallAbort> {
     let created_at = cx.approvals.clock.now();
     let redactor = cx.records.redactor;
     let arguments = redactor.redact_value(&call.arguments);
@@ -161,6 +170,9 @@ async fn open_request(
         .detail(request.reason.clone())
         .write(cx)
         .await?;
+    // Open for decisions before it is announced, so a front end that shows it on the event
+    // finds it waiting.
+    let waiting = cx.approvals.decisions.open_approval(&request, &token);
     let events = cx.records.events;
     if let Some((path, diff)) = preview {
         events
@@ -180,7 +192,7 @@ async fn open_request(
             expires_at: request.expires_at,
         })
         .await?;
-    Ok((request, token))
+    Ok((request, token, waiting))
 }
 
 /// How long the approval request for a call decided as `decision` stays open: the per-action

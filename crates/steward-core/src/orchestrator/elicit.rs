@@ -12,6 +12,7 @@ use steward_store::{StoreError, new_id};
 use tokio::sync::{mpsc, oneshot};
 
 use super::CallContext;
+use crate::decisions::Via;
 use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 
 /// A server's request on its way from the MCP client to the orchestrator, with where to send
@@ -131,13 +132,19 @@ async fn ask(
         format!("server `{}` asks the owner for input; expires {}", request.server, prompt.expires_at.to_rfc3339());
     cx.records.store.queue_audit(entry(AuditOutcome::Escalated, "steward", detail, 0)).await?;
     // Expiry as for an approval: the wait ends at `expires_at`, and a late answer counts for
-    // nothing. (Cancelling the run ends the tool call, and this wait with it.)
+    // nothing. (Cancelling the run ends the tool call, and this wait with it.) The first valid
+    // answer wins: the run's approver's (submitted for it) or one another front end submits to
+    // the runtime's decision queue (the run's page in the web UI).
     let started = std::time::Instant::now();
     let wait = cx.approvals.ttl.to_std().unwrap_or_default();
-    let waiting = tokio::time::timeout(wait, cx.approvals.approver.elicit(&prompt));
+    let queue = cx.approvals.decisions;
+    let mut open = queue.open_elicitation(&prompt);
+    let own = cx.approvals.approver.elicit(&prompt);
+    let first = open.first(own, |reply| queue.submit_elicitation(&id, reply, Via::Here));
+    let waiting = tokio::time::timeout(wait, first);
     tokio::pin!(waiting);
-    // One poll lets the approver take the request in (the web UI lists it) before the event
-    // announces it, so a page loaded on the event shows the form.
+    // One poll lets the approver take the request in before the event announces it (the
+    // queue already lists it for the web UI, so a page loaded on the event shows the form).
     let early = tokio::select! {
         biased;
         reply = &mut waiting => Some(reply),
@@ -161,7 +168,7 @@ async fn ask(
         None => waiting.await,
     } {
         Ok(_) if cx.approvals.clock.now() >= prompt.expires_at => None,
-        Ok(reply) => Some(reply),
+        Ok(reply) => reply,
         Err(_elapsed) => None,
     };
     let ms = started.elapsed().as_millis() as u64;

@@ -4,7 +4,9 @@
 //! - **decide**: the gate's policy and validation, pure and synchronous ([`crate::decide`]);
 //! - **preview**: the tool's dry run, so a change that cannot apply fails before anyone is asked;
 //! - **permit** ([`gate`]): an allow, a remembered grant or the owner's approval
-//!   ([`ask`]) becomes a [`Permit`](gate::Permit); anything else a typed [`Refusal`];
+//!   ([`ask`], the first valid decision taken from the runtime's
+//!   [`DecisionQueue`](crate::decisions::DecisionQueue)) becomes a [`Permit`](gate::Permit);
+//!   anything else a typed [`Refusal`];
 //! - **execute** ([`execute`]): the tool runs in the sandbox its
 //!   [`CallSandbox`](execute::CallSandbox) describes,
 //!   answering MCP elicitations meanwhile ([`elicit`]);
@@ -27,6 +29,7 @@ use steward_store::{Store, StoreError};
 use crate::approval::{ApprovalKey, Approver};
 use crate::clock::Clock;
 use crate::config::HookConfig;
+use crate::decisions::DecisionQueue;
 use crate::events::EventEmitter;
 use crate::interrupt::{Interrupt, Interruptible};
 use crate::tools::{Tool, ToolContext, ToolRegistry};
@@ -92,6 +95,8 @@ pub(crate) struct Approvals<'a> {
     pub key: &'a ApprovalKey,
     /// Puts requests (and MCP elicitations) to the owner.
     pub approver: &'a Arc<dyn Approver>,
+    /// Where every front end submits its decisions and the permit step takes them from.
+    pub decisions: &'a DecisionQueue,
     /// When requests are made and whether they (and grants) have expired.
     pub clock: &'a dyn Clock,
     /// Lifetime of an approval request (`approval_timeout_seconds`).
