@@ -17,6 +17,7 @@ pub mod data_flow;
 pub mod decide;
 pub mod elicitation;
 pub mod events;
+pub mod generated;
 pub mod hooks;
 pub mod interrupt;
 pub mod mcp_tokens;

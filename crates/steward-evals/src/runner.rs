@@ -74,8 +74,25 @@ pub fn skip_reason(case: &Case, options: &EvalOptions) -> Option<String> {
             case.fail_roles.join(", ")
         ));
     }
-    if let Some(reason) = case.requires.iter().find_map(|c| missing_capability(c)) {
+    let missing = |c: &String| match c.as_str() {
+        // Generated tools run in the tool worker, which only the `steward` binary provides.
+        "generated_tools" if steward_core::generated::worker().is_some() => None,
+        "generated_tools" => Some(format!(
+            "requires generated_tools: tool generation (SPEC G) needs the tool worker, which this process does not \
+             have ({})",
+            steward_core::generated::NO_WORKER
+        )),
+        // A case that continues an earlier case's run has that run as its conversation.
+        "conversations" if case.after.is_some() => None,
+        other => missing_capability(other),
+    };
+    if let Some(reason) = case.requires.iter().find_map(missing) {
         return Some(reason);
+    }
+    if let Some(after) = &case.after
+        && case.earlier.is_none()
+    {
+        return Some(format!("continues the case `{after}`, which is not among the cases run"));
     }
     let fake = case.rounds.is_some() || case.scenario.is_some();
     let real =
@@ -160,20 +177,7 @@ async fn run_in(
         std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
     prepare_workspace(&ws, case).await?;
-    let mut table = case.config.clone();
-    if let Some(overlay) = &options.config_overlay {
-        merge(&mut table, overlay.clone());
-    }
-    let text = toml::to_string(&table).map_err(|e| format!("case config: {e}"))?;
-    std::fs::write(config_dir.join("config.toml"), text).map_err(|e| format!("cannot write the case config: {e}"))?;
     let ws = std::fs::canonicalize(&ws).map_err(|e| format!("workspace: {e}"))?;
-    let config = Config::load(Some(&config_dir), &ws).map_err(|e| format!("case config: {e}"))?;
-    let (planner, fake) = planner_for(case, options, &config)?;
-    // Composed like every run; MCP servers a case configures are connected, as `steward run`
-    // connects them. The role pipeline is not run by evals (see `skip_reason`).
-    let run_options = RunOptions { planner_choice: Some(planner), mode: Some(RunMode::Loop), ..RunOptions::default() };
-    let prepared = steward_core::prepare(config, &ws, &run_options).await.map_err(|e| e.to_string())?;
-
     let store = SqliteStore::open(
         &home.join("steward.db"),
         StoreOptions { audit_anchor: Some(home.join("audit.anchor")), ..StoreOptions::default() },
@@ -182,31 +186,21 @@ async fn run_in(
     .map_err(|e| format!("store: {e}"))?;
     let store: Arc<dyn Store> = Arc::new(store);
     let runtime = Runtime::new(&home, store.clone(), redactor.clone(), ApprovalKey::generate());
-    let recorder = Arc::new(Recorder::default());
-    let cancel = CancellationToken::new();
-    let canceller = case.cancel_after_ms.map(|ms| {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-            cancel.cancel();
-        })
-    });
-    let ready = prepared.into_run(Task {
-        task: case.task.clone(),
-        owner_id: OWNER.to_string(),
-        approver: Arc::new(CaseApprover { approvals: case.approvals.clone() }),
-        observer: recorder.clone(),
-        cancel,
-        run_id: None,
-        history: Vec::new(),
-    });
-    let started = Instant::now();
-    let result = ready.run(&runtime).await;
-    let duration_ms = started.elapsed().as_millis() as u64;
-    if let Some(task) = canceller {
-        task.abort();
+    let places = Places { dir, ws: &ws, config_dir: &config_dir };
+    // A case that continues another (`after`) runs that one first, in the same workspace and
+    // state; its task and answer become this run's conversation history.
+    let mut history = Vec::new();
+    if let Some(earlier) = &case.earlier {
+        let first = one_run(&places, earlier, options, &runtime, Vec::new()).await?;
+        let record =
+            first.result.map_err(|e| format!("the earlier run `{}` could not start or store: {e}", earlier.name))?;
+        history.push(steward_core::context::Turn {
+            task: earlier.task.clone(),
+            answer: record.final_text.unwrap_or_default(),
+        });
     }
-    let mut outcome = RunOutcome { events: recorder.take(), duration_ms, ..RunOutcome::default() };
+    let OneRun { result, events, duration_ms, fake } = one_run(&places, case, options, &runtime, history).await?;
+    let mut outcome = RunOutcome { events, duration_ms, ..RunOutcome::default() };
     let record = match result {
         Ok(record) => record,
         Err(e) => {
@@ -244,6 +238,83 @@ async fn run_in(
         outcome.files.insert(path.clone(), read_workspace_file(&ws, path));
     }
     Ok(outcome)
+}
+
+/// Where a case's runs happen.
+struct Places<'a> {
+    dir: &'a Path,
+    ws: &'a Path,
+    config_dir: &'a Path,
+}
+
+/// What one run of a case left.
+struct OneRun {
+    result: Result<steward_store::RunRecord, steward_core::RunError>,
+    events: Vec<Event>,
+    duration_ms: u64,
+    fake: Option<Arc<FakeProvider>>,
+}
+
+/// Writes `case`'s configuration (with its scripted generator, if any), prepares and runs it.
+async fn one_run(
+    places: &Places<'_>,
+    case: &Case,
+    options: &EvalOptions,
+    runtime: &Runtime,
+    history: Vec<steward_core::context::Turn>,
+) -> Result<OneRun, String> {
+    let mut table = case.config.clone();
+    if let Some(rounds) = &case.generator_rounds {
+        // The generator of generated tools: a fake provider playing the case's rounds.
+        let scenario = places.dir.join(format!("generator-{}.toml", case.name));
+        let mut script = toml::Table::new();
+        script.insert("round".into(), toml::Value::Array(rounds.iter().cloned().map(toml::Value::Table).collect()));
+        let text = toml::to_string(&script).map_err(|e| format!("generator rounds: {e}"))?;
+        std::fs::write(&scenario, text).map_err(|e| format!("cannot write the generator script: {e}"))?;
+        let overlay: toml::Table = toml::from_str(&format!(
+            "[providers.case_generator]\nkind = \"fake\"\nscenario = {:?}\n[generated_tools]\nprovider = \"case_generator\"\n",
+            scenario.display().to_string()
+        ))
+        .map_err(|e| format!("generator config: {e}"))?;
+        merge(&mut table, overlay);
+    }
+    if let Some(overlay) = &options.config_overlay {
+        merge(&mut table, overlay.clone());
+    }
+    let text = toml::to_string(&table).map_err(|e| format!("case config: {e}"))?;
+    std::fs::write(places.config_dir.join("config.toml"), text)
+        .map_err(|e| format!("cannot write the case config: {e}"))?;
+    let config = Config::load(Some(places.config_dir), places.ws).map_err(|e| format!("case config: {e}"))?;
+    let (planner, fake) = planner_for(case, options, &config)?;
+    // Composed like every run; MCP servers a case configures are connected, as `steward run`
+    // connects them. The role pipeline is not run by evals (see `skip_reason`).
+    let run_options = RunOptions { planner_choice: Some(planner), mode: Some(RunMode::Loop), ..RunOptions::default() };
+    let prepared = steward_core::prepare(config, places.ws, &run_options).await.map_err(|e| e.to_string())?;
+    let recorder = Arc::new(Recorder::default());
+    let cancel = CancellationToken::new();
+    let canceller = case.cancel_after_ms.map(|ms| {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            cancel.cancel();
+        })
+    });
+    let ready = prepared.into_run(Task {
+        task: case.task.clone(),
+        owner_id: OWNER.to_string(),
+        approver: Arc::new(CaseApprover { approvals: case.approvals.clone() }),
+        observer: recorder.clone(),
+        cancel,
+        run_id: None,
+        history,
+    });
+    let started = Instant::now();
+    let result = ready.run(runtime).await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    if let Some(task) = canceller {
+        task.abort();
+    }
+    Ok(OneRun { result, events: recorder.take(), duration_ms, fake })
 }
 
 /// The planner: the fake provider playing the case's rounds or built-in scenario, else the

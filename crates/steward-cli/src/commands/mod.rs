@@ -103,6 +103,7 @@ mod anchor;
 mod compare;
 mod control;
 pub(crate) mod eval;
+pub(crate) mod generated;
 pub(crate) mod hub;
 mod inspect;
 pub(crate) mod ledger;
