@@ -95,7 +95,7 @@ pub(crate) async fn generate(
             }
         };
         messages.push(Message::assistant(text.clone(), Vec::new()));
-        let checked = match check_draft(cx, call, &worker, &text).await {
+        let checked = match check_draft(cx, call, &worker, &text, generator).await {
             Ok(draft) => draft,
             Err(reason) => {
                 step(cx, call, AuditOutcome::Failed, format!("{versioned} attempt {attempt}: {reason}")).await?;
@@ -248,13 +248,14 @@ async fn check_draft(
     call: &ToolCall,
     worker: &steward_generated::WorkerCommand,
     text: &str,
+    generator: &Generator,
 ) -> Result<(Draft, String), String> {
     let json = json_object(text).ok_or("the answer holds no JSON object")?;
     let draft: Draft =
         serde_json::from_str(json).map_err(|e| format!("the answer is not the JSON object asked for: {e}"))?;
     checks::check_source(&draft.source).map_err(|e| e.to_string())?;
     checks::check_schema(&draft.input_schema).map_err(|e| e.to_string())?;
-    let host = host_env(probe_dir(cx), cx.tools.context);
+    let host = host_env(generator.files_dir.join(".probes").join(cx.run.run_id), cx.tools.context);
     let limits = StepLimits { time: PROBE_TIME, ..StepLimits::default() };
     let cancel = &cx.tools.context.cancel;
     let compiled =
@@ -275,11 +276,6 @@ async fn check_draft(
     let value = probe.outcome.map_err(|e| format!("probe call with the planner's arguments: {e}"))?;
     let shown: String = value.to_string().chars().take(200).collect();
     Ok((draft, shown))
-}
-
-/// Where a probe's `sandbox_write` goes: a folder of the run's own, not the tool's.
-fn probe_dir(cx: &CallContext<'_>) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("steward-probe-{}", cx.run.run_id))
 }
 
 /// The JSON object in `text`: the whole text, or from its first `{` to its last `}` (a
