@@ -120,7 +120,7 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
-    /// List the tools a model would be offered in a workspace (built-in and `[[tool]]` ones).
+    /// List the tools a model would be offered in a workspace (built-in and `[[tool]]` ones); `tools generated` lists the generated ones.
     Tools {
         #[command(subcommand)]
         command: Option<ToolsCommand>,
@@ -161,6 +161,23 @@ enum Command {
         /// `man` only: write one manual page per command into this folder instead.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+    },
+}
+
+/// The hidden argument that makes `steward` serve one step of a generated tool.
+fn steward_cli_worker_arg() -> &'static str {
+    "__tool-worker"
+}
+
+#[derive(Subcommand)]
+enum ToolsCommand {
+    /// Tools the agent wrote for itself: every version with its source hash and who approved it.
+    Generated {
+        #[command(subcommand)]
+        command: Option<commands::generated::GeneratedCommand>,
+        /// One JSON object per version.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -365,6 +382,16 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
+    // The worker of generated tools: one step on stdin/stdout, before anything else starts.
+    if std::env::args_os().nth(1).is_some_and(|a| a == steward_cli_worker_arg()) {
+        return ExitCode::from(u8::try_from(steward_generated::worker::serve_stdio()).unwrap_or(1));
+    }
+    if let Ok(program) = std::env::current_exe() {
+        steward_core::generated::set_worker(steward_generated::WorkerCommand {
+            program,
+            args: vec![steward_cli_worker_arg().to_string()],
+        });
+    }
     // `steward audit list | head`: stop quietly when stdout is closed, like other command-line
     // tools. (SIGPIPE itself stays ignored: a child process that dies — an MCP server — must
     // not kill Steward when it writes to that child's stdin.)
@@ -458,6 +485,13 @@ fn main() -> ExitCode {
             Command::Tools { command: Some(ToolsCommand::TestCompensation { name, args, workspace }), .. } => {
                 commands::tools::test_compensation(&workspace, &name, &args).await
             }
+            Command::Tools { command: Some(ToolsCommand::Generated { command, json }), .. } => match command {
+                None => commands::generated::list(json).await,
+                Some(commands::generated::GeneratedCommand::Show { tool }) => commands::generated::show(&tool).await,
+                Some(commands::generated::GeneratedCommand::Remove { tool }) => {
+                    commands::generated::remove(&tool).await
+                }
+            },
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Ledger { command } => commands::ledger::run(command).await,
             Command::Serve(args) => commands::serve::serve(args).await,

@@ -158,6 +158,14 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
     if let Some(plan) = &req.roles {
         plan.check().map_err(|e| RunError::Config(e.to_string()))?;
     }
+    // Generated tools (SPEC G): the generator, and the owner's registered tools offered from
+    // the first round.
+    let generator =
+        crate::generated::generator_for(&req.config, &req.planner, rt.outputs_dir.parent().unwrap_or(&rt.outputs_dir))
+            .map_err(|e| RunError::Config(e.to_string()))?;
+    if let Some(generator) = &generator {
+        crate::generated::load_registered(&rt.store, &req.owner_id, &req.tools, &generator.files_dir).await?;
+    }
     let limits = req.config.limits.clone();
     let started = Instant::now();
     // The run's own token: cancelled with `req.cancel`, or alone by the lease keeper.
@@ -263,6 +271,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
             hooks: &req.config.hooks,
             max_output_chars: limits.max_tool_output_chars,
             outputs_dir: &rt.outputs_dir,
+            generator: generator.as_ref(),
         },
         state: RunState::new(!req.config.run_level_taint_only),
     };

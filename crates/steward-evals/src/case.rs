@@ -30,6 +30,10 @@
 //! fail_roles = []                         # roles whose model cannot be reached (implies roles)
 //! memory = ["My editor is helix."]        # facts remembered for the owner before the run
 //! requires = []                           # capabilities the case needs (unknown ones: skipped)
+//! after = "celsius"                       # run that case first, same workspace and state; its
+//!                                         # task and answer are this run's conversation history
+//! # [[case.generator_round]]              # scripted generator of generated tools (round format)
+//! # text = "{\"description\": …, \"input_schema\": …, \"source\": …}"
 //!
 //! [case.files]                            # extra workspace files, committed with note.txt
 //! "docs/a.md" = "hello\n"
@@ -52,6 +56,7 @@
 //! max_rounds = 2
 //! tools_used = ["shell_command"]          # tools that ran (a `tool_started` event)
 //! tools_not_used = ["apply_patch"]        # tools that never ran
+//! tool_output_contains = ["37.8"]         # substrings of some completed call's output
 //! rollback = true                         # every applied change left a rollback record
 //! model_saw = ["helix"]                   # substrings of the planner's first request (fake provider)
 //! facts = ["My editor is helix."]         # the owner's remembered facts after the run
@@ -166,6 +171,17 @@ pub struct Case {
     /// The case's configuration, in Steward's configuration schema.
     #[serde(default)]
     pub config: toml::Table,
+    /// Scripted replies of the generator of generated tools (the fake provider's round
+    /// format); sets `[generated_tools] provider` to a fake provider playing them.
+    #[serde(default, rename = "generator_round")]
+    pub generator_rounds: Option<Vec<toml::Table>>,
+    /// The name of a case whose run comes first, in the same workspace and state, as the
+    /// earlier turn of this run's conversation (its task and answer are this run's history).
+    #[serde(default)]
+    pub after: Option<String>,
+    /// The case named by `after`, filled in by [`crate::run_cases`].
+    #[serde(skip)]
+    pub earlier: Option<Box<Case>>,
     /// Expectations.
     #[serde(default)]
     pub expect: Expect,
@@ -222,6 +238,10 @@ pub struct Expect {
     /// Tools that never ran.
     #[serde(default)]
     pub tools_not_used: Vec<String>,
+    /// Substrings of the output of some completed tool call (a `tool_completed` event), e.g.
+    /// what a generated tool computed.
+    #[serde(default)]
+    pub tool_output_contains: Vec<String>,
     /// Every `patch_applied` event has a stored rollback record (true), or there is none (false).
     #[serde(default)]
     pub rollback: Option<bool>,
@@ -252,6 +272,7 @@ impl Default for Expect {
             max_rounds: None,
             tools_used: Vec::new(),
             tools_not_used: Vec::new(),
+            tool_output_contains: Vec::new(),
             rollback: None,
             files: BTreeMap::new(),
             model_saw: Vec::new(),

@@ -77,9 +77,21 @@ pub fn parse_cases(text: &str, source_name: &str) -> Result<Vec<Case>, EvalError
             "a JSON case file must be MrEric's golden format (an array of objects with name, task, scenario)".into(),
         ));
     }
-    let cases = case::parse_toml(text).map_err(|e| parse_error(e.to_string()))?;
+    let mut cases = case::parse_toml(text).map_err(|e| parse_error(e.to_string()))?;
     check_unique(&cases)?;
+    link_earlier(&mut cases);
     Ok(cases)
+}
+
+/// Fills in [`Case::earlier`] of each case whose `after` names another case of `cases` (one
+/// that does not continue a case itself).
+fn link_earlier(cases: &mut [Case]) {
+    let all: Vec<Case> = cases.to_vec();
+    for case in cases.iter_mut() {
+        if let Some(after) = &case.after {
+            case.earlier = all.iter().find(|c| &c.name == after && c.after.is_none()).cloned().map(Box::new);
+        }
+    }
 }
 
 /// The default cases.

@@ -71,8 +71,25 @@ pub fn skip_reason(case: &Case, options: &EvalOptions) -> Option<String> {
             RoleName::ALL.map(|r| r.as_str()).join(", ")
         ));
     }
-    if let Some(reason) = case.requires.iter().find_map(|c| missing_capability(c)) {
+    let missing = |c: &String| match c.as_str() {
+        // Generated tools run in the tool worker, which only the `steward` binary provides.
+        "generated_tools" if steward_core::generated::worker().is_some() => None,
+        "generated_tools" => Some(format!(
+            "requires generated_tools: tool generation (SPEC G) needs the tool worker, which this process does not \
+             have ({})",
+            steward_core::generated::NO_WORKER
+        )),
+        // A case that continues an earlier case's run has that run as its conversation.
+        "conversations" if case.after.is_some() => None,
+        other => missing_capability(other),
+    };
+    if let Some(reason) = case.requires.iter().find_map(missing) {
         return Some(reason);
+    }
+    if let Some(after) = &case.after
+        && case.earlier.is_none()
+    {
+        return Some(format!("continues the case `{after}`, which is not among the cases run"));
     }
     let fake = case.rounds.is_some() || case.scenario.is_some();
     let real =
@@ -204,6 +221,20 @@ enum HarnessError {
         /// Why it was not stored.
         source: steward_core::memory::MemoryError,
     },
+    /// The earlier case a case continues (`after`) could not start or store its run.
+    #[error("the earlier run `{name}` could not start or store: {source}")]
+    EarlierRun {
+        /// The earlier case's name.
+        name: String,
+        /// Why its run failed.
+        source: steward_core::RunError,
+    },
+    /// The owner's remembered facts could not be read after the run.
+    #[error("facts: {0}")]
+    Facts(steward_core::memory::MemoryError),
+    /// A case's generator rounds could not be written out.
+    #[error("cannot write the generator script: {0}")]
+    GeneratorScript(std::io::Error),
     /// `git` could not be started.
     #[error("cannot run git: {0}")]
     GitSpawn(std::io::Error),
@@ -234,46 +265,7 @@ async fn run_in(
         std::fs::create_dir_all(d).map_err(|source| HarnessError::CreateDir { path: d.clone(), source })?;
     }
     prepare_workspace(&ws, case).await?;
-    // The scenario's own configuration (an MCP server it needs) under the case's.
-    let mut table = case.scenario.as_deref().map(scenarios::config).unwrap_or_default();
-    merge(&mut table, case.config.clone());
-    if let Some(overlay) = &options.config_overlay {
-        merge(&mut table, overlay.clone());
-    }
-    let text = toml::to_string(&table)?;
-    std::fs::write(config_dir.join("config.toml"), text).map_err(HarnessError::ConfigWrite)?;
     let ws = std::fs::canonicalize(&ws).map_err(HarnessError::Workspace)?;
-    let config = Config::load(Some(&config_dir), &ws)?;
-    let (planner, fake) = planner_for(case, options, &config)?;
-    // Composed like every run; MCP servers a case configures are connected, as `steward run`
-    // connects them. In roles mode a scripted planner gets scripted roles around it; a real
-    // provider plays the roles `[roles]` of the case's configuration assigns.
-    let roles = case.runs_roles();
-    let failing: Vec<RoleName> = case.fail_roles.iter().filter_map(|r| pipeline::role(r)).collect();
-    let run_options = match (&fake, roles) {
-        (Some(_), _) | (None, false) => {
-            RunOptions { planner_choice: Some(planner.clone()), mode: Some(RunMode::Loop), ..RunOptions::default() }
-        }
-        (None, true) => {
-            RunOptions { planner: real_overrides(case, options), mode: Some(RunMode::Roles), ..RunOptions::default() }
-        }
-    };
-    let mut prepared = steward_core::prepare(config, &ws, &run_options).await?;
-    if roles {
-        match (&fake, prepared.roles.as_mut()) {
-            (Some(_), _) => {
-                let plan = pipeline::scripted_plan(&planner, &failing)?;
-                prepared.planner = plan.planner.clone();
-                prepared.roles = Some(plan);
-            }
-            (None, Some(plan)) => {
-                pipeline::fail_roles(plan, &failing)?;
-                prepared.planner = plan.planner.clone();
-            }
-            (None, None) => return Err(HarnessError::NoRolePlan),
-        }
-    }
-
     let store = SqliteStore::open(
         &home.join("steward.db"),
         StoreOptions { audit_anchor: Some(home.join("audit.anchor")), ..StoreOptions::default() },
@@ -287,31 +279,21 @@ async fn run_in(
             .await
             .map_err(|source| HarnessError::Remember { fact: fact.clone(), source })?;
     }
-    let recorder = Arc::new(Recorder::default());
-    let cancel = CancellationToken::new();
-    let canceller = case.cancel_after_ms.map(|ms| {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-            cancel.cancel();
-        })
-    });
-    let ready = prepared.into_run(Task {
-        task: case.task.clone(),
-        owner_id: OWNER.to_string(),
-        approver: Arc::new(CaseApprover { approvals: case.approvals.clone() }),
-        observer: recorder.clone(),
-        cancel,
-        run_id: None,
-        history: Vec::new(),
-    });
-    let started = Instant::now();
-    let result = ready.run(&runtime).await;
-    let duration_ms = started.elapsed().as_millis() as u64;
-    if let Some(task) = canceller {
-        task.abort();
+    let places = Places { dir, ws: &ws, config_dir: &config_dir };
+    // A case that continues another (`after`) runs that one first, in the same workspace and
+    // state; its task and answer become this run's conversation history.
+    let mut history = Vec::new();
+    if let Some(earlier) = &case.earlier {
+        let first = one_run(&places, earlier, options, &runtime, Vec::new()).await?;
+        let record =
+            first.result.map_err(|source| HarnessError::EarlierRun { name: earlier.name.clone(), source })?;
+        history.push(steward_core::context::Turn {
+            task: earlier.task.clone(),
+            answer: record.final_text.unwrap_or_default(),
+        });
     }
-    let mut outcome = RunOutcome { events: recorder.take(), duration_ms, ..RunOutcome::default() };
+    let OneRun { result, events, duration_ms, fake } = one_run(&places, case, options, &runtime, history).await?;
+    let mut outcome = RunOutcome { events, duration_ms, ..RunOutcome::default() };
     let record = match result {
         Ok(record) => record,
         Err(e) => {
@@ -348,7 +330,7 @@ async fn run_in(
     }
     outcome.facts = steward_core::memory::list(store.as_ref(), OWNER)
         .await
-        .map_err(|e| format!("facts: {e}"))?
+        .map_err(HarnessError::Facts)?
         .into_iter()
         .map(|f| f.text)
         .collect();
@@ -356,6 +338,112 @@ async fn run_in(
         outcome.files.insert(path.clone(), read_workspace_file(&ws, path));
     }
     Ok(outcome)
+}
+
+/// Where a case's runs happen.
+struct Places<'a> {
+    dir: &'a Path,
+    ws: &'a Path,
+    config_dir: &'a Path,
+}
+
+/// What one run of a case left.
+struct OneRun {
+    result: Result<steward_store::RunRecord, steward_core::RunError>,
+    events: Vec<Event>,
+    duration_ms: u64,
+    fake: Option<Arc<FakeProvider>>,
+}
+
+/// Writes `case`'s configuration (with its scripted generator, if any), prepares and runs it.
+async fn one_run(
+    places: &Places<'_>,
+    case: &Case,
+    options: &EvalOptions,
+    runtime: &Runtime,
+    history: Vec<steward_core::context::Turn>,
+) -> Result<OneRun, HarnessError> {
+    // The scenario's own configuration (an MCP server it needs) under the case's.
+    let mut table = case.scenario.as_deref().map(scenarios::config).unwrap_or_default();
+    merge(&mut table, case.config.clone());
+    if let Some(rounds) = &case.generator_rounds {
+        // The generator of generated tools: a fake provider playing the case's rounds.
+        let scenario = places.dir.join(format!("generator-{}.toml", case.name));
+        let mut script = toml::Table::new();
+        script.insert("round".into(), toml::Value::Array(rounds.iter().cloned().map(toml::Value::Table).collect()));
+        std::fs::write(&scenario, toml::to_string(&script)?).map_err(HarnessError::GeneratorScript)?;
+        let mut provider = toml::Table::new();
+        provider.insert("kind".into(), "fake".into());
+        provider.insert("scenario".into(), scenario.display().to_string().into());
+        let mut providers = toml::Table::new();
+        providers.insert("case_generator".into(), provider.into());
+        let mut generated = toml::Table::new();
+        generated.insert("provider".into(), "case_generator".into());
+        let mut overlay = toml::Table::new();
+        overlay.insert("providers".into(), providers.into());
+        overlay.insert("generated_tools".into(), generated.into());
+        merge(&mut table, overlay);
+    }
+    if let Some(overlay) = &options.config_overlay {
+        merge(&mut table, overlay.clone());
+    }
+    let text = toml::to_string(&table)?;
+    std::fs::write(places.config_dir.join("config.toml"), text).map_err(HarnessError::ConfigWrite)?;
+    let config = Config::load(Some(places.config_dir), places.ws)?;
+    let (planner, fake) = planner_for(case, options, &config)?;
+    // Composed like every run; MCP servers a case configures are connected, as `steward run`
+    // connects them. In roles mode a scripted planner gets scripted roles around it; a real
+    // provider plays the roles `[roles]` of the case's configuration assigns.
+    let roles = case.runs_roles();
+    let failing: Vec<RoleName> = case.fail_roles.iter().filter_map(|r| pipeline::role(r)).collect();
+    let run_options = match (&fake, roles) {
+        (Some(_), _) | (None, false) => {
+            RunOptions { planner_choice: Some(planner.clone()), mode: Some(RunMode::Loop), ..RunOptions::default() }
+        }
+        (None, true) => {
+            RunOptions { planner: real_overrides(case, options), mode: Some(RunMode::Roles), ..RunOptions::default() }
+        }
+    };
+    let mut prepared = steward_core::prepare(config, places.ws, &run_options).await?;
+    if roles {
+        match (&fake, prepared.roles.as_mut()) {
+            (Some(_), _) => {
+                let plan = pipeline::scripted_plan(&planner, &failing)?;
+                prepared.planner = plan.planner.clone();
+                prepared.roles = Some(plan);
+            }
+            (None, Some(plan)) => {
+                pipeline::fail_roles(plan, &failing)?;
+                prepared.planner = plan.planner.clone();
+            }
+            (None, None) => return Err(HarnessError::NoRolePlan),
+        }
+    }
+    let recorder = Arc::new(Recorder::default());
+    let cancel = CancellationToken::new();
+    let canceller = case.cancel_after_ms.map(|ms| {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            cancel.cancel();
+        })
+    });
+    let ready = prepared.into_run(Task {
+        task: case.task.clone(),
+        owner_id: OWNER.to_string(),
+        approver: Arc::new(CaseApprover { approvals: case.approvals.clone() }),
+        observer: recorder.clone(),
+        cancel,
+        run_id: None,
+        history,
+    });
+    let started = Instant::now();
+    let result = ready.run(runtime).await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    if let Some(task) = canceller {
+        task.abort();
+    }
+    Ok(OneRun { result, events: recorder.take(), duration_ms, fake })
 }
 
 /// The planner: the fake provider playing the case's rounds or built-in scenario, else the

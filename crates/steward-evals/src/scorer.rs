@@ -10,7 +10,8 @@ use crate::outcome::RunOutcome;
 
 /// One failed check: its name (`status`, `final_contains`, `events`, `forbidden_events`,
 /// `no_secret_leak`, `patch_applied`, `error_class`, `stop_reason`, `rounds`, `tools_used`,
-/// `tools_not_used`, `rollback`, `files`, `model_saw`, `facts`, `harness`) and what was wrong.
+/// `tool_output_contains`, `tools_not_used`, `rollback`, `files`, `model_saw`, `facts`, `harness`)
+/// and what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckFailure {
     /// The check's name.
@@ -114,6 +115,23 @@ pub fn score(expect: &Expect, outcome: &RunOutcome, redactor: &Redactor) -> Vec<
         expect.tools_not_used.iter().map(String::as_str).filter(|t| started.iter().any(|s| s == t)).collect();
     if !used.is_empty() {
         fail(&mut out, "tools_not_used", format!("ran: {}", used.join(", ")));
+    }
+    let outputs: Vec<&str> = outcome
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            steward_protocol::EventKind::ToolCompleted { output, .. } => Some(output.as_str()),
+            _ => None,
+        })
+        .collect();
+    let missing: Vec<&str> = expect
+        .tool_output_contains
+        .iter()
+        .map(String::as_str)
+        .filter(|want| !outputs.iter().any(|o| o.contains(want)))
+        .collect();
+    if !missing.is_empty() {
+        fail(&mut out, "tool_output_contains", format!("no completed call's output contains: {}", missing.join(", ")));
     }
     if let Some(rollback) = expect.rollback {
         let applied = names.iter().filter(|n| **n == "patch_applied").count();

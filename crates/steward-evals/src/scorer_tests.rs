@@ -31,6 +31,10 @@ fn good_outcome() -> RunOutcome {
             json!({"event": "patch_applied", "call_id": "c1", "path": "note.txt", "rollback_token": "rb_0123456789abcdef"}),
         ),
         event(4, json!({"event": "stage_chunk", "stage": "planner", "text": "OPENAI_API_KEY=[REDACTED]"})),
+        event(
+            5,
+            json!({"event": "tool_completed", "call_id": "c1", "tool": "apply_patch", "duration_ms": 1, "output_chars": 9, "output": "{\"ok\":37}"}),
+        ),
     ];
     RunOutcome {
         summary: Some(RunSummary {
@@ -66,6 +70,7 @@ fn good_expect() -> Expect {
         max_rounds: Some(2),
         tools_used: vec!["apply_patch".into()],
         tools_not_used: vec!["shell_command".into()],
+        tool_output_contains: vec!["\"ok\":37".into()],
         rollback: Some(true),
         files: BTreeMap::from([("note.txt".to_string(), "new\n".to_string())]),
         ..Expect::default()
@@ -104,6 +109,7 @@ fn each_check_fails_on_its_own() {
         ("rounds", Box::new(|e, _| e.min_rounds = Some(3))),
         ("tools_used", Box::new(|e, _| e.tools_used.push("read".into()))),
         ("tools_not_used", Box::new(|e, _| e.tools_not_used.push("apply_patch".into()))),
+        ("tool_output_contains", Box::new(|e, _| e.tool_output_contains.push("37.8".into()))),
         ("rollback", Box::new(|_, o| o.rollback_tokens.clear())),
         ("rollback", Box::new(|e, _| e.rollback = Some(false))),
         ("files", Box::new(|_, o| *o.files.get_mut("note.txt").unwrap() = Some("old\n".into()))),

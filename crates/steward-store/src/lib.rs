@@ -25,6 +25,7 @@ mod anchor;
 mod chain;
 mod change;
 mod error;
+pub mod generated;
 mod journal;
 pub mod ledger;
 mod record;
@@ -38,6 +39,7 @@ use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
 pub use change::{CHANGE_BUFFER, Change};
 pub use error::StoreError;
+pub use generated::{GeneratedToolRecord, GeneratedToolStore};
 pub use journal::{JournalRecord, JournalState, JournalStore};
 pub use ledger::LedgerStore;
 pub use record::McpTokenRecord;
@@ -274,6 +276,12 @@ pub trait Store: Send + Sync {
     /// The work ledger kept in the same database ([`ledger::LedgerStore`]); `None` for a store
     /// without one.
     fn ledger(&self) -> Option<&dyn ledger::LedgerStore> {
+        None
+    }
+
+    /// The registry of generated tools kept in the same database
+    /// ([`generated::GeneratedToolStore`]); `None` for a store without one.
+    fn generated_registry(&self) -> Option<&dyn generated::GeneratedToolStore> {
         None
     }
 }

@@ -111,6 +111,7 @@ mod compare;
 mod control;
 mod decide;
 pub(crate) mod eval;
+pub(crate) mod generated;
 pub(crate) mod hub;
 mod inspect;
 pub(crate) mod ledger;

@@ -10,7 +10,7 @@ pub(super) const USER_ONLY: &[&str] = &["trust", "tested_compensations"];
 
 /// Sections an untrusted workspace may not set at all. `tool`, `hook`, `tool_call_chain` and
 /// `mcp_servers` would run commands the workspace chose; `providers`, `run` and `roles` decide
-/// where data is sent; `sandbox` and `shell` loosen containment; `output_filter` rewrites what
+/// where data is sent; `sandbox` and `shell` loosen containment, `generated_tools` runs code a model wrote; `output_filter` rewrites what
 /// the model sees.
 pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
     "providers",
@@ -25,6 +25,7 @@ pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
     "tool_call_chain",
     "output_filter",
     "mcp_servers",
+    "generated_tools",
 ];
 
 /// Keys of `[policy]` an untrusted workspace keeps (all others are dropped), each further

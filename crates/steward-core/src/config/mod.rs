@@ -24,6 +24,7 @@ mod command;
 mod command_input;
 mod files;
 mod filter;
+mod generated;
 mod hooks;
 mod instructions;
 mod merge;
@@ -42,6 +43,7 @@ pub use command_input::{
 };
 pub(crate) use filter::CompiledFilter;
 pub use filter::OutputFilterConfig;
+pub use generated::GeneratedToolsConfig;
 pub use hooks::HookConfig;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_FILE_CHARS, MAX_INSTRUCTIONS_CHARS};
 pub use network::Network;
@@ -146,6 +148,8 @@ pub struct Config {
     pub tested_compensations: BTreeMap<String, String>,
     /// Output filters, in configuration order.
     pub output_filters: Vec<OutputFilterConfig>,
+    /// `[generated_tools]` (SPEC G).
+    pub generated_tools: GeneratedToolsConfig,
     /// The text of the instruction files for model planners, each introduced by its path and
     /// what it applies to (see [`InstructionFile`]); `None` when there is none.
     pub instructions: Option<String>,
@@ -328,6 +332,7 @@ impl Config {
             tools: raw.tools,
             tested_compensations: raw.tested_compensations,
             output_filters: raw.output_filters,
+            generated_tools: raw.generated_tools.unwrap_or_default(),
             instructions: None,
             instruction_files: Vec::new(),
             sources: Vec::new(),

@@ -287,4 +287,6 @@ pub struct RawConfig {
     /// `[[output_filter]]` (SPEC T8; format in [`crate::tools::filter`]).
     #[serde(default, rename = "output_filter")]
     pub output_filters: Vec<OutputFilterConfig>,
+    /// `[generated_tools]` (SPEC G)
+    pub generated_tools: Option<super::GeneratedToolsConfig>,
 }

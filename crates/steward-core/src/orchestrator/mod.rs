@@ -39,6 +39,7 @@ mod egress;
 mod elicit;
 mod execute;
 mod gate;
+mod generate;
 mod grants;
 mod output;
 mod record;
@@ -117,6 +118,9 @@ pub(crate) struct Tools<'a> {
     pub max_output_chars: usize,
     /// Where complete outputs of capped results are saved.
     pub outputs_dir: &'a Path,
+    /// Writes the tools the planner names that do not exist (`[generated_tools]`, SPEC G);
+    /// `None` when that is off.
+    pub generator: Option<&'a crate::generated::Generator>,
 }
 
 /// What the run's calls so far left behind.
@@ -193,6 +197,12 @@ pub(crate) async fn handle_call(cx: &CallContext<'_>, call: &ToolCall) -> Result
     requested(cx, call).await?;
     let tool = cx.tools.registry.get(&call.name);
     let decision = decide(cx, call);
+    if let (None, Some(generator)) = (tool, cx.tools.generator)
+        && decision.rule == "unknown_tool"
+        && steward_generated::valid_name(&call.name)
+    {
+        return generate::generate(cx, call, generator).await;
+    }
     let preview = match preview(cx, call, tool, &decision).await {
         Ok(preview) => preview,
         Err(err) => return record::cannot_apply(cx, call, &decision, &err).await,

@@ -12,6 +12,7 @@ use serde_json::Value;
 use steward_protocol::{ErrorClass, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
+mod added;
 pub mod command;
 mod exec;
 pub mod files;
@@ -26,6 +27,7 @@ mod shared;
 pub mod shell;
 
 pub use crate::config::writable_folder;
+pub use added::{AddToolError, MAX_ADDED_TOOLS};
 
 /// What a tool may use while it runs.
 #[derive(Clone)]
@@ -186,6 +188,8 @@ pub struct ToolRegistry {
     /// Why each `required = true` MCP server could not be listed (see
     /// [`ToolRegistry::with_mcp_servers`]).
     required_unavailable: Vec<String>,
+    /// Tools added while the run goes on (generated tools); `None` when it cannot change.
+    added: Option<Arc<added::AddedTools>>,
 }
 
 /// Why a configuration's tools cannot be set up ([`ToolRegistry::for_config`]); nothing runs.
@@ -288,6 +292,9 @@ impl ToolRegistry {
             registry.insert(tool);
         }
         registry.filters = Arc::new(filter::OutputFilters::new(&config.output_filters)?);
+        if config.generated_tools.enabled {
+            registry.allow_adding();
+        }
         Ok(registry)
     }
 
@@ -310,11 +317,39 @@ impl ToolRegistry {
 
     /// Looks a tool up by name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+        self.tools.get(name).or_else(|| self.added.as_ref().and_then(|added| added.get(name)))
     }
 
     /// Specs of every tool, sorted by name.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.values().map(|t| t.spec().clone()).collect()
+        let mut specs: Vec<ToolSpec> = self.tools.values().map(|t| t.spec().clone()).collect();
+        if let Some(added) = &self.added {
+            specs.extend(added.current().into_iter().map(|t| t.spec().clone()));
+            specs.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        specs
+    }
+
+    /// Lets this registry (and every clone made from now on) take tools while the run goes
+    /// on ([`ToolRegistry::add_while_running`]); a registry starts without it.
+    pub fn allow_adding(&mut self) {
+        self.added = Some(Arc::new(added::AddedTools::new()));
+    }
+
+    /// Adds `tool` for every holder of this registry: offered from the next request to the
+    /// planner on. A newer tool of the same name replaces an added one; a built-in or
+    /// configured tool is never replaced ([`AddToolError::Taken`]).
+    pub fn add_while_running(&self, tool: Arc<dyn Tool>) -> Result<(), AddToolError> {
+        let added = self.added.as_ref().ok_or(AddToolError::Fixed)?;
+        let name = &tool.spec().name;
+        if self.tools.contains_key(name) {
+            return Err(AddToolError::Taken(name.clone()));
+        }
+        added.add(tool)
+    }
+
+    /// True when [`ToolRegistry::allow_adding`] was called.
+    pub fn can_add(&self) -> bool {
+        self.added.is_some()
     }
 }

@@ -30,6 +30,7 @@ const SQLITE: &[(&str, &str)] = embedded!("sqlite":
     "0008_hub_journal.sql",
     "0009_leases.sql",
     "0010_ledger_authority_token.sql",
+    "0011_generated_tools.sql",
 );
 
 /// The PostgreSQL migrations, in version order.
@@ -44,6 +45,7 @@ const POSTGRES: &[(&str, &str)] = embedded!("postgres":
     "0008_hub_journal.sql",
     "0009_leases.sql",
     "0010_ledger_authority_token.sql",
+    "0011_generated_tools.sql",
 );
 
 /// A migration as sqlx's directory reader makes it from file `name` (`0001_initial.sql`:
@@ -103,6 +105,6 @@ mod tests {
     fn embedded_migrations_match_the_directories() {
         same_as_directory("sqlite", sqlite());
         same_as_directory("postgres", postgres());
-        assert_eq!(sqlite().iter().map(|m| m.version).collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
+        assert_eq!(sqlite().iter().map(|m| m.version).collect::<Vec<_>>(), (1..=11).collect::<Vec<_>>());
     }
 }

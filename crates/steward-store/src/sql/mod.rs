@@ -10,6 +10,7 @@
 
 mod apply;
 pub(crate) mod dialect;
+mod generated;
 mod journal;
 mod leases;
 mod ledger;

@@ -263,6 +263,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         Some(self)
     }
 
+    fn generated_registry(&self) -> Option<&dyn crate::generated::GeneratedToolStore> {
+        Some(self)
+    }
+
     async fn flush(&self) -> Result<(), StoreError> {
         self.write(Work::Barrier { durable: true }).await?;
         let deferred = self.shared.deferred.lock().ok().and_then(|mut slot| slot.take());

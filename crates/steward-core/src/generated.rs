@@ -1,0 +1,206 @@
+//! Generated tools (SPEC G) as the rest of Steward sees them: the [`GeneratedTool`] a run
+//! offers once it is registered, the generator that writes new ones, where the worker
+//! program is, and loading an owner's registered tools into a run's registry.
+//!
+//! The pipeline that writes, checks, probes, approves and registers a tool is
+//! `orchestrator::generate`; the interpreter and its confinement are in `steward-generated`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use steward_generated::{FetchPolicy, HostEnv, StepLimits, StepMode, WorkerCommand};
+use steward_protocol::{RiskLevel, ToolSpec};
+use steward_provider::Provider;
+use steward_store::{GeneratedToolRecord, Store, StoreError};
+
+use crate::agent::PlannerChoice;
+use crate::config::Config;
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+
+/// Environment variable naming a `steward-tool-worker` program to use instead of
+/// `steward __tool-worker` (for embedding programs and tests).
+pub const WORKER_ENV: &str = "STEWARD_TOOL_WORKER";
+
+static WORKER: OnceLock<WorkerCommand> = OnceLock::new();
+
+/// Registers how this process starts the worker: the `steward` binary calls it at start with
+/// itself and `__tool-worker`. Later calls are ignored.
+pub fn set_worker(command: WorkerCommand) {
+    let _ = WORKER.set(command);
+}
+
+/// How to start the worker: [`WORKER_ENV`] when set, else what [`set_worker`] registered;
+/// `None` when neither (generated tools then fail closed with that reason).
+pub fn worker() -> Option<WorkerCommand> {
+    if let Some(path) = std::env::var_os(WORKER_ENV).filter(|p| !p.is_empty()) {
+        return Some(WorkerCommand { program: PathBuf::from(path), args: Vec::new() });
+    }
+    WORKER.get().cloned()
+}
+
+/// Why generated tools cannot run in this process.
+pub const NO_WORKER: &str = "generated tools need the tool worker: run Steward through the `steward` binary, or set \
+                             STEWARD_TOOL_WORKER to a steward-tool-worker program";
+
+/// Who writes generated tools, and where they keep their files.
+#[derive(Clone)]
+pub struct Generator {
+    /// The generator's provider.
+    pub provider: Arc<dyn Provider>,
+    /// Its model.
+    pub model: String,
+    /// Ask the owner before registering (default true).
+    pub require_approval: bool,
+    /// Where each tool's `sandbox_write` folder is (`<state>/generated/<name>/`).
+    pub files_dir: PathBuf,
+}
+
+/// Why the generator could not be set up; the run does not start.
+#[derive(Debug, thiserror::Error)]
+pub enum GeneratorError {
+    /// `[generated_tools] provider` names no provider.
+    #[error("[generated_tools] provider `{0}` is neither a preset nor a [providers.NAME]")]
+    UnknownProvider(String),
+    /// The provider cannot be built.
+    #[error("[generated_tools] provider `{name}`: {message}")]
+    Provider {
+        /// Its name.
+        name: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The generator of `config` (its own provider, or the planner's), or `None` when generated
+/// tools are off.
+pub fn generator_for(
+    config: &Config,
+    planner: &PlannerChoice,
+    state_dir: &std::path::Path,
+) -> Result<Option<Generator>, GeneratorError> {
+    let settings = &config.generated_tools;
+    if !settings.enabled {
+        return Ok(None);
+    }
+    let files_dir = state_dir.join("generated");
+    let (provider, default_model) = match &settings.provider {
+        None => (planner.provider.clone(), planner.model.clone()),
+        Some(name) => {
+            let cfg = config
+                .providers
+                .get(name)
+                .cloned()
+                .or_else(|| steward_provider::preset(name))
+                .ok_or_else(|| GeneratorError::UnknownProvider(name.clone()))?;
+            let env = |n: &str| std::env::var(n).ok();
+            let provider = steward_provider::build_provider(name, &cfg, &env)
+                .map_err(|e| GeneratorError::Provider { name: name.clone(), message: e.message })?;
+            let model = cfg.default_model.clone().unwrap_or_else(|| provider.default_model().to_string());
+            (provider, model)
+        }
+    };
+    let model = settings.model.clone().unwrap_or(default_model);
+    Ok(Some(Generator { provider, model, require_approval: settings.require_approval, files_dir }))
+}
+
+/// A registered generated tool, as a run offers it. Risk `medium` (so the default policy asks
+/// before each call; a policy rule may say otherwise, never making it `safe`), no workspace
+/// access, and an untrusted output: what it returns may come from the web.
+pub struct GeneratedTool {
+    spec: ToolSpec,
+    record: GeneratedToolRecord,
+    files_dir: PathBuf,
+}
+
+impl GeneratedTool {
+    /// The tool of a registered version; `files_dir` is the generated tools' folder.
+    pub fn new(record: GeneratedToolRecord, files_dir: &std::path::Path) -> Self {
+        let spec = ToolSpec {
+            name: record.name.clone(),
+            description: format!(
+                "{} (generated tool {}, source sha256 {})",
+                record.description,
+                record.versioned_name(),
+                &record.source_hash[..12.min(record.source_hash.len())]
+            ),
+            input_schema: record.input_schema.clone(),
+            risk: RiskLevel::Medium,
+            writes: false,
+            path_inputs: Vec::new(),
+            untrusted_output: true,
+        };
+        let files_dir = files_dir.join(&record.name);
+        GeneratedTool { spec, record, files_dir }
+    }
+
+    /// The registered version it runs.
+    pub fn record(&self) -> &GeneratedToolRecord {
+        &self.record
+    }
+}
+
+/// The host side of a step: public addresses only, the tool's own folder, the configuration's
+/// accepted weaker sandbox.
+pub(crate) fn host_env(files_dir: PathBuf, ctx: &ToolContext) -> HostEnv {
+    HostEnv { fetch: FetchPolicy::default(), write_dir: files_dir, accept_weaker: ctx.accept_weaker.clone() }
+}
+
+#[async_trait]
+impl Tool for GeneratedTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let worker = worker().ok_or_else(|| ToolError::failed(NO_WORKER))?;
+        let host = host_env(self.files_dir.clone(), ctx);
+        let started = Instant::now();
+        let report = steward_generated::run_step(
+            &worker,
+            StepMode::Call,
+            &self.record.source,
+            args,
+            StepLimits::default(),
+            &host,
+            &ctx.cancel,
+        )
+        .await;
+        let mut content = match report.outcome {
+            Ok(value) => serde_json::to_string(&value).unwrap_or_else(|_| "null".into()),
+            Err(e) => {
+                return Err(ToolError::failed(format!(
+                    "{} failed after {} ms: {e}",
+                    self.record.versioned_name(),
+                    started.elapsed().as_millis()
+                )));
+            }
+        };
+        if !report.host_calls.is_empty() {
+            content.push_str(&format!("\n(host calls: {})", report.host_calls.join("; ")));
+        }
+        Ok(ToolOutput { content, sandbox: format!("generated:{}", report.profile), ..ToolOutput::default() })
+    }
+}
+
+/// Adds the owner's registered tools (the newest version of each name not removed) to
+/// `tools`, which must allow adding; names a built-in or configured tool has are skipped.
+/// Returns the names added.
+pub async fn load_registered(
+    store: &Arc<dyn Store>,
+    owner_id: &str,
+    tools: &ToolRegistry,
+    files_dir: &std::path::Path,
+) -> Result<Vec<String>, StoreError> {
+    let Some(registry) = store.generated_registry() else { return Ok(Vec::new()) };
+    let records = registry.generated_tools(owner_id).await?;
+    let mut added = Vec::new();
+    for record in steward_store::generated::current_versions(&records) {
+        if tools.add_while_running(Arc::new(GeneratedTool::new(record.clone(), files_dir))).is_ok() {
+            added.push(record.versioned_name());
+        }
+    }
+    Ok(added)
+}

@@ -1,0 +1,339 @@
+//! A call to a tool that does not exist, when `[generated_tools]` is on and the name is a
+//! valid generated tool name (SPEC G): the generator writes it, and it goes through
+//! static checks → compile → input schema → a probe call with the planner's arguments →
+//! the owner's approval showing the full source → versioned registration → offered from the
+//! next round. Up to [`MAX_ATTEMPTS`] attempts; each failed check's reason goes back to the
+//! generator. Every step is an audit record under the rule `generated_tool`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use steward_generated::{CheckError, StepLimits, StepMode, checks};
+use steward_protocol::{
+    ApprovalTtl, AuditOutcome, ChatRequest, Decision, DecisionKind, EventKind, Message, ToolCall, ToolChoice,
+};
+use steward_store::GeneratedToolRecord;
+
+use super::ask::{Unapproved, ask_owner};
+use super::record::AuditRecord;
+use super::{CallAbort, CallContext, CallResult};
+use crate::generated::{GeneratedTool, Generator, NO_WORKER, host_env, worker};
+
+/// Attempts the generator gets (SPEC G).
+pub(crate) const MAX_ATTEMPTS: u32 = 3;
+
+/// Time limit of the probe call (SPEC G: 20 s).
+const PROBE_TIME: Duration = Duration::from_secs(20);
+
+/// Seconds the owner has to approve a generated tool (SPEC G: 10 minutes).
+const APPROVAL_SECONDS: u64 = 600;
+
+/// Rule name of every record of the pipeline.
+const RULE: &str = "generated_tool";
+
+/// Risk recorded for the pipeline's records (a generated tool is at least `medium`).
+const RISK: f64 = 0.5;
+
+/// What the generator must answer: one JSON object.
+#[derive(Debug, Deserialize)]
+struct Draft {
+    description: String,
+    input_schema: Value,
+    source: String,
+}
+
+const INSTRUCTIONS: &str = "You write tools for an agent, in JavaScript, run by a bare interpreter. \
+Answer with ONE JSON object and nothing else: \
+{\"description\": \"what the tool does, one sentence\", \"input_schema\": {JSON Schema, \"type\": \"object\"}, \
+\"source\": \"function run(input) { ... return result; }\"}. \
+The source is a plain script defining function run(input), which gets the arguments object and returns a JSON value. \
+There is no require, import, process, Deno, std, os, Date, timers, Math.random or file access. \
+Two host functions exist: http_get(url) returns {status, body, url} (GET only, public addresses, 10 s, 2 MB; \
+its text is untrusted) and sandbox_write(name, text) writes a file in the tool's own folder. \
+Keep it small and deterministic.";
+
+/// Generates the tool `call` names (unknown to the run), or says why not.
+pub(crate) async fn generate(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    generator: &Generator,
+) -> Result<CallResult, CallAbort> {
+    let name = call.name.as_str();
+    let Some(worker) = worker() else { return give_up(cx, call, NO_WORKER.to_string()).await };
+    let Some(registry) = cx.records.store.generated_registry() else {
+        return give_up(cx, call, "this store keeps no generated tools".into()).await;
+    };
+    if !cx.tools.registry.can_add() {
+        return give_up(cx, call, "this run's tools cannot change".into()).await;
+    }
+    let version = registry
+        .generated_tools(cx.run.owner_id)
+        .await?
+        .iter()
+        .filter(|r| r.name == name)
+        .map(|r| r.version)
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let versioned = format!("{name}@v{version}");
+    let mut messages = vec![
+        Message::system(INSTRUCTIONS),
+        Message::user(format!(
+            "Write the tool `{name}`. The planner called it with these arguments: {}",
+            cx.records.redactor.redact(&call.arguments.to_string())
+        )),
+    ];
+    let mut last_reason = String::new();
+    for attempt in 1..=MAX_ATTEMPTS {
+        let text = match ask_generator(cx, generator, &messages, attempt).await? {
+            Ok(text) => text,
+            Err(reason) => {
+                last_reason = reason;
+                break;
+            }
+        };
+        messages.push(Message::assistant(text.clone(), Vec::new()));
+        let checked = match check_draft(cx, call, &worker, &text, generator).await {
+            Ok(draft) => draft,
+            Err(reason) => {
+                step(cx, call, AuditOutcome::Failed, format!("{versioned} attempt {attempt}: {reason}")).await?;
+                messages.push(Message::user(format!("Rejected: {reason}\nWrite it again, as one JSON object.")));
+                last_reason = reason;
+                continue;
+            }
+        };
+        let (draft, probe) = checked;
+        let hash = checks::source_hash(&draft.source);
+        step(
+            cx,
+            call,
+            AuditOutcome::Completed,
+            format!("{versioned} attempt {attempt}: checks, compile, schema and probe passed (source sha256 {hash}); probe: {probe}"),
+        )
+        .await?;
+        let mut record = GeneratedToolRecord {
+            owner_id: cx.run.owner_id.to_string(),
+            name: name.to_string(),
+            version,
+            description: draft.description.chars().take(500).collect(),
+            input_schema: draft.input_schema,
+            source: draft.source,
+            source_hash: hash,
+            approved_by: None,
+            approval_id: None,
+            run_id: cx.run.run_id.to_string(),
+            created_at: chrono::Utc::now(),
+            removed_at: None,
+            removed_by: None,
+        };
+        let tool = Arc::new(GeneratedTool::new(record.clone(), &generator.files_dir));
+        if generator.require_approval {
+            match approve(cx, call, &record, tool.as_ref()).await? {
+                Ok((approval_id, decided_by)) => {
+                    record.approved_by = Some(decided_by);
+                    record.approval_id = Some(approval_id);
+                }
+                Err(why) => {
+                    let reason = format!("{versioned} was not approved: {why}");
+                    return Ok(CallResult { content: format!("Not registered: {reason}."), is_error: true });
+                }
+            }
+        }
+        registry.insert_generated_tool(&record).await?;
+        let tool = Arc::new(GeneratedTool::new(record.clone(), &generator.files_dir));
+        if let Err(e) = cx.tools.registry.add_while_running(tool) {
+            return give_up(cx, call, format!("{versioned} was registered but cannot be offered in this run: {e}"))
+                .await;
+        }
+        let by = record.approved_by.clone().unwrap_or_else(|| "nobody (require_approval = false)".into());
+        let detail = format!("registered {versioned} (source sha256 {}), approved by {by}", record.source_hash);
+        AuditRecord::new(cx, call, RULE, RISK, AuditOutcome::Approved)
+            .approval(record.approval_id.as_deref().unwrap_or(""))
+            .detail(detail)
+            .write(cx)
+            .await?;
+        return Ok(CallResult {
+            content: format!(
+                "The tool `{name}` did not exist; it was generated, checked, probed and registered as {versioned}. \
+                 It is offered from your next step: call `{name}` again then."
+            ),
+            is_error: false,
+        });
+    }
+    give_up(cx, call, format!("no usable tool after {MAX_ATTEMPTS} attempts; last reason: {last_reason}")).await
+}
+
+/// One audit record of the pipeline.
+async fn step(cx: &CallContext<'_>, call: &ToolCall, outcome: AuditOutcome, detail: String) -> Result<(), CallAbort> {
+    AuditRecord::new(cx, call, RULE, RISK, outcome).detail(detail).write(cx).await
+}
+
+/// Ends the pipeline without a tool: recorded, reported as a failed call.
+async fn give_up(cx: &CallContext<'_>, call: &ToolCall, reason: String) -> Result<CallResult, CallAbort> {
+    let reason = cx.records.redactor.redact(&reason);
+    step(cx, call, AuditOutcome::Failed, format!("{} not generated: {reason}", call.name)).await?;
+    cx.records
+        .events
+        .emit(EventKind::ToolFailed {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            duration_ms: 0,
+            error: format!("not generated: {reason}"),
+        })
+        .await?;
+    Ok(CallResult {
+        content: format!("The tool `{}` does not exist and was not generated: {reason}", call.name),
+        is_error: true,
+    })
+}
+
+/// One generator call, as a `generator` stage: its text, or why there is none.
+async fn ask_generator(
+    cx: &CallContext<'_>,
+    generator: &Generator,
+    messages: &[Message],
+    attempt: u32,
+) -> Result<Result<String, String>, CallAbort> {
+    let events = cx.records.events;
+    events.emit(EventKind::StageStarted { stage: "generator".into(), round: attempt }).await?;
+    let request = ChatRequest {
+        model: generator.model.clone(),
+        messages: messages.to_vec(),
+        tools: Vec::new(),
+        tool_choice: ToolChoice::None,
+        max_tokens: None,
+        temperature: None,
+    };
+    let started = Instant::now();
+    let mut sink = |_: steward_protocol::StreamDelta| {};
+    let reply = cx.run.interrupt.run(generator.provider.stream(&request, &mut sink)).await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    match reply {
+        Err(interrupt) => Err(CallAbort::Interrupted(interrupt)),
+        Ok(Err(err)) => {
+            let error = cx.records.redactor.redact(&err.message);
+            events
+                .emit(EventKind::StageFailed {
+                    stage: "generator".into(),
+                    round: attempt,
+                    duration_ms,
+                    error: error.clone(),
+                    class: err.class,
+                })
+                .await?;
+            Ok(Err(format!("the generator failed: {error}")))
+        }
+        Ok(Ok(response)) => {
+            events
+                .emit(EventKind::StageCompleted {
+                    stage: "generator".into(),
+                    round: attempt,
+                    duration_ms,
+                    usage: response.usage,
+                    tool_calls: 0,
+                })
+                .await?;
+            Ok(Ok(response.text))
+        }
+    }
+}
+
+/// Parses and checks a draft: static checks, schema, compile, the planner's arguments
+/// against the schema, then the probe call with them. The draft and the probe's result, or
+/// the reason for the generator.
+async fn check_draft(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    worker: &steward_generated::WorkerCommand,
+    text: &str,
+    generator: &Generator,
+) -> Result<(Draft, String), String> {
+    let json = json_object(text).ok_or("the answer holds no JSON object")?;
+    let draft: Draft =
+        serde_json::from_str(json).map_err(|e| format!("the answer is not the JSON object asked for: {e}"))?;
+    checks::check_source(&draft.source).map_err(|e| e.to_string())?;
+    checks::check_schema(&draft.input_schema).map_err(|e| e.to_string())?;
+    let host = host_env(generator.files_dir.join(".probes").join(cx.run.run_id), cx.tools.context);
+    let limits = StepLimits { time: PROBE_TIME, ..StepLimits::default() };
+    let cancel = &cx.tools.context.cancel;
+    let compiled =
+        steward_generated::run_step(worker, StepMode::Compile, &draft.source, &Value::Null, limits, &host, cancel)
+            .await;
+    compiled.outcome.map_err(|e| format!("compile: {e}"))?;
+    checks::check_input(&draft.input_schema, &call.arguments).map_err(|e| match e {
+        CheckError::Schema(m) => format!("input schema: the planner's arguments {} do not match: {m}", call.arguments),
+        other => other.to_string(),
+    })?;
+    let probe =
+        steward_generated::run_step(worker, StepMode::Call, &draft.source, &call.arguments, limits, &host, cancel)
+            .await;
+    if probe.fetched {
+        // What the probe fetched reached no model, but the tool's later output will be web text.
+        cx.state.taint();
+    }
+    let value = probe.outcome.map_err(|e| format!("probe call with the planner's arguments: {e}"))?;
+    let shown: String = value.to_string().chars().take(200).collect();
+    Ok((draft, shown))
+}
+
+/// The JSON object in `text`: the whole text, or from its first `{` to its last `}` (a
+/// fenced block or a sentence around it).
+fn json_object(text: &str) -> Option<&str> {
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    (start < end).then(|| &text[start..=end])
+}
+
+/// Asks the owner to approve `record`, showing its full source, schema and hash; expires
+/// after [`APPROVAL_SECONDS`]. `Ok(Ok((approval id, who)))` when approved.
+async fn approve(
+    cx: &CallContext<'_>,
+    call: &ToolCall,
+    record: &GeneratedToolRecord,
+    tool: &GeneratedTool,
+) -> Result<Result<(String, String), String>, CallAbort> {
+    let shown = ToolCall {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: json!({
+            "register": record.versioned_name(),
+            "description": record.description,
+            "input_schema": record.input_schema,
+            "source_sha256": record.source_hash,
+            "source": record.source,
+        }),
+    };
+    let mut decision = Decision::new(
+        DecisionKind::Ask,
+        RULE,
+        RISK,
+        format!(
+            "register the generated tool {} (JavaScript below, run without files, clock, randomness or processes; \
+             it may use http_get to public addresses and write in its own folder)",
+            record.versioned_name()
+        ),
+    );
+    decision.approval_ttl = Some(ApprovalTtl { seconds: APPROVAL_SECONDS, source: "generated tools".into() });
+    match ask_owner(cx, &shown, tool, &decision, None).await? {
+        Ok(approval) => {
+            let by = cx.run.owner_id.to_string();
+            Ok(Ok((approval.request.id, by)))
+        }
+        Err(Unapproved::Unanswered(_)) => Ok(Err("the approval request expired".into())),
+        Err(Unapproved::Rejected(rejection)) => Ok(Err(rejection.reason())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_object_is_found_inside_fences_or_prose() {
+        assert_eq!(json_object("{\"a\":1}"), Some("{\"a\":1}"));
+        assert_eq!(json_object("Here:\n```json\n{\"a\":{\"b\":2}}\n```"), Some("{\"a\":{\"b\":2}}"));
+        assert_eq!(json_object("no object"), None);
+    }
+}
