@@ -179,6 +179,17 @@ enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run a `[[tool]]` once with ARGS in the workspace, then its `compensate` command, and record the compensation as tested when everything the tool may write is exactly as before (exit 0 tested, 1 not, 2 usage/config error).
+    TestCompensation {
+        /// The `[[tool]]`'s name.
+        name: String,
+        /// The call's arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Workspace to run it in (a scratch copy is fine: the test holds for the definition, not the workspace).
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -267,20 +278,6 @@ enum PolicyCommand {
     },
 }
 
-#[derive(Subcommand)]
-enum ToolsCommand {
-    /// Run a `[[tool]]` once with ARGS in the workspace, then its `compensate` command, and record the compensation as tested when everything the tool may write is exactly as before (exit 0 tested, 1 not, 2 usage/config error).
-    TestCompensation {
-        /// The `[[tool]]`'s name.
-        name: String,
-        /// The call's arguments as a JSON object.
-        #[arg(long, default_value = "{}")]
-        args: String,
-        /// Workspace to run it in (a scratch copy is fine: the test holds for the definition, not the workspace).
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
-    },
-}
 
 #[derive(Subcommand)]
 enum McpCommand {

@@ -303,7 +303,6 @@ pub struct TerminalApprover {
     /// Without a terminal, wait for a decision made elsewhere instead of refusing at once.
     pub wait_for_decisions: bool,
 }
-}
 
 #[async_trait]
 impl Approver for TerminalApprover {
