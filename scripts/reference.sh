@@ -5,12 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet -p steward-cli -p steward-bench
+bin="${CARGO_TARGET_DIR:-target}/debug"
 for entry in cli:cli.md events:events.md config:configuration.md man:steward.1; do
   page="${entry%%:*}" file="${entry#*:}"
-  ./target/debug/steward reference "$page" > "docs/reference/$file"
+  "$bin"/steward reference "$page" > "docs/reference/$file"
   echo "wrote docs/reference/$file"
 done
-./target/debug/steward reference openapi > docs/openapi.json
+"$bin"/steward reference openapi > docs/openapi.json
 echo "wrote docs/openapi.json"
-./target/debug/steward-bench reference > docs/reference/bench.md
+"$bin"/steward-bench reference > docs/reference/bench.md
 echo "wrote docs/reference/bench.md"

@@ -278,7 +278,6 @@ enum PolicyCommand {
     },
 }
 
-
 #[derive(Subcommand)]
 enum McpCommand {
     /// Each configured server, whether it starts, and how many tools it offers.

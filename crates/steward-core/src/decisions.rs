@@ -33,7 +33,7 @@ use crate::clock::Clock;
 use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 
 mod remote;
-pub use remote::{pending, record, DecisionError, OwnerDecision};
+pub use remote::{DecisionError, OwnerDecision, pending, record};
 
 /// How often [`DecisionQueue::follow_store`] looks at the store when it also gets change
 /// notices: only in case a notice was lost.
@@ -451,10 +451,9 @@ impl DecisionQueue {
                     }
                 }
             };
-            match tokio::time::timeout(NOTICED_POLL, noticed).await {
-                // The store's notices stopped: poll from now on.
-                Ok(false) => changes = None,
-                Ok(true) | Err(_) => {}
+            // The store's notices stopped: poll from now on.
+            if let Ok(false) = tokio::time::timeout(NOTICED_POLL, noticed).await {
+                changes = None;
             }
         }
     }

@@ -285,8 +285,7 @@ async fn run_in(
     let mut history = Vec::new();
     if let Some(earlier) = &case.earlier {
         let first = one_run(&places, earlier, options, &runtime, Vec::new()).await?;
-        let record =
-            first.result.map_err(|source| HarnessError::EarlierRun { name: earlier.name.clone(), source })?;
+        let record = first.result.map_err(|source| HarnessError::EarlierRun { name: earlier.name.clone(), source })?;
         history.push(steward_core::context::Turn {
             task: earlier.task.clone(),
             answer: record.final_text.unwrap_or_default(),

@@ -245,11 +245,7 @@ async fn run_observed(
     let ready = prepared.into_run(Task {
         task: args.task,
         owner_id: owner_id.clone(),
-        approver: Arc::new(ui::TerminalApprover {
-            owner_id,
-            decisions: runtime.decisions.clone(),
-            wait_for_decisions,
-        }),
+        approver: Arc::new(ui::TerminalApprover { owner_id, decisions: runtime.decisions.clone(), wait_for_decisions }),
         observer,
         cancel,
         run_id: Some(run_id),
