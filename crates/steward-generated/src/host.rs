@@ -155,6 +155,9 @@ async fn step(
         timeout: limits.time + KILL_GRACE,
         memory_bytes: Some(limits.memory_bytes.saturating_add(PROCESS_MEMORY_HEADROOM)),
         readable: Some(readable),
+        // The worker program itself stays visible when it lives beneath the hidden home
+        // (`~/.cargo/bin/steward`, a build folder under `~`); nothing else of the home does.
+        home_keep: vec![worker.program.clone()],
         accept_weaker: host.accept_weaker.clone(),
         ..ExecRequest::new(argv, cwd.path().to_path_buf())
     };
