@@ -183,6 +183,10 @@ impl<A: Clone> Waiting<'_, A> {
         own: impl Future<Output = A>,
         submit: impl Fn(A) -> Result<(), SubmitError>,
     ) -> Option<A> {
+        // Outside tokio's cooperative budget: a front end that already sees another's decision
+        // must be able to say so when polled first, not be told to yield while the queue's
+        // branch (which needs no budget) takes the decision past it.
+        let own = tokio::task::unconstrained(own);
         tokio::pin!(own);
         let mut asking = true;
         loop {
@@ -199,7 +203,16 @@ impl<A: Clone> Waiting<'_, A> {
                         Err(_) => return None,
                     }
                 }
-                decided = self.decided() => return Some(decided.answer),
+                decided = self.decided() => {
+                    if asking {
+                        // Let a front end that is still asking see the decision and say so
+                        // (the terminal prompt prints who decided elsewhere) before it is
+                        // dropped; its own answer now comes too late to count.
+                        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                        let _ = own.as_mut().poll(&mut cx);
+                    }
+                    return Some(decided.answer);
+                }
             }
         }
     }
