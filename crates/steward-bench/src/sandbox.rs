@@ -69,7 +69,7 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
     std::fs::write(&file, "hello from the workspace\n")?;
     std::fs::write(dir.path().join(".env"), "TOKEN=bench-secret-value\n")?;
     let file_arg = file.display().to_string();
-    let paths = sandbox_paths(&steward_policy::Workspace::open(dir.path(), &[])?).map_err(anyhow::Error::msg)?;
+    let paths = sandbox_paths(&steward_policy::Workspace::open(dir.path(), &[])?)?;
     let request = ExecRequest {
         mask: paths.mask,
         read_only: paths.read_only,
@@ -169,8 +169,8 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
     {
         let started = Instant::now();
         let walked = steward_policy::Workspace::open(&root, &[])
-            .map_err(|e| e.to_string())
-            .and_then(|workspace| sandbox_paths(&workspace));
+            .map_err(anyhow::Error::from)
+            .and_then(|workspace| Ok(sandbox_paths(&workspace)?));
         let took = started.elapsed();
         match walked {
             Ok(paths) => println!(

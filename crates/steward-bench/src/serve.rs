@@ -30,7 +30,9 @@ use steward_policy::Redactor;
 use steward_protocol::{ChatRequest, ChatResponse, ToolChoice, ToolSpec};
 use steward_provider::fake::{FakeProvider, FakeToolCall, Round, Scenario};
 use steward_provider::{DeltaSink, Provider, ProviderError};
-use steward_server::{AppState, Launcher, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions, StartRun};
+use steward_server::{
+    AppState, Launcher, LauncherError, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions, StartRun,
+};
 use steward_store::{SqliteStore, Store, StoreOptions};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -99,7 +101,7 @@ struct BenchLauncher {
 
 #[async_trait]
 impl Launcher for BenchLauncher {
-    async fn prepare(&self, workspace: &Path, _options: &RunOptions) -> Result<Prepared, String> {
+    async fn prepare(&self, workspace: &Path, _options: &RunOptions) -> Result<Prepared, LauncherError> {
         let mut config = Config::default();
         config.limits.max_rounds = self.max_rounds;
         config.limits.max_tool_calls_per_run = self.max_rounds;
@@ -110,10 +112,10 @@ impl Launcher for BenchLauncher {
             tool_choice: ToolChoice::Auto,
             max_tokens: None,
         };
-        Prepared::new(workspace.to_path_buf(), config, ToolRegistry::builtin(), planner, None)
+        Ok(Prepared::new(workspace.to_path_buf(), config, ToolRegistry::builtin(), planner, None)?)
     }
 
-    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
+    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, LauncherError> {
         Ok(ToolRegistry::builtin().specs())
     }
 

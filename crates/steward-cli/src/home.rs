@@ -90,7 +90,7 @@ impl Home {
             Some(url) => {
                 options.audit_anchor.get_or_insert_with(|| self.dir.join(pg_anchor_name(&url)));
                 let connect = steward_store::PgConnectOptions::from_str(&url).map_err(|e| {
-                    crate::commands::usage_error(&format!(
+                    crate::usage::usage_error(&format!(
                         "{DATABASE_URL_VAR} is not a usable PostgreSQL URL ({})",
                         steward_store::redact_database_url(&e.to_string())
                     ))
@@ -138,9 +138,9 @@ impl Home {
     pub fn approval_key(&self) -> Result<ApprovalKey> {
         if let Ok(hex_key) = std::env::var("STEWARD_APPROVAL_KEY") {
             let bytes = hex_decode(hex_key.trim())
-                .ok_or_else(|| crate::commands::usage_error("STEWARD_APPROVAL_KEY is not hex"))?;
+                .ok_or_else(|| crate::usage::usage_error("STEWARD_APPROVAL_KEY is not hex"))?;
             return ApprovalKey::new(bytes).ok_or_else(|| {
-                crate::commands::usage_error("STEWARD_APPROVAL_KEY must be at least 16 bytes (32 hex characters)")
+                crate::usage::usage_error("STEWARD_APPROVAL_KEY must be at least 16 bytes (32 hex characters)")
             });
         }
         let path = self.dir.join("approval.key");
@@ -194,7 +194,7 @@ pub fn node_name() -> Result<String> {
         Ok(node) if !node.trim().is_empty() => {
             let node = node.trim().to_string();
             if node.chars().count() > 200 || node.chars().any(char::is_control) {
-                return Err(crate::commands::usage_error(&format!(
+                return Err(crate::usage::usage_error(&format!(
                     "{NODE_VAR} must be at most 200 characters without control characters"
                 )));
             }
@@ -203,7 +203,7 @@ pub fn node_name() -> Result<String> {
         Ok(_) => Ok(steward_store::host_node()),
         Err(std::env::VarError::NotPresent) => Ok(steward_store::host_node()),
         Err(std::env::VarError::NotUnicode(_)) => {
-            Err(crate::commands::usage_error(&format!("{NODE_VAR} is not valid UTF-8")))
+            Err(crate::usage::usage_error(&format!("{NODE_VAR} is not valid UTF-8")))
         }
     }
 }
@@ -214,7 +214,7 @@ fn seconds_var(var: &str, default: Duration) -> Result<Duration> {
     let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) else { return Ok(default) };
     match value.trim().parse::<f64>() {
         Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Ok(Duration::from_secs_f64(secs)),
-        _ => Err(crate::commands::usage_error(&format!("{var} must be a number of seconds above 0, at most 86400"))),
+        _ => Err(crate::usage::usage_error(&format!("{var} must be a number of seconds above 0, at most 86400"))),
     }
 }
 
@@ -227,7 +227,7 @@ pub fn lease_timing() -> Result<LeaseTiming> {
         renew_every: seconds_var(LEASE_RENEW_VAR, defaults.renew_every)?,
     };
     if timing.renew_every >= timing.ttl {
-        return Err(crate::commands::usage_error(&format!(
+        return Err(crate::usage::usage_error(&format!(
             "{LEASE_RENEW_VAR} must be less than {LEASE_TTL_VAR}, or a lease expires before it is renewed"
         )));
     }
@@ -291,9 +291,9 @@ pub fn database_url() -> Result<Option<String>> {
     };
     let url = value
         .into_string()
-        .map_err(|_| crate::commands::usage_error(&format!("{DATABASE_URL_VAR} is not valid UTF-8")))?;
+        .map_err(|_| crate::usage::usage_error(&format!("{DATABASE_URL_VAR} is not valid UTF-8")))?;
     if !steward_store::is_postgres_url(&url) {
-        return Err(crate::commands::usage_error(&format!(
+        return Err(crate::usage::usage_error(&format!(
             "{DATABASE_URL_VAR} must be a postgres:// or postgresql:// URL; unset it to use steward.db in the \
              state directory"
         )));

@@ -4,6 +4,7 @@
 mod commands;
 mod home;
 mod ui;
+mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

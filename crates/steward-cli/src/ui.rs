@@ -474,7 +474,7 @@ impl Approver for TerminalApprover {
             }
             match prompt.answer(&inputs) {
                 Ok(values) => return ElicitationReply::Accept { values, decided_by: me() },
-                Err(problem) => eprintln!("│ {} not sent: {}; answer again", bad("✗"), printable(&problem)),
+                Err(problem) => eprintln!("│ {} not sent: {}; answer again", bad("✗"), printable(&problem.to_string())),
             }
         }
     }

@@ -2,7 +2,7 @@
 //! another process (`steward approve` / `steward deny`) until the approval expires; the
 //! default stays fail-closed `no_approver` (tested in cli.rs).
 
-mod common;
+use crate::common;
 
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};

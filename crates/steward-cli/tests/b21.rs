@@ -9,7 +9,7 @@
 //!
 //! The tool writes, so it asks; a workspace grant given earlier by the owner answers the ask.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! The steps live in `tests/browser/flow.mjs`; screenshots of the run and approval views are
 //! kept in `$CARGO_TARGET_TMPDIR/browser-artifacts`.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

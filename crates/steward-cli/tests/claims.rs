@@ -2,7 +2,7 @@
 //! through the real binary with the fake provider, a temp `STEWARD_HOME` and a terminal from
 //! `script` where an owner answers.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! End-to-end tests of the `steward` binary: classic planner offline, the JSON event
 //! interface, the gate's refusals, limits and exit codes, crash recovery and the audit chain.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

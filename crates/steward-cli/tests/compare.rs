@@ -1,7 +1,7 @@
 //! `steward compare`: one task with the classic and the model planner (the scripted `fake`
 //! provider) through the binary, side by side with their costs; tool calls still pass the gate.
 
-mod common;
+use crate::common;
 
 use common::*;
 

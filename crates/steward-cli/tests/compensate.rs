@@ -2,7 +2,7 @@
 //! that lets the policy trust it, the rollback that runs it (sandboxed, audited), a failing
 //! compensation that stops the rollback, and hostile input that stays one argument.
 
-mod common;
+use crate::common;
 
 use common::{Env, audit, code, events, scenario, stderr, stdout};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! binary with a real MCP server (`tests/fixtures/inbox_server.py`, whose tools all claim
 //! `readOnlyHint: true` and whose inbox carries injected instructions).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

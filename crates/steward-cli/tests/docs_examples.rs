@@ -9,7 +9,7 @@
 //!   first comment names, else the user's `config.toml`), a fake-provider scenario by a run
 //!   that plays it, and an eval case file by `steward eval`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! `allowed.test` is pinned to a server of the test on loopback with the test-only
 //! `STEWARD_EGRESS_TEST_HOSTS` (honoured by debug builds only).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};

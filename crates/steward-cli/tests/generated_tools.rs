@@ -2,7 +2,7 @@
 //! (`steward __tool-worker`): off by default, generated and used in the next round, listed,
 //! shown and removed; the `celsius` eval cases.
 
-mod common;
+use crate::common;
 
 use common::{Env, code, events, names, stderr, stdout};
 

@@ -4,7 +4,7 @@
 //! executed twice, none is lost (each ends completed or held and listed), and a crash right
 //! after launch is never re-run. Also the hub against the real ledger of `steward serve`.
 
-mod common;
+use crate::common;
 
 #[path = "../../steward-ledger/tests/common/fake_ledger.rs"]
 mod fake_ledger;

@@ -4,7 +4,7 @@
 //! in them changes what the policy allows. An OpenAI-compatible server in this test records
 //! what the model was sent.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

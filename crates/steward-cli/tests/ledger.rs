@@ -2,7 +2,7 @@
 //! directory: the local owner files, approves (pinned) and revokes; bad input is a usage error;
 //! every change is in the audit chain.
 
-mod common;
+use crate::common;
 
 use common::{Env, stderr, stdout};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! (`STEWARD_TEST_MCP_EVERYTHING`, `STEWARD_TEST_MCP_FILESYSTEM`, set by `scripts/test.sh`)
 //! behind the same gate as every other tool. Named `peer_*`.
 
-mod common;
+use crate::common;
 
 use common::*;
 

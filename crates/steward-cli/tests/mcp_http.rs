@@ -2,7 +2,7 @@
 //! with bearer tokens made by `steward mcp token create`: the tools a token's scopes allow,
 //! a run submitted and read back as the local owner, and revocation.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

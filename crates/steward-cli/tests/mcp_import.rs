@@ -2,7 +2,7 @@
 //! `[mcp_servers.NAME]` tables that Steward's own loader accepts; anything not understood is an
 //! error naming the file and the entry.
 
-mod common;
+use crate::common;
 
 use common::{Env, code, stderr, stdout};
 

@@ -2,7 +2,7 @@
 //! over stdio: the five tools, a classic-planner run submitted and polled to its answer, a
 //! call needing approval denied with `no_approver`, ownership and redaction.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -10,7 +10,7 @@
 //! - An audit chain whose anchor file was removed does not verify until the anchor is reset on
 //!   purpose, and the reset is itself an audit record.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

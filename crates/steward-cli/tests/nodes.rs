@@ -12,7 +12,7 @@
 //! `postgres://postgres@127.0.0.1:5432/test`), dropped at the end; without a reachable
 //! PostgreSQL the tests fail (`STEWARD_TEST_SKIP=postgres` opts out: `steward_peers::needs`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -4,7 +4,7 @@
 //! Needs `STEWARD_TEST_LLAMA_PYTHON` (a Python with `llama_cpp.server`) and
 //! `STEWARD_TEST_MODEL` (the GGUF file); `scripts/test.sh` sets both.
 
-mod common;
+use crate::common;
 
 use common::*;
 

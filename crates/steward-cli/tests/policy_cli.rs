@@ -1,7 +1,7 @@
 //! Through the binary: per-action approval expiry (SPEC C4), the explained risk score (C2),
 //! `steward policy replay`, and where `config show` says each value came from (N).
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::process::Stdio;

@@ -6,7 +6,7 @@
 //! `postgres://postgres@127.0.0.1:5432/test`), dropped at the end. When PostgreSQL cannot be
 //! reached the tests fail (`STEWARD_TEST_SKIP=postgres` opts out: `steward_peers::needs`).
 
-mod common;
+use crate::common;
 
 use std::str::FromStr;
 

@@ -1,7 +1,7 @@
 //! The presets follow the environment variables users already set for the tools they come
 //! from: `OPENAI_BASE_URL` and `OLLAMA_HOST` send `steward run` to another server.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -2,7 +2,7 @@
 //! that keeps repeating a refused call ends `stuck`, exit 3), and tool-call markup that could
 //! not be used is never reported as an answer (`unparsed_tool_call`).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! earlier turns as context, as in the web UI. The fake provider's `expect` checks what reached
 //! the model: a round fails (exit 1) when the request lacks the expected text.
 
-mod common;
+use crate::common;
 
 use common::{Env, code, events, stderr};
 

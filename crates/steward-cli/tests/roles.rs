@@ -1,7 +1,7 @@
 //! `steward run --mode roles`: the role pipeline end to end through the binary, with scripted
 //! providers per role and a local drafter whose server is down.
 
-mod common;
+use crate::common;
 
 use common::*;
 

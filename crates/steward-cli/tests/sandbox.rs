@@ -3,7 +3,7 @@
 //! print them), `$HOME` is empty, a process that leaves its session ends with the call, and a
 //! Unix socket listening outside cannot be reached.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //! does not count requests it made without them as schema violations; the work ledger's
 //! bearer scheme gets a token with every scope (`read,submit,hub`).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -4,7 +4,7 @@
 //! received (aimock's request journal shows exactly what the "model" got). Named `peer_*`: it
 //! starts the real aimock server (`STEWARD_TEST_AIMOCK`, set by `scripts/test.sh`).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

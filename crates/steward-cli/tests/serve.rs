@@ -2,7 +2,7 @@
 //! owner, so a run started with `steward run` in a terminal shows up in the web UI and its
 //! approval can be given there; the terminal prompt takes the answer and the call runs.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! secret only git history holds; grouped git options and programs a repository configures
 //! ask.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -2,7 +2,7 @@
 //! `NO_COLOR` unset or empty (or when `CLICOLOR_FORCE` asks, which `NO_COLOR` still beats), and
 //! never an escape code that came from a model.
 
-mod common;
+use crate::common;
 
 use std::process::Output;
 

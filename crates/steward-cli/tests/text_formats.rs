@@ -3,7 +3,7 @@
 //! read is data), audited with the format's name, and `tool_call_format` on a provider limits
 //! recovery to the format it names.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

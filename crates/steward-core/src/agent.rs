@@ -13,7 +13,7 @@ use steward_protocol::{
 use steward_store::{RunRecord, RunStatus, Store, StoreError, new_id};
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{ApprovalKey, Approver};
+use crate::approval::{ApprovalKey, Approver, TEN_YEARS_S};
 use crate::chains::{ChainPlan, ChainState, Chains};
 use crate::config::Config;
 use crate::context::{self, RoundRecord};
@@ -102,9 +102,6 @@ impl RunError {
         }
     }
 }
-
-/// Longest approval or grant lifetime accepted, in seconds (larger settings are clamped).
-pub(crate) const TEN_YEARS_S: u64 = 10 * 365 * 24 * 3600;
 
 /// Provider and model of each role of `req` (see [`EventKind::RunStarted`]): the planner
 /// alone in loop mode (nothing for the classic planner), every stage in roles mode with a

@@ -14,47 +14,16 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use steward_protocol::ApprovalRequest;
 
+pub use crate::decisions::{ApprovalAnswer, ApprovalScope};
 use crate::decisions::{DecisionQueue, Via, Waiting};
 use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 use crate::interrupt::{Interrupt, Interruptible};
 
+/// Longest approval or grant lifetime accepted, in seconds (larger settings are clamped).
+pub(crate) const TEN_YEARS_S: u64 = 10 * 365 * 24 * 3600;
+
 /// The reason recorded when nobody can answer an approval request here (no terminal, no UI).
 pub(crate) const NO_APPROVER: &str = "no_approver";
-
-/// How far an approval reaches (SPEC C4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ApprovalScope {
-    /// This call only.
-    #[default]
-    Once,
-    /// Later calls of the same tool in this run are allowed too (a remembered grant).
-    Run,
-    /// Later calls of the same tool in this workspace, by the same owner, are allowed too.
-    Workspace,
-}
-
-/// What an approver answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApprovalAnswer {
-    /// Approved by `decided_by`, presenting the decision token it was given.
-    Approve {
-        /// Decision token from [`Approver::ask`].
-        token: String,
-        /// Owner id of whoever decided.
-        decided_by: String,
-        /// Once, or remembered for the run or the workspace.
-        scope: ApprovalScope,
-    },
-    /// Rejected by `decided_by`.
-    Reject {
-        /// Why, shown to the model.
-        reason: String,
-        /// Owner id of whoever decided.
-        decided_by: String,
-    },
-    /// Nobody can answer (no terminal, no UI): fail closed with reason `no_approver`.
-    NoApprover,
-}
 
 /// Someone who can answer approval requests, and the questions an MCP server asks the run's
 /// owner during a tool call.

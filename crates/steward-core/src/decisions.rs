@@ -23,17 +23,52 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use steward_mcp::elicitation::AnswerError;
 use steward_protocol::{ApprovalRequest, Timestamp};
 use steward_store::{ApprovalDecisionRecord, Change, Store};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
-use crate::approval::{ApprovalAnswer, ApprovalScope};
 use crate::clock::Clock;
 use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 
 mod remote;
 pub use remote::{DecisionError, OwnerDecision, pending, record};
+
+/// How far an approval reaches (SPEC C4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApprovalScope {
+    /// This call only.
+    #[default]
+    Once,
+    /// Later calls of the same tool in this run are allowed too (a remembered grant).
+    Run,
+    /// Later calls of the same tool in this workspace, by the same owner, are allowed too.
+    Workspace,
+}
+
+/// What an approver answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    /// Approved by `decided_by`, presenting the decision token it was given.
+    Approve {
+        /// Decision token from [`Approver::ask`](crate::approval::Approver::ask).
+        token: String,
+        /// Owner id of whoever decided.
+        decided_by: String,
+        /// Once, or remembered for the run or the workspace.
+        scope: ApprovalScope,
+    },
+    /// Rejected by `decided_by`.
+    Reject {
+        /// Why, shown to the model.
+        reason: String,
+        /// Owner id of whoever decided.
+        decided_by: String,
+    },
+    /// Nobody can answer (no terminal, no UI): fail closed with reason `no_approver`.
+    NoApprover,
+}
 
 /// How often [`DecisionQueue::follow_store`] looks at the store when it also gets change
 /// notices: only in case a notice was lost.
@@ -409,10 +444,10 @@ impl DecisionQueue {
         id: &str,
         decided_by: &str,
         via: Via,
-        reply: impl FnOnce(&ElicitationPrompt) -> Result<ElicitationReply, String>,
+        reply: impl FnOnce(&ElicitationPrompt) -> Result<ElicitationReply, AnswerError>,
     ) -> Result<(), SubmitError> {
         submit(&self.elicitations, self.clock.as_ref(), id, Some(decided_by), via, |prompt| {
-            reply(prompt).map_err(SubmitError::Invalid)
+            reply(prompt).map_err(|e| SubmitError::Invalid(e.to_string()))
         })
     }
 

@@ -13,7 +13,7 @@
 //! outcome, never the values given.
 
 use serde_json::{Map, Value};
-use steward_mcp::elicitation::Field;
+use steward_mcp::elicitation::{AnswerError, Field};
 use steward_protocol::Timestamp;
 
 /// A server's request for input, as shown to the run's owner.
@@ -47,8 +47,8 @@ impl ElicitationPrompt {
     /// The values of a filled-in form (`(field name, text)`; an empty text omits the field):
     /// parsed, completed with the schema's defaults, and validated against the schema. `Err`
     /// says what is wrong, for the owner to correct.
-    pub fn answer(&self, inputs: &[(String, String)]) -> Result<Map<String, Value>, String> {
-        steward_mcp::elicitation::answer_form(&self.schema, &self.fields, inputs).map_err(|e| e.to_string())
+    pub fn answer(&self, inputs: &[(String, String)]) -> Result<Map<String, Value>, AnswerError> {
+        steward_mcp::elicitation::answer_form(&self.schema, &self.fields, inputs)
     }
 }
 

@@ -16,8 +16,8 @@ use steward_protocol::{RiskLevel, ToolSpec};
 use steward_provider::Provider;
 use steward_store::{GeneratedToolRecord, Store, StoreError};
 
-use crate::agent::PlannerChoice;
 use crate::config::Config;
+use crate::stage::PlannerChoice;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 /// Environment variable naming a `steward-tool-worker` program to use instead of

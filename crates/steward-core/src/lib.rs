@@ -38,5 +38,5 @@ pub mod trace;
 pub mod undo;
 
 pub use agent::{PlannerChoice, RunError, RunRequest, Runtime, run_task};
-pub use compose::{Launcher, Prepared, ReadyRun, RunOptions, Task, prepare};
+pub use compose::{Launcher, LauncherError, Prepared, ReadyRun, RunOptions, Task, prepare};
 pub use roles::{Locality, RoleAssignment, RoleName, RolePlan, RunMode};

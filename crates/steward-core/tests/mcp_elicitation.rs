@@ -49,13 +49,13 @@ impl Approver for Owner {
             Answer::Accepts => {
                 // The pre-filled form as shown lacks the required e-mail: refused, with why.
                 let mut inputs = steward_mcp::elicitation::prefilled_inputs(&prompt.fields);
-                let problem = prompt.answer(&inputs).unwrap_err();
+                let problem = prompt.answer(&inputs).unwrap_err().to_string();
                 assert!(problem.contains("email"), "{problem}");
                 let typed = |inputs: &mut Vec<(String, String)>, name: &str, text: &str| {
                     inputs.iter_mut().find(|(n, _)| n == name).unwrap().1 = text.into();
                 };
                 typed(&mut inputs, "email", "not an address");
-                assert!(prompt.answer(&inputs).unwrap_err().contains("`email`"));
+                assert!(prompt.answer(&inputs).unwrap_err().to_string().contains("`email`"));
                 typed(&mut inputs, "email", "ada@example.org");
                 typed(&mut inputs, "age", "");
                 let values = prompt.answer(&inputs).unwrap();

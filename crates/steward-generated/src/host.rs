@@ -293,15 +293,35 @@ async fn perform(call: HostCall, host: &HostEnv, report: &mut StepReport) -> Hos
                 }
                 Err(e) => {
                     report.host_calls.push(format!("sandbox_write {shown}: refused: {e}"));
-                    HostReply::Error(e)
+                    HostReply::Error(e.to_string())
                 }
             }
         }
     }
 }
 
-/// Writes `text` to `dir/name` when `name` is a plain file name; the path written.
-fn sandbox_write(dir: &Path, name: &str, text: &str) -> Result<String, String> {
+/// Why `sandbox_write` wrote nothing (told to the generated tool).
+#[derive(Debug, thiserror::Error)]
+enum WriteRefusal {
+    /// The name is not a plain file name.
+    #[error("sandbox_write refused `{0}`: a plain file name of letters, digits, . _ - only")]
+    NotPlain(String),
+    /// The text is too long.
+    #[error("sandbox_write refused `{0}`: more than {MAX_WRITE_BYTES} bytes")]
+    TooLarge(String),
+    /// Something other than a regular file is at that name (a link placed there).
+    #[error("sandbox_write refused `{0}`: not a regular file")]
+    NotAFile(String),
+    /// The tool's folder was removed.
+    #[error("sandbox_write: the tool folder is gone")]
+    FolderGone,
+    /// The write failed.
+    #[error("sandbox_write: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Writes `text` to `dir/name` when `name` is a plain file name; the name written.
+fn sandbox_write(dir: &Path, name: &str, text: &str) -> Result<String, WriteRefusal> {
     let plain = !name.is_empty()
         && name.len() <= 100
         && name != "."
@@ -309,21 +329,21 @@ fn sandbox_write(dir: &Path, name: &str, text: &str) -> Result<String, String> {
         && !name.starts_with('.')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if !plain {
-        return Err(format!("sandbox_write refused `{name}`: a plain file name of letters, digits, . _ - only"));
+        return Err(WriteRefusal::NotPlain(name.to_string()));
     }
     if text.len() > MAX_WRITE_BYTES {
-        return Err(format!("sandbox_write refused `{name}`: more than {MAX_WRITE_BYTES} bytes"));
+        return Err(WriteRefusal::TooLarge(name.to_string()));
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("sandbox_write: {e}"))?;
+    std::fs::create_dir_all(dir)?;
     let path = dir.join(name);
     // Never through a link placed there.
     match std::fs::symlink_metadata(&path) {
-        Ok(meta) if !meta.is_file() => return Err(format!("sandbox_write refused `{name}`: not a regular file")),
+        Ok(meta) if !meta.is_file() => return Err(WriteRefusal::NotAFile(name.to_string())),
         Ok(_) | Err(_) => {}
     }
     match std::fs::write(&path, text) {
         Ok(()) => Ok(name.to_string()),
-        Err(e) if e.kind() == ErrorKind::NotFound => Err("sandbox_write: the tool folder is gone".into()),
-        Err(e) => Err(format!("sandbox_write: {e}")),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(WriteRefusal::FolderGone),
+        Err(e) => Err(WriteRefusal::Io(e)),
     }
 }

@@ -26,6 +26,8 @@ use steward_protocol::RiskLevel;
 
 use crate::McpError;
 
+/// Header names the streamable HTTP transport sets itself; configuring them is refused.
+pub(crate) const RESERVED_HEADERS: &[&str] = &["accept", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
 /// Default `startup_timeout_ms`: 10 s for spawn (or connect) plus `initialize`.
 pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
 /// Default `call_timeout_ms`: 60 s per `tools/call`.
@@ -284,7 +286,7 @@ impl McpServerConfig {
             if reqwest::header::HeaderName::from_bytes(key.as_bytes()).is_err() {
                 return bad(format!("invalid header name {key:?}"));
             }
-            if crate::connection::RESERVED_HEADERS.iter().any(|r| r.eq_ignore_ascii_case(key)) {
+            if RESERVED_HEADERS.iter().any(|r| r.eq_ignore_ascii_case(key)) {
                 return bad(format!("header `{key}` is set by the transport itself"));
             }
         }

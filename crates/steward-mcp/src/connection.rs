@@ -29,9 +29,6 @@ use crate::McpError;
 use crate::config::{McpServerConfig, Transport};
 use crate::elicitation::ActiveCalls;
 
-/// Header names the streamable HTTP transport sets itself; configuring them is refused.
-pub(crate) const RESERVED_HEADERS: &[&str] = &["accept", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
-
 /// How long to wait for a child's exit status after its stdout closed, to name the exit code.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 

@@ -50,17 +50,29 @@ impl Need {
 
 /// The needs `value` (a [`SKIP_VAR`] value) opts out of; an unknown name is an error naming it
 /// and the known names (a misspelt opt-out must not silently keep or drop tests).
-pub fn parse_skip_list(value: &str) -> Result<Vec<Need>, String> {
+pub fn parse_skip_list(value: &str) -> Result<Vec<Need>, UnknownNeed> {
     let mut needs = Vec::new();
     for word in value.split(',').map(str::trim).filter(|w| !w.is_empty()) {
         let Some(need) = Need::ALL.into_iter().find(|n| n.name() == word) else {
-            let known: Vec<&str> = Need::ALL.iter().map(|n| n.name()).collect();
-            return Err(format!("{SKIP_VAR} names an unknown need {word:?} (known: {})", known.join(", ")));
+            return Err(UnknownNeed(word.to_string()));
         };
         needs.push(need);
     }
     Ok(needs)
 }
+
+/// A [`SKIP_VAR`] value names a need that does not exist (the name as written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownNeed(pub String);
+
+impl Display for UnknownNeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let known: Vec<&str> = Need::ALL.iter().map(|n| n.name()).collect();
+        write!(f, "{SKIP_VAR} names an unknown need {:?} (known: {})", self.0, known.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownNeed {}
 
 /// True when the user opted out of `need` through [`SKIP_VAR`]. Panics when the variable names
 /// an unknown need.
@@ -106,7 +118,7 @@ mod tests {
     fn skip_lists_name_known_needs_and_refuse_unknown_ones() {
         assert_eq!(parse_skip_list("").unwrap(), vec![]);
         assert_eq!(parse_skip_list("postgres, netns,").unwrap(), vec![Need::Postgres, Need::Netns]);
-        let err = parse_skip_list("postgres,landlok").unwrap_err();
+        let err = parse_skip_list("postgres,landlok").unwrap_err().to_string();
         assert!(err.contains("\"landlok\"") && err.contains("landlock"), "{err}");
     }
 

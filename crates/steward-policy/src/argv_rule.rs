@@ -8,7 +8,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use steward_protocol::DecisionKind;
 
 use crate::config::{ArgvExample, RuleConfig};
-use crate::gate::PolicyError;
+use crate::error::PolicyError;
 use crate::option_set::{OptionPattern, OptionSet};
 use crate::programs::options::{Unsure, global_options};
 use crate::shell::{self, SimpleCommand};

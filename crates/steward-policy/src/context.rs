@@ -7,7 +7,7 @@ use steward_protocol::{Decision, DecisionKind};
 
 use crate::config::PolicyConfig;
 use crate::data_flow::Carried;
-use crate::gate::PolicyError;
+use crate::error::PolicyError;
 use crate::programs::is_name;
 
 /// Default of `taint_escalation_risk`.

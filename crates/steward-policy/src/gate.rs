@@ -11,60 +11,13 @@ use steward_protocol::{ApprovalTtl, Decision, DecisionKind, RiskLevel, ToolCall,
 use crate::argv_rule::ArgvRule;
 use crate::config::PolicyConfig;
 use crate::context::{GateContext, RunRules};
+use crate::error::PolicyError;
 use crate::paths::{Access, Workspace};
 use crate::risk::{RiskRules, Touches};
 use crate::shell::{self, SimpleCommand};
 
 /// Name of the shell tool whose calls are judged by `argv` rules (SPEC T4).
 pub const SHELL_TOOL: &str = "shell_command";
-
-/// A configuration the gate cannot use.
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyError {
-    /// A glob does not compile. `rule` is the `[[policy.rule]]` name, or `allowed_actions` /
-    /// `blocked_actions`.
-    #[error("policy rule `{rule}`: bad glob `{glob}`: {message}")]
-    BadGlob {
-        /// Where the glob is.
-        rule: String,
-        /// The glob.
-        glob: String,
-        /// The parser's message.
-        message: String,
-    },
-    /// A `[[policy.rule]]` has an empty name.
-    #[error("a policy rule has an empty name")]
-    EmptyRuleName,
-    /// A rule's `argv` is malformed (empty, `**` not last, a path as program) or the rule's
-    /// `tool` does not match `shell_command`.
-    #[error("policy rule `{rule}`: {message}")]
-    BadArgvRule {
-        /// The rule name.
-        rule: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// A rule's `match` example does not match, a `not_match` example does, or an example
-    /// does not parse into exactly one simple command.
-    #[error("policy rule `{rule}`, example {example}: {message}")]
-    Example {
-        /// The rule name.
-        rule: String,
-        /// The example, as configured.
-        example: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A setting has an unusable value (`taint_escalation_risk`, `credential_scope`,
-    /// `approval_ttl_seconds`, `[policy.risk]`).
-    #[error("policy setting `{setting}`: {message}")]
-    BadSetting {
-        /// The setting's name.
-        setting: String,
-        /// What is wrong.
-        message: String,
-    },
-}
 
 struct CompiledRule {
     name: String,
@@ -377,9 +330,9 @@ impl Policy {
     }
 
     /// Validates `args` against the tool's schema, compiling it on first use.
-    fn validate_arguments(&self, spec: &ToolSpec, args: &Value) -> Result<(), String> {
+    fn validate_arguments(&self, spec: &ToolSpec, args: &Value) -> Result<(), InvalidArguments> {
         if !args.is_object() {
-            return Err("the arguments must be a JSON object".into());
+            return Err(InvalidArguments::NotAnObject);
         }
         let validator = self.validator(spec)?;
         if validator.is_valid(args) {
@@ -393,20 +346,18 @@ impl Policy {
                 if at.is_empty() { e.to_string() } else { format!("{e} (at {at})") }
             })
             .collect();
-        if messages.is_empty() { Ok(()) } else { Err(messages.join("; ")) }
+        if messages.is_empty() { Ok(()) } else { Err(InvalidArguments::Mismatch(messages)) }
     }
 
-    fn validator(&self, spec: &ToolSpec) -> Result<Arc<jsonschema::Validator>, String> {
+    fn validator(&self, spec: &ToolSpec) -> Result<Arc<jsonschema::Validator>, InvalidArguments> {
         let mut cache = self.validators.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((schema, validator)) = cache.get(&spec.name)
             && *schema == spec.input_schema
         {
             return Ok(Arc::clone(validator));
         }
-        let validator = Arc::new(
-            jsonschema::validator_for(&spec.input_schema)
-                .map_err(|e| format!("the tool's own schema does not compile ({e})"))?,
-        );
+        let validator =
+            Arc::new(jsonschema::validator_for(&spec.input_schema).map_err(|e| InvalidArguments::Schema(Box::new(e)))?);
         cache.insert(spec.name.clone(), (spec.input_schema.clone(), Arc::clone(&validator)));
         Ok(validator)
     }
@@ -507,4 +458,18 @@ fn glob_set(rule: &str, globs: &[String]) -> Result<GlobSet, PolicyError> {
 /// patterns that name them as such (contain `__`), so `git_*` never allows a server named `git`.
 fn allows_name(pattern_names_mcp: bool, name: &str) -> bool {
     pattern_names_mcp || !name.contains("__")
+}
+
+/// Why a call's arguments do not pass its tool's input schema (the reason the model is told).
+#[derive(Debug, thiserror::Error)]
+enum InvalidArguments {
+    /// Arguments are JSON, but not an object.
+    #[error("the arguments must be a JSON object")]
+    NotAnObject,
+    /// The tool's schema itself is not a valid JSON Schema.
+    #[error("the tool's own schema does not compile ({0})")]
+    Schema(Box<jsonschema::ValidationError<'static>>),
+    /// Up to three places where the arguments do not match, each with its JSON pointer.
+    #[error("{}", .0.join("; "))]
+    Mismatch(Vec<String>),
 }

@@ -25,6 +25,7 @@ mod command_gate;
 mod config;
 mod context;
 mod data_flow;
+mod error;
 mod gate;
 mod git_history;
 mod git_programs;
@@ -46,7 +47,8 @@ pub use config::{
 };
 pub use context::{DEFAULT_TAINT_ESCALATION_RISK, GateContext};
 pub use data_flow::{Carried, Fingerprints, MAX_FINGERPRINTS, Origin, SPAN_CHARS};
-pub use gate::{Policy, PolicyError, SHELL_TOOL};
+pub use error::PolicyError;
+pub use gate::{Policy, SHELL_TOOL};
 pub use git_programs::{ConfigSyntaxError, GitConfigError, repository_config_programs};
 pub use named_paths::path_parts;
 pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath, is_protected_path};

@@ -20,7 +20,7 @@
 
 use globset::GlobMatcher;
 
-use crate::gate::PolicyError;
+use crate::error::PolicyError;
 use crate::programs::command_options::{ANY_OPTION, CommandOptions, Opt, Value, command_options};
 use crate::programs::options::global_options;
 

@@ -8,7 +8,7 @@ use steward_protocol::{RiskFactor, ToolSpec};
 
 use crate::argv_rule::compile_glob;
 use crate::config::{DEFAULT_DESTRUCTIVE_OPTIONS, DEFAULT_PROTECTED_PATHS, DEFAULT_SOURCE_PATHS, RiskConfig};
-use crate::gate::PolicyError;
+use crate::error::PolicyError;
 use crate::option_set::{OptionPattern, OptionSet};
 use crate::shell::SimpleCommand;
 use steward_secrets::is_secret_path;

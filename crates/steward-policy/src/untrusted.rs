@@ -2,7 +2,7 @@
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use crate::gate::PolicyError;
+use crate::error::PolicyError;
 
 /// The compiled globs, and the literal directory each starts with (`vendor/` for
 /// `vendor/**`, `` for `**/node_modules`).

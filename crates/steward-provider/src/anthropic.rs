@@ -229,7 +229,7 @@ where
     while let Some(event) = events.next().await {
         let event = match event {
             Ok(e) => e,
-            Err(cause) => return Err(reply.interrupted(provider, &cause).into()),
+            Err(cause) => return Err(reply.interrupted(provider, &cause.to_string()).into()),
         };
         if event.data.trim().is_empty() {
             continue;

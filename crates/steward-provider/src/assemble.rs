@@ -174,15 +174,25 @@ impl Partial {
     }
 }
 
+/// Why a call's arguments text is not usable.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ArgumentsError {
+    /// Valid JSON, but not an object.
+    #[error("arguments must be a JSON object")]
+    NotAnObject,
+    /// Not JSON (or cut off).
+    #[error("invalid JSON arguments: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
 /// Parses arguments text: empty → `{}`; otherwise exactly one JSON object.
-pub(crate) fn parse_arguments(text: &str) -> Result<Value, String> {
+pub(crate) fn parse_arguments(text: &str) -> Result<Value, ArgumentsError> {
     if text.trim().is_empty() {
         return Ok(Value::Object(serde_json::Map::new()));
     }
-    match serde_json::from_str::<Value>(text) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err("arguments must be a JSON object".to_string()),
-        Err(e) => Err(format!("invalid JSON arguments: {e}")),
+    match serde_json::from_str::<Value>(text)? {
+        v @ Value::Object(_) => Ok(v),
+        _ => Err(ArgumentsError::NotAnObject),
     }
 }
 

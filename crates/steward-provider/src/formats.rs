@@ -10,10 +10,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use steward_protocol::ToolSpec;
 
-use crate::formats_parse as p;
-use crate::literals::RawCall;
-use crate::recover::RecoverError;
-
 /// A text tool-call format. The wire names (snake case) are what `tool_call_format` takes;
 /// aliases name the server parsers and model families that write the same thing.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -250,8 +246,8 @@ impl ToolCallFormat {
                 .is_some_and(|r| r.split_once('>').is_some_and(|(_, b)| b.trim_start().starts_with('{'))),
             MistralV3 => after("[TOOL_CALLS]").is_some_and(|r| r.starts_with('[') || r.starts_with('{')),
             MistralV11 => after("[TOOL_CALLS]").is_some_and(|r| !r.starts_with('[') && !r.starts_with('{')),
-            DeepseekR1 => p::deepseek_is_fenced(text),
-            DeepseekV31 => self.openers().iter().any(|o| text.starts_with(o)) && !p::deepseek_is_fenced(text),
+            DeepseekR1 => deepseek_is_fenced(text),
+            DeepseekV31 => self.openers().iter().any(|o| text.starts_with(o)) && !deepseek_is_fenced(text),
             Harmony => {
                 text.starts_with("<|channel|>commentary") || text.starts_with("to=") || text.starts_with("<|start|>")
             }
@@ -265,54 +261,6 @@ impl ToolCallFormat {
                 tools.iter().any(|t| r.strip_prefix(t.name.as_str()).is_some_and(|r| r.starts_with('>')))
             }),
             _ => self.openers().iter().any(|o| text.starts_with(o)),
-        }
-    }
-
-    /// Reads `text` (trimmed, reasoning removed), which must be wholly calls in this format.
-    pub(crate) fn parse(self, text: &str, tools: &[ToolSpec]) -> Result<Vec<RawCall>, RecoverError> {
-        use ToolCallFormat::*;
-        match self {
-            Hermes => p::blocks(text, "<tool_call>", Some("</tool_call>"), p::json_calls),
-            Qwen3Coder | FunctionTag => p::function_blocks(text, "<tool_call>", "</tool_call>"),
-            SeedOss => p::function_blocks(text, "<seed:tool_call>", "</seed:tool_call>"),
-            Json => p::json_message(text),
-            Llama3Builtin => p::blocks(text, "<|python_tag|>", None, p::json_or_python),
-            Pythonic => match text.strip_prefix("<|python_start|>") {
-                Some(_) => p::blocks(text, "<|python_start|>", Some("<|python_end|>"), p::json_or_python),
-                None => p::json_or_python(text),
-            },
-            MistralV3 => p::blocks(text, "[TOOL_CALLS]", None, p::json_calls),
-            MistralV11 => p::mistral_v11(text),
-            DeepseekR1 | DeepseekV31 => p::deepseek(text),
-            Dsml => p::dsml(text),
-            Harmony => p::harmony(text),
-            KimiK2 => p::kimi(text),
-            Glm45 => p::glm(text),
-            MinimaxM2 => p::blocks(text, "<minimax:tool_call>", Some("</minimax:tool_call>"), |b| {
-                p::invokes(b, "<invoke name=", "</invoke>", "<parameter name=", "</parameter>")
-            }),
-            ToolCode => p::blocks(text, "```tool_code", Some("```"), p::json_or_python),
-            FunctionGemma => p::blocks(text, "<start_function_call>", Some("<end_function_call>"), |b| {
-                crate::literals::gemma_call(b, "<escape>").map(|c| vec![c])
-            }),
-            Gemma4 => p::blocks(text, "<|tool_call>", Some("<tool_call|>"), |b| {
-                crate::literals::gemma_call(b, "<|\"|>").map(|c| vec![c])
-            }),
-            Functools => p::blocks(text, "functools", None, p::json_calls),
-            FunctionaryV32 => p::functionary_v32(text),
-            Granite => p::blocks(text, "<|tool_call|>", None, p::json_calls),
-            FunctionCall => p::function_call(text),
-            CommandR7b => p::blocks(text, "<|START_ACTION|>", Some("<|END_ACTION|>"), p::json_calls),
-            Nemotron => p::blocks(text, "<TOOLCALL>", Some("</TOOLCALL>"), p::json_calls),
-            Apertus => p::blocks(text, "<|tools_prefix|>", Some("<|tools_suffix|>"), p::keyed_calls),
-            Lfm2 => p::blocks(text, "<|tool_call_start|>", Some("<|tool_call_end|>"), p::json_or_python),
-            Internlm => p::blocks(text, "<|action_start|>", Some("<|action_end|>"), |b| {
-                p::json_calls(b.trim_start().strip_prefix("<|plugin|>").unwrap_or(b))
-            }),
-            Jamba => p::blocks(text, "<tool_calls>", Some("</tool_calls>"), p::json_calls),
-            Olmo3 => p::blocks(text, "<function_calls>", Some("</function_calls>"), p::json_or_python),
-            Step3 => p::step3(text),
-            ClineXml => p::cline(text, tools),
         }
     }
 
@@ -427,4 +375,61 @@ impl<'de> Deserialize<'de> for ToolCallFormatSetting {
         }
         deserializer.deserialize_any(Visitor)
     }
+}
+
+/// Why text could not be read as tool calls, in words a model can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecoverError {
+    /// Nothing but whitespace (or reasoning).
+    #[error("the message is empty")]
+    Empty,
+    /// The text starts like none of the formats (or not like the configured one).
+    #[error("the message is not written in a tool-call format Steward reads")]
+    NotMarkup,
+    /// The text starts like `format` but this provider is set to read another one.
+    #[error(
+        "the message is written in the {found} format, but this provider is set to read {configured} (tool_call_format)"
+    )]
+    OtherFormat {
+        /// The format the text starts like.
+        found: ToolCallFormat,
+        /// The configured format.
+        configured: ToolCallFormat,
+    },
+    /// A call or a block is not complete (output limit, stream cut).
+    #[error("{0} is not closed (cut off?)")]
+    CutOff(String),
+    /// Markup that is not well formed.
+    #[error("{0}")]
+    Malformed(String),
+    /// Text follows or sits between the calls.
+    #[error("there is text between or after the calls, and a call written as text must be the whole message")]
+    TrailingText,
+    /// A call's arguments are not a JSON object.
+    #[error("the arguments of `{0}` are not a JSON object")]
+    ArgumentsNotObject(String),
+    /// A call names a tool that was not offered.
+    #[error("`{name}` is not one of the offered tools ({offered})")]
+    UndeclaredTool {
+        /// The name written.
+        name: String,
+        /// The offered tools, comma separated.
+        offered: String,
+    },
+}
+
+impl RecoverError {
+    /// True when the markup was cut off before it closed.
+    pub fn is_cut_off(&self) -> bool {
+        matches!(self, RecoverError::CutOff(_))
+    }
+}
+
+pub(crate) const DS_CALLS: (&str, &str) = ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>");
+pub(crate) const DS_CALL: (&str, &str) = ("<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>");
+pub(crate) const DS_SEP: &str = "<｜tool▁sep｜>";
+
+/// Whether DeepSeek markup is R1's: `function<｜tool▁sep｜>NAME` and a fenced block.
+pub(crate) fn deepseek_is_fenced(text: &str) -> bool {
+    text.trim_start().starts_with(DS_CALLS.0) && text.contains(&format!("function{DS_SEP}")) && text.contains("```")
 }

@@ -5,8 +5,8 @@
 use serde_json::{Map, Value};
 use steward_protocol::ToolSpec;
 
-use crate::literals::{RawCall, python_calls};
-use crate::recover::RecoverError;
+use crate::formats::{DS_CALL, DS_CALLS, DS_SEP, RecoverError, ToolCallFormat};
+use crate::literals::{RawCall, gemma_call, python_calls};
 
 type Calls = Result<Vec<RawCall>, RecoverError>;
 
@@ -329,15 +329,6 @@ pub(crate) fn mistral_v11(text: &str) -> Calls {
     })
 }
 
-const DS_CALLS: (&str, &str) = ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>");
-const DS_CALL: (&str, &str) = ("<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>");
-const DS_SEP: &str = "<｜tool▁sep｜>";
-
-/// Whether DeepSeek markup is R1's: `function<｜tool▁sep｜>NAME` and a fenced block.
-pub(crate) fn deepseek_is_fenced(text: &str) -> bool {
-    text.trim_start().starts_with(DS_CALLS.0) && text.contains(&format!("function{DS_SEP}")) && text.contains("```")
-}
-
 /// DeepSeek R1 / V3 and V3.1 calls, inside the calls section.
 pub(crate) fn deepseek(text: &str) -> Calls {
     let one = |body: &str| {
@@ -501,4 +492,50 @@ pub(crate) fn cline(text: &str, tools: &[ToolSpec]) -> Calls {
         calls.push(RawCall { name, arguments: Value::Object(map) });
     }
     Ok(calls)
+}
+
+/// Reads `text` (trimmed, reasoning removed), which must be wholly calls in `format`.
+pub(crate) fn parse(format: ToolCallFormat, text: &str, tools: &[ToolSpec]) -> Calls {
+    use ToolCallFormat::*;
+    match format {
+        Hermes => blocks(text, "<tool_call>", Some("</tool_call>"), json_calls),
+        Qwen3Coder | FunctionTag => function_blocks(text, "<tool_call>", "</tool_call>"),
+        SeedOss => function_blocks(text, "<seed:tool_call>", "</seed:tool_call>"),
+        Json => json_message(text),
+        Llama3Builtin => blocks(text, "<|python_tag|>", None, json_or_python),
+        Pythonic => match text.strip_prefix("<|python_start|>") {
+            Some(_) => blocks(text, "<|python_start|>", Some("<|python_end|>"), json_or_python),
+            None => json_or_python(text),
+        },
+        MistralV3 => blocks(text, "[TOOL_CALLS]", None, json_calls),
+        MistralV11 => mistral_v11(text),
+        DeepseekR1 | DeepseekV31 => deepseek(text),
+        Dsml => dsml(text),
+        Harmony => harmony(text),
+        KimiK2 => kimi(text),
+        Glm45 => glm(text),
+        MinimaxM2 => blocks(text, "<minimax:tool_call>", Some("</minimax:tool_call>"), |b| {
+            invokes(b, "<invoke name=", "</invoke>", "<parameter name=", "</parameter>")
+        }),
+        ToolCode => blocks(text, "```tool_code", Some("```"), json_or_python),
+        FunctionGemma => blocks(text, "<start_function_call>", Some("<end_function_call>"), |b| {
+            gemma_call(b, "<escape>").map(|c| vec![c])
+        }),
+        Gemma4 => blocks(text, "<|tool_call>", Some("<tool_call|>"), |b| gemma_call(b, "<|\"|>").map(|c| vec![c])),
+        Functools => blocks(text, "functools", None, json_calls),
+        FunctionaryV32 => functionary_v32(text),
+        Granite => blocks(text, "<|tool_call|>", None, json_calls),
+        FunctionCall => function_call(text),
+        CommandR7b => blocks(text, "<|START_ACTION|>", Some("<|END_ACTION|>"), json_calls),
+        Nemotron => blocks(text, "<TOOLCALL>", Some("</TOOLCALL>"), json_calls),
+        Apertus => blocks(text, "<|tools_prefix|>", Some("<|tools_suffix|>"), keyed_calls),
+        Lfm2 => blocks(text, "<|tool_call_start|>", Some("<|tool_call_end|>"), json_or_python),
+        Internlm => blocks(text, "<|action_start|>", Some("<|action_end|>"), |b| {
+            json_calls(b.trim_start().strip_prefix("<|plugin|>").unwrap_or(b))
+        }),
+        Jamba => blocks(text, "<tool_calls>", Some("</tool_calls>"), json_calls),
+        Olmo3 => blocks(text, "<function_calls>", Some("</function_calls>"), json_or_python),
+        Step3 => step3(text),
+        ClineXml => cline(text, tools),
+    }
 }

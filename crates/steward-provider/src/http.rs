@@ -250,9 +250,27 @@ pub(crate) struct SseEvent {
     pub data: String,
 }
 
+/// Why an SSE stream broke: its transport failed, or its bytes are not SSE (or not UTF-8).
+pub(crate) enum SseError<E> {
+    /// The transport's own error.
+    Transport(E),
+    /// The bytes could not be framed.
+    Framing(eventsource_stream::EventStreamError<E>),
+}
+
+impl<E: fmt::Display> fmt::Display for SseError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SseError::Transport(e) => e.fmt(f),
+            SseError::Framing(e) => e.fmt(f),
+        }
+    }
+}
+
 /// Turns a byte stream into SSE events (framing by `eventsource-stream`, which also joins
-/// UTF-8 sequences split across chunks). Transport errors are passed through as `Err`.
-pub(crate) fn sse_events<S, E>(bytes: S) -> impl Stream<Item = Result<SseEvent, String>>
+/// UTF-8 sequences split across chunks). Transport and framing errors are passed through as
+/// `Err`.
+pub(crate) fn sse_events<S, E>(bytes: S) -> impl Stream<Item = Result<SseEvent, SseError<E>>>
 where
     S: Stream<Item = Result<Bytes, E>>,
     E: fmt::Display,
@@ -260,26 +278,33 @@ where
     use eventsource_stream::{EventStreamError, Eventsource};
     bytes.eventsource().map(|item| match item {
         Ok(ev) => Ok(SseEvent { data: ev.data }),
-        Err(EventStreamError::Transport(e)) => Err(e.to_string()),
-        Err(other) => Err(other.to_string()),
+        Err(EventStreamError::Transport(e)) => Err(SseError::Transport(e)),
+        Err(other) => Err(SseError::Framing(other)),
     })
 }
 
-/// A response body as a byte stream whose errors are described without the URL.
-pub(crate) fn body_stream(response: reqwest::Response) -> impl Stream<Item = Result<Bytes, String>> {
-    response.bytes_stream().map(|r| {
-        r.map_err(|e| {
-            let e = e.without_url();
-            let mut text = e.to_string();
-            let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
-            while let Some(s) = source {
-                text.push_str(": ");
-                text.push_str(&s.to_string());
-                source = s.source();
-            }
-            text
-        })
-    })
+/// A transport failure while a reply body streams in. Its text leaves the URL out (it may hold
+/// a key in its query) and joins the causes, which name what broke (reset, timeout …).
+#[derive(Debug)]
+pub(crate) struct BodyError(reqwest::Error);
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = std::error::Error::source(&self.0);
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for BodyError {}
+
+/// A response body as a byte stream; errors are [`BodyError`]s (described without the URL).
+pub(crate) fn body_stream(response: reqwest::Response) -> impl Stream<Item = Result<Bytes, BodyError>> {
+    response.bytes_stream().map(|r| r.map_err(|e| BodyError(e.without_url())))
 }
 
 /// A URL fit for messages: passwords in user info and credential-like query values replaced

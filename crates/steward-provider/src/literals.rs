@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::recover::RecoverError;
+use crate::formats::RecoverError;
 
 /// One call read from text: the tool name as written and its arguments (a JSON object).
 #[derive(Debug, Clone, PartialEq)]

@@ -304,7 +304,7 @@ where
     while let Some(event) = events.next().await {
         let event = match event {
             Ok(e) => e,
-            Err(cause) => return Err(reply.interrupted(provider, &cause).into()),
+            Err(cause) => return Err(reply.interrupted(provider, &cause.to_string()).into()),
         };
         let data = event.data.trim();
         if data.is_empty() {

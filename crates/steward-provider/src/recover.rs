@@ -18,56 +18,10 @@
 
 use steward_protocol::{ToolCall, ToolCallRepair, ToolSpec};
 
+pub use crate::formats::RecoverError;
 use crate::formats::{ToolCallFormat, detect};
+use crate::formats_parse::parse;
 pub use crate::reasoning::split_think;
-
-/// Why text could not be read as tool calls, in words a model can act on.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RecoverError {
-    /// Nothing but whitespace (or reasoning).
-    #[error("the message is empty")]
-    Empty,
-    /// The text starts like none of the formats (or not like the configured one).
-    #[error("the message is not written in a tool-call format Steward reads")]
-    NotMarkup,
-    /// The text starts like `format` but this provider is set to read another one.
-    #[error(
-        "the message is written in the {found} format, but this provider is set to read {configured} (tool_call_format)"
-    )]
-    OtherFormat {
-        /// The format the text starts like.
-        found: ToolCallFormat,
-        /// The configured format.
-        configured: ToolCallFormat,
-    },
-    /// A call or a block is not complete (output limit, stream cut).
-    #[error("{0} is not closed (cut off?)")]
-    CutOff(String),
-    /// Markup that is not well formed.
-    #[error("{0}")]
-    Malformed(String),
-    /// Text follows or sits between the calls.
-    #[error("there is text between or after the calls, and a call written as text must be the whole message")]
-    TrailingText,
-    /// A call's arguments are not a JSON object.
-    #[error("the arguments of `{0}` are not a JSON object")]
-    ArgumentsNotObject(String),
-    /// A call names a tool that was not offered.
-    #[error("`{name}` is not one of the offered tools ({offered})")]
-    UndeclaredTool {
-        /// The name written.
-        name: String,
-        /// The offered tools, comma separated.
-        offered: String,
-    },
-}
-
-impl RecoverError {
-    /// True when the markup was cut off before it closed.
-    pub fn is_cut_off(&self) -> bool {
-        matches!(self, RecoverError::CutOff(_))
-    }
-}
 
 /// The result of [`recover_with_format`].
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -132,7 +86,7 @@ pub(crate) fn parse_calls(
         }
         None => detect(text, tools).ok_or(RecoverError::NotMarkup)?,
     };
-    let raw = format.parse(text, tools)?;
+    let raw = parse(format, text, tools)?;
     if raw.is_empty() {
         return Err(RecoverError::NotMarkup);
     }

@@ -29,8 +29,8 @@ pub(crate) struct Settings {
     pub max_tokens: Option<u32>,
 }
 
-/// A reply body as a stream of byte chunks (transport errors already described as text).
-pub(crate) type BodyStream = BoxStream<'static, Result<bytes::Bytes, String>>;
+/// A reply body as a stream of byte chunks.
+pub(crate) type BodyStream = BoxStream<'static, Result<bytes::Bytes, crate::http::BodyError>>;
 
 /// What a wire protocol decides.
 #[async_trait]

@@ -18,6 +18,7 @@ mod scan;
 mod secrets;
 
 pub use names::name_looks_secret;
-pub use redact::{REDACTED, Redactor};
+pub use patterns::REDACTED;
+pub use redact::Redactor;
 pub use scan::{Finding, scan_value};
 pub use secrets::{is_secret_path, secret_file_values};

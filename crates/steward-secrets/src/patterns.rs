@@ -6,6 +6,9 @@ use regex::{Captures, Regex};
 
 use crate::names::name_looks_secret;
 
+/// What a secret is replaced with.
+pub const REDACTED: &str = "[REDACTED]";
+
 /// One pattern rule: where the secret is in a match, and when a match really is one.
 pub(crate) struct Rule {
     /// Kind reported by the scanner (`provider_key`, `bearer_token`, …).
@@ -29,7 +32,7 @@ impl Rule {
         }
         let m = self.groups.iter().find_map(|&g| caps.get(g))?;
         // Already redacted (also when a wide value class runs on past an earlier redaction).
-        if m.as_str().is_empty() || m.as_str().starts_with(crate::redact::REDACTED) {
+        if m.as_str().is_empty() || m.as_str().starts_with(REDACTED) {
             return None;
         }
         Some(m.range())

@@ -4,10 +4,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use crate::names::name_looks_secret;
-use crate::patterns::RULES;
-
-/// What a secret is replaced with.
-pub const REDACTED: &str = "[REDACTED]";
+use crate::patterns::{REDACTED, RULES};
 
 /// Known secret values shorter than this (in bytes) are ignored: too likely to occur by chance.
 const MIN_KNOWN_LEN: usize = 8;

@@ -9,9 +9,8 @@
 //! A viewer is an open event stream (`GET /api/conversations/{id}/events`, which the page
 //! keeps open); the idle clock starts when the last viewer leaves, and at creation.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 use steward_core::memory::{self, MemoryCommand};
@@ -19,30 +18,11 @@ use steward_store::{ConversationRecord, ConversationTurn, new_id};
 
 use crate::error::{ApiError, ErrorClass};
 use crate::runs;
+pub use crate::state::Conversations;
 use crate::state::{AppState, StartRun};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// In-memory state of the open conversations: viewers, idle timers, and a lock per
-/// conversation so two messages cannot both pass the one-task-at-a-time check.
-#[derive(Default)]
-pub struct Conversations {
-    open: Mutex<HashMap<String, Arc<Open>>>,
-}
-
-#[derive(Default)]
-struct Open {
-    viewers: AtomicUsize,
-    idle: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    sending: tokio::sync::Mutex<()>,
-}
-
-impl Conversations {
-    fn open(&self, id: &str) -> Arc<Open> {
-        lock(&self.open).entry(id.to_string()).or_default().clone()
-    }
 }
 
 /// Settings of a new conversation (form or `POST /api/conversations`).

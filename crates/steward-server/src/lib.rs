@@ -15,8 +15,10 @@ pub mod live;
 pub mod mcp;
 pub mod memory;
 pub mod openapi;
+mod owner;
 pub mod pages;
 pub mod runs;
+mod schema;
 pub mod session;
 pub mod sse;
 pub mod state;
@@ -38,7 +40,7 @@ use tokio_util::task::TaskTracker;
 pub use error::{ApiError, ErrorClass};
 pub use session::Sessions;
 pub use state::{AppState, DEFAULT_NOTICE_POLL, Inner, ServerOptions, StartRun, UnknownMode};
-pub use steward_core::compose::{Launcher, Prepared, ProviderStatus, RunOptions};
+pub use steward_core::compose::{Launcher, LauncherError, Prepared, ProviderStatus, RunOptions};
 
 /// How often old finished runs are cleaned up (also once at start).
 const CLEANUP_EVERY: Duration = Duration::from_secs(600);
@@ -119,8 +121,11 @@ fn routes(state: AppState) -> Router<AppState> {
         .route("/ledger/{id}/revoke", post(ledger::revoke_form))
         // The JSON API, documented as it is routed: see `openapi::routes`.
         .merge(openapi::routes().split_for_parts().0)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), session::owner_layer))
-        .layer(axum::middleware::from_fn_with_state(ledger::TokenRoutes::new(state.clone()), ledger::bearer_layer))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), owner::owner_layer))
+        .layer(axum::middleware::from_fn_with_state(
+            ledger::TokenRoutes::new(state.clone(), openapi::documented_api_only(ledger::routes().split_for_parts().0)),
+            ledger::bearer_layer,
+        ))
         // After the session layer: `/mcp` authenticates by bearer token and sets no cookie.
         .merge(mcp::router(state))
 }
@@ -193,7 +198,11 @@ fn host_allowed(host: &str, allowed: &[String]) -> bool {
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener, stop: CancellationToken) -> std::io::Result<()> {
     let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     // Decisions given through other nodes on runs of this one.
-    state.tasks.spawn(live::follow_recorded_decisions(state.clone()));
+    state.tasks.spawn(live::follow_recorded_decisions(
+        state.runtime.clone(),
+        state.options.notice_poll,
+        state.shutdown.clone(),
+    ));
     let cleaner = state.clone();
     state.tasks.spawn(async move {
         loop {

@@ -8,10 +8,13 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
+use steward_core::Runtime;
 use steward_core::decisions::{DecisionQueue, SubmitError, Verdict, Via};
 use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
 use steward_core::events::EventObserver;
+use steward_mcp::elicitation::AnswerError;
 use steward_protocol::{ApprovalRequest, Event};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -253,7 +256,7 @@ impl LiveRuns {
     /// waiting.
     pub fn answer_elicitation(&self, id: &str, owner_id: &str, action: ElicitationAction) -> Result<(), ElicitError> {
         let decided_by = owner_id.to_string();
-        let reply = |prompt: &ElicitationPrompt| -> Result<ElicitationReply, String> {
+        let reply = |prompt: &ElicitationPrompt| -> Result<ElicitationReply, AnswerError> {
             Ok(match action {
                 ElicitationAction::Accept(inputs) => {
                     ElicitationReply::Accept { values: prompt.answer(&inputs)?, decided_by }
@@ -284,14 +287,12 @@ impl LiveRuns {
 /// Until the server shuts down: feeds the runtime's decision queue with the decisions recorded
 /// in the store through other nodes (a browser on node A approving a run of node B), as soon
 /// as the store notices them ([`steward_store::Change::Decision`]); a store without notices
-/// (SQLite) is looked at every [`crate::ServerOptions::notice_poll`] while approvals wait here
+/// (SQLite) is looked at every `poll` (the server's `notice_poll`) while approvals wait here
 /// (see [`DecisionQueue::follow_store`]).
-pub async fn follow_recorded_decisions(state: crate::state::AppState) {
-    let store = state.runtime.store.clone();
-    let decisions = state.runtime.decisions.clone();
+pub async fn follow_recorded_decisions(runtime: Arc<Runtime>, poll: Duration, shutdown: CancellationToken) {
     tokio::select! {
-        _ = decisions.follow_store(store.as_ref(), state.options.notice_poll) => {}
-        _ = state.shutdown.cancelled() => {}
+        _ = runtime.decisions.follow_store(runtime.store.as_ref(), poll) => {}
+        _ = shutdown.cancelled() => {}
     }
 }
 

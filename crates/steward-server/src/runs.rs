@@ -31,7 +31,7 @@ pub struct Started {
 }
 
 fn started_status_schema() -> utoipa::openapi::Object {
-    crate::openapi::string_enum(&["queued", "running"], "`queued` or `running`.")
+    crate::schema::string_enum(&["queued", "running"], "`queued` or `running`.")
 }
 
 /// A run as the API shows it: the stored record, or a queued run that has none yet.
@@ -57,7 +57,7 @@ pub struct RunView {
 }
 
 fn run_view_status_schema() -> utoipa::openapi::Object {
-    crate::openapi::string_enum(
+    crate::schema::string_enum(
         &["queued", "running", "completed", "failed", "cancelled", "interrupted"],
         "`queued`, `running`, `completed`, `failed`, `cancelled` or `interrupted`.",
     )
@@ -110,7 +110,7 @@ pub async fn start_with_history(
         .launcher
         .prepare(&workspace, &options)
         .await
-        .map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e)))?;
+        .map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e.to_string())))?;
     let id = new_id("run_");
     let run = state.live.register(&id, owner_id, state.shutdown.child_token());
     run.set_submitted(&state.runtime.redactor.redact(&task), chrono::Utc::now());

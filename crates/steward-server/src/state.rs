@@ -1,9 +1,12 @@
 //! What every request handler shares, and what a start request asks of the run's composition.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
 
 use steward_core::compose::Launcher;
+use steward_core::mcp_tokens::NewToken;
 use steward_core::planner::PlannerOverrides;
 use steward_core::{RunMode, RunOptions, Runtime};
 use tokio::sync::broadcast;
@@ -138,13 +141,40 @@ pub struct Inner {
     /// Owner ids whose remembered facts changed (for live updates in every open tab).
     pub facts_changed: broadcast::Sender<String>,
     /// Open conversations: viewers and idle clocks.
-    pub conversations: crate::conversations::Conversations,
+    pub conversations: Conversations,
     /// Ids of conversations that changed (a turn added, ended).
     pub conversations_changed: broadcast::Sender<String>,
     /// Ids of runs of this server that have ended.
     pub run_finished: broadcast::Sender<String>,
-    /// Event streams open now (see [`crate::sse::open_stream`]).
+    /// Event streams open now (counted by the event-stream handlers).
     pub open_streams: std::sync::atomic::AtomicUsize,
     /// MCP tokens just made, shown once on their owner's next Tokens page.
-    pub tokens_just_made: crate::tokens::JustMade,
+    pub tokens_just_made: JustMade,
 }
+
+/// In-memory state of the open conversations: viewers, idle timers, and a lock per
+/// conversation so two messages cannot both pass the one-task-at-a-time check.
+#[derive(Default)]
+pub struct Conversations {
+    pub(crate) open: Mutex<HashMap<String, Arc<Open>>>,
+}
+
+/// One open conversation: its viewers, its idle timer and its one-message-at-a-time lock.
+#[derive(Default)]
+pub(crate) struct Open {
+    pub(crate) viewers: AtomicUsize,
+    pub(crate) idle: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pub(crate) sending: tokio::sync::Mutex<()>,
+}
+
+impl Conversations {
+    /// The entry of conversation `id`, made when missing.
+    pub(crate) fn open(&self, id: &str) -> Arc<Open> {
+        self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).entry(id.to_string()).or_default().clone()
+    }
+}
+
+/// Tokens just made, by owner, waiting to be shown once on the owner's next `GET /tokens`
+/// (within the tokens page's time limit): the form post answers with a redirect, so
+/// reloading the page never makes another.
+pub type JustMade = Mutex<HashMap<String, (NewToken, std::time::Instant)>>;

@@ -17,6 +17,7 @@ use crate::error::ApiError;
 use crate::pages::{error_page, form_post, render};
 use crate::session::Session;
 use crate::state::AppState;
+pub use crate::state::JustMade;
 
 impl From<TokenError> for ApiError {
     fn from(e: TokenError) -> Self {
@@ -69,11 +70,6 @@ async fn page(state: &AppState, session: &Session, headers: &HeaderMap, new: Opt
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
-
-/// Tokens just made, by owner, waiting to be shown once on the owner's next `GET /tokens` (at
-/// most [`SHOW_WITHIN`]): the form post answers with a redirect, so reloading the page never
-/// makes another.
-pub type JustMade = std::sync::Mutex<HashMap<String, (NewToken, std::time::Instant)>>;
 
 fn lock(m: &JustMade) -> std::sync::MutexGuard<'_, HashMap<String, (NewToken, std::time::Instant)>> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

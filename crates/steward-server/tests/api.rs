@@ -2,7 +2,7 @@
 //! socket: owners and CSRF, approvals decided by the owner only, expiry, cancel, the queue,
 //! memory, and escaping.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! requests refused by path, token, host or body type, the cap on open event streams, and
 //! requests for input from a tool.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -16,7 +16,9 @@ use steward_core::approval::ApprovalKey;
 use steward_mcp::mcp_server::Scope;
 use steward_policy::Redactor;
 use steward_protocol::ToolSpec;
-use steward_server::{AppState, Launcher, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions};
+use steward_server::{
+    AppState, Launcher, LauncherError, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions,
+};
 use steward_store::{SqliteStore, Store};
 use tower::ServiceExt;
 
@@ -27,10 +29,10 @@ struct NoRuns;
 
 #[async_trait]
 impl Launcher for NoRuns {
-    async fn prepare(&self, _workspace: &Path, _options: &RunOptions) -> Result<Prepared, String> {
-        Err("no runs in these tests".into())
+    async fn prepare(&self, _workspace: &Path, _options: &RunOptions) -> Result<Prepared, LauncherError> {
+        Err(LauncherError::Withheld("no runs in these tests"))
     }
-    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
+    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, LauncherError> {
         Ok(Vec::new())
     }
     async fn providers(&self) -> Vec<ProviderStatus> {

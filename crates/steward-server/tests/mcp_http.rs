@@ -20,7 +20,9 @@ use steward_core::{PlannerChoice, Runtime};
 use steward_policy::Redactor;
 use steward_protocol::{ToolChoice, ToolSpec};
 use steward_provider::fake::{FakeProvider, Scenario};
-use steward_server::{AppState, Launcher, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions};
+use steward_server::{
+    AppState, Launcher, LauncherError, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions,
+};
 use steward_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -39,17 +41,17 @@ struct TestLauncher;
 
 #[async_trait]
 impl Launcher for TestLauncher {
-    async fn prepare(&self, workspace: &Path, _options: &RunOptions) -> Result<Prepared, String> {
+    async fn prepare(&self, workspace: &Path, _options: &RunOptions) -> Result<Prepared, LauncherError> {
         let planner = PlannerChoice {
             kind: "model".into(),
-            provider: Arc::new(FakeProvider::new(Scenario::from_toml(EDIT).map_err(|e| e.to_string())?)),
+            provider: Arc::new(FakeProvider::new(Scenario::from_toml(EDIT).expect("the test scenario parses"))),
             model: "fake".into(),
             tool_choice: ToolChoice::Auto,
             max_tokens: None,
         };
-        Prepared::new(workspace.to_path_buf(), Config::default(), ToolRegistry::builtin(), planner, None)
+        Ok(Prepared::new(workspace.to_path_buf(), Config::default(), ToolRegistry::builtin(), planner, None)?)
     }
-    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
+    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, LauncherError> {
         Ok(ToolRegistry::builtin().specs())
     }
     async fn providers(&self) -> Vec<ProviderStatus> {

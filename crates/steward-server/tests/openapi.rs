@@ -21,7 +21,9 @@ use steward_core::{PlannerChoice, Runtime};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, Event, EventKind, StopReason, ToolChoice, ToolSpec, Usage};
 use steward_provider::fake::{FakeProvider, Scenario};
-use steward_server::{ErrorClass, Launcher, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions};
+use steward_server::{
+    ErrorClass, Launcher, LauncherError, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions,
+};
 use steward_store::{FactRecord, RunRecord, RunStatus, SqliteStore, Store};
 use tower::ServiceExt;
 
@@ -131,8 +133,8 @@ struct TestLauncher;
 
 #[async_trait]
 impl Launcher for TestLauncher {
-    async fn prepare(&self, workspace: &Path, _options: &RunOptions) -> Result<Prepared, String> {
-        let scenario = Scenario::from_toml("[[round]]\ntext = \"Done.\"\n").map_err(|e| e.to_string())?;
+    async fn prepare(&self, workspace: &Path, _options: &RunOptions) -> Result<Prepared, LauncherError> {
+        let scenario = Scenario::from_toml("[[round]]\ntext = \"Done.\"\n").expect("the test scenario parses");
         let planner = PlannerChoice {
             kind: "model".into(),
             provider: Arc::new(FakeProvider::new(scenario)),
@@ -140,9 +142,9 @@ impl Launcher for TestLauncher {
             tool_choice: ToolChoice::Auto,
             max_tokens: None,
         };
-        Prepared::new(workspace.to_path_buf(), Config::default(), ToolRegistry::builtin(), planner, None)
+        Ok(Prepared::new(workspace.to_path_buf(), Config::default(), ToolRegistry::builtin(), planner, None)?)
     }
-    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
+    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, LauncherError> {
         Ok(ToolRegistry::builtin().specs())
     }
     async fn providers(&self) -> Vec<ProviderStatus> {

@@ -3,7 +3,7 @@
 //! cut off, anchor removed), concurrency within one store and across two stores on one
 //! database, and a throughput figure.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,7 +1,7 @@
 //! The hub's journal in every store backend: one row per approval, compare-and-set steps,
 //! holding in-flight rows at restart, listing by state, and what survives reopening.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

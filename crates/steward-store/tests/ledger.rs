@@ -2,7 +2,7 @@
 //! with many concurrent claimers on several store handles), denials with their reason codes,
 //! revocation, idempotent results, candidate pages, and the audit records of each change.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! MCP bearer tokens in every store backend: insert, list per owner, find by hash, revoke only
 //! by the owner, last use, and what survives reopening.
 
-mod common;
+use crate::common;
 
 use chrono::{Duration, Utc};
 use common::Db;

@@ -3,7 +3,7 @@
 //! from one node's writes to another node's subscribers. PostgreSQL only; SQLite keeps no
 //! leases and sends no notices.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! (the audit chain is `audit_chain`'s). Every contract test runs twice, on
 //! SQLite and on PostgreSQL (see `common`); tests of one backend's specifics say so.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

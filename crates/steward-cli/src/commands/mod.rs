@@ -17,27 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::home::{Home, local_owner};
 use crate::ui;
-
-/// A usage or configuration error: exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-fn usage(message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(UsageError(message.into()))
-}
-
-/// A usage or configuration error (exit code 2) for other modules.
-pub fn usage_error(message: &str) -> anyhow::Error {
-    usage(message)
-}
+use crate::usage::usage;
+pub use crate::usage::{UsageError, usage_error};
 
 /// The redactor of a command that loaded no configuration: pattern rules and the values of
 /// secret-looking environment variables.

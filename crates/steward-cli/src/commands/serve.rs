@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use clap::Args;
-use steward_core::compose::{Launcher, Prepared, ProviderStatus, RunOptions};
+use steward_core::compose::{Launcher, LauncherError, PrepareError, Prepared, ProviderStatus, RunOptions};
+use steward_core::config::{Config, ConfigError};
 use steward_protocol::ToolSpec;
 use steward_server::{ServerOptions, Sessions};
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::{load_config, prepare_run, provider_statuses, registry, usage_error};
+use crate::commands::{load_config, provider_statuses, usage_error, user_config_dir};
 use crate::home::{Home, local_owner};
 
 /// `steward serve` arguments.
@@ -155,19 +156,23 @@ struct CliLauncher {
 
 #[async_trait]
 impl Launcher for CliLauncher {
-    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, String> {
+    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, LauncherError> {
         let mut options = options.clone();
         // The scripted provider plays the scenario `steward serve` was given.
         if options.planner.provider.as_deref() == Some("fake") {
             options.planner.scenario = self.scenario.clone();
         }
-        let config = load_config(workspace).map_err(|e| format!("{e:#}"))?;
-        prepare_run(config, workspace, &options).await.map_err(|e| format!("{e:#}"))
+        let config = served_config(workspace)?;
+        let prepared = steward_core::prepare(config, workspace, &options).await?;
+        warn(&prepared.warnings);
+        Ok(prepared)
     }
 
-    async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, String> {
-        let config = load_config(workspace).map_err(|e| format!("{e:#}"))?;
-        let tools = registry(&config, workspace).await.map_err(|e| format!("{e:#}"))?;
+    async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, LauncherError> {
+        let config = served_config(workspace)?;
+        let policy = steward_policy::Policy::new(&config.policy).map_err(PrepareError::from)?;
+        let (tools, warnings) = steward_core::compose::registry(&config, workspace, &policy, true).await?;
+        warn(&warnings);
         Ok(tools.specs())
     }
 
@@ -200,5 +205,19 @@ impl Launcher for CliLauncher {
             *cache = Some((Instant::now(), statuses.clone()));
         }
         statuses
+    }
+}
+
+/// The configuration of a served workspace, its warnings printed on the server's stderr.
+fn served_config(workspace: &Path) -> Result<Config, ConfigError> {
+    let config = Config::load(user_config_dir().as_deref(), workspace)?;
+    warn(&config.warnings);
+    Ok(config)
+}
+
+/// Prints what was left out of a served run on the server's stderr.
+fn warn(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("steward: warning: {warning}");
     }
 }

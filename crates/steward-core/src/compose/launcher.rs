@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use serde::Serialize;
 use steward_protocol::ToolSpec;
 
-use super::{Prepared, RunOptions};
+use super::{PrepareError, Prepared, RunOptions};
+use crate::config::ConfigError;
 
 /// A provider as a start page shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -23,18 +24,33 @@ pub struct ProviderStatus {
     pub error: String,
 }
 
+/// Why a [`Launcher`] prepared no run; nothing was started. Its text is a sentence for the
+/// user, which a front end shows through its redactor.
+#[derive(Debug, thiserror::Error)]
+pub enum LauncherError {
+    /// The configuration files cannot be loaded (the file and line are in the message).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The run cannot be composed from the configuration ([`super::prepare`]).
+    #[error(transparent)]
+    Prepare(#[from] PrepareError),
+    /// A front end that tells no details (the hub, whose workspaces hold pull requests' text)
+    /// says only this fixed description.
+    #[error("{0}")]
+    Withheld(&'static str),
+}
+
 /// Prepares runs for a front end (the web server, the hub): it loads the configuration for a
 /// workspace the way its program does and hands it to [`super::prepare`], so every run is
 /// composed the same way.
 #[async_trait]
 pub trait Launcher: Send + Sync {
     /// Prepares a run in `workspace` (canonical, allowed by the front end) with `options`.
-    /// `Err` is a sentence for the user (bad configuration, unknown provider …); nothing was
-    /// started.
-    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, String>;
+    /// Errors: [`LauncherError`] (bad configuration, unknown provider …); nothing was started.
+    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, LauncherError>;
 
-    /// The tools a run in `workspace` is offered.
-    async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, String>;
+    /// The tools a run in `workspace` is offered. Errors: as [`Launcher::prepare`].
+    async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, LauncherError>;
 
     /// Configured and preset providers with their reachability (each probe bounded in time);
     /// none by default.

@@ -36,7 +36,7 @@ use crate::recovery::ExecutingRuns;
 use crate::tools::ToolRegistry;
 use crate::{PlannerChoice, RolePlan, RunError, RunMode, RunRequest, Runtime};
 
-pub use launcher::{Launcher, ProviderStatus};
+pub use launcher::{Launcher, LauncherError, ProviderStatus};
 
 impl Runtime {
     /// The runtime of the state directory `home`: full outputs of capped tool results go to
@@ -138,16 +138,16 @@ pub struct Prepared {
 
 impl Prepared {
     /// A run of `tools` the caller assembled itself (tests, benchmarks, an embedding program);
-    /// the policy is compiled from `config`. `Err` says why the policy is invalid, as the
-    /// sentence a [`Launcher`] hands to its front end.
+    /// the policy is compiled from `config`. Errors: [`PrepareError::Policy`] when the policy
+    /// does not compile.
     pub fn new(
         workspace: PathBuf,
         config: Config,
         tools: ToolRegistry,
         planner: PlannerChoice,
         roles: Option<RolePlan>,
-    ) -> Result<Prepared, String> {
-        let policy = Arc::new(Policy::new(&config.policy).map_err(|e| e.to_string())?);
+    ) -> Result<Prepared, PrepareError> {
+        let policy = Arc::new(Policy::new(&config.policy)?);
         Ok(Prepared { workspace, config, policy, tools, planner, roles, warnings: Vec::new() })
     }
 

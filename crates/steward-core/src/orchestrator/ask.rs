@@ -199,7 +199,7 @@ async fn open_request<'c>(
 /// expiry of the rule or `[[tool]]` that set one (SPEC C4), else `approval_timeout_seconds`.
 fn approval_ttl(cx: &CallContext<'_>, decision: &Decision) -> chrono::Duration {
     match &decision.approval_ttl {
-        Some(own) => chrono::Duration::seconds(own.seconds.min(crate::agent::TEN_YEARS_S) as i64),
+        Some(own) => chrono::Duration::seconds(own.seconds.min(crate::approval::TEN_YEARS_S) as i64),
         None => cx.approvals.ttl,
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use steward_generated::{CheckError, StepLimits, StepMode, checks};
+use steward_generated::{CheckError, StepError, StepLimits, StepMode, checks};
 use steward_protocol::{
     ApprovalTtl, AuditOutcome, ChatRequest, Decision, DecisionKind, EventKind, Message, ToolCall, ToolChoice,
 };
@@ -35,6 +35,49 @@ const RULE: &str = "generated_tool";
 
 /// Risk recorded for the pipeline's records (a generated tool is at least `medium`).
 const RISK: f64 = 0.5;
+
+/// Why an attempt gave no usable draft; its text goes back to the generator (and into the
+/// audit record).
+#[derive(Debug, thiserror::Error)]
+enum Rejection {
+    /// The generator's provider failed (its message, redacted).
+    #[error("the generator failed: {0}")]
+    Generator(String),
+    /// The answer holds no `{…}`.
+    #[error("the answer holds no JSON object")]
+    NoJson,
+    /// The object is not a [`Draft`].
+    #[error("the answer is not the JSON object asked for: {0}")]
+    NotADraft(serde_json::Error),
+    /// A static check of the source or of the schema failed.
+    #[error(transparent)]
+    Check(CheckError),
+    /// The source does not compile.
+    #[error("compile: {0}")]
+    Compile(StepError),
+    /// The planner's arguments do not match the draft's input schema.
+    #[error("input schema: the planner's arguments {arguments} do not match: {problem}")]
+    Arguments {
+        /// The planner's arguments.
+        arguments: Value,
+        /// What does not match.
+        problem: String,
+    },
+    /// The probe call with the planner's arguments failed.
+    #[error("probe call with the planner's arguments: {0}")]
+    Probe(StepError),
+}
+
+/// Why a registration was not approved.
+#[derive(Debug, thiserror::Error)]
+enum NotApproved {
+    /// Nobody answered before the expiry.
+    #[error("the approval request expired")]
+    Expired,
+    /// The owner (or the policy) refused, for this reason.
+    #[error("{0}")]
+    Rejected(String),
+}
 
 /// What the generator must answer: one JSON object.
 #[derive(Debug, Deserialize)]
@@ -90,7 +133,7 @@ pub(crate) async fn generate(
         let text = match ask_generator(cx, generator, &messages, attempt).await? {
             Ok(text) => text,
             Err(reason) => {
-                last_reason = reason;
+                last_reason = reason.to_string();
                 break;
             }
         };
@@ -100,7 +143,7 @@ pub(crate) async fn generate(
             Err(reason) => {
                 step(cx, call, AuditOutcome::Failed, format!("{versioned} attempt {attempt}: {reason}")).await?;
                 messages.push(Message::user(format!("Rejected: {reason}\nWrite it again, as one JSON object.")));
-                last_reason = reason;
+                last_reason = reason.to_string();
                 continue;
             }
         };
@@ -195,7 +238,7 @@ async fn ask_generator(
     generator: &Generator,
     messages: &[Message],
     attempt: u32,
-) -> Result<Result<String, String>, CallAbort> {
+) -> Result<Result<String, Rejection>, CallAbort> {
     let events = cx.records.events;
     events.emit(EventKind::StageStarted { stage: "generator".into(), round: attempt }).await?;
     let request = ChatRequest {
@@ -223,7 +266,7 @@ async fn ask_generator(
                     class: err.class,
                 })
                 .await?;
-            Ok(Err(format!("the generator failed: {error}")))
+            Ok(Err(Rejection::Generator(error)))
         }
         Ok(Ok(response)) => {
             events
@@ -249,22 +292,21 @@ async fn check_draft(
     worker: &steward_generated::WorkerCommand,
     text: &str,
     generator: &Generator,
-) -> Result<(Draft, String), String> {
-    let json = json_object(text).ok_or("the answer holds no JSON object")?;
-    let draft: Draft =
-        serde_json::from_str(json).map_err(|e| format!("the answer is not the JSON object asked for: {e}"))?;
-    checks::check_source(&draft.source).map_err(|e| e.to_string())?;
-    checks::check_schema(&draft.input_schema).map_err(|e| e.to_string())?;
+) -> Result<(Draft, String), Rejection> {
+    let json = json_object(text).ok_or(Rejection::NoJson)?;
+    let draft: Draft = serde_json::from_str(json).map_err(Rejection::NotADraft)?;
+    checks::check_source(&draft.source).map_err(Rejection::Check)?;
+    checks::check_schema(&draft.input_schema).map_err(Rejection::Check)?;
     let host = host_env(generator.files_dir.join(".probes").join(cx.run.run_id), cx.tools.context);
     let limits = StepLimits { time: PROBE_TIME, ..StepLimits::default() };
     let cancel = &cx.tools.context.cancel;
     let compiled =
         steward_generated::run_step(worker, StepMode::Compile, &draft.source, &Value::Null, limits, &host, cancel)
             .await;
-    compiled.outcome.map_err(|e| format!("compile: {e}"))?;
+    compiled.outcome.map_err(Rejection::Compile)?;
     checks::check_input(&draft.input_schema, &call.arguments).map_err(|e| match e {
-        CheckError::Schema(m) => format!("input schema: the planner's arguments {} do not match: {m}", call.arguments),
-        other => other.to_string(),
+        CheckError::Schema(problem) => Rejection::Arguments { arguments: call.arguments.clone(), problem },
+        other => Rejection::Check(other),
     })?;
     let probe =
         steward_generated::run_step(worker, StepMode::Call, &draft.source, &call.arguments, limits, &host, cancel)
@@ -273,7 +315,7 @@ async fn check_draft(
         // What the probe fetched reached no model, but the tool's later output will be web text.
         cx.state.taint();
     }
-    let value = probe.outcome.map_err(|e| format!("probe call with the planner's arguments: {e}"))?;
+    let value = probe.outcome.map_err(Rejection::Probe)?;
     let shown: String = value.to_string().chars().take(200).collect();
     Ok((draft, shown))
 }
@@ -293,7 +335,7 @@ async fn approve(
     call: &ToolCall,
     record: &GeneratedToolRecord,
     tool: &GeneratedTool,
-) -> Result<Result<(String, String), String>, CallAbort> {
+) -> Result<Result<(String, String), NotApproved>, CallAbort> {
     let shown = ToolCall {
         id: call.id.clone(),
         name: call.name.clone(),
@@ -321,8 +363,8 @@ async fn approve(
             let by = cx.run.owner_id.to_string();
             Ok(Ok((approval.request.id, by)))
         }
-        Err(Unapproved::Unanswered(_)) => Ok(Err("the approval request expired".into())),
-        Err(Unapproved::Rejected(rejection)) => Ok(Err(rejection.reason())),
+        Err(Unapproved::Unanswered(_)) => Ok(Err(NotApproved::Expired)),
+        Err(Unapproved::Rejected(rejection)) => Ok(Err(NotApproved::Rejected(rejection.reason()))),
     }
 }
 

@@ -54,10 +54,17 @@ pub struct SandboxPaths {
     pub read_only: Vec<PathBuf>,
 }
 
+/// The workspace is too large to walk before a sandboxed call: its secret files cannot all
+/// be found, so nothing runs.
+#[derive(Debug, thiserror::Error)]
+#[error("the workspace has more than {MAX_WALK_ENTRIES} entries; its secret files cannot all be found")]
+pub struct TooManyEntries;
+
 /// Walks `workspace` (every file, ignored ones too, without following links or
-/// entering `.git`; a plain directory walk, since it runs before every sandboxed call) and lists what to cover and freeze (see the module docs). Errors: the
+/// entering `.git`; a plain directory walk, since it runs before every sandboxed call) and
+/// lists what to cover and freeze (see the module docs). Errors: [`TooManyEntries`] when the
 /// workspace has more than 1,000,000 entries.
-pub fn sandbox_paths(workspace: &Workspace) -> Result<SandboxPaths, String> {
+pub fn sandbox_paths(workspace: &Workspace) -> Result<SandboxPaths, TooManyEntries> {
     let root = workspace.root().to_path_buf();
     let mut paths = SandboxPaths::default();
     let mut other_files: Vec<PathBuf> = Vec::new();
@@ -70,9 +77,7 @@ pub fn sandbox_paths(workspace: &Workspace) -> Result<SandboxPaths, String> {
         for entry in entries.flatten() {
             seen += 1;
             if seen > MAX_WALK_ENTRIES {
-                return Err(format!(
-                    "the workspace has more than {MAX_WALK_ENTRIES} entries; its secret files cannot all be found"
-                ));
+                return Err(TooManyEntries);
             }
             let Ok(kind) = entry.file_type() else { continue };
             let path = entry.path();

@@ -12,7 +12,7 @@ use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::planner::PlannerOverrides;
 use steward_core::tools::ToolRegistry;
-use steward_core::{Prepared, RunMode, RunOptions, Runtime, Task};
+use steward_core::{LauncherError, Prepared, RunMode, RunOptions, Runtime, Task};
 use steward_protocol::{Event, ToolSpec};
 use steward_store::RunStatus;
 use tokio::sync::oneshot;
@@ -108,12 +108,17 @@ pub enum PlannerCheckError {
     NeedsModel,
 }
 
+/// The hub's description of a configuration that does not load.
+const CONFIG_NOT_LOADED: &str = "the configuration cannot be loaded";
+/// The hub's description of a run that cannot be composed.
+const NOT_SET_UP: &str = "the run cannot be set up (its configuration, worktree, tools or planner)";
+
 /// Why a hub job did not run. The messages are fixed descriptions, never PR text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaunchError {
     /// The run could not be prepared (the launcher's fixed description).
     #[error("{0}")]
-    Prepare(String),
+    Prepare(&'static str),
     /// The planner is the classic one ([`NEEDS_MODEL`]).
     #[error("{NEEDS_MODEL}")]
     NeedsModel,
@@ -179,9 +184,9 @@ impl EventObserver for StartSignal {
 /// [`RunLauncher::overrides`] whatever `options` asks. Errors are fixed descriptions.
 #[async_trait]
 impl Launcher for RunLauncher {
-    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, String> {
+    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, LauncherError> {
         let mut config = Config::load(self.user_config_dir.as_deref(), workspace)
-            .map_err(|_| "the configuration cannot be loaded".to_string())?;
+            .map_err(|_| LauncherError::Withheld(CONFIG_NOT_LOADED))?;
         harden(&mut config);
         let options = RunOptions {
             planner: self.overrides.clone(),
@@ -190,12 +195,10 @@ impl Launcher for RunLauncher {
             connect_mcp: false,
             ..options.clone()
         };
-        steward_core::prepare(config, workspace, &options)
-            .await
-            .map_err(|_| "the run cannot be set up (its configuration, worktree, tools or planner)".to_string())
+        steward_core::prepare(config, workspace, &options).await.map_err(|_| LauncherError::Withheld(NOT_SET_UP))
     }
 
-    async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, String> {
+    async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, LauncherError> {
         Ok(self.prepare(workspace, &RunOptions::default()).await?.tools.specs())
     }
 }
@@ -205,7 +208,13 @@ impl RunLauncher {
     /// exists); the hub journals `started` then. Errors (nothing ran): a fixed description,
     /// never PR text.
     pub async fn launch(&self, job: Job, started: oneshot::Sender<()>) -> Result<JobEnd, LaunchError> {
-        let prepared = self.prepare(&job.workspace, &RunOptions::default()).await.map_err(LaunchError::Prepare)?;
+        let prepared = self.prepare(&job.workspace, &RunOptions::default()).await.map_err(|e| {
+            LaunchError::Prepare(match e {
+                LauncherError::Withheld(description) => description,
+                LauncherError::Config(_) => CONFIG_NOT_LOADED,
+                LauncherError::Prepare(_) => NOT_SET_UP,
+            })
+        })?;
         if prepared.planner.kind == steward_core::planner::classic::CLASSIC {
             // The classic planner cannot read and summarise a pull request: its answer would
             // be reported as a completed summary that is not one.

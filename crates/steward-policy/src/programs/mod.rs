@@ -11,6 +11,7 @@
 pub(crate) mod command_options;
 pub(crate) mod exec_options;
 pub(crate) mod launchers;
+mod option_table;
 pub(crate) mod options;
 pub(crate) mod scripts;
 pub(crate) mod subcommands;

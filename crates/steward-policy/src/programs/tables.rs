@@ -3,7 +3,7 @@
 //! listed here is unknown: rules on a subcommand behind it are then read strictly (see
 //! [`super::options`]).
 
-use super::options::OptionTable;
+use super::option_table::OptionTable;
 
 /// An empty table for `programs`, to fill with `..` struct update syntax.
 const fn table(programs: &'static [&'static str]) -> OptionTable {

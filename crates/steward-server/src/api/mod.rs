@@ -1,5 +1,5 @@
 //! The JSON API under `/api` (described by the OpenAPI document `docs/openapi.json`, served at
-//! `GET /api/openapi.json`; see [`crate::openapi`]). Every route acts for the request's owner
+//! `GET /api/openapi.json`, built by the `openapi` module). Every route acts for the request's owner
 //! ([`Session`]); state-changing routes need the CSRF header. Every error, including a body or
 //! query the extractors refuse, answers with the JSON body of [`ErrorBody`].
 
@@ -22,8 +22,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::conversations::{self, ConversationView, NewConversation, Sent};
 use crate::error::{ApiError, ErrorBody};
-use crate::openapi::string_enum;
 use crate::runs::{self, RunView, Started};
+use crate::schema::string_enum;
 use crate::session::Session;
 use crate::sse;
 use crate::state::{AppState, StartRun};
@@ -468,8 +468,11 @@ pub async fn tools(
     ApiQuery(query): ApiQuery<WorkspaceQuery>,
 ) -> Result<Json<ToolList>, ApiError> {
     let workspace = runs::resolve_workspace(&state, query.workspace.as_deref())?;
-    let tools =
-        state.launcher.tools(&workspace).await.map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e)))?;
+    let tools = state
+        .launcher
+        .tools(&workspace)
+        .await
+        .map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e.to_string())))?;
     Ok(Json(ToolList { workspace: workspace.display().to_string(), tools }))
 }
 

@@ -14,7 +14,7 @@
 //!
 //! Requests with `Authorization: Bearer …` to `/api/ledger/…` are answered by [`bearer_layer`]
 //! (outside the cookie and CSRF layer: a bearer token is not sent by browsers on their own, so
-//! it needs no CSRF token); every other request goes through [`crate::session::owner_layer`].
+//! it needs no CSRF token); every other request goes through the session layer (`owner_layer`).
 //! The JSON shapes are those of [`steward_ledger::wire`]; unknown fields are refused and every
 //! body has a size limit ([`MAX_BODY`], [`MAX_RESULT_BODY`]). Text from requesters is stored and
 //! shown as data; nothing in it changes a pin, a scope or a command.
@@ -583,12 +583,11 @@ pub struct TokenRoutes {
 }
 
 impl TokenRoutes {
-    /// The routes of `/api/ledger/…` for calls with a bearer token.
-    pub fn new(state: AppState) -> Self {
-        let (router, _) = routes().split_for_parts();
-        let router = crate::openapi::documented_api_only(router)
-            .fallback(|| async { ApiError::not_found("no such ledger endpoint") })
-            .with_state(state.clone());
+    /// The routes of `/api/ledger/…` for calls with a bearer token: `router` is [`routes`]
+    /// as the server guards it (only documented routes serve).
+    pub fn new(state: AppState, router: Router<AppState>) -> Self {
+        let router =
+            router.fallback(|| async { ApiError::not_found("no such ledger endpoint") }).with_state(state.clone());
         TokenRoutes { state, router }
     }
 }

@@ -20,7 +20,9 @@ use steward_mcp::{ElicitationAnswer, ElicitationRequest};
 use steward_policy::Redactor;
 use steward_protocol::{ToolChoice, ToolSpec};
 use steward_provider::fake::{FakeProvider, Scenario};
-use steward_server::{AppState, Launcher, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions};
+use steward_server::{
+    AppState, Launcher, LauncherError, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions,
+};
 use steward_store::{SqliteStore, Store};
 use tower::ServiceExt;
 
@@ -43,7 +45,7 @@ pub struct TestLauncher {
 
 #[async_trait]
 impl Launcher for TestLauncher {
-    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, String> {
+    async fn prepare(&self, workspace: &Path, options: &RunOptions) -> Result<Prepared, LauncherError> {
         let mut config = Config::default();
         config.policy.approval_timeout_seconds = self.approval_timeout_seconds;
         let planner = if options.planner.planner.as_deref() == Some("classic") {
@@ -55,7 +57,8 @@ impl Launcher for TestLauncher {
                 max_tokens: None,
             }
         } else {
-            let provider = Arc::new(FakeProvider::new(Scenario::from_toml(&self.scenario).map_err(|e| e.to_string())?));
+            let provider =
+                Arc::new(FakeProvider::new(Scenario::from_toml(&self.scenario).expect("the test scenario parses")));
             *self.last.lock().unwrap() = Some(provider.clone());
             PlannerChoice {
                 kind: "model".into(),
@@ -83,9 +86,9 @@ impl Launcher for TestLauncher {
         if self.scenario.contains("ask_owner") {
             tools.insert(Arc::new(AskOwner(ask_owner_spec())));
         }
-        Prepared::new(workspace.to_path_buf(), config, tools, planner, roles)
+        Ok(Prepared::new(workspace.to_path_buf(), config, tools, planner, roles)?)
     }
-    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, String> {
+    async fn tools(&self, _workspace: &Path) -> Result<Vec<ToolSpec>, LauncherError> {
         Ok(ToolRegistry::builtin().specs())
     }
     async fn providers(&self) -> Vec<ProviderStatus> {

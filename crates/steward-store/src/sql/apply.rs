@@ -6,7 +6,7 @@ use steward_protocol::{AuditEntry, AuditRecord, Event};
 
 use super::dialect::{Arg, Conn, Dialect, ReadRow, args, row_placeholders};
 use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, MCP_TOKEN_COLUMNS, RUN_COLUMNS, finite, to_i64};
-use super::writer::{Applied, Shared, Work};
+use super::work::{Applied, Shared, Work};
 use crate::chain::{GENESIS_HASH, StoredFields, canonical_json, timestamp_text};
 use crate::{RunRecord, RunStatus, StoreError, new_id};
 

@@ -17,7 +17,7 @@ use futures::stream::BoxStream;
 use sqlx::{ColumnIndex, Database, Decode, Pool, Row, Type};
 use tokio::sync::broadcast;
 
-use super::writer::{Applied, Work};
+use super::work::{Applied, Work};
 use crate::{Change, RunRecord, StoreError};
 
 /// The native connection of a dialect's database.

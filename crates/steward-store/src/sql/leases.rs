@@ -18,9 +18,6 @@ use super::postgres::PgDialect;
 use super::rows::{RUN_COLUMNS, run_from_row};
 use crate::{RunRecord, RunStatus, StoreError};
 
-/// Lease lifetime until a TTL is given: 15 s.
-pub const DEFAULT_TTL_MS: u64 = 15_000;
-
 /// Seconds of `ttl` for `make_interval(secs => …)`, at least 1 ms.
 fn seconds(ttl: Duration) -> f64 {
     ttl.as_secs_f64().max(0.001)

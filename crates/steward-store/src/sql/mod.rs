@@ -23,6 +23,7 @@ mod rows;
 pub(crate) mod sqlite;
 mod store;
 mod verify;
+pub(crate) mod work;
 pub(crate) mod writer;
 
 use std::sync::{Arc, Mutex};
@@ -32,7 +33,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use self::dialect::{Arg, DbRow, Dialect};
 use self::rows::body_from_row;
-use self::writer::{Document, DocumentTable, Pending, Reply, Shared, Work};
+use self::work::{Document, DocumentTable, Pending, Reply, Shared, Work};
 use crate::StoreError;
 use crate::chain::timestamp_text;
 

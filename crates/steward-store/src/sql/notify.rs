@@ -23,9 +23,12 @@ use sqlx::PgConnection;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use tokio::sync::{broadcast, oneshot};
 
-use super::writer::{Applied, Work};
+use super::work::{Applied, Work};
 use crate::StoreError;
 use crate::change::{CHANGE_BUFFER, Change};
+
+/// How long opening waits for a connection before failing (10 s).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The channel name, computed by the database itself so that the writer and the listener
 /// agree whatever the search path.
@@ -131,7 +134,7 @@ async fn listen(hub: Weak<Hub>, connect: PgConnectOptions, path: String, mut sto
             .max_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
-            .acquire_timeout(super::postgres::CONNECT_TIMEOUT)
+            .acquire_timeout(CONNECT_TIMEOUT)
             .connect_lazy_with(connect.clone());
         let connected = async {
             let (channel,): (String,) = sqlx::query_as(CHANNEL_SQL).fetch_one(&pool).await?;

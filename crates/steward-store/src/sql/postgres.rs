@@ -22,16 +22,16 @@ use tokio::sync::broadcast;
 
 use super::SqlStore;
 use super::dialect::{Arg, Dialect, numbered};
-use super::notify::{self, Hub};
-use super::writer::{Applied, Work};
-use super::{leases, migrate};
+use super::migrate;
+use super::notify::{self, CONNECT_TIMEOUT, Hub};
+use super::work::{Applied, Work};
 use crate::{Change, Durability, RunRecord, StoreError, StoreOptions};
 
 /// Read connections per store.
 const READ_POOL_SIZE: u32 = 4;
 
-/// How long opening waits for a connection before failing (10 s).
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Lease lifetime until a TTL is given: 15 s.
+pub const DEFAULT_TTL_MS: u64 = 15_000;
 
 /// The transaction every batch and ledger decision runs in. READ COMMITTED whatever the server's
 /// default: each statement sees what other transactions committed before it, so the chain head
@@ -303,7 +303,7 @@ impl SqlStore<PgDialect> {
             .max_connections(READ_POOL_SIZE)
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_lazy_with(connect);
-        let dialect = PgDialect { node: node.to_string(), lease_ttl_ms: AtomicU64::new(leases::DEFAULT_TTL_MS), hub };
+        let dialect = PgDialect { node: node.to_string(), lease_ttl_ms: AtomicU64::new(DEFAULT_TTL_MS), hub };
         Ok(Self::start(display, write, read, options.audit_anchor.clone(), dialect))
     }
 

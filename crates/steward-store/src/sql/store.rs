@@ -12,7 +12,7 @@ use super::rows::{
     APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, MCP_TOKEN_COLUMNS, RUN_COLUMNS, approval_from_row, audit_from_row,
     body_from_row, event_from_row, fact_from_row, mcp_token_from_row, run_from_row,
 };
-use super::writer::{DocumentTable, Reply, Work};
+use super::work::{DocumentTable, Reply, Work};
 use crate::chain::timestamp_text;
 use crate::{
     ApprovalDecisionRecord, AuditVerification, Change, ConversationRecord, FactRecord, GrantRecord, McpTokenRecord,

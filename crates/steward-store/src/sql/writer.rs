@@ -21,183 +21,24 @@
 //! [`crate::anchor::SYNC_INTERVAL`] (see [`crate::anchor`] for why that still reveals a cut
 //! tail).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Pool};
-use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
-use tokio::sync::{mpsc, oneshot};
+use steward_protocol::{AuditEntry, Event};
+use tokio::sync::mpsc;
 
 use super::apply::{append_audits, apply, insert_events};
 use super::dialect::Dialect;
-use crate::{FactRecord, McpTokenRecord, RunRecord, StoreError};
+use super::work::{Applied, Pending, Reply, Shared, Work};
+use crate::StoreError;
 
 /// Most writes committed in one transaction.
 pub const MAX_BATCH: usize = 256;
 
 /// Capacity of the write queue (writes); senders wait when it is full.
 pub const QUEUE_CAPACITY: usize = 1024;
-
-/// State shared by the store handles and the writer.
-#[derive(Debug)]
-pub struct Shared<D> {
-    /// The database as shown in messages: its path (`:memory:` for an in-memory SQLite store)
-    /// or `postgres://user@host:port/db` (no password).
-    pub path: String,
-    /// The first failure of a queued write since the last flush.
-    pub deferred: Mutex<Option<String>>,
-    /// The audit anchor file, if any (see [`crate::anchor`]).
-    pub anchor: Option<std::path::PathBuf>,
-    /// The database's dialect and the state it keeps (node, leases, change notices).
-    pub dialect: D,
-}
-
-/// One queued write and who waits for its result.
-pub struct Pending {
-    /// What to write.
-    pub work: Work,
-    /// Who to answer after the commit.
-    pub reply: Reply,
-}
-
-/// What to write.
-pub enum Work {
-    /// `INSERT` a run, stamped with this store's node.
-    InsertRun(Box<RunRecord>),
-    /// `UPDATE` a run by id (its node is kept).
-    UpdateRun(Box<RunRecord>),
-    /// `UPDATE` a run by id only if it is `running` and its lease is this node's (see
-    /// [`super::apply::guard_run`]); answers whether it was written.
-    FinishRun(Box<RunRecord>),
-    /// `INSERT` an event.
-    Event(Box<Event>),
-    /// Insert or replace an approval.
-    Approval(Box<ApprovalRequest>),
-    /// Append to the audit chain.
-    Audit(Box<AuditEntry>),
-    /// Append to the audit chain only if the entry's run is `running` and its lease is this
-    /// node's (see [`super::apply::guard_run`]); answers the record, or `Flag(false)` when
-    /// refused.
-    GuardedAudit(Box<AuditEntry>),
-    /// Insert or replace a JSON document row (`rollbacks`, `grants`).
-    Document(Box<Document>),
-    /// `INSERT` a fact unless its owner already has `max_per_owner` facts; answers whether it
-    /// was inserted.
-    InsertFact {
-        /// The fact.
-        fact: Box<FactRecord>,
-        /// Most facts one owner may have.
-        max_per_owner: u32,
-    },
-    /// `DELETE` a fact by id, only if it belongs to `owner_id`; answers whether one was deleted.
-    DeleteFact {
-        /// The owner the fact must belong to.
-        owner_id: String,
-        /// The fact's id.
-        id: String,
-    },
-    /// `INSERT` an approval decision unless the approval has one; answers whether it was
-    /// inserted.
-    InsertDecision {
-        /// The approval's id.
-        approval_id: String,
-        /// Its run.
-        run_id: String,
-        /// RFC 3339 time of the decision.
-        created_at: String,
-        /// The decision as JSON.
-        body: String,
-    },
-    /// `DELETE` a run that is not running, and what belongs to it (not its audit records);
-    /// answers whether the run was deleted.
-    DeleteRun(String),
-    /// `INSERT` an MCP bearer token (fails if its id or hash exists).
-    InsertMcpToken(Box<McpTokenRecord>),
-    /// Set `revoked_at` of an owner's MCP token that is not revoked yet; answers whether one
-    /// was revoked.
-    RevokeMcpToken {
-        /// The owner the token must belong to.
-        owner_id: String,
-        /// The token's id.
-        id: String,
-        /// RFC 3339 time of the revocation.
-        at: String,
-    },
-    /// Set `last_used_at` of an MCP token; answers whether the token exists.
-    TouchMcpToken {
-        /// The token's id.
-        id: String,
-        /// RFC 3339 time of the use.
-        at: String,
-    },
-    /// Nothing: answered once everything queued before it is committed and, when `durable`,
-    /// forced to disk (with the audit anchor).
-    Barrier {
-        /// Whether what was committed before it must be on disk when it is answered.
-        durable: bool,
-    },
-}
-
-/// A row of a table that keeps its record as JSON (`id, <key>, created_at, body`).
-pub struct Document {
-    /// `rollbacks` or `grants`.
-    pub table: DocumentTable,
-    /// Primary key.
-    pub id: String,
-    /// The lookup column's value (`run_id` or `owner_id`).
-    pub key: String,
-    /// RFC 3339 creation time (sort order).
-    pub created_at: String,
-    /// The record as JSON.
-    pub body: String,
-}
-
-/// Tables holding JSON documents.
-#[derive(Clone, Copy, Debug)]
-pub enum DocumentTable {
-    /// Rollback records, looked up by `run_id`.
-    Rollbacks,
-    /// Grants, looked up by `owner_id`.
-    Grants,
-    /// Conversations, looked up by `owner_id`.
-    Conversations,
-}
-
-impl DocumentTable {
-    /// `(table, lookup column)`.
-    pub fn names(self) -> (&'static str, &'static str) {
-        match self {
-            DocumentTable::Rollbacks => ("rollbacks", "run_id"),
-            DocumentTable::Grants => ("grants", "owner_id"),
-            DocumentTable::Conversations => ("conversations", "owner_id"),
-        }
-    }
-}
-
-/// Who waits for a write.
-pub enum Reply {
-    /// Nobody (events, queued audit records): failures go to [`Shared::deferred`].
-    Nobody,
-    /// A caller waiting for the commit.
-    Done(oneshot::Sender<Result<(), StoreError>>),
-    /// A caller waiting for its audit record.
-    Audit(oneshot::Sender<Result<AuditRecord, StoreError>>),
-    /// A caller waiting for whether a conditional write took effect.
-    Flag(oneshot::Sender<Result<bool, StoreError>>),
-    /// A caller waiting for a conditional audit record (`None`: refused).
-    GuardedAudit(oneshot::Sender<Result<Option<AuditRecord>, StoreError>>),
-}
-
-/// What applying one write produced.
-pub enum Applied {
-    /// Nothing to report.
-    Nothing,
-    /// The audit record appended.
-    Audit(Box<AuditRecord>),
-    /// Whether a conditional write changed a row.
-    Flag(bool),
-}
 
 /// Why a batch did not commit.
 enum BatchError {
