@@ -88,7 +88,7 @@ fn setup(root: &Path, servers: Vec<LspServerConfig>) -> (ToolRegistry, ToolConte
     let config = Config { lsp: servers, ..Config::default() };
     let ws = Workspace::open(root, &[]).unwrap();
     let registry = ToolRegistry::for_config(&config, &ws).unwrap();
-    (registry, context(&ws.root().to_path_buf(), &config))
+    (registry, context(ws.root(), &config))
 }
 
 #[test]
