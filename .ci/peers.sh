@@ -17,13 +17,18 @@
 #     run inside the sandbox (steward-egress, steward-cli's tests/egress.rs)
 #   - schemathesis (PyPI), in a venv, which fuzzes the JSON API of `steward serve` against its
 #     OpenAPI document for steward-cli's `peer_schemathesis_api` test
+#   - the language servers pyright (npm pyright) and typescript-language-server (npm, with npm
+#     typescript 6: TypeScript 7 is a native rewrite without the tsserver the language server
+#     drives; typescript-language-server 6 needs Node 22, the one above), for steward-core's
+#     `peer_lsp_*` tests of the LSP tools
 #   - AgentDojo (PyPI agentdojo) and the official MCP Python SDK (PyPI mcp), in a venv, for
 #     `steward-bench injection` and steward-bench's `peer_agentdojo_*` test
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
 # STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR,
 # STEWARD_TEST_MCP_CONFORMANCE, STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT,
-# STEWARD_TEST_SCHEMATHESIS, STEWARD_BENCH_AGENTDOJO_PYTHON) as `export` lines on stdout.
+# STEWARD_TEST_SCHEMATHESIS, STEWARD_TEST_PYRIGHT, STEWARD_TEST_TSLS,
+# STEWARD_BENCH_AGENTDOJO_PYTHON) as `export` lines on stdout.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
@@ -37,6 +42,9 @@ PLAYWRIGHT_VERSION=1.64.1
 SCHEMATHESIS_VERSION=4.32.5
 AGENTDOJO_VERSION=0.1.35
 MCP_PYTHON_VERSION=2.3.0
+PYRIGHT_VERSION=1.1.414
+TSLS_VERSION=6.0.2
+TYPESCRIPT_VERSION=6.0.3
 CHROMIUM=/usr/bin/chromium
 mkdir -p "$CACHE"
 
@@ -115,6 +123,29 @@ else
   log "MCP conformance suite $CONFORMANCE_VERSION cached"
 fi
 
+# --- language servers ----------------------------------------------------------------------
+PYRIGHT_DIR="$CACHE/pyright-$PYRIGHT_VERSION"
+if [ ! -x "$PYRIGHT_DIR/node_modules/.bin/pyright-langserver" ]; then
+  log "installing pyright@$PYRIGHT_VERSION"
+  rm -rf "$PYRIGHT_DIR"
+  mkdir -p "$PYRIGHT_DIR"
+  (cd "$PYRIGHT_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
+     "pyright@$PYRIGHT_VERSION" >&2)
+else
+  log "pyright $PYRIGHT_VERSION cached"
+fi
+TSLS_DIR="$CACHE/tsls-$TSLS_VERSION-typescript-$TYPESCRIPT_VERSION"
+TSLS_JS="$TSLS_DIR/node_modules/typescript-language-server/lib/cli.mjs"
+if [ ! -f "$TSLS_JS" ] || [ ! -f "$TSLS_DIR/node_modules/typescript/lib/tsserver.js" ]; then
+  log "installing typescript-language-server@$TSLS_VERSION and typescript@$TYPESCRIPT_VERSION"
+  rm -rf "$TSLS_DIR"
+  mkdir -p "$TSLS_DIR"
+  (cd "$TSLS_DIR" && npm init -y >/dev/null && PATH="$(dirname "$NODE22"):$PATH" npm install --silent \
+     --no-audit --no-fund "typescript-language-server@$TSLS_VERSION" "typescript@$TYPESCRIPT_VERSION" >&2)
+else
+  log "typescript-language-server $TSLS_VERSION cached"
+fi
+
 # --- curl ---------------------------------------------------------------------------------
 if ! command -v curl >/dev/null 2>&1; then
   log "installing Debian curl (apt-get)"
@@ -180,4 +211,6 @@ echo "export STEWARD_TEST_MCP_CONFORMANCE=$CONFORMANCE_JS"
 echo "export STEWARD_TEST_CHROMIUM=$CHROMIUM"
 echo "export STEWARD_TEST_PLAYWRIGHT=$PLAYWRIGHT_DIR"
 echo "export STEWARD_TEST_SCHEMATHESIS=$SCHEMATHESIS_VENV/bin/st"
+echo "export STEWARD_TEST_PYRIGHT=$PYRIGHT_DIR/node_modules/.bin/pyright-langserver"
+echo "export STEWARD_TEST_TSLS=$TSLS_JS"
 echo "export STEWARD_BENCH_AGENTDOJO_PYTHON=$AGENTDOJO_VENV/bin/python"

@@ -512,6 +512,11 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
         }
     };
 
+    // The planner loop is over: its language servers are no longer needed (SPEC T11).
+    if let Some(lsp) = req.tools.lsp() {
+        lsp.shutdown().await;
+    }
+
     // In `roles` mode the planner's answer goes on to the drafters, the critic, the reviewer and
     // the synthesizer; so does what it had when a round or tool-call limit stopped it (the run
     // then keeps that limit as its stop reason).

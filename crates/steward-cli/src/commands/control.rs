@@ -302,6 +302,7 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
         output_filter: &'a [steward_core::tools::filter::OutputFilterConfig],
         hook: &'a [steward_core::hooks::HookConfig],
         tool_call_chain: &'a [steward_core::chains::ChainConfig],
+        lsp: &'a [steward_core::config::LspServerConfig],
     }
     let view = View {
         run: &config.run,
@@ -315,6 +316,7 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
         output_filter: &config.output_filters,
         hook: &config.hooks,
         tool_call_chain: &config.chains,
+        lsp: &config.lsp,
     };
     let redactor = redactor_for(&config);
     let defaults = config.defaults_in_effect();

@@ -8,8 +8,8 @@ use super::Limits;
 /// Sections only the user's configuration may set: a workspace's, trusted or not, are dropped.
 pub(super) const USER_ONLY: &[&str] = &["trust", "tested_compensations"];
 
-/// Sections an untrusted workspace may not set at all. `tool`, `hook`, `tool_call_chain` and
-/// `mcp_servers` would run commands the workspace chose; `providers`, `run` and `roles` decide
+/// Sections an untrusted workspace may not set at all. `tool`, `hook`, `tool_call_chain`,
+/// `mcp_servers` and `lsp` would run commands the workspace chose; `providers`, `run` and `roles` decide
 /// where data is sent; `sandbox` and `shell` loosen containment, `generated_tools` runs code a model wrote; `output_filter` rewrites what
 /// the model sees.
 pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
@@ -26,6 +26,7 @@ pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
     "output_filter",
     "mcp_servers",
     "generated_tools",
+    "lsp",
 ];
 
 /// Keys of `[policy]` an untrusted workspace keeps (all others are dropped), each further
@@ -213,7 +214,7 @@ pub(super) fn merge_stricter(base: &mut toml::Table, mut over: toml::Table) -> (
     (ignored, kept)
 }
 /// Top-level arrays of tables that accumulate across files instead of being replaced.
-const CONCATENATED: &[&str] = &["tool", "output_filter", "hook", "tool_call_chain"];
+const CONCATENATED: &[&str] = &["tool", "output_filter", "hook", "tool_call_chain", "lsp"];
 
 /// Deep-merges `over` into `base`: tables merge key by key, the [`CONCATENATED`] arrays and
 /// every other array of tables (`[[policy.rule]]`) are appended, anything else (plain values,

@@ -27,6 +27,7 @@ mod filter;
 mod generated;
 mod hooks;
 mod instructions;
+mod lsp;
 mod merge;
 mod network;
 mod raw;
@@ -46,6 +47,7 @@ pub use filter::OutputFilterConfig;
 pub use generated::GeneratedToolsConfig;
 pub use hooks::HookConfig;
 pub use instructions::{InstructionFile, MAX_INSTRUCTION_FILE_CHARS, MAX_INSTRUCTIONS_CHARS};
+pub use lsp::LspServerConfig;
 pub use network::Network;
 pub use raw::{ApprovalsMode, RawConfig, RawLimits, RawRoles, RawRun, RawSandbox, RawShell, RawTrust, RoleConfig};
 pub use roles::{RoleName, RunMode};
@@ -150,6 +152,8 @@ pub struct Config {
     pub output_filters: Vec<OutputFilterConfig>,
     /// `[generated_tools]` (SPEC G).
     pub generated_tools: GeneratedToolsConfig,
+    /// `[[lsp]]` language servers, in configuration order (SPEC T11).
+    pub lsp: Vec<LspServerConfig>,
     /// The text of the instruction files for model planners, each introduced by its path and
     /// what it applies to (see [`InstructionFile`]); `None` when there is none.
     pub instructions: Option<String>,
@@ -182,7 +186,7 @@ impl Config {
     /// A workspace's own files come with the repository, so unless the user trusts the
     /// workspace (`[trust] workspaces` in the user's configuration) they may only make things
     /// stricter: `[providers]`, `[run]`, `[roles]`, `[sandbox]`, `[shell]`, `[trust]`, and the command-running
-    /// `[[tool]]`, `[[hook]]` and `[[tool_call_chain]]` entries are ignored, and in
+    /// `[[tool]]`, `[[hook]]`, `[[tool_call_chain]]` and `[[lsp]]` entries are ignored, and in
     /// `[policy]` only `blocked_actions`, `deny_path`, `context_rules`, `untrusted_paths`,
     /// `max_tool_calls_per_run` and rules that deny or ask are kept — added to the user's, never
     /// replacing them. Everything ignored is listed in [`Config::warnings`].
@@ -318,6 +322,7 @@ impl Config {
                 "sandbox.accept_weaker: `{bad}` is not a protection (env_scrub, network_deny, fs_confine, fs_mask, pid_namespace, seccomp, rlimits, timeout)"
             )));
         }
+        lsp::check_lsp(&raw.lsp).map_err(ConfigError::Resolve)?;
         Ok(Config {
             run: raw.run.unwrap_or_default(),
             providers: raw.providers,
@@ -333,6 +338,7 @@ impl Config {
             tested_compensations: raw.tested_compensations,
             output_filters: raw.output_filters,
             generated_tools: raw.generated_tools.unwrap_or_default(),
+            lsp: raw.lsp,
             instructions: None,
             instruction_files: Vec::new(),
             sources: Vec::new(),

@@ -289,4 +289,7 @@ pub struct RawConfig {
     pub output_filters: Vec<OutputFilterConfig>,
     /// `[generated_tools]` (SPEC G)
     pub generated_tools: Option<super::GeneratedToolsConfig>,
+    /// `[[lsp]]`: language servers behind the `lsp_*` tools (SPEC T11).
+    #[serde(default)]
+    pub lsp: Vec<super::LspServerConfig>,
 }

@@ -181,6 +181,13 @@ async fn completed(cx: &CallContext<'_>, ran: &Ran<'_>, output: ToolOutput) -> R
     for (path, _diff) in &output.changes {
         hook_output.push_str(&run_hooks(cx, call, path).await?);
     }
+    // Running language servers learn of the change, so their next answers are about the new text.
+    if let Some(lsp) = cx.tools.registry.lsp()
+        && !output.changes.is_empty()
+    {
+        let paths: Vec<String> = output.changes.iter().map(|(path, _)| path.clone()).collect();
+        lsp.files_changed(&paths, cx.tools.context).await;
+    }
     cx.state.remember_output(call, &shown);
     cx.state.remember_output(call, &hook_output);
     cx.records

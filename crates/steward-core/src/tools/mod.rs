@@ -18,6 +18,7 @@ mod exec;
 pub mod files;
 pub mod filter;
 pub mod git;
+pub mod lsp;
 pub mod mcp;
 pub mod network;
 pub mod patch;
@@ -190,6 +191,9 @@ pub struct ToolRegistry {
     required_unavailable: Vec<String>,
     /// Tools added while the run goes on (generated tools); `None` when it cannot change.
     added: Option<Arc<added::AddedTools>>,
+    /// The language servers behind the `lsp_*` tools (SPEC T11); `None` when no `[[lsp]]`
+    /// server serves a file of the workspace.
+    lsp: Option<Arc<crate::lsp::LspManager>>,
 }
 
 /// Why a configuration's tools cannot be set up ([`ToolRegistry::for_config`]); nothing runs.
@@ -279,6 +283,15 @@ impl ToolRegistry {
                 config.shell.unix_sockets,
             )));
         }
+        // Language-server tools (SPEC T11), when a server serves files of the workspace.
+        let serving = crate::lsp::LspManager::serving(workspace, &config.lsp);
+        if !serving.is_empty() {
+            let manager = Arc::new(crate::lsp::LspManager::new(serving));
+            for tool in lsp::tools(manager.clone()) {
+                registry.insert(tool);
+            }
+            registry.lsp = Some(manager);
+        }
         // User-defined command tools (SPEC T5): never replacing a built-in tool.
         let builtin = registry.clone();
         let commands = command::build_tools(
@@ -346,6 +359,11 @@ impl ToolRegistry {
             return Err(AddToolError::Taken(name.clone()));
         }
         added.add(tool)
+    }
+
+    /// The language servers of the `lsp_*` tools, when the registry offers them.
+    pub fn lsp(&self) -> Option<&Arc<crate::lsp::LspManager>> {
+        self.lsp.as_ref()
     }
 
     /// True when [`ToolRegistry::allow_adding`] was called.
