@@ -8,6 +8,7 @@ mod classic;
 mod command_tools;
 mod fuzz_core;
 mod lease_recovery;
+mod lsp;
 mod mcp_elicitation;
 mod mcp_secret_arguments;
 mod memory_context;
