@@ -3,10 +3,11 @@
 //! Without a mode it measures the harness's own overhead per tool-call step (on a store opened
 //! exactly as `steward run` opens it), policy decisions, the audit chain (appends and
 //! verification) and sandboxed `cat` steps; the modes measure `steward serve`, several nodes
-//! on PostgreSQL, the work ledger, sandboxed steps in detail and prompt injections. Every
-//! figure is printed on stdout, one line each. Exit code 0 when every measurement ran, 1 when
-//! one failed, 2 on a usage error.
+//! on PostgreSQL, the work ledger, sandboxed steps in detail, generated tools and prompt
+//! injections. Every figure is printed on stdout, one line each. Exit code 0 when every
+//! measurement ran, 1 when one failed, 2 on a usage error.
 
+mod generated;
 mod injection;
 mod ledger;
 mod nodes;
@@ -29,7 +30,7 @@ const EXIT_USAGE: u8 = 2;
     name = "steward-bench",
     version,
     about = "Measure Steward's own costs: per tool-call step (fake provider, no-op tool), policy, audit chain, \
-             sandbox; modes for the server, nodes, the ledger and prompt injections.",
+             sandbox; modes for the server, nodes, the ledger, generated tools and prompt injections.",
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -51,6 +52,8 @@ enum Mode {
     /// Sandboxed steps: a `cat` against a plain spawn, and one `[[tool]]` call by network
     /// setting (no network, everything, a host list through the egress proxy).
     Sandbox(sandbox::BenchSandboxArgs),
+    /// Tools the agent writes for itself: a sandboxed worker's start-up plus one call of a trivial generated tool, and the time from a planner naming an unknown tool to the generated tool's first call.
+    Generated(generated::BenchGeneratedArgs),
     /// Prompt injections from AgentDojo against an always-obeying model: attacker calls executed, approvals asked on benign tasks.
     Injection(injection::BenchInjectionArgs),
     /// Print this program's reference page in Markdown (docs/reference/bench.md).
@@ -98,6 +101,11 @@ fn reference() -> String {
 }
 
 fn main() -> ExitCode {
+    // The worker of generated tools (`steward-bench generated` runs itself as its worker): one
+    // step on stdin/stdout, before anything else starts.
+    if std::env::args_os().nth(1).is_some_and(|a| a == generated::WORKER_ARG) {
+        return ExitCode::from(u8::try_from(steward_generated::worker::serve_stdio()).unwrap_or(1));
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("STEWARD_LOG"))
@@ -121,6 +129,7 @@ fn main() -> ExitCode {
             Some(Mode::Nodes(args)) => nodes::run(args).await,
             Some(Mode::Ledger(args)) => ledger::run(args).await,
             Some(Mode::Sandbox(args)) => sandbox::run(args).await,
+            Some(Mode::Generated(args)) => generated::run(args).await,
             Some(Mode::Injection(args)) => injection::run(args).await,
             Some(Mode::Reference) => Ok(0),
         }

@@ -36,7 +36,7 @@ fn help_lists_the_modes_and_a_bad_option_is_a_usage_error() {
     let help = Command::new(env!("CARGO_BIN_EXE_steward-bench")).arg("--help").output().unwrap();
     let text = String::from_utf8_lossy(&help.stdout);
     assert!(help.status.success(), "{text}");
-    for mode in ["serve", "nodes", "ledger", "sandbox", "injection"] {
+    for mode in ["serve", "nodes", "ledger", "sandbox", "generated", "injection"] {
         assert!(text.contains(mode), "`{mode}` missing from --help:\n{text}");
     }
     let bad = Command::new(env!("CARGO_BIN_EXE_steward-bench")).arg("--no-such-option").output().unwrap();

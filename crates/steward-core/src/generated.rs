@@ -204,3 +204,41 @@ pub async fn load_registered(
     }
     Ok(added)
 }
+
+/// Removes the owner's generated tool `name` (every version, or only `version`) on behalf of
+/// `by` and writes the audit record of it (action `generated_tool_remove`). Returns the
+/// versions removed now; empty when there was nothing left to remove (nothing is recorded
+/// then). A removed version number is never given again.
+pub async fn remove_registered(
+    store: &Arc<dyn Store>,
+    owner_id: &str,
+    name: &str,
+    version: Option<u32>,
+    by: &str,
+) -> Result<Vec<u32>, StoreError> {
+    let Some(registry) = store.generated_registry() else { return Ok(Vec::new()) };
+    let removed = registry.remove_generated_tool(owner_id, name, version, by, chrono::Utc::now()).await?;
+    if removed.is_empty() {
+        return Ok(removed);
+    }
+    let versions: Vec<String> = removed.iter().map(|v| format!("{name}@v{v}")).collect();
+    store
+        .append_audit(steward_protocol::AuditEntry {
+            agent: by.to_string(),
+            run_id: String::new(),
+            call_id: String::new(),
+            action: "generated_tool_remove".into(),
+            input: serde_json::json!({ "owner": owner_id, "name": name, "versions": removed }),
+            policy: "owner".into(),
+            risk: 0.0,
+            outcome: steward_protocol::AuditOutcome::Completed,
+            latency_ms: 0,
+            sandbox: String::new(),
+            approval_id: String::new(),
+            rollback_token: String::new(),
+            detail: format!("{by} removed the generated tool {}", versions.join(", ")),
+        })
+        .await?;
+    store.flush().await?;
+    Ok(removed)
+}

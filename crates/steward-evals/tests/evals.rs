@@ -1,6 +1,6 @@
-//! Whole eval runs in-process: the default cases, MrEric's golden file read unchanged, a
-//! deliberately broken build (a policy allowing everything) that the evals must catch, and
-//! approvals given only where a case says so.
+//! Whole eval runs in-process (generated tools in this package's tool worker): the default
+//! cases, MrEric's golden file read unchanged, a deliberately broken build (a policy allowing
+//! everything) that the evals must catch, and approvals given only where a case says so.
 
 use std::path::PathBuf;
 
@@ -15,7 +15,17 @@ fn mreric_file() -> PathBuf {
         .join("peers/mreric/phase9_golden_cases.json")
 }
 
+/// Gives this test process the tool worker of generated tools (this package's
+/// `steward-eval-tool-worker`), as the `steward` binary gives itself.
+fn use_tool_worker() {
+    steward_core::generated::set_worker(steward_generated::WorkerCommand {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_steward-eval-tool-worker")),
+        args: Vec::new(),
+    });
+}
+
 async fn run(cases: &[steward_evals::Case], options: &EvalOptions) -> EvalReport {
+    use_tool_worker();
     run_cases(cases, options, &mut |_| {}).await
 }
 
@@ -24,22 +34,15 @@ fn names(report: &EvalReport, verdict: Verdict) -> Vec<&str> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn default_cases_all_pass_and_the_unbuilt_ones_are_skipped_with_reasons() {
+async fn default_cases_all_pass_generated_tools_included() {
     let cases = default_cases().unwrap();
     let report = run(&cases, &EvalOptions { runs: 2, ..EvalOptions::default() }).await;
     let text = report.to_text();
     assert_eq!(names(&report, Verdict::Failed), Vec::<&str>::new(), "{text}");
-    assert_eq!(names(&report, Verdict::Skipped), ["celsius", "celsius_reuse"], "{text}");
-    for case in report.cases.iter().filter(|c| c.verdict == Verdict::Skipped) {
-        assert!(
-            case.skip_reason.as_deref().is_some_and(|r| r.contains("SPEC")),
-            "{}: {:?}",
-            case.name,
-            case.skip_reason
-        );
-        assert!(case.runs.is_empty());
-    }
+    assert_eq!(names(&report, Verdict::Skipped), Vec::<&str>::new(), "{text}");
     for name in [
+        "celsius",
+        "celsius_reuse",
         "simple_planning",
         "tool_denied",
         "tool_approval_required",
@@ -64,7 +67,7 @@ async fn default_cases_all_pass_and_the_unbuilt_ones_are_skipped_with_reasons() 
         assert_eq!(case.verdict, Verdict::Passed, "{name}\n{text}");
         assert_eq!(case.runs.len(), 2, "{name}");
     }
-    assert_eq!(report.totals.runs, 2 * (cases.len() - 2));
+    assert_eq!(report.totals.runs, 2 * cases.len());
     assert_eq!(report.totals.success_rate, Some(1.0));
 }
 

@@ -107,6 +107,8 @@ fn routes(state: AppState) -> Router<AppState> {
         .route("/conversations/{id}/messages", post(pages::send_message))
         .route("/conversations/{id}/end", post(pages::end_conversation))
         .route("/tools", get(pages::tools_page))
+        .route("/tools/generated/{name}", get(pages::generated_tool_page))
+        .route("/tools/generated/{name}/remove", post(pages::remove_generated_tool))
         .route("/grants", get(pages::grants_page))
         .route("/grants/{id}/revoke", post(pages::revoke_grant))
         .route("/tokens", get(tokens::tokens_page).post(tokens::create_token))

@@ -352,3 +352,102 @@ async fn a_form_post_with_origin_null_still_needs_its_csrf_field() {
         .unwrap();
     assert_eq!(s.app.clone().oneshot(json).await.unwrap().status(), StatusCode::FORBIDDEN);
 }
+
+/// The owner id a page says the browser is signed in as.
+fn owner_of(html: &str) -> String {
+    let at = html.find("<code id=\"owner\">").unwrap() + "<code id=\"owner\">".len();
+    html[at..].split('<').next().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn generated_tools_are_shown_with_versions_source_and_history_to_their_owner_only() {
+    let s = server(EDIT).await;
+    let alice = s.browser().await;
+    let bob = s.browser().await;
+    let (_, home) = s.page(&alice, "/").await;
+    let owner = owner_of(&home);
+    let store = s.state.runtime.store.clone();
+    let registry = store.generated_registry().expect("the SQLite store keeps generated tools");
+    let source = "function run(input) { return \"</code><script>alert('src')</script>\" + (input.c + 273.15); }";
+    let record = |version: u32, source: &str| steward_store::GeneratedToolRecord {
+        owner_id: owner.clone(),
+        name: "celsius_to_kelvin".into(),
+        version,
+        description: "Converts <b>Celsius</b> to Kelvin".into(),
+        input_schema: json!({"type": "object", "properties": {"c": {"type": "number"}}}),
+        source: source.into(),
+        source_hash: format!("{:064x}", version),
+        approved_by: Some(owner.clone()),
+        approval_id: Some(format!("apr_{version}")),
+        run_id: "run_gen".into(),
+        created_at: chrono::Utc::now(),
+        removed_at: None,
+        removed_by: None,
+    };
+    registry.insert_generated_tool(&record(1, "function run(input) { return input.c + 273; }")).await.unwrap();
+    registry.insert_generated_tool(&record(2, source)).await.unwrap();
+    let audit = |outcome, detail: &str| steward_protocol::AuditEntry {
+        agent: "steward".into(),
+        run_id: "run_gen".into(),
+        call_id: "c1".into(),
+        action: "celsius_to_kelvin".into(),
+        input: json!({"c": 20}),
+        policy: "generated_tool".into(),
+        risk: 0.5,
+        outcome,
+        latency_ms: 0,
+        sandbox: String::new(),
+        approval_id: String::new(),
+        rollback_token: String::new(),
+        detail: detail.into(),
+    };
+    let failed = "celsius_to_kelvin@v2 attempt 1: static check: <img src=x onerror=alert(1)> uses require";
+    store.append_audit(audit(steward_protocol::AuditOutcome::Failed, failed)).await.unwrap();
+    let approved = "registered celsius_to_kelvin@v2 (source sha256 2), approved by the owner";
+    store.append_audit(audit(steward_protocol::AuditOutcome::Approved, approved)).await.unwrap();
+
+    // The list: both versions, which one is offered, who approved each.
+    let (status, tools) = s.page(&alice, "/tools").await;
+    assert_eq!(status, StatusCode::OK);
+    for want in
+        ["data-generated=\"celsius_to_kelvin@v1\"", "data-generated=\"celsius_to_kelvin@v2\"", "offered", "older"]
+    {
+        assert!(tools.contains(want), "{want}\n{tools}");
+    }
+    assert_eq!(tools.matches(&format!("<code>{owner}</code>")).count(), 2, "approver of each version\n{tools}");
+    // One tool: the full source escaped, the hash, the approver, the history.
+    let (status, page) = s.page(&alice, "/tools/generated/celsius_to_kelvin").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!page.contains("<script>alert") && page.contains("&lt;script&gt;alert("), "source escaped\n{page}");
+    assert!(!page.contains("</code><script>"), "{page}");
+    assert!(page.contains("input.c + 273.15") && page.contains("return input.c + 273;"), "every version's source");
+    assert!(!page.contains("<b>Celsius") && page.contains("&lt;b&gt;Celsius"), "description escaped");
+    assert!(page.contains(&format!("{:064x}", 2)) && page.contains("apr_2"), "{page}");
+    assert!(!page.contains("<img src=x") && page.contains("rejected") && page.contains("approved and registered"));
+    assert!(page.find("rejected").unwrap() < page.find("approved and registered").unwrap(), "oldest first");
+
+    // Another owner sees none of it and cannot remove it.
+    let (_, theirs) = s.page(&bob, "/tools").await;
+    assert!(!theirs.contains("celsius_to_kelvin") && theirs.contains("id=\"no-generated-tools\""));
+    let (status, _) = s.page(&bob, "/tools/generated/celsius_to_kelvin").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) =
+        s.post_form(&bob, "/tools/generated/celsius_to_kelvin/remove", &format!("csrf={}", bob.csrf)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = s.post_form(&alice, "/tools/generated/celsius_to_kelvin/remove", "csrf=wrong").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(registry.generated_tools(&owner).await.unwrap().iter().all(|r| r.removed_at.is_none()));
+
+    // The owner removes v2: v1 is offered again, the removal is in the history and audited.
+    let form = format!("csrf={}&version=2", alice.csrf);
+    let (status, _, location) = s.post_form(&alice, "/tools/generated/celsius_to_kelvin/remove", &form).await;
+    assert_eq!((status, location.as_deref()), (StatusCode::SEE_OTHER, Some("/tools/generated/celsius_to_kelvin")));
+    let (_, page) = s.page(&alice, "/tools/generated/celsius_to_kelvin").await;
+    assert!(page.contains("are offered <code>celsius_to_kelvin@v1</code>"), "{page}");
+    assert!(page.contains(&format!("{owner} removed celsius_to_kelvin@v2")), "{page}");
+    let removal =
+        store.audit_records(None).await.unwrap().into_iter().find(|r| r.entry.action == "generated_tool_remove");
+    assert_eq!(removal.map(|r| r.entry.agent), Some(owner.clone()));
+    let (status, _, _) = s.post_form(&alice, "/tools/generated/celsius_to_kelvin/remove", &form).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "nothing left to remove of v2");
+}

@@ -124,30 +124,11 @@ pub async fn remove(tool: &str) -> Result<u8> {
     let (name, version) = parse(tool)?;
     let (store, _) = records().await?;
     let owner = local_owner();
-    let registry = store.generated_registry().ok_or_else(|| anyhow!("this store keeps no generated tools"))?;
-    let removed = registry.remove_generated_tool(&owner, &name, version, &owner, chrono::Utc::now()).await?;
+    let removed = steward_core::generated::remove_registered(&store, &owner, &name, version, &owner).await?;
     if removed.is_empty() {
         return Err(usage_error(&format!("no generated tool `{tool}` to remove (see `steward tools generated`)")));
     }
     let versions: Vec<String> = removed.iter().map(|v| format!("{name}@v{v}")).collect();
-    store
-        .append_audit(steward_protocol::AuditEntry {
-            agent: owner.clone(),
-            run_id: String::new(),
-            call_id: String::new(),
-            action: "generated_tool_remove".into(),
-            input: json!({ "name": name, "versions": removed }),
-            policy: "owner".into(),
-            risk: 0.0,
-            outcome: steward_protocol::AuditOutcome::Completed,
-            latency_ms: 0,
-            sandbox: String::new(),
-            approval_id: String::new(),
-            rollback_token: String::new(),
-            detail: format!("{owner} removed the generated tool {}", versions.join(", ")),
-        })
-        .await?;
-    store.flush().await?;
     println!("Removed {}.", versions.join(", "));
     Ok(0)
 }

@@ -43,20 +43,17 @@ pub async fn forget(
     form_post(&state, &session, &form.csrf, act).await
 }
 
-/// `GET /tools`.
+/// `GET /tools`: the tools a run is offered, and the owner's generated tools with their versions.
 pub async fn tools_page(State(state): State<AppState>, Extension(session): Extension<Session>) -> Response {
     let result = async {
         let workspace = runs::resolve_workspace(&state, None)?;
-        let tools = state
-            .launcher
-            .tools(&workspace)
-            .await
-            .map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e.to_string())))?;
-        Ok::<_, ApiError>((workspace, tools))
+        let tools = state.launcher.tools(&workspace).await.map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e.to_string())))?;
+        let generated = super::generated::tool_rows(&state, &session.owner_id).await?;
+        Ok::<_, ApiError>((workspace, tools, generated))
     }
     .await;
     match result {
-        Ok((workspace, tools)) => {
+        Ok((workspace, tools, generated)) => {
             let rows: Vec<_> = tools
                 .iter()
                 .map(|t| {
@@ -68,7 +65,7 @@ pub async fn tools_page(State(state): State<AppState>, Extension(session): Exten
                 StatusCode::OK,
                 "tools.html",
                 context! { csrf => &session.csrf, owner => &session.owner_id,
-                workspace => workspace.display().to_string(), tools => rows },
+                workspace => workspace.display().to_string(), tools => rows, generated => ser(&generated) },
             )
         }
         Err(e) => error_page(&session, &e),

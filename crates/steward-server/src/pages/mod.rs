@@ -34,6 +34,7 @@ fn templates() -> &'static Environment<'static> {
             ("roles.html", include_str!("../../templates/roles.html")),
             ("memory.html", include_str!("../../templates/memory.html")),
             ("tools.html", include_str!("../../templates/tools.html")),
+            ("generated_tool.html", include_str!("../../templates/generated_tool.html")),
             ("grants.html", include_str!("../../templates/grants.html")),
             ("tokens.html", include_str!("../../templates/tokens.html")),
             ("compare.html", include_str!("../../templates/compare.html")),
@@ -244,10 +245,12 @@ pub async fn decide(
 
 mod compare;
 mod conversations;
+mod generated;
 mod memory;
 mod run;
 
 pub use compare::*;
 pub use conversations::*;
+pub use generated::{RemoveGeneratedForm, generated_tool_page, remove_generated_tool};
 pub use memory::*;
 pub use run::*;
