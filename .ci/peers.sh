@@ -19,11 +19,14 @@
 #     OpenAPI document for steward-cli's `peer_schemathesis_api` test
 #   - AgentDojo (PyPI agentdojo) and the official MCP Python SDK (PyPI mcp), in a venv, for
 #     `steward-bench injection` and steward-bench's `peer_agentdojo_*` test
+#   - oteltap (PyPI), an embeddable OTLP/HTTP (protobuf) receiver, in a venv, which the
+#     telemetry tests (steward-cli's `peer_otlp_*`) export spans to
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
 # STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR,
 # STEWARD_TEST_MCP_CONFORMANCE, STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT,
-# STEWARD_TEST_SCHEMATHESIS, STEWARD_BENCH_AGENTDOJO_PYTHON) as `export` lines on stdout.
+# STEWARD_TEST_SCHEMATHESIS, STEWARD_BENCH_AGENTDOJO_PYTHON, STEWARD_TEST_OTLP_RECEIVER) as `export`
+# lines on stdout.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
@@ -37,6 +40,7 @@ PLAYWRIGHT_VERSION=1.64.1
 SCHEMATHESIS_VERSION=4.32.5
 AGENTDOJO_VERSION=0.1.35
 MCP_PYTHON_VERSION=2.3.0
+OTELTAP_VERSION=1.0.0
 CHROMIUM=/usr/bin/chromium
 mkdir -p "$CACHE"
 
@@ -170,6 +174,19 @@ else
   log "agentdojo $AGENTDOJO_VERSION cached"
 fi
 
+# --- oteltap (OTLP receiver) ------------------------------------------------------------------
+OTELTAP_VENV="$CACHE/oteltap-$OTELTAP_VERSION"
+if ! "$OTELTAP_VENV/bin/python" -c "import oteltap, importlib.metadata as m; assert m.version('oteltap') == '$OTELTAP_VERSION'" >/dev/null 2>&1; then
+  log "installing oteltap $OTELTAP_VERSION"
+  rm -rf "$OTELTAP_VENV"
+  python3 -m venv "$OTELTAP_VENV"
+  export PIP_CACHE_DIR="$CACHE/pip"
+  "$OTELTAP_VENV/bin/pip" install --quiet --upgrade pip >&2
+  "$OTELTAP_VENV/bin/pip" install --quiet "oteltap==$OTELTAP_VERSION" >&2
+else
+  log "oteltap $OTELTAP_VERSION cached"
+fi
+
 echo "export STEWARD_TEST_LLAMA_PYTHON=$LLAMA_VENV/bin/python"
 echo "export STEWARD_TEST_AIMOCK=$AIMOCK_DIR/node_modules/.bin/llmock"
 echo "export STEWARD_TEST_MCP_EVERYTHING=$MCP_DIR/node_modules/.bin/mcp-server-everything"
@@ -181,3 +198,4 @@ echo "export STEWARD_TEST_CHROMIUM=$CHROMIUM"
 echo "export STEWARD_TEST_PLAYWRIGHT=$PLAYWRIGHT_DIR"
 echo "export STEWARD_TEST_SCHEMATHESIS=$SCHEMATHESIS_VENV/bin/st"
 echo "export STEWARD_BENCH_AGENTDOJO_PYTHON=$AGENTDOJO_VENV/bin/python"
+echo "export STEWARD_TEST_OTLP_RECEIVER=$OTELTAP_VENV/bin/oteltap"

@@ -150,6 +150,9 @@ pub struct Config {
     pub output_filters: Vec<OutputFilterConfig>,
     /// `[generated_tools]` (SPEC G).
     pub generated_tools: GeneratedToolsConfig,
+    /// `[telemetry]`: OpenTelemetry export of runs (SPEC R3); only the user's configuration
+    /// sets it.
+    pub telemetry: steward_telemetry::TelemetryConfig,
     /// The text of the instruction files for model planners, each introduced by its path and
     /// what it applies to (see [`InstructionFile`]); `None` when there is none.
     pub instructions: Option<String>,
@@ -333,6 +336,7 @@ impl Config {
             tested_compensations: raw.tested_compensations,
             output_filters: raw.output_filters,
             generated_tools: raw.generated_tools.unwrap_or_default(),
+            telemetry: raw.telemetry.unwrap_or_default(),
             instructions: None,
             instruction_files: Vec::new(),
             sources: Vec::new(),

@@ -289,4 +289,6 @@ pub struct RawConfig {
     pub output_filters: Vec<OutputFilterConfig>,
     /// `[generated_tools]` (SPEC G)
     pub generated_tools: Option<super::GeneratedToolsConfig>,
+    /// `[telemetry]` (SPEC R3; user configuration only)
+    pub telemetry: Option<steward_telemetry::TelemetryConfig>,
 }
