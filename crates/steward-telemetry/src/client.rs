@@ -68,10 +68,11 @@ impl HttpClient for OtlpClient {
 
 async fn send(client: &reqwest::Client, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
     let request = reqwest::Request::try_from(request)?;
-    let response = client.execute(request).await?;
+    // Errors without the URL: it may hold credentials (the report shows it without them).
+    let response = client.execute(request).await.map_err(reqwest::Error::without_url)?;
     let status = response.status();
     let headers = response.headers().clone();
-    let body = response.bytes().await?;
+    let body = response.bytes().await.map_err(reqwest::Error::without_url)?;
     let mut out = Response::builder().status(status).body(body)?;
     *out.headers_mut() = headers;
     Ok(out)
