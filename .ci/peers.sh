@@ -23,12 +23,14 @@
 #     `peer_lsp_*` tests of the LSP tools
 #   - AgentDojo (PyPI agentdojo) and the official MCP Python SDK (PyPI mcp), in a venv, for
 #     `steward-bench injection` and steward-bench's `peer_agentdojo_*` test
+#   - oteltap (PyPI), an embeddable OTLP/HTTP (protobuf) receiver, in a venv, which the
+#     telemetry tests (steward-cli's `peer_otlp_*`) export spans to
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
 # STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR,
 # STEWARD_TEST_MCP_CONFORMANCE, STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT,
 # STEWARD_TEST_SCHEMATHESIS, STEWARD_TEST_PYRIGHT, STEWARD_TEST_TSLS,
-# STEWARD_BENCH_AGENTDOJO_PYTHON) as `export` lines on stdout.
+# STEWARD_BENCH_AGENTDOJO_PYTHON, STEWARD_TEST_OTLP_RECEIVER) as `export` lines on stdout.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
@@ -45,6 +47,7 @@ MCP_PYTHON_VERSION=2.3.0
 PYRIGHT_VERSION=1.1.414
 TSLS_VERSION=6.0.2
 TYPESCRIPT_VERSION=6.0.3
+OTELTAP_VERSION=1.0.0
 CHROMIUM=/usr/bin/chromium
 mkdir -p "$CACHE"
 
@@ -201,6 +204,19 @@ else
   log "agentdojo $AGENTDOJO_VERSION cached"
 fi
 
+# --- oteltap (OTLP receiver) ------------------------------------------------------------------
+OTELTAP_VENV="$CACHE/oteltap-$OTELTAP_VERSION"
+if ! "$OTELTAP_VENV/bin/python" -c "import oteltap, importlib.metadata as m; assert m.version('oteltap') == '$OTELTAP_VERSION'" >/dev/null 2>&1; then
+  log "installing oteltap $OTELTAP_VERSION"
+  rm -rf "$OTELTAP_VENV"
+  python3 -m venv "$OTELTAP_VENV"
+  export PIP_CACHE_DIR="$CACHE/pip"
+  "$OTELTAP_VENV/bin/pip" install --quiet --upgrade pip >&2
+  "$OTELTAP_VENV/bin/pip" install --quiet "oteltap==$OTELTAP_VERSION" >&2
+else
+  log "oteltap $OTELTAP_VERSION cached"
+fi
+
 echo "export STEWARD_TEST_LLAMA_PYTHON=$LLAMA_VENV/bin/python"
 echo "export STEWARD_TEST_AIMOCK=$AIMOCK_DIR/node_modules/.bin/llmock"
 echo "export STEWARD_TEST_MCP_EVERYTHING=$MCP_DIR/node_modules/.bin/mcp-server-everything"
@@ -214,3 +230,4 @@ echo "export STEWARD_TEST_SCHEMATHESIS=$SCHEMATHESIS_VENV/bin/st"
 echo "export STEWARD_TEST_PYRIGHT=$PYRIGHT_DIR/node_modules/.bin/pyright-langserver"
 echo "export STEWARD_TEST_TSLS=$TSLS_JS"
 echo "export STEWARD_BENCH_AGENTDOJO_PYTHON=$AGENTDOJO_VENV/bin/python"
+echo "export STEWARD_TEST_OTLP_RECEIVER=$OTELTAP_VENV/bin/oteltap"

@@ -28,6 +28,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a task in a workspace (exit 0 answered, 1 failed, 2 usage/config error, 3 stopped by a limit, 4 cancelled, 5 with --strict: answered but a step was refused or failed).
+    #[command(
+        after_help = "Telemetry: with OTEL_EXPORTER_OTLP_ENDPOINT (or [telemetry] endpoint) set, the run's trace is sent as OpenTelemetry spans over OTLP/HTTP (protobuf) when it ends, without holding it up; OTEL_SDK_DISABLED=true turns it off (docs/telemetry.md)."
+    )]
     Run(commands::RunArgs),
     /// Send the next message of a conversation (`cnv_…`) or of the conversation a run (`run_…`, a unique prefix, or `last`) belongs to: a run in its workspace given its last 4 turns as context, as in the web UI (exit codes as `steward run`).
     Resume(commands::ResumeArgs),
@@ -418,7 +421,7 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        match cli.command {
+        let result = match cli.command {
             Command::Run(args) => commands::run(args).await,
             Command::Resume(args) => commands::resume(args).await,
             Command::Approve { id, scope } => {
@@ -499,7 +502,10 @@ fn main() -> ExitCode {
                 Ok(0)
             }
             Command::Reference { page, out } => commands::reference::print::<Cli>(page, out.as_deref()),
-        }
+        };
+        // The spans of the runs this process made (telemetry on), sent before it exits.
+        steward_telemetry::shutdown(steward_telemetry::SHUTDOWN_TIMEOUT).await;
+        result
     });
     // Do not wait for a blocked stdin reader (an approval prompt) after the run ended.
     runtime.shutdown_background();

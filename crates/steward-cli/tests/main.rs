@@ -38,5 +38,6 @@ mod schemathesis;
 mod secrets;
 mod serve;
 mod shell_git;
+mod telemetry;
 mod terminal_output;
 mod text_formats;

@@ -139,15 +139,18 @@ pub async fn run_task(rt: &Runtime, req: RunRequest) -> Result<RunRecord, RunErr
     run_with_policy(rt, req, &policy).await
 }
 
+/// The redactor of the run `req` on `rt`: the runtime's, which also knows what the workspace's
+/// secret files hold, so a program the policy lets run (`git diff`) cannot pass their contents
+/// on (B09, S3), and the values the configuration declares as credentials
+/// (`credential_scope`, `[[tool]] env`).
+pub(crate) fn run_redactor(rt: &Runtime, req: &RunRequest) -> steward_policy::Redactor {
+    let declared = req.config.declared_credential_values(&|name| std::env::var(name).ok());
+    (*rt.redactor).clone().with_values(steward_policy::secret_file_values(&req.workspace)).with_values(declared)
+}
+
 /// [`run_task`] judged by `policy`, compiled from `req.config.policy`.
 pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Policy) -> Result<RunRecord, RunError> {
-    // The run's redactor also knows what the workspace's secret files hold, so a program the
-    // policy lets run (`git diff`) cannot pass their contents on (B09, S3), and the values the
-    // configuration declares as credentials (`credential_scope`, `[[tool]] env`).
-    let declared = req.config.declared_credential_values(&|name| std::env::var(name).ok());
-    let rt = &rt.with_redactor(
-        (*rt.redactor).clone().with_values(steward_policy::secret_file_values(&req.workspace)).with_values(declared),
-    );
+    let rt = &rt.with_redactor(run_redactor(rt, &req));
     let workspace =
         Workspace::open(&req.workspace, &req.config.policy.deny_path).map_err(|e| RunError::Config(e.to_string()))?;
     let workspace = Arc::new(workspace);
@@ -414,6 +417,8 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
                 duration_ms: stage_ms,
                 usage: reply.usage,
                 tool_calls: proposed,
+                finish_reason: reply.finish_reason.as_ref().map(|f| f.as_str().to_string()).unwrap_or_default(),
+                response_model: reply.model.clone(),
             })
             .await?;
         if proposed == 0 {

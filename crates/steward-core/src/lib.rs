@@ -34,6 +34,7 @@ pub mod replay;
 pub mod roles;
 pub mod rollback;
 mod stage;
+mod telemetry;
 pub mod tools;
 pub mod trace;
 pub mod undo;

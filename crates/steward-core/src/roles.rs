@@ -353,6 +353,8 @@ async fn run_stage(
                     duration_ms,
                     usage: reply.usage,
                     tool_calls: 0,
+                    finish_reason: reply.finish_reason.as_ref().map(|f| f.as_str().to_string()).unwrap_or_default(),
+                    response_model: reply.model.clone(),
                 })
                 .await?;
             Ok((Outcome::Done(st.redactor.redact(&reply.text)), reply.usage))

@@ -148,13 +148,15 @@ pub fn steps(events: &[Event]) -> Vec<TraceStep> {
     };
     for event in events {
         let step = match &event.kind {
-            EventKind::StageCompleted { stage, round, duration_ms, usage, tool_calls } => TraceStep::StageCompleted {
-                stage: stage.clone(),
-                round: *round,
-                duration_ms: *duration_ms,
-                usage: *usage,
-                tool_calls: *tool_calls,
-            },
+            EventKind::StageCompleted { stage, round, duration_ms, usage, tool_calls, .. } => {
+                TraceStep::StageCompleted {
+                    stage: stage.clone(),
+                    round: *round,
+                    duration_ms: *duration_ms,
+                    usage: *usage,
+                    tool_calls: *tool_calls,
+                }
+            }
             EventKind::StageFailed { stage, round, duration_ms, class, error } => TraceStep::StageFailed {
                 stage: stage.clone(),
                 round: *round,

@@ -1,4 +1,5 @@
-//! Test support: the real third-party servers Steward's tests talk to, each started on a
+//! Test support: the real third-party servers Steward's tests talk to (model servers, aimock,
+//! an OTLP receiver), each started on a
 //! loopback port that it is then seen to hold itself, and killed when dropped. Their programs
 //! come from `.ci/peers.sh` through environment variables (`scripts/test.sh` sets them); a test that needs one and finds it
 //! unset fails with a message saying so. PostgreSQL tests get a fresh schema of the local test
@@ -183,6 +184,66 @@ pub fn aimock(fixtures: serde_json::Value, api_key: Option<&str>) -> Peer {
         command
     };
     Peer::start(command, Duration::from_secs(20), "aimock", Some(dir))
+}
+
+/// oteltap (PyPI `oteltap`, `STEWARD_TEST_OTLP_RECEIVER`): an OTLP/HTTP receiver (protobuf
+/// bodies, `POST /v1/traces`) that prints every span it receives as one line of OTLP JSON
+/// (hex `traceId`, `spanId` and `parentSpanId`, `name`, `attributes` as
+/// `{"key": …, "value": {"stringValue" | "intValue" | "doubleValue" | "arrayValue": …}}`).
+/// Its standard output goes to a file that [`OtlpReceiver::spans`] reads.
+pub fn otlp_receiver() -> OtlpReceiver {
+    let bin = required_env("STEWARD_TEST_OTLP_RECEIVER");
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("no temp dir: {e}"));
+    let output = dir.path().join("spans.ndjson");
+    let command = |port: u16| {
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", "exec \"$0\" --port \"$1\" > \"$2\""])
+            .arg(&bin)
+            .arg(port.to_string())
+            .arg(&output)
+            .env("PYTHONUNBUFFERED", "1");
+        command
+    };
+    let peer = Peer::start(command, Duration::from_secs(30), "oteltap", Some(dir));
+    OtlpReceiver { peer, output }
+}
+
+/// A running OTLP receiver ([`otlp_receiver`]).
+pub struct OtlpReceiver {
+    /// The receiver's process.
+    pub peer: Peer,
+    output: std::path::PathBuf,
+}
+
+impl OtlpReceiver {
+    /// The base URL to export to (`OTEL_EXPORTER_OTLP_ENDPOINT`), `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        self.peer.url()
+    }
+
+    /// Every span received so far, in arrival order (OTLP JSON objects).
+    pub fn spans(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(&self.output).unwrap_or_default();
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|v| v.get("spanId").is_some())
+            .collect()
+    }
+
+    /// The spans received once `done` holds for them, waiting up to `within`; panics with
+    /// what was received when it never does.
+    pub fn spans_when(&self, within: Duration, done: impl Fn(&[serde_json::Value]) -> bool) -> Vec<serde_json::Value> {
+        let deadline = Instant::now() + within;
+        loop {
+            let spans = self.spans();
+            if done(&spans) {
+                return spans;
+            }
+            assert!(Instant::now() < deadline, "the OTLP receiver did not get the spans within {within:?}: {spans:#?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 fn write_json(path: &Path, value: &serde_json::Value) {

@@ -128,6 +128,14 @@ pub enum EventKind {
         usage: Usage,
         /// Number of tool calls proposed.
         tool_calls: u32,
+        /// Why the model stopped (`stop`, `tool_calls`, `length`, `content_filter`, or the
+        /// provider's own word); empty when it did not say. Absent in runs recorded before it
+        /// existed.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        finish_reason: String,
+        /// The model that answered, as the provider reported it; empty when it did not say.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        response_model: String,
     },
     /// A stage failed.
     StageFailed {

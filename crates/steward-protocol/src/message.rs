@@ -144,6 +144,19 @@ pub enum FinishReason {
     Other(String),
 }
 
+impl FinishReason {
+    /// The wire word: `stop`, `tool_calls`, `length`, `content_filter`, or the provider's own.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::Length => "length",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(word) => word,
+        }
+    }
+}
+
 /// A tool call that could not be used: truncated or unparsable arguments, or a text-recovered
 /// call naming an undeclared tool. It is never executed; the model is told why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

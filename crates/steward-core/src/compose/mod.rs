@@ -11,7 +11,9 @@
 //!    and the overrides;
 //! 4. the front end adds who the run is for: task, owner, approver, observer, cancellation
 //!    ([`Prepared::into_run`]), and runs it ([`ReadyRun::run`]) on a [`Runtime`] made by
-//!    [`Runtime::new`].
+//!    [`Runtime::new`];
+//! 5. telemetry: with `[telemetry]` or the `OTEL_*` variables, the finished run is exported as
+//!    OpenTelemetry spans ([`Prepared::telemetry`], see `crate::telemetry`).
 //!
 //! Loading the configuration stays with the front end (where it is read from differs: the
 //! user's directory, an eval case's own), and so does hardening it (the hub's read-only jobs).
@@ -132,14 +134,18 @@ pub struct Prepared {
     pub planner: PlannerChoice,
     /// The role pipeline in mode `roles`; `None` for the loop.
     pub roles: Option<RolePlan>,
-    /// What was left out and why (an MCP server that did not start), for the front end to show.
+    /// What was left out and why (an MCP server that did not start, telemetry that cannot be
+    /// exported), for the front end to show.
     pub warnings: Vec<String>,
+    /// Where the finished run's spans go (SPEC R3); `None` when export is off (the default).
+    pub telemetry: Option<steward_telemetry::Exporter>,
 }
 
 impl Prepared {
     /// A run of `tools` the caller assembled itself (tests, benchmarks, an embedding program);
     /// the policy is compiled from `config`. Errors: [`PrepareError::Policy`] when the policy
     /// does not compile.
+    /// Nothing is exported ([`Prepared::telemetry`] is `None`; set it to export).
     pub fn new(
         workspace: PathBuf,
         config: Config,
@@ -148,7 +154,7 @@ impl Prepared {
         roles: Option<RolePlan>,
     ) -> Result<Prepared, PrepareError> {
         let policy = Arc::new(Policy::new(&config.policy)?);
-        Ok(Prepared { workspace, config, policy, tools, planner, roles, warnings: Vec::new() })
+        Ok(Prepared { workspace, config, policy, tools, planner, roles, warnings: Vec::new(), telemetry: None })
     }
 
     /// The run of `task` for its owner, ready to start.
@@ -169,6 +175,7 @@ impl Prepared {
                 roles: self.roles,
             },
             policy: self.policy,
+            telemetry: self.telemetry,
         }
     }
 }
@@ -191,10 +198,11 @@ pub struct Task {
     pub history: Vec<Turn>,
 }
 
-/// A run ready to start: its request and the policy compiled for it.
+/// A run ready to start: its request, the policy compiled for it and where its spans go.
 pub struct ReadyRun {
     request: RunRequest,
     policy: Arc<Policy>,
+    telemetry: Option<steward_telemetry::Exporter>,
 }
 
 impl ReadyRun {
@@ -203,9 +211,16 @@ impl ReadyRun {
         &self.request
     }
 
-    /// Runs it to its end on `runtime` (see [`crate::run_task`]).
+    /// Runs it to its end on `runtime` (see [`crate::run_task`]); with telemetry on, the
+    /// finished run's spans are then queued for export (never failing the run).
     pub async fn run(self, runtime: &Runtime) -> Result<RunRecord, RunError> {
-        crate::agent::run_with_policy(runtime, self.request, &self.policy).await
+        let Some(exporter) = self.telemetry else {
+            return crate::agent::run_with_policy(runtime, self.request, &self.policy).await;
+        };
+        let redactor = crate::agent::run_redactor(runtime, &self.request);
+        let run = crate::agent::run_with_policy(runtime, self.request, &self.policy).await?;
+        crate::telemetry::record(&exporter, runtime, &run, &redactor).await;
+        Ok(run)
     }
 }
 
@@ -274,7 +289,7 @@ pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions)
         config.limits.max_rounds = rounds;
     }
     let policy = Arc::new(Policy::new(&config.policy)?);
-    let (tools, warnings) = registry(&config, workspace, &policy, options.connect_mcp).await?;
+    let (tools, mut warnings) = registry(&config, workspace, &policy, options.connect_mcp).await?;
     if let Some(choice) = &options.planner.tool_choice
         && !matches!(choice.as_str(), "auto" | "none" | "required")
         && tools.get(choice).is_none()
@@ -292,5 +307,6 @@ pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions)
             }
         },
     };
-    Ok(Prepared { workspace: workspace.to_path_buf(), config, policy, tools, planner, roles, warnings })
+    let telemetry = crate::telemetry::exporter_for(&config, options.env, &mut warnings);
+    Ok(Prepared { workspace: workspace.to_path_buf(), config, policy, tools, planner, roles, warnings, telemetry })
 }

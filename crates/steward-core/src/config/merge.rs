@@ -6,12 +6,13 @@ use std::path::Path;
 use super::Limits;
 
 /// Sections only the user's configuration may set: a workspace's, trusted or not, are dropped.
-pub(super) const USER_ONLY: &[&str] = &["trust", "tested_compensations"];
+pub(super) const USER_ONLY: &[&str] = &["trust", "tested_compensations", "telemetry"];
 
 /// Sections an untrusted workspace may not set at all. `tool`, `hook`, `tool_call_chain`,
-/// `mcp_servers` and `lsp` would run commands the workspace chose; `providers`, `run` and `roles` decide
-/// where data is sent; `sandbox` and `shell` loosen containment, `generated_tools` runs code a model wrote; `output_filter` rewrites what
-/// the model sees.
+/// `mcp_servers` and `lsp` would run commands the workspace chose; `providers`, `run` and
+/// `roles` decide where data is sent (and so does `telemetry`, which only the user's
+/// configuration sets); `sandbox` and `shell` loosen containment, `generated_tools` runs code a
+/// model wrote; `output_filter` rewrites what the model sees.
 pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
     "providers",
     "run",
@@ -27,6 +28,7 @@ pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
     "mcp_servers",
     "generated_tools",
     "lsp",
+    "telemetry",
 ];
 
 /// Keys of `[policy]` an untrusted workspace keeps (all others are dropped), each further

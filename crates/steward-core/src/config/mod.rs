@@ -154,6 +154,9 @@ pub struct Config {
     pub generated_tools: GeneratedToolsConfig,
     /// `[[lsp]]` language servers, in configuration order (SPEC T11).
     pub lsp: Vec<LspServerConfig>,
+    /// `[telemetry]`: OpenTelemetry export of runs (SPEC R3); only the user's configuration
+    /// sets it.
+    pub telemetry: steward_telemetry::TelemetryConfig,
     /// The text of the instruction files for model planners, each introduced by its path and
     /// what it applies to (see [`InstructionFile`]); `None` when there is none.
     pub instructions: Option<String>,
@@ -339,6 +342,7 @@ impl Config {
             output_filters: raw.output_filters,
             generated_tools: raw.generated_tools.unwrap_or_default(),
             lsp: raw.lsp,
+            telemetry: raw.telemetry.unwrap_or_default(),
             instructions: None,
             instruction_files: Vec::new(),
             sources: Vec::new(),

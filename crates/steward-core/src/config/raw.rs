@@ -292,4 +292,6 @@ pub struct RawConfig {
     /// `[[lsp]]`: language servers behind the `lsp_*` tools (SPEC T11).
     #[serde(default)]
     pub lsp: Vec<super::LspServerConfig>,
+    /// `[telemetry]` (SPEC R3; user configuration only)
+    pub telemetry: Option<steward_telemetry::TelemetryConfig>,
 }

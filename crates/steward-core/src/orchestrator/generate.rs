@@ -276,6 +276,8 @@ async fn ask_generator(
                     duration_ms,
                     usage: response.usage,
                     tool_calls: 0,
+                    finish_reason: response.finish_reason.as_ref().map(|f| f.as_str().to_string()).unwrap_or_default(),
+                    response_model: response.model.clone(),
                 })
                 .await?;
             Ok(Ok(response.text))
