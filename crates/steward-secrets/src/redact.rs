@@ -1,8 +1,11 @@
 //! S3: the redactor applied at every boundary that leaves the process or reaches a model.
 
+use std::borrow::Cow;
+
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::gate::Candidates;
 use crate::names::name_looks_secret;
 use crate::patterns::RULES;
 
@@ -90,25 +93,38 @@ impl Redactor {
 
     /// `text` with every known value and every pattern match replaced by `[REDACTED]`.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = match &self.known {
-            Some(re) => re.replace_all(text, REDACTED).into_owned(),
-            None => self.values.iter().fold(text.to_string(), |acc, v| acc.replace(v.as_str(), REDACTED)),
+        let mut out: Cow<'_, str> = match &self.known {
+            Some(re) => re.replace_all(text, REDACTED),
+            None => {
+                let mut out = Cow::Borrowed(text);
+                for v in &self.values {
+                    if out.contains(v.as_str()) {
+                        out = Cow::Owned(out.replace(v.as_str(), REDACTED));
+                    }
+                }
+                out
+            }
         };
-        for rule in RULES.iter() {
-            if !rule.re.is_match(&out) {
+        // The rules run one after the other, each on the text the ones before it left; where
+        // each has to look is found again only after one changed the text.
+        let mut candidates = Candidates::of(&out);
+        for index in 0..RULES.len() {
+            let ranges = candidates.secret_ranges(index, &out);
+            if ranges.is_empty() {
                 continue;
             }
             let mut next = String::with_capacity(out.len());
             let mut last = 0;
-            for range in rule.secret_ranges(&out) {
+            for range in ranges {
                 next.push_str(&out[last..range.start]);
                 next.push_str(REDACTED);
                 last = range.end;
             }
             next.push_str(&out[last..]);
-            out = next;
+            out = Cow::Owned(next);
+            candidates = Candidates::of(&out);
         }
-        out
+        out.into_owned()
     }
 
     /// A copy of `value` with keys and string values redacted, at any depth. A string or
@@ -143,6 +159,7 @@ impl Redactor {
         if known {
             return true;
         }
-        RULES.iter().any(|rule| !rule.secret_ranges(text).is_empty())
+        let candidates = Candidates::of(text);
+        (0..RULES.len()).any(|index| candidates.has_secret(index, text))
     }
 }
