@@ -3,15 +3,18 @@
 //! Without a mode it measures the harness's own overhead per tool-call step (on a store opened
 //! exactly as `steward run` opens it), policy decisions, the audit chain (appends and
 //! verification) and sandboxed `cat` steps; the modes measure `steward serve`, several nodes
-//! on PostgreSQL, the work ledger, sandboxed steps in detail and prompt injections. Every
+//! on PostgreSQL, the work ledger, sandboxed steps in detail, prompt injections and the
+//! secret redactor. Every
 //! figure is printed on stdout, one line each. Exit code 0 when every measurement ran, 1 when
 //! one failed, 2 on a usage error.
 
 mod injection;
 mod ledger;
 mod nodes;
+mod redaction;
 mod sandbox;
 mod serve;
+mod serve_clients;
 mod step;
 
 use std::process::ExitCode;
@@ -29,7 +32,7 @@ const EXIT_USAGE: u8 = 2;
     name = "steward-bench",
     version,
     about = "Measure Steward's own costs: per tool-call step (fake provider, no-op tool), policy, audit chain, \
-             sandbox; modes for the server, nodes, the ledger and prompt injections.",
+             sandbox; modes for the server, nodes, the ledger, prompt injections and redaction.",
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -51,8 +54,14 @@ enum Mode {
     /// Sandboxed steps: a `cat` against a plain spawn, and one `[[tool]]` call by network
     /// setting (no network, everything, a host list through the egress proxy).
     Sandbox(sandbox::BenchSandboxArgs),
+    /// The secret redactor every tool output passes: MB/s and recall on a corpus of minified
+    /// bundles, sources and logs with planted secrets, against gitleaks on the same corpus.
+    Redaction(redaction::BenchRedactionArgs),
     /// Prompt injections from AgentDojo against an always-obeying model: attacker calls executed, approvals asked on benign tasks.
     Injection(injection::BenchInjectionArgs),
+    /// The clients of `serve`'s event-latency measurement, in a process of their own.
+    #[command(hide = true)]
+    ServeClients(serve_clients::ServeClientsArgs),
     /// Print this program's reference page in Markdown (docs/reference/bench.md).
     #[command(hide = true)]
     Reference,
@@ -107,6 +116,15 @@ fn main() -> ExitCode {
         print!("{}", reference());
         return ExitCode::SUCCESS;
     }
+    if let Some(Mode::ServeClients(args)) = cli.mode {
+        return match serve_clients::run(args) {
+            Ok(code) => ExitCode::from(code),
+            Err(err) => {
+                eprintln!("steward-bench serve-clients: {err:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -122,7 +140,8 @@ fn main() -> ExitCode {
             Some(Mode::Ledger(args)) => ledger::run(args).await,
             Some(Mode::Sandbox(args)) => sandbox::run(args).await,
             Some(Mode::Injection(args)) => injection::run(args).await,
-            Some(Mode::Reference) => Ok(0),
+            Some(Mode::Redaction(args)) => redaction::run(args).await,
+            Some(Mode::Reference) | Some(Mode::ServeClients(_)) => Ok(0),
         }
     });
     runtime.shutdown_background();
