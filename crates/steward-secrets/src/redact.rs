@@ -41,7 +41,8 @@ const PROVIDER_KEY_VARS: &[&str] = &[
 /// Replaces secrets in text and JSON with `[REDACTED]`: the exact values it was given (known
 /// secrets, e.g. from the environment) and pattern rules for provider key formats
 /// (`sk-…`, `sk-ant-…`, `sk-or-…`, `xai-…`, `AIza…`, `ghp_…`/`github_pat_…`, `xox?-…`,
-/// `AKIA…`), `Bearer` tokens, auth headers (`Authorization`, `x-api-key`,
+/// `AKIA…`, and the published formats of SendGrid, Shopify, DigitalOcean, PyPI, Postman,
+/// Doppler, age, Linear, Grafana and Databricks keys), `Bearer` tokens, auth headers (`Authorization`, `x-api-key`,
 /// `x-goog-api-key`), PEM private key blocks, secret URL query parameters (`key=`,
 /// `api_key=`, `token=`, … — the rest of the URL is kept), URL passwords, and assignments
 /// whose name looks secret (`OPENAI_API_KEY=…`, `"password": "…"`).
