@@ -3,16 +3,18 @@
 //! Without a mode it measures the harness's own overhead per tool-call step (on a store opened
 //! exactly as `steward run` opens it), policy decisions, the audit chain (appends and
 //! verification) and sandboxed `cat` steps; the modes measure `steward serve`, several nodes
-//! on PostgreSQL, the work ledger, sandboxed steps in detail, generated tools and prompt
-//! injections. Every figure is printed on stdout, one line each. Exit code 0 when every
-//! measurement ran, 1 when one failed, 2 on a usage error.
+//! on PostgreSQL, the work ledger, sandboxed steps in detail, generated tools, prompt
+//! injections and the secret redactor. Every figure is printed on stdout, one line each. Exit
+//! code 0 when every measurement ran, 1 when one failed, 2 on a usage error.
 
 mod generated;
 mod injection;
 mod ledger;
 mod nodes;
+mod redaction;
 mod sandbox;
 mod serve;
+mod serve_clients;
 mod step;
 
 use std::process::ExitCode;
@@ -30,7 +32,7 @@ const EXIT_USAGE: u8 = 2;
     name = "steward-bench",
     version,
     about = "Measure Steward's own costs: per tool-call step (fake provider, no-op tool), policy, audit chain, \
-             sandbox; modes for the server, nodes, the ledger, generated tools and prompt injections.",
+             sandbox; modes for the server, nodes, the ledger, generated tools, prompt injections and redaction.",
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -54,8 +56,14 @@ enum Mode {
     Sandbox(sandbox::BenchSandboxArgs),
     /// Tools the agent writes for itself: a sandboxed worker's start-up plus one call of a trivial generated tool, and the time from a planner naming an unknown tool to the generated tool's first call.
     Generated(generated::BenchGeneratedArgs),
+    /// The secret redactor every tool output passes: MB/s and recall on a corpus of minified
+    /// bundles, sources and logs with planted secrets, against gitleaks on the same corpus.
+    Redaction(redaction::BenchRedactionArgs),
     /// Prompt injections from AgentDojo against an always-obeying model: attacker calls executed, approvals asked on benign tasks.
     Injection(injection::BenchInjectionArgs),
+    /// The clients of `serve`'s event-latency measurement, in a process of their own.
+    #[command(hide = true)]
+    ServeClients(serve_clients::ServeClientsArgs),
     /// Print this program's reference page in Markdown (docs/reference/bench.md).
     #[command(hide = true)]
     Reference,
@@ -115,6 +123,15 @@ fn main() -> ExitCode {
         print!("{}", reference());
         return ExitCode::SUCCESS;
     }
+    if let Some(Mode::ServeClients(args)) = cli.mode {
+        return match serve_clients::run(args) {
+            Ok(code) => ExitCode::from(code),
+            Err(err) => {
+                eprintln!("steward-bench serve-clients: {err:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -131,7 +148,8 @@ fn main() -> ExitCode {
             Some(Mode::Sandbox(args)) => sandbox::run(args).await,
             Some(Mode::Generated(args)) => generated::run(args).await,
             Some(Mode::Injection(args)) => injection::run(args).await,
-            Some(Mode::Reference) => Ok(0),
+            Some(Mode::Redaction(args)) => redaction::run(args).await,
+            Some(Mode::Reference) | Some(Mode::ServeClients(_)) => Ok(0),
         }
     });
     runtime.shutdown_background();

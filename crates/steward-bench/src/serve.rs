@@ -1,4 +1,4 @@
-//! `steward-bench serve`: two costs of `steward serve`, measured in this process.
+//! `steward-bench serve`: two costs of `steward serve`, the server in this process.
 //!
 //! 1. Memory per run parked on an approval: N runs are started through the server's own start
 //!    path (`steward_server::runs::start`, what `POST /api/runs` calls), each scripted to make
@@ -7,7 +7,8 @@
 //!    cancelled through the cancel path and the time until none is live is reported.
 //! 2. Event latency to many browsers: the server listens on a loopback socket; C clients hold
 //!    `GET /api/runs/{id}/events` open on one run (plain HTTP/1.1 over TCP, the run owner's
-//!    cookie); once every client is subscribed the run is approved and streams K chunks, one
+//!    cookie), all in a client process of their own ([`crate::serve_clients`]); once every
+//!    client is subscribed the run is approved and streams K chunks, one
 //!    per model round, spaced by a delay. For every (client, chunk) pair the latency is the
 //!    client's arrival time minus the event's `at` stamp, which is taken when the event is
 //!    published (before it is stored and broadcast).
@@ -15,7 +16,6 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -46,8 +46,6 @@ const TARGET_RUNS: usize = 10_000;
 const TARGET_MIB: f64 = 512.0;
 /// The latency target for p99, in ms.
 const TARGET_P99_MS: f64 = 5.0;
-/// Event-stream connections opened at once while clients connect.
-const CONNECTS_IN_FLIGHT: usize = 64;
 /// The owner of the parked runs.
 const OWNER: &str = "local:bench";
 
@@ -177,9 +175,9 @@ pub async fn run(args: BenchServeArgs) -> Result<u8> {
         bench_latency(&args, cpus).await?;
     }
     println!(
-        "caveats: one machine, no network (loopback); the clients run in this process on the same CPUs as the \
-         server and their reading and parsing is inside the latency, as is any other load on the machine (the \
-         latency figures vary by 2x from run to run on a busy machine); RSS includes allocator slack and the \
+        "caveats: one machine, no network (loopback); the clients run in another process on the same CPUs as the \
+         server and their reading is inside the latency, as is any other load on the machine (the latency \
+         figures vary by 2x from run to run on a busy machine); RSS includes allocator slack and the \
          store's cache; a debug build is much slower and larger than a release build"
     );
     Ok(0)
@@ -425,151 +423,6 @@ fn dechunk(mut data: &[u8]) -> Result<Vec<u8>> {
     }
 }
 
-/// Splits a byte stream into Server-Sent Events without allocating per event.
-#[derive(Default)]
-struct SseParser {
-    buf: Vec<u8>,
-    pos: usize,
-    data: String,
-}
-
-impl SseParser {
-    fn push(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
-    }
-
-    /// The next complete event: (event name, data).
-    fn next(&mut self) -> Option<(&str, &str)> {
-        let Some(end) = self.buf[self.pos..].windows(2).position(|w| w == b"\n\n") else {
-            self.buf.drain(..self.pos);
-            self.pos = 0;
-            return None;
-        };
-        let (start, stop) = (self.pos, self.pos + end);
-        self.pos = stop + 2;
-        let block = std::str::from_utf8(&self.buf[start..stop]).unwrap_or("");
-        let mut name = "";
-        self.data.clear();
-        for line in block.split('\n') {
-            let Some((field, value)) = line.split_once(':') else { continue };
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match field {
-                "event" => name = value,
-                "data" => {
-                    if !self.data.is_empty() {
-                        self.data.push('\n');
-                    }
-                    self.data.push_str(value);
-                }
-                _ => {}
-            }
-        }
-        Some((name, &self.data))
-    }
-}
-
-/// The fields of a `stage_chunk` event the clients read.
-#[derive(serde::Deserialize)]
-struct Chunk {
-    at: chrono::DateTime<chrono::Utc>,
-    text: String,
-}
-
-/// What one client saw.
-#[derive(Default)]
-struct Seen {
-    /// Latency of each `tick` chunk, in ms.
-    latencies_ms: Vec<f64>,
-    /// True when the stream ended with the run's terminal event.
-    finished: bool,
-}
-
-/// One browser following the run: subscribes (counted in `ready` once the stored
-/// `tool_approval_required` event arrived, which the server sends after subscribing it to the
-/// live events), then timestamps every `tick` chunk on arrival.
-async fn sse_client(
-    addr: SocketAddr,
-    run_id: Arc<str>,
-    cookie: Arc<str>,
-    ready: Arc<AtomicUsize>,
-    gate: Arc<tokio::sync::Semaphore>,
-) -> Result<Seen> {
-    let permit = gate.acquire_owned().await?;
-    let stream = TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
-    let mut stream = BufReader::new(stream);
-    let request = format!(
-        "GET /api/runs/{run_id}/events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n"
-    );
-    stream.get_mut().write_all(request.as_bytes()).await?;
-    let mut line = String::new();
-    stream.read_line(&mut line).await?;
-    if line.split_whitespace().nth(1) != Some("200") {
-        bail!("event stream answered {}", line.trim());
-    }
-    let mut chunked = false;
-    loop {
-        line.clear();
-        if stream.read_line(&mut line).await? == 0 || line == "\r\n" {
-            break;
-        }
-        let lower = line.to_ascii_lowercase();
-        if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
-            chunked = true;
-        }
-    }
-    drop(permit);
-    let mut parser = SseParser::default();
-    let mut seen = Seen::default();
-    let mut subscribed = false;
-    let mut payload = Vec::new();
-    loop {
-        if chunked {
-            line.clear();
-            if stream.read_line(&mut line).await? == 0 {
-                break;
-            }
-            let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)?;
-            if size == 0 {
-                break;
-            }
-            payload.resize(size + 2, 0);
-            stream.read_exact(&mut payload).await?;
-            parser.push(&payload[..size]);
-        } else {
-            let buf = stream.fill_buf().await?;
-            if buf.is_empty() {
-                break;
-            }
-            parser.push(buf);
-            let n = buf.len();
-            stream.consume(n);
-        }
-        let arrived = chrono::Utc::now();
-        while let Some((name, data)) = parser.next() {
-            match name {
-                "tool_approval_required" if !subscribed => {
-                    subscribed = true;
-                    ready.fetch_add(1, Ordering::SeqCst);
-                }
-                "stage_chunk" => {
-                    let chunk: Chunk = serde_json::from_str(data)?;
-                    if chunk.text.starts_with("tick ") {
-                        let micros = (arrived - chunk.at).num_microseconds().unwrap_or(i64::MAX);
-                        seen.latencies_ms.push(micros as f64 / 1000.0);
-                    }
-                }
-                "run_completed" | "run_failed" | "run_cancelled" => {
-                    seen.finished = name == "run_completed";
-                    return Ok(seen);
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(seen)
-}
-
 fn latency_scenario(chunks: u32, interval_ms: u64) -> Scenario {
     let mut rounds = vec![Round { tool_calls: vec![create_call("latency.txt")], ..Default::default() }];
     for i in 1..=chunks {
@@ -623,28 +476,28 @@ async fn bench_latency(args: &BenchServeArgs, cpus: usize) -> Result<()> {
     let run_id: String = serde_json::from_str::<Value>(&started.body)?["id"].as_str().context("no run id")?.into();
     wait_parked(&state, std::slice::from_ref(&run_id), Duration::from_secs(60)).await?;
 
-    // The clients run on their own runtime (as separate programs would), on the same CPUs.
-    let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cpus)
-        .thread_name("bench-client")
-        .enable_all()
-        .build()?;
+    // The clients run in a process of their own (`steward-bench serve-clients`), on the same CPUs.
     let (rss_before_clients, _) = rss_kib();
-    let ready = Arc::new(AtomicUsize::new(0));
-    let gate = Arc::new(tokio::sync::Semaphore::new(CONNECTS_IN_FLIGHT));
-    let (run_arc, cookie_arc): (Arc<str>, Arc<str>) = (run_id.clone().into(), cookie.clone().into());
+    let limit = Duration::from_secs(120) + Duration::from_millis(args.chunk_interval_ms * u64::from(chunks) * 4);
+    let mut child = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["serve-clients", "--addr", &addr.to_string(), "--run", &run_id])
+        .args(["--clients", &clients.to_string(), "--timeout-s", &(limit.as_secs() + 120).to_string()])
+        .args(["--threads", &cpus.to_string()])
+        .env(crate::serve_clients::COOKIE_VAR, &cookie)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting the client process")?;
+    let mut out = BufReader::new(child.stdout.take().context("no stdout of the client process")?).lines();
     let connect_started = Instant::now();
-    let handles: Vec<_> = (0..clients)
-        .map(|_| client_rt.spawn(sse_client(addr, run_arc.clone(), cookie_arc.clone(), ready.clone(), gate.clone())))
-        .collect();
-    while ready.load(Ordering::SeqCst) < clients {
-        if connect_started.elapsed() > Duration::from_secs(120) {
-            bail!("only {} of {clients} clients subscribed within two minutes", ready.load(Ordering::SeqCst));
-        }
-        if handles.iter().any(|h| h.is_finished()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    let subscribed = tokio::time::timeout(Duration::from_secs(180), out.next_line())
+        .await
+        .context("the clients did not subscribe within three minutes")??
+        .context("the client process ended early")?;
+    let subscribed: usize =
+        subscribed.strip_prefix("subscribed ").and_then(|n| n.parse().ok()).context("unexpected client output")?;
+    if subscribed < clients {
+        bail!("only {subscribed} of {clients} clients subscribed");
     }
     let connect_time = connect_started.elapsed();
     let (rss_connected, _) = rss_kib();
@@ -663,33 +516,17 @@ async fn bench_latency(args: &BenchServeArgs, cpus: usize) -> Result<()> {
     if decided.status != 200 {
         bail!("POST /api/approvals answered {}: {}", decided.status, decided.body);
     }
-    let limit = Duration::from_secs(120) + Duration::from_millis(args.chunk_interval_ms * u64::from(chunks) * 4);
-    let mut latencies = Vec::with_capacity(clients * chunks as usize);
-    let (mut failed, mut unfinished, mut first_error) = (0usize, 0usize, None);
-    for handle in handles {
-        match tokio::time::timeout(limit.saturating_sub(stream_started.elapsed()), handle).await {
-            Ok(Ok(Ok(seen))) => {
-                unfinished += usize::from(!seen.finished);
-                latencies.extend(seen.latencies_ms);
-            }
-            Ok(Ok(Err(e))) => {
-                failed += 1;
-                first_error.get_or_insert(format!("{e:#}"));
-            }
-            Ok(Err(e)) => {
-                failed += 1;
-                first_error.get_or_insert(e.to_string());
-            }
-            Err(_) => {
-                unfinished += 1;
-            }
-        }
-    }
+    let line = tokio::time::timeout(limit, out.next_line())
+        .await
+        .context("the clients did not finish in time")??
+        .context("the client process ended without a report")?;
+    let report: crate::serve_clients::Report = serde_json::from_str(&line).context("the clients' report")?;
+    let _ = child.wait().await;
     let streamed = stream_started.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_before);
     stop.cancel();
     let _ = served.await;
-    client_rt.shutdown_background();
+    let crate::serve_clients::Report { latencies_ms: mut latencies, failed, unfinished, first_error, cpu_s } = report;
 
     let expected = clients * chunks as usize;
     latencies.sort_by(f64::total_cmp);
@@ -705,8 +542,8 @@ async fn bench_latency(args: &BenchServeArgs, cpus: usize) -> Result<()> {
     }
     println!(
         "event latency: {clients} clients on GET /api/runs/{{id}}/events (raw HTTP/1.1 over loopback TCP, owner \
-         cookie), all subscribed after {:.2} s (RSS +{:.1} MiB, {:.1} KiB per open stream, server and client \
-         side); then {chunks} chunks, one per model round, {} ms apart; latency = arrival at the client - the \
+         cookie, from a client process of their own with {cpus} threads), all subscribed after {:.2} s (server \
+         RSS +{:.1} MiB, {:.1} KiB per open stream); then {chunks} chunks, one per model round, {} ms apart; latency = arrival at the client - the \
          event's `at` (stamped when published, before it is stored and broadcast)",
         connect_time.as_secs_f64(),
         mib(rss_connected.saturating_sub(rss_before_clients)),
@@ -715,11 +552,12 @@ async fn bench_latency(args: &BenchServeArgs, cpus: usize) -> Result<()> {
     );
     println!(
         "event latency: {} of {expected} (client, chunk) pairs received: p50 {p50:.2} ms, p99 {p99:.2} ms, max \
-         {max:.2} ms; CPU {:.1} µs per (client, chunk) pair (server and clients, the run's other events included, \
-         {:.1} s)",
+         {max:.2} ms; server CPU {:.1} µs per (client, chunk) pair (the run's other events included, {:.1} s), \
+         the client process {:.1} µs (all its life)",
         latencies.len(),
         cpu.as_secs_f64() * 1e6 / (clients as f64 * f64::from(chunks)),
-        streamed.as_secs_f64()
+        streamed.as_secs_f64(),
+        cpu_s * 1e6 / (clients as f64 * f64::from(chunks))
     );
     if failed > 0 || unfinished > 0 {
         println!(

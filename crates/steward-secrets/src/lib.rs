@@ -11,6 +11,7 @@
 //! the filesystem.
 #![deny(missing_docs)]
 
+mod gate;
 mod names;
 mod patterns;
 mod redact;

@@ -20,6 +20,10 @@ pub(crate) struct Rule {
     pub(crate) groups: &'static [usize],
     /// Extra test on the captures; `None` accepts every match.
     pub(crate) accept: Option<fn(&Captures<'_>) -> bool>,
+    /// Words (lowercase ASCII, compared without regard to ASCII case), one of which is in
+    /// every match the rule accepts, on the same line: the rule only runs on the lines that
+    /// hold one (see [`crate::gate`]). Empty: the rule runs on the whole text.
+    pub(crate) keywords: &'static [&'static str],
 }
 
 impl Rule {
@@ -80,7 +84,56 @@ fn rule(
     // The patterns are constants of this file; a typo is caught by the unit tests.
     #[allow(clippy::expect_used)]
     let re = Regex::new(pattern).expect("built-in secret pattern compiles");
-    Rule { kind, re, groups, accept }
+    Rule { kind, re, groups, accept, keywords: &[] }
+}
+
+impl Rule {
+    /// This rule, run only on the lines holding one of `keywords` (see [`Rule::keywords`]).
+    /// Only for rules none of whose matches spans a line break.
+    fn on_lines_with(self, keywords: &'static [&'static str]) -> Rule {
+        Rule { keywords, ..self }
+    }
+}
+
+/// Words one of which is in every name [`name_looks_secret`] accepts, together with the
+/// character after the name: the name either contains `secret`, `password`, `passwd` or
+/// `credential`, or ends with `key`, `token`, `_pat`/`-pat`, `cookie` or `authorization`, and
+/// the name rules only accept a name followed by a quote, a blank, `:` or `=`.
+const NAME_KEYWORDS: &[&str] = &[
+    "secret",
+    "password",
+    "passwd",
+    "credential",
+    "-pat",
+    "cookie",
+    "authorization",
+    "key\"",
+    "key'",
+    "key ",
+    "key\t",
+    "key:",
+    "key=",
+    "token\"",
+    "token'",
+    "token ",
+    "token\t",
+    "token:",
+    "token=",
+    "_pat\"",
+    "_pat'",
+    "_pat ",
+    "_pat\t",
+    "_pat:",
+    "_pat=",
+];
+
+/// [`NAME_KEYWORDS`] where the name is followed by `=` right away.
+const ASSIGNMENT_KEYWORDS: &[&str] =
+    &["secret", "password", "passwd", "credential", "-pat=", "cookie=", "authorization=", "key=", "token=", "_pat="];
+
+/// A provider key format: the whole match is the secret; `keywords` as in [`Rule::keywords`].
+fn key(pattern: &str, keywords: &'static [&'static str]) -> Rule {
+    rule("provider_key", pattern, &[0], None).on_lines_with(keywords)
 }
 
 /// A value that looks like a credential rather than a word: at least 8 characters and a digit,
@@ -118,30 +171,34 @@ pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             r#"(?i)\b(?:proxy-authorization|authorization|x-api-key|x-goog-api-key|api-key|x-auth-token)["']?[ \t]*[:=][ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"',;}][^\r\n"',;}]*))"#,
             &[1, 2, 3],
             None,
-        ),
+        )
+        .on_lines_with(&["authorization", "api-key", "auth-token"]),
         // Credentials in URL user-info: `scheme://user:password@host`.
-        rule("url_password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:([^\s@/]+)@", &[1], None),
+        rule("url_password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:([^\s@/]+)@", &[1], None).on_lines_with(&["://"]),
         // URL query parameters carrying keys: `?alt=sse&key=…` keeps the rest of the URL.
         rule(
             "url_query_secret",
             r#"(?i)[?&;](?:key|api_key|apikey|api-key|token|access_token|refresh_token|id_token|password|passwd|secret|client_secret)=([^&#\s'"`<>\\]+)"#,
             &[1],
             None,
-        ),
+        )
+        .on_lines_with(&["key=", "token=", "password", "passwd", "secret"]),
         // `NAME=value` (dotenv, shell, CLI flags) where NAME looks secret.
         rule(
             "secret_assignment",
             r#"([A-Za-z_][A-Za-z0-9_.\-]*)=(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'`&,;}\\]+))"#,
             &[2, 3, 4],
             Some(|caps| caps.get(1).is_some_and(|m| name_looks_secret(m.as_str()))),
-        ),
+        )
+        .on_lines_with(ASSIGNMENT_KEYWORDS),
         // `"NAME": "value"`, `'NAME': 'value'`, `NAME = "value"` where NAME looks secret.
         rule(
             "secret_field",
             r#"["']?([A-Za-z_][A-Za-z0-9_.\-]*)["']?[ \t]*(?::|=)[ \t]*(?:"([^"\r\n]+)"|'([^'\r\n]+)')"#,
             &[2, 3],
             Some(|caps| caps.get(1).is_some_and(|m| name_looks_secret(m.as_str()))),
-        ),
+        )
+        .on_lines_with(NAME_KEYWORDS),
         // YAML / INI / TOML lines with an unquoted value: `password: Pr0d…`, `aws_secret_access_key = wJal…`,
         // also behind a prefix such as a search result's `file:line:`; the name must look secret and
         // the value like a credential (not `token: Token,`), or under a password's name like a
@@ -158,27 +215,81 @@ pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
                                 && looks_like_password(m.as_str()))
                     })
             }),
-        ),
+        )
+        .on_lines_with(NAME_KEYWORDS),
         // `Bearer <token>` anywhere.
         rule(
             "bearer_token",
             r"\b[Bb]earer[ \t]+([A-Za-z0-9\-._~+/]+=*)",
             &[1],
             Some(|caps| caps.get(1).is_some_and(|m| looks_like_token(m.as_str()))),
+        )
+        .on_lines_with(&["bearer"]),
+        // Provider key formats (each format published by its provider).
+        key(r"\bsk-(?:ant-|or-|proj-)?[A-Za-z0-9][A-Za-z0-9_\-]{15,}", &["sk-"]),
+        key(r"\bxai-[A-Za-z0-9]{20,}", &["xai-"]),
+        key(r"\bAIza[0-9A-Za-z_\-]{30,}", &["aiza"]),
+        key(
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+            &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
         ),
-        // Provider key formats.
-        rule("provider_key", r"\bsk-(?:ant-|or-|proj-)?[A-Za-z0-9][A-Za-z0-9_\-]{15,}", &[0], None),
-        rule("provider_key", r"\bxai-[A-Za-z0-9]{20,}", &[0], None),
-        rule("provider_key", r"\bAIza[0-9A-Za-z_\-]{30,}", &[0], None),
-        rule("provider_key", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", &[0], None),
-        rule("provider_key", r"\bxox[abprs]-[A-Za-z0-9\-]{10,}", &[0], None),
-        rule("provider_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", &[0], None),
-        rule("provider_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", &[0], None),
-        rule("provider_key", r"\bglpat-[A-Za-z0-9_\-]{20,}", &[0], None),
-        rule("provider_key", r"\bhf_[A-Za-z0-9]{30,}", &[0], None),
-        rule("provider_key", r"\bnpm_[A-Za-z0-9]{36}\b", &[0], None),
-        rule("webhook_url", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}", &[0], None),
-        rule("webhook_url", r"https://discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]{20,}", &[0], None),
-        rule("jwt", r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", &[0], None),
+        key(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}", &["xox"]),
+        key(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", &["akia", "asia"]),
+        key(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", &["k_live_", "k_test_"]),
+        key(r"\bglpat-[A-Za-z0-9_\-]{20,}", &["glpat-"]),
+        key(r"\bhf_[A-Za-z0-9]{30,}", &["hf_"]),
+        key(r"\bnpm_[A-Za-z0-9]{36}\b", &["npm_"]),
+        // SendGrid, Shopify, DigitalOcean, PyPI, Postman, Doppler, age, Linear, Grafana
+        // service accounts, Databricks.
+        key(r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b", &["sg."]),
+        key(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", &["shpat_", "shpca_", "shppa_", "shpss_"]),
+        key(r"\bdo[opr]_v1_[a-f0-9]{64}\b", &["_v1_"]),
+        key(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}", &["pypi-"]),
+        key(r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b", &["pmak-"]),
+        key(r"\bdp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}\b", &["dp."]),
+        key(r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b", &["age-secret-key-"]),
+        key(r"\blin_api_[A-Za-z0-9]{40}\b", &["lin_api_"]),
+        key(r"\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b", &["glsa_"]),
+        key(r"\bdapi[a-f0-9]{32}(?:-[0-9])?\b", &["dapi"]),
+        rule("webhook_url", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}", &[0], None)
+            .on_lines_with(&["hooks.slack.com"]),
+        rule("webhook_url", r"https://discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]{20,}", &[0], None)
+            .on_lines_with(&["discord"]),
+        rule("jwt", r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", &[0], None)
+            .on_lines_with(&["eyj"]),
     ]
 });
+
+#[cfg(test)]
+mod tests {
+    use crate::{REDACTED, Redactor};
+
+    /// Each provider key format added for the kinds gitleaks' default rules detect: redacted in
+    /// a line of code, and one character short (or with a character outside its alphabet) left
+    /// alone.
+    #[test]
+    fn provider_key_formats() {
+        let hex32 = "0123456789abcdef0123456789abcdef";
+        let cases = [
+            (format!("SG.{}.{}", "a".repeat(22), "B".repeat(43)), format!("SG.{}.{}", "a".repeat(21), "B".repeat(43))),
+            (format!("shpat_{hex32}"), format!("shpat_{}", &hex32[1..])),
+            (format!("dop_v1_{hex32}{hex32}"), format!("dop_v1_{hex32}{}", &hex32[1..])),
+            (format!("pypi-AgEIcHlwaS5vcmc{}", "x".repeat(50)), format!("pypi-AgEIcHlwaS5vcmc{}", "x".repeat(49))),
+            (format!("PMAK-{}-{}", &hex32[..24], "a".repeat(34)), format!("PMAK-{}-{}", &hex32[..24], "a".repeat(33))),
+            (format!("dp.pt.{}", "Ab1".repeat(14) + "Z"), format!("dp.pt.{}", "Ab1".repeat(13))),
+            (format!("AGE-SECRET-KEY-1{}", "QPZRY9X8GF".repeat(5) + "2TVDW0S3"), "AGE-SECRET-KEY-1QPZRY9X8GF".into()),
+            (format!("lin_api_{}", "a1".repeat(20)), format!("lin_api_{}", "a1".repeat(19))),
+            (format!("glsa_{}_{}", "Ab".repeat(16), "0a1b2c3d"), format!("glsa_{}_{}", "Ab".repeat(16), "0a1b2c3")),
+            (format!("dapi{hex32}"), format!("dapi{}", &hex32[1..])),
+            (format!("dapi{hex32}-2"), format!("dapi{}", "g".repeat(32))),
+        ];
+        let redactor = Redactor::new(Vec::<String>::new());
+        for (secret, near_miss) in cases {
+            let text = format!("    let client = Client::new(\"{secret}\");");
+            let out = redactor.redact(&text);
+            assert!(!out.contains(&secret) && out.contains(REDACTED), "{text} gives {out}");
+            let text = format!("    let client = Client::new(\"{near_miss}\");");
+            assert_eq!(redactor.redact(&text), text);
+        }
+    }
+}

@@ -1,8 +1,11 @@
 //! S3: the redactor applied at every boundary that leaves the process or reaches a model.
 
+use std::borrow::Cow;
+
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::gate::Candidates;
 use crate::names::name_looks_secret;
 use crate::patterns::{REDACTED, RULES};
 
@@ -35,7 +38,8 @@ const PROVIDER_KEY_VARS: &[&str] = &[
 /// Replaces secrets in text and JSON with `[REDACTED]`: the exact values it was given (known
 /// secrets, e.g. from the environment) and pattern rules for provider key formats
 /// (`sk-…`, `sk-ant-…`, `sk-or-…`, `xai-…`, `AIza…`, `ghp_…`/`github_pat_…`, `xox?-…`,
-/// `AKIA…`), `Bearer` tokens, auth headers (`Authorization`, `x-api-key`,
+/// `AKIA…`, and the published formats of SendGrid, Shopify, DigitalOcean, PyPI, Postman,
+/// Doppler, age, Linear, Grafana and Databricks keys), `Bearer` tokens, auth headers (`Authorization`, `x-api-key`,
 /// `x-goog-api-key`), PEM private key blocks, secret URL query parameters (`key=`,
 /// `api_key=`, `token=`, … — the rest of the URL is kept), URL passwords, and assignments
 /// whose name looks secret (`OPENAI_API_KEY=…`, `"password": "…"`).
@@ -87,25 +91,38 @@ impl Redactor {
 
     /// `text` with every known value and every pattern match replaced by `[REDACTED]`.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = match &self.known {
-            Some(re) => re.replace_all(text, REDACTED).into_owned(),
-            None => self.values.iter().fold(text.to_string(), |acc, v| acc.replace(v.as_str(), REDACTED)),
+        let mut out: Cow<'_, str> = match &self.known {
+            Some(re) => re.replace_all(text, REDACTED),
+            None => {
+                let mut out = Cow::Borrowed(text);
+                for v in &self.values {
+                    if out.contains(v.as_str()) {
+                        out = Cow::Owned(out.replace(v.as_str(), REDACTED));
+                    }
+                }
+                out
+            }
         };
-        for rule in RULES.iter() {
-            if !rule.re.is_match(&out) {
+        // The rules run one after the other, each on the text the ones before it left; where
+        // each has to look is found again only after one changed the text.
+        let mut candidates = Candidates::of(&out);
+        for index in 0..RULES.len() {
+            let ranges = candidates.secret_ranges(index, &out);
+            if ranges.is_empty() {
                 continue;
             }
             let mut next = String::with_capacity(out.len());
             let mut last = 0;
-            for range in rule.secret_ranges(&out) {
+            for range in ranges {
                 next.push_str(&out[last..range.start]);
                 next.push_str(REDACTED);
                 last = range.end;
             }
             next.push_str(&out[last..]);
-            out = next;
+            out = Cow::Owned(next);
+            candidates = Candidates::of(&out);
         }
-        out
+        out.into_owned()
     }
 
     /// A copy of `value` with keys and string values redacted, at any depth. A string or
@@ -140,6 +157,7 @@ impl Redactor {
         if known {
             return true;
         }
-        RULES.iter().any(|rule| !rule.secret_ranges(text).is_empty())
+        let candidates = Candidates::of(text);
+        (0..RULES.len()).any(|index| candidates.has_secret(index, text))
     }
 }

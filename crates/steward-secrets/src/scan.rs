@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::gate::Candidates;
 use crate::names::name_looks_secret;
 use crate::patterns::RULES;
 
@@ -72,7 +73,8 @@ fn scan_text(text: &str, pointer: &str, findings: &mut Vec<Finding>) {
 
 /// The kinds of the pattern rules that accept a match in `text`.
 fn rule_kinds(text: &str) -> impl Iterator<Item = &'static str> + '_ {
-    RULES.iter().filter(move |rule| !rule.secret_ranges(text).is_empty()).map(|rule| rule.kind)
+    let candidates = Candidates::of(text);
+    (0..RULES.len()).filter(move |&index| candidates.has_secret(index, text)).map(|index| RULES[index].kind)
 }
 
 fn push(findings: &mut Vec<Finding>, pointer: &str, kind: &'static str) {

@@ -47,21 +47,23 @@ pub struct LiveRun {
     submitted: Mutex<Option<(String, chrono::DateTime<chrono::Utc>)>>,
 }
 
-/// An event as the live stream hands it to every subscriber: shared, and turned into JSON
-/// once rather than once per subscriber.
+/// An event as the live stream hands it to every subscriber: shared, and turned into its
+/// Server-Sent Events frame once rather than once per subscriber.
 #[derive(Debug)]
 pub struct LiveEvent {
     /// The event.
     pub event: Event,
-    /// The event as JSON.
-    pub json: String,
+    /// The event as an SSE frame: `id: SEQ`, `event: KIND`, `data: JSON` and a blank line
+    /// (compact JSON has no line break, so one `data:` line holds it).
+    pub frame: bytes::Bytes,
 }
 
 impl LiveEvent {
-    /// `event` with its JSON.
+    /// `event` with its frame.
     pub fn new(event: Event) -> Self {
         let json = serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_string());
-        LiveEvent { event, json }
+        let frame = format!("id: {}\nevent: {}\ndata: {json}\n\n", event.seq, event.kind.name());
+        LiveEvent { event, frame: frame.into() }
     }
 }
 
@@ -301,20 +303,39 @@ pub struct Broadcast(pub Arc<LiveRun>);
 
 impl EventObserver for Broadcast {
     fn on_event(&self, event: &Event) {
-        // No subscriber is fine: the store has every event.
-        let mut events = lock(&self.0.events);
-        let Some(sender) = events.as_ref() else { return };
-        if sender.receiver_count() == 0 {
-            *events = None;
-        } else {
-            let _ = sender.send(Arc::new(LiveEvent::new(event.clone())));
-        }
+        // No subscriber is fine: the store has every event. The frame is made outside the
+        // lock, once for all subscribers.
+        let sender = {
+            let mut events = lock(&self.0.events);
+            let Some(sender) = events.as_ref() else { return };
+            if sender.receiver_count() == 0 {
+                *events = None;
+                return;
+            }
+            sender.clone()
+        };
+        let _ = sender.send(Arc::new(LiveEvent::new(event.clone())));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_live_event_is_one_sse_frame_with_its_json_on_one_data_line() {
+        let event = Event {
+            run_id: "run_1".into(),
+            seq: 7,
+            at: chrono::Utc::now(),
+            kind: steward_protocol::EventKind::StageChunk { stage: "planner".into(), text: "two\nlines".into() },
+        };
+        let live = LiveEvent::new(event.clone());
+        let frame = std::str::from_utf8(&live.frame).unwrap();
+        let json = serde_json::to_string(&event).unwrap();
+        assert_eq!(frame, format!("id: 7\nevent: stage_chunk\ndata: {json}\n\n"));
+        assert_eq!(frame.matches('\n').count(), 4, "the JSON holds no line break: {frame}");
+    }
     use steward_core::approval::{ApprovalAnswer, ApprovalScope};
     use steward_core::clock::SystemClock;
     use steward_protocol::ApprovalStatus;
@@ -465,7 +486,9 @@ mod tests {
         observer.on_event(&event(2));
         let got = rx.try_recv().unwrap();
         assert_eq!(got.event.seq, 2);
-        assert_eq!(serde_json::from_str::<Event>(&got.json).unwrap(), got.event);
+        let frame = std::str::from_utf8(&got.frame).unwrap();
+        let json = frame.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+        assert_eq!(serde_json::from_str::<Event>(json).unwrap(), got.event);
         drop(rx);
         observer.on_event(&event(3));
         assert!(lock(&run.events).is_none(), "the last subscriber left: the buffer is dropped");

@@ -2,7 +2,9 @@
 //! standard, "Server-sent events").
 //!
 //! Each event is sent with `id:` = its sequence number, `event:` = its kind (`stage_chunk`,
-//! `tool_approval_required` …) and `data:` = the event as JSON. A client that reconnects with
+//! `tool_approval_required` …) and `data:` = the event as JSON. A live event is turned into
+//! these bytes once ([`LiveEvent::frame`]) and the same bytes are written to every client;
+//! events that are ready together go out in one write. A client that reconnects with
 //! `Last-Event-ID: N` (or `?after=N`) gets every persisted event after `N` first, then the
 //! live ones, without gaps or repeats. The stream ends after the run's terminal event. A run
 //! executing in another process is followed through the store: woken by the store's change
@@ -12,20 +14,29 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use futures::Stream;
+use axum::body::Body;
+use axum::http::header;
+use axum::response::sse::Event as SseEvent;
+use axum::response::{IntoResponse, Response};
+use bytes::{Bytes, BytesMut};
 use steward_protocol::Event;
 use tokio::sync::broadcast;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::time::{Instant, Sleep};
 
 use crate::live::LiveEvent;
 use crate::state::AppState;
 
-/// Interval of keep-alive comments on an idle stream.
+/// Interval of keep-alive comments on an event stream.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// A keep-alive comment.
+const KEEP_ALIVE_FRAME: &[u8] = b":\n\n";
+/// Most bytes of events that are ready together written at once.
+const MAX_BATCH: usize = 64 * 1024;
 /// How often a run of another process is polled for new events when the store sends no
 /// change notices.
 const POLL: Duration = Duration::from_millis(300);
@@ -37,10 +48,6 @@ const END_CHECKS: u32 = 10;
 pub fn sse_event(event: &Event) -> SseEvent {
     let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".to_string());
     SseEvent::default().id(event.seq.to_string()).event(event.kind.name()).data(data)
-}
-
-fn frame(live: &LiveEvent) -> SseEvent {
-    SseEvent::default().id(live.event.seq.to_string()).event(live.event.kind.name()).data(&live.json)
 }
 
 /// Most event streams open at once, all owners together: far below the open-file limit a
@@ -71,13 +78,8 @@ pub fn open_stream(state: &AppState) -> Result<StreamSlot, crate::error::ApiErro
 }
 
 /// The stream of run `run_id` after sequence number `after` (ownership already checked),
-/// holding `slot` while it is open.
-pub fn run_stream(
-    state: AppState,
-    run_id: String,
-    after: u64,
-    slot: StreamSlot,
-) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+/// holding `slot` while it is open: a `text/event-stream` response.
+pub fn run_stream(state: AppState, run_id: String, after: u64, slot: StreamSlot) -> Response {
     // Subscribe before reading the store, so nothing published in between is missed.
     let live = state.live.get(&run_id).map(|run| run.subscribe());
     let changes = if live.is_none() { state.runtime.store.subscribe_changes() } else { None };
@@ -92,13 +94,23 @@ pub fn run_stream(
         last: false,
         done: false,
         end_checks: 0,
+        keep_alive: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
         _slot: slot,
     };
     let stream = futures::stream::unfold(follow, |mut follow| async move {
-        let event = follow.next().await?;
-        Some((Ok(frame(&event)), follow))
+        let bytes = follow.next_write().await?;
+        Some((Ok::<_, Infallible>(bytes), follow))
     });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+    ([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], Body::from_stream(stream))
+        .into_response()
+}
+
+/// What a stream sends next.
+enum Next {
+    /// An event.
+    Event(Arc<LiveEvent>),
+    /// A keep-alive comment.
+    KeepAlive,
 }
 
 /// One client following one run: the stored events after `after`, then the live ones, until
@@ -124,20 +136,89 @@ struct Follow {
     done: bool,
     /// Looks for the terminal event of a run whose record says it ended.
     end_checks: u32,
+    /// When the next keep-alive comment is due (every [`KEEP_ALIVE`], events or not: one timer
+    /// per stream, not one per event).
+    keep_alive: Pin<Box<Sleep>>,
 }
 
 impl Follow {
-    /// The next event to send; `None` ends the stream.
-    async fn next(&mut self) -> Option<Arc<LiveEvent>> {
+    /// The bytes of the next write: the next event, with the events ready right after it
+    /// (up to [`MAX_BATCH`] bytes), or a keep-alive comment; `None` ends the stream.
+    async fn next_write(&mut self) -> Option<Bytes> {
+        let first = match self.next().await? {
+            Next::KeepAlive => return Some(Bytes::from_static(KEEP_ALIVE_FRAME)),
+            Next::Event(event) => event,
+        };
+        let Some(second) = self.ready_now() else {
+            // The common case: one event, its shared bytes written as they are.
+            return Some(first.frame.clone());
+        };
+        let mut batch = BytesMut::with_capacity(first.frame.len() + second.frame.len());
+        batch.extend_from_slice(&first.frame);
+        batch.extend_from_slice(&second.frame);
+        while batch.len() < MAX_BATCH {
+            let Some(more) = self.ready_now() else { break };
+            batch.extend_from_slice(&more.frame);
+        }
+        Some(batch.freeze())
+    }
+
+    /// The next event if it can be had without waiting: from the backlog, or already in the
+    /// live channel.
+    fn ready_now(&mut self) -> Option<Arc<LiveEvent>> {
+        if self.done {
+            return None;
+        }
+        if let Some(event) = self.backlog.pop_front() {
+            return Some(self.sent(Arc::new(LiveEvent::new(event))));
+        }
+        if self.reload || self.last {
+            return None;
+        }
+        let rx = self.live.as_mut()?;
+        loop {
+            match rx.try_recv() {
+                Ok(live) if live.event.seq <= self.after => {}
+                Ok(live) if live.event.seq == self.after + 1 => return Some(self.sent(live)),
+                // A gap: `next` reloads from the store.
+                Ok(_) | Err(TryRecvError::Lagged(_)) => {
+                    self.reload = true;
+                    return None;
+                }
+                Err(TryRecvError::Closed) => {
+                    self.live = None;
+                    self.reload = true;
+                    return None;
+                }
+                Err(TryRecvError::Empty) => return None,
+            }
+        }
+    }
+
+    /// Whether the keep-alive comment is due now; if so, the next one is due a
+    /// [`KEEP_ALIVE`] later.
+    fn keep_alive_due(&mut self) -> bool {
+        if self.keep_alive.deadline() > Instant::now() {
+            return false;
+        }
+        self.keep_alive.as_mut().reset(Instant::now() + KEEP_ALIVE);
+        true
+    }
+
+    /// The next thing to send; `None` ends the stream.
+    async fn next(&mut self) -> Option<Next> {
         loop {
             if self.done {
                 return None;
             }
             if let Some(event) = self.backlog.pop_front() {
-                return Some(self.sent(Arc::new(LiveEvent::new(event))));
+                return Some(Next::Event(self.sent(Arc::new(LiveEvent::new(event)))));
             }
             if self.last {
                 return None;
+            }
+            if self.keep_alive_due() {
+                return Some(Next::KeepAlive);
             }
             let store = &self.state.runtime.store;
             if self.reload {
@@ -146,9 +227,14 @@ impl Follow {
                 continue;
             }
             match self.live.as_mut() {
-                Some(rx) => match rx.recv().await {
+                Some(rx) => match tokio::select! {
+                    biased;
+                    received = rx.recv() => received,
+                    // Comes round to `keep_alive_due` at the top of the loop.
+                    () = self.keep_alive.as_mut() => continue,
+                } {
                     Ok(live) if live.event.seq <= self.after => {}
-                    Ok(live) if live.event.seq == self.after + 1 => return Some(self.sent(live)),
+                    Ok(live) if live.event.seq == self.after + 1 => return Some(Next::Event(self.sent(live))),
                     // A gap (this subscriber lagged): reload from the store.
                     Ok(_) | Err(RecvError::Lagged(_)) => self.reload = true,
                     // The run ended and its channel closed: the store has the rest.

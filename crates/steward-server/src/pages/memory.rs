@@ -47,7 +47,11 @@ pub async fn forget(
 pub async fn tools_page(State(state): State<AppState>, Extension(session): Extension<Session>) -> Response {
     let result = async {
         let workspace = runs::resolve_workspace(&state, None)?;
-        let tools = state.launcher.tools(&workspace).await.map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e.to_string())))?;
+        let tools = state
+            .launcher
+            .tools(&workspace)
+            .await
+            .map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e.to_string())))?;
         let generated = super::generated::tool_rows(&state, &session.owner_id).await?;
         Ok::<_, ApiError>((workspace, tools, generated))
     }
