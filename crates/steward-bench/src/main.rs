@@ -3,7 +3,8 @@
 //! Without a mode it measures the harness's own overhead per tool-call step (on a store opened
 //! exactly as `steward run` opens it), policy decisions, the audit chain (appends and
 //! verification) and sandboxed `cat` steps; the modes measure `steward serve`, several nodes
-//! on PostgreSQL, the work ledger, sandboxed steps in detail and prompt injections. Every
+//! on PostgreSQL, the work ledger, sandboxed steps in detail, prompt injections and the workspace
+//! search index. Every
 //! figure is printed on stdout, one line each. Exit code 0 when every measurement ran, 1 when
 //! one failed, 2 on a usage error.
 
@@ -11,6 +12,7 @@ mod injection;
 mod ledger;
 mod nodes;
 mod sandbox;
+mod search;
 mod serve;
 mod step;
 
@@ -53,6 +55,8 @@ enum Mode {
     Sandbox(sandbox::BenchSandboxArgs),
     /// Prompt injections from AgentDojo against an always-obeying model: attacker calls executed, approvals asked on benign tasks.
     Injection(injection::BenchInjectionArgs),
+    /// The workspace search index: recall@5 of grep and BM25 on labelled queries over a vendored crate, indexing throughput (MB/s), incremental update time.
+    Search(search::BenchSearchArgs),
     /// Print this program's reference page in Markdown (docs/reference/bench.md).
     #[command(hide = true)]
     Reference,
@@ -122,6 +126,7 @@ fn main() -> ExitCode {
             Some(Mode::Ledger(args)) => ledger::run(args).await,
             Some(Mode::Sandbox(args)) => sandbox::run(args).await,
             Some(Mode::Injection(args)) => injection::run(args).await,
+            Some(Mode::Search(args)) => search::run(args).await,
             Some(Mode::Reference) => Ok(0),
         }
     });

@@ -36,6 +36,7 @@ mod stage;
 pub mod tools;
 pub mod trace;
 pub mod undo;
+pub mod workspace_search;
 
 pub use agent::{PlannerChoice, RunError, RunRequest, Runtime, run_task};
 pub use compose::{Launcher, Prepared, ReadyRun, RunOptions, Task, prepare};

@@ -34,6 +34,7 @@ mod raw;
 pub mod reference;
 mod roles;
 mod sandbox;
+mod search;
 
 pub use chains::ChainConfig;
 pub(crate) use command::literal_prefix;
@@ -49,6 +50,7 @@ pub use instructions::{InstructionFile, MAX_INSTRUCTION_FILE_CHARS, MAX_INSTRUCT
 pub use network::Network;
 pub use raw::{ApprovalsMode, RawConfig, RawLimits, RawRoles, RawRun, RawSandbox, RawShell, RawTrust, RoleConfig};
 pub use roles::{RoleName, RunMode};
+pub use search::{DEFAULT_CONTEXT_CHUNKS, DEFAULT_MAX_FILES, SearchConfig};
 pub use sandbox::{DEFAULT_HOME_KEEP, SandboxSettings, WritableFolderError, home_paths, writable_folder};
 
 use files::{check_limits, claim_tool_names, note_sources, read_file, toml_files};
@@ -150,6 +152,8 @@ pub struct Config {
     pub output_filters: Vec<OutputFilterConfig>,
     /// `[generated_tools]` (SPEC G).
     pub generated_tools: GeneratedToolsConfig,
+    /// `[search]`: the workspace search index (SPEC K).
+    pub search: SearchConfig,
     /// The text of the instruction files for model planners, each introduced by its path and
     /// what it applies to (see [`InstructionFile`]); `None` when there is none.
     pub instructions: Option<String>,
@@ -333,6 +337,7 @@ impl Config {
             tested_compensations: raw.tested_compensations,
             output_filters: raw.output_filters,
             generated_tools: raw.generated_tools.unwrap_or_default(),
+            search: raw.search.unwrap_or_default(),
             instructions: None,
             instruction_files: Vec::new(),
             sources: Vec::new(),

@@ -289,4 +289,6 @@ pub struct RawConfig {
     pub output_filters: Vec<OutputFilterConfig>,
     /// `[generated_tools]` (SPEC G)
     pub generated_tools: Option<super::GeneratedToolsConfig>,
+    /// `[search]` (SPEC K)
+    pub search: Option<super::SearchConfig>,
 }

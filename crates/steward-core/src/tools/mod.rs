@@ -23,6 +23,7 @@ pub mod network;
 pub mod patch;
 pub mod sandbox_paths;
 pub mod search;
+pub mod search_index;
 mod shared;
 pub mod shell;
 
@@ -278,6 +279,10 @@ impl ToolRegistry {
                 memory,
                 config.shell.unix_sockets,
             )));
+        }
+        // The workspace search index (SPEC K); a run gives it its state folder.
+        if config.search.enabled {
+            registry.insert(Arc::new(search_index::SearchIndexTool::new(None, config.search.index_options())));
         }
         // User-defined command tools (SPEC T5): never replacing a built-in tool.
         let builtin = registry.clone();
