@@ -197,7 +197,8 @@ fn timings(label: &str, tree: &Path, repeat: usize) -> Result<()> {
         std::fs::copy(workspace.root().join(rel), &to)?;
     }
     let copy = Workspace::open(scratch.path(), &[])?;
-    let target = index.paths().into_iter().max_by_key(|p| std::fs::metadata(copy.root().join(p)).map_or(0, |m| m.len()));
+    let target =
+        index.paths().into_iter().max_by_key(|p| std::fs::metadata(copy.root().join(p)).map_or(0, |m| m.len()));
     let target = target.map(String::from).context("the tree has no indexed file")?;
     let state = tempfile::tempdir()?;
     let mut index = WorkspaceIndex::open(state.path(), &copy, &options)?;

@@ -48,7 +48,9 @@ pub async fn context_for_task(
             return Ok(None);
         }
         Err(e) => {
-            events.emit(EventKind::ContextUnavailable { error: format!("search index: the lookup failed: {e}") }).await?;
+            events
+                .emit(EventKind::ContextUnavailable { error: format!("search index: the lookup failed: {e}") })
+                .await?;
             return Ok(None);
         }
     };

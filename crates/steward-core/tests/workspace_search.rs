@@ -38,7 +38,10 @@ async fn setup() -> Setup {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     };
-    write("src/retry.rs", "/// Waits longer after each failed attempt: exponential backoff.\npub fn backoff_delay(attempt: u32) -> u64 {\n    100 << attempt\n}\n");
+    write(
+        "src/retry.rs",
+        "/// Waits longer after each failed attempt: exponential backoff.\npub fn backoff_delay(attempt: u32) -> u64 {\n    100 << attempt\n}\n",
+    );
     write("src/render.rs", "pub fn render_table(rows: &[String]) -> String { rows.join(\"\\n\") }\n");
     write(".env", "API_TOKEN=backoff-secret-value-123\n");
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
@@ -97,7 +100,10 @@ async fn the_matching_chunks_reach_the_planner_with_paths_and_lines() {
     assert_eq!(retrieved.0[0].path, "src/retry.rs");
     assert_eq!((retrieved.0[0].start_line, retrieved.0[0].end_line), (1, 4));
     // Off: no lookup, no tool.
-    let off: Config = Config { search: steward_core::config::SearchConfig { enabled: false, ..Default::default() }, ..Config::default() };
+    let off: Config = Config {
+        search: steward_core::config::SearchConfig { enabled: false, ..Default::default() },
+        ..Config::default()
+    };
     let (provider, events, _) = run(&setup, "[[round]]\ntext = \"ok\"\n", off).await;
     assert!(!provider.requests()[0].messages[0].content.contains("backoff_delay"));
     assert!(!events.iter().any(|e| e.kind.name().starts_with("context_")));

@@ -44,7 +44,9 @@ pub fn files(name: &str) -> Vec<(String, String)> {
     match name {
         "rag_context_used" | "rag_failure_does_not_break_run" => vec![(
             "docs/rag.md".into(),
-            format!("# The RAG module\n\nBasic RAG context lookup exists in this workspace; its marker is {RAG_MARKER}.\n"),
+            format!(
+                "# The RAG module\n\nBasic RAG context lookup exists in this workspace; its marker is {RAG_MARKER}.\n"
+            ),
         )],
         _ => Vec::new(),
     }

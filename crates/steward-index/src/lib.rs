@@ -137,7 +137,7 @@ struct Stored {
     workspace: String,
     chunk_chars: usize,
     overlap_chars: usize,
-    /// Unix seconds of the last update.
+    /// Unix seconds of the last update that changed something (0: never written).
     updated_at: u64,
     /// Files by workspace-relative, `/`-separated path.
     files: BTreeMap<String, FileEntry>,
@@ -203,7 +203,7 @@ pub struct Status {
     pub bytes: u64,
     /// Bytes of the index file.
     pub index_bytes: u64,
-    /// Unix seconds of the last update.
+    /// Unix seconds of the last update that changed something.
     pub updated_at: u64,
 }
 
@@ -282,8 +282,9 @@ impl WorkspaceIndex {
         &self.dir
     }
 
-    /// Brings the index up to date with `workspace` and writes it: new and changed files are
-    /// read and cut, gone ones dropped. `cancelled` is asked between files.
+    /// Brings the index up to date with `workspace`: new and changed files are read and cut,
+    /// gone ones dropped, and the index file is written when anything changed. `cancelled` is
+    /// asked between files.
     pub fn update(
         &mut self,
         workspace: &Workspace,
@@ -291,12 +292,15 @@ impl WorkspaceIndex {
         cancelled: &dyn Fn() -> bool,
     ) -> Result<UpdateReport, IndexError> {
         let mut report = UpdateReport { rebuilt: self.rebuilt.take(), ..UpdateReport::default() };
+        // Written only when something changed (or it was never written).
+        let mut dirty = report.rebuilt.is_some() || self.stored.updated_at == 0;
         let root = workspace.root().to_path_buf();
         let start = workspace.resolve(".", Access::Read)?;
         // The state folder itself, when it lies inside the workspace, is never indexed.
         let state_rel = self.dir.parent().and_then(|state| state.strip_prefix(&root).ok()).map(Path::to_path_buf);
         let prune = move |rel: &Path, is_dir: bool| {
-            is_skipped(rel, is_dir) || state_rel.as_deref().is_some_and(|s| !s.as_os_str().is_empty() && rel.starts_with(s))
+            is_skipped(rel, is_dir)
+                || state_rel.as_deref().is_some_and(|s| !s.as_os_str().is_empty() && rel.starts_with(s))
         };
         let mut old = std::mem::take(&mut self.stored.files);
         let mut files = BTreeMap::new();
@@ -354,11 +358,13 @@ impl WorkspaceIndex {
             let entry = match previous {
                 Some(mut p) if p.sha256 == sha256 => {
                     report.unchanged += 1;
+                    dirty = true;
                     p.size = meta.len();
                     p.mtime_ns = mtime_ns;
                     p
                 }
                 previous => {
+                    dirty = true;
                     if previous.is_some() {
                         report.changed += 1;
                     } else {
@@ -376,9 +382,12 @@ impl WorkspaceIndex {
         report.files = files.len();
         report.chunks = files.values().map(|f| f.chunks.len()).sum();
         self.stored.files = files;
-        self.stored.updated_at = std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        self.ranker = None;
-        self.save()?;
+        if dirty || report.removed > 0 {
+            self.stored.updated_at =
+                std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()).max(1);
+            self.ranker = None;
+            self.save()?;
+        }
         Ok(report)
     }
 

@@ -50,8 +50,8 @@ pub use instructions::{InstructionFile, MAX_INSTRUCTION_FILE_CHARS, MAX_INSTRUCT
 pub use network::Network;
 pub use raw::{ApprovalsMode, RawConfig, RawLimits, RawRoles, RawRun, RawSandbox, RawShell, RawTrust, RoleConfig};
 pub use roles::{RoleName, RunMode};
-pub use search::{DEFAULT_CONTEXT_CHUNKS, DEFAULT_MAX_FILES, SearchConfig};
 pub use sandbox::{DEFAULT_HOME_KEEP, SandboxSettings, WritableFolderError, home_paths, writable_folder};
+pub use search::{DEFAULT_CONTEXT_CHUNKS, DEFAULT_MAX_FILES, SearchConfig};
 
 use files::{check_limits, claim_tool_names, note_sources, read_file, toml_files};
 use instructions::read_instructions;
