@@ -11,7 +11,8 @@ pub(super) const USER_ONLY: &[&str] = &["trust", "tested_compensations"];
 /// Sections an untrusted workspace may not set at all. `tool`, `hook`, `tool_call_chain` and
 /// `mcp_servers` would run commands the workspace chose; `providers`, `run` and `roles` decide
 /// where data is sent; `sandbox` and `shell` loosen containment, `generated_tools` runs code a model wrote; `output_filter` rewrites what
-/// the model sees.
+/// the model sees; `search` decides how much of the workspace is stored under the user's state
+/// folder and given to the model.
 pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
     "providers",
     "run",
@@ -26,6 +27,7 @@ pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
     "output_filter",
     "mcp_servers",
     "generated_tools",
+    "search",
 ];
 
 /// Keys of `[policy]` an untrusted workspace keeps (all others are dropped), each further
