@@ -160,10 +160,13 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
     // The workspace search index (SPEC K): the model's own ranked queries, over the index kept
     // in this runtime's state folder.
     if req.tools.get(crate::tools::search_index::NAME).is_some() {
-        req.tools.insert(Arc::new(crate::tools::search_index::SearchIndexTool::new(
-            Some(rt.index_dir.clone()),
-            req.config.search.index_options(),
-        )));
+        req.tools.insert(Arc::new(
+            crate::tools::search_index::SearchIndexTool::new(
+                Some(rt.index_dir.clone()),
+                req.config.search.index_options(),
+            )
+            .with_redactor(rt.redactor.clone()),
+        ));
     }
     let chains = Chains::new(&req.config.chains, &req.tools).map_err(|e| RunError::Config(e.to_string()))?;
     if let Some(plan) = &req.roles {
@@ -322,9 +325,17 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
     // that cannot be used leaves them out and the trace says why.
     let search = &req.config.search;
     let workspace_context = if req.planner.kind != "classic" && search.enabled && search.context_chunks > 0 {
-        crate::workspace_search::context_for_task(&rt.index_dir, search, &workspace, &req.task, &cancel, &events)
-            .await?
-            .map(|text| rt.redactor.redact(&text))
+        crate::workspace_search::context_for_task(
+            &rt.index_dir,
+            search,
+            &workspace,
+            &req.task,
+            &cancel,
+            &rt.redactor,
+            &events,
+        )
+        .await?
+        .map(|text| rt.redactor.redact(&text))
     } else {
         None
     };

@@ -283,13 +283,15 @@ impl WorkspaceIndex {
     }
 
     /// Brings the index up to date with `workspace`: new and changed files are read and cut,
-    /// gone ones dropped, and the index file is written when anything changed. `cancelled` is
-    /// asked between files.
+    /// each chunk's text passed through `redact` before it is kept (so a secret a workspace
+    /// file holds is not stored), gone ones dropped, and the index file is written when
+    /// anything changed. `cancelled` is asked between files.
     pub fn update(
         &mut self,
         workspace: &Workspace,
         options: &IndexOptions,
         cancelled: &dyn Fn() -> bool,
+        redact: &dyn Fn(&str) -> String,
     ) -> Result<UpdateReport, IndexError> {
         let mut report = UpdateReport { rebuilt: self.rebuilt.take(), ..UpdateReport::default() };
         // Written only when something changed (or it was never written).
@@ -372,7 +374,10 @@ impl WorkspaceIndex {
                     }
                     report.bytes_read += bytes.len() as u64;
                     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-                    let chunks = chunk::chunks(text, options.chunk_chars, options.overlap_chars);
+                    let mut chunks = chunk::chunks(text, options.chunk_chars, options.overlap_chars);
+                    for c in &mut chunks {
+                        c.text = redact(&c.text);
+                    }
                     FileEntry { size: meta.len(), mtime_ns, sha256, chunks }
                 }
             };

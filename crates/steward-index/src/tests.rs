@@ -16,6 +16,10 @@ fn never() -> bool {
     false
 }
 
+fn keep(text: &str) -> String {
+    text.to_string()
+}
+
 /// A workspace with one file of each kind the index must leave out.
 fn fixture() -> (tempfile::TempDir, tempfile::TempDir) {
     let ws = tempfile::tempdir().unwrap();
@@ -49,7 +53,7 @@ fn only_plain_text_files_the_tools_may_read_are_indexed() {
     let w = workspace(ws.path());
     let options = IndexOptions::default();
     let mut index = WorkspaceIndex::open(state.path(), &w, &options).unwrap();
-    let report = index.update(&w, &options, &never).unwrap();
+    let report = index.update(&w, &options, &never, &keep).unwrap();
     assert_eq!(index.paths(), [".gitignore", "docs/guide.md", "src/config.rs"], "{report:?}");
     assert_eq!((report.added, report.skipped_large, report.skipped_binary, report.skipped_secret), (3, 1, 2, 1));
     let hits = index.search("how does retry backoff work", 5);
@@ -76,15 +80,15 @@ fn updates_read_only_what_changed_and_drop_what_is_gone() {
     let w = workspace(ws.path());
     let options = IndexOptions::default();
     let mut index = WorkspaceIndex::open(state.path(), &w, &options).unwrap();
-    index.update(&w, &options, &never).unwrap();
+    index.update(&w, &options, &never, &keep).unwrap();
     // Reopened from disk: nothing changed, nothing read.
     let mut index = WorkspaceIndex::open(state.path(), &w, &options).unwrap();
-    let report = index.update(&w, &options, &never).unwrap();
+    let report = index.update(&w, &options, &never, &keep).unwrap();
     assert_eq!((report.unchanged, report.added, report.changed, report.bytes_read), (3, 0, 0, 0), "{report:?}");
     write(ws.path(), "src/config.rs", "pub fn load_settings() {}\n");
     std::fs::remove_file(ws.path().join("docs/guide.md")).unwrap();
     write(ws.path(), "src/new.rs", "fn tokenizer() {}\n");
-    let report = index.update(&w, &options, &never).unwrap();
+    let report = index.update(&w, &options, &never, &keep).unwrap();
     assert_eq!((report.changed, report.removed, report.added, report.unchanged), (1, 1, 1, 1), "{report:?}");
     assert!(index.search("retry backoff", 5).is_empty());
     assert_eq!(index.search("load settings", 5)[0].path, "src/config.rs");
@@ -98,10 +102,10 @@ fn an_unreadable_index_is_rebuilt_and_clear_removes_it() {
     let w = workspace(ws.path());
     let options = IndexOptions::default();
     let mut index = WorkspaceIndex::open(state.path(), &w, &options).unwrap();
-    index.update(&w, &options, &never).unwrap();
+    index.update(&w, &options, &never, &keep).unwrap();
     std::fs::write(index.dir().join("index.json"), "{not json").unwrap();
     let mut index = WorkspaceIndex::open(state.path(), &w, &options).unwrap();
-    let report = index.update(&w, &options, &never).unwrap();
+    let report = index.update(&w, &options, &never, &keep).unwrap();
     assert!(report.rebuilt.as_deref().is_some_and(|r| r.contains("could not be read")), "{report:?}");
     assert_eq!(report.added, 3);
     assert_eq!(index.status().files, 3);
@@ -110,9 +114,9 @@ fn an_unreadable_index_is_rebuilt_and_clear_removes_it() {
     // A state folder that cannot hold the index is an error, not a panic.
     let blocked = state.path().join("file");
     std::fs::write(&blocked, "").unwrap();
-    let failed = WorkspaceIndex::open(&blocked, &w, &options).and_then(|mut i| i.update(&w, &options, &never));
+    let failed = WorkspaceIndex::open(&blocked, &w, &options).and_then(|mut i| i.update(&w, &options, &never, &keep));
     assert!(matches!(failed, Err(IndexError::Io { .. })), "{failed:?}");
-    assert!(matches!(index.update(&w, &options, &|| true), Err(IndexError::Cancelled)));
+    assert!(matches!(index.update(&w, &options, &|| true, &keep), Err(IndexError::Cancelled)));
 }
 
 #[test]
@@ -122,7 +126,7 @@ fn a_state_folder_inside_the_workspace_is_never_indexed() {
     let options = IndexOptions::default();
     let state = w.root().join("state").join("index");
     let mut index = WorkspaceIndex::open(&state, &w, &options).unwrap();
-    index.update(&w, &options, &never).unwrap();
-    let report = index.update(&w, &options, &never).unwrap();
+    index.update(&w, &options, &never, &keep).unwrap();
+    let report = index.update(&w, &options, &never, &keep).unwrap();
     assert_eq!(index.paths(), [".gitignore", "docs/guide.md", "src/config.rs"], "{report:?}");
 }

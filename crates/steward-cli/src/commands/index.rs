@@ -8,9 +8,9 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::Subcommand;
 use steward_index::WorkspaceIndex;
-use steward_policy::Workspace;
+use steward_policy::{Redactor, Workspace};
 
-use crate::commands::{load_config, usage_error};
+use crate::commands::{load_config, redactor_for, usage_error};
 use crate::home::Home;
 
 /// `steward index …`
@@ -68,21 +68,24 @@ pub async fn run(command: IndexCommand) -> Result<u8> {
     .await?
 }
 
-/// The workspace (with its `deny_path`) and the index options its configuration gives.
-fn open(workspace: &Path) -> Result<(Workspace, steward_index::IndexOptions)> {
+/// The workspace (with its `deny_path`), the index options its configuration gives, and the
+/// redactor chunks pass before they are stored (the run's: patterns, secret environment values,
+/// declared credentials and what the workspace's secret files hold).
+fn open(workspace: &Path) -> Result<(Workspace, steward_index::IndexOptions, Redactor)> {
     let config = load_config(workspace)?;
     if !config.search.enabled {
         eprintln!("steward: note: [search] enabled = false: runs neither use nor update this index");
     }
     let ws = Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage_error(&e.to_string()))?;
-    Ok((ws, config.search.index_options()))
+    let redactor = redactor_for(&config).with_values(steward_policy::secret_file_values(ws.root()));
+    Ok((ws, config.search.index_options(), redactor))
 }
 
 fn build(state_dir: &Path, workspace: &Path, json: bool) -> Result<u8> {
-    let (ws, options) = open(workspace)?;
+    let (ws, options, redactor) = open(workspace)?;
     let started = Instant::now();
     let mut index = WorkspaceIndex::open(state_dir, &ws, &options)?;
-    let report = index.update(&ws, &options, &|| false)?;
+    let report = index.update(&ws, &options, &|| false, &|t| redactor.redact(t))?;
     let duration_ms = started.elapsed().as_millis() as u64;
     if json {
         let mut value = serde_json::to_value(&report)?;
@@ -119,7 +122,7 @@ fn build(state_dir: &Path, workspace: &Path, json: bool) -> Result<u8> {
 }
 
 fn status(state_dir: &Path, workspace: &Path, json: bool) -> Result<u8> {
-    let (ws, options) = open(workspace)?;
+    let (ws, options, _) = open(workspace)?;
     let index = WorkspaceIndex::open(state_dir, &ws, &options)?;
     let status = index.status();
     if status.updated_at == 0 {
@@ -142,9 +145,9 @@ fn status(state_dir: &Path, workspace: &Path, json: bool) -> Result<u8> {
 }
 
 fn search(state_dir: &Path, workspace: &Path, query: &str, limit: usize, json: bool) -> Result<u8> {
-    let (ws, options) = open(workspace)?;
+    let (ws, options, redactor) = open(workspace)?;
     let mut index = WorkspaceIndex::open(state_dir, &ws, &options)?;
-    index.update(&ws, &options, &|| false)?;
+    index.update(&ws, &options, &|| false, &|t| redactor.redact(t))?;
     let hits = index.search(query, limit.max(1));
     if json {
         for hit in &hits {

@@ -3,10 +3,12 @@
 //! before each query, so what it finds is what the workspace holds now.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use steward_index::{Hit, IndexOptions, WorkspaceIndex};
+use steward_policy::Redactor;
 use steward_protocol::{RiskLevel, ToolSpec};
 
 use super::shared::{opt_u64, spec, str_arg};
@@ -25,6 +27,7 @@ pub struct SearchIndexTool {
     spec: ToolSpec,
     state_dir: Option<PathBuf>,
     options: IndexOptions,
+    redactor: Option<Arc<Redactor>>,
 }
 
 impl SearchIndexTool {
@@ -44,7 +47,12 @@ impl SearchIndexTool {
             false,
             &[],
         );
-        SearchIndexTool { spec, state_dir, options }
+        SearchIndexTool { spec, state_dir, options, redactor: None }
+    }
+
+    /// The same tool storing chunks redacted by `redactor` (the run's).
+    pub fn with_redactor(self, redactor: Arc<Redactor>) -> SearchIndexTool {
+        SearchIndexTool { redactor: Some(redactor), ..self }
     }
 }
 
@@ -88,13 +96,13 @@ impl Tool for SearchIndexTool {
         }
         let limit = opt_u64(args, "limit")?.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
         let (workspace, cancel) = (ctx.workspace.clone(), ctx.cancel.clone());
-        let Some(state_dir) = self.state_dir.clone() else {
+        let (Some(state_dir), Some(redactor)) = (self.state_dir.clone(), self.redactor.clone()) else {
             return Err(ToolError::failed("the search index has no state folder in this process"));
         };
         let options = self.options.clone();
         let hits = tokio::task::spawn_blocking(move || {
             let mut index = WorkspaceIndex::open(&state_dir, &workspace, &options)?;
-            index.update(&workspace, &options, &|| cancel.is_cancelled())?;
+            index.update(&workspace, &options, &|| cancel.is_cancelled(), &|t| redactor.redact(t))?;
             Ok::<_, steward_index::IndexError>(index.search(&query, limit))
         })
         .await
