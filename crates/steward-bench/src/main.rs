@@ -4,8 +4,9 @@
 //! exactly as `steward run` opens it), policy decisions, the audit chain (appends and
 //! verification) and sandboxed `cat` steps; the modes measure `steward serve`, several nodes
 //! on PostgreSQL, the work ledger, sandboxed steps in detail, generated tools, prompt
-//! injections and the secret redactor. Every figure is printed on stdout, one line each. Exit
-//! code 0 when every measurement ran, 1 when one failed, 2 on a usage error.
+//! injections, the secret redactor and the workspace search index. Every figure is printed on
+//! stdout, one line each. Exit code 0 when every measurement ran, 1 when one failed, 2 on a
+//! usage error.
 
 mod generated;
 mod injection;
@@ -13,6 +14,7 @@ mod ledger;
 mod nodes;
 mod redaction;
 mod sandbox;
+mod search;
 mod serve;
 mod serve_clients;
 mod step;
@@ -61,6 +63,8 @@ enum Mode {
     Redaction(redaction::BenchRedactionArgs),
     /// Prompt injections from AgentDojo against an always-obeying model: attacker calls executed, approvals asked on benign tasks.
     Injection(injection::BenchInjectionArgs),
+    /// The workspace search index: recall@5 of grep and BM25 on labelled queries over a vendored crate, indexing throughput (MB/s), incremental update time.
+    Search(search::BenchSearchArgs),
     /// The clients of `serve`'s event-latency measurement, in a process of their own.
     #[command(hide = true)]
     ServeClients(serve_clients::ServeClientsArgs),
@@ -149,6 +153,7 @@ fn main() -> ExitCode {
             Some(Mode::Generated(args)) => generated::run(args).await,
             Some(Mode::Injection(args)) => injection::run(args).await,
             Some(Mode::Redaction(args)) => redaction::run(args).await,
+            Some(Mode::Search(args)) => search::run(args).await,
             Some(Mode::Reference) | Some(Mode::ServeClients(_)) => Ok(0),
         }
     });

@@ -141,6 +141,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The workspace search index that gives the model planner the passages matching its task: build, status, search, clear.
+    Index {
+        #[command(subcommand)]
+        command: commands::index::IndexCommand,
+    },
     /// Run golden eval cases with rule-based scoring (default: the cases shipped with Steward; cases without a fake scenario use --provider, --model and --base-url, a [providers.NAME] from the case's config); exit 1 when any case fails.
     Eval(commands::eval::EvalArgs),
     /// Serve the web UI and JSON API: start runs, watch them live, approve or deny their tool calls from a browser.
@@ -496,6 +501,7 @@ fn main() -> ExitCode {
             Command::Ledger { command } => commands::ledger::run(command).await,
             Command::Serve(args) => commands::serve::serve(args).await,
             Command::Eval(args) => commands::eval::eval(args).await,
+            Command::Index { command } => commands::index::run(command).await,
             Command::Hub(args) => commands::hub::hub(args).await,
             Command::Completions { shell } => {
                 clap_complete::generate(shell, &mut Cli::command(), "steward", &mut std::io::stdout());

@@ -144,6 +144,15 @@ impl EventObserver for Human {
                 ))
             }
             EventKind::PatchApplied { path, .. } => self.line(&format!("  {} wrote {}", good("✓"), printable(path))),
+            EventKind::ContextRetrieved { chunks, .. } if chunks.is_empty() => {}
+            EventKind::ContextRetrieved { chunks, .. } => {
+                let passages: Vec<String> =
+                    chunks.iter().map(|c| format!("{}:{}-{}", printable(&c.path), c.start_line, c.end_line)).collect();
+                self.line(&format!("{DIM}context: {}{DIM:#}", passages.join(", ")))
+            }
+            EventKind::ContextUnavailable { error } => {
+                self.line(&format!("{DIM}no workspace context: {}{DIM:#}", printable_text(error)))
+            }
             // The terminal prompt shows the request itself (and this line would land inside it).
             EventKind::McpElicitationRequested { .. } => {}
             EventKind::McpElicitationAnswered { action, reason, .. } => {

@@ -17,6 +17,7 @@ mod docs_examples;
 mod egress;
 mod generated_tools;
 mod hub;
+mod index;
 mod instructions;
 mod ledger;
 mod mcp;

@@ -40,6 +40,9 @@ pub struct Runtime {
     pub outputs_dir: PathBuf,
     /// Where rollback snapshots are kept (`$STEWARD_HOME/snapshots`, owner-only).
     pub snapshots_dir: PathBuf,
+    /// Where the workspaces' search indexes are kept (`$STEWARD_HOME/index`, one owner-only
+    /// folder per workspace; SPEC K).
+    pub index_dir: PathBuf,
     /// The runs this process executes, shared with the lease keeper
     /// ([`crate::recovery::keep_leases`]) and the front ends that cancel or list them.
     pub executing: Arc<crate::recovery::ExecutingRuns>,
@@ -149,11 +152,22 @@ pub(crate) fn run_redactor(rt: &Runtime, req: &RunRequest) -> steward_policy::Re
 }
 
 /// [`run_task`] judged by `policy`, compiled from `req.config.policy`.
-pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Policy) -> Result<RunRecord, RunError> {
+pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &Policy) -> Result<RunRecord, RunError> {
     let rt = &rt.with_redactor(run_redactor(rt, &req));
     let workspace =
         Workspace::open(&req.workspace, &req.config.policy.deny_path).map_err(|e| RunError::Config(e.to_string()))?;
     let workspace = Arc::new(workspace);
+    // The workspace search index (SPEC K): the model's own ranked queries, over the index kept
+    // in this runtime's state folder.
+    if req.tools.get(crate::tools::search_index::NAME).is_some() {
+        req.tools.insert(Arc::new(
+            crate::tools::search_index::SearchIndexTool::new(
+                Some(rt.index_dir.clone()),
+                req.config.search.index_options(),
+            )
+            .with_redactor(rt.redactor.clone()),
+        ));
+    }
     let chains = Chains::new(&req.config.chains, &req.tools).map_err(|e| RunError::Config(e.to_string()))?;
     if let Some(plan) = &req.roles {
         plan.check().map_err(|e| RunError::Config(e.to_string()))?;
@@ -307,6 +321,28 @@ pub(crate) async fn run_with_policy(rt: &Runtime, req: RunRequest, policy: &Poli
         (f, h) => f.or(h),
     }
     .map(|text| rt.redactor.redact(&text));
+    // The workspace's chunks that match the task (SPEC K, A3), for a model planner; an index
+    // that cannot be used leaves them out and the trace says why.
+    let search = &req.config.search;
+    let workspace_context = if req.planner.kind != "classic" && search.enabled && search.context_chunks > 0 {
+        crate::workspace_search::context_for_task(
+            &rt.index_dir,
+            search,
+            &workspace,
+            &req.task,
+            &cancel,
+            &rt.redactor,
+            &events,
+        )
+        .await?
+        .map(|text| rt.redactor.redact(&text))
+    } else {
+        None
+    };
+    let facts_for_model = match (facts_for_model, workspace_context) {
+        (Some(f), Some(w)) => Some(format!("{f}\n\n{w}")),
+        (f, w) => f.or(w),
+    };
 
     let ending = loop {
         if let Some(i) = interrupt.check() {

@@ -38,6 +38,7 @@ mod telemetry;
 pub mod tools;
 pub mod trace;
 pub mod undo;
+pub mod workspace_search;
 
 pub use agent::{PlannerChoice, RunError, RunRequest, Runtime, run_task};
 pub use compose::{Launcher, LauncherError, Prepared, ReadyRun, RunOptions, Task, prepare};

@@ -109,6 +109,16 @@ pub enum TraceStep {
         /// True when it was answered from the run's record.
         answered_from_record: bool,
     },
+    /// Workspace context looked up for the planner (SPEC K): the passages given, or why the
+    /// index could not be used.
+    Context {
+        /// The passages given, as `path:start-end`, best first.
+        passages: Vec<String>,
+        /// How long the lookup took, in milliseconds (0 when it failed).
+        duration_ms: u64,
+        /// Why the index could not be used; `None` when it was.
+        error: Option<String>,
+    },
     /// The run answered.
     Answered {
         /// The final text.
@@ -224,6 +234,14 @@ pub fn steps(events: &[Event]) -> Vec<TraceStep> {
                 repeats: *repeats,
                 answered_from_record: *answered_from_record,
             },
+            EventKind::ContextRetrieved { chunks, duration_ms, .. } => TraceStep::Context {
+                passages: chunks.iter().map(|c| format!("{}:{}-{}", c.path, c.start_line, c.end_line)).collect(),
+                duration_ms: *duration_ms,
+                error: None,
+            },
+            EventKind::ContextUnavailable { error } => {
+                TraceStep::Context { passages: Vec::new(), duration_ms: 0, error: Some(error.clone()) }
+            }
             EventKind::RunCompleted { final_text, .. } => TraceStep::Answered { text: final_text.clone() },
             EventKind::RunFailed { error, class, .. } => TraceStep::Failed { class: *class, error: error.clone() },
             _ => continue,

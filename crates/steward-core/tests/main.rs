@@ -16,3 +16,4 @@ mod patches;
 mod repeats;
 mod roles;
 mod tools;
+mod workspace_search;

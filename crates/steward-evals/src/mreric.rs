@@ -17,7 +17,10 @@
 //! - `expected_patch_applied` → `patch_applied` (event) and `note.txt` = `new from phase9\n`
 //!   when true, `old\n` when false;
 //! - `expected_error_classification` → the run's error class;
-//! - `fail_role` and `requires` are kept: the runner skips what Steward cannot do.
+//! - `fail_role` and `requires` are kept: the runner skips what Steward cannot do;
+//! - the RAG scenarios add their document to the workspace ([`scenarios::files`]);
+//!   `rag_context_used` also expects `context_retrieved` and the marker in the planner's
+//!   request, `rag_failure_does_not_break_run` expects `context_unavailable`.
 
 use serde::Deserialize;
 
@@ -135,6 +138,19 @@ fn to_case(g: GoldenCase) -> Result<Case, GoldenError> {
     if let Some(applied) = g.expected_patch_applied {
         let note = if applied { "new from phase9\n" } else { "old\n" };
         expect.files.insert("note.txt".into(), note.into());
+    }
+    // The RAG scenarios: a document for the index to find, and what shows it was used (the
+    // marker reached the planner) or that its failure was recorded.
+    match g.scenario.as_str() {
+        "rag_context_used" => {
+            expect.model_saw.push(scenarios::RAG_MARKER.into());
+            expect.events.push("context_retrieved".into());
+        }
+        "rag_failure_does_not_break_run" => {
+            expect.events.push("context_unavailable".into());
+            expect.forbidden_events.push("context_retrieved".into());
+        }
+        _ => {}
     }
     let mut config = toml::Table::new();
     if scenarios::needs_shell(&g.scenario) {

@@ -46,7 +46,7 @@ pub struct EvalOptions {
 
 /// Capabilities Steward has, as named in cases' `requires`.
 pub const CAPABILITIES: &[&str] =
-    &["shell", "patches", "rollback", "command_tools", "hooks", "toolchains", "mcp", "memory", "roles"];
+    &["shell", "patches", "rollback", "command_tools", "hooks", "toolchains", "mcp", "memory", "roles", "rag"];
 
 /// Why Steward cannot run a case needing `capability`, or `None` when it can.
 pub fn missing_capability(capability: &str) -> Option<String> {
@@ -54,7 +54,6 @@ pub fn missing_capability(capability: &str) -> Option<String> {
         return None;
     }
     Some(match capability {
-        "rag" => "requires rag: workspace search with context injection (SPEC K) is not built".into(),
         "generated_tools" => "requires generated_tools: tool generation (SPEC G) is not built".into(),
         "conversations" => "requires conversations: conversations (SPEC A6) exist in `steward serve`, but the eval \
                             runner runs single tasks"
@@ -273,6 +272,11 @@ async fn run_in(
     .await?;
     let store: Arc<dyn Store> = Arc::new(store);
     let runtime = Runtime::new(&home, store.clone(), redactor.clone(), ApprovalKey::generate());
+    // A scenario whose search index cannot be used: its folder is a regular file.
+    if case.scenario.as_deref().is_some_and(scenarios::breaks_index) {
+        std::fs::write(&runtime.index_dir, "not a folder\n")
+            .map_err(|source| HarnessError::CreateDir { path: runtime.index_dir.clone(), source })?;
+    }
     // Remembered facts the case seeds, stored as "remember that …" stores them.
     for fact in &case.memory {
         steward_core::memory::remember(store.as_ref(), redactor.as_ref(), OWNER, fact)
@@ -493,6 +497,7 @@ fn real_overrides(case: &Case, options: &EvalOptions) -> PlannerOverrides {
 /// user's or the system's git configuration.
 async fn prepare_workspace(ws: &Path, case: &Case) -> Result<(), HarnessError> {
     let mut files = vec![("note.txt".to_string(), "old\n".to_string())];
+    files.extend(case.scenario.as_deref().map(scenarios::files).unwrap_or_default());
     files.extend(case.files.iter().map(|(k, v)| (k.clone(), v.clone())));
     for (rel, content) in &files {
         let path = confined(ws, rel).ok_or_else(|| HarnessError::OutsideWorkspace(rel.clone()))?;
@@ -604,7 +609,9 @@ mod tests {
         let unknown = Case { fail_roles: vec!["drafter".into()], scenario: Some("x".into()), ..Case::default() };
         assert!(skip_reason(&unknown, &options).unwrap().contains("SPEC O1"));
         let rag = Case { requires: vec!["rag".into()], scenario: Some("x".into()), ..Case::default() };
-        assert!(skip_reason(&rag, &options).unwrap().contains("SPEC K"));
+        assert_eq!(skip_reason(&rag, &options), None, "workspace search is built");
+        let unknown = Case { requires: vec!["telepathy".into()], scenario: Some("x".into()), ..Case::default() };
+        assert!(skip_reason(&unknown, &options).unwrap().contains("telepathy"));
         let real = Case::default();
         assert!(skip_reason(&real, &options).unwrap().contains("--provider"));
         let shell = Case { requires: vec!["shell".into()], scenario: Some("x".into()), ..Case::default() };

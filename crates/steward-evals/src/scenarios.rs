@@ -29,7 +29,34 @@ pub const BUILTIN: &[&str] = &[
     "mcp_disabled_is_not_called",
     "local_model_failure_continues",
     "use_memory",
+    "rag_context_used",
+    "rag_failure_does_not_break_run",
 ];
+
+/// The marker of the workspace file `rag_context_used` adds, which must reach the planner
+/// (MrEric's `phase9-rag-context`).
+pub const RAG_MARKER: &str = "phase9-rag-context";
+
+/// The workspace files scenario `name` adds to the case's: for the RAG scenarios, a document
+/// about the RAG module holding [`RAG_MARKER`], which the task's words find in the search
+/// index. Empty for the others.
+pub fn files(name: &str) -> Vec<(String, String)> {
+    match name {
+        "rag_context_used" | "rag_failure_does_not_break_run" => vec![(
+            "docs/rag.md".into(),
+            format!(
+                "# The RAG module\n\nBasic RAG context lookup exists in this workspace; its marker is {RAG_MARKER}.\n"
+            ),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// True when scenario `name` runs with a search index that cannot be used
+/// (`rag_failure_does_not_break_run`: the index folder is a regular file).
+pub fn breaks_index(name: &str) -> bool {
+    name == "rag_failure_does_not_break_run"
+}
 
 /// The MCP server `mcp_unavailable_is_safe` configures: required, and started from a program
 /// that does not exist, so it is configured but never running.
@@ -83,6 +110,10 @@ fn call_then_answer(scenario: &str, tool: &str, arguments: serde_json::Value) ->
 ///   fails the local drafter (see [`crate::pipeline`]).
 /// - `use_memory`: answers "Your favourite editor is helix." (the case checks that the
 ///   remembered fact reached the planner's request).
+/// - `rag_context_used`: answers "… used rag context" (the case checks that [`RAG_MARKER`]
+///   reached the planner's request, from the workspace search index).
+/// - `rag_failure_does_not_break_run`: answers "… continued after rag failure" (the index
+///   cannot be used; the run goes on without it).
 pub fn builtin(name: &str) -> Option<Vec<Round>> {
     let patch = json!({"changes": [{"path": "note.txt", "before": "old\n", "after": "new from phase9\n"}]});
     let rounds = match name {
@@ -107,6 +138,8 @@ pub fn builtin(name: &str) -> Option<Vec<Round>> {
         "mcp_unavailable_is_safe" | "local_model_failure_continues" => vec![text(FINAL)],
         "use_memory" => vec![text("Your favourite editor is helix.")],
         "mcp_disabled_is_not_called" => vec![text(&format!("{FINAL} without mcp calls"))],
+        "rag_context_used" => vec![text(&format!("{FINAL} used rag context"))],
+        "rag_failure_does_not_break_run" => vec![text(&format!("{FINAL} continued after rag failure"))],
         _ => return None,
     };
     Some(rounds)
@@ -121,7 +154,7 @@ mod tests {
         for name in BUILTIN {
             assert!(builtin(name).is_some_and(|r| !r.is_empty()), "{name}");
         }
-        assert!(builtin("rag_context_used").is_none());
+        assert!(builtin("no_such_scenario").is_none());
     }
 
     #[test]

@@ -296,6 +296,17 @@ impl Workspace {
     /// links to such files), and does not follow symbolic links (links are yielded as links;
     /// resolve before reading).
     pub fn walk(&self, dir: &WorkspacePath) -> ignore::Walk {
+        self.walk_pruned(dir, |_, _| false)
+    }
+
+    /// [`Workspace::walk`] that also leaves out every entry for which `prune(rel, is_dir)` is
+    /// true (a pruned directory is not entered), `rel` being workspace-relative: the search
+    /// index leaves dependency and build folders out this way.
+    pub fn walk_pruned(
+        &self,
+        dir: &WorkspacePath,
+        prune: impl Fn(&Path, bool) -> bool + Send + Sync + 'static,
+    ) -> ignore::Walk {
         let root = self.root().to_path_buf();
         let rel_dir = PathBuf::from(&dir.rel);
         // Ignore files above `dir` (the walker itself reads those of `dir` and below).
@@ -325,6 +336,7 @@ impl Workspace {
                         .metadata()
                         .map_or(true, |meta| inner.links.verdict_for(&meta, &denied) != LinkVerdict::Plain);
                 !(is_secret_path(rel)
+                    || prune(rel, is_dir)
                     || linked_secret
                     || inner.deny.is_denied(rel, is_dir)
                     || above.is_ignored(entry.path(), is_dir))

@@ -71,6 +71,20 @@ pub struct RoleModel {
     pub model: String,
 }
 
+/// One chunk of the workspace given to the planner as context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ContextChunk {
+    /// Workspace-relative path.
+    pub path: String,
+    /// First line (1-based).
+    pub start_line: u32,
+    /// Last line (inclusive).
+    pub end_line: u32,
+    /// Its rank score (BM25).
+    pub score: f64,
+}
+
 /// Event names and fields (SPEC R2). Tagged by `event` in snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -320,6 +334,27 @@ pub enum EventKind {
         /// Why, when Steward answered (empty when the owner did).
         reason: String,
     },
+    /// Chunks of the workspace search index matching the task were looked up for the model
+    /// planner's context (SPEC K, A3); `chunks` lists those given, best first (empty when
+    /// none matched).
+    ContextRetrieved {
+        /// What was looked up (the task), redacted.
+        query: String,
+        /// The chunks given, best first.
+        chunks: Vec<ContextChunk>,
+        /// Files in the index.
+        files: usize,
+        /// Files read again for this run (new or changed since the last update).
+        updated: usize,
+        /// Time to update the index and rank, in ms.
+        duration_ms: u64,
+    },
+    /// The workspace search index could not be used: the run goes on without workspace
+    /// context, and this says why.
+    ContextUnavailable {
+        /// Why, redacted.
+        error: String,
+    },
     /// A change was proposed (diff), not yet applied.
     PatchProposed {
         /// Call id.
@@ -402,6 +437,8 @@ impl EventKind {
             EventKind::ToolCallRepeated { .. } => "tool_call_repeated",
             EventKind::McpElicitationRequested { .. } => "mcp_elicitation_requested",
             EventKind::McpElicitationAnswered { .. } => "mcp_elicitation_answered",
+            EventKind::ContextRetrieved { .. } => "context_retrieved",
+            EventKind::ContextUnavailable { .. } => "context_unavailable",
             EventKind::PatchProposed { .. } => "patch_proposed",
             EventKind::PatchApplied { .. } => "patch_applied",
             EventKind::RunCompleted { .. } => "run_completed",

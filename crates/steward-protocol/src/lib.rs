@@ -17,7 +17,7 @@ pub mod reference;
 
 pub use audit::{AuditEntry, AuditOutcome, AuditRecord};
 pub use error::ErrorClass;
-pub use event::{Event, EventKind, RoleModel, StopReason};
+pub use event::{ContextChunk, Event, EventKind, RoleModel, StopReason};
 pub use message::{
     ChatRequest, ChatResponse, FinishReason, InvalidToolCall, Message, Role, StreamDelta, ToolCallRepair, ToolChoice,
     Usage,

@@ -149,6 +149,13 @@ fn print_step(step: &TraceStep) {
             let by = if rule.is_empty() { String::new() } else { format!(" by `{rule}`") };
             println!("    {tool:<12} repeat {repeats} of {earlier_call_id} ({earlier_outcome}{by}): not run")
         }
+        TraceStep::Context { error: Some(error), .. } => println!("  context            no workspace context: {error}"),
+        TraceStep::Context { passages, duration_ms, .. } if passages.is_empty() => {
+            println!("  context    {duration_ms:>7} ms  no indexed passage matched the task")
+        }
+        TraceStep::Context { passages, duration_ms, .. } => {
+            println!("  context    {duration_ms:>7} ms  {}", passages.join(", "))
+        }
         TraceStep::Answered { text } => println!("final:\n{text}"),
         TraceStep::Failed { class, error } => println!("failed [{class}]: {error}"),
     }

@@ -94,6 +94,7 @@ mod decide;
 pub(crate) mod eval;
 pub(crate) mod generated;
 pub(crate) mod hub;
+pub(crate) mod index;
 mod inspect;
 pub(crate) mod ledger;
 pub(crate) mod mcp;

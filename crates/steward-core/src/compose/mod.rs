@@ -42,7 +42,8 @@ pub use launcher::{Launcher, LauncherError, ProviderStatus};
 
 impl Runtime {
     /// The runtime of the state directory `home`: full outputs of capped tool results go to
-    /// `home/outputs`, rollback snapshots to `home/snapshots` (both created when first needed);
+    /// `home/outputs`, rollback snapshots to `home/snapshots`, search indexes to `home/index`
+    /// (all created when first needed);
     /// `store`, `redactor` and `approval_key` are shared by every run of the process, and so
     /// are the registry of the runs it executes (empty at first), the clock approvals and
     /// grants are judged by (the system clock; [`Runtime::with_clock`] sets another) and the
@@ -60,6 +61,7 @@ impl Runtime {
             approval_key,
             outputs_dir: home.join("outputs"),
             snapshots_dir: home.join("snapshots"),
+            index_dir: home.join("index"),
             executing: Arc::new(ExecutingRuns::new()),
             clock: clock.clone(),
             decisions: Arc::new(DecisionQueue::new(clock)),

@@ -12,7 +12,8 @@ pub(super) const USER_ONLY: &[&str] = &["trust", "tested_compensations", "teleme
 /// `mcp_servers` and `lsp` would run commands the workspace chose; `providers`, `run` and
 /// `roles` decide where data is sent (and so does `telemetry`, which only the user's
 /// configuration sets); `sandbox` and `shell` loosen containment, `generated_tools` runs code a
-/// model wrote; `output_filter` rewrites what the model sees.
+/// model wrote; `output_filter` rewrites what the model sees; `search` decides how much of the
+/// workspace is stored under the user's state folder and given to the model.
 pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
     "providers",
     "run",
@@ -29,6 +30,7 @@ pub(super) const UNTRUSTED_IGNORED: &[&str] = &[
     "generated_tools",
     "lsp",
     "telemetry",
+    "search",
 ];
 
 /// Keys of `[policy]` an untrusted workspace keeps (all others are dropped), each further

@@ -35,6 +35,7 @@ mod raw;
 pub mod reference;
 mod roles;
 mod sandbox;
+mod search;
 
 pub use chains::ChainConfig;
 pub(crate) use command::literal_prefix;
@@ -52,6 +53,7 @@ pub use network::Network;
 pub use raw::{ApprovalsMode, RawConfig, RawLimits, RawRoles, RawRun, RawSandbox, RawShell, RawTrust, RoleConfig};
 pub use roles::{RoleName, RunMode};
 pub use sandbox::{DEFAULT_HOME_KEEP, SandboxSettings, WritableFolderError, home_paths, writable_folder};
+pub use search::{DEFAULT_CONTEXT_CHUNKS, DEFAULT_MAX_FILES, SearchConfig};
 
 use files::{check_limits, claim_tool_names, note_sources, read_file, toml_files};
 use instructions::read_instructions;
@@ -157,6 +159,8 @@ pub struct Config {
     /// `[telemetry]`: OpenTelemetry export of runs (SPEC R3); only the user's configuration
     /// sets it.
     pub telemetry: steward_telemetry::TelemetryConfig,
+    /// `[search]`: the workspace search index (SPEC K).
+    pub search: SearchConfig,
     /// The text of the instruction files for model planners, each introduced by its path and
     /// what it applies to (see [`InstructionFile`]); `None` when there is none.
     pub instructions: Option<String>,
@@ -343,6 +347,7 @@ impl Config {
             generated_tools: raw.generated_tools.unwrap_or_default(),
             lsp: raw.lsp,
             telemetry: raw.telemetry.unwrap_or_default(),
+            search: raw.search.unwrap_or_default(),
             instructions: None,
             instruction_files: Vec::new(),
             sources: Vec::new(),

@@ -294,4 +294,6 @@ pub struct RawConfig {
     pub lsp: Vec<super::LspServerConfig>,
     /// `[telemetry]` (SPEC R3; user configuration only)
     pub telemetry: Option<steward_telemetry::TelemetryConfig>,
+    /// `[search]` (SPEC K)
+    pub search: Option<super::SearchConfig>,
 }

@@ -24,6 +24,7 @@ pub mod network;
 pub mod patch;
 pub mod sandbox_paths;
 pub mod search;
+pub mod search_index;
 mod shared;
 pub mod shell;
 
@@ -291,6 +292,10 @@ impl ToolRegistry {
                 registry.insert(tool);
             }
             registry.lsp = Some(manager);
+        }
+        // The workspace search index (SPEC K); a run gives it its state folder.
+        if config.search.enabled {
+            registry.insert(Arc::new(search_index::SearchIndexTool::new(None, config.search.index_options())));
         }
         // User-defined command tools (SPEC T5): never replacing a built-in tool.
         let builtin = registry.clone();

@@ -299,6 +299,13 @@ fn steps(events: &[Event]) -> Vec<Step> {
                 Some(row("tool", format!("{tool}, {chars} chars of output"), duration_ms, 0, 0, "completed"))
             }
             TraceStep::Tool { tool, duration_ms, .. } => Some(row("tool", tool, duration_ms, 0, 0, "failed")),
+            TraceStep::Context { error: Some(error), .. } => {
+                Some(row("workspace context", error, 0, 0, 0, "unavailable"))
+            }
+            TraceStep::Context { passages, duration_ms, .. } => {
+                let outcome = if passages.is_empty() { "none matched" } else { "given" };
+                Some(row("workspace context", passages.join(", "), duration_ms, 0, 0, outcome))
+            }
             TraceStep::Repeated { tool, earlier_call_id, earlier_outcome, answered_from_record, .. } => {
                 let outcome = if answered_from_record { "answered from the record" } else { "not run" };
                 let detail = format!("{tool}, repeat of {earlier_call_id} ({earlier_outcome})");

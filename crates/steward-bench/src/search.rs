@@ -1,0 +1,242 @@
+//! `steward-bench search`: the workspace search index (SPEC K) measured on a real source tree.
+//!
+//! - **Recall@k** over a labelled query set (`bench/search/queries.toml`: questions written
+//!   for the vendored crate in `bench/search/`, each with the files that answer it): a query
+//!   counts when one of its files is among the first k results. Two rankers: plain grep (files
+//!   ordered by how many of their lines contain any of the query's words, case-insensitive, as
+//!   `grep -c -i -e w1 -e w2 …` would count them; ties by path) and the index's BM25 over
+//!   chunks (a chunk's file counts once, at its best rank).
+//! - **Indexing throughput**: a full build of a fresh index of a tree (the corpus, and Steward's
+//!   own source tree when given), in MB of indexed files per second, median of several builds.
+//! - **Incremental update**: the time to bring a built index up to date after one file changed
+//!   (walk, stat, re-read and re-cut the one file, write the index), and with nothing changed.
+//! - **Query latency**: ranking one query over the loaded index.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde::Deserialize;
+use steward_index::{IndexOptions, WorkspaceIndex};
+use steward_policy::Workspace;
+
+/// `steward-bench search` options.
+#[derive(Args, Clone)]
+pub struct BenchSearchArgs {
+    /// The labelled queries [default: bench/search/queries.toml of this crate].
+    #[arg(long)]
+    queries: Option<PathBuf>,
+    /// A further tree to measure indexing throughput and updates on (e.g. Steward's checkout).
+    #[arg(long)]
+    tree: Option<PathBuf>,
+    /// Results looked at per query.
+    #[arg(long, default_value_t = 5)]
+    k: usize,
+    /// Builds (and updates) timed per tree; the median is printed.
+    #[arg(long, default_value_t = 5)]
+    repeat: usize,
+}
+
+/// The query file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryFile {
+    /// The corpus folder, relative to the query file.
+    corpus: String,
+    /// Where the corpus comes from (printed with the figures).
+    source: String,
+    #[serde(rename = "query")]
+    queries: Vec<Query>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Query {
+    text: String,
+    /// Corpus-relative files that answer it.
+    files: Vec<String>,
+}
+
+fn default_queries() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/search/queries.toml")
+}
+
+/// Runs the measurements and prints one line per figure.
+pub async fn run(args: BenchSearchArgs) -> Result<u8> {
+    tokio::task::spawn_blocking(move || measure(&args)).await?
+}
+
+fn measure(args: &BenchSearchArgs) -> Result<u8> {
+    let path = args.queries.clone().unwrap_or_else(default_queries);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+    let file: QueryFile = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    let corpus = path.parent().unwrap_or(Path::new(".")).join(&file.corpus);
+    let workspace = Workspace::open(&corpus, &[]).with_context(|| format!("corpus {}", corpus.display()))?;
+    let state = tempfile::tempdir()?;
+    let options = IndexOptions::default();
+    let mut index = WorkspaceIndex::open(state.path(), &workspace, &options)?;
+    let report = index.update(&workspace, &options, &|| false, &keep)?;
+    let files: Vec<String> = index.paths().into_iter().map(String::from).collect();
+    for query in &file.queries {
+        for f in &query.files {
+            anyhow::ensure!(files.contains(f), "query `{}` names `{f}`, which is not indexed", query.text);
+        }
+    }
+    println!(
+        "search corpus: {} ({}), {} files, {} chunks, {} bytes; {} labelled queries, recall@{} = share of queries with a labelled file in the first {} results",
+        file.corpus,
+        file.source,
+        report.files,
+        report.chunks,
+        report.bytes_read,
+        file.queries.len(),
+        args.k,
+        args.k
+    );
+    let k = args.k.max(1);
+    let mut grep_hits = 0;
+    let mut bm25_hits = 0;
+    let mut query_times = Vec::new();
+    for query in &file.queries {
+        let wanted: BTreeSet<&str> = query.files.iter().map(String::as_str).collect();
+        let grep = grep_rank(&corpus, &files, &query.text);
+        if grep.iter().take(k).any(|f| wanted.contains(f.as_str())) {
+            grep_hits += 1;
+        }
+        let started = Instant::now();
+        let ranked = index.ranked(&query.text);
+        query_times.push(started.elapsed());
+        let mut seen = Vec::new();
+        for hit in ranked {
+            if !seen.contains(&hit.path) {
+                seen.push(hit.path);
+            }
+            if seen.len() == k {
+                break;
+            }
+        }
+        if seen.iter().any(|f| wanted.contains(f.as_str())) {
+            bm25_hits += 1;
+        }
+    }
+    let n = file.queries.len().max(1) as f64;
+    println!("search recall@{k} grep: {:.2} ({grep_hits}/{})", grep_hits as f64 / n, file.queries.len());
+    println!("search recall@{k} bm25: {:.2} ({bm25_hits}/{})", bm25_hits as f64 / n, file.queries.len());
+    println!("search query bm25: median {:.3} ms over {} queries", ms(median(&mut query_times)), file.queries.len());
+    println!("search recall@{k} hybrid: not measured (embeddings are not built)");
+    timings("corpus", &corpus, args.repeat)?;
+    if let Some(tree) = &args.tree {
+        timings("tree", tree, args.repeat)?;
+    }
+    Ok(0)
+}
+
+/// Files ordered by the number of their lines holding any word of `query` (lowercased, two
+/// characters or more), most first; files without such a line are left out.
+fn grep_rank(root: &Path, files: &[String], query: &str) -> Vec<String> {
+    let words: Vec<String> = query
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| w.chars().count() >= 2)
+        .map(str::to_lowercase)
+        .filter(|w| !steward_index::tokens::is_stop_word(w))
+        .collect();
+    let mut counted: Vec<(usize, &String)> = files
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(root.join(f)).ok()?;
+            let count = text
+                .lines()
+                .filter(|l| {
+                    let l = l.to_lowercase();
+                    words.iter().any(|w| l.contains(w.as_str()))
+                })
+                .count();
+            (count > 0).then_some((count, f))
+        })
+        .collect();
+    counted.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    counted.into_iter().map(|(_, f)| f.clone()).collect()
+}
+
+/// Full builds, updates after one change, updates with none, of `tree`.
+fn timings(label: &str, tree: &Path, repeat: usize) -> Result<()> {
+    let workspace = Workspace::open(tree, &[]).with_context(|| format!("{}", tree.display()))?;
+    let options = IndexOptions::default();
+    let mut builds = Vec::new();
+    let mut bytes = 0;
+    let mut files = 0;
+    for _ in 0..repeat.max(1) {
+        let state = tempfile::tempdir()?;
+        let started = Instant::now();
+        let mut index = WorkspaceIndex::open(state.path(), &workspace, &options)?;
+        let report = index.update(&workspace, &options, &|| false, &keep)?;
+        builds.push(started.elapsed());
+        bytes = report.bytes_read;
+        files = report.files;
+    }
+    let build = median(&mut builds);
+    println!(
+        "search index build {label}: {files} files, {:.2} MB in {:.1} ms (median of {}): {:.1} MB/s",
+        bytes as f64 / 1e6,
+        ms(build),
+        builds.len(),
+        bytes as f64 / 1e6 / build.as_secs_f64().max(1e-9)
+    );
+    // One scratch copy of the tree's indexed files, so changing one never touches the tree.
+    let scratch = tempfile::tempdir()?;
+    let state = tempfile::tempdir()?;
+    let mut index = WorkspaceIndex::open(state.path(), &workspace, &options)?;
+    index.update(&workspace, &options, &|| false, &keep)?;
+    for rel in index.paths() {
+        let to = scratch.path().join(rel);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(workspace.root().join(rel), &to)?;
+    }
+    let copy = Workspace::open(scratch.path(), &[])?;
+    let target =
+        index.paths().into_iter().max_by_key(|p| std::fs::metadata(copy.root().join(p)).map_or(0, |m| m.len()));
+    let target = target.map(String::from).context("the tree has no indexed file")?;
+    let state = tempfile::tempdir()?;
+    let mut index = WorkspaceIndex::open(state.path(), &copy, &options)?;
+    index.update(&copy, &options, &|| false, &keep)?;
+    let mut changed = Vec::new();
+    let mut unchanged = Vec::new();
+    for i in 0..repeat.max(1) {
+        let path = copy.root().join(&target);
+        let mut text = std::fs::read_to_string(&path)?;
+        text.push_str(&format!("\n// change {i}\n"));
+        std::fs::write(&path, text)?;
+        let started = Instant::now();
+        let report = index.update(&copy, &options, &|| false, &keep)?;
+        changed.push(started.elapsed());
+        anyhow::ensure!(report.changed == 1, "expected one changed file, got {report:?}");
+        let started = Instant::now();
+        index.update(&copy, &options, &|| false, &keep)?;
+        unchanged.push(started.elapsed());
+    }
+    println!(
+        "search index update {label}: one changed file ({target}): median {:.1} ms; nothing changed: median {:.1} ms ({} runs)",
+        ms(median(&mut changed)),
+        ms(median(&mut unchanged)),
+        changed.len()
+    );
+    Ok(())
+}
+
+/// The corpus holds no secret: chunks are kept as they are.
+fn keep(text: &str) -> String {
+    text.to_string()
+}
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    times.get(times.len() / 2).copied().unwrap_or_default()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

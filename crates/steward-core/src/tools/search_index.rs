@@ -1,0 +1,118 @@
+//! `search_index {query, limit?}`: the workspace search index ranked for the model's own query
+//! (SPEC K). Offered when `[search] enabled` (the default); the index is brought up to date
+//! before each query, so what it finds is what the workspace holds now.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use steward_index::{Hit, IndexOptions, WorkspaceIndex};
+use steward_policy::Redactor;
+use steward_protocol::{RiskLevel, ToolSpec};
+
+use super::shared::{opt_u64, spec, str_arg};
+use super::{Tool, ToolContext, ToolError, ToolOutput};
+
+/// The tool's name.
+pub const NAME: &str = "search_index";
+
+/// Chunks a call returns by default.
+const DEFAULT_LIMIT: u64 = 5;
+/// Most chunks a call returns.
+const MAX_LIMIT: u64 = 10;
+
+/// The `search_index` tool over the indexes kept in one state folder.
+pub struct SearchIndexTool {
+    spec: ToolSpec,
+    state_dir: Option<PathBuf>,
+    options: IndexOptions,
+    redactor: Option<Arc<Redactor>>,
+}
+
+impl SearchIndexTool {
+    /// The tool keeping its indexes in `state_dir` (`$STEWARD_HOME/index`). Without one (the
+    /// registry a configuration gives, before a run places it), a call fails saying so; every
+    /// run gives the tool its runtime's folder.
+    pub fn new(state_dir: Option<PathBuf>, options: IndexOptions) -> SearchIndexTool {
+        let spec = spec(
+            NAME,
+            "Find the passages of the workspace that best match a question or a few keywords (ranked keyword search over chunks of the workspace's text files); returns paths with line ranges and the passages. Use it to find where something is before reading whole files.",
+            json!({
+                "query": {"type": "string", "description": "Words to look for, e.g. `retry backoff on 429` or a question."},
+                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_LIMIT, "description": "Most passages to return (default 5, at most 10)."}
+            }),
+            &["query"],
+            RiskLevel::Low,
+            false,
+            &[],
+        );
+        SearchIndexTool { spec, state_dir, options, redactor: None }
+    }
+
+    /// The same tool storing chunks redacted by `redactor` (the run's).
+    pub fn with_redactor(self, redactor: Arc<Redactor>) -> SearchIndexTool {
+        SearchIndexTool { redactor: Some(redactor), ..self }
+    }
+}
+
+/// The passages as the model sees them: `path:start-end` and the text in a fence.
+pub fn render_hits(hits: &[Hit]) -> String {
+    let mut out = String::new();
+    for hit in hits {
+        let fence = if hit.text.contains("```") { "~~~~" } else { "```" };
+        out.push_str(&format!(
+            "{}:{}-{} (score {:.2})\n{fence}\n{}{}{fence}\n",
+            hit.path,
+            hit.start_line,
+            hit.end_line,
+            hit.score,
+            hit.text,
+            if hit.text.ends_with('\n') { "" } else { "\n" }
+        ));
+    }
+    out
+}
+
+#[async_trait]
+impl Tool for SearchIndexTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn pure_read(&self) -> bool {
+        true
+    }
+
+    /// The whole workspace is read.
+    fn default_read_paths(&self, _args: &Value) -> Vec<String> {
+        vec![".".into()]
+    }
+
+    async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let query = str_arg(args, "query")?.to_string();
+        if query.trim().is_empty() {
+            return Err(ToolError::refused("invalid_arguments", "`query` must not be empty"));
+        }
+        let limit = opt_u64(args, "limit")?.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
+        let (workspace, cancel) = (ctx.workspace.clone(), ctx.cancel.clone());
+        let (Some(state_dir), Some(redactor)) = (self.state_dir.clone(), self.redactor.clone()) else {
+            return Err(ToolError::failed("the search index has no state folder in this process"));
+        };
+        let options = self.options.clone();
+        let hits = tokio::task::spawn_blocking(move || {
+            let mut index = WorkspaceIndex::open(&state_dir, &workspace, &options)?;
+            index.update(&workspace, &options, &|| cancel.is_cancelled(), &|t| redactor.redact(t))?;
+            Ok::<_, steward_index::IndexError>(index.search(&query, limit))
+        })
+        .await
+        .map_err(|e| ToolError::failed(format!("the tool's worker failed: {e}")))?
+        .map_err(|e| ToolError::failed(e.to_string()))?;
+        let content = if hits.is_empty() {
+            format!("no indexed passage matches `{}`; try other words or the `search` tool", str_arg(args, "query")?)
+        } else {
+            render_hits(&hits)
+        };
+        Ok(ToolOutput { content, ..ToolOutput::default() })
+    }
+}
