@@ -63,7 +63,7 @@ enum Mode {
     Redaction(redaction::BenchRedactionArgs),
     /// Prompt injections from AgentDojo against an always-obeying model: attacker calls executed, approvals asked on benign tasks.
     Injection(injection::BenchInjectionArgs),
-    /// The workspace search index: recall@5 of grep and BM25 on labelled queries over a vendored crate, indexing throughput (MB/s), incremental update time.
+    /// The workspace search index: recall@5 of grep and BM25 on labelled queries over a crates.io package's source, indexing throughput (MB/s), incremental update time.
     Search(search::BenchSearchArgs),
     /// The clients of `serve`'s event-latency measurement, in a process of their own.
     #[command(hide = true)]

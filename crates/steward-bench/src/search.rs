@@ -1,7 +1,7 @@
 //! `steward-bench search`: the workspace search index (SPEC K) measured on a real source tree.
 //!
 //! - **Recall@k** over a labelled query set (`bench/search/queries.toml`: questions written
-//!   for the vendored crate in `bench/search/`, each with the files that answer it): a query
+//!   for the source of a crates.io package, each with the files that answer it): a query
 //!   counts when one of its files is among the first k results. Two rankers: plain grep (files
 //!   ordered by how many of their lines contain any of the query's words, case-insensitive, as
 //!   `grep -c -i -e w1 -e w2 …` would count them; ties by path) and the index's BM25 over
@@ -28,6 +28,10 @@ pub struct BenchSearchArgs {
     /// The labelled queries [default: bench/search/queries.toml of this crate].
     #[arg(long)]
     queries: Option<PathBuf>,
+    /// The corpus folder [default: the package the query file names, as cargo unpacked it in
+    /// its registry cache: the workspace depends on it, so any build fetched it].
+    #[arg(long)]
+    corpus: Option<PathBuf>,
     /// A further tree to measure indexing throughput and updates on (e.g. Steward's checkout).
     #[arg(long)]
     tree: Option<PathBuf>,
@@ -43,7 +47,7 @@ pub struct BenchSearchArgs {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct QueryFile {
-    /// The corpus folder, relative to the query file.
+    /// The corpus: a crates.io package as `NAME-VERSION`, found in cargo's registry cache.
     corpus: String,
     /// Where the corpus comes from (printed with the figures).
     source: String,
@@ -63,6 +67,27 @@ fn default_queries() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/search/queries.toml")
 }
 
+/// The unpacked source of crates.io package `name_version` (`similar-2.7.0`) in cargo's
+/// registry cache (`$CARGO_HOME/registry/src/*/`, `~/.cargo` by default). Errors: not there
+/// (say how to fetch it, or to pass `--corpus`).
+fn registry_source(name_version: &str) -> Result<PathBuf> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .context("neither CARGO_HOME nor HOME is set; pass --corpus")?;
+    let registries = cargo_home.join("registry/src");
+    for entry in std::fs::read_dir(&registries).with_context(|| format!("{}", registries.display()))? {
+        let candidate = entry?.path().join(name_version);
+        if candidate.is_dir() {
+            return Ok(candidate);
+        }
+    }
+    anyhow::bail!(
+        "{name_version} is not unpacked under {} (run `cargo fetch` in the workspace, which depends on it, or pass --corpus)",
+        registries.display()
+    )
+}
+
 /// Runs the measurements and prints one line per figure.
 pub async fn run(args: BenchSearchArgs) -> Result<u8> {
     tokio::task::spawn_blocking(move || measure(&args)).await?
@@ -72,7 +97,10 @@ fn measure(args: &BenchSearchArgs) -> Result<u8> {
     let path = args.queries.clone().unwrap_or_else(default_queries);
     let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
     let file: QueryFile = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
-    let corpus = path.parent().unwrap_or(Path::new(".")).join(&file.corpus);
+    let corpus = match &args.corpus {
+        Some(dir) => dir.clone(),
+        None => registry_source(&file.corpus)?,
+    };
     let workspace = Workspace::open(&corpus, &[]).with_context(|| format!("corpus {}", corpus.display()))?;
     let state = tempfile::tempdir()?;
     let options = IndexOptions::default();

@@ -23,7 +23,6 @@ pub mod events;
 pub mod generated;
 pub mod hooks;
 pub mod interrupt;
-pub mod lsp;
 pub mod mcp_tokens;
 pub mod memory;
 mod orchestrator;

@@ -273,7 +273,7 @@ async fn peer_lsp_a_server_that_crashes_mid_request_is_restarted_with_backoff() 
     assert!(started.elapsed() >= std::time::Duration::from_millis(250), "after the backoff");
 
     let mut last = String::new();
-    for _ in 0..steward_core::lsp::MAX_RESTARTS {
+    for _ in 0..steward_core::tools::lsp::client::MAX_RESTARTS {
         last = call(&registry, &ctx, "lsp_hover", boom.clone()).await.unwrap_err().message;
     }
     assert!(last.contains("not started again in this run"), "{last}");

@@ -1,5 +1,5 @@
 //! `[[lsp]]` entries: the language servers behind the `lsp_*` tools (SPEC T11; what they do
-//! is in [`crate::lsp`] and [`crate::tools::lsp`]).
+//! is in [`crate::tools::lsp::client`] and [`crate::tools::lsp`]).
 
 use serde::{Deserialize, Serialize};
 

@@ -194,7 +194,7 @@ pub struct ToolRegistry {
     added: Option<Arc<added::AddedTools>>,
     /// The language servers behind the `lsp_*` tools (SPEC T11); `None` when no `[[lsp]]`
     /// server serves a file of the workspace.
-    lsp: Option<Arc<crate::lsp::LspManager>>,
+    lsp: Option<Arc<crate::tools::lsp::client::LspManager>>,
 }
 
 /// Why a configuration's tools cannot be set up ([`ToolRegistry::for_config`]); nothing runs.
@@ -285,9 +285,9 @@ impl ToolRegistry {
             )));
         }
         // Language-server tools (SPEC T11), when a server serves files of the workspace.
-        let serving = crate::lsp::LspManager::serving(workspace, &config.lsp);
+        let serving = crate::tools::lsp::client::LspManager::serving(workspace, &config.lsp);
         if !serving.is_empty() {
-            let manager = Arc::new(crate::lsp::LspManager::new(serving));
+            let manager = Arc::new(crate::tools::lsp::client::LspManager::new(serving));
             for tool in lsp::tools(manager.clone()) {
                 registry.insert(tool);
             }
@@ -367,7 +367,7 @@ impl ToolRegistry {
     }
 
     /// The language servers of the `lsp_*` tools, when the registry offers them.
-    pub fn lsp(&self) -> Option<&Arc<crate::lsp::LspManager>> {
+    pub fn lsp(&self) -> Option<&Arc<crate::tools::lsp::client::LspManager>> {
         self.lsp.as_ref()
     }
 
