@@ -1,13 +1,13 @@
 //! The agent loop with the scripted fake provider: approval outcomes as a scenario table,
 //! owner binding, forged tokens, expiry, limits, and calls that must never run.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::common::Recorder;
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::clock::ManualClock;
 use steward_core::config::Config;
-use steward_core::events::EventObserver;
 use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
@@ -42,15 +42,6 @@ impl Approver for Owner {
             Owner::ForgesToken => approve("00".repeat(32), me, ApprovalScope::Once),
             Owner::NeverAnswers => std::future::pending().await,
         }
-    }
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Event>>);
-
-impl EventObserver for Recorder {
-    fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(event.clone());
     }
 }
 

@@ -1,39 +1,21 @@
 //! Toolchains (SPEC T6) and hooks (SPEC T9) in real runs with the scripted fake provider.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::common::{Recorder, Yes};
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
+use steward_core::approval::ApprovalKey;
 use steward_core::chains::ChainConfig;
 use steward_core::config::Config;
-use steward_core::events::EventObserver;
 use steward_core::hooks::HookConfig;
 use steward_core::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
-use steward_protocol::{ApprovalRequest, Event, RiskLevel, ToolChoice, ToolSpec};
+use steward_protocol::{Event, RiskLevel, ToolChoice, ToolSpec};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
-
-struct Yes;
-
-#[async_trait]
-impl Approver for Yes {
-    async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-        ApprovalAnswer::Approve { token: token.into(), decided_by: "local:alice".into(), scope: ApprovalScope::Once }
-    }
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Event>>);
-
-impl EventObserver for Recorder {
-    fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(event.clone());
-    }
-}
 
 /// A tool offered only inside its chain.
 struct Stamp(ToolSpec);

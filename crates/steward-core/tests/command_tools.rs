@@ -2,13 +2,13 @@
 //! agent loop with the scripted fake provider and a scripted approver.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::common::Recorder;
 use async_trait::async_trait;
 use serde_json::json;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::config::Config;
-use steward_core::events::EventObserver;
 use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::{Redactor, Workspace};
@@ -29,15 +29,6 @@ impl Approver for Owner {
         } else {
             ApprovalAnswer::Reject { reason: "no".into(), decided_by: me }
         }
-    }
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Event>>);
-
-impl EventObserver for Recorder {
-    fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(event.clone());
     }
 }
 

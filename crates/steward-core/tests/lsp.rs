@@ -3,18 +3,17 @@
 //! `STEWARD_TEST_NODE22`), each on a small project, in the sandbox.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
+use crate::common::{Recorder, Yes};
 use serde_json::{Value, json};
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
+use steward_core::approval::ApprovalKey;
 use steward_core::config::{Config, LspServerConfig};
-use steward_core::events::EventObserver;
 use steward_core::tools::{ToolContext, ToolError, ToolRegistry};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_peers::required_env;
 use steward_policy::{Redactor, Workspace};
-use steward_protocol::{ApprovalRequest, Event, ToolChoice};
+use steward_protocol::ToolChoice;
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
@@ -161,24 +160,6 @@ async fn peer_lsp_pyright_finds_definitions_references_hover_and_symbols() {
     assert_eq!(manager.running().await, 1);
     manager.shutdown().await;
     assert_eq!(manager.running().await, 0);
-}
-
-struct Yes;
-
-#[async_trait]
-impl Approver for Yes {
-    async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-        ApprovalAnswer::Approve { token: token.into(), decided_by: "local:alice".into(), scope: ApprovalScope::Once }
-    }
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Event>>);
-
-impl EventObserver for Recorder {
-    fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(event.clone());
-    }
 }
 
 /// A run asks pyright for the diagnostics of `app.py`, edits `pkg/util.py` with the `edit` tool

@@ -1,6 +1,8 @@
 //! The integration tests of `steward-core`, in one test binary (one link instead of one per
 //! file). Every file under `tests/` is a module here (checked by the `steward-cli` tests).
 
+mod common;
+
 mod approval_hidden_parts;
 mod approvals;
 mod chains_hooks;

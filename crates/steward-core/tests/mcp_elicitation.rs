@@ -7,12 +7,12 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use crate::common::Recorder;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::config::Config;
 use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
-use steward_core::events::EventObserver;
 use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_mcp::{McpManager, McpServerConfig};
@@ -64,15 +64,6 @@ impl Approver for Owner {
             Answer::Declines => ElicitationReply::Decline { decided_by: OWNER.into() },
             Answer::NeverAnswers => std::future::pending().await,
         }
-    }
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Event>>);
-
-impl EventObserver for Recorder {
-    fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(event.clone());
     }
 }
 

@@ -4,17 +4,17 @@
 //! it receives, so the test sees that none arrived). Other values reach the server.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::common::Recorder;
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::config::Config;
-use steward_core::events::EventObserver;
 use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_mcp::{McpManager, McpServerConfig, ValueSource};
 use steward_policy::Redactor;
-use steward_protocol::{ApprovalRequest, AuditOutcome, Event, EventKind, ToolChoice};
+use steward_protocol::{ApprovalRequest, AuditOutcome, EventKind, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
@@ -25,15 +25,6 @@ struct Approves;
 impl Approver for Approves {
     async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
         ApprovalAnswer::Approve { token: token.into(), decided_by: "local:alice".into(), scope: ApprovalScope::Once }
-    }
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Event>>);
-
-impl EventObserver for Recorder {
-    fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(event.clone());
     }
 }
 
