@@ -223,21 +223,12 @@ pub async fn remove_registered(
     }
     let versions: Vec<String> = removed.iter().map(|v| format!("{name}@v{v}")).collect();
     store
-        .append_audit(steward_protocol::AuditEntry {
-            agent: by.to_string(),
-            run_id: String::new(),
-            call_id: String::new(),
-            action: "generated_tool_remove".into(),
-            input: serde_json::json!({ "owner": owner_id, "name": name, "versions": removed }),
-            policy: "owner".into(),
-            risk: 0.0,
-            outcome: steward_protocol::AuditOutcome::Completed,
-            latency_ms: 0,
-            sandbox: String::new(),
-            approval_id: String::new(),
-            rollback_token: String::new(),
-            detail: format!("{by} removed the generated tool {}", versions.join(", ")),
-        })
+        .append_audit(steward_protocol::AuditEntry::owner_action(
+            by,
+            "generated_tool_remove",
+            serde_json::json!({ "owner": owner_id, "name": name, "versions": removed }),
+            format!("{by} removed the generated tool {}", versions.join(", ")),
+        ))
         .await?;
     store.flush().await?;
     Ok(removed)

@@ -143,21 +143,12 @@ pub async fn create(store: &dyn Store, owner_id: &str, name: &str, scopes: &[Sco
 async fn audit(store: &dyn Store, action: &str, token: &McpTokenRecord) -> Result<(), StoreError> {
     let done = if action == "mcp_token_create" { "created" } else { "revoked" };
     store
-        .append_audit(steward_protocol::AuditEntry {
-            agent: token.owner_id.clone(),
-            run_id: String::new(),
-            call_id: String::new(),
-            action: action.to_string(),
-            input: serde_json::json!({ "token_id": token.id, "scopes": token.scopes }),
-            policy: "owner".into(),
-            risk: 0.0,
-            outcome: steward_protocol::AuditOutcome::Completed,
-            latency_ms: 0,
-            sandbox: String::new(),
-            approval_id: String::new(),
-            rollback_token: String::new(),
-            detail: format!("{} {done} MCP token {} (scopes {})", token.owner_id, token.id, token.scopes.join(",")),
-        })
+        .append_audit(steward_protocol::AuditEntry::owner_action(
+            &token.owner_id,
+            action,
+            serde_json::json!({ "token_id": token.id, "scopes": token.scopes }),
+            format!("{} {done} MCP token {} (scopes {})", token.owner_id, token.id, token.scopes.join(",")),
+        ))
         .await
         .map(|_| ())
 }

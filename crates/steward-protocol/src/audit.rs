@@ -90,6 +90,30 @@ pub struct AuditEntry {
     pub detail: String,
 }
 
+impl AuditEntry {
+    /// The record of something an owner did outside a tool call (revoking a grant, removing a
+    /// generated tool, making a token, resetting the anchor): `agent` is the owner, the rule
+    /// `owner`, risk 0, outcome completed, no run, call, sandbox, approval or rollback token.
+    /// Callers set what else applies with struct update syntax.
+    pub fn owner_action(owner: &str, action: &str, input: Value, detail: String) -> AuditEntry {
+        AuditEntry {
+            agent: owner.to_string(),
+            run_id: String::new(),
+            call_id: String::new(),
+            action: action.to_string(),
+            input,
+            policy: "owner".into(),
+            risk: 0.0,
+            outcome: AuditOutcome::Completed,
+            latency_ms: 0,
+            sandbox: String::new(),
+            approval_id: String::new(),
+            rollback_token: String::new(),
+            detail,
+        }
+    }
+}
+
 /// One append-only audit record, hash-chained to its predecessor.
 ///
 /// `hash = sha256(prev_hash || canonical JSON of every other field)` as lowercase hex; the

@@ -1,7 +1,7 @@
 //! `steward audit anchor`: show the audit anchor, or reset it on purpose (`--reset`).
 
 use anyhow::Result;
-use steward_protocol::{AuditEntry, AuditOutcome};
+use steward_protocol::AuditEntry;
 
 use super::*;
 
@@ -42,26 +42,17 @@ pub async fn audit_anchor(reset: bool) -> Result<u8> {
     let owner = local_owner();
     let head = records.last().map(|r| serde_json::json!({"seq": r.seq, "hash": r.hash}));
     let held = before.as_deref().unwrap_or("nothing (the file was missing)");
-    let entry = AuditEntry {
-        agent: owner.clone(),
-        run_id: String::new(),
-        call_id: String::new(),
-        action: ANCHOR_RESET_ACTION.into(),
-        input: serde_json::json!({
+    let entry = AuditEntry::owner_action(
+        &owner,
+        ANCHOR_RESET_ACTION,
+        serde_json::json!({
             "anchor": path.display().to_string(),
             "previous_anchor": before,
             "chain_head_before": head,
             "records_before": records.len(),
         }),
-        policy: "owner".into(),
-        risk: 0.0,
-        outcome: AuditOutcome::Completed,
-        latency_ms: 0,
-        sandbox: String::new(),
-        approval_id: String::new(),
-        rollback_token: String::new(),
-        detail: format!("{owner} reset the audit anchor {}; it held {held}", path.display()),
-    };
+        format!("{owner} reset the audit anchor {}; it held {held}", path.display()),
+    );
     let record = store.reset_audit_anchor(entry).await?;
     store.flush().await?;
     println!(

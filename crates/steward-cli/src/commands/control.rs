@@ -205,19 +205,14 @@ pub async fn grants_revoke(id: &str) -> Result<u8> {
     store.upsert_grant(&grant).await?;
     store
         .append_audit(steward_protocol::AuditEntry {
-            agent: owner,
             run_id: grant.run_id.clone(),
-            call_id: String::new(),
-            action: "revoke_grant".into(),
-            input: serde_json::json!({"grant": grant.id, "tool": grant.tool}),
-            policy: "owner".into(),
-            risk: 0.0,
-            outcome: steward_protocol::AuditOutcome::Completed,
-            latency_ms: 0,
-            sandbox: String::new(),
             approval_id: grant.approval_id.clone(),
-            rollback_token: String::new(),
-            detail: format!("grant {} revoked; `{}` asks again", grant.id, grant.tool),
+            ..steward_protocol::AuditEntry::owner_action(
+                &owner,
+                "revoke_grant",
+                serde_json::json!({"grant": grant.id, "tool": grant.tool}),
+                format!("grant {} revoked; `{}` asks again", grant.id, grant.tool),
+            )
         })
         .await?;
     store.flush().await?;

@@ -69,19 +69,13 @@ pub async fn test_compensation(workspace: &Path, name: &str, args: &str) -> Resu
     };
     store
         .append_audit(AuditEntry {
-            agent: local_owner(),
-            run_id: String::new(),
-            call_id: String::new(),
-            action: "test_compensation".into(),
-            input: serde_json::json!({"tool": name, "definition_sha256": digest, "arguments": redactor.redact_value(&arguments)}),
-            policy: "owner".into(),
-            risk: 0.0,
             outcome,
-            latency_ms: 0,
-            sandbox: String::new(),
-            approval_id: String::new(),
-            rollback_token: String::new(),
-            detail: detail.clone(),
+            ..AuditEntry::owner_action(
+                &local_owner(),
+                "test_compensation",
+                serde_json::json!({"tool": name, "definition_sha256": digest, "arguments": redactor.redact_value(&arguments)}),
+                detail.clone(),
+            )
         })
         .await?;
     store.flush().await?;
