@@ -30,12 +30,12 @@ pub(crate) fn exporter_for(
     let resolved = Settings::resolve(&config.telemetry, &env).and_then(|settings| match settings {
         None => Ok(None),
         Some(settings) => steward_telemetry::exporter(&settings, |timeout| {
-            steward_provider::tls::client_builder()
-                .map_err(|e| format!("TLS set-up failed: {e}"))?
+            let builder = steward_provider::tls::client_builder().map_err(|e| format!("TLS set-up failed: {e}"))?;
+            builder
                 .timeout(timeout)
                 .connect_timeout(timeout.min(Duration::from_secs(5)))
                 .build()
-                .map_err(|e| format!("cannot build the HTTP client: {e}"))
+                .map_err(|e| e.to_string())
         })
         .map(Some),
     });

@@ -22,7 +22,7 @@ pub(crate) struct OtlpClient {
     /// The endpoint as messages show it (no credentials).
     shown: String,
     /// The runtime requests run on outside Tokio (built on first use, on the exporting thread).
-    runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
+    runtime: OnceLock<std::io::Result<tokio::runtime::Runtime>>,
 }
 
 impl OtlpClient {
@@ -47,9 +47,8 @@ impl HttpClient for OtlpClient {
         let outcome = if tokio::runtime::Handle::try_current().is_ok() {
             send(&self.client, request).await
         } else {
-            let runtime = self.runtime.get_or_init(|| {
-                tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())
-            });
+            let runtime =
+                self.runtime.get_or_init(|| tokio::runtime::Builder::new_current_thread().enable_all().build());
             match runtime {
                 Ok(runtime) => runtime.block_on(send(&self.client, request)),
                 Err(e) => Err(format!("no runtime for the export: {e}").into()),

@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod client;
+mod error;
 mod settings;
 pub mod spans;
 
@@ -29,6 +30,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use steward_protocol::{AuditRecord, Event};
 
+pub use error::TelemetryError;
 pub use settings::{DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, HTTP_PROTOBUF, Settings, TelemetryConfig};
 
 /// How long [`shutdown`] waits for queued spans to be sent, at most.
@@ -66,11 +68,17 @@ impl Exporter {
 
 /// The exporter for `settings`, started on first use with an HTTP client from `client` (the
 /// caller's TLS set-up; given the export timeout) and kept for the life of the process.
-/// `Err` is a sentence for the user: the exporter could not be built.
-pub fn exporter(
+///
+/// # Errors
+/// [`TelemetryError::Client`] when `client` fails, [`TelemetryError::Exporter`] when the OTLP
+/// exporter refuses the settings.
+pub fn exporter<E>(
     settings: &Settings,
-    client: impl FnOnce(Duration) -> Result<reqwest::Client, String>,
-) -> Result<Exporter, String> {
+    client: impl FnOnce(Duration) -> Result<reqwest::Client, E>,
+) -> Result<Exporter, TelemetryError>
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let mut pipelines = pipelines();
     let tracer = |provider: &SdkTracerProvider| Exporter {
         tracer: provider.tracer("steward"),
@@ -80,7 +88,8 @@ pub fn exporter(
         return Ok(tracer(provider));
     }
     let shown = settings.shown_endpoint();
-    let http = client::OtlpClient::new(client(settings.timeout)?, shown.clone());
+    let http =
+        client::OtlpClient::new(client(settings.timeout).map_err(|e| TelemetryError::Client(e.into()))?, shown.clone());
     let headers: HashMap<String, String> = settings.headers.clone().into_iter().collect();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
@@ -90,7 +99,7 @@ pub fn exporter(
         .with_timeout(settings.timeout)
         .with_headers(headers)
         .build()
-        .map_err(|e| format!("cannot export to {shown}: {e}"))?;
+        .map_err(|source| TelemetryError::Exporter { endpoint: shown, source })?;
     let provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource()).build();
     let made = tracer(&provider);
     pipelines.push((settings.clone(), provider));

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::TelemetryError;
+
 /// `[telemetry]`: OpenTelemetry export of every run's trace (SPEC R3) as spans — `invoke_agent`
 /// per run, `chat` per model call, `execute_tool` per tool call — over OTLP/HTTP (protobuf).
 /// Off unless an endpoint is set here or in `OTEL_EXPORTER_OTLP_ENDPOINT` /
@@ -70,7 +72,10 @@ impl Settings {
     /// production) give: `Ok(None)` when export is off, `Err` with a sentence for the user when
     /// it is asked for but cannot be done (an unsupported protocol or exporter, an endpoint that
     /// is not an `http(s)` URL). The sentence never shows an endpoint's credentials.
-    pub fn resolve(config: &TelemetryConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Settings>, String> {
+    pub fn resolve(
+        config: &TelemetryConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Settings>, TelemetryError> {
         let var = |name: &str| env(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
         if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) || config.enabled == Some(false) {
             return Ok(None);
@@ -79,9 +84,7 @@ impl Settings {
             None | Some("otlp") => {}
             Some("none") => return Ok(None),
             Some(other) => {
-                return Err(format!(
-                    "OTEL_TRACES_EXPORTER={other} is not supported: Steward exports traces over OTLP (`otlp`) or not at all (`none`)"
-                ));
+                return Err(TelemetryError::UnsupportedExporter(other.to_string()));
             }
         }
         let endpoint = if let Some(full) = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
@@ -128,26 +131,19 @@ fn traces_url(base: &str) -> String {
     format!("{}/v1/traces", base.trim_end_matches('/'))
 }
 
-fn check_protocol(protocol: &str, from: &str) -> Result<(), String> {
-    match protocol {
-        HTTP_PROTOBUF => Ok(()),
-        "grpc" => Err(format!(
-            "OTLP over gRPC ({from} = grpc) is not supported: Steward exports over OTLP/HTTP; set the protocol to \
-             `http/protobuf` and the endpoint to the receiver's HTTP port (a collector's 4318, not 4317)"
-        )),
-        "http/json" => Err(format!(
-            "OTLP over HTTP/JSON ({from} = http/json) is not supported: Steward exports OTLP/HTTP with protobuf bodies; \
-             set the protocol to `http/protobuf`"
-        )),
-        other => Err(format!("{from} = `{other}` is not an OTLP protocol Steward supports (use `http/protobuf`)")),
+fn check_protocol(protocol: &str, from: &'static str) -> Result<(), TelemetryError> {
+    if protocol == HTTP_PROTOBUF {
+        Ok(())
+    } else {
+        Err(TelemetryError::UnsupportedProtocol { protocol: protocol.to_string(), from })
     }
 }
 
-fn check_endpoint(endpoint: &str) -> Result<(), String> {
+fn check_endpoint(endpoint: &str) -> Result<(), TelemetryError> {
     match reqwest::Url::parse(endpoint) {
         Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => Ok(()),
-        Ok(_) => Err(format!("the OTLP endpoint `{}` is not an http:// or https:// URL", shown(endpoint))),
-        Err(e) => Err(format!("the OTLP endpoint `{}` is not a URL: {e}", shown(endpoint))),
+        Ok(_) => Err(TelemetryError::NotHttp { endpoint: shown(endpoint) }),
+        Err(e) => Err(TelemetryError::NotAUrl { endpoint: shown(endpoint), reason: e.to_string() }),
     }
 }
 
@@ -169,9 +165,11 @@ pub(crate) fn shown(url: &str) -> String {
 mod tests {
     use super::*;
 
+    /// `Settings::resolve` with the error as its message, which is what the user sees.
     fn resolve(config: &TelemetryConfig, vars: &[(&str, &str)]) -> Result<Option<Settings>, String> {
         let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Settings::resolve(config, &move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+            .map_err(|e| e.to_string())
     }
 
     fn endpoint(config: &TelemetryConfig, vars: &[(&str, &str)]) -> Option<String> {
