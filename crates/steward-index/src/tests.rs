@@ -146,7 +146,10 @@ fn embeddings_are_kept_per_chunk_text_and_only_new_text_is_pending() {
     let mut index = WorkspaceIndex::open(state.path(), &workspace, &options).unwrap();
     index.update(&workspace, &options, &never, &keep).unwrap();
     let pending = index.pending_embeddings("m");
-    assert_eq!(pending.iter().map(|p| p.input.as_str()).collect::<Vec<_>>(), ["a.txt\nalpha one\n", "b.txt\nbeta two\n"]);
+    assert_eq!(
+        pending.iter().map(|p| p.input.as_str()).collect::<Vec<_>>(),
+        ["a.txt\nalpha one\n", "b.txt\nbeta two\n"]
+    );
     let vectors = pending.iter().map(|p| (p.key.clone(), toy_vector(&p.input))).collect();
     assert_eq!(index.add_embeddings("m", vectors).unwrap(), 2);
     assert!(index.pending_embeddings("m").is_empty());

@@ -108,7 +108,8 @@ impl EmbeddingClient {
         }
         let request = request.json(&json!({"model": self.model, "input": inputs}));
         let response = self.core.send(request).await.map_err(|f| f.error)?;
-        let body: Value = response.json().await.map_err(|e| self.reply(&format!("unreadable reply: {}", e.without_url())))?;
+        let body: Value =
+            response.json().await.map_err(|e| self.reply(&format!("unreadable reply: {}", e.without_url())))?;
         vectors(&body, inputs.len()).map_err(|why| self.reply(&why))
     }
 

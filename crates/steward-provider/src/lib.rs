@@ -45,8 +45,8 @@ mod wire;
 use async_trait::async_trait;
 pub use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
 
-pub use embeddings::{EmbeddingClient, EmbeddingError};
 pub use config::{ApiKeyEnv, PRESETS, ProviderConfig, ProviderKind, build_provider, preset};
+pub use embeddings::{EmbeddingClient, EmbeddingError};
 pub use fake::{FakeProvider, Scenario};
 pub use formats::{ToolCallFormat, ToolCallFormatSetting};
 pub use markup::unparsed_tool_markup;
