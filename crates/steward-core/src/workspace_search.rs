@@ -20,7 +20,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, SearchConfig};
 use crate::events::EventEmitter;
-use crate::tools::search_index::render_hits;
 
 /// Chunks embedded per request to the provider.
 pub const EMBEDDING_BATCH: usize = 16;
@@ -184,6 +183,24 @@ async fn blocking<T: Send + 'static>(
             source: std::io::Error::other(e.to_string()),
         })
     })
+}
+
+/// The passages as the model sees them: `path:start-end` and the text in a fence.
+pub fn render_hits(hits: &[Hit]) -> String {
+    let mut out = String::new();
+    for hit in hits {
+        let fence = if hit.text.contains("```") { "~~~~" } else { "```" };
+        out.push_str(&format!(
+            "{}:{}-{} (score {:.2})\n{fence}\n{}{}{fence}\n",
+            hit.path,
+            hit.start_line,
+            hit.end_line,
+            hit.score,
+            hit.text,
+            if hit.text.ends_with('\n') { "" } else { "\n" }
+        ));
+    }
+    out
 }
 
 /// The heading of the context block.

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use steward_index::{Hit, IndexOptions};
+use steward_index::IndexOptions;
 use steward_policy::Redactor;
 use steward_protocol::{RiskLevel, ToolSpec};
 
 use super::shared::{opt_u64, spec, str_arg};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
+pub use crate::workspace_search::render_hits;
 use crate::workspace_search::{Embeddings, lookup};
 
 /// The tool's name.
@@ -61,24 +62,6 @@ impl SearchIndexTool {
     pub fn with_embeddings(self, embeddings: Embeddings) -> SearchIndexTool {
         SearchIndexTool { embeddings, ..self }
     }
-}
-
-/// The passages as the model sees them: `path:start-end` and the text in a fence.
-pub fn render_hits(hits: &[Hit]) -> String {
-    let mut out = String::new();
-    for hit in hits {
-        let fence = if hit.text.contains("```") { "~~~~" } else { "```" };
-        out.push_str(&format!(
-            "{}:{}-{} (score {:.2})\n{fence}\n{}{}{fence}\n",
-            hit.path,
-            hit.start_line,
-            hit.end_line,
-            hit.score,
-            hit.text,
-            if hit.text.ends_with('\n') { "" } else { "\n" }
-        ));
-    }
-    out
 }
 
 #[async_trait]
