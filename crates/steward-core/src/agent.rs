@@ -159,13 +159,19 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
     let workspace = Arc::new(workspace);
     // The workspace search index (SPEC K): the model's own ranked queries, over the index kept
     // in this runtime's state folder.
+    let embeddings = if req.config.search.enabled {
+        crate::workspace_search::Embeddings::from_config(&req.config, &|name| std::env::var(name).ok())
+    } else {
+        crate::workspace_search::Embeddings::Off
+    };
     if req.tools.get(crate::tools::search_index::NAME).is_some() {
         req.tools.insert(Arc::new(
             crate::tools::search_index::SearchIndexTool::new(
                 Some(rt.index_dir.clone()),
                 req.config.search.index_options(),
             )
-            .with_redactor(rt.redactor.clone()),
+            .with_redactor(rt.redactor.clone())
+            .with_embeddings(embeddings.clone()),
         ));
     }
     let chains = Chains::new(&req.config.chains, &req.tools).map_err(|e| RunError::Config(e.to_string()))?;
@@ -328,6 +334,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         crate::workspace_search::context_for_task(
             &rt.index_dir,
             search,
+            &embeddings,
             &workspace,
             &req.task,
             &cancel,

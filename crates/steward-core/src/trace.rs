@@ -118,6 +118,11 @@ pub enum TraceStep {
         duration_ms: u64,
         /// Why the index could not be used; `None` when it was.
         error: Option<String>,
+        /// How the passages were ranked: `bm25` or `hybrid` (empty when the index could not
+        /// be used).
+        ranking: String,
+        /// Why embeddings were configured but the ranking fell back to keywords.
+        embedding_error: Option<String>,
     },
     /// The run answered.
     Answered {
@@ -234,14 +239,20 @@ pub fn steps(events: &[Event]) -> Vec<TraceStep> {
                 repeats: *repeats,
                 answered_from_record: *answered_from_record,
             },
-            EventKind::ContextRetrieved { chunks, duration_ms, .. } => TraceStep::Context {
+            EventKind::ContextRetrieved { chunks, duration_ms, ranking, embedding_error, .. } => TraceStep::Context {
                 passages: chunks.iter().map(|c| format!("{}:{}-{}", c.path, c.start_line, c.end_line)).collect(),
                 duration_ms: *duration_ms,
                 error: None,
+                ranking: ranking.clone(),
+                embedding_error: embedding_error.clone(),
             },
-            EventKind::ContextUnavailable { error } => {
-                TraceStep::Context { passages: Vec::new(), duration_ms: 0, error: Some(error.clone()) }
-            }
+            EventKind::ContextUnavailable { error } => TraceStep::Context {
+                passages: Vec::new(),
+                duration_ms: 0,
+                error: Some(error.clone()),
+                ranking: String::new(),
+                embedding_error: None,
+            },
             EventKind::RunCompleted { final_text, .. } => TraceStep::Answered { text: final_text.clone() },
             EventKind::RunFailed { error, class, .. } => TraceStep::Failed { class: *class, error: error.clone() },
             _ => continue,

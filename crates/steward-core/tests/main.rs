@@ -18,4 +18,5 @@ mod patches;
 mod repeats;
 mod roles;
 mod tools;
+mod workspace_embeddings;
 mod workspace_search;

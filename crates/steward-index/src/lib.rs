@@ -14,9 +14,16 @@
 //! ([`index_dir`]), owner-only. [`WorkspaceIndex::update`] brings it up to date
 //! incrementally: a file whose size and modification time are unchanged is not read; one
 //! whose content hash (SHA-256) is unchanged is not cut again.
+//!
+//! Optionally, each chunk's embedding (from a provider, see `steward-core`) is kept in the same
+//! file, keyed by the SHA-256 of the chunk's path and redacted text, so an update embeds only
+//! chunks whose text is new ([`WorkspaceIndex::pending_embeddings`],
+//! [`WorkspaceIndex::add_embeddings`]); [`WorkspaceIndex::hybrid`] then fuses the BM25 and
+//! cosine rankings ([`hybrid::reciprocal_rank_fusion`]).
 
 pub mod bm25;
 pub mod chunk;
+pub mod hybrid;
 pub mod tokens;
 
 use std::collections::BTreeMap;
@@ -141,6 +148,38 @@ struct Stored {
     updated_at: u64,
     /// Files by workspace-relative, `/`-separated path.
     files: BTreeMap<String, FileEntry>,
+    /// The chunks' embeddings, when a provider gave them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vectors: Option<Vectors>,
+}
+
+/// The embeddings of the chunks, from one model.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Vectors {
+    /// Which model made them (`provider/model`); another model's are dropped.
+    model: String,
+    /// By [`embedding_key`] of the chunk, the vector ([`hybrid::encode`]).
+    by_key: BTreeMap<String, String>,
+}
+
+/// The text a chunk of `path` is embedded as: its path on the first line, then its text.
+pub fn embedding_input(path: &str, text: &str) -> String {
+    format!("{path}\n{text}")
+}
+
+/// The key of a chunk's vector: the SHA-256 (hex) of its [`embedding_input`].
+fn embedding_key(path: &str, text: &str) -> String {
+    hex::encode(Sha256::digest(embedding_input(path, text).as_bytes()))
+}
+
+/// A chunk waiting for its embedding: the key [`WorkspaceIndex::add_embeddings`] takes back,
+/// and the text to embed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingEmbedding {
+    /// The key the vector is stored under.
+    pub key: String,
+    /// The text to embed ([`embedding_input`]: path and redacted chunk text).
+    pub input: String,
 }
 
 /// What an update did.
@@ -239,6 +278,10 @@ pub struct WorkspaceIndex {
     dir: PathBuf,
     stored: Stored,
     ranker: Option<Bm25>,
+    /// The [`embedding_key`] of every chunk, in ranking order (made with the ranker).
+    keys: Option<Vec<String>>,
+    /// The chunks' vectors decoded (model, index order), made on first use.
+    decoded: Option<(String, Vec<Option<Vec<f32>>>)>,
     rebuilt: Option<String>,
 }
 
@@ -256,6 +299,7 @@ impl WorkspaceIndex {
             overlap_chars: options.overlap_chars,
             updated_at: 0,
             files: BTreeMap::new(),
+            vectors: None,
         };
         let path = dir.join(INDEX_FILE);
         let (stored, rebuilt) = match std::fs::read(&path) {
@@ -274,7 +318,7 @@ impl WorkspaceIndex {
                 Err(e) => (fresh, Some(format!("it could not be read ({e})"))),
             },
         };
-        Ok(WorkspaceIndex { dir, stored, ranker: None, rebuilt })
+        Ok(WorkspaceIndex { dir, stored, ranker: None, keys: None, decoded: None, rebuilt })
     }
 
     /// The folder holding the index file.
@@ -391,6 +435,8 @@ impl WorkspaceIndex {
             self.stored.updated_at =
                 std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()).max(1);
             self.ranker = None;
+            self.keys = None;
+            self.decoded = None;
             self.save()?;
         }
         Ok(report)
@@ -420,14 +466,24 @@ impl WorkspaceIndex {
 
     /// Every chunk matching `query`, best first.
     pub fn ranked(&mut self, query: &str) -> Vec<Hit> {
+        let ranked = self.keyword_ranking(query);
+        self.hits(ranked)
+    }
+
+    /// The BM25 ranking of `query`: chunk numbers (index order) and scores, best first.
+    fn keyword_ranking(&mut self, query: &str) -> Vec<(usize, f64)> {
         let files = &self.stored.files;
         let ranker = self.ranker.get_or_insert_with(|| {
             Bm25::new(files.iter().flat_map(|(path, f)| f.chunks.iter().map(move |c| (path.as_str(), c.text.as_str()))))
         });
+        ranker.rank(query)
+    }
+
+    /// The chunks numbered in `ranked` (index order), as hits with the scores given.
+    fn hits(&self, ranked: Vec<(usize, f64)>) -> Vec<Hit> {
         let chunks: Vec<(&String, &Chunk)> =
-            files.iter().flat_map(|(path, f)| f.chunks.iter().map(move |c| (path, c))).collect();
-        ranker
-            .rank(query)
+            self.stored.files.iter().flat_map(|(path, f)| f.chunks.iter().map(move |c| (path, c))).collect();
+        ranked
             .into_iter()
             .filter_map(|(n, score)| {
                 let (path, chunk) = chunks.get(n)?;
@@ -440,6 +496,108 @@ impl WorkspaceIndex {
                 })
             })
             .collect()
+    }
+
+    /// Every chunk's [`embedding_key`], in the order [`Bm25`] numbers them.
+    fn chunk_keys(&mut self) -> &[String] {
+        let files = &self.stored.files;
+        self.keys.get_or_insert_with(|| {
+            files.iter().flat_map(|(path, f)| f.chunks.iter().map(move |c| embedding_key(path, &c.text))).collect()
+        })
+    }
+
+    /// The chunks that have no embedding from `model` yet, one per distinct text, in index
+    /// order: what an update must embed. Every chunk, when the stored vectors came from
+    /// another model.
+    pub fn pending_embeddings(&mut self, model: &str) -> Vec<PendingEmbedding> {
+        let held = match &self.stored.vectors {
+            Some(v) if v.model == model => Some(&v.by_key),
+            _ => None,
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        let mut pending = Vec::new();
+        for (path, file) in &self.stored.files {
+            for chunk in &file.chunks {
+                let key = embedding_key(path, &chunk.text);
+                if held.is_some_and(|h| h.contains_key(&key)) || !seen.insert(key.clone()) {
+                    continue;
+                }
+                pending.push(PendingEmbedding { key, input: embedding_input(path, &chunk.text) });
+            }
+        }
+        pending
+    }
+
+    /// Stores the vectors `embedded` (key from [`WorkspaceIndex::pending_embeddings`], vector)
+    /// made by `model`, drops the vectors of chunks no longer indexed (and all of another
+    /// model's), and writes the index file when anything changed. Returns the chunks that have
+    /// a vector now.
+    pub fn add_embeddings(&mut self, model: &str, embedded: Vec<(String, Vec<f32>)>) -> Result<usize, IndexError> {
+        let live: std::collections::BTreeSet<String> = self.chunk_keys().iter().cloned().collect();
+        let vectors = self.stored.vectors.get_or_insert_with(Vectors::default);
+        let mut changed = false;
+        if vectors.model != model {
+            *vectors = Vectors { model: model.to_string(), by_key: BTreeMap::new() };
+            changed = true;
+        }
+        let before = vectors.by_key.len();
+        vectors.by_key.retain(|key, _| live.contains(key));
+        changed |= vectors.by_key.len() != before;
+        for (key, vector) in embedded {
+            if live.contains(&key) {
+                vectors.by_key.insert(key, hybrid::encode(&vector));
+                changed = true;
+            }
+        }
+        let held = live.iter().filter(|k| vectors.by_key.contains_key(*k)).count();
+        self.decoded = None;
+        if changed {
+            self.save()?;
+        }
+        Ok(held)
+    }
+
+    /// Every chunk ranked for `query` by reciprocal rank fusion ([`hybrid::RRF_K`]) of its
+    /// BM25 rank and the rank of its vector's cosine similarity to `query_vector` (chunks
+    /// with a vector from `model` only), best first; each hit's score is the fused score. With
+    /// no vector of `model` stored, the BM25 ranking.
+    pub fn hybrid(&mut self, query: &str, query_vector: &[f32], model: &str) -> Vec<Hit> {
+        let keyword = self.keyword_ranking(query);
+        let vectors = self.chunk_vectors(model);
+        if vectors.iter().all(Option::is_none) {
+            return self.hits(keyword);
+        }
+        let mut similar: Vec<(usize, f64)> = vectors
+            .iter()
+            .enumerate()
+            .filter_map(|(n, v)| Some((n, hybrid::cosine(v.as_deref()?, query_vector))))
+            .collect();
+        similar.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let semantic: Vec<usize> = similar.into_iter().map(|(n, _)| n).collect();
+        let keyword: Vec<usize> = keyword.into_iter().map(|(n, _)| n).collect();
+        let fused = hybrid::reciprocal_rank_fusion(&[&keyword, &semantic], vectors.len());
+        self.hits(fused)
+    }
+
+    /// Every chunk's vector from `model` (index order), `None` for a chunk without one;
+    /// decoded once per loaded index.
+    fn chunk_vectors(&mut self, model: &str) -> &[Option<Vec<f32>>] {
+        if self.decoded.as_ref().is_some_and(|(m, _)| m != model) {
+            self.decoded = None;
+        }
+        self.chunk_keys();
+        let keys = self.keys.as_deref().unwrap_or_default();
+        let by_key = self.stored.vectors.as_ref().filter(|v| v.model == model).map(|v| &v.by_key);
+        let (_, decoded) = self.decoded.get_or_insert_with(|| {
+            let decoded = keys.iter().map(|k| by_key.and_then(|b| b.get(k)).and_then(|v| hybrid::decode(v))).collect();
+            (model.to_string(), decoded)
+        });
+        decoded
+    }
+
+    /// The chunks that have a vector from `model`.
+    pub fn embedded_chunks(&mut self, model: &str) -> usize {
+        self.chunk_vectors(model).iter().filter(|v| v.is_some()).count()
     }
 
     /// The indexed files' workspace-relative paths, sorted.

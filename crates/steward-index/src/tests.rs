@@ -130,3 +130,48 @@ fn a_state_folder_inside_the_workspace_is_never_indexed() {
     let report = index.update(&w, &options, &never, &keep).unwrap();
     assert_eq!(index.paths(), [".gitignore", "docs/guide.md", "src/config.rs"], "{report:?}");
 }
+
+/// A made-up vector per input: which of two words it holds, so the test knows the cosines.
+fn toy_vector(input: &str) -> Vec<f32> {
+    vec![f32::from(u8::from(input.contains("alpha"))), f32::from(u8::from(input.contains("beta"))), 0.1]
+}
+
+#[test]
+fn embeddings_are_kept_per_chunk_text_and_only_new_text_is_pending() {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    write(ws.path(), "a.txt", "alpha one\n");
+    write(ws.path(), "b.txt", "beta two\n");
+    let (workspace, options) = (workspace(ws.path()), IndexOptions::default());
+    let mut index = WorkspaceIndex::open(state.path(), &workspace, &options).unwrap();
+    index.update(&workspace, &options, &never, &keep).unwrap();
+    let pending = index.pending_embeddings("m");
+    assert_eq!(
+        pending.iter().map(|p| p.input.as_str()).collect::<Vec<_>>(),
+        ["a.txt\nalpha one\n", "b.txt\nbeta two\n"]
+    );
+    let vectors = pending.iter().map(|p| (p.key.clone(), toy_vector(&p.input))).collect();
+    assert_eq!(index.add_embeddings("m", vectors).unwrap(), 2);
+    assert!(index.pending_embeddings("m").is_empty());
+    // Another model's vectors do not count.
+    assert_eq!(index.pending_embeddings("other").len(), 2);
+
+    // Stored: a fresh load finds them; one changed file leaves one chunk pending.
+    let mut index = WorkspaceIndex::open(state.path(), &workspace, &options).unwrap();
+    assert_eq!(index.embedded_chunks("m"), 2);
+    std::fs::write(ws.path().join("b.txt"), "beta three, longer now\n").unwrap();
+    index.update(&workspace, &options, &never, &keep).unwrap();
+    let pending = index.pending_embeddings("m");
+    assert_eq!(pending.len(), 1);
+    assert!(pending[0].input.starts_with("b.txt\n"));
+    // The gone chunk's vector is dropped when the new one is stored.
+    let vectors = pending.iter().map(|p| (p.key.clone(), toy_vector(&p.input))).collect();
+    assert_eq!(index.add_embeddings("m", vectors).unwrap(), 2);
+
+    // The vector ranking decides where no word is shared; fused scores are RRF's.
+    let hits = index.hybrid("nothing shared", &[0.0, 1.0, 0.0], "m");
+    assert_eq!(hits.iter().map(|h| h.path.as_str()).collect::<Vec<_>>(), ["b.txt", "a.txt"]);
+    assert!((hits[0].score - 1.0 / (hybrid::RRF_K + 1.0)).abs() < 1e-12);
+    // Without vectors of the model asked for, the BM25 ranking.
+    assert_eq!(index.hybrid("alpha", &[0.0, 1.0, 0.0], "other"), index.ranked("alpha"));
+}

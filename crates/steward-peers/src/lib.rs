@@ -168,6 +168,28 @@ pub fn llama_server() -> Peer {
     Peer::start(command, Duration::from_secs(60), "llama_cpp.server", None)
 }
 
+/// The model id [`embedding_server`] serves its model under.
+pub const EMBEDDING_MODEL_ID: &str = "all-minilm-l6-v2";
+
+/// llama-cpp-python's OpenAI-compatible server (`STEWARD_TEST_LLAMA_PYTHON`) serving the
+/// sentence-embedding model all-MiniLM-L6-v2 as GGUF (`STEWARD_TEST_EMBEDDING_MODEL`, made by
+/// `.ci/peers.sh`) at `/v1/embeddings` under the model id [`EMBEDDING_MODEL_ID`]. A context of
+/// 512 tokens (the model's positions), decoded in one batch, so a whole chunk fits; longer
+/// inputs are cut there. Its base URL for Steward is `url() + "/v1"`.
+pub fn embedding_server() -> Peer {
+    let python = required_env("STEWARD_TEST_LLAMA_PYTHON");
+    let model = required_env("STEWARD_TEST_EMBEDDING_MODEL");
+    let command = |port: u16| {
+        let mut command = Command::new(&python);
+        command
+            .args(["-m", "llama_cpp.server", "--model", &model, "--model_alias", EMBEDDING_MODEL_ID])
+            .args(["--embedding", "true", "--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--n_ctx", "512", "--n_batch", "512", "--n_ubatch", "512", "--n_threads", "2"]);
+        command
+    };
+    Peer::start(command, Duration::from_secs(60), "llama_cpp.server (embeddings)", None)
+}
+
 /// aimock (`STEWARD_TEST_AIMOCK`) serving `fixtures` (its JSON fixture list). With `api_key`
 /// set it answers 401 unless a request carries exactly that key.
 pub fn aimock(fixtures: serde_json::Value, api_key: Option<&str>) -> Peer {

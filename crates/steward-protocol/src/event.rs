@@ -348,6 +348,18 @@ pub enum EventKind {
         updated: usize,
         /// Time to update the index and rank, in ms.
         duration_ms: u64,
+        /// How the chunks were ranked: `bm25` (keywords), or `hybrid` (keywords and
+        /// embeddings, fused by reciprocal rank) when `[search] embeddings` is set and the
+        /// provider answered.
+        #[serde(default = "bm25")]
+        ranking: String,
+        /// Chunks embedded for this run (new or changed text since the last update).
+        #[serde(default)]
+        embedded: usize,
+        /// Why embeddings were configured but not used (the ranking fell back to `bm25`),
+        /// redacted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        embedding_error: Option<String>,
     },
     /// The workspace search index could not be used: the run goes on without workspace
     /// context, and this says why.
@@ -451,6 +463,11 @@ impl EventKind {
     pub fn is_terminal(&self) -> bool {
         matches!(self, EventKind::RunCompleted { .. } | EventKind::RunFailed { .. } | EventKind::RunCancelled { .. })
     }
+}
+
+/// The ranking of a `context_retrieved` event recorded before it said which.
+fn bm25() -> String {
+    "bm25".to_string()
 }
 
 #[cfg(test)]

@@ -278,6 +278,31 @@ pub(crate) fn resolve_base_url(
     Ok(base_url)
 }
 
+/// The key of provider `name` (the first non-empty variable of `api_key_env`) and the names
+/// of those variables.
+///
+/// Errors: `missing_api_key` naming the variable(s) when a required key is unset or empty.
+pub(crate) fn resolve_key(
+    name: &str,
+    cfg: &ProviderConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Option<ApiKey>, Vec<String>), ProviderError> {
+    let names = cfg.api_key_env.as_ref().map(ApiKeyEnv::names).unwrap_or_default();
+    let key = names.iter().find_map(|n| env(n).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()));
+    if key.is_none() && cfg.key_required() {
+        let what = match names.as_slice() {
+            [] => "no api_key_env is configured".to_string(),
+            [one] => format!("{one} is not set"),
+            many => format!("none of {} is set", many.join(", ")),
+        };
+        return Err(ProviderError::new(
+            ErrorClass::MissingApiKey,
+            format!("provider '{name}' needs an API key: {what}"),
+        ));
+    }
+    Ok((key.map(ApiKey::new), names))
+}
+
 /// The variable Ollama's own tools read for the server's address.
 const OLLAMA_HOST: &str = "OLLAMA_HOST";
 
@@ -332,19 +357,7 @@ pub fn build_provider(
                 .with_tool_call_format(cfg.tool_call_format.clone()),
         ));
     }
-    let names = cfg.api_key_env.as_ref().map(ApiKeyEnv::names).unwrap_or_default();
-    let key = names.iter().find_map(|n| env(n).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()));
-    if key.is_none() && cfg.key_required() {
-        let what = match names.as_slice() {
-            [] => "no api_key_env is configured".to_string(),
-            [one] => format!("{one} is not set"),
-            many => format!("none of {} is set", many.join(", ")),
-        };
-        return Err(ProviderError::new(
-            ErrorClass::MissingApiKey,
-            format!("provider '{name}' needs an API key: {what}"),
-        ));
-    }
+    let (key, names) = resolve_key(name, cfg, env)?;
     if let Some(role) = cfg.system_role.as_deref()
         && !matches!(role, "system" | "developer")
     {
@@ -357,7 +370,7 @@ pub fn build_provider(
     let core = HttpCore {
         name: name.to_string(),
         base_url,
-        key: key.map(ApiKey::new),
+        key,
         key_env: names,
         default_model: cfg.default_model.clone().unwrap_or_default(),
         retry: cfg.retry_policy(),

@@ -6,6 +6,7 @@
 //!
 //! Modules, top to bottom:
 //! - [`config`]: [`ProviderConfig`], presets and [`build_provider`];
+//! - [`embeddings`]: text embeddings from an OpenAI-compatible `/embeddings`;
 //! - `openai` / `anthropic` / `responses`: the wire protocols (Chat Completions, Messages
 //!   API, OpenAI Responses API);
 //! - [`fake`]: the scripted provider used by tests and evals;
@@ -23,6 +24,7 @@ mod anthropic;
 mod assemble;
 mod coerce;
 pub mod config;
+pub mod embeddings;
 pub mod fake;
 pub mod formats;
 mod formats_parse;
@@ -44,6 +46,7 @@ use async_trait::async_trait;
 pub use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
 
 pub use config::{ApiKeyEnv, PRESETS, ProviderConfig, ProviderKind, build_provider, preset};
+pub use embeddings::{EmbeddingClient, EmbeddingError};
 pub use fake::{FakeProvider, Scenario};
 pub use formats::{ToolCallFormat, ToolCallFormatSetting};
 pub use markup::unparsed_tool_markup;

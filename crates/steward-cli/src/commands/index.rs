@@ -7,8 +7,12 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::Subcommand;
+use std::sync::Arc;
+
+use steward_core::workspace_search::{Embeddings, lookup};
 use steward_index::WorkspaceIndex;
 use steward_policy::{Redactor, Workspace};
+use tokio_util::sync::CancellationToken;
 
 use crate::commands::{load_config, redactor_for, usage_error};
 use crate::home::Home;
@@ -16,12 +20,12 @@ use crate::home::Home;
 /// `steward index …`
 #[derive(Subcommand)]
 pub enum IndexCommand {
-    /// Bring the workspace's search index up to date (new and changed files read and cut into chunks, gone ones dropped) and print what changed.
+    /// Bring the workspace's search index up to date (new and changed files read and cut into chunks, gone ones dropped; with `[search] embeddings`, new chunk texts embedded) and print what changed.
     Build {
         /// The workspace.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
-        /// One JSON object: files, chunks, added, changed, removed, unchanged, bytes_read, skipped counts, duration_ms.
+        /// One JSON object: files, chunks, added, changed, removed, unchanged, bytes_read, skipped counts, embedded, embedding_requests, embedding_error, duration_ms.
         #[arg(long)]
         json: bool,
     },
@@ -34,7 +38,7 @@ pub enum IndexCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Print the passages that best match QUERY, as the `search_index` tool ranks them (the index is brought up to date first).
+    /// Print the passages that best match QUERY, as the `search_index` tool ranks them (the index is brought up to date first; hybrid with `[search] embeddings`).
     Search {
         /// Words to look for.
         query: String,
@@ -59,38 +63,47 @@ pub enum IndexCommand {
 /// Runs one `steward index` command.
 pub async fn run(command: IndexCommand) -> Result<u8> {
     let state_dir = Home::locate()?.dir.join("index");
-    tokio::task::spawn_blocking(move || match command {
-        IndexCommand::Build { workspace, json } => build(&state_dir, &workspace, json),
-        IndexCommand::Status { workspace, json } => status(&state_dir, &workspace, json),
-        IndexCommand::Search { query, limit, workspace, json } => search(&state_dir, &workspace, &query, limit, json),
+    match command {
+        IndexCommand::Build { workspace, json } => build(&state_dir, &workspace, json).await,
+        IndexCommand::Status { workspace, json } => {
+            tokio::task::spawn_blocking(move || status(&state_dir, &workspace, json)).await?
+        }
+        IndexCommand::Search { query, limit, workspace, json } => {
+            search(&state_dir, &workspace, &query, limit, json).await
+        }
         IndexCommand::Clear { workspace } => clear(&state_dir, &workspace),
-    })
-    .await?
+    }
 }
 
 /// The workspace (with its `deny_path`), the index options its configuration gives, and the
 /// redactor chunks pass before they are stored (the run's: patterns, secret environment values,
 /// declared credentials and what the workspace's secret files hold).
-fn open(workspace: &Path) -> Result<(Workspace, steward_index::IndexOptions, Redactor)> {
+fn open(workspace: &Path) -> Result<(Workspace, steward_index::IndexOptions, Redactor, Embeddings)> {
     let config = load_config(workspace)?;
     if !config.search.enabled {
         eprintln!("steward: note: [search] enabled = false: runs neither use nor update this index");
     }
     let ws = Workspace::open(workspace, &config.policy.deny_path).map_err(|e| usage_error(&e.to_string()))?;
     let redactor = redactor_for(&config).with_values(steward_policy::secret_file_values(ws.root()));
-    Ok((ws, config.search.index_options(), redactor))
+    let embeddings = Embeddings::from_config(&config, &|name| std::env::var(name).ok());
+    Ok((ws, config.search.index_options(), redactor, embeddings))
 }
 
-fn build(state_dir: &Path, workspace: &Path, json: bool) -> Result<u8> {
-    let (ws, options, redactor) = open(workspace)?;
+async fn build(state_dir: &Path, workspace: &Path, json: bool) -> Result<u8> {
+    let (ws, options, redactor, embeddings) = open(workspace)?;
     let started = Instant::now();
-    let mut index = WorkspaceIndex::open(state_dir, &ws, &options)?;
-    let report = index.update(&ws, &options, &|| false, &|t| redactor.redact(t))?;
+    let (ws, redactor) = (Arc::new(ws), Arc::new(redactor));
+    let found = lookup(state_dir, &options, &embeddings, &ws, "", 0, &CancellationToken::new(), &redactor).await?;
+    let report = &found.report;
+    let dir = steward_index::index_dir(state_dir, ws.root());
     let duration_ms = started.elapsed().as_millis() as u64;
     if json {
-        let mut value = serde_json::to_value(&report)?;
+        let mut value = serde_json::to_value(report)?;
         value["duration_ms"] = duration_ms.into();
-        value["dir"] = index.dir().display().to_string().into();
+        value["dir"] = dir.display().to_string().into();
+        value["embedded"] = found.embedded.into();
+        value["embedding_requests"] = found.embedding_requests.into();
+        value["embedding_error"] = found.embedding_error.clone().into();
         println!("{value}");
         return Ok(0);
     }
@@ -101,7 +114,7 @@ fn build(state_dir: &Path, workspace: &Path, json: bool) -> Result<u8> {
         "{} files, {} chunks in {} ({duration_ms} ms): {} added, {} changed, {} removed, {} unchanged, {} bytes read",
         report.files,
         report.chunks,
-        index.dir().display(),
+        dir.display(),
         report.added,
         report.changed,
         report.removed,
@@ -118,11 +131,19 @@ fn build(state_dir: &Path, workspace: &Path, json: bool) -> Result<u8> {
     if report.truncated {
         println!("stopped at {} files ([search] max_files)", options.max_files);
     }
+    if let Embeddings::Client(client) = &embeddings {
+        match &found.embedding_error {
+            None => println!("embedded {} chunks with {}/{}", found.embedded, client.provider(), client.model()),
+            Some(why) => println!("embedded {} chunks, then stopped: {why}", found.embedded),
+        }
+    } else if let Some(why) = &found.embedding_error {
+        println!("no embeddings: {why}");
+    }
     Ok(0)
 }
 
 fn status(state_dir: &Path, workspace: &Path, json: bool) -> Result<u8> {
-    let (ws, options, _) = open(workspace)?;
+    let (ws, options, _, _) = open(workspace)?;
     let index = WorkspaceIndex::open(state_dir, &ws, &options)?;
     let status = index.status();
     if status.updated_at == 0 {
@@ -144,11 +165,16 @@ fn status(state_dir: &Path, workspace: &Path, json: bool) -> Result<u8> {
     Ok(0)
 }
 
-fn search(state_dir: &Path, workspace: &Path, query: &str, limit: usize, json: bool) -> Result<u8> {
-    let (ws, options, redactor) = open(workspace)?;
-    let mut index = WorkspaceIndex::open(state_dir, &ws, &options)?;
-    index.update(&ws, &options, &|| false, &|t| redactor.redact(t))?;
-    let hits = index.search(query, limit.max(1));
+async fn search(state_dir: &Path, workspace: &Path, query: &str, limit: usize, json: bool) -> Result<u8> {
+    let (ws, options, redactor, embeddings) = open(workspace)?;
+    let (ws, redactor) = (Arc::new(ws), Arc::new(redactor));
+    let found =
+        lookup(state_dir, &options, &embeddings, &ws, query, limit.max(1), &CancellationToken::new(), &redactor)
+            .await?;
+    if let Some(why) = &found.embedding_error {
+        eprintln!("steward: note: ranked by keywords only: {why}");
+    }
+    let hits = found.hits;
     if json {
         for hit in &hits {
             println!("{}", serde_json::to_string(hit)?);

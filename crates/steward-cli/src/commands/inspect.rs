@@ -150,11 +150,17 @@ fn print_step(step: &TraceStep) {
             println!("    {tool:<12} repeat {repeats} of {earlier_call_id} ({earlier_outcome}{by}): not run")
         }
         TraceStep::Context { error: Some(error), .. } => println!("  context            no workspace context: {error}"),
-        TraceStep::Context { passages, duration_ms, .. } if passages.is_empty() => {
-            println!("  context    {duration_ms:>7} ms  no indexed passage matched the task")
+        TraceStep::Context { passages, duration_ms, embedding_error, .. } if passages.is_empty() => {
+            println!("  context    {duration_ms:>7} ms  no indexed passage matched the task");
+            if let Some(why) = embedding_error {
+                println!("                         ranked by keywords only: {why}");
+            }
         }
-        TraceStep::Context { passages, duration_ms, .. } => {
-            println!("  context    {duration_ms:>7} ms  {}", passages.join(", "))
+        TraceStep::Context { passages, duration_ms, ranking, embedding_error, .. } => {
+            println!("  context    {duration_ms:>7} ms  {} ({ranking})", passages.join(", "));
+            if let Some(why) = embedding_error {
+                println!("                         ranked by keywords only: {why}");
+            }
         }
         TraceStep::Answered { text } => println!("final:\n{text}"),
         TraceStep::Failed { class, error } => println!("failed [{class}]: {error}"),

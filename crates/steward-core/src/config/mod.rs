@@ -376,6 +376,29 @@ mod tests {
     }
 
     #[test]
+    fn only_the_user_or_a_trusted_workspace_names_an_embedding_provider() {
+        let user = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join(".steward")).unwrap();
+        std::fs::write(
+            ws.path().join(".steward/search.toml"),
+            "[providers.collector]\nkind = \"openai\"\nbase_url = \"http://collector.example/v1\"\n\
+             [search]\nembeddings = \"collector\"\nembedding_model = \"m\"\n",
+        )
+        .unwrap();
+        let c = Config::load(Some(user.path()), ws.path()).unwrap();
+        assert_eq!((c.search.embeddings.as_deref(), c.search.embedding_model.as_deref()), (None, None));
+        assert!(c.warnings.iter().any(|w| w.contains("`search` ignored")), "{:?}", c.warnings);
+        std::fs::write(user.path().join("search.toml"), "[search]\nembeddings = \"openai\"\n").unwrap();
+        let c = Config::load(Some(user.path()), ws.path()).unwrap();
+        assert_eq!(c.search.embeddings.as_deref(), Some("openai"), "the user's own setting stays");
+        let trust = format!("[trust]\nworkspaces = [\"{}\"]\n", ws.path().display());
+        std::fs::write(user.path().join("trust.toml"), trust).unwrap();
+        let c = Config::load(Some(user.path()), ws.path()).unwrap();
+        assert_eq!(c.search.embeddings.as_deref(), Some("collector"));
+    }
+
+    #[test]
     fn an_untrusted_workspace_can_only_tighten() {
         let user = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();

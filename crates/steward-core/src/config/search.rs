@@ -1,4 +1,5 @@
-//! `[search]`: the workspace search index (SPEC K). On by default.
+//! `[search]`: the workspace search index (SPEC K). On by default; embeddings only when the
+//! user names a provider for them.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,16 @@ pub struct SearchConfig {
     #[serde(default = "default_max_files")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = DEFAULT_MAX_FILES)))]
     pub max_files: usize,
+    /// Rank with embeddings too: the provider (a `[providers.NAME]` entry or a preset) whose
+    /// OpenAI-compatible `/embeddings` embeds each chunk (after the redactor, once per new or
+    /// changed text) and each query; the keyword and vector rankings are fused by reciprocal
+    /// rank (k = 60). Unset (the default): keyword ranking only. When the provider cannot be
+    /// used or fails, chunks are ranked by keywords alone and the trace says why.
+    #[serde(default)]
+    pub embeddings: Option<String>,
+    /// The embedding model asked of `embeddings` (default: that provider's `default_model`).
+    #[serde(default)]
+    pub embedding_model: Option<String>,
 }
 
 /// Default of [`SearchConfig::context_chunks`].
@@ -45,7 +56,13 @@ fn default_max_files() -> usize {
 
 impl Default for SearchConfig {
     fn default() -> Self {
-        SearchConfig { enabled: true, context_chunks: DEFAULT_CONTEXT_CHUNKS, max_files: DEFAULT_MAX_FILES }
+        SearchConfig {
+            enabled: true,
+            context_chunks: DEFAULT_CONTEXT_CHUNKS,
+            max_files: DEFAULT_MAX_FILES,
+            embeddings: None,
+            embedding_model: None,
+        }
     }
 }
 

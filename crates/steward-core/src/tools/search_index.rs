@@ -7,12 +7,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use steward_index::{Hit, IndexOptions, WorkspaceIndex};
+use steward_index::IndexOptions;
 use steward_policy::Redactor;
 use steward_protocol::{RiskLevel, ToolSpec};
 
 use super::shared::{opt_u64, spec, str_arg};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
+pub use crate::workspace_search::render_hits;
+use crate::workspace_search::{Embeddings, lookup};
 
 /// The tool's name.
 pub const NAME: &str = "search_index";
@@ -28,6 +30,7 @@ pub struct SearchIndexTool {
     state_dir: Option<PathBuf>,
     options: IndexOptions,
     redactor: Option<Arc<Redactor>>,
+    embeddings: Embeddings,
 }
 
 impl SearchIndexTool {
@@ -47,31 +50,18 @@ impl SearchIndexTool {
             false,
             &[],
         );
-        SearchIndexTool { spec, state_dir, options, redactor: None }
+        SearchIndexTool { spec, state_dir, options, redactor: None, embeddings: Embeddings::Off }
     }
 
     /// The same tool storing chunks redacted by `redactor` (the run's).
     pub fn with_redactor(self, redactor: Arc<Redactor>) -> SearchIndexTool {
         SearchIndexTool { redactor: Some(redactor), ..self }
     }
-}
 
-/// The passages as the model sees them: `path:start-end` and the text in a fence.
-pub fn render_hits(hits: &[Hit]) -> String {
-    let mut out = String::new();
-    for hit in hits {
-        let fence = if hit.text.contains("```") { "~~~~" } else { "```" };
-        out.push_str(&format!(
-            "{}:{}-{} (score {:.2})\n{fence}\n{}{}{fence}\n",
-            hit.path,
-            hit.start_line,
-            hit.end_line,
-            hit.score,
-            hit.text,
-            if hit.text.ends_with('\n') { "" } else { "\n" }
-        ));
+    /// The same tool ranking with `embeddings` too (`[search] embeddings`).
+    pub fn with_embeddings(self, embeddings: Embeddings) -> SearchIndexTool {
+        SearchIndexTool { embeddings, ..self }
     }
-    out
 }
 
 #[async_trait]
@@ -95,24 +85,21 @@ impl Tool for SearchIndexTool {
             return Err(ToolError::refused("invalid_arguments", "`query` must not be empty"));
         }
         let limit = opt_u64(args, "limit")?.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
-        let (workspace, cancel) = (ctx.workspace.clone(), ctx.cancel.clone());
-        let (Some(state_dir), Some(redactor)) = (self.state_dir.clone(), self.redactor.clone()) else {
+        let (Some(state_dir), Some(redactor)) = (&self.state_dir, &self.redactor) else {
             return Err(ToolError::failed("the search index has no state folder in this process"));
         };
-        let options = self.options.clone();
-        let hits = tokio::task::spawn_blocking(move || {
-            let mut index = WorkspaceIndex::open(&state_dir, &workspace, &options)?;
-            index.update(&workspace, &options, &|| cancel.is_cancelled(), &|t| redactor.redact(t))?;
-            Ok::<_, steward_index::IndexError>(index.search(&query, limit))
-        })
-        .await
-        .map_err(|e| ToolError::failed(format!("the tool's worker failed: {e}")))?
-        .map_err(|e| ToolError::failed(e.to_string()))?;
-        let content = if hits.is_empty() {
-            format!("no indexed passage matches `{}`; try other words or the `search` tool", str_arg(args, "query")?)
+        let found =
+            lookup(state_dir, &self.options, &self.embeddings, &ctx.workspace, &query, limit, &ctx.cancel, redactor)
+                .await
+                .map_err(|e| ToolError::failed(e.to_string()))?;
+        let mut content = if found.hits.is_empty() {
+            format!("no indexed passage matches `{query}`; try other words or the `search` tool")
         } else {
-            render_hits(&hits)
+            render_hits(&found.hits)
         };
+        if let Some(why) = &found.embedding_error {
+            content.push_str(&format!("(ranked by keywords only: {why})\n"));
+        }
         Ok(ToolOutput { content, ..ToolOutput::default() })
     }
 }

@@ -302,9 +302,13 @@ fn steps(events: &[Event]) -> Vec<Step> {
             TraceStep::Context { error: Some(error), .. } => {
                 Some(row("workspace context", error, 0, 0, 0, "unavailable"))
             }
-            TraceStep::Context { passages, duration_ms, .. } => {
+            TraceStep::Context { passages, duration_ms, ranking, embedding_error, .. } => {
                 let outcome = if passages.is_empty() { "none matched" } else { "given" };
-                Some(row("workspace context", passages.join(", "), duration_ms, 0, 0, outcome))
+                let mut detail = format!("{} ({ranking})", passages.join(", "));
+                if let Some(why) = embedding_error {
+                    detail.push_str(&format!("; ranked by keywords only: {why}"));
+                }
+                Some(row("workspace context", detail, duration_ms, 0, 0, outcome))
             }
             TraceStep::Repeated { tool, earlier_call_id, earlier_outcome, answered_from_record, .. } => {
                 let outcome = if answered_from_record { "answered from the record" } else { "not run" };
