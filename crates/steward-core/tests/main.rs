@@ -17,5 +17,6 @@ mod memory_context;
 mod patches;
 mod repeats;
 mod roles;
+mod shell_direct;
 mod tools;
 mod workspace_search;

@@ -16,6 +16,7 @@ use crate::egress::{self, Forwarder, Handover};
 use crate::env::{ENV_NEVER_PASSED, child_env};
 use crate::limits::ChildSetup;
 use crate::plan::{Host, plan};
+use crate::program::ExecImage;
 use crate::shell;
 use crate::{ExecOutput, ExecRequest, SandboxError};
 
@@ -190,21 +191,18 @@ fn prepare(
         Some(_) => Some(Handover::new()?),
         None => None,
     };
-    let setup = ChildSetup::new(plan.net, plan.ns, cpu_seconds, req.memory_bytes, landlock_fd, plan.seccomp)
-        .with_egress(handover.as_ref().map(Handover::child_end));
     let program = argv[0].clone();
     let mut env_set = req.env_set.clone();
     if req.egress_proxy.is_some() {
         env_set.extend(egress::proxy_env());
     }
+    let env = child_env(parent_env, &req.env_allow, &env_set);
+    let setup = ChildSetup::new(plan.net, plan.ns, cpu_seconds, req.memory_bytes, landlock_fd, plan.seccomp)
+        .with_egress(handover.as_ref().map(Handover::child_end))
+        .with_program(ExecImage::new(&argv, &env)?)?;
 
     let mut cmd = Command::new(&program);
-    cmd.args(&argv[1..])
-        .current_dir(&req.cwd)
-        .env_clear()
-        .envs(child_env(parent_env, &req.env_allow, &env_set))
-        .process_group(0)
-        .kill_on_drop(true);
+    cmd.args(&argv[1..]).current_dir(&req.cwd).env_clear().envs(env).process_group(0).kill_on_drop(true);
     // SAFETY: `ChildSetup::apply` only makes async-signal-safe calls (unshare, clone, mount,
     // open, write, close, waitpid, socket, ioctl, bind, listen, sendmsg, getrlimit,
     // setrlimit, prctl, landlock_restrict_self, seccomp) on data prepared before the fork; the Landlock fd stays open in the returned
