@@ -169,7 +169,10 @@ fn anything_a_shell_must_read_keeps_bash() {
     let hidden = Visible { home: Some(&home), keep: &[] };
     let elsewhere = tempfile::tempdir().unwrap();
     assert_eq!(direct_argv("./probe.sh 80", path.as_deref(), &ws, &hidden, &[]).map(|d| d.argv.len()), Some(2));
-    assert_eq!(direct_argv(&format!("{}/probe.sh", ws.display()), path.as_deref(), elsewhere.path(), &hidden, &[]), None);
+    assert_eq!(
+        direct_argv(&format!("{}/probe.sh", ws.display()), path.as_deref(), elsewhere.path(), &hidden, &[]),
+        None
+    );
     assert_eq!(direct_argv("cat notes.txt", path.as_deref(), &ws, &shown, &["SHLVL".to_string()]), None);
     assert_eq!(direct_argv("cat notes.txt", Some(std::ffi::OsStr::new("bin:/usr/bin")), &ws, &shown, &[]), None);
 }
