@@ -18,7 +18,10 @@
 //!   the sandbox run inside the first call) and warm (`steward_sandbox::warm_up` called at
 //!   start, the call made [`WARM_GAP`] later, as a run's start-up gives it).
 //!
-//! The cases are run round-robin, so that the machine's load changes weigh on each alike.
+//! The cases are run round-robin, so that the machine's load changes weigh on each alike. Each
+//! line also gives the CPU time per step of this process and of the processes the step
+//! started and waited for (`getrusage` of itself and of its children), which the machine's
+//! load changes far less than wall time.
 //! `steward-bench` (without a mode) runs the `cat` lines and the walk only, with
 //! [`CAT_STEPS`] steps by default (`--sandbox-steps`).
 
@@ -197,7 +200,7 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
 
     println!("steward-bench sandbox: wall time per step, {steps} steps per line");
     println!("sandbox profile: {}", warm.profile);
-    let mut cases: Vec<(&str, Step, Vec<Duration>)> = vec![
+    let mut cases: Vec<(&str, Step, Vec<(Duration, Duration)>)> = vec![
         ("plain `cat` spawn (no sandbox)", Step::Plain(file_arg), Vec::new()),
         ("sandboxed `cat` step", Step::Sandboxed(request), Vec::new()),
     ];
@@ -236,6 +239,7 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
     }
     for _ in 0..steps {
         for (label, step, times) in &mut cases {
+            let cpu = crate::step::cpu_time_with_children();
             let started = Instant::now();
             match step {
                 Step::Plain(file) => plain_cat(file).await?,
@@ -255,15 +259,23 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
                     }
                 }
             }
-            times.push(started.elapsed());
+            times.push((started.elapsed(), crate::step::cpu_time_with_children().saturating_sub(cpu)));
         }
     }
     let mut medians = Vec::new();
-    for (label, _, mut times) in cases {
+    for (label, _, steps) in cases {
+        let mut times: Vec<Duration> = steps.iter().map(|s| s.0).collect();
+        let mut cpu: Vec<Duration> = steps.iter().map(|s| s.1).collect();
         times.sort();
+        cpu.sort();
         let pick = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
         let p50 = ms(pick(0.5));
-        println!("{label}: p50 {p50:.2} ms, p95 {:.2} ms, max {:.2} ms", ms(pick(0.95)), ms(pick(1.0)));
+        println!(
+            "{label}: p50 {p50:.2} ms, p95 {:.2} ms, max {:.2} ms; CPU p50 {:.2} ms (this process and the step's processes)",
+            ms(pick(0.95)),
+            ms(pick(1.0)),
+            ms(cpu[cpu.len() / 2])
+        );
         medians.push(p50);
     }
     println!("sandbox setup alone (sandboxed `cat` against plain `cat`, p50): {:.2} ms", medians[1] - medians[0]);
