@@ -63,6 +63,9 @@ pub struct BenchSandboxArgs {
     first_call_child: Option<String>,
 }
 
+/// The wall time and the CPU time (with the step's processes) of each step of a case.
+type StepTimes = Vec<(Duration, Duration)>;
+
 /// What one case runs per step.
 enum Step {
     /// `cat FILE` without a sandbox.
@@ -200,7 +203,7 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
 
     println!("steward-bench sandbox: wall time per step, {steps} steps per line");
     println!("sandbox profile: {}", warm.profile);
-    let mut cases: Vec<(&str, Step, Vec<(Duration, Duration)>)> = vec![
+    let mut cases: Vec<(&str, Step, StepTimes)> = vec![
         ("plain `cat` spawn (no sandbox)", Step::Plain(file_arg), Vec::new()),
         ("sandboxed `cat` step", Step::Sandboxed(request), Vec::new()),
     ];
@@ -239,7 +242,7 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
     }
     for _ in 0..steps {
         for (label, step, times) in &mut cases {
-            let cpu = crate::step::cpu_time_with_children();
+            let cpu = cpu_time_with_children();
             let started = Instant::now();
             match step {
                 Step::Plain(file) => plain_cat(file).await?,
@@ -259,7 +262,7 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
                     }
                 }
             }
-            times.push((started.elapsed(), crate::step::cpu_time_with_children().saturating_sub(cpu)));
+            times.push((started.elapsed(), cpu_time_with_children().saturating_sub(cpu)));
         }
     }
     let mut medians = Vec::new();
@@ -321,6 +324,22 @@ async fn plain_cat(file: &str) -> Result<()> {
         bail!("plain `cat` failed");
     }
     Ok(())
+}
+
+/// CPU time (user + system) of this process and of its children that ended and were waited
+/// for (with their own waited-for children: a sandboxed program, its init and keeper).
+pub(crate) fn cpu_time_with_children() -> Duration {
+    usage(libc::RUSAGE_SELF) + usage(libc::RUSAGE_CHILDREN)
+}
+
+fn usage(who: libc::c_int) -> Duration {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 fn ms(d: Duration) -> f64 {

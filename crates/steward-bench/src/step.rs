@@ -108,9 +108,9 @@ pub async fn run(args: StepArgs) -> Result<u8> {
             Some("'cat' notes.txt"),
         ),
     ] {
-        let cpu_before = cpu_time_with_children();
+        let cpu_before = crate::sandbox::cpu_time_with_children();
         let (steps, elapsed) = measure(&args, durability, concurrency, line).await?;
-        let cpu = cpu_time_with_children().saturating_sub(cpu_before);
+        let cpu = crate::sandbox::cpu_time_with_children().saturating_sub(cpu_before);
         print_line(label, concurrency, &steps, elapsed, cpu);
     }
     bench_policy(args.policy_iterations)?;
@@ -394,19 +394,9 @@ fn planner(steps: u32, shell_line: Option<&str>) -> PlannerChoice {
 
 /// CPU time (user + system) used by this process so far, all threads included.
 pub(crate) fn cpu_time() -> Duration {
-    usage(libc::RUSAGE_SELF)
-}
-
-/// CPU time (user + system) of this process and of its children that ended and were waited
-/// for (with their own waited-for children: a sandboxed program, its init and keeper).
-pub(crate) fn cpu_time_with_children() -> Duration {
-    usage(libc::RUSAGE_SELF) + usage(libc::RUSAGE_CHILDREN)
-}
-
-fn usage(who: libc::c_int) -> Duration {
     // SAFETY: getrusage only writes into the struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
         return Duration::ZERO;
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000);
