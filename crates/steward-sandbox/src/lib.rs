@@ -212,6 +212,13 @@ pub struct ExecRequest {
     /// goes ahead and `ExecOutput::profile` records it (e.g. `fs=unenforced(accepted)`).
     /// Empty (the default): any unenforceable protection refuses the call.
     pub accept_weaker: Vec<Protection>,
+    /// When the program cannot be executed (not found on `PATH`, not executable, a missing
+    /// `#!` interpreter, not a valid binary), end the call like `bash -c` would instead of
+    /// failing it: bash's message on stderr and exit status 127 (not found) or 126 (cannot
+    /// execute). For a command line run without bash. Default false: the call fails with
+    /// [`SandboxError::Spawn`]. Either way the program is found like bash finds it (the
+    /// first `PATH` entry with an executable regular file) and never handed to `/bin/sh`.
+    pub exec_failure_exits: bool,
 }
 
 impl ExecRequest {
@@ -238,6 +245,7 @@ impl ExecRequest {
             home_keep: Vec::new(),
             unix_sockets: false,
             accept_weaker: Vec::new(),
+            exec_failure_exits: false,
         }
     }
 }

@@ -55,7 +55,28 @@ pub(crate) struct NsCaps {
 const TAG_SETUP_FAILED: i32 = 1;
 const TAG_SETUP_DONE: i32 = 2;
 const TAG_PROGRAM_STATUS: i32 = 3;
-const TAG_START_FAILED: i32 = 4;
+/// The program's own confinement (rlimits, `no_new_privs`, Landlock, seccomp) failed.
+const TAG_CONFINE_FAILED: i32 = 4;
+/// The program's `execve` failed (or it was not found), with its confinement in place.
+const TAG_EXEC_FAILED: i32 = 5;
+
+/// Added to the errno of a failed `execve` that [`NsSetup::enter`] returns, so that the
+/// spawn's error tells it from a failed confinement (see [`exec_errno`]).
+pub(crate) const EXEC_FAILED_BASE: i32 = 1 << 16;
+
+/// The errno of a failed `execve` when `code` (a spawn's raw OS error) reports one.
+pub(crate) fn exec_errno(code: i32) -> Option<i32> {
+    (code > EXEC_FAILED_BASE).then(|| code - EXEC_FAILED_BASE)
+}
+
+/// How the program's start failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StartFailure {
+    /// Its confinement failed, with this errno: the call is refused.
+    Confine(i32),
+    /// Its `execve` failed, with this errno (`ENOENT` when not found).
+    Exec(i32),
+}
 
 /// `MOVE_MOUNT_F_EMPTY_PATH`, `OPEN_TREE_CLONE`, `MOUNT_ATTR_*` (linux/mount.h).
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x0000_0004;
@@ -557,19 +578,19 @@ pub(crate) struct NsSetup {
 }
 
 /// How the init starts the program: `start` runs in a process sharing the init's memory on
-/// `stack` (see `program.rs`); it executes the program, and returns only with the errno of
-/// what failed.
+/// `stack` (see `program.rs`); it executes the program, and returns only with what failed.
 pub(crate) struct Start<'a> {
-    pub(crate) start: &'a dyn Fn() -> i32,
+    pub(crate) start: &'a dyn Fn() -> StartFailure,
     pub(crate) stack: &'a ChildStack,
 }
 
 /// What the program's start needs, on the init's stack (shared with the program).
 struct Job<'a> {
-    start: &'a dyn Fn() -> i32,
+    start: &'a dyn Fn() -> StartFailure,
     /// The init's signal mask before it blocked every signal for the clone.
     mask: &'a libc::sigset_t,
-    /// Set by the program when its start failed (the errno).
+    /// Set by the program when its start failed: the errno of its confinement, or minus the
+    /// errno of its `execve`.
     failed: &'a AtomicI32,
 }
 
@@ -592,8 +613,11 @@ extern "C" fn program_main(job: *mut libc::c_void) -> libc::c_int {
             }
         }
         libc::sigprocmask(libc::SIG_SETMASK, job.mask, std::ptr::null_mut());
-        let errno = (job.start)();
-        job.failed.store(errno.max(1), Ordering::Relaxed);
+        let failed = match (job.start)() {
+            StartFailure::Confine(errno) => errno.max(1),
+            StartFailure::Exec(errno) => -errno.max(1),
+        };
+        job.failed.store(failed, Ordering::Relaxed);
         libc::_exit(127)
     }
 }
@@ -668,11 +692,15 @@ impl NsSetup {
                 libc::_exit(1);
             }
             // The clone returns once the program executed or exited.
-            let start_errno = failed.load(Ordering::Relaxed);
-            if start_errno != 0 {
+            let start_failed = failed.load(Ordering::Relaxed);
+            if start_failed != 0 {
                 let mut ignored = 0;
                 libc::waitpid(program, &mut ignored, 0);
-                send(status_fd, TAG_START_FAILED, start_errno);
+                if start_failed < 0 {
+                    send(status_fd, TAG_EXEC_FAILED, -start_failed);
+                } else {
+                    send(status_fd, TAG_CONFINE_FAILED, start_failed);
+                }
                 libc::_exit(1);
             }
             send(status_fd, TAG_SETUP_DONE, 0);
@@ -706,15 +734,16 @@ unsafe fn keep(init: libc::pid_t, status_fd: libc::c_int) -> io::Error {
         if tag != TAG_SETUP_DONE {
             let mut ignored = 0;
             libc::waitpid(init, &mut ignored, 0);
-            // The program's own confinement or `execve` failed: its errno, as a spawn that
-            // executes in the child reports it (`ENOENT` for a missing program).
-            if tag == TAG_START_FAILED {
-                return io::Error::from_raw_os_error(value);
+            // The program's `execve` failed (`ENOENT` for a missing program): marked so that
+            // the spawn reports it as such, not as a failed confinement.
+            if tag == TAG_EXEC_FAILED {
+                return io::Error::from_raw_os_error(EXEC_FAILED_BASE + value.max(1));
             }
-            // Reported as a failed confinement whatever the mount step's own error was (an
-            // `ENOENT` here must not read as "program not found").
+            // Reported as a failed confinement whatever the step's own error was (an `ENOENT`
+            // here must not read as "program not found").
             let setup_errnos = [libc::EPERM, libc::EINVAL, libc::ENOSPC, libc::EUSERS, libc::ENOSYS];
-            let errno = if tag == TAG_SETUP_FAILED && setup_errnos.contains(&value) { value } else { libc::EPERM };
+            let confine = tag == TAG_SETUP_FAILED || tag == TAG_CONFINE_FAILED;
+            let errno = if confine && setup_errnos.contains(&value) { value } else { libc::EPERM };
             return io::Error::from_raw_os_error(errno);
         }
         // The caller's pipes and `spawn`'s error pipe now belong to the program alone.
