@@ -250,8 +250,9 @@ const BASH_SETS: &[&str] = &["PWD", "OLDPWD", "SHLVL", "_"];
 ///   `env` (which the sandbox rewrites);
 /// - `path_var` (the `PATH` the sandboxed program gets) has only absolute folders and the
 ///   first that holds an executable regular file of that name (as bash searches) holds one
-///   starting with `\x7fELF` or `#!` (opened without following a FIFO or device: the file
-///   must be a regular file when opened), at a path `visible` says the sandbox shows;
+///   starting with `\x7fELF` or `#!` (its canonical path opened without following a symlink
+///   or waiting on a FIFO, and read only when a regular file was opened), at a path `visible`
+///   says the sandbox shows;
 /// - `env_allow` passes none of `PWD`, `OLDPWD`, `SHLVL`, `_`.
 pub fn direct_argv(
     line: &str,
@@ -293,7 +294,7 @@ pub fn direct_argv(
     let path = dir.join(program);
     let canonical = path.canonicalize().ok()?;
     let cwd = cwd.canonicalize().ok()?;
-    if !visible.shows(&path, &canonical, &cwd) || !starts_like_a_program(&path) {
+    if !visible.shows(&path, &canonical, &cwd) || !starts_like_a_program(&canonical) {
         return None;
     }
     let env = vec![
@@ -340,11 +341,13 @@ fn executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Starts with an ELF header or `#!`: anything else bash would run as a script itself. The
-/// file is opened without blocking (a FIFO or device swapped in opens at once) and read only
-/// when what was opened is an executable regular file.
+/// Starts with an ELF header or `#!`: anything else bash would run as a script itself.
+/// `path` is canonical: it is opened without following a symlink put in its place, and
+/// without blocking (a FIFO swapped in opens at once), and read only when what was opened is
+/// an executable regular file.
 fn starts_like_a_program(path: &Path) -> bool {
-    let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path);
+    let flags = libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW;
+    let opened = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path);
     let Ok(mut file) = opened else { return false };
     let regular = file.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if !regular {
@@ -374,5 +377,13 @@ mod tests {
         });
         let answer = receive.recv_timeout(Duration::from_secs(10));
         assert_eq!(answer, Ok(false), "the check waited on a FIFO");
+        // A symlink put in place of the canonical path is not followed.
+        let script = dir.path().join("script");
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(starts_like_a_program(&script));
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&script, &link).unwrap();
+        assert!(!starts_like_a_program(&link));
     }
 }
