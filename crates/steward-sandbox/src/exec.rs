@@ -205,10 +205,10 @@ fn prepare(
     cmd.args(&argv[1..]).current_dir(&req.cwd).env_clear().envs(env).process_group(0).kill_on_drop(true);
     // SAFETY: `ChildSetup::apply` only makes async-signal-safe calls (unshare, clone, mount,
     // open, write, close, waitpid, socket, ioctl, bind, listen, sendmsg, getrlimit,
-    // setrlimit, prctl, landlock_restrict_self, seccomp, sigaction, sigprocmask, execve) on
-    // data prepared before the fork (the program's argv, environment and start stack
-    // included); the Landlock fd stays open in the returned `ConfinedCommand` until `spawn`
-    // has returned.
+    // setrlimit, prctl, landlock_restrict_self, seccomp, sigaction, sigprocmask, stat, access,
+    // execve, _exit) on data prepared before the fork (the program's argv, environment and
+    // start stack included); the Landlock fd stays open in the returned `ConfinedCommand`
+    // until `spawn` has returned.
     unsafe {
         cmd.pre_exec(move || setup.apply());
     }

@@ -17,8 +17,11 @@
 //!   namespace: nothing the program started outlives it, whatever session or group it made.
 //! - the *program* (PID 2) is started with `clone(CLONE_VM | CLONE_VFORK)` (see
 //!   `program.rs`): sharing the init's memory until it executes, it sets its rlimits,
-//!   `no_new_privs`, Landlock and seccomp, then executes the program. A failure there (a
-//!   missing program too) is reported to the keeper, whose `pre_exec` returns it.
+//!   `no_new_privs`, Landlock and seccomp, then executes the program. A failed confinement
+//!   and a failed execution (a missing program too) are reported to the keeper under
+//!   different tags, and its `pre_exec` returns them so that the spawn's error tells them
+//!   apart: the first refuses the call, the second is a failed spawn of that program. A
+//!   program whose request asks for it ends like bash's instead (message, status 127/126).
 //!
 //! The egress listener of a proxied call ([`crate::egress`]) is made in the init, after the
 //! mounts and before the program is started: inside the new network namespace (which the
