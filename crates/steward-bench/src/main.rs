@@ -53,8 +53,9 @@ enum Mode {
     Nodes(nodes::BenchNodesArgs),
     /// The work ledger: claims per second with several hubs at once, on SQLite and PostgreSQL.
     Ledger(ledger::BenchLedgerArgs),
-    /// Sandboxed steps: a `cat` against a plain spawn, and one `[[tool]]` call by network
-    /// setting (no network, everything, a host list through the egress proxy).
+    /// Sandboxed steps: a `cat` against a plain spawn, a `shell_command` line run directly and
+    /// through bash, one `[[tool]]` call by network setting (no network, everything, a host
+    /// list through the egress proxy), and the first call of a fresh process, cold and warm.
     Sandbox(sandbox::BenchSandboxArgs),
     /// Tools the agent writes for itself: a sandboxed worker's start-up plus one call of a trivial generated tool, and the time from a planner naming an unknown tool to the generated tool's first call.
     Generated(generated::BenchGeneratedArgs),

@@ -6,6 +6,9 @@
 //! `stage_started` events of a run, so it is wall time per step as a user would see it. The
 //! store is opened as `steward run` opens it ([`SqliteStore::open_state_dir`]: `steward.db`
 //! and its audit anchor in a state directory), so a step pays what a run's step pays.
+//! The same run with a sandboxed `shell_command` step instead of the no-op tool (`[shell]`
+//! enabled, a policy rule allowing `cat`, every protection of the machine on): a line that
+//! needs no shell (`cat notes.txt`) and the same line that bash must run (`'cat' notes.txt`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -83,14 +86,31 @@ pub async fn run(args: StepArgs) -> Result<u8> {
          {} steps x {} runs per line",
         args.steps, args.runs
     );
-    for (label, durability, concurrency) in [
-        ("audit not forced to disk (synchronous=NORMAL)", Durability::Relaxed, 1),
-        ("durable audit (synchronous=FULL), one run at a time", Durability::Full, 1),
-        ("durable audit (synchronous=FULL), concurrent runs share commits", Durability::Full, args.concurrency.max(1)),
+    for (label, durability, concurrency, line) in [
+        ("audit not forced to disk (synchronous=NORMAL)", Durability::Relaxed, 1, None),
+        ("durable audit (synchronous=FULL), one run at a time", Durability::Full, 1, None),
+        (
+            "durable audit (synchronous=FULL), concurrent runs share commits",
+            Durability::Full,
+            args.concurrency.max(1),
+            None,
+        ),
+        (
+            "sandboxed `shell_command` step `cat notes.txt` (no shell needed: run directly), durable audit",
+            Durability::Full,
+            1,
+            Some("cat notes.txt"),
+        ),
+        (
+            "sandboxed `shell_command` step `'cat' notes.txt` (through bash), durable audit",
+            Durability::Full,
+            1,
+            Some("'cat' notes.txt"),
+        ),
     ] {
-        let cpu_before = cpu_time();
-        let (steps, elapsed) = measure(&args, durability, concurrency).await?;
-        let cpu = cpu_time().saturating_sub(cpu_before);
+        let cpu_before = crate::sandbox::cpu_time_with_children();
+        let (steps, elapsed) = measure(&args, durability, concurrency, line).await?;
+        let cpu = crate::sandbox::cpu_time_with_children().saturating_sub(cpu_before);
         print_line(label, concurrency, &steps, elapsed, cpu);
     }
     bench_policy(args.policy_iterations)?;
@@ -267,7 +287,14 @@ async fn bench_audit(records: u32) -> Result<()> {
     Ok(())
 }
 
-async fn measure(args: &StepArgs, durability: Durability, concurrency: u32) -> Result<(Vec<Duration>, Duration)> {
+/// Runs `args.runs` runs of `args.steps` steps each, `concurrency` at a time: each step calls
+/// the no-op tool, or `shell_command` with `shell_line` when given.
+async fn measure(
+    args: &StepArgs,
+    durability: Durability,
+    concurrency: u32,
+    shell_line: Option<&str>,
+) -> Result<(Vec<Duration>, Duration)> {
     let dir = tempfile::tempdir()?;
     let workspace = dir.path().join("ws");
     std::fs::create_dir(&workspace)?;
@@ -285,6 +312,19 @@ async fn measure(args: &StepArgs, durability: Durability, concurrency: u32) -> R
         untrusted_output: false,
     })));
     let mut config = Config::default();
+    if shell_line.is_some() {
+        std::fs::write(workspace.join("notes.txt"), "hello from the workspace\n")?;
+        std::fs::write(workspace.join(".env"), "TOKEN=bench-secret-value\n")?;
+        let user = dir.path().join("user");
+        std::fs::create_dir(&user)?;
+        std::fs::write(
+            user.join("config.toml"),
+            "[shell]\nenabled = true\n[[policy.rule]]\nname = \"cat-ok\"\ntool = \"shell_command\"\n\
+             argv = [\"cat\", \"**\"]\ndecision = \"allow\"\n",
+        )?;
+        config = Config::load(Some(&user), &workspace)?;
+        tools = ToolRegistry::for_config(&config, &steward_policy::Workspace::open(&workspace, &[])?)?;
+    }
     config.limits.max_rounds = args.steps + 1;
     config.limits.max_tool_calls_per_run = args.steps + 1;
 
@@ -299,7 +339,7 @@ async fn measure(args: &StepArgs, durability: Durability, concurrency: u32) -> R
             task: "benchmark".into(),
             owner_id: "local:bench".into(),
             workspace: workspace.clone(),
-            planner: planner(args.steps),
+            planner: planner(args.steps, shell_line),
             config: config.clone(),
             tools: tools.clone(),
             approver: Arc::new(NoApprover),
@@ -327,12 +367,16 @@ async fn measure(args: &StepArgs, durability: Durability, concurrency: u32) -> R
     Ok((steps, elapsed))
 }
 
-fn planner(steps: u32) -> PlannerChoice {
+fn planner(steps: u32, shell_line: Option<&str>) -> PlannerChoice {
+    let (name, arguments) = match shell_line {
+        Some(line) => ("shell_command", json!({ "command": line })),
+        None => ("noop_read", json!({})),
+    };
     let mut rounds: Vec<Round> = (0..steps)
         .map(|_| Round {
             tool_calls: vec![FakeToolCall {
-                name: "noop_read".into(),
-                arguments: Some(json!({})),
+                name: name.into(),
+                arguments: Some(arguments.clone()),
                 ..Default::default()
             }],
             ..Default::default()
@@ -367,7 +411,7 @@ fn print_line(label: &str, concurrency: u32, steps: &[Duration], elapsed: Durati
     let per_step_cpu = if sorted.is_empty() { 0.0 } else { us(cpu) / sorted.len() as f64 };
     println!(
         "{label}: concurrency {concurrency}, {} steps: wall p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs; \
-         CPU {per_step_cpu:.0} µs/step (all threads, setup included); throughput {:.0} steps/s",
+         CPU {per_step_cpu:.0} µs/step (all threads and the processes it waited for, setup included); throughput {:.0} steps/s",
         sorted.len(),
         us(pick(0.5)),
         us(pick(0.99)),

@@ -17,6 +17,7 @@ mod memory_context;
 mod patches;
 mod repeats;
 mod roles;
+mod shell_direct;
 mod tools;
 mod workspace_embeddings;
 mod workspace_search;

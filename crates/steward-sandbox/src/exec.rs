@@ -16,6 +16,7 @@ use crate::egress::{self, Forwarder, Handover};
 use crate::env::{ENV_NEVER_PASSED, child_env};
 use crate::limits::ChildSetup;
 use crate::plan::{Host, plan};
+use crate::program::ExecImage;
 use crate::shell;
 use crate::{ExecOutput, ExecRequest, SandboxError};
 
@@ -190,25 +191,24 @@ fn prepare(
         Some(_) => Some(Handover::new()?),
         None => None,
     };
-    let setup = ChildSetup::new(plan.net, plan.ns, cpu_seconds, req.memory_bytes, landlock_fd, plan.seccomp)
-        .with_egress(handover.as_ref().map(Handover::child_end));
     let program = argv[0].clone();
     let mut env_set = req.env_set.clone();
     if req.egress_proxy.is_some() {
         env_set.extend(egress::proxy_env());
     }
+    let env = child_env(parent_env, &req.env_allow, &env_set);
+    let setup = ChildSetup::new(plan.net, plan.ns, cpu_seconds, req.memory_bytes, landlock_fd, plan.seccomp)
+        .with_egress(handover.as_ref().map(Handover::child_end))
+        .with_program(ExecImage::new(&argv, &env, req.exec_failure_exits)?)?;
 
     let mut cmd = Command::new(&program);
-    cmd.args(&argv[1..])
-        .current_dir(&req.cwd)
-        .env_clear()
-        .envs(child_env(parent_env, &req.env_allow, &env_set))
-        .process_group(0)
-        .kill_on_drop(true);
+    cmd.args(&argv[1..]).current_dir(&req.cwd).env_clear().envs(env).process_group(0).kill_on_drop(true);
     // SAFETY: `ChildSetup::apply` only makes async-signal-safe calls (unshare, clone, mount,
     // open, write, close, waitpid, socket, ioctl, bind, listen, sendmsg, getrlimit,
-    // setrlimit, prctl, landlock_restrict_self, seccomp) on data prepared before the fork; the Landlock fd stays open in the returned
-    // `ConfinedCommand` until `spawn` has returned.
+    // setrlimit, prctl, landlock_restrict_self, seccomp, sigaction, sigprocmask, stat, access,
+    // execve, _exit) on data prepared before the fork (the program's argv, environment and
+    // start stack included); the Landlock fd stays open in the returned `ConfinedCommand`
+    // until `spawn` has returned.
     unsafe {
         cmd.pre_exec(move || setup.apply());
     }
@@ -269,8 +269,13 @@ fn validate(req: &ExecRequest) -> Result<(), SandboxError> {
 }
 
 /// A failed spawn is a refusal to confine when the child's setup (namespace, rlimits,
-/// `no_new_privs`, Landlock) is what failed; the errno alone cannot say which step.
+/// `no_new_privs`, Landlock) is what failed. A failed `execve` in the namespaces comes
+/// marked (see `namespaces::exec_errno`) and is a failed spawn whatever its errno; without
+/// namespaces the errno alone cannot say which step.
 fn spawn_error(program: &str, confining: bool, source: std::io::Error) -> SandboxError {
+    if let Some(errno) = source.raw_os_error().and_then(crate::namespaces::exec_errno) {
+        return SandboxError::Spawn { program: program.to_string(), source: std::io::Error::from_raw_os_error(errno) };
+    }
     let confinement_errno =
         matches!(source.raw_os_error(), Some(libc::EPERM | libc::EINVAL | libc::ENOSPC | libc::EUSERS | libc::ENOSYS));
     if confining && confinement_errno {
@@ -360,6 +365,25 @@ mod tests {
     use super::*;
     use crate::Protection;
     use crate::limits::net_mode;
+
+    /// A failed `execve` in the namespaces is the program's failure, whatever its errno; the
+    /// same errno from the confinement refuses the call.
+    #[test]
+    fn a_failed_execve_is_a_failed_spawn_whatever_its_errno() {
+        for errno in [libc::EPERM, libc::EINVAL, libc::ENOSPC, libc::EUSERS, libc::ENOSYS, libc::ENOENT] {
+            let marked = std::io::Error::from_raw_os_error(crate::namespaces::EXEC_FAILED_BASE + errno);
+            match spawn_error("prog", true, marked) {
+                SandboxError::Spawn { source, .. } => assert_eq!(source.raw_os_error(), Some(errno)),
+                other => panic!("{other}"),
+            }
+            let confinement = spawn_error("prog", true, std::io::Error::from_raw_os_error(errno));
+            assert_eq!(
+                matches!(confinement, SandboxError::CannotEnforce { .. }),
+                errno != libc::ENOENT,
+                "{confinement}"
+            );
+        }
+    }
 
     /// A machine without Landlock: the command must not run at all unless the request
     /// accepts the weaker profile, and then the downgrade is in the profile.

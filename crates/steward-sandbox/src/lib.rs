@@ -24,6 +24,7 @@ mod fs_rules;
 mod limits;
 mod namespaces;
 mod plan;
+mod program;
 mod seccomp;
 mod shell;
 mod unavailable;
@@ -37,6 +38,26 @@ pub use seccomp::SECCOMP_DENIED;
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// Starts the sandbox's one-time probes on a background thread: the Landlock ABI, which
+/// network, mount and PID namespaces this process may make (each tried on a forked child),
+/// whether seccomp works, and both compiled seccomp filters. Their answers are cached for the
+/// life of the process, so a sandboxed call made after they finished does not wait for them;
+/// one made while they run waits only for the rest. Without this call the first sandboxed
+/// call runs them itself. Calling it again does nothing; if the thread cannot be started the
+/// first call probes as before.
+pub fn warm_up() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let probes = std::thread::Builder::new().name("sandbox-probes".into()).spawn(|| {
+            let _ = plan::Host::detect();
+            let _ = seccomp::filters(true);
+        });
+        if let Err(e) = probes {
+            tracing::debug!(error = %e, "the sandbox probes run at the first sandboxed call instead");
+        }
+    });
+}
 
 /// Per-call timeout of SPEC C3 (30 s), used by [`ExecRequest::new`].
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -191,6 +212,13 @@ pub struct ExecRequest {
     /// goes ahead and `ExecOutput::profile` records it (e.g. `fs=unenforced(accepted)`).
     /// Empty (the default): any unenforceable protection refuses the call.
     pub accept_weaker: Vec<Protection>,
+    /// When the program cannot be executed (not found on `PATH`, not executable, a missing
+    /// `#!` interpreter, not a valid binary), end the call like `bash -c` would instead of
+    /// failing it: bash's message on stderr and exit status 127 (not found) or 126 (cannot
+    /// execute). For a command line run without bash. Default false: the call fails with
+    /// [`SandboxError::Spawn`]. Either way the program is found like bash finds it (the
+    /// first `PATH` entry with an executable regular file) and never handed to `/bin/sh`.
+    pub exec_failure_exits: bool,
 }
 
 impl ExecRequest {
@@ -217,6 +245,7 @@ impl ExecRequest {
             home_keep: Vec::new(),
             unix_sockets: false,
             accept_weaker: Vec::new(),
+            exec_failure_exits: false,
         }
     }
 }

@@ -6,7 +6,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::sync::OnceLock;
 
-use crate::namespaces::{IdMaps, NsSetup};
+use crate::namespaces::{IdMaps, NsSetup, Start, StartFailure};
+use crate::program::{ChildStack, ExecImage};
 use crate::seccomp::{self, Filters};
 use crate::unavailable::{NetUnavailable, ProbeError};
 
@@ -97,6 +98,10 @@ pub(crate) struct ChildSetup {
     /// Set when the child's only way out is the egress proxy: the listening socket is made
     /// in the new network namespace and handed over before the program starts.
     egress: Option<crate::egress::ChildListen>,
+    /// The program to execute itself (see `program.rs`), and with `ns` the stack its start
+    /// runs on. Without `ns` it is used only when the image exits on a failed execution; else
+    /// the spawn executes the program.
+    start: Option<(ExecImage, Option<ChildStack>)>,
 }
 
 impl ChildSetup {
@@ -114,7 +119,15 @@ impl ChildSetup {
             (Some(_), _) | (None, None) => (None, IdMaps::default()),
             (None, Some(mode)) => (Some(mode), IdMaps::new(mode == NetMode::UserAndNet)),
         };
-        ChildSetup { net, id_maps, ns, cpu_seconds, memory_bytes, landlock_fd, seccomp, egress: None }
+        ChildSetup { net, id_maps, ns, cpu_seconds, memory_bytes, landlock_fd, seccomp, egress: None, start: None }
+    }
+
+    /// The program to execute (needed with namespaces, whose init executes it).
+    /// Errors: the stack cannot be mapped.
+    pub(crate) fn with_program(mut self, image: ExecImage) -> io::Result<ChildSetup> {
+        let stack = if self.ns.is_some() { Some(ChildStack::new()?) } else { None };
+        self.start = Some((image, stack));
+        Ok(self)
     }
 
     /// Makes the child open the proxy port in its new network namespace (see
@@ -138,8 +151,16 @@ impl ChildSetup {
     /// seccomp filter (which may deny `AF_UNIX` sockets) and Landlock ruleset apply.
     pub(crate) fn apply(&self) -> io::Result<()> {
         if let Some(ns) = &self.ns {
-            ns.enter(self.egress.as_ref())?;
-        } else if let Some(mode) = self.net {
+            let Some((image, Some(stack))) = &self.start else {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            };
+            let start = || match self.confine() {
+                Ok(()) => StartFailure::Exec(image.exec().errno()),
+                Err(e) => StartFailure::Confine(e.raw_os_error().unwrap_or(libc::EPERM)),
+            };
+            return Err(ns.enter(self.egress.as_ref(), &Start { start: &start, stack }));
+        }
+        if let Some(mode) = self.net {
             let flags = match mode {
                 NetMode::NetOnly => libc::CLONE_NEWNET,
                 NetMode::UserAndNet => libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
@@ -153,6 +174,19 @@ impl ChildSetup {
                 egress.listen()?;
             }
         }
+        self.confine()?;
+        // A program whose failed execution must end like bash's is executed here (this does
+        // not return); any other is executed by the spawn.
+        if let Some((image, None)) = &self.start
+            && image.exits()
+        {
+            image.exec();
+        }
+        Ok(())
+    }
+
+    /// The rlimits, `no_new_privs`, Landlock and seccomp, in that order (async-signal-safe).
+    fn confine(&self) -> io::Result<()> {
         set_limit(libc::RLIMIT_CORE, 0)?;
         set_limit(libc::RLIMIT_CPU, self.cpu_seconds)?;
         if let Some(bytes) = self.memory_bytes {

@@ -11,21 +11,28 @@
 //!   and replaces `/dev` by a minimal one, makes the read-only paths read-only, covers the
 //!   masked paths, mounts a fresh `/proc`,
 //!   changes to the working directory again (the old one may lie beneath a new mount), opens
-//!   the egress listener when the call has one, then forks the program and reaps every process of the namespace until the program ends. Then
+//!   the egress listener when the call has one, then starts the program and reaps every
+//!   process of the namespace until the program ends. Then
 //!   it reports the program's status and exits, and the kernel kills whatever is left in the
 //!   namespace: nothing the program started outlives it, whatever session or group it made.
-//! - the *program* (PID 2) returns to `pre_exec`, which goes on with rlimits,
-//!   `no_new_privs`, Landlock and seccomp, then `exec`.
+//! - the *program* (PID 2) is started with `clone(CLONE_VM | CLONE_VFORK)` (see
+//!   `program.rs`): sharing the init's memory until it executes, it sets its rlimits,
+//!   `no_new_privs`, Landlock and seccomp, then executes the program. A failed confinement
+//!   and a failed execution (a missing program too) are reported to the keeper under
+//!   different tags, and its `pre_exec` returns them so that the spawn's error tells them
+//!   apart: the first refuses the call, the second is a failed spawn of that program. A
+//!   program whose request asks for it ends like bash's instead (message, status 127/126).
 //!
 //! The egress listener of a proxied call ([`crate::egress`]) is made in the init, after the
-//! mounts and before the program is forked: inside the new network namespace (which the
+//! mounts and before the program is started: inside the new network namespace (which the
 //! keeper's `unshare` made), handed to Steward over the socket pair and closed there, so
 //! neither the init nor the program holds it, and before the program's Landlock ruleset and
 //! seccomp filter apply. A failure there fails the setup like a failed mount.
 //!
 //! Only async-signal-safe system calls run in these processes (the parent is
 //! multi-threaded): every path is a C string prepared before the fork, and forks are raw
-//! `clone` system calls (no `atfork` handlers that could wait on locks of vanished threads).
+//! `clone` system calls (no `atfork` handlers that could wait on locks of vanished threads;
+//! the C library's `clone` wrapper that starts the program runs none either).
 
 use std::ffi::CString;
 use std::io;
@@ -35,6 +42,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::egress::ChildListen;
+use crate::program::ChildStack;
 use crate::unavailable::{MountPathError, NsUnavailable, ProbeError};
 
 /// What namespaces this process can make, found once per process on a real child.
@@ -50,6 +58,28 @@ pub(crate) struct NsCaps {
 const TAG_SETUP_FAILED: i32 = 1;
 const TAG_SETUP_DONE: i32 = 2;
 const TAG_PROGRAM_STATUS: i32 = 3;
+/// The program's own confinement (rlimits, `no_new_privs`, Landlock, seccomp) failed.
+const TAG_CONFINE_FAILED: i32 = 4;
+/// The program's `execve` failed (or it was not found), with its confinement in place.
+const TAG_EXEC_FAILED: i32 = 5;
+
+/// Added to the errno of a failed `execve` that [`NsSetup::enter`] returns, so that the
+/// spawn's error tells it from a failed confinement (see [`exec_errno`]).
+pub(crate) const EXEC_FAILED_BASE: i32 = 1 << 16;
+
+/// The errno of a failed `execve` when `code` (a spawn's raw OS error) reports one.
+pub(crate) fn exec_errno(code: i32) -> Option<i32> {
+    (code > EXEC_FAILED_BASE).then(|| code - EXEC_FAILED_BASE)
+}
+
+/// How the program's start failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StartFailure {
+    /// Its confinement failed, with this errno: the call is refused.
+    Confine(i32),
+    /// Its `execve` failed, with this errno (`ENOENT` when not found).
+    Exec(i32),
+}
 
 /// `MOVE_MOUNT_F_EMPTY_PATH`, `OPEN_TREE_CLONE`, `MOUNT_ATTR_*` (linux/mount.h).
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x0000_0004;
@@ -550,38 +580,84 @@ pub(crate) struct NsSetup {
     pub(crate) mounts: MountPlan,
 }
 
+/// How the init starts the program: `start` runs in a process sharing the init's memory on
+/// `stack` (see `program.rs`); it executes the program, and returns only with what failed.
+pub(crate) struct Start<'a> {
+    pub(crate) start: &'a dyn Fn() -> StartFailure,
+    pub(crate) stack: &'a ChildStack,
+}
+
+/// What the program's start needs, on the init's stack (shared with the program).
+struct Job<'a> {
+    start: &'a dyn Fn() -> StartFailure,
+    /// The init's signal mask before it blocked every signal for the clone.
+    mask: &'a libc::sigset_t,
+    /// Set by the program when its start failed: the errno of its confinement, or minus the
+    /// errno of its `execve`.
+    failed: &'a AtomicI32,
+}
+
+/// The program's first function: signal handlers back to their defaults (the inherited ones
+/// belong to Steward), the init's signal mask back, then `start`.
+extern "C" fn program_main(job: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `job` points at a `Job` on the stack of the init, which waits (CLONE_VFORK)
+    // until this process executes or exits; only async-signal-safe calls follow.
+    unsafe {
+        let job = &*(job as *const Job<'_>);
+        for signal in 1..=libc::SIGRTMAX() {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut action) == 0
+                && action.sa_sigaction != libc::SIG_DFL
+                && action.sa_sigaction != libc::SIG_IGN
+            {
+                let mut default: libc::sigaction = std::mem::zeroed();
+                default.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(signal, &default, std::ptr::null_mut());
+            }
+        }
+        libc::sigprocmask(libc::SIG_SETMASK, job.mask, std::ptr::null_mut());
+        let failed = match (job.start)() {
+            StartFailure::Confine(errno) => errno.max(1),
+            StartFailure::Exec(errno) => -errno.max(1),
+        };
+        job.failed.store(failed, Ordering::Relaxed);
+        libc::_exit(127)
+    }
+}
+
 impl NsSetup {
-    /// Runs in the keeper (the spawned process). Returns `Ok(())` only in the program
-    /// process; the keeper and the init never return when the setup succeeded.
+    /// Runs in the keeper (the spawned process). Never returns when the setup succeeded: the
+    /// keeper ends like the program, the init reaps the namespace, and the program is started
+    /// by `start`. Returns the error of the setup or of the program's start.
     /// With `egress`, the init opens the proxy port in the new network namespace and hands it
-    /// over before forking the program.
-    pub(crate) fn enter(&self, egress: Option<&ChildListen>) -> io::Result<()> {
+    /// over before starting the program.
+    pub(crate) fn enter(&self, egress: Option<&ChildListen>, start: &Start<'_>) -> io::Error {
         // SAFETY: async-signal-safe system calls only, on data prepared before the fork.
         unsafe {
             if libc::unshare(self.flags) != 0 {
-                return Err(io::Error::last_os_error());
+                return io::Error::last_os_error();
             }
             self.maps.write();
             let mut pipe = [-1; 2];
             if libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-                return Err(io::Error::last_os_error());
+                return io::Error::last_os_error();
             }
             let [read_end, write_end] = pipe;
             let init = raw_fork();
             if init < 0 {
-                return Err(io::Error::last_os_error());
+                return io::Error::last_os_error();
             }
             if init == 0 {
                 libc::close(read_end);
-                return self.init(write_end, egress);
+                self.init(write_end, egress, start);
             }
             libc::close(write_end);
             keep(init as libc::pid_t, read_end)
         }
     }
 
-    /// The init: PID 1 of the new namespace. Returns only in the forked program.
-    unsafe fn init(&self, status_fd: libc::c_int, egress: Option<&ChildListen>) -> io::Result<()> {
+    /// The init: PID 1 of the new namespace. Never returns.
+    unsafe fn init(&self, status_fd: libc::c_int, egress: Option<&ChildListen>, start: &Start<'_>) -> ! {
         // SAFETY: async-signal-safe system calls only.
         unsafe {
             // If the keeper is killed, the init (and so the namespace) goes too.
@@ -598,18 +674,40 @@ impl NsSetup {
                 send(status_fd, TAG_SETUP_FAILED, e.raw_os_error().unwrap_or(libc::EPERM));
                 libc::_exit(1);
             }
-            let program = raw_fork();
+            // Every signal blocked across the clone, so that no handler of Steward's runs in
+            // the program on the shared memory before its handlers are reset.
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut mask: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::sigprocmask(libc::SIG_SETMASK, &all, &mut mask);
+            let failed = AtomicI32::new(0);
+            let job = Job { start: start.start, mask: &mask, failed: &failed };
+            let program = libc::clone(
+                program_main,
+                start.stack.top(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                std::ptr::from_ref(&job).cast_mut().cast(),
+            );
+            let clone_errno = errno();
+            libc::sigprocmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
             if program < 0 {
-                send(status_fd, TAG_SETUP_FAILED, errno());
+                send(status_fd, TAG_SETUP_FAILED, clone_errno);
                 libc::_exit(1);
             }
-            if program == 0 {
-                libc::close(status_fd);
-                return Ok(());
+            // The clone returns once the program executed or exited.
+            let start_failed = failed.load(Ordering::Relaxed);
+            if start_failed != 0 {
+                let mut ignored = 0;
+                libc::waitpid(program, &mut ignored, 0);
+                if start_failed < 0 {
+                    send(status_fd, TAG_EXEC_FAILED, -start_failed);
+                } else {
+                    send(status_fd, TAG_CONFINE_FAILED, start_failed);
+                }
+                libc::_exit(1);
             }
             send(status_fd, TAG_SETUP_DONE, 0);
             close_all_but(status_fd);
-            let program = program as libc::pid_t;
             let mut program_status = None;
             loop {
                 let mut status = 0;
@@ -630,20 +728,26 @@ impl NsSetup {
     }
 }
 
-/// The keeper's part after the init was forked: returns the init's setup failure, else
-/// waits and ends like the program did (never returns).
-unsafe fn keep(init: libc::pid_t, status_fd: libc::c_int) -> io::Result<()> {
+/// The keeper's part after the init was forked: returns the init's setup failure or the
+/// program's failed start, else waits and ends like the program did (never returns).
+unsafe fn keep(init: libc::pid_t, status_fd: libc::c_int) -> io::Error {
     // SAFETY: async-signal-safe system calls only.
     unsafe {
         let (tag, value) = receive(status_fd);
         if tag != TAG_SETUP_DONE {
             let mut ignored = 0;
             libc::waitpid(init, &mut ignored, 0);
-            // Reported as a failed confinement whatever the mount step's own error was (an
-            // `ENOENT` here must not read as "program not found").
+            // The program's `execve` failed (`ENOENT` for a missing program): marked so that
+            // the spawn reports it as such, not as a failed confinement.
+            if tag == TAG_EXEC_FAILED {
+                return io::Error::from_raw_os_error(EXEC_FAILED_BASE + value.max(1));
+            }
+            // Reported as a failed confinement whatever the step's own error was (an `ENOENT`
+            // here must not read as "program not found").
             let setup_errnos = [libc::EPERM, libc::EINVAL, libc::ENOSPC, libc::EUSERS, libc::ENOSYS];
-            let errno = if tag == TAG_SETUP_FAILED && setup_errnos.contains(&value) { value } else { libc::EPERM };
-            return Err(io::Error::from_raw_os_error(errno));
+            let confine = tag == TAG_SETUP_FAILED || tag == TAG_CONFINE_FAILED;
+            let errno = if confine && setup_errnos.contains(&value) { value } else { libc::EPERM };
+            return io::Error::from_raw_os_error(errno);
         }
         // The caller's pipes and `spawn`'s error pipe now belong to the program alone.
         close_all_but(status_fd);

@@ -583,3 +583,70 @@ async fn dev_holds_only_the_devices_a_program_uses() {
         std::fs::read_dir("/dev").unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     assert!(host.iter().any(|n| !allowed.contains(&n.as_str())), "{host:?}");
 }
+
+/// Folders `a` and `b` (in that order on `PATH`) each holding `prog`, `b`'s printing `second`.
+fn two_path_folders(first: &[u8]) -> (tempfile::TempDir, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in [("a", first), ("b", b"#!/bin/sh\necho second\n".as_slice())] {
+        std::fs::create_dir(dir.path().join(name)).unwrap();
+        let prog = dir.path().join(name).join("prog");
+        std::fs::write(&prog, content).unwrap();
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{0}/a:{0}/b:/usr/bin:/bin", dir.path().display());
+    (dir, path)
+}
+
+fn exits_like_bash(argv: &[&str], path: &str) -> ExecRequest {
+    let mut r = req(argv);
+    r.env_set.push(("PATH".into(), path.into()));
+    r.exec_failure_exits = true;
+    r
+}
+
+#[tokio::test]
+async fn a_program_is_found_and_fails_like_bash_says() {
+    // The first `PATH` match has a missing interpreter: bash stops there with 127, it does not
+    // run the next match.
+    let (_dir, path) = two_path_folders(b"#!/nonexistent/interpreter\n");
+    let out = exec(exits_like_bash(&["prog"], &path)).await;
+    assert_eq!(out.exit_code, Some(127), "{out:?}");
+    assert!(!text(&out.stdout).contains("second"), "{out:?}");
+    assert!(text(&out.stderr).contains("/a/prog: cannot execute: required file not found"), "{out:?}");
+
+    // An ELF header on a file that is no binary: 126, and its text is never run by a shell.
+    let (_dir, path) = two_path_folders(b"\x7fELF\necho embedded-shell-text\n");
+    let out = exec(exits_like_bash(&["prog"], &path)).await;
+    assert_eq!(out.exit_code, Some(126), "{out:?}");
+    assert!(!text(&out.stdout).contains("embedded-shell-text") && !text(&out.stdout).contains("second"), "{out:?}");
+    assert!(text(&out.stderr).contains("/a/prog: cannot execute binary file: Exec format error"), "{out:?}");
+
+    // Not executable in `a`: bash takes the executable one in `b`.
+    let (dir, path) = two_path_folders(b"#!/bin/sh\necho first\n");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path().join("a/prog"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let out = exec(exits_like_bash(&["prog"], &path)).await;
+    assert_eq!((out.exit_code, text(&out.stdout).trim()), (Some(0), "second"), "{out:?}");
+
+    // Nowhere on `PATH`: 127 and bash's message, as the call's result.
+    let out = exec(exits_like_bash(&["no-such-program-anywhere"], &path)).await;
+    assert_eq!(out.exit_code, Some(127), "{out:?}");
+    assert_eq!(text(&out.stderr), "bash: no-such-program-anywhere: command not found\n");
+}
+
+#[tokio::test]
+async fn a_program_that_cannot_be_executed_is_not_blamed_on_the_sandbox() {
+    let (_dir, path) = two_path_folders(b"\x7fELF\necho embedded-shell-text\n");
+    let mut r = req(&["prog"]);
+    r.env_set.push(("PATH".into(), path));
+    match run(r, CancellationToken::new()).await {
+        // Executed by the sandbox itself (with namespaces): a failed spawn of that program.
+        Err(SandboxError::Spawn { source, .. }) => assert_eq!(source.raw_os_error(), Some(libc::ENOEXEC)),
+        // Executed by the C library without namespaces, which may hand it to `/bin/sh`.
+        Ok(out) => assert!(!out.profile.contains("pidns"), "{out:?}"),
+        Err(other) => panic!("{other}"),
+    }
+}

@@ -267,6 +267,11 @@ impl ToolRegistry {
         policy: &steward_policy::Policy,
     ) -> Result<Self, RegistryError> {
         let mut registry = Self::builtin();
+        // Programs will run sandboxed: the sandbox's one-time probes run now, beside the
+        // run's start-up, instead of at the first call.
+        if config.shell.enabled || !config.tools.is_empty() {
+            steward_sandbox::warm_up();
+        }
         if config.shell.enabled {
             let mut writable = Vec::new();
             for dir in &config.shell.writable {
