@@ -150,6 +150,11 @@ impl EventObserver for Human {
                     chunks.iter().map(|c| format!("{}:{}-{}", printable(&c.path), c.start_line, c.end_line)).collect();
                 self.line(&format!("{DIM}context: {}{DIM:#}", passages.join(", ")))
             }
+            EventKind::PromptFitted { .. } => {
+                if let Some(summary) = steward_core::trace::prompt_fitted_summary(&event.kind) {
+                    self.line(&format!("{DIM}{}{DIM:#}", printable_text(&summary)))
+                }
+            }
             EventKind::ContextUnavailable { error } => {
                 self.line(&format!("{DIM}no workspace context: {}{DIM:#}", printable_text(error)))
             }

@@ -156,6 +156,7 @@ fn print_step(step: &TraceStep) {
         TraceStep::Context { passages, duration_ms, .. } => {
             println!("  context    {duration_ms:>7} ms  {}", passages.join(", "))
         }
+        TraceStep::PromptFitted { round, summary } => println!("  fit        round {round}  {summary}"),
         TraceStep::Answered { text } => println!("final:\n{text}"),
         TraceStep::Failed { class, error } => println!("failed [{class}]: {error}"),
     }
