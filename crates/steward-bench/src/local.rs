@@ -2,8 +2,8 @@
 //! repository. It starts llama.cpp's `llama-server` (or llama-cpp-python's server) on
 //! loopback with the model, runs `steward run --json` for each task in a fresh copy of the
 //! fixture, and reads what happened from the run's events and the server's own counters:
-//! - a task is completed when its check holds (the answer names the code word, the file holds
-//!   the edit);
+//! - a task is completed when its check holds (the run answered and the answer names the code
+//!   word; the file holds the edit);
 //! - rounds are the planner calls; tool calls are counted as native (the server's structured
 //!   calls), recovered from text (`call_recovered_*`) or refused (undeclared or malformed
 //!   calls, and replies of unusable markup);
@@ -238,8 +238,11 @@ fn run_task(args: &BenchLocalArgs, steward: &Path, port: u16, task: &Task) -> Re
             }
             "tool_denied" if e["rule"] == "invalid_tool_call" => outcome.refused += 1,
             "run_completed" => {
-                answer = e["final"].as_str().unwrap_or_default().to_string();
                 outcome.ending = e["stop_reason"].as_str().unwrap_or_default().to_string();
+                // Only an answer counts as one: a run stopped by a limit reports what it had.
+                if outcome.ending == "answered" {
+                    answer = e["final"].as_str().unwrap_or_default().to_string();
+                }
             }
             "run_failed" => outcome.ending = format!("failed: {}", e["class"].as_str().unwrap_or_default()),
             _ => {}

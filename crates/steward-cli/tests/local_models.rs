@@ -208,3 +208,21 @@ fn peer_qwen_on_llama_cpp_python_writes_its_call_as_text_and_it_is_recovered_and
     assert_every_call_accounted_for(&env, &evs);
     eprintln!("peer_qwen llama-cpp-python text call: {:?}", started.elapsed());
 }
+
+#[test]
+fn a_prompt_that_cannot_fit_the_configured_window_fails_before_any_request() {
+    let env = fixture();
+    // Nothing listens on port 9: a request would fail as `provider_unreachable`.
+    env.user_config(
+        "[providers.tiny]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\ndefault_model = \"m\"\n\
+         context_window = 300\nretry_backoff_ms = 1\n",
+    );
+    let out = env.steward(&["run", "--json", "--provider", "tiny", "--max-tokens", "100", "Read notes.txt"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let evs = events(&out);
+    let failed = find(&evs, "run_failed");
+    assert_eq!(failed["class"], "context_overflow", "{failed}");
+    let error = failed["error"].as_str().unwrap();
+    assert!(error.contains("context window of 300 tokens") && error.contains("100 kept for the reply"), "{error}");
+    assert!(all(&evs, "stage_started").is_empty(), "no model call was made: {evs:#?}");
+}

@@ -369,7 +369,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         // In chain mode only the chain's next tool is offered (SPEC T6).
         let (mut offered, forced) = chains.offered(chain_state, &req.tools);
         if let Some(only) = &req.config.run.tools {
-            offered.retain(|spec| only.iter().any(|name| *name == spec.name));
+            offered.retain(|spec| only.contains(&spec.name));
         }
         let mut request = ChatRequest {
             model: req.planner.model.clone(),
