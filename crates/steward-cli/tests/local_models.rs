@@ -226,3 +226,26 @@ fn a_prompt_that_cannot_fit_the_configured_window_fails_before_any_request() {
     assert!(error.contains("context window of 300 tokens") && error.contains("100 kept for the reply"), "{error}");
     assert!(all(&evs, "stage_started").is_empty(), "no model call was made: {evs:#?}");
 }
+
+#[test]
+fn a_call_of_a_tool_left_out_by_run_tools_is_refused_and_the_model_told_why() {
+    let env = fixture();
+    let path = scenario(
+        &env,
+        "[[round]]\n[[round.tool_call]]\nname = \"list\"\narguments = { path = \".\" }\n\
+         [[round.tool_call]]\nname = \"read\"\narguments = { path = \"notes.txt\" }\n[[round]]\ntext = \"PELICAN\"\n",
+    );
+    env.user_config(&format!(
+        "[run]\ntools = [\"read\"]\n[providers.local]\nkind = \"fake\"\nscenario = \"{path}\"\n"
+    ));
+    let out = env.steward(&["run", "--json", "--provider", "local", "what is the code word?"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let denied = find(&evs, "tool_denied");
+    assert_eq!(denied["tool"], "list");
+    assert_eq!(denied["rule"], "invalid_tool_call");
+    assert!(denied["reason"].as_str().unwrap().contains("was not offered"), "{denied}");
+    let ran: Vec<&Value> = all(&evs, "tool_started");
+    assert_eq!(ran.len(), 1, "only the offered tool ran: {ran:?}");
+    assert_eq!(ran[0]["tool"], "read");
+}

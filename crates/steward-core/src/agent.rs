@@ -368,6 +368,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         let round = planner_calls;
         // In chain mode only the chain's next tool is offered (SPEC T6).
         let (mut offered, forced) = chains.offered(chain_state, &req.tools);
+        let catalog: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
         if let Some(only) = &req.config.run.tools {
             offered.retain(|spec| only.contains(&spec.name));
         }
@@ -416,11 +417,12 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         let reply = interrupt
             .run(stream_stage(req.planner.provider.as_ref(), "planner", &request, &events, rt.redactor.clone()))
             .await;
-        // Only the tools this request offered may be called (the catalog may have been cut
-        // by `[run] tools` or to fit the context window).
+        // A tool left out of this request (by `[run] tools` or to fit the context window) may
+        // not be called; other names go on to the gate as before (chain rules, unknown tools).
         let offered_names: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
-        let offered_specs =
-            if request.tools.len() == req.tools.specs().len() { None } else { Some(request.tools.clone()) };
+        let cut: Vec<String> = catalog.into_iter().filter(|name| !offered_names.contains(name)).collect();
+        // Markup naming a tool is judged against what this request offered when it was cut.
+        let offered_specs = if cut.is_empty() { None } else { Some(request.tools.clone()) };
         // The request (its copies of every tool's schema among them) is not needed while the
         // proposed calls run or wait for an approval, which may take long.
         drop(request);
@@ -445,7 +447,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         };
         let mut reply = reply;
         let (kept, undeclared): (Vec<ToolCall>, Vec<ToolCall>) =
-            std::mem::take(&mut reply.tool_calls).into_iter().partition(|c| offered_names.contains(&c.name));
+            std::mem::take(&mut reply.tool_calls).into_iter().partition(|c| !cut.contains(&c.name));
         reply.tool_calls = kept;
         for call in undeclared {
             reply.invalid_tool_calls.push(steward_protocol::InvalidToolCall {
