@@ -235,9 +235,7 @@ fn a_call_of_a_tool_left_out_by_run_tools_is_refused_and_the_model_told_why() {
         "[[round]]\n[[round.tool_call]]\nname = \"list\"\narguments = { path = \".\" }\n\
          [[round.tool_call]]\nname = \"read\"\narguments = { path = \"notes.txt\" }\n[[round]]\ntext = \"PELICAN\"\n",
     );
-    env.user_config(&format!(
-        "[run]\ntools = [\"read\"]\n[providers.local]\nkind = \"fake\"\nscenario = \"{path}\"\n"
-    ));
+    env.user_config(&format!("[run]\ntools = [\"read\"]\n[providers.local]\nkind = \"fake\"\nscenario = \"{path}\"\n"));
     let out = env.steward(&["run", "--json", "--provider", "local", "what is the code word?"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let evs = events(&out);
