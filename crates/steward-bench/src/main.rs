@@ -11,6 +11,7 @@
 mod generated;
 mod injection;
 mod ledger;
+mod local;
 mod nodes;
 mod redaction;
 mod sandbox;
@@ -66,6 +67,8 @@ enum Mode {
     Injection(injection::BenchInjectionArgs),
     /// The workspace search index: recall@5 of grep and BM25 on labelled queries over a crates.io package's source, indexing throughput (MB/s), incremental update time.
     Search(search::BenchSearchArgs),
+    /// A real local model (Qwen2.5-Coder-0.5B by default) on llama.cpp's llama-server (or llama-cpp-python's server) doing small tasks on a fixture repository: tasks completed, rounds, calls native / from text / refused, prompt tokens per round, the server's prompt and generation tokens/s, time per round.
+    Local(local::BenchLocalArgs),
     /// The clients of `serve`'s event-latency measurement, in a process of their own.
     #[command(hide = true)]
     ServeClients(serve_clients::ServeClientsArgs),
@@ -155,6 +158,7 @@ fn main() -> ExitCode {
             Some(Mode::Injection(args)) => injection::run(args).await,
             Some(Mode::Redaction(args)) => redaction::run(args).await,
             Some(Mode::Search(args)) => search::run(args).await,
+            Some(Mode::Local(args)) => local::run(args).await,
             Some(Mode::Reference) | Some(Mode::ServeClients(_)) => Ok(0),
         }
     });

@@ -156,6 +156,11 @@ impl EventObserver for Human {
                     self.line(&format!("{DIM}context ranked by keywords only: {}{DIM:#}", printable_text(why)))
                 }
             }
+            EventKind::PromptFitted { .. } => {
+                if let Some(summary) = steward_core::trace::prompt_fitted_summary(&event.kind) {
+                    self.line(&format!("{DIM}{}{DIM:#}", printable_text(&summary)))
+                }
+            }
             EventKind::ContextUnavailable { error } => {
                 self.line(&format!("{DIM}no workspace context: {}{DIM:#}", printable_text(error)))
             }

@@ -20,6 +20,7 @@ mod hub;
 mod index;
 mod instructions;
 mod ledger;
+mod local_models;
 mod mcp;
 mod mcp_conformance;
 mod mcp_http;

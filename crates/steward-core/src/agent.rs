@@ -351,6 +351,14 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         (f, w) => f.or(w),
     };
 
+    // The model's context window, when the configuration sets it or the server reports it:
+    // each round's prompt is shrunk to fit it before it is sent.
+    let window = if req.planner.kind == "classic" {
+        None
+    } else {
+        req.planner.provider.context_window(&req.planner.model).await
+    };
+
     let ending = loop {
         if let Some(i) = interrupt.check() {
             break Ending::Interrupted(i);
@@ -366,8 +374,12 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         planner_calls += 1;
         let round = planner_calls;
         // In chain mode only the chain's next tool is offered (SPEC T6).
-        let (offered, forced) = chains.offered(chain_state, &req.tools);
-        let request = ChatRequest {
+        let (mut offered, forced) = chains.offered(chain_state, &req.tools);
+        let catalog: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
+        if let Some(only) = &req.config.run.tools {
+            offered.retain(|spec| only.contains(&spec.name));
+        }
+        let mut request = ChatRequest {
             model: req.planner.model.clone(),
             messages: context::assemble(
                 instructions_for_model.as_deref(),
@@ -386,11 +398,38 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             max_tokens: req.planner.max_tokens,
             temperature: None,
         };
+        if let Some(window) = window {
+            match crate::fit::fit(&mut request, window.tokens, &task_for_model) {
+                Ok(fitted) if fitted.changed() => {
+                    events
+                        .emit(EventKind::PromptFitted {
+                            round,
+                            window: window.tokens,
+                            window_source: if window.configured { "config" } else { "server" }.into(),
+                            reserved_for_reply: fitted.reserved_for_reply,
+                            before_tokens: fitted.before_tokens,
+                            estimated_tokens: fitted.estimated_tokens,
+                            rounds_dropped: fitted.rounds_dropped,
+                            descriptions_shortened: fitted.descriptions_shortened,
+                            tools_dropped: fitted.tools_dropped,
+                        })
+                        .await?;
+                }
+                Ok(_) => {}
+                Err(too_big) => break Ending::Failed(ErrorClass::ContextOverflow, too_big.to_string()),
+            }
+        }
         events.emit(EventKind::StageStarted { stage: "planner".into(), round }).await?;
         let stage_started = Instant::now();
         let reply = interrupt
             .run(stream_stage(req.planner.provider.as_ref(), "planner", &request, &events, rt.redactor.clone()))
             .await;
+        // A tool left out of this request (by `[run] tools` or to fit the context window) may
+        // not be called; other names go on to the gate as before (chain rules, unknown tools).
+        let offered_names: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+        let cut: Vec<String> = catalog.into_iter().filter(|name| !offered_names.contains(name)).collect();
+        // Markup naming a tool is judged against what this request offered when it was cut.
+        let offered_specs = if cut.is_empty() { None } else { Some(request.tools.clone()) };
         // The request (its copies of every tool's schema among them) is not needed while the
         // proposed calls run or wait for an approval, which may take long.
         drop(request);
@@ -413,12 +452,31 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             }
             Ok(Ok(reply)) => reply,
         };
+        let mut reply = reply;
+        let (kept, undeclared): (Vec<ToolCall>, Vec<ToolCall>) =
+            std::mem::take(&mut reply.tool_calls).into_iter().partition(|c| !cut.contains(&c.name));
+        reply.tool_calls = kept;
+        for call in undeclared {
+            reply.invalid_tool_calls.push(steward_protocol::InvalidToolCall {
+                error: format!(
+                    "`{}` was not offered in this request (offered: {})",
+                    call.name,
+                    offered_names.join(", ")
+                ),
+                raw_arguments: call.arguments.to_string(),
+                id: call.id,
+                name: call.name,
+            });
+        }
         usage.add(reply.usage);
         let proposed = (reply.tool_calls.len() + reply.invalid_tool_calls.len()) as u32;
         // Tool-call markup that could not be turned into calls is never an answer (SPEC P8):
         // the planner is told once what was wrong, then the run fails.
         if proposed == 0
-            && let Some(why) = steward_provider::unparsed_tool_markup(&reply.text, &req.tools.specs())
+            && let Some(why) = steward_provider::unparsed_tool_markup(
+                &reply.text,
+                offered_specs.as_deref().unwrap_or(&req.tools.specs()),
+            )
         {
             let why = rt.redactor.redact(&why);
             // Asking again needs a round; without one the run fails now rather than stopping at

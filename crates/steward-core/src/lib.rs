@@ -20,6 +20,7 @@ pub mod decide;
 pub mod decisions;
 pub mod elicitation;
 pub mod events;
+pub mod fit;
 pub mod generated;
 pub mod hooks;
 pub mod interrupt;

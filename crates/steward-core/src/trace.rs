@@ -124,6 +124,13 @@ pub enum TraceStep {
         /// Why embeddings were configured but the ranking fell back to keywords.
         embedding_error: Option<String>,
     },
+    /// The planner's prompt was shrunk to fit the model's context window.
+    PromptFitted {
+        /// Its round (1-based).
+        round: u32,
+        /// What was left out, in words ([`prompt_fitted_summary`]).
+        summary: String,
+    },
     /// The run answered.
     Answered {
         /// The final text.
@@ -148,6 +155,45 @@ pub fn roles(events: &[Event]) -> Vec<RoleModel> {
             _ => None,
         })
         .unwrap_or_default()
+}
+
+/// What a `prompt_fitted` event says, in words: the window, the estimate before and after,
+/// and what was left out; `None` for any other event.
+pub fn prompt_fitted_summary(kind: &EventKind) -> Option<String> {
+    let EventKind::PromptFitted {
+        window,
+        window_source,
+        reserved_for_reply,
+        before_tokens,
+        estimated_tokens,
+        rounds_dropped,
+        descriptions_shortened,
+        tools_dropped,
+        ..
+    } = kind
+    else {
+        return None;
+    };
+    let mut dropped = Vec::new();
+    if *rounds_dropped > 0 {
+        dropped.push(format!("{rounds_dropped} earlier round{}", if *rounds_dropped == 1 { "" } else { "s" }));
+    }
+    if *descriptions_shortened {
+        dropped.push("the tool descriptions shortened".to_string());
+    }
+    if !tools_dropped.is_empty() {
+        dropped.push(format!(
+            "{} tool{} ({})",
+            tools_dropped.len(),
+            if tools_dropped.len() == 1 { "" } else { "s" },
+            tools_dropped.join(", ")
+        ));
+    }
+    Some(format!(
+        "prompt fitted to a {window}-token window ({window_source}, {reserved_for_reply} kept for the reply): \
+         about {before_tokens} → {estimated_tokens} tokens; left out: {}",
+        dropped.join("; ")
+    ))
 }
 
 /// Folds a run's events (oldest first) into its trace steps. An answer is paired with its
@@ -252,6 +298,10 @@ pub fn steps(events: &[Event]) -> Vec<TraceStep> {
                 error: Some(error.clone()),
                 ranking: String::new(),
                 embedding_error: None,
+            },
+            EventKind::PromptFitted { round, .. } => TraceStep::PromptFitted {
+                round: *round,
+                summary: prompt_fitted_summary(&event.kind).unwrap_or_default(),
             },
             EventKind::RunCompleted { final_text, .. } => TraceStep::Answered { text: final_text.clone() },
             EventKind::RunFailed { error, class, .. } => TraceStep::Failed { class: *class, error: error.clone() },

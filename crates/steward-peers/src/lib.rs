@@ -190,6 +190,64 @@ pub fn embedding_server() -> Peer {
     Peer::start(command, Duration::from_secs(60), "llama_cpp.server (embeddings)", None)
 }
 
+/// llama.cpp's `llama-server` (`STEWARD_TEST_LLAMA_SERVER`, built by `.ci/peers.sh` with the
+/// CPU's vector units) serving Qwen2.5-Coder-0.5B-Instruct (`STEWARD_TEST_QWEN_MODEL`) under the
+/// model id `qwen`: `--jinja` (the model's own chat template, so its `<tool_call>` blocks
+/// become native tool calls), a context of `context` tokens (`-c`), 2 threads, greedy sampling
+/// (`--temp 0`, `--seed 42`) and `/metrics`. Returned once `/health` answers 200 (the model is
+/// loaded), within 120 s. Its base URL for Steward is `url() + "/v1"`.
+pub fn qwen_llama_server(context: u32) -> Peer {
+    let server = required_env("STEWARD_TEST_LLAMA_SERVER");
+    let model = required_env("STEWARD_TEST_QWEN_MODEL");
+    let command = |port: u16| {
+        let mut command = Command::new(&server);
+        command
+            .args(["-m", &model, "-a", "qwen", "--jinja", "--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["-c", &context.to_string(), "-t", "2", "--temp", "0", "--seed", "42", "--metrics"])
+            .args(["--no-webui"]);
+        command
+    };
+    let peer = Peer::start(command, Duration::from_secs(60), "llama-server", None);
+    wait_healthy(&peer, Duration::from_secs(120), "llama-server");
+    peer
+}
+
+/// llama-cpp-python's server (`STEWARD_TEST_LLAMA_PYTHON`) serving the Qwen model
+/// (`STEWARD_TEST_QWEN_MODEL`) as `qwen`, `n_ctx` 2048, 2 threads. Its chat path renders the
+/// model's template without turning `<tool_call>` blocks into calls: they reach Steward as text.
+pub fn qwen_llama_cpp_python() -> Peer {
+    let python = required_env("STEWARD_TEST_LLAMA_PYTHON");
+    let model = required_env("STEWARD_TEST_QWEN_MODEL");
+    let command = |port: u16| {
+        let mut command = Command::new(&python);
+        command
+            .args(["-m", "llama_cpp.server", "--model", &model, "--model_alias", "qwen", "--host", "127.0.0.1"])
+            .args(["--port", &port.to_string(), "--n_ctx", "2048", "--n_threads", "2"]);
+        command
+    };
+    Peer::start(command, Duration::from_secs(120), "llama_cpp.server (qwen)", None)
+}
+
+/// Waits until `GET /health` of `peer` answers 200, panicking (naming `what`) after `within`.
+pub fn wait_healthy(peer: &Peer, within: Duration, what: &str) {
+    use std::io::{Read, Write};
+    let deadline = Instant::now() + within;
+    loop {
+        let answered = std::net::TcpStream::connect(("127.0.0.1", peer.port)).ok().and_then(|mut stream| {
+            let request = format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n", peer.port);
+            stream.write_all(request.as_bytes()).ok()?;
+            let mut head = [0u8; 12];
+            stream.read_exact(&mut head).ok()?;
+            Some(head.starts_with(b"HTTP/1.1 200"))
+        });
+        if answered == Some(true) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} was not healthy within {within:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 /// aimock (`STEWARD_TEST_AIMOCK`) serving `fixtures` (its JSON fixture list). With `api_key`
 /// set it answers 401 unless a request carries exactly that key.
 pub fn aimock(fixtures: serde_json::Value, api_key: Option<&str>) -> Peer {

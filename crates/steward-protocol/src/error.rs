@@ -35,6 +35,9 @@ pub enum ErrorClass {
     Storage,
     /// An MCP server could not be used.
     McpUnavailable,
+    /// The prompt does not fit the model's context window even after it was shrunk (fewer
+    /// earlier rounds, shorter tool descriptions, fewer tools).
+    ContextOverflow,
     /// Anything else.
     Internal,
 }
@@ -56,6 +59,7 @@ impl ErrorClass {
             ErrorClass::Config => "config",
             ErrorClass::Storage => "storage",
             ErrorClass::McpUnavailable => "mcp_unavailable",
+            ErrorClass::ContextOverflow => "context_overflow",
             ErrorClass::Internal => "internal",
         }
     }

@@ -367,6 +367,29 @@ pub enum EventKind {
         /// Why, redacted.
         error: String,
     },
+    /// The planner's prompt was shrunk to fit the model's context window before it was sent:
+    /// what was left out, in the order it was tried (fewer earlier rounds, shorter tool
+    /// descriptions, fewer tools). Token counts are estimates (see `estimated_tokens`).
+    PromptFitted {
+        /// Round number, 1-based.
+        round: u32,
+        /// The model's context window, in tokens.
+        window: u32,
+        /// Where the window's size came from: `config` or `server`.
+        window_source: String,
+        /// Tokens kept free for the reply (the request's output limit).
+        reserved_for_reply: u32,
+        /// The prompt's estimated size before shrinking, in tokens.
+        before_tokens: u32,
+        /// The prompt's estimated size as sent, in tokens.
+        estimated_tokens: u32,
+        /// Earlier rounds left out (their calls and results).
+        rounds_dropped: u32,
+        /// Whether the tools' descriptions were shortened.
+        descriptions_shortened: bool,
+        /// Tools no longer offered this round, by name.
+        tools_dropped: Vec<String>,
+    },
     /// A change was proposed (diff), not yet applied.
     PatchProposed {
         /// Call id.
@@ -451,6 +474,7 @@ impl EventKind {
             EventKind::McpElicitationAnswered { .. } => "mcp_elicitation_answered",
             EventKind::ContextRetrieved { .. } => "context_retrieved",
             EventKind::ContextUnavailable { .. } => "context_unavailable",
+            EventKind::PromptFitted { .. } => "prompt_fitted",
             EventKind::PatchProposed { .. } => "patch_proposed",
             EventKind::PatchApplied { .. } => "patch_applied",
             EventKind::RunCompleted { .. } => "run_completed",

@@ -28,6 +28,7 @@ use crate::http::{ApiKey, HttpCore, build_client};
 use crate::openai::OpenAiWire;
 use crate::responses::ResponsesWire;
 use crate::retry::{DEFAULT_BACKOFF_MS, DEFAULT_TRIES, RetryPolicy};
+use crate::window::WindowSource;
 use crate::wire::{HttpProvider, Settings};
 use crate::{Provider, ProviderError};
 
@@ -130,6 +131,16 @@ pub struct ProviderConfig {
     /// `developer` (preferred by OpenAI's reasoning models).
     #[serde(default)]
     pub system_role: Option<String>,
+    /// The model's context window in tokens. When set (or reported by the server, see
+    /// `probe_context_window`), the planner's prompt is shrunk to fit it before it is sent.
+    #[serde(default)]
+    pub context_window: Option<u32>,
+    /// OpenAI-compatible only: ask the server for the model's context window when
+    /// `context_window` is unset (llama.cpp `/props`, Ollama `/api/show`, the model list's
+    /// metadata). Default: true for the `llamacpp`, `ollama` and `lmstudio` presets (and
+    /// `--base-url`), false otherwise.
+    #[serde(default)]
+    pub probe_context_window: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -156,6 +167,8 @@ impl ProviderConfig {
             max_retries: None,
             retry_backoff_ms: None,
             system_role: None,
+            context_window: None,
+            probe_context_window: None,
         }
     }
 
@@ -231,6 +244,9 @@ pub fn preset(name: &str) -> Option<ProviderConfig> {
         "ollama" => Some(OLLAMA_HOST.to_string()),
         _ => None,
     };
+    if matches!(name, "llamacpp" | "ollama" | "lmstudio") {
+        cfg.probe_context_window = Some(true);
+    }
     Some(cfg)
 }
 
@@ -383,12 +399,17 @@ pub fn build_provider(
         tool_choice: cfg.tool_choice.clone(),
         max_tokens: cfg.max_tokens,
     };
+    let window = WindowSource {
+        configured: cfg.context_window.filter(|n| *n > 0),
+        probe: cfg.kind == ProviderKind::Openai && cfg.probe_context_window.unwrap_or(false),
+        asked: Default::default(),
+    };
     Ok(match cfg.kind {
-        ProviderKind::Anthropic => Arc::new(HttpProvider { core, settings, wire: AnthropicWire }),
-        ProviderKind::OpenaiResponses => Arc::new(HttpProvider { core, settings, wire: ResponsesWire }),
+        ProviderKind::Anthropic => Arc::new(HttpProvider { core, settings, window, wire: AnthropicWire }),
+        ProviderKind::OpenaiResponses => Arc::new(HttpProvider { core, settings, window, wire: ResponsesWire }),
         _ => {
             let system_role = cfg.system_role.clone().unwrap_or_else(|| "system".to_string());
-            Arc::new(HttpProvider { core, settings, wire: OpenAiWire { system_role } })
+            Arc::new(HttpProvider { core, settings, window, wire: OpenAiWire { system_role } })
         }
     })
 }

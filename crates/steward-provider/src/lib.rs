@@ -17,6 +17,7 @@
 //! - [`markup`]: tool-call markup left in a final message, never taken as an answer;
 //! - [`retry`]: which failures are retried and how long to wait (SPEC P7);
 //! - [`redact`]: keeping keys out of error messages (case B13);
+//! - `window`: the model's context window, configured or asked of the server;
 //! - [`tls`]: the HTTP clients' TLS, with the system's root certificates loaded on first use.
 #![deny(missing_docs)]
 
@@ -40,6 +41,7 @@ mod reply;
 mod responses;
 pub mod retry;
 pub mod tls;
+mod window;
 mod wire;
 
 use async_trait::async_trait;
@@ -53,6 +55,7 @@ pub use markup::unparsed_tool_markup;
 /// Strict function schemas (SPEC T10), as rendered for every provider.
 pub use openai::{strict_schema, tool_definitions};
 pub use recover::{RecoverError, Recovered, recover_text_tool_calls, recover_with_format};
+pub use window::ContextWindow;
 
 /// A provider failure with its class (SPEC P5, P7).
 ///
@@ -114,6 +117,13 @@ pub trait Provider: Send + Sync {
     /// The whole reply at once.
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         self.stream(request, &mut |_| {}).await
+    }
+
+    /// The context window of `model` (the default model when empty), in tokens: the
+    /// configured `context_window`, else what the server reports when the provider asks it
+    /// (`probe_context_window`); `None` when unknown, and the prompt is then sent as it is.
+    async fn context_window(&self, _model: &str) -> Option<ContextWindow> {
+        None
     }
 
     /// Model ids the provider serves.

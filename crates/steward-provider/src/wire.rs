@@ -68,6 +68,8 @@ pub(crate) trait Wire: std::fmt::Debug + Send + Sync + 'static {
 pub(crate) struct HttpProvider<W: Wire> {
     pub core: HttpCore,
     pub settings: Settings,
+    /// Where the model's context window comes from.
+    pub window: crate::window::WindowSource,
     pub wire: W,
 }
 
@@ -111,6 +113,11 @@ impl<W: Wire> Provider for HttpProvider<W> {
 
     async fn stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError> {
         with_retries(self, request, on_delta).await
+    }
+
+    async fn context_window(&self, model: &str) -> Option<crate::ContextWindow> {
+        let model = if model.is_empty() { self.core.default_model.as_str() } else { model };
+        self.window.window(&self.core, model).await
     }
 
     async fn list_models(&self) -> Result<Vec<String>, ProviderError> {

@@ -162,6 +162,7 @@ fn print_step(step: &TraceStep) {
                 println!("                         ranked by keywords only: {why}");
             }
         }
+        TraceStep::PromptFitted { round, summary } => println!("  fit        round {round}  {summary}"),
         TraceStep::Answered { text } => println!("final:\n{text}"),
         TraceStep::Failed { class, error } => println!("failed [{class}]: {error}"),
     }

@@ -66,6 +66,12 @@ pub struct RawRun {
     /// the web UI or another process).
     #[serde(default)]
     pub approvals: ApprovalsMode,
+    /// The tools offered to the model planner, by name (built-in, `[[tool]]`, MCP or chain
+    /// names); unset: every tool. A small model given fewer tools gets a smaller prompt and
+    /// fewer ways to go wrong. Names that match no tool are ignored; a call of a tool not
+    /// offered is refused as undeclared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
 }
 
 /// `[run] approvals`: what a call that needs approval does when stdin is not a terminal.

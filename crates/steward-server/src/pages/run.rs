@@ -310,6 +310,9 @@ fn steps(events: &[Event]) -> Vec<Step> {
                 }
                 Some(row("workspace context", detail, duration_ms, 0, 0, outcome))
             }
+            TraceStep::PromptFitted { round, summary } => {
+                Some(row("prompt fitted", format!("round {round}: {summary}"), 0, 0, 0, "shrunk"))
+            }
             TraceStep::Repeated { tool, earlier_call_id, earlier_outcome, answered_from_record, .. } => {
                 let outcome = if answered_from_record { "answered from the record" } else { "not run" };
                 let detail = format!("{tool}, repeat of {earlier_call_id} ({earlier_outcome})");

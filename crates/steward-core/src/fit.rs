@@ -1,0 +1,397 @@
+//! Fitting the planner's prompt to the model's context window, deterministically, before the
+//! server would refuse it.
+//!
+//! The prompt's size is an estimate, not the server's count: every message's text, tool calls
+//! and the tool definitions as the wire sends them (JSON), at one token per
+//! [`BYTES_PER_TOKEN`] bytes, plus [`PER_MESSAGE_TOKENS`] a message, [`PER_TOOL_TOKENS`] a
+//! tool and [`TEMPLATE_TOKENS`] for the chat template's own text. Three bytes a token
+//! over-counts English prose and JSON for the BPE tokenizers of today's local models (about
+//! four bytes a token), so the estimate errs on the side of a prompt that fits; the real-model
+//! test checks it against llama.cpp's own count.
+//!
+//! When the estimate plus the reply's reserve exceeds the window, the request is shrunk in
+//! this order, each step only as far as needed:
+//! 1. earlier rounds (an assistant message with its calls and their results) are left out,
+//!    oldest first; the latest round is always kept, and the task says how many were left out;
+//! 2. every tool's description is cut to its first sentence (at most
+//!    [`SHORT_DESCRIPTION_CHARS`] characters) and the descriptions inside its argument schema
+//!    are removed;
+//! 3. tools are left out one at a time, the least relevant to the task first (relevance: how
+//!    many of the task's words of three letters or more appear in the tool's name and
+//!    description; ties leave out the later tool of the catalog first). A tool the request
+//!    forces, and a tool already called in the prompt's rounds, is never left out.
+//!
+//! A prompt that does not fit after all three is a [`FitError`]: the run fails with
+//! `context_overflow` rather than sending a request the server refuses.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+use steward_protocol::{ChatRequest, Message, Role, ToolChoice};
+
+/// Bytes of prompt text counted as one token.
+pub const BYTES_PER_TOKEN: usize = 3;
+/// Tokens counted for each message's role markers.
+pub const PER_MESSAGE_TOKENS: u32 = 6;
+/// Tokens counted for each tool's framing in the chat template.
+pub const PER_TOOL_TOKENS: u32 = 10;
+/// Tokens counted for the chat template's own text (tool-use instructions and markers).
+pub const TEMPLATE_TOKENS: u32 = 150;
+/// Longest tool description kept by step 2, in characters.
+pub const SHORT_DESCRIPTION_CHARS: usize = 100;
+/// Tokens kept free for the reply when the request sets no output limit: a quarter of the
+/// window, at most this many.
+pub const DEFAULT_REPLY_RESERVE: u32 = 1_024;
+
+/// What was done to make a request fit; nothing when it fitted as it was.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Fitted {
+    /// The estimate before shrinking, in tokens.
+    pub before_tokens: u32,
+    /// The estimate as it will be sent, in tokens.
+    pub estimated_tokens: u32,
+    /// Tokens kept free for the reply.
+    pub reserved_for_reply: u32,
+    /// Earlier rounds left out.
+    pub rounds_dropped: u32,
+    /// Whether tool descriptions were shortened.
+    pub descriptions_shortened: bool,
+    /// Tools left out, in the order they were dropped.
+    pub tools_dropped: Vec<String>,
+}
+
+impl Fitted {
+    /// True when the request was changed.
+    pub fn changed(&self) -> bool {
+        self.rounds_dropped > 0 || self.descriptions_shortened || !self.tools_dropped.is_empty()
+    }
+}
+
+/// A prompt that cannot fit the window even shrunk.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the prompt needs about {needed} tokens even shrunk (earlier rounds, tool descriptions and {tools_dropped} \
+     tools left out), but the model's context window of {window} tokens leaves {budget} after {reserved} kept \
+     for the reply: give the server a larger context (llama-server -c, Ollama num_ctx), set a smaller \
+     max_tokens, offer fewer tools, or shorten the task"
+)]
+pub struct FitError {
+    /// The smallest estimate reached, in tokens.
+    pub needed: u32,
+    /// The window, in tokens.
+    pub window: u32,
+    /// Tokens the prompt may take.
+    pub budget: u32,
+    /// Tokens kept free for the reply.
+    pub reserved: u32,
+    /// Tools it had left out.
+    pub tools_dropped: usize,
+}
+
+/// The estimated size of `request`'s prompt, in tokens (see the module's documentation).
+pub fn estimate_tokens(request: &ChatRequest) -> u32 {
+    let mut bytes = 0usize;
+    for message in &request.messages {
+        bytes += message.content.len();
+        for call in &message.tool_calls {
+            bytes += call.name.len() + call.id.len() + call.arguments.to_string().len();
+        }
+    }
+    let tools = steward_provider::tool_definitions(&request.tools).to_string().len();
+    let tokens = (bytes + tools).div_ceil(BYTES_PER_TOKEN) as u64
+        + u64::from(PER_MESSAGE_TOKENS) * request.messages.len() as u64
+        + u64::from(PER_TOOL_TOKENS) * request.tools.len() as u64
+        + u64::from(TEMPLATE_TOKENS);
+    tokens.min(u64::from(u32::MAX)) as u32
+}
+
+/// Tokens kept free for the reply in a window of `window` tokens: the request's output limit,
+/// else a quarter of the window, at most [`DEFAULT_REPLY_RESERVE`].
+pub fn reply_reserve(request: &ChatRequest, window: u32) -> u32 {
+    request.max_tokens.unwrap_or((window / 4).min(DEFAULT_REPLY_RESERVE))
+}
+
+/// Shrinks `request` until its estimate fits `window` less the reply's reserve (see the
+/// module's documentation); `task` is the run's task, which ranks the tools.
+///
+/// Errors: [`FitError`] when it does not fit after every step; `request` is then left shrunk.
+pub fn fit(request: &mut ChatRequest, window: u32, task: &str) -> Result<Fitted, FitError> {
+    let reserved = reply_reserve(request, window);
+    let budget = window.saturating_sub(reserved);
+    let before = estimate_tokens(request);
+    let mut fitted =
+        Fitted { before_tokens: before, estimated_tokens: before, reserved_for_reply: reserved, ..Default::default() };
+    let fits = |request: &ChatRequest| estimate_tokens(request) <= budget;
+    if before <= budget {
+        return Ok(fitted);
+    }
+    // 1. Earlier rounds, oldest first; the latest is kept.
+    let original = request.messages.clone();
+    let rounds = round_starts(&original);
+    if rounds.len() > 1 {
+        for drop in 1..rounds.len() {
+            request.messages = without_rounds(&original, &rounds, drop);
+            fitted.rounds_dropped = drop as u32;
+            if fits(request) {
+                break;
+            }
+        }
+    }
+    // 2. Shorter tool descriptions.
+    if !fits(request) && !request.tools.is_empty() {
+        for tool in &mut request.tools {
+            tool.description = first_sentence(&tool.description);
+            strip_descriptions(&mut tool.input_schema);
+        }
+        fitted.descriptions_shortened = true;
+    }
+    // 3. Fewer tools, the least relevant first.
+    if !fits(request) {
+        let keep = kept_tools(request);
+        let mut order: Vec<(usize, usize)> = request
+            .tools
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !keep.contains(&t.name))
+            .map(|(i, t)| (relevance(task, &t.name, &t.description), i))
+            .collect();
+        // Least relevant first; among equals, the later tool first.
+        order.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let names: Vec<String> = order.iter().map(|(_, i)| request.tools[*i].name.clone()).collect();
+        for name in names {
+            request.tools.retain(|t| t.name != name);
+            fitted.tools_dropped.push(name);
+            if fits(request) {
+                break;
+            }
+        }
+    }
+    fitted.estimated_tokens = estimate_tokens(request);
+    if fitted.estimated_tokens > budget {
+        return Err(FitError {
+            needed: fitted.estimated_tokens,
+            window,
+            budget,
+            reserved,
+            tools_dropped: fitted.tools_dropped.len(),
+        });
+    }
+    Ok(fitted)
+}
+
+/// Indexes of the messages that start a round: each assistant message after the task.
+fn round_starts(messages: &[Message]) -> Vec<usize> {
+    messages.iter().enumerate().filter(|(_, m)| m.role == Role::Assistant).map(|(i, _)| i).collect()
+}
+
+/// `messages` without the first `drop` rounds, the task saying how many were left out.
+fn without_rounds(messages: &[Message], rounds: &[usize], drop: usize) -> Vec<Message> {
+    let first_round = rounds[0];
+    let kept_from = rounds[drop];
+    let mut out: Vec<Message> = messages[..first_round].to_vec();
+    if let Some(task) = out.iter_mut().rev().find(|m| m.role == Role::User) {
+        task.content.push_str(&format!(
+            "\n\n({drop} earlier step{} of this task {} left out here to fit the model's context window.)",
+            if drop == 1 { "" } else { "s" },
+            if drop == 1 { "is" } else { "are" }
+        ));
+    }
+    out.extend_from_slice(&messages[kept_from..]);
+    out
+}
+
+/// The first sentence of `text` (up to a `. ` or a line break), at most
+/// [`SHORT_DESCRIPTION_CHARS`] characters.
+fn first_sentence(text: &str) -> String {
+    let end = [text.find(". ").map(|i| i + 1), text.find('\n')].into_iter().flatten().min().unwrap_or(text.len());
+    let sentence = text[..end].trim();
+    match sentence.char_indices().nth(SHORT_DESCRIPTION_CHARS) {
+        Some((cut, _)) => format!("{}…", sentence[..cut].trim_end()),
+        None => sentence.to_string(),
+    }
+}
+
+/// Removes every `description` of a JSON Schema's properties, recursively.
+fn strip_descriptions(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(props)) = map.get_mut("properties") {
+                for prop in props.values_mut() {
+                    if let Value::Object(p) = prop {
+                        p.remove("description");
+                    }
+                    strip_descriptions(prop);
+                }
+            }
+            if let Some(items) = map.get_mut("items") {
+                if let Value::Object(i) = items {
+                    i.remove("description");
+                }
+                strip_descriptions(items);
+            }
+        }
+        Value::Array(values) => values.iter_mut().for_each(strip_descriptions),
+        _ => {}
+    }
+}
+
+/// Tools never left out: the one the request forces and those called in its rounds.
+fn kept_tools(request: &ChatRequest) -> BTreeSet<String> {
+    let mut keep: BTreeSet<String> =
+        request.messages.iter().flat_map(|m| m.tool_calls.iter().map(|c| c.name.clone())).collect();
+    if let ToolChoice::Named(name) = &request.tool_choice {
+        keep.insert(name.clone());
+    }
+    keep
+}
+
+/// How many distinct words of `task` (three letters or more, lower-cased) appear in the tool's
+/// name (its `_`-separated parts) or description.
+fn relevance(task: &str, name: &str, description: &str) -> usize {
+    let words = |text: &str| -> BTreeSet<String> {
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 3).map(str::to_lowercase).collect()
+    };
+    let tool: BTreeSet<String> =
+        words(&format!("{name} {}", name.replace('_', " "))).union(&words(description)).cloned().collect();
+    words(task).intersection(&tool).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use steward_protocol::{RiskLevel, ToolCall, ToolSpec};
+
+    fn tool(name: &str, description: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            input_schema: json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "A workspace path, relative to the root, of the file to use."}
+            }, "required": ["path"]}),
+            risk: RiskLevel::Low,
+            writes: false,
+            path_inputs: vec![],
+            untrusted_output: false,
+        }
+    }
+
+    fn catalog() -> Vec<ToolSpec> {
+        let long = "Does a thing. ".repeat(20);
+        vec![
+            tool("read_file", &format!("Read a file of the workspace. {long}")),
+            tool("git_status", &format!("Show the repository status. {long}")),
+            tool("web_fetch", &format!("Fetch a web page. {long}")),
+            tool("write_file", &format!("Write a file of the workspace. {long}")),
+        ]
+    }
+
+    fn round(i: usize, result_chars: usize) -> Vec<Message> {
+        let call = ToolCall { id: format!("c{i}"), name: "read_file".into(), arguments: json!({"path": "a.txt"}) };
+        vec![
+            Message::assistant(String::new(), vec![call]),
+            Message::tool_result(format!("c{i}"), "x".repeat(result_chars), false),
+        ]
+    }
+
+    fn request(rounds: usize) -> ChatRequest {
+        let mut messages =
+            vec![Message::system("rules"), Message::user("Read the file notes.txt and say what it holds")];
+        for i in 0..rounds {
+            messages.extend(round(i, 900));
+        }
+        ChatRequest {
+            model: "m".into(),
+            messages,
+            tools: catalog(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: Some(200),
+            temperature: None,
+        }
+    }
+
+    #[test]
+    fn a_prompt_that_fits_is_left_alone() {
+        let mut req = request(2);
+        let before = req.clone();
+        let fitted = fit(&mut req, 100_000, "task").unwrap();
+        assert!(!fitted.changed());
+        assert_eq!(req, before);
+        assert_eq!(fitted.reserved_for_reply, 200);
+    }
+
+    #[test]
+    fn earlier_rounds_go_first_oldest_first_and_the_latest_stays() {
+        let mut req = request(4);
+        let full = estimate_tokens(&req);
+        // Room for about two rounds fewer.
+        let window = full - 500 + 200;
+        let fitted = fit(&mut req, window, "Read the file notes.txt").unwrap();
+        assert_eq!(fitted.rounds_dropped, 2, "{fitted:?}");
+        assert!(!fitted.descriptions_shortened && fitted.tools_dropped.is_empty());
+        assert!(fitted.estimated_tokens <= window - 200);
+        let ids: Vec<&str> = req.messages.iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
+        assert_eq!(ids, ["c2", "c3"], "the latest rounds stay, each call with its result");
+        assert!(
+            req.messages[1].content.contains("2 earlier steps of this task are left out"),
+            "{}",
+            req.messages[1].content
+        );
+    }
+
+    #[test]
+    fn then_descriptions_are_shortened_then_the_least_relevant_tools_dropped() {
+        let mut req = request(0);
+        let shortened = {
+            let mut r = req.clone();
+            for t in &mut r.tools {
+                t.description = first_sentence(&t.description);
+                strip_descriptions(&mut t.input_schema);
+            }
+            estimate_tokens(&r)
+        };
+        let mut only_short = req.clone();
+        let fitted = fit(&mut only_short, shortened + 200, "Read the file notes.txt").unwrap();
+        assert!(fitted.descriptions_shortened && fitted.tools_dropped.is_empty(), "{fitted:?}");
+        assert_eq!(only_short.tools[0].description, "Read a file of the workspace.");
+        assert!(only_short.tools[0].input_schema["properties"]["path"].get("description").is_none());
+
+        let fitted = fit(&mut req, shortened + 200 - 40, "Read the file notes.txt").unwrap();
+        // web_fetch and git_status share no word with the task; git_status comes earlier in
+        // the catalog, so web_fetch goes first.
+        assert_eq!(fitted.tools_dropped, ["web_fetch"], "{fitted:?}");
+        let names: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["read_file", "git_status", "write_file"]);
+    }
+
+    #[test]
+    fn forced_and_already_called_tools_are_never_dropped_and_too_small_a_window_fails() {
+        let mut req = request(1);
+        req.tool_choice = ToolChoice::Named("web_fetch".into());
+        let err = fit(&mut req, 400, "say hello").unwrap_err();
+        let names: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["read_file", "web_fetch"], "called and forced tools stay");
+        assert_eq!(err.window, 400);
+        assert_eq!(err.reserved, 200);
+        assert!(err.needed > err.budget);
+        assert!(err.to_string().contains("context window of 400 tokens"), "{err}");
+    }
+
+    #[test]
+    fn fitting_is_deterministic() {
+        let mut a = request(3);
+        let mut b = request(3);
+        let window = estimate_tokens(&a) / 2;
+        assert_eq!(fit(&mut a, window, "Read notes"), fit(&mut b, window, "Read notes"));
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_reply_reserve_is_the_output_limit_else_a_capped_quarter() {
+        let mut req = request(0);
+        assert_eq!(reply_reserve(&req, 2048), 200);
+        req.max_tokens = None;
+        assert_eq!(reply_reserve(&req, 2048), 512);
+        assert_eq!(reply_reserve(&req, 32_768), DEFAULT_REPLY_RESERVE);
+    }
+}

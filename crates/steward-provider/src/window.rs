@@ -1,0 +1,162 @@
+//! The model's context window, in tokens: from the provider's configuration
+//! (`context_window = N`) or asked of the server once per model and remembered.
+//!
+//! The servers are asked in this order, the first answer winning (each with a 5 s limit; a
+//! server that answers none of them leaves the window unknown, and the prompt is then sent
+//! unfitted):
+//! 1. llama.cpp's `llama-server`: `GET {root}/props` → `default_generation_settings.n_ctx`
+//!    (the context it was started with, `-c`);
+//! 2. Ollama: `POST {root}/api/show {"model": …}` → `num_ctx` among its `parameters` when the
+//!    model file sets one, else `model_info.<architecture>.context_length`;
+//! 3. the OpenAI-compatible model list `GET {base_url}/models`: the entry of the model (or the
+//!    only entry) → `context_length`, `max_context_length`, `context_window` or `meta.n_ctx`.
+//!
+//! `{root}` is the base URL without a trailing `/v1`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::http::HttpCore;
+
+/// How long one question to the server may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where a provider's context window comes from.
+#[derive(Debug, Default)]
+pub(crate) struct WindowSource {
+    /// `context_window` from the configuration: wins over the server.
+    pub configured: Option<u32>,
+    /// Whether the server is asked when nothing is configured.
+    pub probe: bool,
+    /// The server's answers so far, by model.
+    pub asked: Mutex<HashMap<String, Option<u32>>>,
+}
+
+/// A context window and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextWindow {
+    /// Its size, in tokens.
+    pub tokens: u32,
+    /// True when the configuration set it, false when the server reported it.
+    pub configured: bool,
+}
+
+impl WindowSource {
+    /// The window of `model`: the configured one, else the server's answer (asked once per
+    /// model; failures are remembered as unknown too).
+    pub async fn window(&self, core: &HttpCore, model: &str) -> Option<ContextWindow> {
+        if let Some(tokens) = self.configured {
+            return Some(ContextWindow { tokens, configured: true });
+        }
+        if !self.probe {
+            return None;
+        }
+        if let Ok(asked) = self.asked.lock()
+            && let Some(known) = asked.get(model)
+        {
+            return known.map(|tokens| ContextWindow { tokens, configured: false });
+        }
+        let found = probe(core, model).await;
+        if let Ok(mut asked) = self.asked.lock() {
+            asked.insert(model.to_string(), found);
+        }
+        found.map(|tokens| ContextWindow { tokens, configured: false })
+    }
+}
+
+/// Asks the server (see the module's documentation).
+async fn probe(core: &HttpCore, model: &str) -> Option<u32> {
+    let base = core.base_url.split('?').next().unwrap_or_default().trim_end_matches('/');
+    let root = base.strip_suffix("/v1").unwrap_or(base);
+    let authorise = |request: reqwest::RequestBuilder| match &core.key {
+        Some(key) => request.bearer_auth(key.expose()),
+        None => request,
+    };
+    let get_json = |request: reqwest::RequestBuilder| async move {
+        let response = request.timeout(PROBE_TIMEOUT).send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        response.json::<Value>().await.ok()
+    };
+    if let Some(props) = get_json(authorise(core.client.get(format!("{root}/props")))).await
+        && let Some(n) = llama_cpp_props(&props)
+    {
+        return Some(n);
+    }
+    let show = core.client.post(format!("{root}/api/show")).json(&serde_json::json!({ "model": model }));
+    if let Some(shown) = get_json(authorise(show)).await
+        && let Some(n) = ollama_show(&shown)
+    {
+        return Some(n);
+    }
+    let models = get_json(authorise(core.client.get(format!("{base}/models")))).await?;
+    model_list(&models, model)
+}
+
+fn positive(value: Option<&Value>) -> Option<u32> {
+    value.and_then(Value::as_u64).filter(|n| *n > 0).map(|n| n.min(u64::from(u32::MAX)) as u32)
+}
+
+/// `default_generation_settings.n_ctx` of llama.cpp's `/props`.
+pub(crate) fn llama_cpp_props(props: &Value) -> Option<u32> {
+    positive(props.pointer("/default_generation_settings/n_ctx"))
+}
+
+/// Ollama's `/api/show`: `num_ctx` in `parameters` (one `name value` pair a line), else the
+/// first `model_info` key ending in `.context_length`.
+pub(crate) fn ollama_show(shown: &Value) -> Option<u32> {
+    let from_parameters = shown.get("parameters").and_then(Value::as_str).and_then(|text| {
+        text.lines().find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some("num_ctx")).then(|| words.next()?.parse::<u32>().ok()).flatten()
+        })
+    });
+    from_parameters.filter(|n| *n > 0).or_else(|| {
+        let info = shown.get("model_info")?.as_object()?;
+        info.iter().find(|(key, _)| key.ends_with(".context_length")).and_then(|(_, v)| positive(Some(v)))
+    })
+}
+
+/// The entry of `model` in an OpenAI-compatible model list (or its only entry): its
+/// `context_length`, `max_context_length`, `context_window` or `meta.n_ctx`.
+pub(crate) fn model_list(list: &Value, model: &str) -> Option<u32> {
+    let entries = list.get("data")?.as_array()?;
+    let entry = entries
+        .iter()
+        .find(|e| e.get("id").and_then(Value::as_str) == Some(model))
+        .or_else(|| (entries.len() == 1).then(|| &entries[0]))?;
+    ["/context_length", "/max_context_length", "/context_window", "/meta/n_ctx"]
+        .iter()
+        .find_map(|pointer| positive(entry.pointer(pointer)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_server_shape_gives_its_window() {
+        assert_eq!(llama_cpp_props(&json!({"default_generation_settings": {"n_ctx": 2048}})), Some(2048));
+        assert_eq!(llama_cpp_props(&json!({"n_ctx": 2048})), None);
+        let shown = json!({
+            "parameters": "stop \"<|im_end|>\"\nnum_ctx 8192",
+            "model_info": {"qwen2.context_length": 32768, "general.architecture": "qwen2"}
+        });
+        assert_eq!(ollama_show(&shown), Some(8192), "num_ctx the model file sets wins");
+        let shown = json!({"model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768}});
+        assert_eq!(ollama_show(&shown), Some(32768));
+        assert_eq!(ollama_show(&json!({"error": "model not found"})), None);
+        let list = json!({"data": [{"id": "a", "context_length": 4096}, {"id": "b", "meta": {"n_ctx": 1024}}]});
+        assert_eq!(model_list(&list, "b"), Some(1024));
+        assert_eq!(model_list(&list, "a"), Some(4096));
+        assert_eq!(model_list(&list, "c"), None, "two entries and none is the model: unknown");
+        let one = json!({"data": [{"id": "only", "max_context_length": 3000}]});
+        assert_eq!(model_list(&one, "other-name"), Some(3000));
+        assert_eq!(model_list(&json!({"data": [{"id": "x", "context_length": 0}]}), "x"), None);
+    }
+}
