@@ -1,30 +1,17 @@
 //! `propose_patch` and `apply_patch` against real temporary workspaces: cases B15, B16, B18,
 //! B19, multi-file atomicity, path refusals, the new-file allow-list and rollback.
 
+use crate::common;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 use steward_core::rollback::{self, Compensation, sha256_hex};
 use steward_core::tools::{ToolContext, ToolError, ToolOutput, ToolRegistry};
-use steward_policy::Workspace;
-use tokio_util::sync::CancellationToken;
 
 fn context(root: &Path) -> ToolContext {
-    ToolContext {
-        workspace: Arc::new(Workspace::open(root, &[]).unwrap()),
-        cancel: CancellationToken::new(),
-        env_allow: Vec::new(),
-        timeout_ms: 30_000,
-        snapshots: rollback::Snapshots::new(&std::env::temp_dir().join("steward-patch-test-snapshots"), "run"),
-        credentials: Default::default(),
-        elicitor: None,
-        egress: None,
-        accept_weaker: Vec::new(),
-        sandbox: Default::default(),
-    }
+    common::tool_context(root, "steward-patch-test-snapshots")
 }
 
 fn put(root: &Path, rel: &str, bytes: &[u8]) {

@@ -1,34 +1,18 @@
 //! `shell_command` runs a line that needs no shell directly: the same output, exit status
 //! and environment as through bash, the same sandbox, and bash for anything else.
 
+use crate::common;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde_json::json;
 use steward_core::tools::network::Network;
 use steward_core::tools::shell::{ShellTool, Visible, direct_argv};
 use steward_core::tools::{Tool, ToolContext};
-use steward_policy::Workspace;
-use tokio_util::sync::CancellationToken;
 
 fn context(root: &Path) -> ToolContext {
-    ToolContext {
-        workspace: Arc::new(Workspace::open(root, &[]).unwrap()),
-        cancel: CancellationToken::new(),
-        env_allow: Vec::new(),
-        timeout_ms: 30_000,
-        snapshots: steward_core::rollback::Snapshots::new(
-            &std::env::temp_dir().join("steward-shell-direct-snapshots"),
-            "run",
-        ),
-        credentials: Default::default(),
-        elicitor: None,
-        egress: None,
-        accept_weaker: Vec::new(),
-        sandbox: Default::default(),
-    }
+    common::tool_context(root, "steward-shell-direct-snapshots")
 }
 
 /// A workspace with a file, a secret `.env`, a writable `out/` and an executable script.

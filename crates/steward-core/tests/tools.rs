@@ -1,33 +1,17 @@
 //! The built-in tools against real temporary workspaces: cases B09, B10, B16, B18, B19, the
 //! writing tools, and the git tools in a fresh repository.
 
+use crate::common;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 use steward_core::tools::{ToolContext, ToolError, ToolOutput, ToolRegistry};
-use steward_policy::Workspace;
-use tokio_util::sync::CancellationToken;
 
 fn context(root: &Path) -> ToolContext {
-    ToolContext {
-        workspace: Arc::new(Workspace::open(root, &[]).unwrap()),
-        cancel: CancellationToken::new(),
-        env_allow: Vec::new(),
-        timeout_ms: 30_000,
-        snapshots: steward_core::rollback::Snapshots::new(
-            &std::env::temp_dir().join("steward-tool-test-snapshots"),
-            "run",
-        ),
-        credentials: Default::default(),
-        elicitor: None,
-        egress: None,
-        accept_weaker: Vec::new(),
-        sandbox: Default::default(),
-    }
+    common::tool_context(root, "steward-tool-test-snapshots")
 }
 
 fn put(root: &Path, rel: &str, bytes: &[u8]) {
