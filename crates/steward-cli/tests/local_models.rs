@@ -71,6 +71,28 @@ fn assert_every_call_accounted_for(env: &Env, evs: &[Value]) {
     }
 }
 
+/// `steward run --json` of `task` against the model `qwen` at `url`, 60 tokens a reply and at
+/// most `rounds` rounds; its events, which must not be none.
+fn run_qwen(env: &Env, url: &str, rounds: u32, task: &str) -> Vec<Value> {
+    let rounds = rounds.to_string();
+    let out = env.steward(&[
+        "run",
+        "--json",
+        "--base-url",
+        url,
+        "--model",
+        "qwen",
+        "--max-tokens",
+        "60",
+        "--max-rounds",
+        &rounds,
+        task,
+    ]);
+    let evs = events(&out);
+    assert!(!evs.is_empty(), "{}", stderr(&out));
+    evs
+}
+
 #[test]
 fn peer_qwen_in_a_2048_token_window_gets_a_fitted_prompt_and_reads_a_file_through_a_real_call() {
     let started = Instant::now();
@@ -78,21 +100,7 @@ fn peer_qwen_in_a_2048_token_window_gets_a_fitted_prompt_and_reads_a_file_throug
     let env = fixture();
     let url = format!("{}/v1", server.url());
     // The whole catalog (13 tools) is far more than 2,048 tokens: the prompt must be fitted.
-    let out = env.steward(&[
-        "run",
-        "--json",
-        "--base-url",
-        &url,
-        "--model",
-        "qwen",
-        "--max-tokens",
-        "60",
-        "--max-rounds",
-        "2",
-        "Use the read tool to read notes.txt, then tell me the code word it holds.",
-    ]);
-    let evs = events(&out);
-    assert!(!evs.is_empty(), "{}", stderr(&out));
+    let evs = run_qwen(&env, &url, 2, "Use the read tool to read notes.txt, then tell me the code word it holds.");
     let fitted = find(&evs, "prompt_fitted");
     assert_eq!(fitted["window"], 2048, "{fitted}");
     assert_eq!(fitted["window_source"], "server");
@@ -183,21 +191,7 @@ fn peer_qwen_on_llama_cpp_python_writes_its_call_as_text_and_it_is_recovered_and
     let env = fixture();
     env.user_config("[run]\ntools = [\"read\"]\n");
     let url = format!("{}/v1", server.url());
-    let out = env.steward(&[
-        "run",
-        "--json",
-        "--base-url",
-        &url,
-        "--model",
-        "qwen",
-        "--max-tokens",
-        "60",
-        "--max-rounds",
-        "1",
-        "Use the read tool to read notes.txt.",
-    ]);
-    let evs = events(&out);
-    assert!(!evs.is_empty(), "{}", stderr(&out));
+    let evs = run_qwen(&env, &url, 1, "Use the read tool to read notes.txt.");
     // This server's chat path passes the model's markup through as text: only Steward's text
     // recovery can make it a call.
     let requested = find(&evs, "tool_requested");
