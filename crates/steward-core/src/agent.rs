@@ -401,19 +401,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         if let Some(window) = window {
             match crate::fit::fit(&mut request, window.tokens, &task_for_model) {
                 Ok(fitted) if fitted.changed() => {
-                    events
-                        .emit(EventKind::PromptFitted {
-                            round,
-                            window: window.tokens,
-                            window_source: if window.configured { "config" } else { "server" }.into(),
-                            reserved_for_reply: fitted.reserved_for_reply,
-                            before_tokens: fitted.before_tokens,
-                            estimated_tokens: fitted.estimated_tokens,
-                            rounds_dropped: fitted.rounds_dropped,
-                            descriptions_shortened: fitted.descriptions_shortened,
-                            tools_dropped: fitted.tools_dropped,
-                        })
-                        .await?;
+                    events.emit(fitted.event(round, window)).await?;
                 }
                 Ok(_) => {}
                 Err(too_big) => break Ending::Failed(ErrorClass::ContextOverflow, too_big.to_string()),

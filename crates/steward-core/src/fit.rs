@@ -27,7 +27,8 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use steward_protocol::{ChatRequest, Message, Role, ToolChoice};
+use steward_protocol::{ChatRequest, EventKind, Message, Role, ToolChoice};
+use steward_provider::ContextWindow;
 
 /// Bytes of prompt text counted as one token.
 pub const BYTES_PER_TOKEN: usize = 3;
@@ -64,6 +65,22 @@ impl Fitted {
     /// True when the request was changed.
     pub fn changed(&self) -> bool {
         self.rounds_dropped > 0 || self.descriptions_shortened || !self.tools_dropped.is_empty()
+    }
+
+    /// The `prompt_fitted` event saying what was done to round `round`'s request to fit
+    /// `window`.
+    pub fn event(self, round: u32, window: ContextWindow) -> EventKind {
+        EventKind::PromptFitted {
+            round,
+            window: window.tokens,
+            window_source: if window.configured { "config" } else { "server" }.into(),
+            reserved_for_reply: self.reserved_for_reply,
+            before_tokens: self.before_tokens,
+            estimated_tokens: self.estimated_tokens,
+            rounds_dropped: self.rounds_dropped,
+            descriptions_shortened: self.descriptions_shortened,
+            tools_dropped: self.tools_dropped,
+        }
     }
 }
 
