@@ -17,6 +17,7 @@ use futures::stream::BoxStream;
 use sqlx::{ColumnIndex, Database, Decode, Pool, Row, Type};
 use tokio::sync::broadcast;
 
+use super::verify::ChainState;
 use super::work::{Applied, Work};
 use crate::{Change, RunRecord, StoreError};
 
@@ -181,6 +182,16 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         sql: &'c str,
         args: Vec<Arg<'c>>,
     ) -> impl Future<Output = Result<Option<DbRow<Self>>, sqlx::Error>> + Send + 'c;
+
+    /// Checks every stored audit record, in `seq` order, with `chain` (see [`super::verify`]):
+    /// whether all of them check out. By default the rows of [`super::verify::chain_sql`] are
+    /// streamed through sqlx ([`super::verify::check_rows`]).
+    fn check_audit_rows<'c>(
+        conn: &'c mut Conn<Self>,
+        chain: &'c mut ChainState,
+    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send + 'c {
+        super::verify::check_rows::<Self>(conn, chain)
+    }
 
     /// The node this store writes as, on a database shared by several machines: runs it inserts
     /// are stamped with it and get a lease. `None` for a database on one machine.
