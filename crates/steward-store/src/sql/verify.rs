@@ -265,7 +265,9 @@ mod tests {
             "",
         ];
         for text in texts {
-            assert_eq!(is_timestamp_text(text), round_trips(text), "{text}");
+            // A leap second round trips in chrono; the fast check leaves it to the full one.
+            let leap_second = text.get(17..19) == Some("60");
+            assert_eq!(is_timestamp_text(text), round_trips(text) && !leap_second, "{text}");
         }
         assert!(is_timestamp_text(&timestamp_text(&chrono::Utc::now())));
     }
