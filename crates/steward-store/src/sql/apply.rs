@@ -345,7 +345,7 @@ pub async fn append_audits<D: Dialect>(
 /// two processes appending to one database start at random places of the 2^64 ids.
 fn audit_id(seq: u64) -> String {
     static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let start = *START.get_or_init(|| rand::random::<u64>());
+    let start = *START.get_or_init(rand::random::<u64>);
     format!("aud_{:016x}", start.wrapping_add(seq))
 }
 
