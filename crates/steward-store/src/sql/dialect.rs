@@ -6,7 +6,8 @@
 //! own connection type (PostgreSQL numbers the placeholders, see [`numbered`]). Rows are read
 //! through [`ReadRow`]. The rest of the trait is what really differs: how a write transaction
 //! starts and locks ([`Dialect::BEGIN`], [`Dialect::LOCK_ROWS`], [`Dialect::lock_batch`]), the
-//! node and leases of a store shared by several machines, and change notices.
+//! node and leases of a store shared by several machines, change notices, and how the audit
+//! verification reads the chain ([`Dialect::check_audit_rows`]: SQLite's C API directly).
 
 use std::borrow::Cow;
 use std::future::Future;

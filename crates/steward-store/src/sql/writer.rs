@@ -1,7 +1,10 @@
 //! The single writer task of a store: group commit of queued writes.
 //!
 //! Writes arrive over a bounded channel. The task takes the first one, drains whatever else is
-//! already queued (up to [`MAX_BATCH`]), applies them all in ONE transaction on its own
+//! already queued (up to [`MAX_BATCH`]) and, while nobody waits for any write of the batch
+//! (queued events and audit records), lets the writes that follow join it for up to
+//! [`LINGER`]: a burst of queued writes then commits in one transaction, not one each, and a
+//! write with a waiter ends the wait at once. It applies them all in ONE transaction on its own
 //! connection ([`Dialect::BEGIN`]: `BEGIN IMMEDIATE` on SQLite, which takes the file's write
 //! lock; `READ COMMITTED` on PostgreSQL, which then takes the locks the batch needs, see
 //! [`Dialect::lock_batch`]), commits once and then answers every waiter, so concurrent runs share
