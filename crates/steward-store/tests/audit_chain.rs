@@ -1,7 +1,7 @@
-//! The audit chain on both backends: round trips, queued records, values that cannot be
-//! hashed back, tampering of every kind (modified, edited, deleted, renumbered, reordered,
-//! cut off, anchor removed), concurrency within one store and across two stores on one
-//! database, and a throughput figure.
+//! The audit chain on both backends: round trips, queued records, record ids, values that
+//! cannot be hashed back, tampering of every kind (modified, edited, deleted, renumbered,
+//! reordered, cut off, anchor removed, values of another type), a long chain, concurrency
+//! within one store and across two stores on one database, and a throughput figure.
 
 use crate::common;
 
@@ -137,6 +137,64 @@ both! {
         assert_eq!((seq, problem.as_str()), (3, "reordered"));
         assert_eq!(id, records[3].id, "the record that moved up is reported");
     }
+}
+
+both! {
+    /// The verification of a long chain, on a runtime with several threads, names a record
+    /// changed deep inside it as the one of a short chain.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn verify_names_a_record_changed_deep_in_a_long_chain(db: Db) {
+        let store = db.open().await;
+        for i in 1..=3000 {
+            store.queue_audit(entry("run_a", i)).await.unwrap();
+        }
+        store.flush().await.unwrap();
+        assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 3000 });
+        let records = store.audit_records(None).await.unwrap();
+        db.tamper("UPDATE audit SET detail = 'edited' WHERE seq = 2049").await;
+        let (seq, id, problem) = broken(store.verify_audit().await.unwrap());
+        assert_eq!((seq, id.as_str(), problem.as_str()), (2049, records[2048].id.as_str(), "changed"));
+        db.tamper("UPDATE audit SET detail = 'ok' WHERE seq = 2049; DELETE FROM audit WHERE seq = 2999").await;
+        assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Broken {
+            seq: 3000,
+            id: records[2999].id.clone(),
+            problem: "removed (gap after seq 2998)".into()
+        });
+    }
+}
+
+both! {
+    #[tokio::test]
+    async fn audit_ids_are_distinct_and_increase_along_the_chain(db: Db) {
+        let store = db.open().await;
+        chain_of(store.as_ref(), 3).await;
+        for i in 4..=6 {
+            store.queue_audit(entry("run_a", i)).await.unwrap();
+        }
+        store.flush().await.unwrap();
+        let ids: Vec<String> = store.audit_records(None).await.unwrap().into_iter().map(|r| r.id).collect();
+        assert!(ids.iter().all(|id| id.len() == 20 && id.starts_with("aud_")), "{ids:?}");
+        // Wrapping past `aud_ffffffffffffffff` is left out: a start that close to it is
+        // vanishingly rare.
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    }
+}
+
+/// A column holding a value of another type than the store writes, which SQLite allows and
+/// sqlx refuses to decode, or a text that is not UTF-8, makes its record `changed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_on_sqlite_judges_values_of_another_type_changed() {
+    let db = Db::sqlite();
+    let store = db.open().await;
+    chain_of(store.as_ref(), 5).await;
+    let records = store.audit_records(None).await.unwrap();
+    // The same bytes, as a BLOB: it would hash as before.
+    db.tamper("UPDATE audit SET agent = CAST(agent AS BLOB) WHERE seq = 4").await;
+    let (seq, id, problem) = broken(store.verify_audit().await.unwrap());
+    assert_eq!((seq, id.as_str(), problem.as_str()), (4, records[3].id.as_str(), "changed"));
+    db.tamper("UPDATE audit SET detail = CAST(X'C328' AS TEXT) WHERE seq = 2").await;
+    let (seq, _, problem) = broken(store.verify_audit().await.unwrap());
+    assert_eq!((seq, problem.as_str()), (2, "changed"), "the earliest bad record is reported");
 }
 
 both! {

@@ -8,7 +8,7 @@ use super::dialect::{Arg, Conn, Dialect, ReadRow, args, row_placeholders};
 use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, MCP_TOKEN_COLUMNS, RUN_COLUMNS, finite, to_i64};
 use super::work::{Applied, Shared, Work};
 use crate::chain::{GENESIS_HASH, StoredFields, canonical_json, timestamp_text};
-use crate::{RunRecord, RunStatus, StoreError, new_id};
+use crate::{RunRecord, RunStatus, StoreError};
 
 /// Every column of a run but its id, set by an update (the node a run was inserted by is kept).
 const SET_RUN: &str = "UPDATE runs SET id = ?, owner_id = ?, task = ?, planner = ?, provider = ?, model = ?, \
@@ -273,7 +273,7 @@ pub async fn append_audits<D: Dialect>(
         let risk = finite(path, "audit risk", entry.risk)?;
         let latency_ms = to_i64(path, "audit latency_ms", entry.latency_ms)?;
         let seq = last_seq + 1;
-        let id = new_id("aud_");
+        let id = audit_id(seq);
         let at = Utc::now();
         let at_text = timestamp_text(&at);
         let input = canonical_json(&entry.input);
@@ -335,6 +335,18 @@ pub async fn append_audits<D: Dialect>(
     D::execute(conn, &sql, args).await.map_err(db)?;
     *head = Some((last_seq, prev_hash));
     Ok(records)
+}
+
+/// The id of audit record `seq`: `aud_` and 16 lowercase hex digits, like [`crate::new_id`],
+/// but of a random start drawn once per process plus `seq` (wrapping), so the records a process
+/// appends have increasing ids. A fresh random id for each record would insert into `audit`'s
+/// unique index on `id` at a random place, and a batch of appends would rewrite one index
+/// page per record; these go in next to each other. Unique within a chain because `seq` is;
+/// two processes appending to one database start at random places of the 2^64 ids.
+fn audit_id(seq: u64) -> String {
+    static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(rand::random::<u64>);
+    format!("aud_{:016x}", start.wrapping_add(seq))
 }
 
 /// The run's fields in [`RUN_COLUMNS`] order.

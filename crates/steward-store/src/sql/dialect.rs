@@ -6,7 +6,8 @@
 //! own connection type (PostgreSQL numbers the placeholders, see [`numbered`]). Rows are read
 //! through [`ReadRow`]. The rest of the trait is what really differs: how a write transaction
 //! starts and locks ([`Dialect::BEGIN`], [`Dialect::LOCK_ROWS`], [`Dialect::lock_batch`]), the
-//! node and leases of a store shared by several machines, and change notices.
+//! node and leases of a store shared by several machines, change notices, and how the audit
+//! verification reads the chain ([`Dialect::check_audit_rows`]: SQLite's C API directly).
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -17,6 +18,7 @@ use futures::stream::BoxStream;
 use sqlx::{ColumnIndex, Database, Decode, Pool, Row, Type};
 use tokio::sync::broadcast;
 
+use super::verify::ChainState;
 use super::work::{Applied, Work};
 use crate::{Change, RunRecord, StoreError};
 
@@ -181,6 +183,16 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         sql: &'c str,
         args: Vec<Arg<'c>>,
     ) -> impl Future<Output = Result<Option<DbRow<Self>>, sqlx::Error>> + Send + 'c;
+
+    /// Checks every stored audit record, in `seq` order, with `chain` (see [`super::verify`]):
+    /// whether all of them check out. By default the rows of [`super::verify::chain_sql`] are
+    /// streamed through sqlx ([`super::verify::check_rows`]).
+    fn check_audit_rows<'c>(
+        conn: &'c mut Conn<Self>,
+        chain: &'c mut ChainState,
+    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send + 'c {
+        super::verify::check_rows::<Self>(conn, chain)
+    }
 
     /// The node this store writes as, on a database shared by several machines: runs it inserts
     /// are stamped with it and get a lease. `None` for a database on one machine.

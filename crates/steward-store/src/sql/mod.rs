@@ -21,6 +21,7 @@ mod notify;
 pub(crate) mod postgres;
 mod rows;
 pub(crate) mod sqlite;
+mod sqlite_audit;
 mod store;
 mod verify;
 pub(crate) mod work;

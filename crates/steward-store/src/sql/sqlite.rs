@@ -17,6 +17,7 @@ use sqlx::{ConnectOptions, Pool, Sqlite, SqliteConnection};
 use super::SqlStore;
 use super::dialect::{Arg, Dialect, ReadRow, args};
 use super::migrate;
+use super::verify::ChainState;
 use crate::{Durability, RunStatus, StoreError, StoreOptions};
 
 /// How long a connection waits for another one's lock before failing (10 s).
@@ -105,6 +106,13 @@ impl Dialect for SqliteDialect {
         args: Vec<Arg<'c>>,
     ) -> impl Future<Output = Result<Option<sqlx::sqlite::SqliteRow>, sqlx::Error>> + Send + 'c {
         bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args).fetch_optional(conn)
+    }
+
+    fn check_audit_rows<'c>(
+        conn: &'c mut SqliteConnection,
+        chain: &'c mut ChainState,
+    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send + 'c {
+        super::sqlite_audit::check_audit_rows(conn, chain)
     }
 
     fn node(&self) -> Option<&str> {

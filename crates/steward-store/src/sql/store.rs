@@ -216,7 +216,7 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn verify_audit(&self) -> Result<AuditVerification, StoreError> {
-        // One streaming pass hashing the rows as stored; it only ever concludes that the chain
+        // One pass hashing the rows as stored (see `verify`); it only ever concludes that the chain
         // is intact. Anything else is judged by decoding every record, below.
         let anchor = match &self.shared.anchor {
             Some(path) => Some(

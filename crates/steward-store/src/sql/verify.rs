@@ -1,29 +1,40 @@
 //! Verifying the audit chain in one pass over the stored rows.
 //!
-//! The rows are streamed by one query in `seq` order and each is hashed straight from its
-//! columns ([`StoredFields`]: the store writes `at`, `input` and `outcome` in the forms the hash
-//! covers), checking on the way that `seq` follows and `prev_hash` names the previous record,
-//! with one reused buffer and no record built. Only the previous hash is kept, so memory does
-//! not grow with the chain.
+//! The rows are read in `seq` order by one query and each is hashed straight from its columns
+//! ([`StoredFields`]: the store writes `at`, `input` and `outcome` in the forms the hash
+//! covers), checking on the way that `seq` follows and `prev_hash` names the previous record
+//! ([`ChainState::check`]), with one reused buffer and no record built. Only the previous hash
+//! is kept, so memory does not grow with the chain.
+//!
+//! How the rows are read is the database's ([`Dialect::check_audit_rows`]): PostgreSQL streams
+//! them through sqlx ([`check_rows`]); SQLite steps its own statement through SQLite's C API
+//! and hashes each row from the column values in place ([`super::sqlite_audit`]), as sqlx
+//! would copy every value of every row and hand each row over from its worker thread.
 //!
 //! This pass only ever concludes that the chain is intact: at the first row that does not
-//! check out (its hash, `seq` or `prev_hash`, a column that does not decode, a text not in its
-//! stored form, or the anchor), it gives up and the caller runs the full verification
-//! ([`crate::verify_chain`] over decoded records), which names the first bad record and its
-//! problem exactly as before.
+//! check out (its hash, `seq` or `prev_hash`, a column of another type than the store writes
+//! or that does not decode, a text not in its stored form, or the anchor), it gives up and the
+//! caller runs the full verification ([`crate::verify_chain`] over decoded records), which
+//! names the first bad record and its problem exactly as before.
 
 use futures::TryStreamExt;
 use steward_protocol::AuditOutcome;
 
 use super::SqlStore;
-use super::dialect::{Dialect, ReadRow};
+use super::dialect::{Conn, Dialect, ReadRow};
 use super::rows::AUDIT_COLUMNS;
-use crate::chain::{GENESIS_HASH, StoredFields, timestamp_text};
+use crate::chain::{GENESIS_HASH, StoredFields};
 use crate::{AuditVerification, StoreError};
 
 /// The anchor as read before the chain: `None` without an anchor file configured,
 /// `Some(None)` when it is configured but missing or garbled.
 pub type AnchorRead = Option<Option<(u64, String)>>;
+
+/// The query whose rows the verification reads: every record, columns in
+/// [`AUDIT_COLUMNS`] order, by `seq`.
+pub fn chain_sql() -> String {
+    format!("SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq")
+}
 
 impl<D: Dialect> SqlStore<D> {
     /// `Valid` when every record checks out, and the anchor (read before the chain, so records
@@ -32,54 +43,38 @@ impl<D: Dialect> SqlStore<D> {
     pub(super) async fn verify_streaming(&self, anchor: &AnchorRead) -> Result<Option<AuditVerification>, StoreError> {
         let db = |source| StoreError::Database { path: self.path().to_string(), source };
         let mut conn = self.read.acquire().await.map_err(db)?;
-        let sql = format!("SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq");
-        let mut rows = D::fetch(&mut conn, &sql);
-        let mut buf = Vec::with_capacity(1024);
-        let mut prev_seq = 0u64;
-        let mut prev_hash = [0u8; 64];
-        prev_hash.copy_from_slice(GENESIS_HASH.as_bytes());
-        let anchored = anchor.as_ref().and_then(|a| a.as_ref());
-        let mut count = 0u64;
-        while let Some(row) = rows.try_next().await.map_err(db)? {
-            let Some(hash) = check_row(&row, prev_seq, &prev_hash, &mut buf) else { return Ok(None) };
-            prev_seq += 1;
-            if let Some((seq, anchor_hash)) = anchored
-                && *seq == prev_seq
-                && anchor_hash.as_bytes() != hash
-            {
-                return Ok(None);
-            }
-            prev_hash = hash;
-            count += 1;
+        let mut chain = ChainState::new(anchor.as_ref().and_then(|a| a.as_ref()).cloned());
+        if !D::check_audit_rows(&mut conn, &mut chain).await.map_err(db)? {
+            return Ok(None);
         }
         let anchor_holds = match anchor {
             None => true,
-            Some(None) => count == 0,
-            Some(Some((seq, _))) => *seq <= prev_seq,
+            Some(None) => chain.seq == 0,
+            Some(Some((seq, _))) => *seq <= chain.seq,
         };
-        Ok(anchor_holds.then_some(AuditVerification::Valid { records: count }))
+        Ok(anchor_holds.then_some(AuditVerification::Valid { records: chain.seq }))
     }
 }
 
-/// The row's stored hash when the row is record `prev_seq + 1`, links to `prev_hash` and its
-/// hash recomputes from its columns; `None` otherwise.
-fn check_row<R: ReadRow>(row: &R, prev_seq: u64, prev_hash: &[u8; 64], buf: &mut Vec<u8>) -> Option<[u8; 64]> {
-    // Columns in AUDIT_COLUMNS order.
-    let seq = u64::try_from(row.int_at(0).ok()?).ok()?;
-    if seq != prev_seq.checked_add(1)? || row.text_at(16).ok()?.as_bytes() != prev_hash {
-        return None;
+/// Checks every row of [`chain_sql`] as streamed by sqlx: whether all of them check out.
+pub async fn check_rows<D: Dialect>(conn: &mut Conn<D>, chain: &mut ChainState) -> Result<bool, sqlx::Error> {
+    let sql = chain_sql();
+    let mut rows = D::fetch(conn, &sql);
+    while let Some(row) = rows.try_next().await? {
+        let Some(fields) = row_fields(&row) else { return Ok(false) };
+        if !chain.check(&fields) {
+            return Ok(false);
+        }
     }
-    let at = row.text_at(2).ok()?;
-    let outcome = row.text_at(10).ok()?;
-    // Only the forms the store writes: another spelling of the same time or outcome hashes
-    // differently, and the full verification judges it.
-    if !is_timestamp_text(at) || AuditOutcome::parse(outcome)?.as_str() != outcome {
-        return None;
-    }
-    let fields = StoredFields {
-        seq,
+    Ok(true)
+}
+
+/// The columns of a row of [`chain_sql`], when each has the type the store writes.
+fn row_fields<R: ReadRow>(row: &R) -> Option<RowFields<'_>> {
+    Some(RowFields {
+        seq: row.int_at(0).ok()?,
         id: row.text_at(1).ok()?,
-        at,
+        at: row.text_at(2).ok()?,
         agent: row.text_at(3).ok()?,
         run_id: row.text_at(4).ok()?,
         call_id: row.text_at(5).ok()?,
@@ -87,20 +82,193 @@ fn check_row<R: ReadRow>(row: &R, prev_seq: u64, prev_hash: &[u8; 64], buf: &mut
         input: row.text_at(7).ok()?,
         policy: row.text_at(8).ok()?,
         risk: row.real_at(9).ok()?,
-        outcome,
-        latency_ms: u64::try_from(row.int_at(11).ok()?).ok()?,
+        outcome: row.text_at(10).ok()?,
+        latency_ms: row.int_at(11).ok()?,
         sandbox: row.text_at(12).ok()?,
         approval_id: row.text_at(13).ok()?,
         rollback_token: row.text_at(14).ok()?,
         detail: row.text_at(15).ok()?,
-    };
-    // The previous hash is 64 ASCII hex digits (compared above with a stored one).
-    let prev = std::str::from_utf8(prev_hash).ok()?;
-    let hash = fields.hash(prev, buf);
-    (row.text_at(17).ok()?.as_bytes() == hash).then_some(hash)
+        prev_hash: row.text_at(16).ok()?,
+        hash: row.text_at(17).ok()?,
+    })
 }
 
-/// Whether `text` is exactly [`timestamp_text`] of the time it names.
+/// The columns of one stored audit row, as read.
+pub struct RowFields<'a> {
+    /// `seq`.
+    pub seq: i64,
+    /// `id`.
+    pub id: &'a str,
+    /// `at`.
+    pub at: &'a str,
+    /// `agent`.
+    pub agent: &'a str,
+    /// `run_id`.
+    pub run_id: &'a str,
+    /// `call_id`.
+    pub call_id: &'a str,
+    /// `action`.
+    pub action: &'a str,
+    /// `input`.
+    pub input: &'a str,
+    /// `policy`.
+    pub policy: &'a str,
+    /// `risk`.
+    pub risk: f64,
+    /// `outcome`.
+    pub outcome: &'a str,
+    /// `latency_ms`.
+    pub latency_ms: i64,
+    /// `sandbox`.
+    pub sandbox: &'a str,
+    /// `approval_id`.
+    pub approval_id: &'a str,
+    /// `rollback_token`.
+    pub rollback_token: &'a str,
+    /// `detail`.
+    pub detail: &'a str,
+    /// `prev_hash`.
+    pub prev_hash: &'a str,
+    /// `hash`.
+    pub hash: &'a str,
+}
+
+/// Where a verification pass is in the chain.
+pub struct ChainState {
+    /// The last record checked (0 before the first).
+    seq: u64,
+    /// Its hash ([`GENESIS_HASH`] before the first).
+    hash: [u8; 64],
+    /// The anchor's record and hash, when there is one.
+    anchor: Option<(u64, String)>,
+    /// Scratch space of the hash.
+    buf: Vec<u8>,
+}
+
+impl ChainState {
+    fn new(anchor: Option<(u64, String)>) -> Self {
+        let mut hash = [0u8; 64];
+        hash.copy_from_slice(GENESIS_HASH.as_bytes());
+        ChainState { seq: 0, hash, anchor, buf: Vec::with_capacity(1024) }
+    }
+
+    /// Checks `row` as record `seq + 1` of the last checked: it must be that record, link to
+    /// its hash, have its own hash recompute from its columns and, when the anchor names it,
+    /// have the anchor's hash. On success the row becomes the last checked.
+    pub fn check(&mut self, row: &RowFields<'_>) -> bool {
+        let Some(hash) = self.hash_row(row) else { return false };
+        self.seq += 1;
+        if let Some((seq, anchor_hash)) = &self.anchor
+            && *seq == self.seq
+            && anchor_hash.as_bytes() != hash
+        {
+            return false;
+        }
+        self.hash = hash;
+        true
+    }
+
+    /// The row's stored hash when the row is record `self.seq + 1`, links to `self.hash` and
+    /// its hash recomputes from its columns; `None` otherwise.
+    fn hash_row(&mut self, row: &RowFields<'_>) -> Option<[u8; 64]> {
+        let seq = u64::try_from(row.seq).ok()?;
+        if seq != self.seq.checked_add(1)? || row.prev_hash.as_bytes() != self.hash {
+            return None;
+        }
+        // Only the forms the store writes: another spelling of the same time or outcome hashes
+        // differently, and the full verification judges it.
+        if !is_timestamp_text(row.at) || AuditOutcome::parse(row.outcome)?.as_str() != row.outcome {
+            return None;
+        }
+        let fields = StoredFields {
+            seq,
+            id: row.id,
+            at: row.at,
+            agent: row.agent,
+            run_id: row.run_id,
+            call_id: row.call_id,
+            action: row.action,
+            input: row.input,
+            policy: row.policy,
+            risk: row.risk,
+            outcome: row.outcome,
+            latency_ms: u64::try_from(row.latency_ms).ok()?,
+            sandbox: row.sandbox,
+            approval_id: row.approval_id,
+            rollback_token: row.rollback_token,
+            detail: row.detail,
+        };
+        let computed = fields.hash(row.prev_hash, &mut self.buf);
+        (row.hash.as_bytes() == computed).then_some(computed)
+    }
+}
+
+/// Whether `text` is exactly [`crate::chain::timestamp_text`] of the time it names:
+/// `YYYY-MM-DDTHH:MM:SS.NNNNNNNNNZ` of a real date and a time of day without a leap second
+/// (a leap second is left to the full verification).
 fn is_timestamp_text(text: &str) -> bool {
-    chrono::DateTime::parse_from_rfc3339(text).is_ok_and(|at| timestamp_text(&at.with_timezone(&chrono::Utc)) == text)
+    let b = text.as_bytes();
+    if b.len() != 30 {
+        return false;
+    }
+    let digits = |range: std::ops::Range<usize>| {
+        b[range].iter().try_fold(0u32, |n, &d| d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0')))
+    };
+    let separators = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':'), (19, b'.'), (29, b'Z')];
+    if separators.iter().any(|&(i, c)| b[i] != c) || digits(20..29).is_none() {
+        return false;
+    }
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) =
+        (digits(0..4), digits(5..7), digits(8..10), digits(11..13), digits(14..16), digits(17..19))
+    else {
+        return false;
+    };
+    let date = i32::try_from(year).ok().and_then(|y| chrono::NaiveDate::from_ymd_opt(y, month, day));
+    date.is_some() && hour < 24 && minute < 60 && second < 60
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::timestamp_text;
+
+    /// The definition the fast check must agree with: the text is what formatting its parse
+    /// gives.
+    fn round_trips(text: &str) -> bool {
+        chrono::DateTime::parse_from_rfc3339(text)
+            .is_ok_and(|at| timestamp_text(&at.with_timezone(&chrono::Utc)) == text)
+    }
+
+    #[test]
+    fn the_timestamp_check_accepts_exactly_the_stored_form() {
+        let texts = [
+            "2026-01-02T03:04:05.123456789Z",
+            "2024-02-29T23:59:59.999999999Z",
+            "0001-01-01T00:00:00.000000000Z",
+            "9999-12-31T23:59:59.000000000Z",
+            "2025-02-29T00:00:00.000000000Z",
+            "2026-13-01T00:00:00.000000000Z",
+            "2026-04-31T00:00:00.000000000Z",
+            "2026-01-00T00:00:00.000000000Z",
+            "2026-01-02T24:00:00.000000000Z",
+            "2026-01-02T03:60:05.000000000Z",
+            "2026-01-02T03:04:60.000000000Z",
+            "2026-01-02T03:04:05.12345678Z",
+            "2026-01-02T03:04:05.1234567890Z",
+            "2026-01-02t03:04:05.123456789Z",
+            "2026-01-02T03:04:05.123456789z",
+            "2026-01-02T03:04:05.123456789+00:00",
+            "2026-01-02 03:04:05.123456789Z",
+            "2026-01-02T03:04:05,123456789Z",
+            "+026-01-02T03:04:05.123456789Z",
+            "2026-01-02T03:04:05.12345678٩Z",
+            "",
+        ];
+        for text in texts {
+            // A leap second round trips in chrono; the fast check leaves it to the full one.
+            let leap_second = text.get(17..19) == Some("60");
+            assert_eq!(is_timestamp_text(text), round_trips(text) && !leap_second, "{text}");
+        }
+        assert!(is_timestamp_text(&timestamp_text(&chrono::Utc::now())));
+    }
 }

@@ -1,7 +1,10 @@
 //! The single writer task of a store: group commit of queued writes.
 //!
 //! Writes arrive over a bounded channel. The task takes the first one, drains whatever else is
-//! already queued (up to [`MAX_BATCH`]), applies them all in ONE transaction on its own
+//! already queued (up to [`MAX_BATCH`]) and, while nobody waits for any write of the batch
+//! (queued events and audit records), lets the writes that follow join it for up to
+//! [`LINGER`]: a burst of queued writes then commits in one transaction, not one each, and a
+//! write with a waiter ends the wait at once. It applies them all in ONE transaction on its own
 //! connection ([`Dialect::BEGIN`]: `BEGIN IMMEDIATE` on SQLite, which takes the file's write
 //! lock; `READ COMMITTED` on PostgreSQL, which then takes the locks the batch needs, see
 //! [`Dialect::lock_batch`]), commits once and then answers every waiter, so concurrent runs share
@@ -40,6 +43,10 @@ pub const MAX_BATCH: usize = 256;
 /// Capacity of the write queue (writes); senders wait when it is full.
 pub const QUEUE_CAPACITY: usize = 1024;
 
+/// Longest time a batch of writes that nobody waits for is held open for more writes to join
+/// it. A write with a waiter ends the wait at once, so it is never delayed by this.
+pub const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Why a batch did not commit.
 enum BatchError {
     /// Starting or committing the transaction failed: every write of the batch failed.
@@ -72,10 +79,17 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
     let mut state = Durability { anchor_synced: Some(Instant::now()), ..Durability::default() };
     while let Some(first) = queue.recv().await {
         let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
+        drain(&mut queue, &mut batch);
+        // Nobody waits for these writes yet: give the ones that follow them a moment to join
+        // the transaction, so a burst of queued writes commits once instead of once each.
+        let deadline = tokio::time::Instant::now() + LINGER;
+        while batch.len() < MAX_BATCH && batch.iter().all(|p| matches!(p.reply, Reply::Nobody)) {
+            match tokio::time::timeout_at(deadline, queue.recv()).await {
+                Ok(Some(next)) => {
+                    batch.push(next);
+                    drain(&mut queue, &mut batch);
+                }
+                Ok(None) | Err(_) => break,
             }
         }
         process(&pool, &shared, &mut state, batch).await;
@@ -90,6 +104,16 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
         advance_anchor(&shared, &mut state, true);
     }
     pool.close().await;
+}
+
+/// Moves the writes already queued into `batch`, up to [`MAX_BATCH`].
+fn drain(queue: &mut mpsc::Receiver<Pending>, batch: &mut Vec<Pending>) {
+    while batch.len() < MAX_BATCH {
+        match queue.try_recv() {
+            Ok(next) => batch.push(next),
+            Err(_) => break,
+        }
+    }
 }
 
 /// Whether a write must be on disk when its waiter is answered.
