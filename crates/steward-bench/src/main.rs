@@ -18,6 +18,7 @@ mod sandbox;
 mod search;
 mod serve;
 mod serve_clients;
+mod serve_floor;
 mod step;
 
 use std::process::ExitCode;

@@ -11,7 +11,11 @@
 //!    client is subscribed the run is approved and streams K chunks, one
 //!    per model round, spaced by a delay. For every (client, chunk) pair the latency is the
 //!    client's arrival time minus the event's `at` stamp, which is taken when the event is
-//!    published (before it is stored and broadcast).
+//!    published (before it is stored and broadcast). Also reported: the server's CPU time and
+//!    write system calls per (client, chunk) pair, and how many events each client got per
+//!    chunk round in how many pieces (one per write of the server).
+//! 3. With `--floor WRITERS`, instead of the server, the floor of that latency: the same clients,
+//!    frames and measurement against a minimal server on plain sockets ([`crate::serve_floor`]).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -64,6 +68,11 @@ pub struct BenchServeArgs {
     /// Delay before each chunk, in ms.
     #[arg(long, default_value_t = 50)]
     chunk_interval_ms: u64,
+    /// Instead of the server, measure the floor: the same clients and frames served by a
+    /// minimal server on plain sockets, writing each chunk to every socket from this many
+    /// threads (see `serve_floor`).
+    #[arg(long, value_name = "WRITERS")]
+    floor: Option<usize>,
 }
 
 /// The scripted fake provider, made afresh for every call. The fake picks its reply from the
@@ -172,7 +181,10 @@ pub async fn run(args: BenchServeArgs) -> Result<u8> {
         bench_parked(args.runs).await?;
     }
     if args.clients > 0 {
-        bench_latency(&args, cpus).await?;
+        match args.floor {
+            Some(writers) => bench_floor(&args, cpus, writers).await?,
+            None => bench_latency(&args, cpus).await?,
+        }
     }
     println!(
         "caveats: one machine, no network (loopback); the clients run in another process on the same CPUs as the \
@@ -197,6 +209,15 @@ fn rss_kib() -> (u64, u64) {
             .unwrap_or(0)
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Read and write system calls of this process so far (`syscr`, `syscw` of `/proc/self/io`;
+/// zero where that file is missing).
+fn io_syscalls() -> (u64, u64) {
+    let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    let field =
+        |name: &str| io.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    (field("syscr:"), field("syscw:"))
 }
 
 /// Hands the allocator's free memory back to the system; the RSS afterwards, in KiB.
@@ -476,30 +497,9 @@ async fn bench_latency(args: &BenchServeArgs, cpus: usize) -> Result<()> {
     let run_id: String = serde_json::from_str::<Value>(&started.body)?["id"].as_str().context("no run id")?.into();
     wait_parked(&state, std::slice::from_ref(&run_id), Duration::from_secs(60)).await?;
 
-    // The clients run in a process of their own (`steward-bench serve-clients`), on the same CPUs.
     let (rss_before_clients, _) = rss_kib();
     let limit = Duration::from_secs(120) + Duration::from_millis(args.chunk_interval_ms * u64::from(chunks) * 4);
-    let mut child = tokio::process::Command::new(std::env::current_exe()?)
-        .args(["serve-clients", "--addr", &addr.to_string(), "--run", &run_id])
-        .args(["--clients", &clients.to_string(), "--timeout-s", &(limit.as_secs() + 120).to_string()])
-        .args(["--threads", &cpus.to_string()])
-        .env(crate::serve_clients::COOKIE_VAR, &cookie)
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting the client process")?;
-    let mut out = BufReader::new(child.stdout.take().context("no stdout of the client process")?).lines();
-    let connect_started = Instant::now();
-    let subscribed = tokio::time::timeout(Duration::from_secs(180), out.next_line())
-        .await
-        .context("the clients did not subscribe within three minutes")??
-        .context("the client process ended early")?;
-    let subscribed: usize =
-        subscribed.strip_prefix("subscribed ").and_then(|n| n.parse().ok()).context("unexpected client output")?;
-    if subscribed < clients {
-        bail!("only {subscribed} of {clients} clients subscribed");
-    }
-    let connect_time = connect_started.elapsed();
+    let mut client_process = ClientProcess::start(addr, &run_id, &cookie, clients, limit, cpus).await?;
     let (rss_connected, _) = rss_kib();
 
     // Trigger: approve the pending call; the run then streams its chunks.
@@ -509,6 +509,7 @@ async fn bench_latency(args: &BenchServeArgs, cpus: usize) -> Result<()> {
         .and_then(|run| run.pending_approvals().into_iter().next())
         .context("the run has no pending approval")?;
     let cpu_before = cpu_time();
+    let syscalls_before = io_syscalls();
     let stream_started = Instant::now();
     let decided =
         http(addr, "POST", &format!("/api/approvals/{}", approval.id), &auth, Some(r#"{"decision": "approve"}"#))
@@ -516,23 +517,13 @@ async fn bench_latency(args: &BenchServeArgs, cpus: usize) -> Result<()> {
     if decided.status != 200 {
         bail!("POST /api/approvals answered {}: {}", decided.status, decided.body);
     }
-    let line = tokio::time::timeout(limit, out.next_line())
-        .await
-        .context("the clients did not finish in time")??
-        .context("the client process ended without a report")?;
-    let report: crate::serve_clients::Report = serde_json::from_str(&line).context("the clients' report")?;
-    let _ = child.wait().await;
+    let report = client_process.report(limit).await?;
     let streamed = stream_started.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_before);
+    let syscalls = syscalls_since(syscalls_before);
     stop.cancel();
     let _ = served.await;
-    let crate::serve_clients::Report { latencies_ms: mut latencies, failed, unfinished, first_error, cpu_s } = report;
 
-    let expected = clients * chunks as usize;
-    latencies.sort_by(f64::total_cmp);
-    let pick =
-        |q: f64| latencies.get(((latencies.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN);
-    let (p50, p99, max) = (pick(0.5), pick(0.99), pick(1.0));
     if before < after {
         println!(
             "event latency: open-file limit raised from {before} to {after} (the hard limit) for {clients} clients"
@@ -545,30 +536,177 @@ async fn bench_latency(args: &BenchServeArgs, cpus: usize) -> Result<()> {
          cookie, from a client process of their own with {cpus} threads), all subscribed after {:.2} s (server \
          RSS +{:.1} MiB, {:.1} KiB per open stream); then {chunks} chunks, one per model round, {} ms apart; latency = arrival at the client - the \
          event's `at` (stamped when published, before it is stored and broadcast)",
-        connect_time.as_secs_f64(),
+        client_process.connect_time.as_secs_f64(),
         mib(rss_connected.saturating_sub(rss_before_clients)),
         rss_connected.saturating_sub(rss_before_clients) as f64 / clients as f64,
         args.chunk_interval_ms
     );
+    let cost = ServerCost { cpu, syscalls: Some(syscalls), streamed, note: "the run's other events included" };
+    print_latencies("event latency", report, clients, chunks, &cost);
+    Ok(())
+}
+
+/// The floor of the event latency: the same clients and measurement against a minimal
+/// server on plain sockets ([`crate::serve_floor`]).
+async fn bench_floor(args: &BenchServeArgs, cpus: usize, writers: usize) -> Result<()> {
+    let chunks = args.chunks.max(1);
+    let clients = args.clients;
+    let (_, after) = raise_nofile()?;
+    let needed = (clients * 2 + 64) as u64;
+    if after < needed {
+        bail!("the open-file limit is {after} (hard limit); {clients} clients need about {needed}");
+    }
+    let interval = Duration::from_millis(args.chunk_interval_ms);
+    let floor = crate::serve_floor::Floor::listen(clients, chunks, interval, writers)?;
+    let limit = Duration::from_secs(120) + interval * chunks * 4;
+    let mut client_process =
+        ClientProcess::start(floor.addr, crate::serve_floor::RUN_ID, "", clients, limit, cpus).await?;
+    let cpu_before = cpu_time();
+    let stream_started = Instant::now();
+    floor.start()?;
+    let report = client_process.report(limit).await?;
+    let streamed = stream_started.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu_before);
+    tokio::task::spawn_blocking(move || floor.finish()).await??;
     println!(
-        "event latency: {} of {expected} (client, chunk) pairs received: p50 {p50:.2} ms, p99 {p99:.2} ms, max \
-         {max:.2} ms; server CPU {:.1} µs per (client, chunk) pair (the run's other events included, {:.1} s), \
-         the client process {:.1} µs (all its life)",
+        "event latency floor: {clients} clients (the same client process, {cpus} threads) on a minimal server of \
+         plain blocking sockets (no hyper, no Steward; chunked frames made as the server makes them), all \
+         subscribed after {:.2} s; then {chunks} chunks {} ms apart, each written to every socket by {} writer \
+         thread(s)",
+        client_process.connect_time.as_secs_f64(),
+        args.chunk_interval_ms,
+        writers.max(1)
+    );
+    // One `send` per client and tick, by construction (not counted by `/proc/self/io`).
+    let cost = ServerCost { cpu, syscalls: None, streamed, note: "the ticks only" };
+    print_latencies("event latency floor", report, clients, chunks, &cost);
+    Ok(())
+}
+
+/// The clients' process (`steward-bench serve-clients`), on the same CPUs as the server.
+struct ClientProcess {
+    child: tokio::process::Child,
+    out: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    /// How long until every client had subscribed.
+    connect_time: Duration,
+}
+
+impl ClientProcess {
+    /// Starts `clients` clients following `run_id` at `addr` with `cookie`, and waits until
+    /// every one has subscribed.
+    async fn start(
+        addr: SocketAddr,
+        run_id: &str,
+        cookie: &str,
+        clients: usize,
+        limit: Duration,
+        cpus: usize,
+    ) -> Result<ClientProcess> {
+        let mut child = tokio::process::Command::new(std::env::current_exe()?)
+            .args(["serve-clients", "--addr", &addr.to_string(), "--run", run_id])
+            .args(["--clients", &clients.to_string(), "--timeout-s", &(limit.as_secs() + 120).to_string()])
+            .args(["--threads", &cpus.to_string()])
+            .env(crate::serve_clients::COOKIE_VAR, cookie)
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting the client process")?;
+        let mut out = BufReader::new(child.stdout.take().context("no stdout of the client process")?).lines();
+        let connect_started = Instant::now();
+        let subscribed = tokio::time::timeout(Duration::from_secs(180), out.next_line())
+            .await
+            .context("the clients did not subscribe within three minutes")??
+            .context("the client process ended early")?;
+        let subscribed: usize =
+            subscribed.strip_prefix("subscribed ").and_then(|n| n.parse().ok()).context("unexpected client output")?;
+        if subscribed < clients {
+            bail!("only {subscribed} of {clients} clients subscribed");
+        }
+        Ok(ClientProcess { child, out, connect_time: connect_started.elapsed() })
+    }
+
+    /// The clients' report once the stream has ended (within `limit`).
+    async fn report(&mut self, limit: Duration) -> Result<crate::serve_clients::Report> {
+        let line = tokio::time::timeout(limit, self.out.next_line())
+            .await
+            .context("the clients did not finish in time")??
+            .context("the client process ended without a report")?;
+        let report = serde_json::from_str(&line).context("the clients' report")?;
+        let _ = self.child.wait().await;
+        Ok(report)
+    }
+}
+
+/// The read and write system calls made since `before` ([`io_syscalls`]).
+fn syscalls_since(before: (u64, u64)) -> (u64, u64) {
+    let now = io_syscalls();
+    (now.0.saturating_sub(before.0), now.1.saturating_sub(before.1))
+}
+
+/// What the server's process spent while the chunks streamed.
+struct ServerCost {
+    /// CPU time, all threads.
+    cpu: Duration,
+    /// Read and write system calls (`read`/`write`/`writev` as `/proc/self/io` counts them;
+    /// `None` where the writes are `send` calls, which it does not count).
+    syscalls: Option<(u64, u64)>,
+    /// From the trigger to the clients' report.
+    streamed: Duration,
+    /// What the figures include.
+    note: &'static str,
+}
+
+/// Prints the latency figures of `report` (`clients` × `chunks` pairs expected), what the
+/// server spent per pair, and whether the target is met.
+fn print_latencies(label: &str, report: crate::serve_clients::Report, clients: usize, chunks: u32, cost: &ServerCost) {
+    let crate::serve_clients::Report {
+        latencies_ms: mut latencies,
+        failed,
+        unfinished,
+        first_error,
+        cpu_s,
+        events,
+        chunks: pieces,
+    } = report;
+    let expected = clients * chunks as usize;
+    let pairs = clients as f64 * f64::from(chunks);
+    latencies.sort_by(f64::total_cmp);
+    let pick =
+        |q: f64| latencies.get(((latencies.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN);
+    let (p50, p99, max) = (pick(0.5), pick(0.99), pick(1.0));
+    println!(
+        "{label}: {} of {expected} (client, chunk) pairs received: p50 {p50:.2} ms, p99 {p99:.2} ms, max \
+         {max:.2} ms; server CPU {:.1} µs per (client, chunk) pair ({}, {:.1} s), the client process \
+         {:.1} µs (all its life)",
         latencies.len(),
-        cpu.as_secs_f64() * 1e6 / (clients as f64 * f64::from(chunks)),
-        streamed.as_secs_f64(),
-        cpu_s * 1e6 / (clients as f64 * f64::from(chunks))
+        cost.cpu.as_secs_f64() * 1e6 / pairs,
+        cost.note,
+        cost.streamed.as_secs_f64(),
+        cpu_s * 1e6 / pairs
+    );
+    if let Some((reads, writes)) = cost.syscalls {
+        println!(
+            "{label}: server system calls per (client, chunk) pair: {:.2} writes, {:.2} reads",
+            writes as f64 / pairs,
+            reads as f64 / pairs
+        );
+    }
+    let per_client_round = |n: usize| n as f64 / pairs;
+    println!(
+        "{label}: after subscribing, each client got {:.1} events per chunk round in {:.1} pieces (chunks of the \
+         chunked body, one per write of the server)",
+        per_client_round(events),
+        per_client_round(pieces)
     );
     if failed > 0 || unfinished > 0 {
         println!(
-            "event latency: {failed} clients failed, {unfinished} did not see the run complete{}",
+            "{label}: {failed} clients failed, {unfinished} did not see the run complete{}",
             first_error.map(|e| format!(" (first error: {e})")).unwrap_or_default()
         );
     }
     let met = latencies.len() == expected && p99 <= TARGET_P99_MS;
     println!(
-        "event latency: target p99 <= {TARGET_P99_MS:.0} ms with {clients} clients, every client sees every chunk: {}",
+        "{label}: target p99 <= {TARGET_P99_MS:.0} ms with {clients} clients, every client sees every chunk: {}",
         if met { "met" } else { "MISSED" }
     );
-    Ok(())
 }

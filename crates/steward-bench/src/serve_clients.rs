@@ -53,6 +53,11 @@ pub struct Report {
     pub first_error: Option<String>,
     /// CPU time of the client process, in seconds.
     pub cpu_s: f64,
+    /// Events received after subscribing, all clients together.
+    pub events: usize,
+    /// Pieces the events arrived in after subscribing, all clients together: chunks of a
+    /// chunked body (one per write of the server), else reads that returned bytes.
+    pub chunks: usize,
 }
 
 /// Runs the clients (on a runtime of their own) and reports on stdout.
@@ -91,6 +96,8 @@ async fn clients(args: &ServeClientsArgs, cookie: Arc<str>) -> Result<Report> {
             Ok(Ok(Ok(seen))) => {
                 report.unfinished += usize::from(!seen.finished);
                 report.latencies_ms.extend(seen.latencies_ms);
+                report.events += seen.events;
+                report.chunks += seen.chunks;
             }
             Ok(Ok(Err(e))) => {
                 report.failed += 1;
@@ -168,6 +175,10 @@ struct Seen {
     latencies_ms: Vec<f64>,
     /// True when the stream ended with the run's terminal event.
     finished: bool,
+    /// Events received after subscribing.
+    events: usize,
+    /// Pieces they arrived in (see [`Report::chunks`]).
+    chunks: usize,
 }
 
 /// One browser following the run: subscribes (counted in `ready` once the stored
@@ -232,7 +243,9 @@ async fn sse_client(
             stream.consume(n);
         }
         let arrived = chrono::Utc::now();
+        seen.chunks += usize::from(subscribed);
         while let Some((name, data)) = parser.next() {
+            seen.events += usize::from(subscribed);
             match name {
                 "tool_approval_required" if !subscribed => {
                     subscribed = true;
