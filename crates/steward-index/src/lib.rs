@@ -443,6 +443,10 @@ impl WorkspaceIndex {
     }
 
     /// Writes the index file (owner-only), replacing the old one at once.
+    ///
+    /// The file is a cache of what the workspace holds, so it is not synced to disk: a file
+    /// that a crash left empty or cut short does not parse, and [`WorkspaceIndex::open`]
+    /// rebuilds it. That keeps a disk sync off the way to a run's first model request.
     fn save(&self) -> Result<(), IndexError> {
         create_private_dir(&self.dir)?;
         let path = self.dir.join(INDEX_FILE);
@@ -454,7 +458,6 @@ impl WorkspaceIndex {
         std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
         let mut file = open.open(&tmp).map_err(io(&tmp))?;
         file.write_all(&bytes).map_err(io(&tmp))?;
-        file.sync_all().map_err(io(&tmp))?;
         std::fs::rename(&tmp, &path).map_err(io(&path))
     }
 
