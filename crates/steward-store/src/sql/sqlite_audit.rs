@@ -17,6 +17,7 @@ use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 
 use super::verify::{ChainState, RowFields, chain_sql};
+use crate::chain::StoredFields;
 
 /// Checks every row of [`chain_sql`] with `chain`: whether all of them check out. A row with
 /// a column of another type than the store writes (`INTEGER` for `seq` and `latency_ms`,
@@ -198,23 +199,28 @@ fn check_chunks(to_check: &mpsc::Receiver<Chunk>, checked: &mpsc::SyncSender<Chu
                 prev_hash,
                 hash,
             ] = texts;
+            let (Ok(seq), Ok(latency_ms)) = (u64::try_from(row.seq), u64::try_from(row.latency_ms)) else {
+                return false;
+            };
             let fields = RowFields {
-                seq: row.seq,
-                id,
-                at,
-                agent,
-                run_id,
-                call_id,
-                action,
-                input,
-                policy,
-                risk: row.risk,
-                outcome,
-                latency_ms: row.latency_ms,
-                sandbox,
-                approval_id,
-                rollback_token,
-                detail,
+                fields: StoredFields {
+                    seq,
+                    id,
+                    at,
+                    agent,
+                    run_id,
+                    call_id,
+                    action,
+                    input,
+                    policy,
+                    risk: row.risk,
+                    outcome,
+                    latency_ms,
+                    sandbox,
+                    approval_id,
+                    rollback_token,
+                    detail,
+                },
                 prev_hash,
                 hash,
             };

@@ -69,68 +69,41 @@ pub async fn check_rows<D: Dialect>(conn: &mut Conn<D>, chain: &mut ChainState) 
     Ok(true)
 }
 
-/// The columns of a row of [`chain_sql`], when each has the type the store writes.
+/// The columns of a row of [`chain_sql`], when each has the type the store writes and `seq`
+/// and `latency_ms` are not negative.
 fn row_fields<R: ReadRow>(row: &R) -> Option<RowFields<'_>> {
     Some(RowFields {
-        seq: row.int_at(0).ok()?,
-        id: row.text_at(1).ok()?,
-        at: row.text_at(2).ok()?,
-        agent: row.text_at(3).ok()?,
-        run_id: row.text_at(4).ok()?,
-        call_id: row.text_at(5).ok()?,
-        action: row.text_at(6).ok()?,
-        input: row.text_at(7).ok()?,
-        policy: row.text_at(8).ok()?,
-        risk: row.real_at(9).ok()?,
-        outcome: row.text_at(10).ok()?,
-        latency_ms: row.int_at(11).ok()?,
-        sandbox: row.text_at(12).ok()?,
-        approval_id: row.text_at(13).ok()?,
-        rollback_token: row.text_at(14).ok()?,
-        detail: row.text_at(15).ok()?,
+        fields: StoredFields {
+            seq: u64::try_from(row.int_at(0).ok()?).ok()?,
+            id: row.text_at(1).ok()?,
+            at: row.text_at(2).ok()?,
+            agent: row.text_at(3).ok()?,
+            run_id: row.text_at(4).ok()?,
+            call_id: row.text_at(5).ok()?,
+            action: row.text_at(6).ok()?,
+            input: row.text_at(7).ok()?,
+            policy: row.text_at(8).ok()?,
+            risk: row.real_at(9).ok()?,
+            outcome: row.text_at(10).ok()?,
+            latency_ms: u64::try_from(row.int_at(11).ok()?).ok()?,
+            sandbox: row.text_at(12).ok()?,
+            approval_id: row.text_at(13).ok()?,
+            rollback_token: row.text_at(14).ok()?,
+            detail: row.text_at(15).ok()?,
+        },
         prev_hash: row.text_at(16).ok()?,
         hash: row.text_at(17).ok()?,
     })
 }
 
-/// The columns of one stored audit row, as read.
-pub struct RowFields<'a> {
-    /// `seq`.
-    pub seq: i64,
-    /// `id`.
-    pub id: &'a str,
-    /// `at`.
-    pub at: &'a str,
-    /// `agent`.
-    pub agent: &'a str,
-    /// `run_id`.
-    pub run_id: &'a str,
-    /// `call_id`.
-    pub call_id: &'a str,
-    /// `action`.
-    pub action: &'a str,
-    /// `input`.
-    pub input: &'a str,
-    /// `policy`.
-    pub policy: &'a str,
-    /// `risk`.
-    pub risk: f64,
-    /// `outcome`.
-    pub outcome: &'a str,
-    /// `latency_ms`.
-    pub latency_ms: i64,
-    /// `sandbox`.
-    pub sandbox: &'a str,
-    /// `approval_id`.
-    pub approval_id: &'a str,
-    /// `rollback_token`.
-    pub rollback_token: &'a str,
-    /// `detail`.
-    pub detail: &'a str,
+/// The columns of one stored audit row, as read: the hashed fields and the stored links.
+pub(crate) struct RowFields<'a> {
+    /// The fields the hash covers, in their stored forms.
+    pub(crate) fields: StoredFields<'a>,
     /// `prev_hash`.
-    pub prev_hash: &'a str,
+    pub(crate) prev_hash: &'a str,
     /// `hash`.
-    pub hash: &'a str,
+    pub(crate) hash: &'a str,
 }
 
 /// Where a verification pass is in the chain.
@@ -155,7 +128,7 @@ impl ChainState {
     /// Checks `row` as record `seq + 1` of the last checked: it must be that record, link to
     /// its hash, have its own hash recompute from its columns and, when the anchor names it,
     /// have the anchor's hash. On success the row becomes the last checked.
-    pub fn check(&mut self, row: &RowFields<'_>) -> bool {
+    pub(crate) fn check(&mut self, row: &RowFields<'_>) -> bool {
         let Some(hash) = self.hash_row(row) else { return false };
         self.seq += 1;
         if let Some((seq, anchor_hash)) = &self.anchor
@@ -171,33 +144,15 @@ impl ChainState {
     /// The row's stored hash when the row is record `self.seq + 1`, links to `self.hash` and
     /// its hash recomputes from its columns; `None` otherwise.
     fn hash_row(&mut self, row: &RowFields<'_>) -> Option<[u8; 64]> {
-        let seq = u64::try_from(row.seq).ok()?;
-        if seq != self.seq.checked_add(1)? || row.prev_hash.as_bytes() != self.hash {
+        let fields = &row.fields;
+        if fields.seq != self.seq.checked_add(1)? || row.prev_hash.as_bytes() != self.hash {
             return None;
         }
         // Only the forms the store writes: another spelling of the same time or outcome hashes
         // differently, and the full verification judges it.
-        if !is_timestamp_text(row.at) || AuditOutcome::parse(row.outcome)?.as_str() != row.outcome {
+        if !is_timestamp_text(fields.at) || AuditOutcome::parse(fields.outcome)?.as_str() != fields.outcome {
             return None;
         }
-        let fields = StoredFields {
-            seq,
-            id: row.id,
-            at: row.at,
-            agent: row.agent,
-            run_id: row.run_id,
-            call_id: row.call_id,
-            action: row.action,
-            input: row.input,
-            policy: row.policy,
-            risk: row.risk,
-            outcome: row.outcome,
-            latency_ms: u64::try_from(row.latency_ms).ok()?,
-            sandbox: row.sandbox,
-            approval_id: row.approval_id,
-            rollback_token: row.rollback_token,
-            detail: row.detail,
-        };
         let computed = fields.hash(row.prev_hash, &mut self.buf);
         (row.hash.as_bytes() == computed).then_some(computed)
     }
