@@ -446,6 +446,20 @@ def run_once(kind: str, binary: str | None, extra: list[str], api: str, home: st
     return result
 
 
+class HarnessAction(argparse.Action):
+    """`--harness` starts a harness's settings; `--bin` and `--api` set the latest one's."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        harnesses = getattr(namespace, "harnesses", None) or []
+        if self.dest == "harness":
+            harnesses.append({"harness": value})
+        elif not harnesses:
+            parser.error(f"{option_string} comes after the --harness it belongs to")
+        else:
+            harnesses[-1][self.dest] = value
+        namespace.harnesses = harnesses
+
+
 def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -456,9 +470,9 @@ def fmt(value: float | None, digits: int = 1) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--harness", action="append", default=[], help="a preset (steward, codex, claude) or `command` for the argv after --; repeatable")
-    parser.add_argument("--bin", action="append", default=[], help="the binary of the preceding --harness (default: its name on PATH)")
-    parser.add_argument("--api", action="append", default=[], help="chat, responses or messages for the preceding --harness (default: the preset's)")
+    parser.add_argument("--harness", action=HarnessAction, help="a preset (steward, codex, claude) or `command` for the argv after --; repeatable")
+    parser.add_argument("--bin", action=HarnessAction, help="the binary of the preceding --harness (default: its name on PATH)")
+    parser.add_argument("--api", action=HarnessAction, help="chat, responses or messages for the preceding --harness (default: the preset's)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each harness (after one warm-up run)")
     parser.add_argument("--steps", type=int, default=3, help="tool calls per run")
     parser.add_argument("--step", choices=["read", "shell"], default="read", help="a file-read tool where offered, or `cat` through the shell tool")
@@ -467,17 +481,18 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true", help="keep each run's output tails")
     parser.add_argument("command", nargs="*", help="with --harness command: the argv, {url} {workspace} {task} substituted")
     args = parser.parse_args()
-    if not args.harness:
+    if not getattr(args, "harnesses", None):
         parser.error("give at least one --harness")
 
     harnesses = []
-    for i, kind in enumerate(args.harness):
+    for given in args.harnesses:
+        kind = given["harness"]
         if kind not in PRESETS and kind != "command":
             parser.error(f"unknown harness {kind!r}: steward, codex, claude or command")
-        api = args.api[i] if i < len(args.api) else (PRESETS[kind][0] if kind in PRESETS else "chat")
+        api = given.get("api") or (PRESETS[kind][0] if kind in PRESETS else "chat")
         if api not in REPLIES:
             parser.error(f"unknown api {api!r}: chat, responses or messages")
-        binary = args.bin[i] if i < len(args.bin) else None
+        binary = given.get("bin")
         if binary and not shutil.which(binary) and not os.path.exists(binary):
             parser.error(f"{binary}: not found")
         harnesses.append((kind, binary, api))
