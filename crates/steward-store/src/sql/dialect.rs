@@ -18,7 +18,7 @@ use futures::stream::BoxStream;
 use sqlx::{ColumnIndex, Database, Decode, Pool, Row, Type};
 use tokio::sync::broadcast;
 
-use super::verify::ChainState;
+use super::chain_state::ChainState;
 use super::work::{Applied, Work};
 use crate::{Change, RunRecord, StoreError};
 
@@ -184,15 +184,12 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         args: Vec<Arg<'c>>,
     ) -> impl Future<Output = Result<Option<DbRow<Self>>, sqlx::Error>> + Send + 'c;
 
-    /// Checks every stored audit record, in `seq` order, with `chain` (see [`super::verify`]):
-    /// whether all of them check out. By default the rows of [`super::verify::chain_sql`] are
-    /// streamed through sqlx ([`super::verify::check_rows`]).
+    /// Checks every stored audit record, in `seq` order, with `chain`: whether all of them
+    /// check out. PostgreSQL streams the rows through sqlx, SQLite reads them through its C API.
     fn check_audit_rows<'c>(
         conn: &'c mut Conn<Self>,
         chain: &'c mut ChainState,
-    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send + 'c {
-        super::verify::check_rows::<Self>(conn, chain)
-    }
+    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send + 'c;
 
     /// The node this store writes as, on a database shared by several machines: runs it inserts
     /// are stamped with it and get a lease. `None` for a database on one machine.

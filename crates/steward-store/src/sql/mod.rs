@@ -9,6 +9,7 @@
 //! connections.
 
 mod apply;
+mod chain_state;
 pub(crate) mod dialect;
 mod generated;
 mod journal;

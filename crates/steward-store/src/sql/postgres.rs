@@ -21,6 +21,7 @@ use sqlx::{ConnectOptions, Connection, PgPool, Postgres};
 use tokio::sync::broadcast;
 
 use super::SqlStore;
+use super::chain_state::ChainState;
 use super::dialect::{Arg, Dialect, numbered};
 use super::migrate;
 use super::notify::{self, CONNECT_TIMEOUT, Hub};
@@ -138,6 +139,13 @@ impl Dialect for PgDialect {
         sql: &'c str,
     ) -> futures::stream::BoxStream<'c, Result<PgRow, sqlx::Error>> {
         sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(conn)
+    }
+
+    fn check_audit_rows<'c>(
+        conn: &'c mut PgConnection,
+        chain: &'c mut ChainState,
+    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send + 'c {
+        super::verify::check_rows::<Self>(conn, chain)
     }
 
     fn fetch_optional<'c>(

@@ -15,9 +15,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use sqlx::{ConnectOptions, Pool, Sqlite, SqliteConnection};
 
 use super::SqlStore;
+use super::chain_state::ChainState;
 use super::dialect::{Arg, Dialect, ReadRow, args};
 use super::migrate;
-use super::verify::ChainState;
 use crate::{Durability, RunStatus, StoreError, StoreOptions};
 
 /// How long a connection waits for another one's lock before failing (10 s).

@@ -16,7 +16,8 @@ use std::sync::mpsc;
 use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 
-use super::verify::{ChainState, RowFields, chain_sql};
+use super::chain_state::{ChainState, RowFields};
+use super::verify::chain_sql;
 use crate::chain::StoredFields;
 
 /// Checks every row of [`chain_sql`] with `chain`: whether all of them check out. A row with
