@@ -92,8 +92,10 @@ fi
 # Built from the llama.cpp source vendored in the llama-cpp-python sdist (the same version the
 # Python server wraps), only the server target, with GGML_NATIVE=ON: the CPU's vector units
 # make prompt processing several times faster than the portable build above. cmake comes from
-# its PyPI wheel in a small venv of its own.
-LLAMA_SERVER_DIR="$CACHE/llama-server-$LLAMA_VERSION"
+# its PyPI wheel in a small venv of its own. Intel's AMX units are left out (`-mno-amx-*`): on a
+# CPU that has them, a virtual machine may not grant a process their tile state, and the AMX
+# matrix multiplication of this llama.cpp version then crashes the server at its first batch.
+LLAMA_SERVER_DIR="$CACHE/llama-server-$LLAMA_VERSION-no-amx"
 if [ ! -x "$LLAMA_SERVER_DIR/bin/llama-server" ]; then
   start=$SECONDS
   log "building llama.cpp llama-server from the llama-cpp-python $LLAMA_VERSION sdist"
@@ -102,13 +104,14 @@ if [ ! -x "$LLAMA_SERVER_DIR/bin/llama-server" ]; then
     make_venv "$CMAKE_VENV" "cmake==$CMAKE_VERSION"
   fi
   work="$(mktemp -d)"
+  NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   # Only llama-cpp-python itself as source: its build requirements may come as wheels.
   python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python \
     --dest "$work" "llama-cpp-python==$LLAMA_VERSION" >&2
   tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
   src="$(echo "$work"/llama_cpp_python-*/vendor/llama.cpp)"
   "$CMAKE_VENV/bin/cmake" -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DGGML_NATIVE=ON -DCMAKE_C_FLAGS="$NO_AMX" -DCMAKE_CXX_FLAGS="$NO_AMX" -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >&2
   "$CMAKE_VENV/bin/cmake" --build "$work/build" --target llama-server -j 2 >&2
   mkdir -p "$LLAMA_SERVER_DIR/bin"

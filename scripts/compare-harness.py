@@ -12,8 +12,12 @@ side, so what is measured is the harness's own cost:
                           the next request, which carries the tool's result: the harness's
                           whole in-run cost of one step (parsing, policy, approval logic,
                           sandbox, the tool, its audit and storage, building the next request);
-  peak RSS                the largest resident set of any one process of the harness's tree
-                          (wait4's ru_maxrss, which covers reaped descendants), in MiB;
+  peak RSS                the largest resident set of any one process of the harness's tree,
+                          in MiB: each process's own high-water mark (VmHWM in
+                          /proc/PID/status), read every 10 ms while it runs. Not wait4's
+                          ru_maxrss: exec keeps, as the process's peak, that of the memory it
+                          replaces, which for a child started with vfork (as subprocess does)
+                          is this script's own, about 24 MiB;
   wall                    spawn to exit.
 
 Each step's result is checked: the next request must contain the marker written in
@@ -407,6 +411,54 @@ def new_workspace(root: str, index: int) -> str:
     return ws
 
 
+class PeakRss:
+    """The largest VmHWM of a process and its descendants, read every `interval` seconds.
+
+    VmHWM only grows while a process lives, so a late read covers what came before it; what a
+    process adds in its last `interval` before it exits, and a process shorter than that, can
+    be missed.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.01):
+        self.pid = pid
+        self.interval = interval
+        self.peak_kib = 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _tree(self) -> list[int]:
+        pids, i = [self.pid], 0
+        while i < len(pids):
+            try:
+                for tid in os.listdir(f"/proc/{pids[i]}/task"):
+                    with open(f"/proc/{pids[i]}/task/{tid}/children") as f:
+                        pids.extend(int(c) for c in f.read().split())
+            except OSError:
+                pass
+            i += 1
+        return pids
+
+    def _watch(self) -> None:
+        while not self.done.is_set():
+            for pid in self._tree():
+                try:
+                    with open(f"/proc/{pid}/status") as f:
+                        for line in f:
+                            if line.startswith("VmHWM:"):
+                                self.peak_kib = max(self.peak_kib, int(line.split()[1]))
+                                break
+                except (OSError, ValueError):
+                    pass
+            self.done.wait(self.interval)
+
+    def finish(self) -> float:
+        """Stops reading; the peak in MiB."""
+        self.done.set()
+        self.thread.join()
+        return self.peak_kib / 1024
+
+
 def run_once(kind: str, binary: str | None, extra: list[str], api: str, home: str, url: str, ws: str, script: Script, args) -> dict:
     if kind in PRESETS:
         argv, env = PRESETS[kind][1](binary or kind, home, url, ws, api)
@@ -417,10 +469,17 @@ def run_once(kind: str, binary: str | None, extra: list[str], api: str, home: st
     full_env = {**os.environ, **env}
     started = time.monotonic()
     proc = subprocess.Popen(argv, cwd=ws, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak = PeakRss(proc.pid)
     timer = threading.Timer(args.timeout, proc.kill)
     timer.start()
+    # Both pipes are read at once, so a harness that fills one is never left waiting.
+    err_chunks: list[bytes] = []
+    err_reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read() if proc.stderr else b""))
+    err_reader.start()
     out = proc.stdout.read() if proc.stdout else b""
-    err = proc.stderr.read() if proc.stderr else b""
+    err_reader.join()
+    err = b"".join(err_chunks)
+    rss_mib = peak.finish()
     _, status, usage = os.wait4(proc.pid, 0)
     ended = time.monotonic()
     timer.cancel()
@@ -434,7 +493,7 @@ def run_once(kind: str, binary: str | None, extra: list[str], api: str, home: st
         "gaps_ms": log.gaps_ms,
         "steps_done": len(log.gaps_ms),
         "failed_steps": log.failed_steps,
-        "rss_mib": usage.ru_maxrss / 1024,
+        "rss_mib": rss_mib,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "other_requests": log.other_requests,
         "tools_offered": log.tool_names,

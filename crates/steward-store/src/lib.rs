@@ -66,7 +66,10 @@ pub fn new_id(prefix: &str) -> String {
 /// store. All methods return [`StoreError`] (class `storage`) on failure.
 #[async_trait]
 pub trait Store: Send + Sync {
-    /// Stores a new run; fails if the id exists. Returns once committed.
+    /// Stores a new run; fails if the id exists. Returns once committed; the commit may reach
+    /// the disk only with the next durable write (the run's first audit record that lets an
+    /// action run, or its end), so a crash of the machine before then loses a run that has done
+    /// nothing.
     async fn insert_run(&self, run: &RunRecord) -> Result<(), StoreError>;
 
     /// Replaces every field of an existing run (matched by id); [`StoreError::NotFound`] when
@@ -190,7 +193,8 @@ pub trait Store: Send + Sync {
     /// committed, `false` when the owner has no such fact (another owner's fact is left alone).
     async fn delete_fact(&self, owner_id: &str, id: &str) -> Result<bool, StoreError>;
 
-    /// Inserts a conversation or replaces the one with the same id. Returns once committed.
+    /// Inserts a conversation or replaces the one with the same id. Returns once committed,
+    /// which, as for [`Store::insert_run`], may reach the disk only with the next durable write.
     async fn upsert_conversation(&self, conversation: &ConversationRecord) -> Result<(), StoreError>;
 
     /// Conversations of an owner, oldest first.

@@ -15,10 +15,11 @@
 //! inside the transaction stays the head until the commit, so two writers never compute the same
 //! `seq`.
 //!
-//! Disk syncs: a batch that somebody waits for (a run record, the audit record that lets an
-//! action run, a [`Work::Barrier`] that must be durable) is committed as durable as the store is
-//! configured; a batch of queued writes only (events, outcome records) may be committed without
-//! forcing it to disk ([`Dialect::prepare_commit`]), as the next durable commit or a durable
+//! Disk syncs: a batch that somebody waits for (the audit record that lets an action run, a
+//! run's end, a [`Work::Barrier`] that must be durable) is committed as durable as the store is
+//! configured; a batch of queued writes only (events, outcome records) or of writes that need
+//! not be on disk yet (a new run's record, a conversation, see [`needs_disk`]) may be committed
+//! without forcing it to disk ([`Dialect::prepare_commit`]), as the next durable commit or a durable
 //! barrier ([`crate::Store::flush`]) forces it too. The audit anchor follows the newest audit
 //! record known durable, without a disk sync of its own but at a durable barrier and every
 //! [`crate::anchor::SYNC_INTERVAL`] (see [`crate::anchor`] for why that still reveals a cut
@@ -34,7 +35,7 @@ use tokio::sync::mpsc;
 
 use super::apply::{append_audits, apply, insert_events};
 use super::dialect::Dialect;
-use super::work::{Applied, Pending, Reply, Shared, Work};
+use super::work::{Applied, DocumentTable, Pending, Reply, Shared, Work};
 use crate::StoreError;
 
 /// Most writes committed in one transaction.
@@ -117,9 +118,19 @@ fn drain(queue: &mut mpsc::Receiver<Pending>, batch: &mut Vec<Pending>) {
 }
 
 /// Whether a write must be on disk when its waiter is answered.
+///
+/// A new run's record and a conversation's document need not be: they are written before
+/// anything of the run takes effect, and commits reach the disk in the order they were made
+/// (SQLite appends them to one WAL file; PostgreSQL flushes its WAL up to a commit), so the
+/// first durable commit after them (the audit record that lets the run's first action run,
+/// the run's end, a durable barrier) forces them too. Until then only a crash of the machine
+/// itself, not of the process, can lose them, and with them a run that has done nothing yet.
+/// A run's start then pays no disk sync before its first model request.
 fn needs_disk(pending: &Pending) -> bool {
-    match pending.work {
-        Work::Barrier { durable } => durable,
+    match &pending.work {
+        Work::Barrier { durable } => *durable,
+        Work::InsertRun(_) => false,
+        Work::Document(doc) if matches!(doc.table, DocumentTable::Conversations) => false,
         _ => !matches!(pending.reply, Reply::Nobody),
     }
 }
@@ -358,4 +369,69 @@ async fn apply_batch<D: Dialect>(
     shared.dialect.notify(&mut *tx, path, works, &results).await.map_err(BatchError::Write)?;
     tx.commit().await.map_err(|e| BatchError::Transaction(db(e)))?;
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::oneshot;
+
+    use super::*;
+    use crate::sql::work::Document;
+    use crate::{RunRecord, RunStatus};
+
+    fn waited(work: Work) -> Pending {
+        let (tx, _rx) = oneshot::channel();
+        Pending { work, reply: Reply::Done(tx) }
+    }
+
+    fn run() -> RunRecord {
+        RunRecord {
+            id: "run_a".into(),
+            owner_id: "local:alice".into(),
+            task: "t".into(),
+            planner: "model".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            workspace: "/ws".into(),
+            status: RunStatus::Running,
+            stop_reason: None,
+            final_text: None,
+            error_class: None,
+            error: None,
+            created_at: chrono::Utc::now(),
+            finished_at: None,
+            rounds: 0,
+            tool_calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            pid: 1,
+        }
+    }
+
+    fn document(table: DocumentTable) -> Work {
+        Work::Document(Box::new(Document {
+            table,
+            id: "d".into(),
+            key: "k".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            body: "{}".into(),
+        }))
+    }
+
+    /// A run's start forces nothing to disk; what lets an action run, a run's end and the
+    /// records that must survive a crash of the machine still do.
+    #[test]
+    fn only_writes_before_a_run_takes_effect_skip_the_disk_sync() {
+        assert!(!needs_disk(&waited(Work::InsertRun(Box::new(run())))));
+        assert!(!needs_disk(&waited(document(DocumentTable::Conversations))));
+        assert!(needs_disk(&waited(document(DocumentTable::Rollbacks))));
+        assert!(needs_disk(&waited(document(DocumentTable::Grants))));
+        assert!(needs_disk(&waited(Work::UpdateRun(Box::new(run())))));
+        assert!(needs_disk(&waited(Work::FinishRun(Box::new(run())))));
+        assert!(needs_disk(&waited(Work::DeleteRun("run_a".into()))));
+        assert!(needs_disk(&waited(Work::Barrier { durable: true })));
+        assert!(!needs_disk(&waited(Work::Barrier { durable: false })));
+        let queued = Pending { work: Work::UpdateRun(Box::new(run())), reply: Reply::Nobody };
+        assert!(!needs_disk(&queued));
+    }
 }
