@@ -243,6 +243,15 @@ pub trait Store: Send + Sync {
     /// the last flush ([`StoreError::Deferred`]).
     async fn flush(&self) -> Result<(), StoreError>;
 
+    /// [`Store::flush`], then leaves the database as a process that is about to end should:
+    /// on SQLite the write-ahead log is moved into the database file and emptied (without
+    /// waiting for other processes' readers), so the next process to open it does not read the
+    /// log back first. The store stays usable. Errors as [`Store::flush`], or
+    /// [`StoreError::Database`] when the checkpoint fails. The default only flushes.
+    async fn close(&self) -> Result<(), StoreError> {
+        self.flush().await
+    }
+
     /// Renews, to now + `ttl`, the leases of the `running` runs that process `pid` of this node
     /// executes, so that other nodes sharing the database know they are alive (call it every
     /// few seconds, well within `ttl`); a lease another node has taken over stays with it.

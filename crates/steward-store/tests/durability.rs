@@ -109,3 +109,51 @@ async fn stored_forms_other_than_the_written_ones_are_judged_by_the_full_verific
         valid => panic!("a changed record went unnoticed: {valid:?}"),
     }
 }
+
+fn wal_len(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join(format!("{}-wal", steward_store::STATE_DB_FILE))).map(|m| m.len()).unwrap_or(0)
+}
+
+/// `close` leaves no write-ahead log for the next process to read back, and the store stays
+/// usable after it.
+#[tokio::test]
+async fn close_moves_the_log_into_the_database_and_empties_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+    for n in 1..=20 {
+        store.queue_audit(entry(n)).await.unwrap();
+    }
+    store.flush().await.unwrap();
+    assert!(wal_len(dir.path()) > 0, "the appends went to the log");
+    store.close().await.unwrap();
+    assert_eq!(wal_len(dir.path()), 0, "the log was emptied");
+    assert_eq!(store.append_audit(entry(21)).await.unwrap().seq, 21);
+    drop(store);
+    let reopened = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+    assert_eq!(reopened.verify_audit().await.unwrap(), AuditVerification::Valid { records: 21 });
+}
+
+/// A reader of an older snapshot in another connection does not hold `close` up: it
+/// checkpoints what it can, keeps the log, and the reader still sees its snapshot.
+#[tokio::test]
+async fn close_does_not_wait_for_another_connections_reader() {
+    use sqlx::{ConnectOptions, Connection, Executor, Row};
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+    store.append_audit(entry(1)).await.unwrap();
+    let db = dir.path().join(steward_store::STATE_DB_FILE);
+    let mut reader = sqlx::sqlite::SqliteConnectOptions::new().filename(&db).connect().await.unwrap();
+    let mut snapshot = reader.begin().await.unwrap();
+    let before: i64 = snapshot.fetch_one("SELECT COUNT(*) FROM audit").await.unwrap().get(0);
+    store.append_audit(entry(2)).await.unwrap();
+    // The store's busy timeout is 10 s: a close that waited for the reader would take that long.
+    tokio::time::timeout(std::time::Duration::from_secs(5), store.close())
+        .await
+        .expect("close waited for the reader")
+        .unwrap();
+    assert!(wal_len(dir.path()) > 0, "the log a reader still needs is kept");
+    let still: i64 = snapshot.fetch_one("SELECT COUNT(*) FROM audit").await.unwrap().get(0);
+    assert_eq!(before, still);
+    snapshot.rollback().await.unwrap();
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 2 });
+}

@@ -255,7 +255,7 @@ async fn run_observed(
         steward_core::RunError::Config(msg) => usage(msg),
         other => anyhow::Error::new(other),
     })?;
-    let code = exit_code(run.status, run.stop_reason);
+    let mut code = exit_code(run.status, run.stop_reason);
     if args.strict && code == 0 {
         let events = runtime.store.events(&run.id, 0).await?;
         let (refused, failed) = refused_and_failed(&events);
@@ -263,8 +263,12 @@ async fn run_observed(
             eprintln!(
                 "steward: --strict: answered, but {refused} step(s) were refused and {failed} failed (exit {EXIT_STRICT})"
             );
-            return Ok(EXIT_STRICT);
+            code = EXIT_STRICT;
         }
+    }
+    // The run is recorded; what is left is tidying the database for the next process.
+    if let Err(error) = runtime.store.close().await {
+        eprintln!("steward: the state database was not tidied at exit: {error}");
     }
     Ok(code)
 }

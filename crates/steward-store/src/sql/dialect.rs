@@ -160,6 +160,11 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
     /// commit (`""` where the transaction already holds the database's write lock).
     const LOCK_ROWS: &'static str;
 
+    /// Statements run in order on one connection by [`crate::Store::close`] after its flush:
+    /// they move a write-ahead log kept beside the database into it and empty the log, without
+    /// waiting for other connections. None by default.
+    const CLOSE: &'static [&'static str] = &[];
+
     /// Runs `sql` with `args` bound; the number of rows it changed.
     fn execute<'c>(
         conn: &'c mut Conn<Self>,

@@ -276,6 +276,22 @@ impl<D: Dialect> Store for SqlStore<D> {
         }
     }
 
+    async fn close(&self) -> Result<(), StoreError> {
+        self.flush().await?;
+        if D::CLOSE.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.read.acquire().await.map_err(self.db())?;
+        for sql in D::CLOSE {
+            if let Err(source) = D::execute(&mut conn, sql, Vec::new()).await {
+                // Its settings are in doubt: it is not given back to the pool.
+                conn.close_on_drop();
+                return Err(StoreError::Database { path: self.shared.path.clone(), source });
+            }
+        }
+        Ok(())
+    }
+
     async fn renew_leases(&self, pid: u32, ttl: Duration) -> Result<u64, StoreError> {
         self.shared.dialect.renew_leases(&self.read, self.path(), pid, ttl).await
     }
