@@ -303,13 +303,8 @@ pub async fn append_audits<D: Dialect>(
         stored.push((to_i64(path, "audit seq", seq)?, risk, latency_ms, at_text, input));
         records.push(record);
     }
-    let mut sql = format!("INSERT INTO audit ({AUDIT_COLUMNS}) VALUES ");
     let mut args: Vec<Arg<'_>> = Vec::with_capacity(records.len() * 18);
-    for (i, (record, (seq, risk, latency_ms, at_text, input))) in records.iter().zip(stored).enumerate() {
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&row_placeholders(18));
+    for (record, (seq, risk, latency_ms, at_text, input)) in records.iter().zip(stored) {
         let entry = &record.entry;
         args.extend(args![
             seq,
@@ -332,7 +327,7 @@ pub async fn append_audits<D: Dialect>(
             record.hash.as_str(),
         ]);
     }
-    D::execute(conn, &sql, args).await.map_err(db)?;
+    D::insert_rows(conn, path, &format!("INSERT INTO audit ({AUDIT_COLUMNS})"), 18, args).await?;
     *head = Some((last_seq, prev_hash));
     Ok(records)
 }

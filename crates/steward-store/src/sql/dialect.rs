@@ -167,6 +167,40 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         args: Vec<Arg<'c>>,
     ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send + 'c;
 
+    /// Inserts rows: `insert` is `INSERT INTO table (columns)` naming `width` columns, `values`
+    /// the rows' values in that order, one row after another. By default one multi-row
+    /// `INSERT` of them all (one round trip to the server); SQLite steps a single-row `INSERT`
+    /// per row through its C API instead. Errors: [`StoreError::Invalid`] when `values` is not
+    /// whole rows of `width`; the statement's failure.
+    fn insert_rows<'c>(
+        conn: &'c mut Conn<Self>,
+        path: &'c str,
+        insert: &'c str,
+        width: usize,
+        values: Vec<Arg<'c>>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
+        async move {
+            if width == 0 || !values.len().is_multiple_of(width) {
+                return Err(StoreError::Invalid {
+                    path: path.to_string(),
+                    what: format!("{} values are not rows of {width}", values.len()),
+                });
+            }
+            let row = row_placeholders(width);
+            let mut sql = format!("{insert} VALUES ");
+            for i in 0..values.len() / width {
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&row);
+            }
+            Self::execute(conn, &sql, values)
+                .await
+                .map_err(|source| StoreError::Database { path: path.to_string(), source })?;
+            Ok(())
+        }
+    }
+
     /// Runs `sql` with `args` bound; every row it returned.
     fn fetch_all<'c>(
         conn: &'c mut Conn<Self>,
