@@ -239,9 +239,10 @@ pub async fn insert_events<D: Dialect>(conn: &mut Conn<D>, path: &str, events: &
     Ok(())
 }
 
-/// Appends audit records to the chain in one statement; `head` is the chain's last
-/// `(seq, hash)`, read inside the transaction (which holds the write or chain lock) the first
-/// time it is needed.
+/// Appends audit records to the chain in one insert ([`Dialect::insert_rows`]: one multi-row
+/// statement, or on SQLite one single-row statement stepped per record); `head` is the chain's
+/// last `(seq, hash)`, read inside the transaction (which holds the write or chain lock) the
+/// first time it is needed.
 pub async fn append_audits<D: Dialect>(
     conn: &mut Conn<D>,
     path: &str,

@@ -3,11 +3,13 @@
 //!
 //! Every statement of the store is written once, with `?` placeholders; [`Dialect::execute`],
 //! [`Dialect::fetch_all`] and [`Dialect::fetch_optional`] bind [`Arg`]s to it on the database's
-//! own connection type (PostgreSQL numbers the placeholders, see [`numbered`]). Rows are read
-//! through [`ReadRow`]. The rest of the trait is what really differs: how a write transaction
-//! starts and locks ([`Dialect::BEGIN`], [`Dialect::LOCK_ROWS`], [`Dialect::lock_batch`]), the
-//! node and leases of a store shared by several machines, change notices, and how the audit
-//! verification reads the chain ([`Dialect::check_audit_rows`]: SQLite's C API directly).
+//! own connection type (PostgreSQL numbers the placeholders, see [`numbered`]);
+//! [`Dialect::insert_rows`] inserts many rows of one table at once (SQLite through its C API).
+//! Rows are read through [`ReadRow`]. The rest of the trait is what really differs: how a
+//! write transaction starts and locks ([`Dialect::BEGIN`], [`Dialect::LOCK_ROWS`],
+//! [`Dialect::lock_batch`]), the node and leases of a store shared by several machines, change
+//! notices, and how the audit verification reads the chain ([`Dialect::check_audit_rows`]:
+//! SQLite's C API directly).
 
 use std::borrow::Cow;
 use std::future::Future;

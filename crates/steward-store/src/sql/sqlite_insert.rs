@@ -100,3 +100,51 @@ unsafe fn step_rows(db: NonNull<ffi::sqlite3>, sql: &str, width: usize, values: 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use sqlx::{Connection, Row};
+
+    use super::*;
+    use crate::sql::dialect::args;
+
+    async fn table() -> SqliteConnection {
+        let mut conn = SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        sqlx::query("CREATE TABLE t (n INTEGER PRIMARY KEY NOT NULL, name TEXT NOT NULL, note TEXT, x REAL NOT NULL)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn
+    }
+
+    #[tokio::test]
+    async fn rows_are_inserted_with_their_types_and_a_failing_row_names_its_error() {
+        let mut conn = table().await;
+        let insert = "INSERT INTO t (n, name, note, x)";
+        let values = args![1i64, "one", Some("a\u{0}b"), 0.5f64, 2i64, String::from("two"), None::<&str>, -1.0f64];
+        insert_rows(&mut conn, "db", insert, 4, &values).await.unwrap();
+        let rows =
+            sqlx::query("SELECT n, name, note, x, typeof(n) || typeof(name) || typeof(note) || typeof(x) FROM t")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+        let read: Vec<(i64, String, Option<String>, f64, String)> =
+            rows.iter().map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))).collect();
+        assert_eq!(
+            read,
+            vec![
+                (1, "one".into(), Some("a\u{0}b".into()), 0.5, "integertexttextreal".into()),
+                (2, "two".into(), None, -1.0, "integertextnullreal".into()),
+            ]
+        );
+        let repeated = args![3i64, "three", None::<&str>, 0.0f64, 1i64, "again", None::<&str>, 0.0f64];
+        let err = insert_rows(&mut conn, "db", insert, 4, &repeated).await.unwrap_err();
+        assert!(matches!(&err, StoreError::Write { message, .. } if message.contains("UNIQUE")), "{err}");
+        let short = args![4i64, "four", None::<&str>];
+        let err = insert_rows(&mut conn, "db", insert, 4, &short).await.unwrap_err();
+        assert!(matches!(err, StoreError::Invalid { .. }), "{err}");
+        // Without a transaction each row commits by itself: the row before the failing one stays.
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t").fetch_one(&mut conn).await.unwrap();
+        assert_eq!(count, 3);
+    }
+}
