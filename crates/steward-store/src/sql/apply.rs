@@ -7,7 +7,7 @@ use steward_protocol::{AuditEntry, AuditRecord, Event};
 use super::dialect::{Arg, Conn, Dialect, ReadRow, args, row_placeholders};
 use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, MCP_TOKEN_COLUMNS, RUN_COLUMNS, finite, to_i64};
 use super::work::{Applied, Shared, Work};
-use crate::chain::{StoredFields, canonical_json, timestamp_text};
+use crate::chain::{GENESIS_HASH, StoredFields, canonical_json, timestamp_text};
 use crate::{RunRecord, RunStatus, StoreError};
 
 /// Every column of a run but its id, set by an update (the node a run was inserted by is kept).
@@ -239,40 +239,38 @@ pub async fn insert_events<D: Dialect>(conn: &mut Conn<D>, path: &str, events: &
     Ok(())
 }
 
-/// Appends audit records to the chain in one insert ([`Dialect::append_to_chain`]: the head
-/// read and one multi-row statement, or on SQLite both through its C API with one single-row
-/// statement stepped per record); `head` is the chain's last `(seq, hash)`, read inside the
-/// transaction (which holds the write or chain lock) the first time it is needed.
+/// Appends audit records to the chain in one insert ([`Dialect::insert_rows`]: one multi-row
+/// statement, or on SQLite one single-row statement stepped per record); `head` is the chain's
+/// last `(seq, hash)`, read inside the transaction (which holds the write or chain lock) the
+/// first time it is needed.
 pub async fn append_audits<D: Dialect>(
     conn: &mut Conn<D>,
     path: &str,
     entries: &[&AuditEntry],
     head: &mut Option<(u64, String)>,
 ) -> Result<Vec<AuditRecord>, StoreError> {
-    let insert = format!("INSERT INTO audit ({AUDIT_COLUMNS})");
-    let rows = |known| audit_rows(path, entries, known);
-    let (records, new_head) = D::append_to_chain(conn, path, head.take(), &insert, 18, rows).await?;
-    *head = Some(new_head);
-    Ok(records)
-}
-
-/// What [`audit_rows`] makes: the records and the chain's new head `(seq, hash)`, and the
-/// values of their rows.
-type AuditRows<'a> = ((Vec<AuditRecord>, (u64, String)), Vec<Arg<'a>>);
-
-/// The records of `entries` appended after the chain's head `(last_seq, prev_hash)`, the new
-/// head, and the values of their rows in [`AUDIT_COLUMNS`] order. Errors:
-/// [`StoreError::Invalid`] for a value the store refuses (a risk that is not finite, an integer
-/// above `i64::MAX`).
-fn audit_rows<'a>(
-    path: &str,
-    entries: &[&'a AuditEntry],
-    (mut last_seq, mut prev_hash): (u64, String),
-) -> Result<AuditRows<'a>, StoreError> {
+    let db = |source| StoreError::Database { path: path.to_string(), source };
+    let (mut last_seq, mut prev_hash) = match head.take() {
+        Some(known) => known,
+        None => {
+            let sql = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1";
+            match D::fetch_optional(conn, sql, Vec::new()).await.map_err(db)? {
+                Some(row) => (
+                    u64::try_from(row.int("seq").map_err(db)?).map_err(|_| StoreError::Corrupt {
+                        path: path.to_string(),
+                        what: "audit.seq: negative".into(),
+                    })?,
+                    row.text("hash").map_err(db)?,
+                ),
+                None => (0, GENESIS_HASH.to_string()),
+            }
+        }
+    };
     let mut records = Vec::with_capacity(entries.len());
-    let mut args: Vec<Arg<'a>> = Vec::with_capacity(entries.len() * 18);
+    // Per record: the checked integers and the text forms that are both hashed and stored.
+    let mut stored = Vec::with_capacity(entries.len());
     let mut buf = Vec::with_capacity(512);
-    for &entry in entries {
+    for entry in entries {
         let risk = finite(path, "audit risk", entry.risk)?;
         let latency_ms = to_i64(path, "audit latency_ms", entry.latency_ms)?;
         let seq = last_seq + 1;
@@ -300,9 +298,18 @@ fn audit_rows<'a>(
         };
         let hex = fields.hash(&prev_hash, &mut buf);
         let hash = String::from_utf8_lossy(&hex).into_owned();
+        let record = AuditRecord { seq, id, at, entry: (*entry).clone(), prev_hash: prev_hash.clone(), hash };
+        last_seq = seq;
+        prev_hash = record.hash.clone();
+        stored.push((to_i64(path, "audit seq", seq)?, risk, latency_ms, at_text, input));
+        records.push(record);
+    }
+    let mut args: Vec<Arg<'_>> = Vec::with_capacity(records.len() * 18);
+    for (record, (seq, risk, latency_ms, at_text, input)) in records.iter().zip(stored) {
+        let entry = &record.entry;
         args.extend(args![
-            to_i64(path, "audit seq", seq)?,
-            id.clone(),
+            seq,
+            record.id.as_str(),
             at_text,
             entry.agent.as_str(),
             entry.run_id.as_str(),
@@ -317,15 +324,13 @@ fn audit_rows<'a>(
             entry.approval_id.as_str(),
             entry.rollback_token.as_str(),
             entry.detail.as_str(),
-            prev_hash.clone(),
-            hash.clone(),
+            record.prev_hash.as_str(),
+            record.hash.as_str(),
         ]);
-        let record = AuditRecord { seq, id, at, entry: entry.clone(), prev_hash, hash };
-        last_seq = seq;
-        prev_hash = record.hash.clone();
-        records.push(record);
     }
-    Ok(((records, (last_seq, prev_hash)), args))
+    D::insert_rows(conn, path, &format!("INSERT INTO audit ({AUDIT_COLUMNS})"), 18, args).await?;
+    *head = Some((last_seq, prev_hash));
+    Ok(records)
 }
 
 /// The id of audit record `seq`: `aud_` and 16 lowercase hex digits, like [`crate::new_id`],

@@ -22,7 +22,6 @@ use tokio::sync::broadcast;
 
 use super::chain_state::ChainState;
 use super::work::{Applied, Work};
-use crate::chain::GENESIS_HASH;
 use crate::{Change, RunRecord, StoreError};
 
 /// The native connection of a dialect's database.
@@ -204,37 +203,6 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         }
     }
 
-    /// Appends rows to the audit chain: `head` is the chain's last `(seq, hash)` when this
-    /// transaction knows it, otherwise it is read ([`CHAIN_HEAD_SQL`], [`chain_head`]); `rows`
-    /// makes from it what to return and the values to insert with `insert` and `width` (as
-    /// [`Dialect::insert_rows`] takes them). By default the head is read and the rows
-    /// inserted by two statements; SQLite does both through its C API on the connection taken
-    /// from sqlx's worker once. Errors: the head read's, `rows`' and the insert's.
-    fn append_to_chain<'c, T: Send + 'c>(
-        conn: &'c mut Conn<Self>,
-        path: &'c str,
-        head: Option<(u64, String)>,
-        insert: &'c str,
-        width: usize,
-        rows: impl FnOnce((u64, String)) -> Result<(T, Vec<Arg<'c>>), StoreError> + Send + 'c,
-    ) -> impl Future<Output = Result<T, StoreError>> + Send + 'c {
-        async move {
-            let head = match head {
-                Some(known) => known,
-                None => {
-                    let db = |source| StoreError::Database { path: path.to_string(), source };
-                    match Self::fetch_optional(conn, CHAIN_HEAD_SQL, Vec::new()).await.map_err(db)? {
-                        Some(row) => chain_head(path, row.int("seq").map_err(db)?, row.text("hash").map_err(db)?)?,
-                        None => (0, GENESIS_HASH.to_string()),
-                    }
-                }
-            };
-            let (made, values) = rows(head)?;
-            Self::insert_rows(conn, path, insert, width, values).await?;
-            Ok(made)
-        }
-    }
-
     /// Runs `sql` with `args` bound; every row it returned.
     fn fetch_all<'c>(
         conn: &'c mut Conn<Self>,
@@ -361,18 +329,6 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
     fn subscribe(&self) -> Option<broadcast::Receiver<Change>> {
         None
     }
-}
-
-/// The audit chain's head: the last record's `seq` and `hash`, one row of an integer and a
-/// text (none for an empty chain).
-pub const CHAIN_HEAD_SQL: &str = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1";
-
-/// The chain's head `(seq, hash)` from the columns of [`CHAIN_HEAD_SQL`]'s row. Errors:
-/// [`StoreError::Corrupt`] for a negative `seq`.
-pub fn chain_head(path: &str, seq: i64, hash: String) -> Result<(u64, String), StoreError> {
-    let seq = u64::try_from(seq)
-        .map_err(|_| StoreError::Corrupt { path: path.to_string(), what: "audit.seq: negative".into() })?;
-    Ok((seq, hash))
 }
 
 /// `sql` with its `?` placeholders numbered `$1`, `$2` … (PostgreSQL's syntax). The store's SQL

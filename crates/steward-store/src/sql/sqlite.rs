@@ -118,17 +118,6 @@ impl Dialect for SqliteDialect {
         super::sqlite_insert::insert_rows(conn, path, insert, width, &values).await
     }
 
-    async fn append_to_chain<'c, T: Send + 'c>(
-        conn: &'c mut SqliteConnection,
-        path: &'c str,
-        head: Option<(u64, String)>,
-        insert: &'c str,
-        width: usize,
-        rows: impl FnOnce((u64, String)) -> Result<(T, Vec<Arg<'c>>), StoreError> + Send + 'c,
-    ) -> Result<T, StoreError> {
-        super::sqlite_insert::append_to_chain(conn, path, head, insert, width, rows).await
-    }
-
     fn check_audit_rows<'c>(
         conn: &'c mut SqliteConnection,
         chain: &'c mut ChainState,

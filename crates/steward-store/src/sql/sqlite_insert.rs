@@ -13,10 +13,9 @@ use std::ptr::NonNull;
 use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 
-use super::dialect::{Arg, CHAIN_HEAD_SQL, chain_head, row_placeholders};
+use super::dialect::{Arg, row_placeholders};
 use super::sqlite_statement::{Statement, connection_error};
 use crate::StoreError;
-use crate::chain::GENESIS_HASH;
 
 /// Runs `insert` (`INSERT INTO table (columns)`, naming `width` columns) with `VALUES` of one
 /// row once per `width` values of `values`, in order, inside whatever transaction `conn` has
@@ -34,106 +33,30 @@ pub async fn insert_rows(
     width: usize,
     values: &[Arg<'_>],
 ) -> Result<(), StoreError> {
-    whole_rows(path, width, values)?;
-    let mut handle =
-        conn.lock_handle().await.map_err(|source| StoreError::Database { path: path.to_string(), source })?;
-    let db = handle.as_raw_handle();
-    // SAFETY: the connection is locked to us until `handle` is dropped, after `step_rows`.
-    unsafe { step_rows(db, insert, width, values) }
-        .map_err(|message| StoreError::Write { path: path.to_string(), message })
-}
-
-/// [`Dialect::append_to_chain`](super::dialect::Dialect::append_to_chain) on SQLite: with the
-/// connection taken from sqlx's worker once, reads the chain's head unless `head` is known,
-/// has `rows` make the values and steps them as [`insert_rows`] does. Errors: as
-/// [`insert_rows`]; [`StoreError::Write`] when the head cannot be read, or is not an integer
-/// and a text; [`StoreError::Corrupt`] for a negative `seq`; `rows`' own.
-pub async fn append_to_chain<'c, T>(
-    conn: &mut SqliteConnection,
-    path: &str,
-    head: Option<(u64, String)>,
-    insert: &str,
-    width: usize,
-    rows: impl FnOnce((u64, String)) -> Result<(T, Vec<Arg<'c>>), StoreError>,
-) -> Result<T, StoreError> {
-    let write = |message| StoreError::Write { path: path.to_string(), message };
-    let mut handle =
-        conn.lock_handle().await.map_err(|source| StoreError::Database { path: path.to_string(), source })?;
-    let db = handle.as_raw_handle();
-    let head = match head {
-        Some(known) => known,
-        // SAFETY: the connection is locked to us until `handle` is dropped.
-        None => match unsafe { read_head(db) }.map_err(write)? {
-            Some((seq, hash)) => chain_head(path, seq, hash)?,
-            None => (0, GENESIS_HASH.to_string()),
-        },
-    };
-    let (made, values) = rows(head)?;
-    whole_rows(path, width, &values)?;
-    // SAFETY: as above.
-    unsafe { step_rows(db, insert, width, &values) }.map_err(write)?;
-    Ok(made)
-}
-
-/// [`StoreError::Invalid`] unless `values` is whole rows of `width`.
-fn whole_rows(path: &str, width: usize, values: &[Arg<'_>]) -> Result<(), StoreError> {
     if width == 0 || !values.len().is_multiple_of(width) {
         return Err(StoreError::Invalid {
             path: path.to_string(),
             what: format!("{} values are not rows of {width}", values.len()),
         });
     }
-    Ok(())
-}
-
-/// The row of [`CHAIN_HEAD_SQL`] on `db`: `None` for an empty chain; SQLite's error, or a
-/// message naming the column, when it cannot be read or holds another type than the store
-/// writes (`INTEGER` `seq`, `TEXT` `hash`).
-///
-/// # Safety
-///
-/// `db` must be an open connection that no other thread uses during the call.
-unsafe fn read_head(db: NonNull<ffi::sqlite3>) -> Result<Option<(i64, String)>, String> {
-    // SAFETY: the caller's promise; the statement is dropped before this function returns.
-    let Some(statement) = (unsafe { Statement::prepare(db, CHAIN_HEAD_SQL) }) else {
-        // SAFETY: as above.
-        return Err(unsafe { connection_error(db) });
-    };
-    let stmt = statement.as_ptr();
-    // SAFETY: a statement of the locked connection; its columns are read while it has a row
-    // (column 0 and 1 of the two of `CHAIN_HEAD_SQL`), the text copied before the next call.
-    unsafe {
-        match ffi::sqlite3_step(stmt) {
-            ffi::SQLITE_ROW => {}
-            ffi::SQLITE_DONE => return Ok(None),
-            _ => return Err(connection_error(db)),
-        }
-        if ffi::sqlite3_column_type(stmt, 0) != ffi::SQLITE_INTEGER {
-            return Err("audit.seq of the chain's head is not an integer".into());
-        }
-        if ffi::sqlite3_column_type(stmt, 1) != ffi::SQLITE_TEXT {
-            return Err("audit.hash of the chain's head is not a text".into());
-        }
-        let seq = ffi::sqlite3_column_int64(stmt, 0);
-        let (data, len) = (ffi::sqlite3_column_text(stmt, 1), ffi::sqlite3_column_bytes(stmt, 1));
-        let len = usize::try_from(len).map_err(|_| "audit.hash of the chain's head has no length".to_string())?;
-        let bytes = if data.is_null() { &[][..] } else { std::slice::from_raw_parts(data, len) };
-        let hash =
-            String::from_utf8(bytes.to_vec()).map_err(|_| "audit.hash of the chain's head is not UTF-8".to_string())?;
-        Ok(Some((seq, hash)))
-    }
-}
-
-/// Prepares `insert` with `VALUES` of one row on `db` and steps it once per `width` values of
-/// `values`: SQLite's error message when preparing, binding or a step fails.
-///
-/// # Safety
-///
-/// `db` must be an open connection that no other thread uses during the call.
-unsafe fn step_rows(db: NonNull<ffi::sqlite3>, insert: &str, width: usize, values: &[Arg<'_>]) -> Result<(), String> {
+    let mut handle =
+        conn.lock_handle().await.map_err(|source| StoreError::Database { path: path.to_string(), source })?;
+    let db = handle.as_raw_handle();
     let sql = format!("{insert} VALUES {}", row_placeholders(width));
+    // SAFETY: the connection is locked to us until `handle` is dropped, after `step_rows`.
+    unsafe { step_rows(db, &sql, width, values) }
+        .map_err(|message| StoreError::Write { path: path.to_string(), message })
+}
+
+/// Prepares `sql` on `db` and steps it once per `width` values of `values`: SQLite's error
+/// message when preparing, binding or a step fails.
+///
+/// # Safety
+///
+/// `db` must be an open connection that no other thread uses during the call.
+unsafe fn step_rows(db: NonNull<ffi::sqlite3>, sql: &str, width: usize, values: &[Arg<'_>]) -> Result<(), String> {
     // SAFETY: the caller's promise; the statement is dropped before this function returns.
-    let Some(statement) = (unsafe { Statement::prepare(db, &sql) }) else {
+    let Some(statement) = (unsafe { Statement::prepare(db, sql) }) else {
         // SAFETY: as above.
         return Err(unsafe { connection_error(db) });
     };
@@ -192,39 +115,6 @@ mod tests {
             .await
             .unwrap();
         conn
-    }
-
-    #[tokio::test]
-    async fn the_chain_head_is_read_on_the_locked_connection() {
-        let mut conn = SqliteConnection::connect("sqlite::memory:").await.unwrap();
-        sqlx::query("CREATE TABLE audit (seq BIGINT PRIMARY KEY NOT NULL, hash TEXT NOT NULL)")
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        let insert = "INSERT INTO audit (seq, hash)";
-        let head = |mut conn: SqliteConnection, known: Option<(u64, String)>| async move {
-            let seen = append_to_chain(&mut conn, "db", known, insert, 2, |head| Ok((head, Vec::new()))).await;
-            (conn, seen)
-        };
-        let (mut conn, seen) = head(conn, None).await;
-        assert_eq!(seen.unwrap(), (0, GENESIS_HASH.to_string()), "an empty chain starts at genesis");
-        let appended = append_to_chain(&mut conn, "db", None, insert, 2, |(seq, _)| {
-            Ok(((), args![i64::try_from(seq).unwrap() + 1, "h1", i64::try_from(seq).unwrap() + 2, "h2"]))
-        })
-        .await;
-        appended.unwrap();
-        let (conn, seen) = head(conn, None).await;
-        assert_eq!(seen.unwrap(), (2, "h2".to_string()));
-        let (mut conn, seen) = head(conn, Some((7, "known".into()))).await;
-        assert_eq!(seen.unwrap(), (7, "known".to_string()), "a known head is not read again");
-        sqlx::query("INSERT INTO audit (seq, hash) VALUES (3, X'37')").execute(&mut conn).await.unwrap();
-        let (mut conn, seen) = head(conn, None).await;
-        assert!(matches!(seen, Err(StoreError::Write { .. })), "a hash that is not a text: {seen:?}");
-        sqlx::query("DELETE FROM audit WHERE seq = 3").execute(&mut conn).await.unwrap();
-        sqlx::query("UPDATE audit SET seq = -5 WHERE seq = 1").execute(&mut conn).await.unwrap();
-        sqlx::query("DELETE FROM audit WHERE seq = 2").execute(&mut conn).await.unwrap();
-        let (_, seen) = head(conn, None).await;
-        assert!(matches!(seen, Err(StoreError::Corrupt { .. })), "a negative seq: {seen:?}");
     }
 
     #[tokio::test]
