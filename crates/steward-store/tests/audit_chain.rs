@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use common::Db;
 use common::records::*;
+use sqlx::Connection;
 use steward_store::{AuditVerification, Durability, StoreError, StoreOptions};
 
 both! {
@@ -178,6 +179,69 @@ both! {
         // vanishingly rare.
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
     }
+}
+
+both! {
+    #[tokio::test]
+    async fn a_failing_audit_insert_in_a_batch_fails_alone(db: Db) {
+        let store = db.open().await;
+        chain_of(store.as_ref(), 1).await;
+        // An index added behind the store's back makes an entry with a repeated call id fail
+        // at the insert itself, after it was hashed.
+        db.tamper("CREATE UNIQUE INDEX audit_call_once ON audit (call_id)").await;
+        store.queue_audit(entry("run_a", 2)).await.unwrap();
+        store.queue_audit(entry("run_a", 1)).await.unwrap();
+        store.queue_audit(entry("run_a", 3)).await.unwrap();
+        let err = store.flush().await.unwrap_err();
+        assert!(matches!(err, StoreError::Deferred { .. }), "{err}");
+        assert!(err.to_string().contains(&db.shown()), "{err}");
+        let (repeated, next) =
+            tokio::join!(store.append_audit(entry("run_a", 2)), store.append_audit(entry("run_a", 4)));
+        assert!(repeated.is_err(), "{repeated:?}");
+        assert_eq!(next.unwrap().seq, 4, "the failed writes took no seq");
+        let records = store.audit_records(None).await.unwrap();
+        let calls: Vec<&str> = records.iter().map(|r| r.entry.call_id.as_str()).collect();
+        assert_eq!(calls, ["call_1", "call_2", "call_3", "call_4"]);
+        assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 4 });
+    }
+}
+
+/// The records SQLite stores hold their values with the types the verification reads
+/// (`INTEGER` `seq` and `latency_ms`, `REAL` `risk`, `TEXT` else) and exactly the texts
+/// appended, a NUL or a character beyond ASCII included.
+#[tokio::test]
+async fn audit_rows_on_sqlite_are_stored_as_appended() {
+    let db = Db::sqlite();
+    let store = db.open().await;
+    let mut odd = entry("run_a", 2);
+    odd.detail = "nul \u{0} inside, é漢 and a quote \" too".into();
+    odd.sandbox = String::new();
+    store.queue_audit(entry("run_a", 1)).await.unwrap();
+    store.queue_audit(odd.clone()).await.unwrap();
+    let third = store.append_audit(entry("run_b", 3)).await.unwrap();
+    assert_eq!(third.seq, 3);
+    let records = store.audit_records(None).await.unwrap();
+    assert_eq!(records[1].entry, odd);
+    assert_eq!(records[2], third);
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(db.path());
+    let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+    let types: Vec<(String,)> = sqlx::query_as(
+        "SELECT typeof(seq) || typeof(id) || typeof(at) || typeof(agent) || typeof(run_id) || typeof(call_id) \
+         || typeof(action) || typeof(input) || typeof(policy) || typeof(risk) || typeof(outcome) \
+         || typeof(latency_ms) || typeof(sandbox) || typeof(approval_id) || typeof(rollback_token) \
+         || typeof(detail) || typeof(prev_hash) || typeof(hash) FROM audit ORDER BY seq",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    let expected = format!("integer{}real{}integer{}", "text".repeat(8), "text", "text".repeat(6));
+    assert_eq!(types, vec![(expected,); 3]);
+    let detail: (Vec<u8>,) =
+        sqlx::query_as("SELECT CAST(detail AS BLOB) FROM audit WHERE seq = 2").fetch_one(&mut conn).await.unwrap();
+    assert_eq!(detail.0, odd.detail.as_bytes());
+    conn.close().await.unwrap();
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 3 });
 }
 
 /// A column holding a value of another type than the store writes, which SQLite allows and

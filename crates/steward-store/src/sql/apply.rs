@@ -239,9 +239,10 @@ pub async fn insert_events<D: Dialect>(conn: &mut Conn<D>, path: &str, events: &
     Ok(())
 }
 
-/// Appends audit records to the chain in one statement; `head` is the chain's last
-/// `(seq, hash)`, read inside the transaction (which holds the write or chain lock) the first
-/// time it is needed.
+/// Appends audit records to the chain in one insert ([`Dialect::insert_rows`]: one multi-row
+/// statement, or on SQLite one single-row statement stepped per record); `head` is the chain's
+/// last `(seq, hash)`, read inside the transaction (which holds the write or chain lock) the
+/// first time it is needed.
 pub async fn append_audits<D: Dialect>(
     conn: &mut Conn<D>,
     path: &str,
@@ -303,13 +304,8 @@ pub async fn append_audits<D: Dialect>(
         stored.push((to_i64(path, "audit seq", seq)?, risk, latency_ms, at_text, input));
         records.push(record);
     }
-    let mut sql = format!("INSERT INTO audit ({AUDIT_COLUMNS}) VALUES ");
     let mut args: Vec<Arg<'_>> = Vec::with_capacity(records.len() * 18);
-    for (i, (record, (seq, risk, latency_ms, at_text, input))) in records.iter().zip(stored).enumerate() {
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&row_placeholders(18));
+    for (record, (seq, risk, latency_ms, at_text, input)) in records.iter().zip(stored) {
         let entry = &record.entry;
         args.extend(args![
             seq,
@@ -332,7 +328,7 @@ pub async fn append_audits<D: Dialect>(
             record.hash.as_str(),
         ]);
     }
-    D::execute(conn, &sql, args).await.map_err(db)?;
+    D::insert_rows(conn, path, &format!("INSERT INTO audit ({AUDIT_COLUMNS})"), 18, args).await?;
     *head = Some((last_seq, prev_hash));
     Ok(records)
 }

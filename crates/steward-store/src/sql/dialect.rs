@@ -3,11 +3,13 @@
 //!
 //! Every statement of the store is written once, with `?` placeholders; [`Dialect::execute`],
 //! [`Dialect::fetch_all`] and [`Dialect::fetch_optional`] bind [`Arg`]s to it on the database's
-//! own connection type (PostgreSQL numbers the placeholders, see [`numbered`]). Rows are read
-//! through [`ReadRow`]. The rest of the trait is what really differs: how a write transaction
-//! starts and locks ([`Dialect::BEGIN`], [`Dialect::LOCK_ROWS`], [`Dialect::lock_batch`]), the
-//! node and leases of a store shared by several machines, change notices, and how the audit
-//! verification reads the chain ([`Dialect::check_audit_rows`]: SQLite's C API directly).
+//! own connection type (PostgreSQL numbers the placeholders, see [`numbered`]);
+//! [`Dialect::insert_rows`] inserts many rows of one table at once (SQLite through its C API).
+//! Rows are read through [`ReadRow`]. The rest of the trait is what really differs: how a
+//! write transaction starts and locks ([`Dialect::BEGIN`], [`Dialect::LOCK_ROWS`],
+//! [`Dialect::lock_batch`]), the node and leases of a store shared by several machines, change
+//! notices, and how the audit verification reads the chain ([`Dialect::check_audit_rows`]:
+//! SQLite's C API directly).
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -171,6 +173,40 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         sql: &'c str,
         args: Vec<Arg<'c>>,
     ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send + 'c;
+
+    /// Inserts rows: `insert` is `INSERT INTO table (columns)` naming `width` columns, `values`
+    /// the rows' values in that order, one row after another. By default one multi-row
+    /// `INSERT` of them all (one round trip to the server); SQLite steps a single-row `INSERT`
+    /// per row through its C API instead. Errors: [`StoreError::Invalid`] when `values` is not
+    /// whole rows of `width`; the statement's failure.
+    fn insert_rows<'c>(
+        conn: &'c mut Conn<Self>,
+        path: &'c str,
+        insert: &'c str,
+        width: usize,
+        values: Vec<Arg<'c>>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
+        async move {
+            if width == 0 || !values.len().is_multiple_of(width) {
+                return Err(StoreError::Invalid {
+                    path: path.to_string(),
+                    what: format!("{} values are not rows of {width}", values.len()),
+                });
+            }
+            let row = row_placeholders(width);
+            let mut sql = format!("{insert} VALUES ");
+            for i in 0..values.len() / width {
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&row);
+            }
+            Self::execute(conn, &sql, values)
+                .await
+                .map_err(|source| StoreError::Database { path: path.to_string(), source })?;
+            Ok(())
+        }
+    }
 
     /// Runs `sql` with `args` bound; every row it returned.
     fn fetch_all<'c>(

@@ -23,6 +23,8 @@ pub(crate) mod postgres;
 mod rows;
 pub(crate) mod sqlite;
 mod sqlite_audit;
+mod sqlite_insert;
+mod sqlite_statement;
 mod store;
 mod verify;
 pub(crate) mod work;

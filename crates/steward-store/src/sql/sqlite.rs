@@ -116,6 +116,16 @@ impl Dialect for SqliteDialect {
         bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), args).fetch_optional(conn)
     }
 
+    async fn insert_rows<'c>(
+        conn: &'c mut SqliteConnection,
+        path: &'c str,
+        insert: &'c str,
+        width: usize,
+        values: Vec<Arg<'c>>,
+    ) -> Result<(), StoreError> {
+        super::sqlite_insert::insert_rows(conn, path, insert, width, &values).await
+    }
+
     fn check_audit_rows<'c>(
         conn: &'c mut SqliteConnection,
         chain: &'c mut ChainState,

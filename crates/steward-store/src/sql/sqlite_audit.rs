@@ -9,14 +9,15 @@
 //! runs on the calling thread: on a multi-threaded runtime inside
 //! [`tokio::task::block_in_place`], so the runtime moves its other tasks elsewhere meanwhile.
 
-use std::ffi::{CString, c_int};
-use std::ptr::{NonNull, null_mut};
+use std::ffi::c_int;
+use std::ptr::NonNull;
 use std::sync::mpsc;
 
 use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 
 use super::chain_state::{ChainState, RowFields};
+use super::sqlite_statement::Statement;
 use super::verify::chain_sql;
 use crate::chain::StoredFields;
 
@@ -34,19 +35,6 @@ pub async fn check_audit_rows(conn: &mut SqliteConnection, chain: &mut ChainStat
     if multi_thread { Ok(tokio::task::block_in_place(|| check_rows(db, chain))) } else { Ok(check_rows(db, chain)) }
 }
 
-/// A prepared statement, finalized when dropped.
-struct Statement(NonNull<ffi::sqlite3_stmt>);
-
-impl Drop for Statement {
-    fn drop(&mut self) {
-        // SAFETY: the statement was prepared on a connection that is still locked to us (the
-        // statement never outlives `check_rows`), and is finalized once.
-        unsafe {
-            ffi::sqlite3_finalize(self.0.as_ptr());
-        }
-    }
-}
-
 /// Rows handed from the reading thread to the checking one at a time.
 const CHUNK_ROWS: usize = 512;
 
@@ -57,14 +45,9 @@ const CHUNKS_AHEAD: usize = 4;
 /// statement and copies the rows out in chunks ([`read_chunks`]), a second one checks them
 /// ([`check_chunks`]), so a row's read and the previous rows' hashes run on two cores.
 fn check_rows(db: NonNull<ffi::sqlite3>, chain: &mut ChainState) -> bool {
-    let Ok(sql) = CString::new(chain_sql()) else { return false };
-    let mut raw = null_mut();
-    // SAFETY: `db` is an open connection that no other thread uses while it is locked; `sql`
-    // is a NUL-terminated string that outlives the call.
-    let prepared = unsafe { ffi::sqlite3_prepare_v2(db.as_ptr(), sql.as_ptr(), -1, &mut raw, null_mut()) };
-    let Some(statement) = NonNull::new(raw).filter(|_| prepared == ffi::SQLITE_OK).map(Statement) else {
-        return false;
-    };
+    // SAFETY: `db` is an open connection that no other thread uses while it is locked, and
+    // the statement is dropped before this function returns.
+    let Some(statement) = (unsafe { Statement::prepare(db, &chain_sql()) }) else { return false };
     std::thread::scope(|scope| {
         let (full, to_check) = mpsc::sync_channel(CHUNKS_AHEAD);
         let (checked, spent) = mpsc::sync_channel(CHUNKS_AHEAD + 1);
@@ -97,7 +80,7 @@ struct CopiedRow {
 /// that come back on `spent`: `false` at a row with a column of another type than the store
 /// writes, a failed step, or when the checker stopped taking chunks (it found a bad row).
 fn read_chunks(statement: &Statement, full: mpsc::SyncSender<Chunk>, spent: &mpsc::Receiver<Chunk>) -> bool {
-    let stmt = statement.0.as_ptr();
+    let stmt = statement.as_ptr();
     loop {
         let mut chunk = spent.try_recv().unwrap_or_default();
         chunk.rows.clear();

@@ -1,0 +1,65 @@
+//! A statement prepared through SQLite's C API on a connection locked out of sqlx's worker
+//! thread ([`sqlx::SqliteConnection::lock_handle`]), finalized when dropped: what the audit
+//! chain's read ([`super::sqlite_audit`]) and the rows inserted through the C API
+//! ([`super::sqlite_insert`]) step.
+
+use std::ffi::c_int;
+use std::ptr::{NonNull, null_mut};
+
+use libsqlite3_sys as ffi;
+
+/// A prepared statement of a locked connection, finalized when dropped.
+pub struct Statement(NonNull<ffi::sqlite3_stmt>);
+
+impl Statement {
+    /// Prepares the first statement of `sql` on `db`; `None` when SQLite fails to (its error
+    /// is then the connection's, see [`connection_error`]).
+    ///
+    /// # Safety
+    ///
+    /// `db` must be an open connection that no other thread uses until the statement is
+    /// dropped (locked out of sqlx's worker for that long).
+    pub unsafe fn prepare(db: NonNull<ffi::sqlite3>, sql: &str) -> Option<Statement> {
+        let len = c_int::try_from(sql.len()).ok()?;
+        let mut raw = null_mut();
+        // SAFETY: `db` is open and ours (the caller's promise); SQLite reads `len` bytes of
+        // `sql`, which is borrowed for the call.
+        let prepared = unsafe { ffi::sqlite3_prepare_v2(db.as_ptr(), sql.as_ptr().cast(), len, &mut raw, null_mut()) };
+        NonNull::new(raw).filter(|_| prepared == ffi::SQLITE_OK).map(Statement)
+    }
+
+    /// The statement for SQLite's calls.
+    pub fn as_ptr(&self) -> *mut ffi::sqlite3_stmt {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for Statement {
+    fn drop(&mut self) {
+        // SAFETY: the statement was prepared on a connection that is still locked to us (see
+        // `prepare`), and is finalized once.
+        unsafe {
+            ffi::sqlite3_finalize(self.0.as_ptr());
+        }
+    }
+}
+
+/// The last error of connection `db` as text: SQLite's message and its extended result code.
+///
+/// # Safety
+///
+/// `db` must be an open connection that no other thread uses meanwhile.
+pub unsafe fn connection_error(db: NonNull<ffi::sqlite3>) -> String {
+    // SAFETY: `db` is open and ours; SQLite's message is a NUL-terminated string that stays
+    // valid until the next call on the connection, and is copied before it.
+    unsafe {
+        let code = ffi::sqlite3_extended_errcode(db.as_ptr());
+        let message = ffi::sqlite3_errmsg(db.as_ptr());
+        let message = if message.is_null() {
+            "unknown error".into()
+        } else {
+            std::ffi::CStr::from_ptr(message).to_string_lossy()
+        };
+        format!("{message} (SQLite code {code})")
+    }
+}
