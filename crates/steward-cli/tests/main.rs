@@ -20,6 +20,7 @@ mod hub;
 mod index;
 mod instructions;
 mod ledger;
+mod link_order;
 mod local_models;
 mod mcp;
 mod mcp_conformance;

@@ -1,0 +1,45 @@
+//! `scripts/link-order.py` reads callgrind's outputs correctly: the functions of the binary it
+//! names, each once, in the order they first appear, and none of another object's.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Two processes' outputs in callgrind's compressed format: objects and functions get a number
+/// with their name the first time (`ob=`, `cob=`, `fn=`, `cfn=`) and the number alone later.
+#[test]
+fn executed_functions_are_the_binarys_own_in_first_seen_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("steward");
+    std::fs::write(&binary, b"").unwrap();
+    let bin = binary.display();
+    let first = format!(
+        "events: Ir\nob=(1) /usr/lib/libc.so.6\nfn=(1) memcpy\n1 5\n\
+         ob=(2) {bin}\nfn=(2) _ZN4main17h01E\n1 3\ncob=(1)\ncfn=(1)\ncalls=1 0\n1 1\n\
+         cfn=(3) _ZN5later17h02E\ncalls=1 0\n1 1\n\
+         fn=(4) _ZN6second17h03E\n1 2\n\
+         ob=(1)\nfn=(5) free\n1 1\n\
+         ob=(2)\nfn=(3)\n1 4\nfn=(2)\n1 1\n"
+    );
+    // A forked child: its own numbering, one function already seen and one new.
+    let second = format!("events: Ir\nob=(7) {bin}\nfn=(9) _ZN6second17h03E\n1 1\nfn=(8) _ZN5child17h04E\n1 1\n");
+    std::fs::write(dir.path().join("callgrind.100.out"), first).unwrap();
+    std::fs::write(dir.path().join("callgrind.101.out"), second).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/link-order.py");
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.util, sys\n\
+             spec = importlib.util.spec_from_file_location('link_order', sys.argv[1])\n\
+             module = importlib.util.module_from_spec(spec)\n\
+             spec.loader.exec_module(module)\n\
+             print('\\n'.join(module.executed_functions(sys.argv[2], sys.argv[3])))",
+        ])
+        .arg(&script)
+        .arg(dir.path())
+        .arg(&binary)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let names: Vec<String> = String::from_utf8_lossy(&output.stdout).lines().map(str::to_string).collect();
+    assert_eq!(names, ["_ZN4main17h01E", "_ZN6second17h03E", "_ZN5later17h02E", "_ZN5child17h04E"]);
+}
