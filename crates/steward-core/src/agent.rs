@@ -195,6 +195,21 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         deadline: tokio::time::Instant::now() + std::time::Duration::from_millis(limits.max_total_runtime_ms),
     };
 
+    // The workspace's chunks that match the task (SPEC K, A3), for a model planner: looked up
+    // while the run is recorded and set up, used when the first request is built.
+    let search = &req.config.search;
+    let context_lookup = (req.planner.kind != "classic" && search.enabled && search.context_chunks > 0).then(|| {
+        crate::workspace_search::start_context_lookup(
+            rt.index_dir.clone(),
+            search,
+            embeddings.clone(),
+            workspace.clone(),
+            req.task.clone(),
+            cancel.clone(),
+            rt.redactor.clone(),
+        )
+    });
+
     let mut run = RunRecord {
         id: req.run_id.clone().unwrap_or_else(|| new_id("run_")),
         owner_id: req.owner_id.clone(),
@@ -327,24 +342,12 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         (f, h) => f.or(h),
     }
     .map(|text| rt.redactor.redact(&text));
-    // The workspace's chunks that match the task (SPEC K, A3), for a model planner; an index
-    // that cannot be used leaves them out and the trace says why.
-    let search = &req.config.search;
-    let workspace_context = if req.planner.kind != "classic" && search.enabled && search.context_chunks > 0 {
-        crate::workspace_search::context_for_task(
-            &rt.index_dir,
-            search,
-            &embeddings,
-            &workspace,
-            &req.task,
-            &cancel,
-            &rt.redactor,
-            &events,
-        )
-        .await?
-        .map(|text| rt.redactor.redact(&text))
-    } else {
-        None
+    // The looked-up chunks; an index that cannot be used leaves them out and the trace says why.
+    let workspace_context = match context_lookup {
+        Some(lookup) => {
+            crate::workspace_search::context_for_task(lookup, &events).await?.map(|text| rt.redactor.redact(&text))
+        }
+        None => None,
     };
     let facts_for_model = match (facts_for_model, workspace_context) {
         (Some(f), Some(w)) => Some(format!("{f}\n\n{w}")),
