@@ -214,19 +214,14 @@ pub async fn guard_run<D: Dialect>(
     status.map(|row| row.text("status").map(|s| s == RunStatus::Running.as_str()).map_err(db)).transpose()
 }
 
-/// Inserts events in one statement.
+/// Inserts events in one insert ([`Dialect::insert_rows`]).
 pub async fn insert_events<D: Dialect>(conn: &mut Conn<D>, path: &str, events: &[&Event]) -> Result<(), StoreError> {
     let mut args = Vec::with_capacity(events.len() * 5);
-    let mut sql = String::from("INSERT INTO events (run_id, seq, at, name, body) VALUES ");
-    for (i, event) in events.iter().enumerate() {
+    for event in events {
         let body = serde_json::to_string(event).map_err(|e| StoreError::Invalid {
             path: path.to_string(),
             what: format!("event is not serialisable ({e})"),
         })?;
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str("(?, ?, ?, ?, ?)");
         args.extend(args![
             event.run_id.as_str(),
             to_i64(path, "event seq", event.seq)?,
@@ -235,8 +230,7 @@ pub async fn insert_events<D: Dialect>(conn: &mut Conn<D>, path: &str, events: &
             body,
         ]);
     }
-    D::execute(conn, &sql, args).await.map_err(|source| StoreError::Database { path: path.to_string(), source })?;
-    Ok(())
+    D::insert_rows(conn, path, "INSERT INTO events (run_id, seq, at, name, body)", 5, args).await
 }
 
 /// Appends audit records to the chain in one insert ([`Dialect::insert_rows`]: one multi-row

@@ -187,15 +187,10 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         values: Vec<Arg<'c>>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
         async move {
-            if width == 0 || !values.len().is_multiple_of(width) {
-                return Err(StoreError::Invalid {
-                    path: path.to_string(),
-                    what: format!("{} values are not rows of {width}", values.len()),
-                });
-            }
+            let rows = whole_rows(path, width, values.len())?;
             let row = row_placeholders(width);
             let mut sql = format!("{insert} VALUES ");
-            for i in 0..values.len() / width {
+            for i in 0..rows {
                 if i > 0 {
                     sql.push_str(", ");
                 }
@@ -365,6 +360,18 @@ pub fn row_placeholders(count: usize) -> String {
     }
     out.push(')');
     out
+}
+
+/// How many rows of `width` values `len` values make. Errors: [`StoreError::Invalid`] when
+/// they are not whole rows (or `width` is 0).
+pub fn whole_rows(path: &str, width: usize, len: usize) -> Result<usize, StoreError> {
+    if width == 0 || !len.is_multiple_of(width) {
+        return Err(StoreError::Invalid {
+            path: path.to_string(),
+            what: format!("{len} values are not rows of {width}"),
+        });
+    }
+    Ok(len / width)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::ptr::NonNull;
 use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 
-use super::dialect::{Arg, row_placeholders};
+use super::dialect::{Arg, row_placeholders, whole_rows};
 use super::sqlite_statement::{Statement, connection_error};
 use crate::StoreError;
 
@@ -33,12 +33,7 @@ pub async fn insert_rows(
     width: usize,
     values: &[Arg<'_>],
 ) -> Result<(), StoreError> {
-    if width == 0 || !values.len().is_multiple_of(width) {
-        return Err(StoreError::Invalid {
-            path: path.to_string(),
-            what: format!("{} values are not rows of {width}", values.len()),
-        });
-    }
+    whole_rows(path, width, values.len())?;
     let mut handle =
         conn.lock_handle().await.map_err(|source| StoreError::Database { path: path.to_string(), source })?;
     let db = handle.as_raw_handle();

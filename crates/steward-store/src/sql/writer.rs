@@ -333,9 +333,10 @@ async fn apply_batch<D: Dialect>(
     // first audit write.
     let mut head: Option<(u64, String)> = None;
     let mut results = Vec::with_capacity(works.len());
-    // Consecutive events and consecutive audit records go in one insert each (multi-row, or on
-    // SQLite one prepared row statement for the audit records): every statement is a round
-    // trip (to SQLite's worker thread, or to the server).
+    // Consecutive events and consecutive audit records go in one insert each
+    // (`Dialect::insert_rows`: multi-row, or on SQLite one prepared row statement stepped on
+    // the locked connection): every statement through sqlx is a round trip (to SQLite's worker
+    // thread, or to the server).
     let mut i = 0;
     while i < works.len() {
         let same_kind = |w: &&&Work| std::mem::discriminant(**w) == std::mem::discriminant(works[i]);
