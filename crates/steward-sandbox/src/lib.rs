@@ -24,6 +24,7 @@ mod fs_rules;
 mod limits;
 mod namespaces;
 mod plan;
+mod probe;
 mod program;
 mod seccomp;
 mod shell;
@@ -40,8 +41,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Starts the sandbox's one-time probes on a background thread: the Landlock ABI, which
-/// network, mount and PID namespaces this process may make (each tried on a forked child),
-/// whether seccomp works, and both compiled seccomp filters. Their answers are cached for the
+/// network, mount and PID namespaces this process may make (each tried on a child process
+/// that shares this process's memory instead of a fork of it, see `probe.rs`), whether seccomp
+/// works, and both compiled seccomp filters. Their answers are cached for the
 /// life of the process, so a sandboxed call made after they finished does not wait for them;
 /// one made while they run waits only for the rest. Without this call the first sandboxed
 /// call runs them itself. Calling it again does nothing; if the thread cannot be started the

@@ -30,7 +30,7 @@ impl NetMode {
 }
 
 /// Finds out once per process which kind of network namespace this process may create, by
-/// trying both in a forked child. Errors name the OS refusal.
+/// trying both in a probe child. Errors name the OS refusal.
 pub(crate) fn net_mode() -> Result<NetMode, NetUnavailable> {
     static MODE: OnceLock<Result<NetMode, NetUnavailable>> = OnceLock::new();
     MODE.get_or_init(|| {
@@ -46,37 +46,15 @@ pub(crate) fn net_mode() -> Result<NetMode, NetUnavailable> {
     .clone()
 }
 
-/// Forks a child that only calls `unshare(flags)` and exits with 0 on success or the errno.
+/// Runs a probe child ([`crate::probe`]) that only calls `unshare(flags)` and exits with 0
+/// on success or the errno.
 fn probe(flags: libc::c_int) -> Result<(), ProbeError> {
-    // SAFETY: the child calls only async-signal-safe functions (unshare, _exit) before
-    // exiting, as required after fork in a multi-threaded process.
-    unsafe {
-        let pid = libc::fork();
-        if pid < 0 {
-            return Err(ProbeError::last_os_error());
-        }
-        if pid == 0 {
-            let code = if libc::unshare(flags) == 0 { 0 } else { *libc::__errno_location() };
-            libc::_exit(code.clamp(0, 255));
-        }
-        let mut status: libc::c_int = 0;
-        loop {
-            if libc::waitpid(pid, &mut status, 0) >= 0 {
-                break;
-            }
-            let err = io::Error::last_os_error();
-            if err.kind() != io::ErrorKind::Interrupted {
-                return Err(ProbeError::Os(err.raw_os_error().unwrap_or(libc::EINVAL)));
-            }
-        }
-        if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-            Ok(())
-        } else if libc::WIFEXITED(status) {
-            Err(ProbeError::Os(libc::WEXITSTATUS(status)))
-        } else {
-            Err(ProbeError::Killed)
-        }
-    }
+    let stack = ChildStack::new().map_err(|e| ProbeError::Os(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
+    let code = crate::probe::run(&stack, &mut || {
+        // SAFETY: unshare takes no pointers.
+        if unsafe { libc::unshare(flags) } == 0 { 0 } else { crate::namespaces::errno().clamp(1, 255) }
+    })?;
+    if code == 0 { Ok(()) } else { Err(ProbeError::Os(code)) }
 }
 
 /// Everything the child does before `exec`, prepared in the parent.

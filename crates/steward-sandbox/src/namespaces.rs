@@ -115,25 +115,30 @@ pub(crate) fn ns_caps() -> Result<NsCaps, NsUnavailable> {
     .clone()
 }
 
-/// Forks a child that makes the namespaces and a grandchild (PID 1) that mounts `/proc`.
-/// `Ok(true)`: all worked; `Ok(false)`: namespaces work, `/proc` cannot be mounted.
+/// Runs a probe child ([`crate::probe`]) that makes the namespaces and a grandchild (PID 1)
+/// that mounts `/proc`. `Ok(true)`: all worked; `Ok(false)`: namespaces work, `/proc` cannot
+/// be mounted.
 fn probe(user: bool) -> Result<bool, ProbeError> {
     let maps = IdMaps::new(user);
     let proc_path = c("/proc");
-    // SAFETY: after the fork the child makes only async-signal-safe system calls on data
-    // prepared before it, then `_exit`s.
-    unsafe {
-        let pid = libc::fork();
-        if pid < 0 {
-            return Err(ProbeError::last_os_error());
-        }
-        if pid == 0 {
-            let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
-            if user {
-                flags |= libc::CLONE_NEWUSER;
-            }
+    let stacks = ChildStack::new().and_then(|child| Ok((child, ChildStack::new()?)));
+    let (child_stack, init_stack) = stacks.map_err(|e| ProbeError::Os(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
+    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    if user {
+        flags |= libc::CLONE_NEWUSER;
+    }
+    let mut mount_proc = || {
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        // SAFETY: C strings prepared before the clone.
+        let ok =
+            unsafe { libc::mount(c"proc".as_ptr(), proc_path.as_ptr(), c"proc".as_ptr(), flags, std::ptr::null()) };
+        if ok == 0 { 0 } else { 100 }
+    };
+    let code = crate::probe::run(&child_stack, &mut || {
+        // SAFETY: system calls on data prepared before the clone.
+        unsafe {
             if libc::unshare(flags) != 0 {
-                libc::_exit(errno().clamp(1, 99));
+                return errno().clamp(1, 99);
             }
             maps.write();
             if libc::mount(
@@ -144,46 +149,28 @@ fn probe(user: bool) -> Result<bool, ProbeError> {
                 std::ptr::null(),
             ) != 0
             {
-                libc::_exit(errno().clamp(1, 99));
+                return errno().clamp(1, 99);
             }
-            let init = raw_fork();
-            if init == 0 {
-                let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-                let ok = libc::mount(c"proc".as_ptr(), proc_path.as_ptr(), c"proc".as_ptr(), flags, std::ptr::null());
-                libc::_exit(if ok == 0 { 0 } else { 100 });
-            }
-            if init < 0 {
-                libc::_exit(errno().clamp(1, 99));
-            }
-            let mut status = 0;
-            libc::waitpid(init as libc::pid_t, &mut status, 0);
-            libc::_exit(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 101 });
         }
-        match wait_child(pid)? {
-            0 => Ok(true),
-            100 => Ok(false),
-            101 => Err(ProbeError::Pid1Killed),
-            code => Err(ProbeError::Os(code)),
+        // The first child made after the `unshare` is PID 1 of the new namespace.
+        match crate::probe::run(&init_stack, &mut mount_proc) {
+            Ok(code) => code,
+            Err(ProbeError::Os(errno)) => errno.clamp(1, 99),
+            Err(_) => 101,
         }
+    })?;
+    match code {
+        0 => Ok(true),
+        100 => Ok(false),
+        101 => Err(ProbeError::Pid1Killed),
+        code => Err(ProbeError::Os(code)),
     }
 }
 
-fn wait_child(pid: libc::pid_t) -> Result<i32, ProbeError> {
-    let mut status: libc::c_int = 0;
-    loop {
-        // SAFETY: valid pointer to a local.
-        if unsafe { libc::waitpid(pid, &mut status, 0) } >= 0 {
-            break;
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(ProbeError::Os(err.raw_os_error().unwrap_or(libc::EINVAL)));
-        }
-    }
-    if libc::WIFEXITED(status) { Ok(libc::WEXITSTATUS(status)) } else { Err(ProbeError::Killed) }
-}
-
-fn errno() -> i32 {
+/// The errno of the calling thread's last failed system call (in a child sharing this
+/// process's memory, the child's own: it runs on the thread-local storage of the thread that
+/// cloned it, which waits).
+pub(crate) fn errno() -> i32 {
     io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM)
 }
 

@@ -244,6 +244,57 @@ both! {
     }
 }
 
+/// Opens the store of `db` once more and closes it: `Err` when it cannot be opened.
+async fn open_again(db: &Db) -> Result<(), StoreError> {
+    let store: Arc<dyn Store> = match db {
+        Db::Sqlite { .. } => Arc::new(SqliteStore::open(&db.path(), StoreOptions::default()).await?),
+        Db::Postgres { .. } => Arc::new(PgStore::open_with(db.pg_connect(), StoreOptions::default(), "node-a").await?),
+    };
+    store.close().await
+}
+
+both! {
+    /// A database that records every migration opens without running the migrator; any other
+    /// state of the migrations table still goes through it and is applied or reported.
+    #[tokio::test]
+    async fn a_reopened_database_is_checked_against_the_migrations(db: Db) {
+        let store = db.open().await;
+        store.insert_run(&run("run_migrated", Utc::now())).await.unwrap();
+        store.close().await.unwrap();
+        drop(store);
+        open_again(&db).await.unwrap();
+        let refused = |outcome: Result<(), StoreError>, why: &str| match outcome {
+            Err(StoreError::Migrate { .. }) => {}
+            other => panic!("{why}: opened with {other:?}"),
+        };
+        // A migration that failed half-way.
+        db.tamper("UPDATE _sqlx_migrations SET success = false WHERE version = 11").await;
+        refused(open_again(&db).await, "a failed migration");
+        db.tamper("UPDATE _sqlx_migrations SET success = true WHERE version = 11").await;
+        open_again(&db).await.unwrap();
+        // A migration of a newer build.
+        let newer = if db.is_postgres() {
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (99, 'newer', true, decode('00', 'hex'), 0)"
+        } else {
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (99, 'newer', true, X'00', 0)"
+        };
+        db.tamper(newer).await;
+        refused(open_again(&db).await, "a migration this build does not know");
+        db.tamper("DELETE FROM _sqlx_migrations WHERE version = 99").await;
+        open_again(&db).await.unwrap();
+        // A migration file changed since it was applied.
+        let changed = if db.is_postgres() {
+            "UPDATE _sqlx_migrations SET checksum = decode('00', 'hex') WHERE version = 3"
+        } else {
+            "UPDATE _sqlx_migrations SET checksum = X'00' WHERE version = 3"
+        };
+        db.tamper(changed).await;
+        refused(open_again(&db).await, "a changed migration");
+    }
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn new_database_is_private_to_its_owner() {

@@ -77,6 +77,24 @@ pub fn postgres() -> &'static Migrator {
     &POSTGRES_MIGRATOR
 }
 
+/// The statement that reads what [`is_current`] compares: `(version, checksum, success)` of
+/// every row of sqlx's `_sqlx_migrations` table, in version order. Fails when the table does
+/// not exist (a new database).
+pub const APPLIED: &str = "SELECT version, checksum, success FROM _sqlx_migrations ORDER BY version";
+
+/// True when `applied` (the rows [`APPLIED`] reads) records exactly `migrator`'s migrations,
+/// in order, each applied successfully with the same checksum: the one case in which running
+/// the migrator would change nothing and return `Ok`. A store opening a database it migrated
+/// before checks this with one statement instead of the migrator's three (create the table if
+/// missing, look for a failed migration, list the applied ones). Anything else (a migration
+/// not applied yet, a failed one, one this build does not know, a changed file) is left to the
+/// migrator, which applies it or reports the error.
+pub fn is_current(migrator: &Migrator, applied: &[(i64, Vec<u8>, bool)]) -> bool {
+    let expected = migrator.iter().filter(|m| !m.migration_type.is_down_migration());
+    let recorded = applied.iter().map(|(version, checksum, success)| (*version, checksum.as_slice(), *success));
+    expected.map(|m| (m.version, m.checksum.as_ref(), true)).eq(recorded)
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -99,6 +117,40 @@ mod tests {
             assert_eq!(ours.no_tx, theirs.no_tx, "{file}");
             assert_eq!(ours.sql.as_str(), theirs.sql.as_str(), "{file}");
         }
+    }
+
+    /// The rows a database migrated by this build holds.
+    fn all_applied(migrator: &Migrator) -> Vec<(i64, Vec<u8>, bool)> {
+        migrator.iter().map(|m| (m.version, m.checksum.to_vec(), true)).collect()
+    }
+
+    #[test]
+    fn a_database_with_every_migration_applied_is_current() {
+        for migrator in [sqlite(), postgres()] {
+            assert!(is_current(migrator, &all_applied(migrator)));
+        }
+    }
+
+    /// Every other state is left to the migrator: nothing applied, one missing, one failed,
+    /// one changed, one this build does not know, the rows out of order.
+    #[test]
+    fn any_difference_leaves_the_database_to_the_migrator() {
+        let migrator = sqlite();
+        let all = all_applied(migrator);
+        assert!(!is_current(migrator, &[]));
+        assert!(!is_current(migrator, &all[..all.len() - 1]));
+        let mut failed = all.clone();
+        failed[3].2 = false;
+        assert!(!is_current(migrator, &failed));
+        let mut changed = all.clone();
+        changed[0].1[0] ^= 1;
+        assert!(!is_current(migrator, &changed));
+        let mut newer = all.clone();
+        newer.push((99, vec![0; 48], true));
+        assert!(!is_current(migrator, &newer));
+        let mut swapped = all.clone();
+        swapped.swap(0, 1);
+        assert!(!is_current(migrator, &swapped));
     }
 
     #[test]

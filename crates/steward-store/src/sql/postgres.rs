@@ -294,10 +294,15 @@ impl SqlStore<PgDialect> {
                 return Err(StoreError::Open { path: display.clone(), source: sqlx::Error::Io(timed_out) });
             }
         };
-        migrate::postgres()
-            .run(&mut first)
-            .await
-            .map_err(|source| StoreError::Migrate { path: display.clone(), source })?;
+        // The migrator takes an advisory lock for its three statements; a database that records
+        // every migration already is recognised with one.
+        let applied = sqlx::query_as::<_, (i64, Vec<u8>, bool)>(migrate::APPLIED).fetch_all(&mut first).await;
+        if !applied.is_ok_and(|applied| migrate::is_current(migrate::postgres(), &applied)) {
+            migrate::postgres()
+                .run(&mut first)
+                .await
+                .map_err(|source| StoreError::Migrate { path: display.clone(), source })?;
+        }
         let _ = first.close().await;
         let write = PgPoolOptions::new()
             .max_connections(1)

@@ -313,9 +313,14 @@ fn prepare_file(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Applies the migrations. SQLite migrations take no lock, so two processes opening a new
-/// file at once can collide; the loser retries and then finds the schema in place.
+/// Applies the migrations, unless the database records every one of them already
+/// ([`migrate::is_current`], one statement). SQLite migrations take no lock, so two processes
+/// opening a new file at once can collide; the loser retries and then finds the schema in place.
 async fn migrate_with_retry(pool: &SqlitePool, path: &str) -> Result<(), StoreError> {
+    let applied = sqlx::query_as::<_, (i64, Vec<u8>, bool)>(migrate::APPLIED).fetch_all(pool).await;
+    if applied.is_ok_and(|applied| migrate::is_current(migrate::sqlite(), &applied)) {
+        return Ok(());
+    }
     let mut attempt = 0;
     loop {
         match migrate::sqlite().run(pool).await {

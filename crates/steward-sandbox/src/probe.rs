@@ -1,0 +1,127 @@
+//! The children of the sandbox's one-time probes: which namespaces this process may make
+//! (`limits.rs` for the network, `namespaces.rs` for mount and PID).
+//!
+//! A probe child tries a few kernel calls and exits with a code that says how they went. It
+//! is made with `clone(CLONE_VM | CLONE_VFORK)` on a stack of its own ([`ChildStack`]): it
+//! shares this process's memory instead of getting a copy of it, and the probing thread waits
+//! until it has exited. A `fork` of this multi-threaded process copies the page tables of all
+//! of its memory while holding the lock that every page fault of its other threads needs, and
+//! afterwards each page the process writes is a copy-on-write fault; the probes run while a
+//! run starts, so that cost fell on the run's start-up.
+//!
+//! The child runs beside the process's other threads, on the same memory. It touches nothing
+//! of theirs: it makes system calls on data prepared before the clone, writes to its own
+//! stack only and exits with `_exit`. Every signal is blocked across the clone, so no signal
+//! handler of the process runs in it.
+
+use std::io;
+
+use crate::program::ChildStack;
+use crate::unavailable::ProbeError;
+
+/// Runs `body` in a child that shares this process's memory, on `stack`, and waits for it:
+/// returns the child's exit code (`body`'s return value, which must be 0–255).
+///
+/// `body` runs in the child: it may only make async-signal-safe system calls on data
+/// prepared before this call (no allocation, no lock), and may call [`run`] again with
+/// another stack, which it must not share with any running child. Errors: [`ProbeError::Os`]
+/// when the clone or the wait fails, [`ProbeError::Killed`] when the child died from a signal.
+pub(crate) fn run<F: FnMut() -> i32>(stack: &ChildStack, body: &mut F) -> Result<i32, ProbeError> {
+    // SAFETY: the child runs `enter::<F>` on its own stack with a pointer to `body`, which
+    // lives on this thread's stack until the clone returns; CLONE_VFORK makes this thread
+    // wait until the child has exited (it never executes a program). Every signal is blocked
+    // across the clone and restored after.
+    let pid = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
+        let pid = libc::clone(
+            enter::<F>,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            std::ptr::from_mut(body).cast(),
+        );
+        let failed = (pid < 0).then(ProbeError::last_os_error);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
+        match failed {
+            Some(error) => return Err(error),
+            None => pid,
+        }
+    };
+    wait(pid)
+}
+
+/// The child's entry: runs the body [`run`] was given and exits with its code.
+extern "C" fn enter<F: FnMut() -> i32>(body: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `body` is the `&mut F` that `run` passed to `clone`, alive while this child runs.
+    let body = unsafe { &mut *body.cast::<F>() };
+    let code = body();
+    // SAFETY: ends this child only (exit_group of its own thread group).
+    unsafe { libc::_exit(code) }
+}
+
+/// Reaps child `pid`: its exit code, or [`ProbeError::Killed`].
+fn wait(pid: libc::pid_t) -> Result<i32, ProbeError> {
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: valid pointer to a local.
+        if unsafe { libc::waitpid(pid, &mut status, 0) } >= 0 {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(ProbeError::Os(err.raw_os_error().unwrap_or(libc::EINVAL)));
+        }
+    }
+    if libc::WIFEXITED(status) { Ok(libc::WEXITSTATUS(status)) } else { Err(ProbeError::Killed) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_child_exit_code_is_returned() {
+        let stack = ChildStack::new().unwrap();
+        assert_eq!(run(&stack, &mut || 7), Ok(7));
+        assert_eq!(run(&stack, &mut || 0), Ok(0));
+    }
+
+    /// The child sees what the parent prepared (shared memory) and runs in another process.
+    #[test]
+    fn the_child_is_another_process_on_the_same_memory() {
+        let stack = ChildStack::new().unwrap();
+        let parent = std::process::id() as i32;
+        let prepared = 42;
+        let code = run(&stack, &mut || {
+            // SAFETY: getpid has no preconditions.
+            let own = unsafe { libc::getpid() };
+            if own != parent && prepared == 42 { 0 } else { 1 }
+        });
+        assert_eq!(code, Ok(0));
+    }
+
+    /// A child may start a grandchild on a second stack.
+    #[test]
+    fn a_child_can_run_a_grandchild() {
+        let outer = ChildStack::new().unwrap();
+        let inner = ChildStack::new().unwrap();
+        let code = run(&outer, &mut || match run(&inner, &mut || 5) {
+            Ok(code) => code + 1,
+            Err(_) => 99,
+        });
+        assert_eq!(code, Ok(6));
+    }
+
+    #[test]
+    fn a_child_killed_by_a_signal_is_reported() {
+        let stack = ChildStack::new().unwrap();
+        let code = run(&stack, &mut || {
+            // SAFETY: raises SIGKILL in this (child) process only.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            0
+        });
+        assert_eq!(code, Err(ProbeError::Killed));
+    }
+}
