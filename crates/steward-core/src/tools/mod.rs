@@ -195,6 +195,9 @@ pub struct ToolRegistry {
     /// The language servers behind the `lsp_*` tools (SPEC T11); `None` when no `[[lsp]]`
     /// server serves a file of the workspace.
     lsp: Option<Arc<crate::tools::lsp::client::LspManager>>,
+    /// Its tools run programs in the sandbox (`shell_command`, `[[tool]]`s): see
+    /// [`ToolRegistry::warm_up_sandbox`].
+    sandboxed: bool,
 }
 
 /// Why a configuration's tools cannot be set up ([`ToolRegistry::for_config`]); nothing runs.
@@ -233,6 +236,19 @@ impl ToolRegistry {
         Self::default()
     }
 
+    /// Starts the sandbox's one-time probes on a background thread ([`steward_sandbox::warm_up`])
+    /// when this registry's tools run programs in the sandbox (it was made by
+    /// [`ToolRegistry::for_config`] from a configuration that enables `shell_command` or defines
+    /// a `[[tool]]`); else does nothing. A run calls it once its first model request is on its
+    /// way, so that the probes overlap the wait for the model's reply instead of the run's
+    /// start-up, and are done before the first call in the common case. Calling it again does
+    /// nothing; a call made while they still run waits only for the rest.
+    pub fn warm_up_sandbox(&self) {
+        if self.sandboxed {
+            steward_sandbox::warm_up();
+        }
+    }
+
     /// The built-in file, patch, search and git tools (SPEC T2, T3, X1–X3). They keep no state
     /// of their own (a call gets its [`ToolContext`]), so every registry shares one set: a run
     /// does not carry its own copy of their schemas.
@@ -267,11 +283,7 @@ impl ToolRegistry {
         policy: &steward_policy::Policy,
     ) -> Result<Self, RegistryError> {
         let mut registry = Self::builtin();
-        // Programs will run sandboxed: the sandbox's one-time probes run now, beside the
-        // run's start-up, instead of at the first call.
-        if config.shell.enabled || !config.tools.is_empty() {
-            steward_sandbox::warm_up();
-        }
+        registry.sandboxed = config.shell.enabled || !config.tools.is_empty();
         if config.shell.enabled {
             let mut writable = Vec::new();
             for dir in &config.shell.writable {
