@@ -49,11 +49,14 @@ pub(crate) fn net_mode() -> Result<NetMode, NetUnavailable> {
 /// Runs a probe child ([`crate::probe`]) that only calls `unshare(flags)` and exits with 0
 /// on success or the errno.
 fn probe(flags: libc::c_int) -> Result<(), ProbeError> {
-    let stack = ChildStack::new().map_err(|e| ProbeError::Os(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
-    let code = crate::probe::run(&stack, &mut || {
-        // SAFETY: unshare takes no pointers.
-        if unsafe { libc::unshare(flags) } == 0 { 0 } else { crate::namespaces::errno().clamp(1, 255) }
-    })?;
+    let mut stack = ChildStack::new().map_err(|e| ProbeError::Os(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
+    // SAFETY: the child makes system calls only (unshare takes no pointers) and starts no
+    // grandchild.
+    let code = unsafe {
+        crate::probe::run(&mut stack, &mut || {
+            if libc::unshare(flags) == 0 { 0 } else { crate::namespaces::errno().clamp(1, 255) }
+        })
+    }?;
     if code == 0 { Ok(()) } else { Err(ProbeError::Os(code)) }
 }
 

@@ -122,7 +122,8 @@ fn probe(user: bool) -> Result<bool, ProbeError> {
     let maps = IdMaps::new(user);
     let proc_path = c("/proc");
     let stacks = ChildStack::new().and_then(|child| Ok((child, ChildStack::new()?)));
-    let (child_stack, init_stack) = stacks.map_err(|e| ProbeError::Os(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
+    let (mut child_stack, mut init_stack) =
+        stacks.map_err(|e| ProbeError::Os(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
     let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
     if user {
         flags |= libc::CLONE_NEWUSER;
@@ -134,9 +135,12 @@ fn probe(user: bool) -> Result<bool, ProbeError> {
             unsafe { libc::mount(c"proc".as_ptr(), proc_path.as_ptr(), c"proc".as_ptr(), flags, std::ptr::null()) };
         if ok == 0 { 0 } else { 100 }
     };
-    let code = crate::probe::run(&child_stack, &mut || {
-        // SAFETY: system calls on data prepared before the clone.
-        unsafe {
+    let init = &mut init_stack;
+    // SAFETY: both bodies make system calls on data prepared before the clone (the id maps'
+    // C strings and contents, the `/proc` path); the child starts the init on a stack of its
+    // own; if the child is killed while the init runs, the init's stack is not unmapped.
+    let outcome = unsafe {
+        crate::probe::run(&mut child_stack, &mut || {
             if libc::unshare(flags) != 0 {
                 return errno().clamp(1, 99);
             }
@@ -151,14 +155,20 @@ fn probe(user: bool) -> Result<bool, ProbeError> {
             {
                 return errno().clamp(1, 99);
             }
-        }
-        // The first child made after the `unshare` is PID 1 of the new namespace.
-        match crate::probe::run(&init_stack, &mut mount_proc) {
-            Ok(code) => code,
-            Err(ProbeError::Os(errno)) => errno.clamp(1, 99),
-            Err(_) => 101,
-        }
-    })?;
+            // The first child made after the `unshare` is PID 1 of the new namespace.
+            match crate::probe::run(init, &mut mount_proc) {
+                Ok(code) => code,
+                Err(ProbeError::Os(errno)) => errno.clamp(1, 99),
+                Err(_) => 101,
+            }
+        })
+    };
+    // A child that exited waited for the init first (CLONE_VFORK); a killed one may have
+    // left it running on its stack, which then stays mapped.
+    if outcome.is_err() {
+        std::mem::forget(init_stack);
+    }
+    let code = outcome?;
     match code {
         0 => Ok(true),
         100 => Ok(false),

@@ -20,22 +20,29 @@ use crate::program::ChildStack;
 use crate::unavailable::ProbeError;
 
 /// Runs `body` in a child that shares this process's memory, on `stack`, and waits for it:
-/// returns the child's exit code (`body`'s return value, which must be 0–255).
+/// returns the child's exit code (`body`'s return value, which must be 0–255). Errors:
+/// [`ProbeError::Os`] when the clone or the wait fails, [`ProbeError::Killed`] when the child
+/// died from a signal.
 ///
-/// `body` runs in the child: it may only make async-signal-safe system calls on data
-/// prepared before this call (no allocation, no lock), and may call [`run`] again with
-/// another stack, which it must not share with any running child. Errors: [`ProbeError::Os`]
-/// when the clone or the wait fails, [`ProbeError::Killed`] when the child died from a signal.
-pub(crate) fn run<F: FnMut() -> i32>(stack: &ChildStack, body: &mut F) -> Result<i32, ProbeError> {
-    // SAFETY: the child runs `enter::<F>` on its own stack with a pointer to `body`, which
-    // lives on this thread's stack until the clone returns; CLONE_VFORK makes this thread
-    // wait until the child has exited (it never executes a program). Every signal is blocked
-    // across the clone and restored after.
+/// # Safety
+///
+/// `body` runs in the child, beside this process's other threads and on their memory: it may
+/// only make async-signal-safe system calls on data prepared before this call (no allocation,
+/// no lock, no panic). It may call `run` again with another stack. The caller must not unmap
+/// `stack` while a child may still run on it: a child killed while it waits for a grandchild
+/// leaves that grandchild running on the grandchild's stack.
+pub(crate) unsafe fn run<F: FnMut() -> i32>(stack: &mut ChildStack, body: &mut F) -> Result<i32, ProbeError> {
+    // SAFETY: the child runs `enter::<F>` on its own stack, which nothing else uses (`&mut`),
+    // with a pointer to `body`, which lives on this thread's stack until the clone returns;
+    // CLONE_VFORK makes this thread wait until the child has exited (it never executes a
+    // program). Every signal is blocked across the clone with the system call itself (the C
+    // library's `pthread_sigmask` leaves its own two internal signals unblocked) and the mask
+    // is restored after.
     let pid = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut mask: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut mask);
+        set_mask(&all, &mut mask);
         let pid = libc::clone(
             enter::<F>,
             stack.top(),
@@ -43,13 +50,22 @@ pub(crate) fn run<F: FnMut() -> i32>(stack: &ChildStack, body: &mut F) -> Result
             std::ptr::from_mut(body).cast(),
         );
         let failed = (pid < 0).then(ProbeError::last_os_error);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
+        set_mask(&mask, std::ptr::null_mut());
         match failed {
             Some(error) => return Err(error),
             None => pid,
         }
     };
     wait(pid)
+}
+
+/// Sets this thread's signal mask to `mask` (the old one into `old` unless null) with the
+/// `rt_sigprocmask` system call: the kernel's signal set is 8 bytes.
+unsafe fn set_mask(mask: &libc::sigset_t, old: *mut libc::sigset_t) {
+    // SAFETY: both point at sigset_t values at least 8 bytes long (or `old` is null).
+    unsafe {
+        libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_SETMASK, std::ptr::from_ref(mask), old, 8usize);
+    }
 }
 
 /// The child's entry: runs the body [`run`] was given and exits with its code.
@@ -83,45 +99,52 @@ mod tests {
 
     #[test]
     fn the_child_exit_code_is_returned() {
-        let stack = ChildStack::new().unwrap();
-        assert_eq!(run(&stack, &mut || 7), Ok(7));
-        assert_eq!(run(&stack, &mut || 0), Ok(0));
+        let mut stack = ChildStack::new().unwrap();
+        // SAFETY (here and below): the bodies make system calls only.
+        assert_eq!(unsafe { run(&mut stack, &mut || 7) }, Ok(7));
+        assert_eq!(unsafe { run(&mut stack, &mut || 0) }, Ok(0));
     }
 
     /// The child sees what the parent prepared (shared memory) and runs in another process.
     #[test]
     fn the_child_is_another_process_on_the_same_memory() {
-        let stack = ChildStack::new().unwrap();
+        let mut stack = ChildStack::new().unwrap();
         let parent = std::process::id() as i32;
         let prepared = 42;
-        let code = run(&stack, &mut || {
-            // SAFETY: getpid has no preconditions.
-            let own = unsafe { libc::getpid() };
-            if own != parent && prepared == 42 { 0 } else { 1 }
-        });
+        let code = unsafe {
+            run(&mut stack, &mut || {
+                // SAFETY: getpid has no preconditions.
+                let own = libc::getpid();
+                if own != parent && prepared == 42 { 0 } else { 1 }
+            })
+        };
         assert_eq!(code, Ok(0));
     }
 
     /// A child may start a grandchild on a second stack.
     #[test]
     fn a_child_can_run_a_grandchild() {
-        let outer = ChildStack::new().unwrap();
-        let inner = ChildStack::new().unwrap();
-        let code = run(&outer, &mut || match run(&inner, &mut || 5) {
-            Ok(code) => code + 1,
-            Err(_) => 99,
-        });
+        let mut outer = ChildStack::new().unwrap();
+        let mut inner = ChildStack::new().unwrap();
+        let code = unsafe {
+            run(&mut outer, &mut || match run(&mut inner, &mut || 5) {
+                Ok(code) => code + 1,
+                Err(_) => 99,
+            })
+        };
         assert_eq!(code, Ok(6));
     }
 
     #[test]
     fn a_child_killed_by_a_signal_is_reported() {
-        let stack = ChildStack::new().unwrap();
-        let code = run(&stack, &mut || {
-            // SAFETY: raises SIGKILL in this (child) process only.
-            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
-            0
-        });
+        let mut stack = ChildStack::new().unwrap();
+        let code = unsafe {
+            run(&mut stack, &mut || {
+                // Raises SIGKILL in this (child) process only.
+                libc::kill(libc::getpid(), libc::SIGKILL);
+                0
+            })
+        };
         assert_eq!(code, Err(ProbeError::Killed));
     }
 }
