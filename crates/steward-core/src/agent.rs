@@ -24,7 +24,7 @@ use crate::orchestrator::{
 };
 use crate::roles::{RoleName, RolePlan};
 pub use crate::stage::PlannerChoice;
-use crate::stage::{Ending, StageError, stream_stage};
+use crate::stage::{Ending, StageError, on_first_wait, stream_stage};
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// What every run of this process shares.
@@ -826,51 +826,4 @@ async fn record_invalid(
         })
         .await?;
     Ok(())
-}
-
-/// Polls `stage` and calls `waiting` the first time it waits: for a model's stage, when its
-/// request is on its way (connecting or sent) and the run waits for the reply.
-async fn on_first_wait<T>(stage: impl Future<Output = T>, waiting: impl FnOnce()) -> T {
-    let mut stage = std::pin::pin!(stage);
-    let mut waiting = Some(waiting);
-    std::future::poll_fn(|cx| {
-        let polled = stage.as_mut().poll(cx);
-        if polled.is_pending()
-            && let Some(waiting) = waiting.take()
-        {
-            waiting();
-        }
-        polled
-    })
-    .await
-}
-
-#[cfg(test)]
-mod tests {
-    use std::cell::Cell;
-
-    use super::on_first_wait;
-
-    /// The callback runs once, when the stage first waits, before the stage goes on.
-    #[tokio::test]
-    async fn the_callback_runs_once_when_the_stage_first_waits() {
-        let calls = Cell::new(0);
-        let stage = async {
-            let before = calls.get();
-            tokio::task::yield_now().await;
-            let after_first_wait = calls.get();
-            tokio::task::yield_now().await;
-            (before, after_first_wait)
-        };
-        let seen = on_first_wait(stage, || calls.set(calls.get() + 1)).await;
-        assert_eq!(seen, (0, 1));
-        assert_eq!(calls.get(), 1);
-    }
-
-    #[tokio::test]
-    async fn a_stage_that_never_waits_does_not_run_the_callback() {
-        let called = Cell::new(false);
-        assert_eq!(on_first_wait(async { 7 }, || called.set(true)).await, 7);
-        assert!(!called.get());
-    }
 }
