@@ -124,10 +124,18 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(steward_generated::worker::serve_stdio()).unwrap_or(1));
     }
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("STEWARD_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
+    {
+        // `STEWARD_LOG` as `steward` reads it: `target=level` pairs; errors only otherwise.
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        let filter = std::env::var("STEWARD_LOG")
+            .ok()
+            .and_then(|value| value.parse::<tracing_subscriber::filter::Targets>().ok())
+            .unwrap_or_else(|| {
+                tracing_subscriber::filter::Targets::new().with_default(tracing_subscriber::filter::LevelFilter::ERROR)
+            });
+        tracing_subscriber::fmt().with_writer(std::io::stderr).finish().with(filter).init();
+    }
     if matches!(cli.mode, Some(Mode::Reference)) {
         print!("{}", reference());
         return ExitCode::SUCCESS;

@@ -35,6 +35,7 @@ pub const LEASE_RENEW_VAR: &str = "STEWARD_LEASE_RENEW_SECONDS";
 pub const NOTICE_POLL_VAR: &str = "STEWARD_NOTICE_POLL_SECONDS";
 
 /// The state directory and what lives in it.
+#[derive(Clone)]
 pub struct Home {
     pub dir: PathBuf,
 }

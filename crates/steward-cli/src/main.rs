@@ -386,6 +386,22 @@ enum ConfigCommand {
     },
 }
 
+/// What `STEWARD_LOG` asks to log: comma-separated `target=level` pairs and a bare default
+/// level (`warn,steward_store=debug`; targets are module paths, matched by prefix), as parsed
+/// by `tracing_subscriber`'s [`Targets`](tracing_subscriber::filter::Targets). Unset or empty:
+/// errors only. A value it cannot parse is reported on stderr and errors only are logged.
+fn log_filter() -> tracing_subscriber::filter::Targets {
+    let errors_only =
+        tracing_subscriber::filter::Targets::new().with_default(tracing_subscriber::filter::LevelFilter::ERROR);
+    match std::env::var("STEWARD_LOG") {
+        Ok(value) if !value.trim().is_empty() => value.parse().unwrap_or_else(|e| {
+            eprintln!("steward: STEWARD_LOG is not a list of `target=level` pairs ({e}); logging errors only");
+            errors_only
+        }),
+        _ => errors_only,
+    }
+}
+
 fn main() -> ExitCode {
     // The worker of generated tools: one step on stdin/stdout, before anything else starts.
     if std::env::args_os().nth(1).is_some_and(|a| a == steward_cli_worker_arg()) {
@@ -414,10 +430,11 @@ fn main() -> ExitCode {
         default_hook(info);
     }));
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("STEWARD_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
+    {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        tracing_subscriber::fmt().with_writer(std::io::stderr).finish().with(log_filter()).init();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

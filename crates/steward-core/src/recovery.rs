@@ -110,7 +110,10 @@ pub struct Recovered {
 /// `is_alive(pid)` tells whether a process still runs (the CLI checks the process table). Only
 /// runs of this machine ([`Store::local_running_runs`]) are judged: on a database shared by
 /// several nodes, another node's process ids mean nothing here.
-pub async fn recover_interrupted(store: &dyn Store, is_alive: &dyn Fn(u32) -> bool) -> Result<Recovered, StoreError> {
+pub async fn recover_interrupted(
+    store: &dyn Store,
+    is_alive: &(dyn Fn(u32) -> bool + Sync),
+) -> Result<Recovered, StoreError> {
     let mut recovered = Recovered::default();
     for run in store.local_running_runs().await? {
         if is_alive(run.pid) {
@@ -118,7 +121,10 @@ pub async fn recover_interrupted(store: &dyn Store, is_alive: &dyn Fn(u32) -> bo
         }
         recover_run(store, run, "the process running it ended unexpectedly; not resumed", &mut recovered).await?;
     }
-    store.flush().await?;
+    // Only when something was written (a start with nothing to recover waits for nothing).
+    if !recovered.runs.is_empty() {
+        store.flush().await?;
+    }
     Ok(recovered)
 }
 

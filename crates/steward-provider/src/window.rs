@@ -14,10 +14,11 @@
 //! `{root}` is the base URL without a trailing `/v1`.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::OnceCell;
 
 use crate::http::HttpCore;
 
@@ -31,8 +32,9 @@ pub(crate) struct WindowSource {
     pub configured: Option<u32>,
     /// Whether the server is asked when nothing is configured.
     pub probe: bool,
-    /// The server's answers so far, by model.
-    pub asked: Mutex<HashMap<String, Option<u32>>>,
+    /// The server's answer per model, once asked: a question in flight is shared, so callers
+    /// asking at once (a run started early, then the run itself) wait for one answer.
+    pub asked: Mutex<HashMap<String, Arc<OnceCell<Option<u32>>>>>,
 }
 
 /// A context window and where it came from.
@@ -54,15 +56,11 @@ impl WindowSource {
         if !self.probe {
             return None;
         }
-        if let Ok(asked) = self.asked.lock()
-            && let Some(known) = asked.get(model)
-        {
-            return known.map(|tokens| ContextWindow { tokens, configured: false });
-        }
-        let found = probe(core, model).await;
-        if let Ok(mut asked) = self.asked.lock() {
-            asked.insert(model.to_string(), found);
-        }
+        let answer = match self.asked.lock() {
+            Ok(mut asked) => asked.entry(model.to_string()).or_default().clone(),
+            Err(_) => Arc::new(OnceCell::new()),
+        };
+        let found = *answer.get_or_init(|| probe(core, model)).await;
         found.map(|tokens| ContextWindow { tokens, configured: false })
     }
 }

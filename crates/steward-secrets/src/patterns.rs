@@ -1,6 +1,6 @@
 //! Pattern rules for secrets in free text (SPEC S2, S3; case B13). Compiled once.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::{Captures, Regex};
 
@@ -13,8 +13,10 @@ pub const REDACTED: &str = "[REDACTED]";
 pub(crate) struct Rule {
     /// Kind reported by the scanner (`provider_key`, `bearer_token`, …).
     pub(crate) kind: &'static str,
-    /// The pattern.
-    pub(crate) re: Regex,
+    /// The pattern, compiled by [`Rule::regex`] when the rule first has to run: a run whose
+    /// texts never hold a rule's keywords never pays for its automaton.
+    pattern: &'static str,
+    re: OnceLock<Regex>,
     /// Capture groups holding the secret; the first one that participated is replaced.
     /// Group 0 means the whole match.
     pub(crate) groups: &'static [usize],
@@ -27,6 +29,13 @@ pub(crate) struct Rule {
 }
 
 impl Rule {
+    /// The rule's compiled pattern (compiled at its first use, once per process).
+    pub(crate) fn regex(&self) -> &Regex {
+        // The patterns are constants of this file; the unit tests compile every one.
+        #[allow(clippy::expect_used)]
+        self.re.get_or_init(|| Regex::new(self.pattern).expect("built-in secret pattern compiles"))
+    }
+
     /// The byte range of the secret in a match, if the match is accepted.
     pub(crate) fn secret_range(&self, caps: &Captures<'_>) -> Option<std::ops::Range<usize>> {
         if let Some(accept) = self.accept
@@ -53,7 +62,7 @@ impl Rule {
         let mut ranges = Vec::new();
         let mut pos = 0;
         while pos <= text.len() {
-            let Some(caps) = self.re.captures_at(text, pos) else { break };
+            let Some(caps) = self.regex().captures_at(text, pos) else { break };
             let Some(whole) = caps.get(0) else { break };
             let next = match self.secret_range(&caps) {
                 Some(range) => {
@@ -77,14 +86,11 @@ fn next_char(text: &str, pos: usize) -> usize {
 
 fn rule(
     kind: &'static str,
-    pattern: &str,
+    pattern: &'static str,
     groups: &'static [usize],
     accept: Option<fn(&Captures<'_>) -> bool>,
 ) -> Rule {
-    // The patterns are constants of this file; a typo is caught by the unit tests.
-    #[allow(clippy::expect_used)]
-    let re = Regex::new(pattern).expect("built-in secret pattern compiles");
-    Rule { kind, re, groups, accept, keywords: &[] }
+    Rule { kind, pattern, re: OnceLock::new(), groups, accept, keywords: &[] }
 }
 
 impl Rule {
@@ -132,7 +138,7 @@ const ASSIGNMENT_KEYWORDS: &[&str] =
     &["secret", "password", "passwd", "credential", "-pat=", "cookie=", "authorization=", "key=", "token=", "_pat="];
 
 /// A provider key format: the whole match is the secret; `keywords` as in [`Rule::keywords`].
-fn key(pattern: &str, keywords: &'static [&'static str]) -> Rule {
+fn key(pattern: &'static str, keywords: &'static [&'static str]) -> Rule {
     rule("provider_key", pattern, &[0], None).on_lines_with(keywords)
 }
 
@@ -262,7 +268,17 @@ pub(crate) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
 
 #[cfg(test)]
 mod tests {
+    use super::RULES;
     use crate::{REDACTED, Redactor};
+
+    /// Every rule's pattern compiles (they are compiled only when first needed at run time).
+    #[test]
+    fn every_pattern_compiles() {
+        for rule in RULES.iter() {
+            assert!(regex::Regex::new(rule.pattern).is_ok(), "{}: {}", rule.kind, rule.pattern);
+            assert_eq!(rule.regex().as_str(), rule.pattern);
+        }
+    }
 
     /// Each provider key format added for the kinds gitleaks' default rules detect: redacted in
     /// a line of code, and one character short (or with a character outside its alphabet) left

@@ -183,14 +183,33 @@ pub fn check(path: &Path, records: &[AuditRecord], verdict: AuditVerification) -
 pub struct FileLock(File);
 
 impl FileLock {
-    /// Opens (creating) `path` and locks it exclusively.
+    /// Opens (creating) `path` and locks it exclusively, waiting for another holder.
     pub fn acquire(path: &Path) -> std::io::Result<FileLock> {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(path)?;
+        let file = Self::open(path)?;
         // SAFETY: flock on an open descriptor we own; released when the file is closed.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
         Ok(FileLock(file))
+    }
+
+    /// Opens (creating) `path` and locks it exclusively if nobody holds it: `Ok(None)` when
+    /// another holder has it (then [`FileLock::acquire`] waits for it).
+    pub fn try_acquire(path: &Path) -> std::io::Result<Option<FileLock>> {
+        let file = Self::open(path)?;
+        // SAFETY: flock on an open descriptor we own; released when the file is closed.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(Some(FileLock(file)));
+        }
+        let error = std::io::Error::last_os_error();
+        match error.kind() {
+            std::io::ErrorKind::WouldBlock => Ok(None),
+            _ => Err(error),
+        }
+    }
+
+    fn open(path: &Path) -> std::io::Result<File> {
+        OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(path)
     }
 }
 
@@ -228,6 +247,18 @@ impl Drop for Lock<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `try_acquire` takes a free lock and says `None` while another descriptor holds it
+    /// (`flock` locks belong to the open file, so a second open in one process conflicts too).
+    #[test]
+    fn try_acquire_does_not_wait_for_a_held_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.open-lock");
+        let held = FileLock::try_acquire(&path).unwrap().expect("a free lock is taken");
+        assert!(FileLock::try_acquire(&path).unwrap().is_none());
+        drop(held);
+        assert!(FileLock::try_acquire(&path).unwrap().is_some());
+    }
 
     #[test]
     fn the_anchor_only_moves_forward() {

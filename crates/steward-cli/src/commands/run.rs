@@ -157,6 +157,16 @@ async fn run_observed(
         }
         (_, early) => (early, joined_early),
     };
+    // The store (opened already to find the conversation) opens, and recovers the runs a crash
+    // interrupted, while the configuration is read and the run is prepared.
+    let home = Home::locate()?;
+    let opening = match early_runtime {
+        Some(early) => tokio::spawn(async move { Ok(early.store) }),
+        None => {
+            let home = home.clone();
+            tokio::spawn(async move { home.open_store(StoreOptions::default()).await })
+        }
+    };
     let config = load_config(&workspace)?;
     let redactor = redactor_for(&config);
     if args.max_rounds == Some(0) {
@@ -207,8 +217,8 @@ async fn run_observed(
     }
 
     // The run's own runtime redacts what this workspace's configuration declares as a credential.
-    drop(early_runtime);
-    let runtime = Home::locate()?.runtime(redactor).await?;
+    let store = opening.await.map_err(|e| anyhow::anyhow!("opening the state database stopped: {e}"))??;
+    let runtime = home.runtime_on(store, redactor)?;
     let joined = match joined_early {
         Some(j) => Some(j),
         None => {

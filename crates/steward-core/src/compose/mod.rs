@@ -310,5 +310,20 @@ pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions)
         },
     };
     let telemetry = crate::telemetry::exporter_for(&config, options.env, &mut warnings);
+    ask_context_window_early(&planner);
     Ok(Prepared { workspace: workspace.to_path_buf(), config, policy, tools, planner, roles, warnings, telemetry })
+}
+
+/// Starts asking the planner's server for its model's context window (a local server, see
+/// `steward_provider::ContextWindow`), so that the question's round trips overlap the store's
+/// opening and the run's recording instead of delaying its first request, which waits for the
+/// same answer (the provider asks once per model). Nothing happens for the classic planner or
+/// a provider that does not ask.
+fn ask_context_window_early(planner: &PlannerChoice) {
+    let Ok(tokio) = tokio::runtime::Handle::try_current() else { return };
+    if planner.kind == "classic" {
+        return;
+    }
+    let (provider, model) = (planner.provider.clone(), planner.model.clone());
+    tokio.spawn(async move { provider.context_window(&model).await });
 }

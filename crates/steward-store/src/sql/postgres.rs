@@ -298,8 +298,12 @@ impl SqlStore<PgDialect> {
         // every migration already is recognised with one.
         let applied = sqlx::query_as::<_, (i64, Vec<u8>, bool)>(migrate::APPLIED).fetch_all(&mut first).await;
         if !applied.is_ok_and(|applied| migrate::is_current(migrate::postgres(), &applied)) {
+            // `run_direct` is what `run` does once it has a connection. Through `run`, its
+            // `Acquire<'a>` bound on `&mut PgConnection` keeps the compiler from proving this
+            // future `Send` (sqlx's own comment on `run_direct`), and a store could then not be
+            // opened on another task (`tokio::spawn`).
             migrate::postgres()
-                .run(&mut first)
+                .run_direct(None, &mut first, false)
                 .await
                 .map_err(|source| StoreError::Migrate { path: display.clone(), source })?;
         }
@@ -339,6 +343,18 @@ fn display_name(connect: &PgConnectOptions) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Opening either store is a `Send` future (this test fails to compile otherwise), so a
+    /// front end can open its store on a task of its own while it does other work.
+    #[test]
+    fn opening_a_store_can_run_on_another_task() {
+        fn send<T: Send>(future: T) -> T {
+            future
+        }
+        let dir = std::path::PathBuf::from("unused");
+        drop(send(crate::SqliteStore::open_state_dir(&dir, crate::StoreOptions::default())));
+        drop(send(crate::PgStore::open_with(crate::PgConnectOptions::new(), crate::StoreOptions::default(), "node")));
+    }
+
     use super::*;
 
     #[test]

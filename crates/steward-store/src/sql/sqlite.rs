@@ -212,7 +212,7 @@ impl SqlStore<SqliteDialect> {
     /// [`StoreError::Migrate`].
     pub async fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
         let display = path.display().to_string();
-        prepare_file(path).map_err(|source| StoreError::Io { path: display.clone(), source })?;
+        let in_wal_mode = prepare_file(path).map_err(|source| StoreError::Io { path: display.clone(), source })?;
         let synchronous = match options.durability {
             Durability::Full => SqliteSynchronous::Full,
             Durability::Relaxed => SqliteSynchronous::Normal,
@@ -231,22 +231,35 @@ impl SqlStore<SqliteDialect> {
             "{}.open-lock",
             path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
         ));
-        let lock = tokio::task::spawn_blocking(move || crate::anchor::FileLock::acquire(&lock_path))
-            .await
-            .map_err(|e| StoreError::Io { path: display.clone(), source: std::io::Error::other(e.to_string()) })?
-            .map_err(|source| StoreError::Io { path: display.clone(), source })?;
-        let write = SqlitePoolOptions::new()
+        let io = |source| StoreError::Io { path: display.clone(), source };
+        let lock = match crate::anchor::FileLock::try_acquire(&lock_path).map_err(io)? {
+            Some(lock) => lock,
+            None => tokio::task::spawn_blocking(move || crate::anchor::FileLock::acquire(&lock_path))
+                .await
+                .map_err(|e| io(std::io::Error::other(e.to_string())))?
+                .map_err(io)?,
+        };
+        let read = SqlitePoolOptions::new().max_connections(READ_POOL_SIZE).connect_lazy_with(connect.clone());
+        let writing = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
             .test_before_acquire(false)
-            .connect_with(connect.clone())
-            .await
-            .map_err(|source| StoreError::Open { path: display.clone(), source })?;
+            .connect_with(connect);
+        // The first read (crash recovery's) needs a connection of its own, which parses the
+        // schema again: for a database in WAL mode already (no switch of journal mode to race
+        // with), it is opened beside the writer's, on a thread of its own, and waits in the
+        // pool. A failure is left for that first read to report.
+        let reading = async {
+            if in_wal_mode {
+                drop(read.acquire().await);
+            }
+        };
+        let (write, ()) = tokio::join!(writing, reading);
+        let write = write.map_err(|source| StoreError::Open { path: display.clone(), source })?;
         migrate_with_retry(&write, &display).await?;
         drop(lock);
-        let read = SqlitePoolOptions::new().max_connections(READ_POOL_SIZE).connect_lazy_with(connect);
         let wal = (options.durability == Durability::Full).then(|| {
             let mut name = path.as_os_str().to_owned();
             name.push("-wal");
@@ -288,8 +301,10 @@ impl SqlStore<SqliteDialect> {
 }
 
 /// Creates the parent directory (0700) and the file (0600) before SQLite does, so neither is
-/// ever readable by others; tightens an existing file that is.
-fn prepare_file(path: &Path) -> std::io::Result<()> {
+/// ever readable by others; tightens an existing file that is. True when the file holds a
+/// database in WAL mode already (its header's read and write versions are 2, see SQLite's
+/// "Database File Format", section 1.3).
+fn prepare_file(path: &Path) -> std::io::Result<bool> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         let mut dir = std::fs::DirBuilder::new();
         dir.recursive(true);
@@ -310,7 +325,11 @@ fn prepare_file(path: &Path) -> std::io::Result<()> {
             handle.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
         }
     }
-    Ok(())
+    let mut header = [0u8; 20];
+    let in_wal_mode = std::io::Read::read_exact(&mut &handle, &mut header).is_ok()
+        && header.starts_with(b"SQLite format 3\0")
+        && header[18..20] == [2, 2];
+    Ok(in_wal_mode)
 }
 
 /// Applies the migrations, unless the database records every one of them already
@@ -337,6 +356,27 @@ async fn migrate_with_retry(pool: &SqlitePool, path: &str) -> Result<(), StoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `prepare_file` tells a database in WAL mode from a new or empty file and from one in
+    /// rollback-journal mode, and both kinds open.
+    #[tokio::test]
+    async fn prepare_file_recognises_a_database_in_wal_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state").join("steward.db");
+        assert!(!prepare_file(&path).unwrap(), "a new file");
+        let store = SqlStore::<SqliteDialect>::open(&path, StoreOptions::default()).await.unwrap();
+        drop(store);
+        assert!(prepare_file(&path).unwrap(), "a database made by open");
+        let rollback = dir.path().join("rollback.db");
+        let connect = SqliteConnectOptions::new().filename(&rollback).create_if_missing(true);
+        let mut conn = sqlx::ConnectOptions::connect(&connect).await.unwrap();
+        sqlx::query("CREATE TABLE t (x)").execute(&mut conn).await.unwrap();
+        drop(conn);
+        assert!(!prepare_file(&rollback).unwrap(), "a database in rollback-journal mode");
+        let store = SqlStore::<SqliteDialect>::open(&rollback, StoreOptions::default()).await.unwrap();
+        drop(store);
+        assert!(prepare_file(&rollback).unwrap(), "switched to WAL by open");
+    }
 
     /// `close` gives its connection back with the busy timeout every connection opens with.
     #[test]

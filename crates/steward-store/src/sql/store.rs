@@ -104,8 +104,9 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn facts(&self, owner_id: &str) -> Result<Vec<FactRecord>, StoreError> {
-        // Reads see every write queued before them.
-        self.write(Work::Barrier { durable: false }).await?;
+        // No barrier: facts are only written by writes that are waited for (never queued like
+        // events and audit records), so every fact write of this store that returned is
+        // committed already, and a run's first request does not wait for its queued events.
         let sql = format!("SELECT {FACT_COLUMNS} FROM facts WHERE owner_id = ? ORDER BY created_at, id");
         let rows = self.fetch_all(&sql, args![owner_id]).await?;
         rows.iter().map(|row| fact_from_row(self.path(), row)).collect()
