@@ -134,7 +134,12 @@ fn main() -> ExitCode {
             .unwrap_or_else(|| {
                 tracing_subscriber::filter::Targets::new().with_default(tracing_subscriber::filter::LevelFilter::ERROR)
             });
-        tracing_subscriber::fmt().with_writer(std::io::stderr).finish().with(filter).init();
+        tracing_subscriber::fmt()
+            .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
+            .with_writer(std::io::stderr)
+            .finish()
+            .with(filter)
+            .init();
     }
     if matches!(cli.mode, Some(Mode::Reference)) {
         print!("{}", reference());

@@ -433,7 +433,12 @@ fn main() -> ExitCode {
     {
         use tracing_subscriber::layer::SubscriberExt as _;
         use tracing_subscriber::util::SubscriberInitExt as _;
-        tracing_subscriber::fmt().with_writer(std::io::stderr).finish().with(log_filter()).init();
+        tracing_subscriber::fmt()
+            .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
+            .with_writer(std::io::stderr)
+            .finish()
+            .with(log_filter())
+            .init();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
