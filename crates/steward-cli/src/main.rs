@@ -393,13 +393,16 @@ enum ConfigCommand {
 fn log_filter() -> tracing_subscriber::filter::Targets {
     let errors_only =
         tracing_subscriber::filter::Targets::new().with_default(tracing_subscriber::filter::LevelFilter::ERROR);
-    match std::env::var("STEWARD_LOG") {
-        Ok(value) if !value.trim().is_empty() => value.parse().unwrap_or_else(|e| {
-            eprintln!("steward: STEWARD_LOG is not a list of `target=level` pairs ({e}); logging errors only");
-            errors_only
-        }),
-        _ => errors_only,
+    let value = std::env::var("STEWARD_LOG").unwrap_or_default();
+    // Empty entries (`warn,`) are left out: `Targets` would read one as "every target".
+    let entries: Vec<&str> = value.split(',').map(str::trim).filter(|entry| !entry.is_empty()).collect();
+    if entries.is_empty() {
+        return errors_only;
     }
+    entries.join(",").parse().unwrap_or_else(|e| {
+        eprintln!("steward: STEWARD_LOG is not a list of `target=level` pairs ({e}); logging errors only");
+        errors_only
+    })
 }
 
 fn main() -> ExitCode {

@@ -157,18 +157,7 @@ async fn run_observed(
         }
         (_, early) => (early, joined_early),
     };
-    // The store (opened already to find the conversation) opens, and recovers the runs a crash
-    // interrupted, while the configuration is read and the run is prepared.
-    let home = Home::locate()?;
-    let opening = match early_runtime {
-        Some(early) => tokio::spawn(async move { Ok(early.store) }),
-        None => {
-            let home = home.clone();
-            tokio::spawn(async move { home.open_store(StoreOptions::default()).await })
-        }
-    };
-    let config = load_config(&workspace)?;
-    let redactor = redactor_for(&config);
+    // The arguments are checked before anything is opened.
     if args.max_rounds == Some(0) {
         return Err(usage("--max-rounds must be at least 1"));
     }
@@ -184,6 +173,18 @@ async fn run_observed(
         }
         None => None,
     };
+    // The store (opened already to find the conversation) opens, and recovers the runs a crash
+    // interrupted, while the configuration is read and the run is prepared.
+    let home = Home::locate()?;
+    let opening = match early_runtime {
+        Some(early) => tokio::spawn(async move { Ok(early.store) }),
+        None => {
+            let home = home.clone();
+            tokio::spawn(async move { home.open_store(StoreOptions::default()).await })
+        }
+    };
+    let config = load_config(&workspace)?;
+    let redactor = redactor_for(&config);
     let options = RunOptions {
         planner: PlannerOverrides {
             planner: args.planner.clone(),
