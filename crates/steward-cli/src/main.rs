@@ -18,15 +18,21 @@ pub const EXIT_USAGE: u8 = 2;
 #[command(
     name = "steward",
     version,
-    about = "A local-first AI agent harness: models propose tool calls, Steward decides."
+    about = "A local-first AI agent harness: models propose tool calls, Steward decides.",
+    long_about = "A local-first AI agent harness: models propose tool calls, Steward decides.\n\n\
+                  `steward` alone, in a terminal, opens an interactive session (as `steward chat`); \
+                  `steward run \"TASK\"` runs one task."
 )]
 struct Cli {
+    /// The command; none opens the interactive session (`steward chat` with its defaults).
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Talk with the agent in a loop in this terminal (what `steward` alone opens): each message is a turn of a stored conversation, run as `steward run` runs it; approvals inline, Ctrl-C cancels a turn, /help lists the session's commands, Ctrl-D leaves (exit 2 without a terminal).
+    Chat(commands::ChatArgs),
     /// Run a task in a workspace (exit 0 answered, 1 failed, 2 usage/config error, 3 stopped by a limit, 4 cancelled, 5 with --strict: answered but a step was refused or failed).
     #[command(
         after_help = "Telemetry: with OTEL_EXPORTER_OTLP_ENDPOINT (or [telemetry] endpoint) set, the run's trace is sent as OpenTelemetry spans over OTLP/HTTP (protobuf) when it ends, without holding it up; OTEL_SDK_DISABLED=true turns it off (docs/telemetry.md)."
@@ -451,7 +457,8 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let result = match cli.command {
+        let result = match cli.command.unwrap_or_else(|| Command::Chat(commands::ChatArgs::default())) {
+            Command::Chat(args) => commands::chat(args).await,
             Command::Run(args) => commands::run(args).await,
             Command::Resume(args) => commands::resume(args).await,
             Command::Approve { id, scope } => {

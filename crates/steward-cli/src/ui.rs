@@ -7,9 +7,9 @@
 //! that comes from a model, a file, a tool or a server is printed with its control characters
 //! escaped ([`printable`]), so it can neither colour nor rewrite the terminal.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use anstream::{eprint, eprintln, println};
 use anstyle::{AnsiColor, Style};
@@ -248,7 +248,7 @@ fn ask(mark: &str) -> String {
 /// Multi-line text from a model, a file or a tool: line ends and tabs kept (`\r\n` read as
 /// `\n`), every other control character (escape sequences, a lone carriage return, backspace)
 /// shown as an escape.
-fn printable_text(text: &str) -> String {
+pub(crate) fn printable_text(text: &str) -> String {
     text.replace("\r\n", "\n")
         .chars()
         .map(|c| if c.is_control() && c != '\n' && c != '\t' { c.escape_default().to_string() } else { c.to_string() })
@@ -274,22 +274,84 @@ async fn decided_elsewhere(decisions: &DecisionQueue, id: &str) -> Decided<Appro
     }
 }
 
-/// Lines typed on stdin, read by one long-lived thread so that an abandoned prompt (expired
-/// or cancelled) never swallows the answer meant for the next one.
-fn stdin_lines() -> &'static tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>> {
-    static LINES: OnceLock<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>>> = OnceLock::new();
-    LINES.get_or_init(|| {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
+/// The next line typed on the terminal (stdin), without its line end; `None` at the end of
+/// input or when the terminal cannot be read. The terminal is read a line at a time (canonical
+/// mode) by a blocking task that looks every [`LINE_POLL_MS`] milliseconds whether the wait was
+/// abandoned (a prompt that expired or whose run was cancelled): an abandoned prompt never
+/// swallows the answer meant for the next one. While it reads it holds [`TERMINAL_INPUT`], which
+/// the interactive session's line editor takes before reading, so the two never read at once.
+async fn terminal_line() -> Option<String> {
+    let abandoned = Arc::new(AtomicBool::new(false));
+    let _abandon_on_drop = SetOnDrop(abandoned.clone());
+    tokio::task::spawn_blocking(move || read_line_polled(&abandoned)).await.ok().flatten()
+}
+
+/// Held by whoever reads the terminal: a prompt's answer ([`terminal_line`]) or the
+/// interactive session's line editor.
+pub(crate) static TERMINAL_INPUT: Mutex<()> = Mutex::new(());
+
+/// How often (ms) a terminal read looks whether its prompt was abandoned.
+const LINE_POLL_MS: libc::c_int = 100;
+
+/// Reads stdin until a line end (or the end of input) unless `abandoned` is set first. Reads go
+/// through a second, non-blocking open of the same terminal (`/dev/stdin`), so a read that
+/// finds nothing (the input was flushed by Ctrl-C) returns instead of blocking, and stdin's own
+/// flags (shared with the parent shell) stay as they are.
+fn read_line_polled(abandoned: &AtomicBool) -> Option<String> {
+    use std::io::Read as _;
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let _reading = TERMINAL_INPUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut input = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open("/dev/stdin").ok()?;
+    let mut line: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        if abandoned.load(Ordering::SeqCst) {
+            return None;
+        }
+        let mut fds = libc::pollfd { fd: input.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: poll on one pollfd that lives for the call.
+        let ready = unsafe { libc::poll(&mut fds, 1, LINE_POLL_MS) };
+        if ready == 0 || (ready < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted) {
+            continue;
+        }
+        if ready < 0 || abandoned.load(Ordering::SeqCst) {
+            return None;
+        }
+        let n = match input.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock) => continue,
+            Err(_) => return None,
+        };
+        if n == 0 {
+            return (!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned());
+        }
+        line.extend_from_slice(&buf[..n]);
+        if let Some(end) = line.iter().position(|&b| b == b'\n') {
+            line.truncate(end);
+            if line.last() == Some(&b'\r') {
+                line.pop();
             }
-        });
-        tokio::sync::Mutex::new(rx)
-    })
+            return Some(String::from_utf8_lossy(&line).into_owned());
+        }
+    }
+}
+
+/// Sets its flag when dropped (a terminal read whose prompt went away stops).
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Discards what was typed before a prompt appeared, so nothing is answered unseen.
+fn discard_typed_ahead() {
+    // SAFETY: tcflush on fd 0 only discards pending terminal input.
+    unsafe {
+        libc::tcflush(0, libc::TCIFLUSH);
+    }
 }
 
 /// How a decision another front end made is reported: `via` the store means the web UI or
@@ -349,14 +411,7 @@ impl Approver for TerminalApprover {
             eprintln!("steward: {}", describe_decision(&answer, via));
             return answer;
         }
-        let mut lines = stdin_lines().lock().await;
-        // Drop typed-ahead input: both what the terminal still buffers and what the reader
-        // thread already took.
-        // SAFETY: tcflush on fd 0 only discards pending terminal input.
-        unsafe {
-            libc::tcflush(0, libc::TCIFLUSH);
-        }
-        while lines.try_recv().is_ok() {}
+        discard_typed_ahead();
         eprintln!(
             "\n{BOLD}┌ approval needed:{BOLD:#} {} (risk {:.2}, rule `{}`)",
             printable(&request.tool),
@@ -395,7 +450,7 @@ impl Approver for TerminalApprover {
         });
         let _stop_ticker = AbortOnDrop(ticker);
         let line = tokio::select! {
-            line = lines.recv() => line,
+            line = terminal_line() => line,
             Decided { answer, via } = decided_elsewhere(&self.decisions, &request.id) => {
                 eprintln!("\n└ {}", describe_decision(&answer, via));
                 return answer;
@@ -424,12 +479,7 @@ impl Approver for TerminalApprover {
         if !std::io::stdin().is_terminal() {
             return ElicitationReply::NoApprover;
         }
-        let mut lines = stdin_lines().lock().await;
-        // SAFETY: tcflush on fd 0 only discards pending terminal input.
-        unsafe {
-            libc::tcflush(0, libc::TCIFLUSH);
-        }
-        while lines.try_recv().is_ok() {}
+        discard_typed_ahead();
         eprintln!(
             "\n┌ MCP server `{}` asks you for input during `{}` (its words, not Steward's; answering approves nothing):",
             printable(&prompt.server),
@@ -458,7 +508,7 @@ impl Approver for TerminalApprover {
         loop {
             eprint!("└ answer? [a/d/C] ");
             let _ = std::io::stderr().flush();
-            match lines.recv().await.map(|l| l.trim().to_ascii_lowercase()) {
+            match terminal_line().await.map(|l| l.trim().to_ascii_lowercase()) {
                 None => return ElicitationReply::NoApprover,
                 Some(a) if a == "a" || a == "accept" => {}
                 Some(d) if d == "d" || d == "decline" => return ElicitationReply::Decline { decided_by: me() },
@@ -487,7 +537,7 @@ impl Approver for TerminalApprover {
                 let default = if offered.is_empty() { String::new() } else { format!(" [{}]", printable(&offered)) };
                 eprint!("  {}{choices}{default}: ", printable(&field.label));
                 let _ = std::io::stderr().flush();
-                let Some(text) = lines.recv().await else { return ElicitationReply::NoApprover };
+                let Some(text) = terminal_line().await else { return ElicitationReply::NoApprover };
                 // Enter keeps what is offered.
                 let text = if text.is_empty() { offered } else { text };
                 inputs.push((field.name.clone(), text));

@@ -7,6 +7,7 @@ mod approvals_wait;
 mod architecture;
 mod b21;
 mod browser;
+mod chat;
 mod ci_scripts;
 mod claims;
 mod cli;

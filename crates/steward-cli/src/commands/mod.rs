@@ -88,6 +88,7 @@ pub(crate) async fn prepare_run(config: Config, workspace: &Path, options: &RunO
 }
 
 mod anchor;
+mod chat;
 mod compare;
 mod control;
 mod decide;
@@ -111,6 +112,7 @@ pub(crate) mod serve;
 pub(crate) mod tools;
 
 pub use anchor::audit_anchor;
+pub use chat::{ChatArgs, chat};
 pub use compare::{CompareArgs, compare};
 pub use control::{config_show, doctor, grants_list, grants_revoke, policy_check, rollback, trust};
 pub use decide::{decide, pending as approvals_pending};

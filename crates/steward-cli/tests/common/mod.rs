@@ -233,7 +233,9 @@ impl Terminal {
         let mut command = Command::new("script");
         env.clean_env(&mut command);
         let mut child = command
-            .args(["-qfec", &format!("{steward} {args}"), "/dev/null"])
+            // `exec`: the program is the terminal's foreground process itself, not a child of a
+            // shell that a Ctrl-C would end too.
+            .args(["-qfec", &format!("exec {steward} {args}"), "/dev/null"])
             .env("TERM", "dumb")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -267,6 +269,17 @@ impl Terminal {
             match self.output.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(more) => self.screen.push_str(&more),
                 Err(_) => panic!("never saw {text:?}:\n{}", self.screen),
+            }
+        }
+    }
+
+    /// Reads the screen until it shows `text` at least `times` times (60 s at most).
+    pub fn wait_for_count(&mut self, text: &str, times: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.screen.matches(text).count() < times {
+            match self.output.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(more) => self.screen.push_str(&more),
+                Err(_) => panic!("never saw {text:?} {times} times:\n{}", self.screen),
             }
         }
     }
