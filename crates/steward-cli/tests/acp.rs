@@ -46,6 +46,15 @@ text = "Before, you asked: replace old with new in note.txt."
 expect = ["replace old with new in note.txt", "Edited note.txt."]
 "#;
 
+/// The model cannot be reached.
+const FAIL: &str = r#"
+[[round]]
+[round.error]
+class = "missing_api_key"
+message = "OPENAI_API_KEY is not set"
+status = 401
+"#;
+
 /// Calls the editor's MCP server's `echo`.
 const MCP: &str = r#"
 [[round]]
@@ -95,6 +104,7 @@ fn peer_acp_editor_approves_rejects_cancels_loads_and_passes_mcp_servers() {
             "edit": write(dir, "edit.toml", EDIT),
             "reject": write(dir, "reject.toml", REJECT),
             "recall": write(dir, "recall.toml", RECALL),
+            "fail": write(dir, "fail.toml", FAIL),
             "mcp": write(dir, "mcp.toml", MCP),
         },
     });
@@ -167,6 +177,11 @@ fn peer_acp_editor_approves_rejects_cancels_loads_and_passes_mcp_servers() {
 
     assert!(seen["missing"]["error"].as_str().unwrap_or("").contains("no-such-dir"), "{:#}", seen["missing"]);
 
+    // A failed run is an error of the prompt, naming its class; the editor was told as well.
+    let failed = &seen["failed"];
+    assert!(failed["error"].as_str().unwrap_or("").contains("missing_api_key"), "{failed:#}");
+    assert!(failed["message"].as_str().unwrap_or("").contains("The run failed"), "{failed:#}");
+
     // The editor's MCP server: its tool asked, was allowed once, and ran.
     let mcp = &seen["mcp"];
     assert_eq!(mcp["stopReason"], "end_turn", "{mcp:#}");
@@ -178,5 +193,5 @@ fn peer_acp_editor_approves_rejects_cancels_loads_and_passes_mcp_servers() {
     // Every prompt was a run of the local owner, in the store like `steward run`'s.
     let runs = env.steward(&["runs", "--json"]);
     assert_eq!(code(&runs), 0, "{}", stderr(&runs));
-    assert_eq!(stdout(&runs).lines().count(), 5, "{}", stdout(&runs));
+    assert_eq!(stdout(&runs).lines().count(), 6, "{}", stdout(&runs));
 }

@@ -6,7 +6,7 @@
 //   sdk        the SDK's package folder (STEWARD_TEST_ACP_SDK)
 //   steward    the steward binary
 //   workspace  the workspace (holds note.txt)
-//   scenarios  { edit, reject, recall, mcp } scenario files for `--provider fake`
+//   scenarios  { edit, reject, recall, fail, mcp } scenario files for `--provider fake`
 //   everything the MCP reference server's binary (optional: the MCP phase is left out without it)
 // The environment (HOME, STEWARD_HOME, …) is passed on to steward.
 
@@ -168,7 +168,21 @@ out.missing = await phase(config.scenarios.edit, choose("reject"), async (ctx) =
   }
 });
 
-// 6. An MCP server the editor passes: its tool asks, and runs once allowed.
+// 6. A run that fails answers the prompt with an error naming its class.
+out.failed = await phase(config.scenarios.fail, choose("reject"), async (ctx, seen) => {
+  const session = await ctx.request("session/new", { cwd: config.workspace, mcpServers: [] });
+  try {
+    const response = await ctx.request("session/prompt", {
+      sessionId: session.sessionId,
+      prompt: [{ type: "text", text: "say hello" }],
+    });
+    return { stopReason: response.stopReason, error: null };
+  } catch (e) {
+    return { error: `${e?.message ?? e} ${JSON.stringify(e?.data ?? "")}`, message: message(seen) };
+  }
+});
+
+// 7. An MCP server the editor passes: its tool asks, and runs once allowed.
 if (config.everything) {
   out.mcp = await phase(config.scenarios.mcp, choose("allow_once"), async (ctx, seen) => {
     const session = await ctx.request("session/new", {

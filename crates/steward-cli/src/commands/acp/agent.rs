@@ -422,3 +422,53 @@ fn invalid(why: impl Into<String>) -> acp::Error {
 fn internal(why: impl std::fmt::Display) -> acp::Error {
     acp::Error::internal_error().data(serde_json::Value::String(why.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn editor_servers_are_named_editor_and_their_values_kept_as_secrets() {
+        let stdio = acp::McpServer::Stdio(
+            acp::McpServerStdio::new("my files!", "/usr/bin/srv")
+                .args(vec!["stdio".into()])
+                .env(vec![acp::EnvVariable::new("TOKEN", "tok-0123456789")]),
+        );
+        let http = acp::McpServer::Http(
+            acp::McpServerHttp::new("my files!", "http://127.0.0.1:9/mcp")
+                .headers(vec![acp::HttpHeader::new("Authorization", "Bearer abcdefgh")]),
+        );
+        let (configs, secrets) = editor_servers(&[stdio, http]).unwrap();
+        let names: Vec<&str> = configs.keys().map(String::as_str).collect();
+        assert_eq!(names, vec!["editor-my_files_", "editor-my_files_-2"]);
+        assert_eq!(configs["editor-my_files_"].command, Some(vec!["/usr/bin/srv".to_string(), "stdio".to_string()]));
+        assert_eq!(configs["editor-my_files_-2"].url.as_deref(), Some("http://127.0.0.1:9/mcp"));
+        assert_eq!(secrets, vec!["tok-0123456789".to_string(), "Bearer abcdefgh".to_string()]);
+    }
+
+    #[test]
+    fn sse_servers_and_bad_urls_are_refused() {
+        let sse = acp::McpServer::Sse(acp::McpServerSse::new("old", "http://127.0.0.1:9/sse"));
+        assert!(editor_servers(&[sse]).is_err());
+        let bad = acp::McpServer::Http(acp::McpServerHttp::new("x", "ftp://example.org"));
+        assert!(editor_servers(&[bad]).is_err());
+    }
+
+    #[test]
+    fn a_prompt_is_its_text_with_links_named_and_text_resources_included() {
+        let link = acp::ContentBlock::ResourceLink(acp::ResourceLink::new("a.rs", "file:///w/a.rs"));
+        let task = StewardAgent::task_text(&["explain ".into(), link]).unwrap();
+        assert_eq!(task, "explain @file:///w/a.rs");
+        assert!(StewardAgent::task_text(&["  ".into()]).is_err());
+        let image = acp::ContentBlock::Image(acp::ImageContent::new("AAAA", "image/png"));
+        assert!(StewardAgent::task_text(&[image]).is_err());
+    }
+
+    #[test]
+    fn a_missing_or_relative_workspace_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(canonical_workspace(&dir.path().join("nope")).is_err());
+        assert!(canonical_workspace(Path::new("relative/dir")).is_err());
+        assert_eq!(canonical_workspace(dir.path()).unwrap(), std::fs::canonicalize(dir.path()).unwrap());
+    }
+}
