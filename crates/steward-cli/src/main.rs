@@ -156,6 +156,8 @@ enum Command {
     Eval(commands::eval::EvalArgs),
     /// Serve the web UI and JSON API: start runs, watch them live, approve or deny their tool calls from a browser.
     Serve(commands::serve::ServeArgs),
+    /// Serve an editor (Zed, JetBrains IDEs, Neovim) over the Agent Client Protocol on stdio: each prompt is a run, its approvals are asked in the editor, sessions are conversations (docs/acp.md).
+    Acp(commands::acp::AcpArgs),
     /// The work ledger on the local store: file, list, approve and revoke work requests.
     Ledger {
         #[command(subcommand)]
@@ -532,6 +534,7 @@ fn main() -> ExitCode {
             Command::Doctor { json } => commands::doctor(json).await,
             Command::Ledger { command } => commands::ledger::run(command).await,
             Command::Serve(args) => commands::serve::serve(args).await,
+            Command::Acp(args) => commands::acp::acp(args).await,
             Command::Eval(args) => commands::eval::eval(args).await,
             Command::Index { command } => commands::index::run(command).await,
             Command::Hub(args) => commands::hub::hub(args).await,

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod acp;
 mod approvals_wait;
 mod architecture;
 mod b21;

@@ -87,6 +87,7 @@ pub(crate) async fn prepare_run(config: Config, workspace: &Path, options: &RunO
     Ok(prepared)
 }
 
+pub(crate) mod acp;
 mod anchor;
 mod chat;
 mod compare;
