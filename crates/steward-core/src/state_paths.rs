@@ -106,7 +106,7 @@ mod tests {
         }
         std::fs::write(state.join("approval.key"), "k").unwrap();
         std::fs::write(state.join("ws/deep/notes"), "n").unwrap();
-        assert_eq!(cover_around(&state, &[PathBuf::from("/elsewhere")]), [state.clone()]);
+        assert_eq!(cover_around(&state, &[PathBuf::from("/elsewhere")]), vec![state.clone()]);
         let mut got = cover_around(&state, &[state.join("ws/deep")]);
         got.sort();
         assert_eq!(got, [state.join("approval.key"), state.join("index"), state.join("ws/other")]);

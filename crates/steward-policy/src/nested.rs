@@ -177,21 +177,24 @@ fn collect(out: &mut Vec<Nested>, cmd: &SimpleCommand, dir: Option<&Path>, root:
     if at >= args.len() {
         return Ok(());
     }
-    if program == "cargo" && !dynamic.get(at).copied().unwrap_or(true) && !CARGO_BUILTINS.contains(&args[at].as_str()) {
-        if let Some((alias, from)) = cargo_alias(&args[at], &cmd.env, dir)? {
-            let mut words = vec![program.to_string()];
-            words.extend(args[..at].iter().cloned());
-            words.extend(alias.iter().cloned());
-            words.extend(args[at + 1..].iter().cloned());
-            let mut flags = vec![false];
-            flags.extend(dynamic[..at].iter().copied());
-            flags.extend(alias.iter().map(|_| false));
-            flags.extend(dynamic.get(at + 1..).unwrap_or(&[]).iter().copied());
-            out.push(Nested {
-                what: format!("`cargo {}` is the alias `cargo {}` of {from}", args[at], alias.join(" ")),
-                run: Run::Argv { words, dynamic: flags },
-            });
-        }
+    if program == "cargo"
+        && !dynamic.get(at).copied().unwrap_or(true)
+        && !CARGO_BUILTINS.contains(&args[at].as_str())
+        && let Some((alias, from)) = cargo_alias(&args[at], &cmd.env, dir)?
+    {
+        let mut words = vec![program.to_string()];
+        words.extend(args[..at].iter().cloned());
+        words.extend(alias.iter().cloned());
+        words.extend(args[at + 1..].iter().cloned());
+        let flag = |k: usize| dynamic.get(k).copied().unwrap_or(true);
+        let mut flags = vec![false];
+        flags.extend((0..at).map(flag));
+        flags.extend(alias.iter().map(|_| false));
+        flags.extend((at + 1..args.len()).map(flag));
+        out.push(Nested {
+            what: format!("`cargo {}` is the alias `cargo {}` of {from}", args[at], alias.join(" ")),
+            run: Run::Argv { words, dynamic: flags },
+        });
     }
     let canonical_args = canonical(program, args, dynamic, at);
     if let Some((words, flags)) = &canonical_args {
