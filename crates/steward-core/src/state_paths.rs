@@ -64,19 +64,30 @@ fn absolute(path: &Path) -> Option<PathBuf> {
     Some(joined)
 }
 
-/// The paths to cover so that `hidden` cannot be seen while each of `keep` (the working
-/// directory, writable folders) stays visible: `hidden` itself when no kept path lies
-/// within it; otherwise every entry of it that neither is a kept path nor leads to one, and
-/// so on down each way to a kept path. Entries of a folder that cannot be read are left
-/// as they are (a program of the same user cannot read them either).
+/// The paths to cover so that `hidden` cannot be seen while each of `keep` (the workspace,
+/// the working directory, writable folders) stays visible: `hidden` itself when no kept path
+/// lies within it; otherwise every entry of it that neither is a kept path nor leads to one,
+/// and so on down each way to a kept path — except in a place that is itself kept, where only
+/// Steward's state files (keys, database, anchors, index, outputs, snapshots) are covered.
+/// Entries of a folder that cannot be read are left as they are (a program of the same user
+/// cannot read them either).
 pub fn cover_around(hidden: &Path, keep: &[PathBuf]) -> Vec<PathBuf> {
     let inside: Vec<&PathBuf> = keep.iter().filter(|k| k.starts_with(hidden)).collect();
     if inside.is_empty() {
         return vec![hidden.to_path_buf()];
     }
+    // The place is itself kept (a state folder that is the workspace): what Steward keeps
+    // there is covered, the rest is the user's.
+    let kept_itself = inside.iter().any(|k| k.as_path() == hidden);
     let mut covered = Vec::new();
     for entry in read_entries(hidden) {
         if keep.contains(&entry) {
+            continue;
+        }
+        if kept_itself && !inside.iter().any(|k| k.starts_with(&entry)) {
+            if is_state_name(&entry) {
+                covered.push(entry);
+            }
             continue;
         }
         if inside.iter().any(|k| k.starts_with(&entry)) {
@@ -86,6 +97,16 @@ pub fn cover_around(hidden: &Path, keep: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     covered
+}
+
+/// Whether `entry` is one of the files or folders Steward keeps in its state folder: the
+/// keys, the database and its journal files, the audit anchors, the index, saved outputs and
+/// snapshots.
+fn is_state_name(entry: &Path) -> bool {
+    let Some(name) = entry.file_name().and_then(|n| n.to_str()) else { return false };
+    ["approval.key", "session.key", "index", "outputs", "snapshots"].contains(&name)
+        || name.starts_with("steward.db")
+        || (name.starts_with("audit") && name.ends_with(".anchor"))
 }
 
 fn read_entries(dir: &Path) -> Vec<PathBuf> {
@@ -110,9 +131,10 @@ mod tests {
         let mut got = cover_around(&state, &[state.join("ws/deep")]);
         got.sort();
         assert_eq!(got, [state.join("approval.key"), state.join("index"), state.join("ws/other")]);
+        // The state folder is the workspace: Steward's files in it are covered, not the rest.
         let mut got = cover_around(&state, std::slice::from_ref(&state));
         got.sort();
-        assert_eq!(got, [state.join("approval.key"), state.join("index"), state.join("ws")]);
+        assert_eq!(got, [state.join("approval.key"), state.join("index")]);
     }
 
     #[test]

@@ -136,7 +136,7 @@ pub fn sandbox_paths(workspace: &Workspace) -> Result<SandboxPaths, TooManyEntri
 }
 
 /// Everything a sandboxed program must not see, `keep` being the paths that must stay visible
-/// to it (its working directory and writable folders): the workspace's masks
+/// to it (the workspace, its working directory and writable folders): the workspace's masks
 /// and read-only paths of [`sandbox_paths`], and Steward's own files
 /// ([`crate::state_paths::steward_paths`], covered around the kept paths with
 /// [`crate::state_paths::cover_around`]). Errors: [`TooManyEntries`].
@@ -154,21 +154,24 @@ pub fn hidden_paths(workspace: &Workspace, keep: &[PathBuf]) -> Result<SandboxPa
 }
 
 /// What the sandbox of a stdio MCP server started for a run in `workspace` covers: the masks
-/// of [`hidden_paths`] for its working directory, computed each time one starts.
+/// of [`hidden_paths`] keeping the workspace and its working directory visible, computed each
+/// time one starts.
 pub fn mcp_hidden_paths(workspace: Workspace) -> steward_mcp::HiddenPaths {
     std::sync::Arc::new(move |cwd: &Path| {
-        hidden_paths(&workspace, &[cwd.to_path_buf()]).map(|paths| paths.mask).map_err(|e| e.to_string())
+        let keep = [workspace.root().to_path_buf(), cwd.to_path_buf()];
+        hidden_paths(&workspace, &keep).map(|paths| paths.mask).map_err(|e| e.to_string())
     })
 }
 
 /// Fills in the sandbox's view for `request`: the masks and read-only paths of
-/// [`hidden_paths`] for its working directory and writable paths, and the home settings of
+/// [`hidden_paths`] keeping the workspace, its working directory and writable paths visible,
+/// and the home settings of
 /// `[sandbox]`. Errors (`tool_failed`): the workspace cannot be walked.
 pub(crate) fn confine(
     request: steward_sandbox::ExecRequest,
     ctx: &ToolContext,
 ) -> Result<steward_sandbox::ExecRequest, ToolError> {
-    let mut keep = vec![request.cwd.clone()];
+    let mut keep = vec![ctx.workspace.root().to_path_buf(), request.cwd.clone()];
     keep.extend(request.writable.iter().cloned());
     let paths =
         hidden_paths(&ctx.workspace, &keep).map_err(|e| ToolError::failed(format!("the command was not run: {e}")))?;
@@ -253,6 +256,12 @@ mod tests {
         assert!(!paths.mask.contains(&state), "{:?}", paths.mask);
         assert!(paths.mask.contains(&state.join("approval.key")) && paths.mask.contains(&state.join("index")));
         assert!(!paths.mask.contains(&inner));
+        // The MCP launch path keeps the whole workspace visible whatever the server's folder.
+        std::fs::create_dir_all(inner.join("sub")).unwrap();
+        std::fs::write(inner.join("notes.txt"), "n").unwrap();
+        let mcp = mcp_hidden_paths(inner_ws.clone())(&inner.join("sub")).unwrap();
+        assert!(mcp.contains(&state.join("approval.key")), "{mcp:?}");
+        assert!(!mcp.iter().any(|m| m.starts_with(&inner)), "{mcp:?}");
         // The MCP launch path uses the same computation.
         let mcp = mcp_hidden_paths(ws.clone())(&root).unwrap();
         assert!(mcp.contains(&state) && mcp.contains(&root.join("private")), "{mcp:?}");
