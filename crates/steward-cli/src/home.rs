@@ -63,6 +63,8 @@ impl Home {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
                 .with_context(|| format!("cannot make {} private (mode {mode:o})", dir.display()))?;
         }
+        // No sandboxed program sees the state, wherever it lies.
+        steward_core::state_paths::register(&dir);
         Ok(Home { dir })
     }
 

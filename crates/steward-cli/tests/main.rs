@@ -39,6 +39,7 @@ mod repeats;
 mod resume;
 mod roles;
 mod sandbox;
+mod sandbox_hidden;
 mod schemathesis;
 mod secrets;
 mod serve;

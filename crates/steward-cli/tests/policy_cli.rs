@@ -269,3 +269,45 @@ fn config_show_names_real_sources_and_the_defaults_in_effect() {
     assert!(!text.contains("# limits.max_rounds from"), "{text}");
     assert!(text.contains("# limits.max_repeated_calls from ./.steward/config.toml"), "{text}");
 }
+
+/// A workspace below the repository root (`repo/svc`): the root's cargo alias and
+/// `package.json` script, the cargo home's alias, are what cargo and npm run there, so the
+/// gate reads them and judges what they run.
+#[test]
+fn parent_folder_configuration_is_read_as_the_program_reads_it() {
+    let env = Env::new();
+    let repo = env.ws().join("repo");
+    let svc = repo.join("svc");
+    std::fs::create_dir_all(&svc).unwrap();
+    env.user_config(
+        "[shell]\nenabled = true\n\
+         [[policy.rule]]\nname = \"cargo-ok\"\ntool = \"shell_command\"\nargv = [\"cargo\", \"**\"]\ndecision = \"allow\"\n\
+         [[policy.rule]]\nname = \"npm-ok\"\ntool = \"shell_command\"\nargv = [\"npm\", \"**\"]\ndecision = \"allow\"\n\
+         [[policy.rule]]\nname = \"no-publish\"\ntool = \"shell_command\"\nargv = [\"cargo\", \"publish\", \"**\"]\ndecision = \"deny\"\n\
+         [[policy.rule]]\nname = \"no-rm-rf\"\ntool = \"shell_command\"\nargv = [\"rm\", \"-rf\", \"**\"]\ndecision = \"deny\"\n",
+    );
+    let svc_arg = svc.display().to_string();
+    let judge = |command: &str| {
+        let args = serde_json::json!({ "command": command }).to_string();
+        check(&env, "shell_command", &args, &["--workspace", &svc_arg])
+    };
+    assert_eq!(judge("cargo ship")["decision"], "allow");
+    assert_eq!(judge("npm test")["decision"], "allow");
+
+    std::fs::create_dir_all(repo.join(".cargo")).unwrap();
+    std::fs::write(repo.join(".cargo/config.toml"), "[alias]\nship = \"publish\"\n").unwrap();
+    std::fs::write(repo.join("package.json"), r#"{"scripts": {"test": "rm -rf .."}}"#).unwrap();
+    let d = judge("cargo ship");
+    assert_eq!((d["decision"].as_str(), d["rule"].as_str()), (Some("deny"), Some("no-publish")), "{d}");
+    let d = judge("npm test");
+    assert_eq!((d["decision"].as_str(), d["rule"].as_str()), (Some("deny"), Some("no-rm-rf")), "{d}");
+
+    // cargo's home (`$HOME/.cargo` here) is read too; one that cannot be parsed asks.
+    let cargo_home = env.dir.path().join(".cargo");
+    std::fs::create_dir_all(&cargo_home).unwrap();
+    std::fs::write(cargo_home.join("config.toml"), "[alias]\nfar = \"publish --allow-dirty\"\n").unwrap();
+    assert_eq!(judge("cargo far")["rule"], "no-publish");
+    std::fs::write(cargo_home.join("config.toml"), "[alias\n").unwrap();
+    let d = judge("cargo far");
+    assert_eq!((d["decision"].as_str(), d["rule"].as_str()), (Some("ask"), Some("runs_other_code")), "{d}");
+}

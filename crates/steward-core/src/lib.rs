@@ -34,6 +34,7 @@ pub mod replay;
 pub mod roles;
 pub mod rollback;
 mod stage;
+pub mod state_paths;
 mod telemetry;
 pub mod tools;
 pub mod trace;

@@ -120,7 +120,12 @@ impl Connection {
     /// Starts `name` and completes `initialize` within the server's `startup_timeout_ms`.
     /// Errors: [`McpError::Unavailable`] (cannot spawn/connect, exited, refused
     /// `initialize`), [`McpError::Timeout`] (no `initialize` reply in time).
-    pub(crate) async fn start(name: &str, config: &McpServerConfig, calls: Arc<ActiveCalls>) -> Result<Self, McpError> {
+    pub(crate) async fn start(
+        name: &str,
+        config: &McpServerConfig,
+        calls: Arc<ActiveCalls>,
+        hidden: Option<&HiddenPaths>,
+    ) -> Result<Self, McpError> {
         let handler = Handler { server: name.to_string(), info: client_config(), calls };
         let limit = Duration::from_millis(config.startup_timeout_ms);
         let timeout = || McpError::Timeout {
@@ -130,7 +135,7 @@ impl Connection {
         };
         match config.transport(name)? {
             Transport::Stdio { program, args } => {
-                let (child, exit, kill) = spawn(name, &program, &args, config)?;
+                let (child, exit, kill) = spawn(name, &program, &args, config, hidden)?;
                 let mut exit_rx = exit.clone();
                 let serve = rmcp::serve_client(handler, child);
                 tokio::select! {
@@ -220,18 +225,28 @@ async fn wait_exit(rx: &mut watch::Receiver<Option<String>>) -> String {
     }
 }
 
+/// What a sandboxed stdio server must not see, asked each time one starts: given its working
+/// directory, the absolute paths its sandbox covers with an empty file or folder (the
+/// workspace's secret and `deny_path` files, Steward's own state), or why they cannot be
+/// known (then the server is not started).
+pub type HiddenPaths = Arc<dyn Fn(&std::path::Path) -> Result<Vec<std::path::PathBuf>, String> + Send + Sync>;
+
 type ChildPipes = (tokio::process::ChildStdout, tokio::process::ChildStdin);
 
-/// Spawns the stdio server: cleared environment, own process group, piped stdio.
+/// Spawns the stdio server: cleared environment, own process group, piped stdio; in the
+/// sandbox (unless `sandbox = false`), with `hidden`'s paths covered.
 fn spawn(
     name: &str,
     program: &str,
     args: &[String],
     config: &McpServerConfig,
+    hidden: Option<&HiddenPaths>,
 ) -> Result<(ChildPipes, watch::Receiver<Option<String>>, GroupKill), McpError> {
     let env = child_env(name, config, std::env::vars_os(), &|var| std::env::var(var).ok())?;
     let mut child = if config.sandbox {
-        let mut confined = sandboxed_command(name, program, args, config, env)?;
+        let request = sandboxed_request(name, program, args, config, env, hidden)?;
+        let mut confined =
+            steward_sandbox::command(request).map_err(|e| McpError::unavailable(name, format!("not started: {e}")))?;
         confined.command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         tracing::debug!(server = %name, profile = %confined.profile.join(","), "starting a sandboxed MCP server");
         confined.spawn().map_err(|e| McpError::unavailable(name, format!("cannot start `{program}`: {e}")))?
@@ -317,16 +332,19 @@ async fn watch_child(
 /// a tool's command.
 const MCP_MEMORY_BYTES: u64 = 8 * 1024 * 1024 * 1024;
 
-/// The sandboxed command of a stdio server (see [`McpServerConfig::sandbox`]): network and
-/// writes as an unsandboxed server has them, everything else confined. Errors:
-/// [`McpError::Unavailable`] when a protection cannot be enforced or the request is unusable.
-fn sandboxed_command(
+/// The sandboxed request of a stdio server (see [`McpServerConfig::sandbox`]): network and
+/// writes as an unsandboxed server has them, everything else confined, and the paths `hidden`
+/// names for its working directory covered. Errors: [`McpError::Unavailable`] when the
+/// request cannot be made (no working directory, a variable that is not UTF-8, the hidden
+/// paths cannot be known).
+fn sandboxed_request(
     name: &str,
     program: &str,
     args: &[String],
     config: &McpServerConfig,
     env: Vec<(OsString, OsString)>,
-) -> Result<steward_sandbox::ConfinedCommand, McpError> {
+    hidden: Option<&HiddenPaths>,
+) -> Result<steward_sandbox::ExecRequest, McpError> {
     let env_set = env
         .into_iter()
         .map(|(k, v)| match (k.into_string(), v.into_string()) {
@@ -340,18 +358,35 @@ fn sandboxed_command(
             std::env::current_dir().map_err(|e| McpError::unavailable(name, format!("no working directory: {e}")))?
         }
     };
+    let mask = match hidden {
+        Some(hidden) => hidden(&cwd).map_err(|e| McpError::unavailable(name, format!("not started: {e}")))?,
+        None => Vec::new(),
+    };
     let mut argv = vec![program.to_string()];
     argv.extend(args.iter().cloned());
-    let request = steward_sandbox::ExecRequest {
+    Ok(steward_sandbox::ExecRequest {
         env_set,
         timeout: steward_sandbox::MAX_LIFETIME,
         network: true,
         memory_bytes: Some(MCP_MEMORY_BYTES),
         writable: vec![PathBuf::from("/")],
         home_keep: program_home_folder(program),
+        mask,
         unix_sockets: config.unix_sockets,
         ..steward_sandbox::ExecRequest::new(argv, cwd)
-    };
+    })
+}
+
+/// [`sandboxed_request`] made into a command ready to spawn.
+#[cfg(test)]
+fn sandboxed_command(
+    name: &str,
+    program: &str,
+    args: &[String],
+    config: &McpServerConfig,
+    env: Vec<(OsString, OsString)>,
+) -> Result<steward_sandbox::ConfinedCommand, McpError> {
+    let request = sandboxed_request(name, program, args, config, env, None)?;
     steward_sandbox::command(request).map_err(|e| McpError::unavailable(name, format!("not started: {e}")))
 }
 
@@ -466,6 +501,41 @@ mod tests {
         let out = confined.spawn().unwrap().wait_with_output().await.unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(text, format!("pid=2\nunshare=refused\n{}\n", MCP_MEMORY_BYTES / 1024), "{text}");
+    }
+
+    /// The paths the hidden-paths function names for the server's working directory are
+    /// covered in its sandbox: the server reads an empty file and an empty folder there.
+    #[tokio::test]
+    async fn stdio_servers_do_not_see_hidden_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("denied.txt"), "hidden-content").unwrap();
+        std::fs::create_dir_all(root.join("state")).unwrap();
+        std::fs::write(root.join("state/approval.key"), "hidden-key").unwrap();
+        let config = McpServerConfig { cwd: Some(root.clone()), ..McpServerConfig::stdio(["sh"]) };
+        let asked = Arc::new(std::sync::Mutex::new(None));
+        let seen = asked.clone();
+        let masked = root.clone();
+        let hidden: HiddenPaths = Arc::new(move |cwd: &std::path::Path| {
+            *seen.lock().unwrap() = Some(cwd.to_path_buf());
+            Ok(vec![masked.join("denied.txt"), masked.join("state")])
+        });
+        let script = "cat denied.txt; cat state/approval.key 2>/dev/null || echo state-hidden";
+        let args = ["-c".to_string(), script.to_string()];
+        let env = child_env("t", &config, std::env::vars_os(), &|_| None).unwrap();
+        let request = sandboxed_request("t", "sh", &args, &config, env, Some(&hidden)).unwrap();
+        assert_eq!(request.mask, [root.join("denied.txt"), root.join("state")]);
+        assert_eq!(asked.lock().unwrap().as_deref(), Some(root.as_path()));
+        let mut confined = steward_sandbox::command(request).unwrap();
+        assert!(confined.profile.iter().any(|p| p.starts_with("mntns(mask=2")), "{:?}", confined.profile);
+        confined.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let out = confined.spawn().unwrap().wait_with_output().await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "state-hidden\n");
+        // When they cannot be known, the server is not started.
+        let failing: HiddenPaths = Arc::new(|_: &std::path::Path| Err("too many entries".to_string()));
+        let env = child_env("t", &config, std::env::vars_os(), &|_| None).unwrap();
+        let err = sandboxed_request("t", "sh", &args, &config, env, Some(&failing)).unwrap_err();
+        assert!(err.to_string().contains("too many entries"), "{err}");
     }
 
     /// A sandboxed server is stopped when the sandbox lifetime runs out (the clock is paused

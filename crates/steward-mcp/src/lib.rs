@@ -35,6 +35,7 @@ pub use config::{
     DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_STARTUP_TIMEOUT_MS, EnvValue, MAX_SERVER_NAME_CHARS,
     MIN_MAX_OUTPUT_BYTES, McpServerConfig, ValueError, ValueSource,
 };
+pub use connection::HiddenPaths;
 pub use elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};
 pub use error::McpError;
 pub use manager::{Backoff, McpManager, McpTool, McpTools, ServerState};

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{McpServerConfig, ToolFilter};
-use crate::connection::Connection;
+use crate::connection::{Connection, HiddenPaths};
 use crate::elicitation::{ActiveCalls, CallClock, Elicitor};
 use crate::names::registry_names;
 use crate::output::McpCallOutput;
@@ -124,6 +124,7 @@ pub struct McpManager {
     disabled: Vec<String>,
     routes: RwLock<BTreeMap<String, Route>>,
     backoff: Backoff,
+    hidden: Option<HiddenPaths>,
 }
 
 impl McpManager {
@@ -149,7 +150,20 @@ impl McpManager {
             };
             servers.insert(name.clone(), Arc::new(server));
         }
-        Ok(McpManager { servers, disabled, routes: RwLock::new(BTreeMap::new()), backoff: Backoff::default() })
+        Ok(McpManager {
+            servers,
+            disabled,
+            routes: RwLock::new(BTreeMap::new()),
+            backoff: Backoff::default(),
+            hidden: None,
+        })
+    }
+
+    /// Covers `hidden`'s paths in the sandbox of every stdio server it starts (without it,
+    /// only what the sandbox hides by itself: `$HOME`).
+    pub fn with_hidden_paths(mut self, hidden: HiddenPaths) -> Self {
+        self.hidden = Some(hidden);
+        self
     }
 
     /// Replaces the restart backoff (default 1 s doubling to 30 s).
@@ -342,7 +356,7 @@ impl McpManager {
             }
             State::Failed { .. } | State::Idle => {}
         }
-        match Connection::start(&server.name, &server.config, server.calls.clone()).await {
+        match Connection::start(&server.name, &server.config, server.calls.clone(), self.hidden.as_ref()).await {
             Ok(connection) => {
                 let connection = Arc::new(connection);
                 *state = State::Ready(connection.clone());

@@ -10,7 +10,7 @@ use crate::gate::Policy;
 use crate::git_history::{prints_history, repository_reachable};
 use crate::git_programs::{log_shows_default_notes, option_runs_program, repository_runs_programs};
 use crate::named_paths::path_parts;
-use crate::nested::{Run, nested};
+use crate::nested::{LineDir, Run, nested};
 use crate::paths::{Access, PathError, Workspace};
 use crate::programs::env_is_risky;
 use crate::programs::options::Unsure;
@@ -173,7 +173,12 @@ impl Policy {
                     (shell::split_launched(&words, &dynamic, &cmd.env, Some(ws.root())), before.clone())
                 }
                 Run::Line { text, dir } => {
-                    (shell::split_in(&text, Some(ws.root())), dir.map_or_else(|| before.clone(), Cwd::Known))
+                    let cwd = match dir {
+                        LineDir::Same => before.clone(),
+                        LineDir::Inside(rel) => Cwd::Known(rel),
+                        LineDir::Outside => Cwd::Unknown,
+                    };
+                    (shell::split_in(&text, Some(ws.root())), cwd)
                 }
             };
             let parts = match parsed {

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod argv_rule;
+mod cargo_config;
 mod command_gate;
 mod config;
 mod context;

@@ -3,8 +3,10 @@
 //! rules, recursively, with every pattern rule's recipe too. A recipe line is a shell
 //! command line once its prefix characters (`@`, `-`, `+`) are removed and `$$` is `$`;
 //! a variable reference becomes a word computed at run time unless the makefile sets the
-//! variable once to a plain value. What Steward does not read (an `include`, `define`,
-//! `$(eval …)`, `$(shell …)`, `.RECIPEPREFIX`, another makefile given by `-f`) is an error.
+//! variable once to a plain value. The makefiles read are the ones make reads: those listed in
+//! `MAKEFILES`, then those given with `-f FILE`, else the folder's own. What Steward does not
+//! read (an `include`, `define`, `$(eval …)`, `$(shell …)`, `.RECIPEPREFIX`, another folder
+//! given by `-C`, a makefile read from standard input) is an error.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -21,7 +23,7 @@ pub(crate) enum MakeError {
     /// An argument is computed at run time.
     #[error("`{0}` is computed at run time")]
     Computed(String),
-    /// An option that reads another makefile or folder (`-f`, `-C`, `--eval` …).
+    /// An option that reads a makefile or folder Steward does not (`-C`, `--eval`, `-f -` …).
     #[error("`make {0}` reads another makefile or folder")]
     OtherMakefile(String),
     /// The makefile cannot be read.
@@ -56,15 +58,47 @@ pub(crate) enum Unsupported {
     Setting(String),
 }
 
-/// The recipe lines `make ARGS` runs in `dir`. Errors: why they cannot be known.
-pub(crate) fn recipes(args: &[String], dynamic: &[bool], dir: &Path) -> Result<Vec<String>, MakeError> {
+/// The recipe lines `make ARGS` runs in `dir`, with `makefiles` the value of the `MAKEFILES`
+/// variable it gets (`None`: unset). make reads, in order, each file `MAKEFILES` lists (a
+/// missing one is skipped, and none gives the default goal), then the makefiles given with
+/// `-f FILE` (`--file`, `--makefile`), else the first of `GNUmakefile`, `makefile`,
+/// `Makefile` in `dir`; relative names are taken from `dir`. Errors: why the recipes cannot be
+/// known (a listed file that cannot be read or uses what Steward does not read among them).
+pub(crate) fn recipes(
+    args: &[String],
+    dynamic: &[bool],
+    dir: &Path,
+    makefiles: Option<&str>,
+) -> Result<Vec<String>, MakeError> {
     let mut goals = Vec::new();
-    for (k, arg) in args.iter().enumerate() {
+    let mut given: Vec<String> = Vec::new();
+    let mut k = 0;
+    while let Some(arg) = args.get(k) {
         if dynamic.get(k).copied().unwrap_or(true) {
             return Err(MakeError::Computed(arg.clone()));
         }
+        k += 1;
         let name = arg.split_once('=').map_or(arg.as_str(), |(n, _)| n);
-        if ["-f", "--file", "--makefile", "-C", "--directory", "-E", "--eval", "-I", "--include-dir"].contains(&name)
+        if ["-f", "--file", "--makefile"].contains(&name) || (arg.starts_with("-f") && !arg.starts_with("--")) {
+            let value = match (arg.split_once('='), arg.strip_prefix("-f")) {
+                (Some((_, value)), _) if arg.starts_with("--") => value.to_string(),
+                (_, Some(attached)) if !attached.is_empty() => attached.to_string(),
+                _ => {
+                    let Some(next) = args.get(k) else { return Err(MakeError::OtherMakefile(arg.clone())) };
+                    if dynamic.get(k).copied().unwrap_or(true) {
+                        return Err(MakeError::Computed(next.clone()));
+                    }
+                    k += 1;
+                    next.clone()
+                }
+            };
+            if value == "-" {
+                return Err(MakeError::OtherMakefile(format!("{arg} -")));
+            }
+            given.push(value);
+            continue;
+        }
+        if ["-C", "--directory", "-E", "--eval", "-I", "--include-dir"].contains(&name)
             || (arg.starts_with('-') && !arg.starts_with("--") && arg[1..].contains(['f', 'C', 'E', 'I']))
         {
             return Err(MakeError::OtherMakefile(arg.clone()));
@@ -73,16 +107,44 @@ pub(crate) fn recipes(args: &[String], dynamic: &[bool], dir: &Path) -> Result<V
             goals.push(arg.clone());
         }
     }
-    let Some(file) = NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file()) else { return Ok(Vec::new()) };
-    let text = {
-        use std::io::Read;
-        let mut text = String::new();
-        std::fs::File::open(&file)
-            .and_then(|f| f.take(MAX_MAKEFILE).read_to_string(&mut text))
-            .map_err(|source| MakeError::Unreadable { file: file.clone(), source })?;
-        text
+    let extra: Vec<std::path::PathBuf> = makefiles
+        .unwrap_or("")
+        .split_whitespace()
+        .map(|f| dir.join(f))
+        .filter(|p| p.symlink_metadata().is_ok())
+        .collect();
+    let main: Vec<std::path::PathBuf> = if given.is_empty() {
+        NAMES.iter().map(|n| dir.join(n)).find(|p| p.symlink_metadata().is_ok()).into_iter().collect()
+    } else {
+        given.iter().map(|f| dir.join(f)).collect()
     };
-    let mut makefile = parse(&text).map_err(|source| MakeError::Unsupported { file: file.clone(), source })?;
+    if main.is_empty() && extra.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut text = String::new();
+    let mut first_of_main = None;
+    for (index, file) in extra.iter().chain(&main).enumerate() {
+        use std::io::Read;
+        let mut one = String::new();
+        std::fs::File::open(file)
+            .and_then(|f| f.take(MAX_MAKEFILE).read_to_string(&mut one))
+            .map_err(|source| MakeError::Unreadable { file: file.clone(), source })?;
+        parse(&one).map_err(|source| MakeError::Unsupported { file: file.clone(), source })?;
+        if index == extra.len() {
+            first_of_main = Some(text.len());
+        }
+        text.push_str(&one);
+        text.push('\n');
+    }
+    let mut makefile = parse(&text).map_err(|source| MakeError::Unsupported {
+        file: main.first().or(extra.first()).cloned().unwrap_or_default(),
+        source,
+    })?;
+    // The default goal never comes from a `MAKEFILES` file.
+    makefile.first = match first_of_main {
+        Some(at) => parse(&text[at..]).ok().and_then(|m| m.first),
+        None => None,
+    };
     // `make NAME=value` overrides the makefile's own setting.
     for arg in args.iter().filter(|a| !a.starts_with('-')) {
         if let Some((name, value)) = arg.split_once('=') {
@@ -280,7 +342,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("Makefile"), text).unwrap();
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        recipes(&args, &vec![false; args.len()], dir.path())
+        recipes(&args, &vec![false; args.len()], dir.path(), None)
     }
 
     #[test]
@@ -295,7 +357,8 @@ mod tests {
         assert_eq!(goals(text, &["clean"]).unwrap(), ["rm -r dist"]);
         assert!(goals("include other.mk\nall:\n\ttrue\n", &[]).is_err());
         assert!(goals("X != id\nall:\n\ttrue\n", &[]).is_err());
-        assert!(goals("all:\n\ttrue\n", &["-f", "other.mk"]).is_err());
+        assert!(goals("all:\n\ttrue\n", &["-f", "other.mk"]).is_err(), "a missing -f file cannot be read");
+        assert!(goals("all:\n\ttrue\n", &["-C", "sub"]).is_err());
         assert!(goals("SHELL := ./x\nall:\n\ttrue\n", &[]).is_err());
         // The default goal may be set; computed targets and prerequisites may be any.
         assert_eq!(goals(".DEFAULT_GOAL := b\na:\n\tx\nb:\n\ty\n", &[]).unwrap(), ["y"]);

@@ -20,9 +20,20 @@ const MAX_PACKAGE_JSON: u64 = 1024 * 1024;
 pub(crate) enum Run {
     /// An argv started in the outer command's directory, with the `dynamic` flags of its words.
     Argv { words: Vec<String>, dynamic: Vec<bool> },
-    /// A shell command line, run in `dir` (relative to the workspace root) or, when `None`, in
-    /// the outer command's directory.
-    Line { text: String, dir: Option<PathBuf> },
+    /// A shell command line, run where `dir` says.
+    Line { text: String, dir: LineDir },
+}
+
+/// Where a nested command line runs.
+#[derive(Clone)]
+pub(crate) enum LineDir {
+    /// In the outer command's directory.
+    Same,
+    /// In this folder, relative to the workspace root.
+    Inside(PathBuf),
+    /// In a folder outside the workspace (a `package.json` above it): relative paths in it
+    /// are not the workspace's.
+    Outside,
 }
 
 /// One command a command runs.
@@ -67,13 +78,13 @@ enum Unknowable {
     /// `cargo SUB` in an unknown working directory, where SUB may be an alias.
     #[error("the working directory is unknown, so whether `cargo {0}` is an alias is too")]
     CargoDirectory(String),
-    /// `cargo SUB` where a cargo configuration defines aliases.
-    #[error("`cargo {sub}` is not a built-in command and `{}` defines aliases, so it may run another one", file.display())]
-    CargoAlias {
+    /// A cargo configuration file that decides what `cargo SUB` runs cannot be read.
+    #[error("whether `cargo {sub}` is an alias cannot be known: {source}")]
+    CargoConfig {
         /// The subcommand.
         sub: String,
-        /// The cargo configuration file.
-        file: std::path::PathBuf,
+        /// Why.
+        source: crate::cargo_config::CargoConfigError,
     },
     /// A file that decides what runs cannot be read.
     #[error("`{}` cannot be read: {source}", file.display())]
@@ -139,10 +150,18 @@ fn collect(out: &mut Vec<Nested>, cmd: &SimpleCommand, dir: Option<&Path>, root:
         let Some(dir) = dir else {
             return Err(Unknowable::MakeDirectory);
         };
-        for text in crate::makefile::recipes(args, dynamic, dir)? {
+        // `MAKEFILES` as make gets it: set for this command, else inherited.
+        let makefiles = cmd
+            .env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "MAKEFILES")
+            .map(|(_, value)| value.clone())
+            .or_else(|| std::env::var("MAKEFILES").ok());
+        for text in crate::makefile::recipes(args, dynamic, dir, makefiles.as_deref())? {
             out.push(Nested {
                 what: format!("`{program}` runs the recipe line `{text}`"),
-                run: Run::Line { text, dir: None },
+                run: Run::Line { text, dir: LineDir::Same },
             });
         }
         return Ok(());
@@ -158,8 +177,24 @@ fn collect(out: &mut Vec<Nested>, cmd: &SimpleCommand, dir: Option<&Path>, root:
     if at >= args.len() {
         return Ok(());
     }
-    if program == "cargo" && !dynamic.get(at).copied().unwrap_or(true) && !CARGO_BUILTINS.contains(&args[at].as_str()) {
-        cargo_aliases(&args[at], dir, root)?;
+    if program == "cargo"
+        && !dynamic.get(at).copied().unwrap_or(true)
+        && !CARGO_BUILTINS.contains(&args[at].as_str())
+        && let Some((alias, from)) = cargo_alias(&args[at], &cmd.env, dir)?
+    {
+        let mut words = vec![program.to_string()];
+        words.extend(args[..at].iter().cloned());
+        words.extend(alias.iter().cloned());
+        words.extend(args[at + 1..].iter().cloned());
+        let flag = |k: usize| dynamic.get(k).copied().unwrap_or(true);
+        let mut flags = vec![false];
+        flags.extend((0..at).map(flag));
+        flags.extend(alias.iter().map(|_| false));
+        flags.extend((at + 1..args.len()).map(flag));
+        out.push(Nested {
+            what: format!("`cargo {}` is the alias `cargo {}` of {from}", args[at], alias.join(" ")),
+            run: Run::Argv { words, dynamic: flags },
+        });
     }
     let canonical_args = canonical(program, args, dynamic, at);
     if let Some((words, flags)) = &canonical_args {
@@ -202,7 +237,7 @@ fn launched(
     for script in &read.scripts {
         out.push(Nested {
             what: format!("`{program}` runs the command line `{script}`"),
-            run: Run::Line { text: script.clone(), dir: None },
+            run: Run::Line { text: script.clone(), dir: LineDir::Same },
         });
     }
     let Some(at) = read.command_at else { return };
@@ -212,7 +247,7 @@ fn launched(
         let text = argv.join(" ");
         out.push(Nested {
             what: format!("`{program}` runs the command line `{text}`"),
-            run: Run::Line { text, dir: None },
+            run: Run::Line { text, dir: LineDir::Same },
         });
         return;
     }
@@ -322,56 +357,97 @@ fn scripts(
             });
         }
     };
-    let Some(package_dir) =
-        dir.ancestors().take_while(|d| d.starts_with(root)).find(|d| d.join("package.json").is_file())
-    else {
+    // npm (and the others) use the nearest folder with a `package.json`, wherever it lies.
+    let Some(package_dir) = dir.ancestors().find(|d| d.join("package.json").symlink_metadata().is_ok()) else {
         launch_bin(out);
         return Ok(());
     };
-    let file = package_dir.join("package.json");
-    let text = read_limited(&file).map_err(|source| Unknowable::Unreadable { file: file.clone(), source })?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|source| Unknowable::Unparsable { file: file.clone(), source })?;
-    let npmrc = package_dir.join(".npmrc");
-    if npmrc.exists() {
-        let text = read_limited(&npmrc).map_err(|source| Unknowable::Unreadable { file: npmrc.clone(), source })?;
-        if ["shell", "node-options", "userconfig", "globalconfig"].iter().any(|key| text.contains(key)) {
-            return Err(Unknowable::Npmrc(npmrc));
-        }
-    }
-    let Some(table) = json.get("scripts") else {
-        launch_bin(out);
-        return Ok(());
-    };
-    let Some(table) = table.as_object() else {
-        return Err(Unknowable::ScriptsNotObject(file));
-    };
+    let (file, table) = package_scripts(package_dir)?;
     let passed: Vec<&String> =
         passed_from.map_or(Vec::new(), |from| args.iter().skip(from).filter(|a| a.as_str() != "--").collect());
     if passed_from.is_some_and(|from| dynamic.iter().skip(from).any(|d| *d)) {
         return Err(Unknowable::PassedArguments(program.to_string()));
     }
-    if main.first().is_some_and(|name| !table.contains_key(name)) {
+    if main.first().is_some_and(|name| !table.as_ref().is_some_and(|t| t.contains_key(name))) {
         launch_bin(out);
     }
-    let rel = package_dir.strip_prefix(root).map(Path::to_path_buf).unwrap_or_default();
     names.dedup();
-    for name in names {
-        let Some(script) = table.get(&name) else { continue };
-        let Some(script) = script.as_str() else {
-            return Err(Unknowable::ScriptNotString { file, name });
+    let mut packages = vec![(package_dir.to_path_buf(), file, table)];
+    // In a member of npm workspaces the root's configuration applies and install-like commands
+    // run the root's scripts: the root's scripts of the same names are judged too.
+    if let Some(root_dir) = workspaces_root(package_dir)? {
+        let (file, table) = package_scripts(&root_dir)?;
+        packages.push((root_dir, file, table));
+    }
+    for (package_dir, file, table) in packages {
+        let Some(table) = table else { continue };
+        let run_dir = match package_dir.strip_prefix(root) {
+            Ok(rel) => LineDir::Inside(rel.to_path_buf()),
+            Err(_) => LineDir::Outside,
         };
-        let mut text = script.to_string();
-        if main.contains(&name) && !passed.is_empty() {
-            text.push(' ');
-            text.push_str(&shell_words::join(&passed));
+        let shown_file =
+            if package_dir.starts_with(root) { "package.json".to_string() } else { file.display().to_string() };
+        for name in &names {
+            let Some(script) = table.get(name) else { continue };
+            let Some(script) = script.as_str() else {
+                return Err(Unknowable::ScriptNotString { file, name: name.clone() });
+            };
+            let mut text = script.to_string();
+            if main.contains(name) && !passed.is_empty() {
+                text.push(' ');
+                text.push_str(&shell_words::join(&passed));
+            }
+            out.push(Nested {
+                what: format!("`{program} {sub}` runs the `{name}` script of `{shown_file}`"),
+                run: Run::Line { text, dir: run_dir.clone() },
+            });
         }
-        out.push(Nested {
-            what: format!("`{program} {sub}` runs the `{name}` script of `package.json`"),
-            run: Run::Line { text, dir: Some(rel.clone()) },
-        });
     }
     Ok(())
+}
+
+/// The `package.json` of `package_dir` and its `scripts` (`None` when it has none), after
+/// checking the `.npmrc` beside it. Errors: either cannot be read or parsed, the `.npmrc`
+/// changes how scripts run, `scripts` is not an object.
+fn package_scripts(
+    package_dir: &Path,
+) -> Result<(PathBuf, Option<serde_json::Map<String, serde_json::Value>>), Unknowable> {
+    let file = package_dir.join("package.json");
+    let json = read_json(&file)?;
+    let npmrc = package_dir.join(".npmrc");
+    if npmrc.symlink_metadata().is_ok() {
+        let text = read_limited(&npmrc).map_err(|source| Unknowable::Unreadable { file: npmrc.clone(), source })?;
+        if ["shell", "node-options", "userconfig", "globalconfig"].iter().any(|key| text.contains(key)) {
+            return Err(Unknowable::Npmrc(npmrc));
+        }
+    }
+    match json.get("scripts") {
+        None => Ok((file, None)),
+        Some(serde_json::Value::Object(table)) => Ok((file, Some(table.clone()))),
+        Some(_) => Err(Unknowable::ScriptsNotObject(file)),
+    }
+}
+
+/// The root of the npm workspaces `package_dir` may belong to: the nearest folder above it
+/// whose `package.json` has `workspaces` (npm looks for it the same way). Errors: a
+/// `package.json` on the way cannot be read or parsed.
+fn workspaces_root(package_dir: &Path) -> Result<Option<PathBuf>, Unknowable> {
+    for folder in package_dir.ancestors().skip(1) {
+        let file = folder.join("package.json");
+        if file.symlink_metadata().is_err() {
+            continue;
+        }
+        if read_json(&file)?.get("workspaces").is_some() {
+            return Ok(Some(folder.to_path_buf()));
+        }
+    }
+    Ok(None)
+}
+
+/// A `package.json`, read and parsed. Errors: it cannot be.
+fn read_json(file: &Path) -> Result<serde_json::Value, Unknowable> {
+    let text = read_limited(file).map_err(|source| Unknowable::Unreadable { file: file.to_path_buf(), source })?;
+    serde_json::from_str(&text).map_err(|source| Unknowable::Unparsable { file: file.to_path_buf(), source })
 }
 
 /// pnpm's, yarn's and bun's own commands (`pnpm --help`, `yarn --help` for yarn 1 and 2+,
@@ -547,26 +623,26 @@ const CARGO_BUILTINS: &[&str] = &[
     "yank",
 ];
 
-/// Errs when `cargo SUB` may be an alias that a cargo configuration file in the workspace
-/// defines (`[alias] p = "publish"` in `.cargo/config.toml`, read from the working directory
-/// up, per The Cargo Book "Configuration"), or when that directory is unknown.
-fn cargo_aliases(sub: &str, dir: Option<&Path>, root: &Path) -> Result<(), Unknowable> {
+/// The alias `cargo SUB` runs in `dir`, with where it is defined: `CARGO_ALIAS_SUB` among
+/// the command's assignments (`env`), else the cargo configuration files cargo reads there
+/// (see [`crate::cargo_config`], which also reads `$CARGO_HOME`). Errors: the directory is
+/// unknown, or a file cargo would read cannot be read or parsed.
+fn cargo_alias(
+    sub: &str,
+    env: &[(String, String)],
+    dir: Option<&Path>,
+) -> Result<Option<(Vec<String>, String)>, Unknowable> {
+    let variable = format!("CARGO_ALIAS_{}", sub.to_ascii_uppercase().replace('-', "_"));
+    if let Some((_, value)) = env.iter().rev().find(|(name, _)| *name == variable) {
+        return Ok(Some((value.split_whitespace().map(str::to_string).collect(), format!("`{variable}`"))));
+    }
     let Some(dir) = dir else {
         return Err(Unknowable::CargoDirectory(sub.to_string()));
     };
-    for folder in dir.ancestors().take_while(|d| d.starts_with(root)) {
-        for name in ["config.toml", "config"] {
-            let file = folder.join(".cargo").join(name);
-            if !file.exists() {
-                continue;
-            }
-            let text = read_limited(&file).map_err(|source| Unknowable::Unreadable { file: file.clone(), source })?;
-            if text.contains("alias") {
-                return Err(Unknowable::CargoAlias { sub: sub.to_string(), file });
-            }
-        }
-    }
-    Ok(())
+    let home = crate::cargo_config::cargo_home();
+    let found = crate::cargo_config::alias(sub, dir, home.as_deref())
+        .map_err(|source| Unknowable::CargoConfig { sub: sub.to_string(), source })?;
+    Ok(found.map(|alias| (alias.words, format!("`{}`", alias.file.display()))))
 }
 
 fn read_limited(path: &Path) -> std::io::Result<String> {

@@ -250,6 +250,12 @@ impl Workspace {
         !matches!(verdict, LinkVerdict::Plain)
     }
 
+    /// True when a configured `deny_path` glob matches the workspace-relative `rel` (or a
+    /// folder above it). The sandbox covers what it matches, as it covers secret paths.
+    pub fn is_denied(&self, rel: &Path, is_dir: bool) -> bool {
+        self.inner.deny.is_denied(rel, is_dir)
+    }
+
     /// For walkers (list, search): why the entry at the workspace-relative `rel` must be left
     /// out, if it must. Checks, in order, the secret predicate, `deny_path`, then the ignore
     /// files of the root and of every directory down to the entry's parent. The ignore files

@@ -15,7 +15,11 @@ use crate::ui;
 
 fn manager(workspace: &Path) -> Result<(steward_core::config::Config, McpManager)> {
     let config = load_config(workspace)?;
-    let manager = McpManager::new(&config.mcp_servers).map_err(|e| usage_error(&e.to_string()))?;
+    let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path)
+        .map_err(|e| usage_error(&e.to_string()))?;
+    let manager = McpManager::new(&config.mcp_servers)
+        .map_err(|e| usage_error(&e.to_string()))?
+        .with_hidden_paths(steward_core::tools::sandbox_paths::mcp_hidden_paths(ws));
     Ok((config, manager))
 }
 

@@ -86,7 +86,10 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
     let runtime = home.runtime(crate::commands::redactor()).await?;
     let owner = local_owner();
     let session_key = match &args.session_key_file {
-        Some(path) => crate::home::read_session_key(path)?,
+        Some(path) => {
+            steward_core::state_paths::register(path);
+            crate::home::read_session_key(path)?
+        }
         None => home.session_key()?,
     };
     let sessions = Sessions::new(&session_key, &owner).context("the session key is too short")?;

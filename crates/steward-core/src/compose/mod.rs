@@ -47,7 +47,8 @@ impl Runtime {
     /// `store`, `redactor` and `approval_key` are shared by every run of the process, and so
     /// are the registry of the runs it executes (empty at first), the clock approvals and
     /// grants are judged by (the system clock; [`Runtime::with_clock`] sets another) and the
-    /// queue of the decisions its runs wait on (empty at first).
+    /// queue of the decisions its runs wait on (empty at first). `home` is registered with
+    /// [`crate::state_paths::register`]: no sandboxed program of the process sees it.
     pub fn new(
         home: &Path,
         store: Arc<dyn Store>,
@@ -55,6 +56,8 @@ impl Runtime {
         approval_key: ApprovalKey,
     ) -> Runtime {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        // No sandboxed program of this process sees the state folder.
+        crate::state_paths::register(home);
         Runtime {
             store,
             redactor: redactor.into(),
@@ -270,7 +273,8 @@ pub async fn registry(
     if !connect_mcp || config.mcp_servers.is_empty() {
         return Ok((tools, Vec::new()));
     }
-    let manager = steward_mcp::McpManager::new(&config.mcp_servers)?;
+    let manager = steward_mcp::McpManager::new(&config.mcp_servers)?
+        .with_hidden_paths(crate::tools::sandbox_paths::mcp_hidden_paths(ws.clone()));
     let required: Vec<String> = config
         .mcp_servers
         .iter()

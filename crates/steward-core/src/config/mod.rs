@@ -199,7 +199,11 @@ impl Config {
     /// replacing them. Everything ignored is listed in [`Config::warnings`].
     pub fn load(user_dir: Option<&Path>, workspace: &Path) -> Result<Config, ConfigError> {
         let user_files = match user_dir {
-            Some(dir) => toml_files(dir)?,
+            Some(dir) => {
+                // No sandboxed program sees the user's configuration.
+                crate::state_paths::register(dir);
+                toml_files(dir)?
+            }
             None => Vec::new(),
         };
         let workspace_files = toml_files(&workspace.join(".steward"))?;

@@ -1,14 +1,19 @@
-//! What the sandbox covers and freezes for a program run in the workspace (SPEC S1, C3): the
-//! one place that turns the shared secret predicate into the sandbox's `mask` and
-//! `read_only` lists, used by `shell_command`, the `[[tool]]` commands, the git tools and
-//! hooks.
+//! What the sandbox covers and freezes for a program of a run (SPEC S1, C3): the one place
+//! that computes what a sandboxed process must not see, used by every launcher —
+//! `shell_command`, the `[[tool]]` commands, the git tools, hooks, language servers
+//! ([`confine`]) and stdio MCP servers ([`mcp_hidden_paths`]).
 //!
 //! Reads are not confined by the sandbox, and redaction of what a program prints cannot be
 //! complete (one character a line, base64, a hard link under another name), so secret files
 //! must not be readable at all inside it:
-//! - every path of the workspace that [`steward_policy::is_secret_path`] calls secret is
-//!   covered (a file by an empty read-only file, a folder by an empty folder), except `.git`
-//!   itself: git needs it, and its hooks and config are frozen instead;
+//! - every path of the workspace that [`steward_policy::is_secret_path`] calls secret or a
+//!   `deny_path` glob matches is covered (a file by an empty read-only file, a folder by an
+//!   empty folder), except `.git` itself: git needs it, and its hooks and config are frozen
+//!   instead;
+//! - Steward's own files ([`crate::state_paths::steward_paths`]: the state folder with its
+//!   keys, database and index, the configuration folder) are covered wherever they lie, in
+//!   the workspace, in `$HOME` or elsewhere; when the program works inside one of them, every
+//!   entry of it except the way to the working directory and writable folders is covered;
 //! - every other name of a secret file — a hard link, same device and inode — is covered too,
 //!   as the gate's one hard-link index ([`Workspace::is_link_to_secret`]) finds them: links to
 //!   the workspace's secret and `deny_path` files and to the home's secret files;
@@ -98,11 +103,14 @@ pub fn sandbox_paths(workspace: &Workspace) -> Result<SandboxPaths, TooManyEntri
             }
             // Every folder above was found not secret, so only this name and its pair with the
             // parent's name (`.aws/credentials`) can make the path secret: the same answer as
-            // `is_secret_path` on the whole relative path, for a fraction of the work.
+            // `is_secret_path` on the whole relative path, for a fraction of the work. A
+            // `deny_path` glob is matched on the whole relative path.
             let parent_name = if dir == root { None } else { dir.file_name() };
             let tail: PathBuf =
                 parent_name.map_or_else(|| PathBuf::from(&file_name), |p| Path::new(p).join(&file_name));
-            let secret = inside_masked || is_secret_path(&tail);
+            let secret = inside_masked
+                || is_secret_path(&tail)
+                || path.strip_prefix(&root).is_ok_and(|rel| workspace.is_denied(rel, kind.is_dir()));
             if secret && !inside_masked {
                 // A folder's mask covers what is inside; its files are still looked at for links.
                 paths.mask.push(path.clone());
@@ -127,15 +135,46 @@ pub fn sandbox_paths(workspace: &Workspace) -> Result<SandboxPaths, TooManyEntri
     Ok(paths)
 }
 
-/// Fills in the sandbox's view of the workspace for `request`: the masks and read-only paths
-/// of [`sandbox_paths`], and the home settings of `[sandbox]`. Errors (`tool_failed`): the
-/// workspace cannot be walked.
+/// Everything a sandboxed program must not see, `keep` being the paths that must stay visible
+/// to it (the workspace, its working directory and writable folders): the workspace's masks
+/// and read-only paths of [`sandbox_paths`], and Steward's own files
+/// ([`crate::state_paths::steward_paths`], covered around the kept paths with
+/// [`crate::state_paths::cover_around`]). Errors: [`TooManyEntries`].
+pub fn hidden_paths(workspace: &Workspace, keep: &[PathBuf]) -> Result<SandboxPaths, TooManyEntries> {
+    let mut paths = sandbox_paths(workspace)?;
+    let keep: Vec<PathBuf> = keep.iter().map(|k| k.canonicalize().unwrap_or_else(|_| k.clone())).collect();
+    for place in crate::state_paths::steward_paths() {
+        for covered in crate::state_paths::cover_around(&place, &keep) {
+            if !paths.mask.contains(&covered) {
+                paths.mask.push(covered);
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// What the sandbox of a stdio MCP server started for a run in `workspace` covers: the masks
+/// of [`hidden_paths`] keeping the workspace and its working directory visible, computed each
+/// time one starts.
+pub fn mcp_hidden_paths(workspace: Workspace) -> steward_mcp::HiddenPaths {
+    std::sync::Arc::new(move |cwd: &Path| {
+        let keep = [workspace.root().to_path_buf(), cwd.to_path_buf()];
+        hidden_paths(&workspace, &keep).map(|paths| paths.mask).map_err(|e| e.to_string())
+    })
+}
+
+/// Fills in the sandbox's view for `request`: the masks and read-only paths of
+/// [`hidden_paths`] keeping the workspace, its working directory and writable paths visible,
+/// and the home settings of
+/// `[sandbox]`. Errors (`tool_failed`): the workspace cannot be walked.
 pub(crate) fn confine(
     request: steward_sandbox::ExecRequest,
     ctx: &ToolContext,
 ) -> Result<steward_sandbox::ExecRequest, ToolError> {
+    let mut keep = vec![ctx.workspace.root().to_path_buf(), request.cwd.clone()];
+    keep.extend(request.writable.iter().cloned());
     let paths =
-        sandbox_paths(&ctx.workspace).map_err(|e| ToolError::failed(format!("the command was not run: {e}")))?;
+        hidden_paths(&ctx.workspace, &keep).map_err(|e| ToolError::failed(format!("the command was not run: {e}")))?;
     Ok(steward_sandbox::ExecRequest {
         mask: paths.mask,
         read_only: paths.read_only,
@@ -185,5 +224,46 @@ mod tests {
             assert!(paths.read_only.contains(&root.join(frozen)), "{frozen}: {:?}", paths.read_only);
         }
         assert!(!paths.read_only.contains(&root.join("out.bashrc")));
+    }
+
+    #[test]
+    fn deny_path_matches_and_steward_files_are_covered() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir_all(root.join("private/deep")).unwrap();
+        std::fs::write(root.join("private/deep/plan.txt"), "secret plan").unwrap();
+        std::fs::create_dir_all(root.join("data")).unwrap();
+        std::fs::write(root.join("data/app.sqlite"), "rows").unwrap();
+        std::fs::write(root.join("data/readme.md"), "x").unwrap();
+        std::fs::hard_link(root.join("data/app.sqlite"), root.join("copy.bin")).unwrap();
+        let ws = Workspace::open(&root, &["private/".into(), "*.sqlite".into()]).unwrap();
+        let mut mask = sandbox_paths(&ws).unwrap().mask;
+        mask.sort();
+        assert_eq!(mask, [root.join("copy.bin"), root.join("data/app.sqlite"), root.join("private")]);
+
+        // A state folder registered by the process: covered, around the working directory
+        // when it lies inside it.
+        let state = dir.path().canonicalize().unwrap().join("state");
+        std::fs::create_dir_all(state.join("index")).unwrap();
+        std::fs::write(state.join("approval.key"), "k").unwrap();
+        crate::state_paths::register(&state);
+        let paths = hidden_paths(&ws, std::slice::from_ref(&root)).unwrap();
+        assert!(paths.mask.contains(&state), "{:?}", paths.mask);
+        let inner = state.join("ws");
+        std::fs::create_dir_all(&inner).unwrap();
+        let inner_ws = Workspace::open(&inner, &[]).unwrap();
+        let paths = hidden_paths(&inner_ws, std::slice::from_ref(&inner)).unwrap();
+        assert!(!paths.mask.contains(&state), "{:?}", paths.mask);
+        assert!(paths.mask.contains(&state.join("approval.key")) && paths.mask.contains(&state.join("index")));
+        assert!(!paths.mask.contains(&inner));
+        // The MCP launch path keeps the whole workspace visible whatever the server's folder.
+        std::fs::create_dir_all(inner.join("sub")).unwrap();
+        std::fs::write(inner.join("notes.txt"), "n").unwrap();
+        let mcp = mcp_hidden_paths(inner_ws.clone())(&inner.join("sub")).unwrap();
+        assert!(mcp.contains(&state.join("approval.key")), "{mcp:?}");
+        assert!(!mcp.iter().any(|m| m.starts_with(&inner)), "{mcp:?}");
+        // The MCP launch path uses the same computation.
+        let mcp = mcp_hidden_paths(ws.clone())(&root).unwrap();
+        assert!(mcp.contains(&state) && mcp.contains(&root.join("private")), "{mcp:?}");
     }
 }

@@ -113,7 +113,8 @@ const EXEC_OPTIONS: &[ExecOptions] = &[
 /// `prlimit`), locks and services (`flock`, `systemd-run`), other users and namespaces
 /// (`sudo`, `doas`, `su`, `runuser`, `chroot`, `nsenter`, `unshare`, `setpriv`, sandboxes),
 /// tracers and debuggers, job runners (`parallel`, `watch`, `entr`, `hyperfine`), terminal
-/// wrappers (`unbuffer`, `script`, `expect`), remote shells, and shells whose syntax is not
+/// wrappers (`unbuffer`, `script`, `expect`), session runners (`dbus-run-session`,
+/// `ssh-agent CMD`), `flatpak-spawn` (`--host` leaves the sandbox), remote shells, and shells whose syntax is not
 /// POSIX (`fish`, `csh`, `pwsh` …), whose `-c` script cannot be read.
 const RUNNERS: &[&str] = &[
     "chrt",
@@ -156,6 +157,8 @@ const RUNNERS: &[&str] = &[
     "expect",
     "xvfb-run",
     "dbus-run-session",
+    "ssh-agent",
+    "flatpak-spawn",
     "ssh",
     "fish",
     "csh",

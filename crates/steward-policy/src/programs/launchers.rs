@@ -7,7 +7,8 @@
 //! Option lists follow each program's manual or `--help`: npm-exec(1) and npx(1) (npm
 //! 10–11), npm-explore(1), `pnpm exec --help` / `pnpm dlx --help` (pnpm 9–10), `yarn exec` / `yarn dlx`
 //! (yarnpkg.com CLI), `bunx --help` (bun 1.x), `uv run --help` / `uv tool run --help`
-//! (uv 0.5–0.8), rustup(1) `run`, busybox(1), `poetry run`, `pipenv run`, `conda run --help`.
+//! (uv 0.5–0.8), rustup(1) `run`, busybox(1), `poetry run`, `pipenv run`, `conda run --help`,
+//! ssh-agent(1), flatpak-spawn(1).
 
 /// A launcher: `program SUBCOMMAND… [OPTIONS] [--] COMMAND ARGS…`.
 pub(crate) struct Launcher {
@@ -237,6 +238,43 @@ pub(crate) const LAUNCHERS: &[Launcher] = &[
     Launcher { flags: UV_RUN_FLAGS, with_value: UV_RUN_VALUES, package_spec: true, ..launcher("uv", &["tool", "run"]) },
     Launcher { flags: UV_RUN_FLAGS, with_value: UV_RUN_VALUES, package_spec: true, ..launcher("uvx", &[]) },
     Launcher { flags: &["--install"], positional: 1, ..launcher("rustup", &["run"]) },
+    // ssh-agent(1): `ssh-agent [-c | -s] [-Dd] [-a bind_address] [-E fingerprint_hash]
+    // [-O option] [-P allowed_providers] [-t life] [command [arg ...]]`.
+    Launcher {
+        flags: &["-c", "-s", "-D", "-d", "-k"],
+        with_value: &["-a", "-E", "-O", "-P", "-t"],
+        ..launcher("ssh-agent", &[])
+    },
+    // flatpak-spawn(1): `flatpak-spawn [OPTION…] COMMAND [ARGUMENT…]`.
+    Launcher {
+        flags: &[
+            "--host",
+            "--clear-env",
+            "--watch-bus",
+            "--expose-pids",
+            "--share-pids",
+            "--latest-version",
+            "--no-network",
+            "--sandbox",
+            "--sandbox-a11y",
+            "-v",
+            "--verbose",
+        ],
+        with_value: &[
+            "--env",
+            "--unset-env",
+            "--forward-fd",
+            "--directory",
+            "--sandbox-expose",
+            "--sandbox-expose-ro",
+            "--sandbox-expose-path",
+            "--sandbox-expose-path-ro",
+            "--sandbox-flag",
+            "--app-path",
+            "--usr-path",
+        ],
+        ..launcher("flatpak-spawn", &[])
+    },
     launcher("busybox", &[]),
     launcher("toybox", &[]),
     Launcher { flags: &["-q", "--quiet", "-v", "--verbose", "-n", "--no-interaction"], ..launcher("poetry", &["run"]) },

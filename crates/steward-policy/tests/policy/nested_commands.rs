@@ -18,6 +18,8 @@ fn policy() -> Policy {
         ("allow", "uvx", r#"["uvx", "**"]"#),
         ("allow", "rustup", r#"["rustup", "**"]"#),
         ("allow", "busybox", r#"["busybox", "**"]"#),
+        ("allow", "ssh-agent", r#"["ssh-agent", "**"]"#),
+        ("allow", "flatpak-spawn", r#"["flatpak-spawn", "**"]"#),
         ("allow", "cargo", r#"["cargo", "**"]"#),
         ("allow", "git", r#"["git", "**"]"#),
         ("allow", "docker", r#"["docker", "**"]"#),
@@ -181,18 +183,17 @@ fn configuration_that_renames_a_command_is_not_trusted() {
     let policy = policy();
     let d = policy.judge_command("cargo p", &ws);
     assert_eq!(d.decision, Allow, "{:?}", d.reasons);
-    // An alias defined in the workspace's cargo configuration may stand for any command.
+    // An alias defined in the workspace's cargo configuration is judged as what it stands for.
     fs::create_dir_all(dir.path().join(".cargo")).unwrap();
-    fs::write(dir.path().join(".cargo/config.toml"), "[alias]\np = \"publish\"\n").unwrap();
-    for line in ["cargo p", "cd app && cargo p"] {
+    fs::write(dir.path().join(".cargo/config.toml"), "[alias]\np = \"publish\"\nt2 = [\"test\", \"-q\"]\n").unwrap();
+    for line in ["cargo p", "cd app && cargo p", "cargo -v p --dry-run", "CARGO_ALIAS_Q=publish cargo q"] {
         let d = policy.judge_command(line, &ws);
-        assert_eq!((d.decision, d.rule.as_str()), (Ask, "runs_other_code"), "{line}: {:?}", d.reasons);
+        assert_eq!((d.decision, d.rule.as_str()), (Deny, "no-cargo-publish"), "{line}: {:?}", d.reasons);
     }
     assert_eq!(policy.judge_command("cargo build", &ws).decision, Allow);
-    // Configuration through the environment is not read either: it asks.
-    for line in
-        ["CARGO_ALIAS_Q=publish cargo q", "env npm_config_script_shell=./x npm run build", "MAKEFILES=x.mk make"]
-    {
+    assert_eq!(policy.judge_command("cargo t2", &ws).decision, Allow);
+    // Configuration through the environment asks.
+    for line in ["env npm_config_script_shell=./x npm run build", "MAKEFILES=x.mk make"] {
         let d = policy.judge_command(line, &ws);
         assert_eq!((d.decision, d.rule.as_str()), (Ask, "env_assignment"), "{line}: {:?}", d.reasons);
     }
@@ -247,4 +248,111 @@ fn makefile_recipe_is_judged_as_the_command_line_it_is() {
     }
     fs::write(dir.path().join("Makefile"), "include other.mk\nall:\n\tcargo test\n").unwrap();
     assert_eq!(policy.judge_command("make", &ws).decision, Ask);
+}
+
+/// A workspace `repo/svc` below the repository `repo`: what cargo, npm and make read above it.
+fn nested_workspace() -> (tempfile::TempDir, std::path::PathBuf, Workspace) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().canonicalize().unwrap().join("repo");
+    fs::create_dir_all(repo.join("svc/src")).unwrap();
+    let ws = Workspace::open(&repo.join("svc"), &[]).unwrap();
+    (dir, repo, ws)
+}
+
+#[test]
+fn cargo_reads_its_configuration_from_every_parent_and_its_home() {
+    let (dir, repo, ws) = nested_workspace();
+    let policy = policy();
+    assert_eq!(policy.judge_command("cargo ship", &ws).decision, Allow);
+    fs::create_dir_all(repo.join(".cargo")).unwrap();
+    fs::write(repo.join(".cargo/config.toml"), "[alias]\nship = \"publish\"\n").unwrap();
+    for line in ["cargo ship", "cd src && cargo ship --allow-dirty"] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Deny, "no-cargo-publish"), "{line}: {:?}", d.reasons);
+        assert!(d.reasons[0].contains("repo/.cargo/config.toml"), "{:?}", d.reasons);
+    }
+    // A file cargo would read that cannot be parsed (or read) asks.
+    fs::write(repo.join(".cargo/config"), "[alias\n").unwrap();
+    for line in ["cargo ship", "cargo other"] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Ask, "runs_other_code"), "{line}: {:?}", d.reasons);
+        assert!(d.reasons[0].contains("repo/.cargo/config` is not valid TOML"), "{:?}", d.reasons);
+    }
+    assert_eq!(policy.judge_command("cargo build", &ws).decision, Allow, "built-ins are never aliases");
+    drop(dir);
+}
+
+#[test]
+fn npm_reads_the_nearest_package_json_and_the_workspaces_root() {
+    let (_dir, repo, ws) = nested_workspace();
+    let policy = policy();
+    assert_eq!(policy.judge_command("npm test", &ws).decision, Allow);
+    // No package.json in the workspace: npm runs the repository's.
+    fs::write(repo.join("package.json"), r#"{"scripts": {"test": "rm -rf ..", "build": "jest"}}"#).unwrap();
+    for line in ["npm test", "npm t", "cd src && npm test"] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Deny, "no-rm-rf"), "{line}: {:?}", d.reasons);
+    }
+    // Relative paths of a script run above the workspace are not the workspace's.
+    fs::write(repo.join("package.json"), r#"{"scripts": {"test": "jest ../x"}}"#).unwrap();
+    assert_eq!(policy.judge_command("npm test", &ws).decision, Ask);
+    // A member of npm workspaces: its own script and the root's of the same name.
+    fs::write(ws.root().join("package.json"), r#"{"scripts": {"test": "jest"}}"#).unwrap();
+    assert_eq!(policy.judge_command("npm test", &ws).decision, Allow, "not a workspaces root");
+    fs::write(repo.join("package.json"), r#"{"workspaces": ["svc"], "scripts": {"test": "npm publish"}}"#).unwrap();
+    let d = policy.judge_command("npm test", &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (Deny, "no-npm-publish"), "{:?}", d.reasons);
+    // A package.json on the way that cannot be parsed asks.
+    fs::write(repo.join("package.json"), "{").unwrap();
+    let d = policy.judge_command("npm test", &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (Ask, "runs_other_code"), "{:?}", d.reasons);
+}
+
+#[test]
+fn make_reads_the_makefiles_it_is_given() {
+    let (dir, ws) = workspace("{}");
+    let policy = policy();
+    fs::write(dir.path().join("Makefile"), "all:\n\tcargo test\n").unwrap();
+    fs::write(dir.path().join("release.mk"), "all:\n\tnpm publish\n").unwrap();
+    fs::write(dir.path().join("extra.mk"), "clean:\n\trm -rf /\n%.o:\n\tgit push --force\n").unwrap();
+    for (line, decision, rule) in [
+        ("make", Allow, "make"),
+        ("make -f release.mk", Deny, "no-npm-publish"),
+        ("make --file=release.mk", Deny, "no-npm-publish"),
+        ("make -frelease.mk all", Deny, "no-npm-publish"),
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (decision, rule), "{line}: {:?}", d.reasons);
+    }
+    // A makefile that cannot be read, or standard input, is not known: it asks.
+    for line in ["make -f missing.mk", "make -f -", "make -f release.mk -C sub"] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!(d.decision, Ask, "{line}: {:?}", d.reasons);
+    }
+    // MAKEFILES is read first; its pattern rules may run, its first rule is no default goal.
+    let d = policy.judge_command("MAKEFILES=extra.mk make", &ws);
+    assert_eq!((d.decision, d.rule.as_str()), (Deny, "no-force"), "{:?}", d.reasons);
+    assert!(!d.reasons.iter().any(|r| r.contains("rm -rf /")), "{:?}", d.reasons);
+    let d = policy.judge_command("MAKEFILES=extra.mk make clean", &ws);
+    assert_eq!(d.decision, Deny, "{:?}", d.reasons);
+}
+
+#[test]
+fn session_runners_are_judged_with_the_command_they_run() {
+    let (_dir, ws) = workspace("{}");
+    let policy = policy();
+    for (line, rule) in [
+        ("ssh-agent rm -rf x", "no-rm-rf"),
+        ("ssh-agent -t 60 cargo publish", "no-cargo-publish"),
+        ("flatpak-spawn --host rm -rf x", "no-rm-rf"),
+        ("flatpak-spawn --host --env=A=b -- git push --force", "no-force"),
+    ] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!((d.decision, d.rule.as_str()), (Deny, rule), "{line}: {:?}", d.reasons);
+    }
+    // Never allowed by a rule on their own, even when what they run is.
+    for line in ["ssh-agent cargo build", "flatpak-spawn --host cargo build"] {
+        let d = policy.judge_command(line, &ws);
+        assert_eq!(d.decision, Ask, "{line}: {:?}", d.reasons);
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -253,7 +253,7 @@ impl Connection {
             accept_weaker: ctx.accept_weaker.clone(),
             ..steward_sandbox::ExecRequest::new(config.command.clone(), root.clone())
         };
-        let started = Self::spawn(config, ctx, request, &tmp);
+        let started = Self::spawn(config, ctx, request);
         let (mut child, profile) = match started {
             Ok(started) => started,
             Err(e) => {
@@ -374,12 +374,11 @@ impl Connection {
         config: &LspServerConfig,
         ctx: &ToolContext,
         request: steward_sandbox::ExecRequest,
-        tmp: &Path,
     ) -> Result<(tokio::process::Child, String), LspError> {
         let not_started = |e: String| LspError::NotStarted(format!("`{}` was not started: {e}", config.name));
+        // `confine` keeps `request.writable` (the temporary folder) visible.
         let mut request = crate::tools::sandbox_paths::confine(request, ctx).map_err(|e| not_started(e.message))?;
         request.home_keep.extend(home_folders(&config.command));
-        request.writable = vec![tmp.to_path_buf()];
         let mut confined = steward_sandbox::command(request).map_err(|e| not_started(e.to_string()))?;
         confined.command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let profile = confined.profile.join(",");
@@ -610,5 +609,50 @@ mod tests {
         assert_eq!(section(&settings, Some("python.missing")), Value::Null);
         assert_eq!(section(&settings, None), settings);
         assert!(client_capabilities().text_document.is_some(), "the capabilities parse");
+    }
+
+    /// A language server starts with what every sandboxed program of the run must not see
+    /// covered (the shared computation of `sandbox_paths`): a `deny_path` file reads empty.
+    #[tokio::test]
+    async fn a_server_is_started_with_the_run_s_masks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("private")).unwrap();
+        std::fs::write(root.join("private/plan.txt"), "lsp-hidden-plan").unwrap();
+        std::fs::write(root.join(".env"), "TOKEN=lsp-hidden-token").unwrap();
+        std::fs::write(root.join("main.py"), "x = 1").unwrap();
+        let workspace = steward_policy::Workspace::open(&root, &["private/**".into()]).unwrap();
+        let ctx = ToolContext {
+            workspace: Arc::new(workspace),
+            cancel: CancellationToken::new(),
+            env_allow: Vec::new(),
+            timeout_ms: 10_000,
+            snapshots: crate::rollback::Snapshots::new(&root.join("snapshots"), "run_lsp"),
+            accept_weaker: Vec::new(),
+            credentials: Default::default(),
+            sandbox: Default::default(),
+            elicitor: None,
+            egress: None,
+        };
+        let command = ["sh", "-c", "cat private/plan.txt .env main.py"].map(String::from).to_vec();
+        let config = LspServerConfig {
+            name: "fake".into(),
+            command: command.clone(),
+            extensions: vec!["py".into()],
+            language_id: "python".into(),
+            initialization_options: None,
+            settings: None,
+            unix_sockets: false,
+        };
+        let tmp = temp_folder("fake").unwrap();
+        let request = steward_sandbox::ExecRequest {
+            writable: vec![tmp.clone()],
+            ..steward_sandbox::ExecRequest::new(command, root.clone())
+        };
+        let (child, profile) = Connection::spawn(&config, &ctx, request).unwrap();
+        assert!(profile.contains("mntns(mask="), "{profile}");
+        let out = child.wait_with_output().await.unwrap();
+        let _ = std::fs::remove_dir_all(&tmp);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "x = 1", "{profile}");
     }
 }
