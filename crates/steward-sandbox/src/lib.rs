@@ -35,6 +35,7 @@ pub use egress::{PROXY_PORT, PROXY_URL};
 pub use env::{DEFAULT_ENV_ALLOW, ENV_NEVER_PASSED, env_name_looks_secret};
 pub use exec::{ConfinedCommand, command, run};
 pub use fs_rules::{SYSTEM_READ_PATHS, WRITABLE_DEVICES};
+pub use plan::{Mechanism, host_support};
 pub use seccomp::SECCOMP_DENIED;
 
 use std::path::PathBuf;

@@ -33,6 +33,36 @@ impl Host {
     }
 }
 
+/// One kernel mechanism the sandbox builds on, as this process found it ([`host_support`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mechanism {
+    /// `landlock`, `netns`, `mntns+pidns` or `seccomp`.
+    pub name: &'static str,
+    /// `Ok` with what is used (`yes`, `ABI 6`, `in a user namespace`), or `Err` with why it is unavailable.
+    pub state: Result<String, String>,
+}
+
+/// The kernel mechanisms sandboxed calls of this process will find, from the same cached probes
+/// those calls use ([`crate::warm_up`] starts them): no child process of its own after the
+/// first call, so a front end can show it at start. What a call then enforces also depends on
+/// `accept_weaker`; `steward doctor` checks each protection end to end instead.
+pub fn host_support() -> Vec<Mechanism> {
+    let host = Host::detect();
+    let text = |e: &dyn std::fmt::Display| e.to_string();
+    vec![
+        Mechanism { name: "landlock", state: host.landlock_abi.map(|abi| format!("ABI {abi}")).map_err(|e| text(&e)) },
+        Mechanism {
+            name: "netns",
+            state: host
+                .net
+                .map(|m| if m == NetMode::UserAndNet { "in a user namespace" } else { "yes" }.to_string())
+                .map_err(|e| text(&e)),
+        },
+        Mechanism { name: "mntns+pidns", state: host.ns.map(|_| "yes".to_string()).map_err(|e| text(&e)) },
+        Mechanism { name: "seccomp", state: host.seccomp.map(|()| "yes".to_string()).map_err(|e| text(&e)) },
+    ]
+}
+
 /// The protections a call will get.
 #[derive(Debug)]
 pub(crate) struct Plan {

@@ -163,20 +163,26 @@ impl Session {
         let config = load_config(&self.workspace)?;
         let trust = if config.trusted { "trusted" } else { "not trusted (`steward trust` to use its .steward/)" };
         let options = RunOptions { connect_mcp: false, ..self.options() };
-        let (prepared, probes) =
-            tokio::join!(prepare_run(config, &self.workspace, &options), steward_sandbox::doctor());
-        let prepared = prepared?;
+        let support = tokio::task::spawn_blocking(steward_sandbox::host_support);
+        let prepared = prepare_run(config, &self.workspace, &options).await?;
         let planner = if prepared.planner.kind == "classic" {
             "classic planner (no model)".to_string()
         } else {
             format!("{} · {}", prepared.planner.provider.name(), prepared.planner.model)
         };
-        let enforced = probes.iter().filter(|p| p.enforced).count();
-        let sandbox = if enforced == probes.len() {
-            format!("sandbox: all {enforced} protections enforced")
+        let support = support.await?;
+        let missing: Vec<&str> = support.iter().filter(|m| m.state.is_err()).map(|m| m.name).collect();
+        let sandbox = if missing.is_empty() {
+            let used: Vec<String> = support
+                .iter()
+                .map(|m| match m.state.as_deref() {
+                    Ok("yes") | Err(_) => m.name.to_string(),
+                    Ok(detail) => format!("{} {detail}", m.name),
+                })
+                .collect();
+            format!("sandbox: {}", used.join(", "))
         } else {
-            let missing: Vec<&str> = probes.iter().filter(|p| !p.enforced).map(|p| p.protection.as_str()).collect();
-            format!("sandbox: {enforced}/{} enforced, NOT {} (`steward doctor`)", probes.len(), missing.join(", "))
+            format!("sandbox: NO {} on this machine (`steward doctor` says what is enforced)", missing.join(", "))
         };
         eprintln!("steward · {} · {trust} · {planner} · {sandbox}", self.workspace.display());
         if let Some(c) = &self.conversation {
