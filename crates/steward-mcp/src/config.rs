@@ -459,5 +459,9 @@ mod tests {
         assert!(!filter.allows("write_file"));
         let open = ToolFilter::new("s", &McpServerConfig::stdio(["x"])).unwrap();
         assert!(open.allows("anything.at all"));
+        // What hides a tool is named, and agrees with the filter.
+        assert_eq!(config.hidden_by("read_secrets").as_deref(), Some("`tool_deny` entry \"read_secret*\""));
+        assert_eq!(config.hidden_by("write_file").as_deref(), Some("`tool_allow` (read_*, list: none matches it)"));
+        assert_eq!(config.hidden_by("read_file"), None);
     }
 }
