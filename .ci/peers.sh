@@ -108,7 +108,7 @@ export PIP_CACHE_DIR="$CACHE/pip"
 make_venv() {
   local dir="$1"; shift
   rm -rf "$dir"
-  python3 -m venv "$dir"
+  python3 -m venv "$dir" >>"$PHASE_LOG" 2>&1
   "$dir/bin/pip" install --quiet --upgrade pip >>"$PHASE_LOG" 2>&1
   "$dir/bin/pip" install "$@" >>"$PHASE_LOG" 2>&1
 }
