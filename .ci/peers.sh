@@ -116,7 +116,7 @@ make_venv() {
 # --- llama-cpp-python server -------------------------------------------------------------
 LLAMA_VENV="$CACHE/llama-cpp-python-$LLAMA_VERSION"
 if ! "$LLAMA_VENV/bin/python" -c 'import llama_cpp.server, uvicorn' >/dev/null 2>&1; then
-  phase llama-cpp-python "building llama-cpp-python $LLAMA_VERSION from source" "11 min on 2 cores"
+  phase llama-cpp-python "building llama-cpp-python $LLAMA_VERSION from source" "11 min on 2 idle cores, 20 when busy"
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
   CMAKE_BUILD_PARALLEL_LEVEL=2 \
     make_venv "$LLAMA_VENV" --verbose --no-binary llama-cpp-python "llama-cpp-python[server]==$LLAMA_VERSION"
@@ -134,7 +134,7 @@ fi
 # matrix multiplication of this llama.cpp version then crashes the server at its first batch.
 LLAMA_SERVER_DIR="$CACHE/llama-server-$LLAMA_VERSION-no-amx"
 if [ ! -x "$LLAMA_SERVER_DIR/bin/llama-server" ]; then
-  phase llama-server "building llama.cpp llama-server from the llama-cpp-python $LLAMA_VERSION sdist" "10 min on 2 cores"
+  phase llama-server "building llama.cpp llama-server from the llama-cpp-python $LLAMA_VERSION sdist" "10 min on 2 idle cores, 35 when busy"
   CMAKE_VENV="$CACHE/cmake-$CMAKE_VERSION"
   if ! "$CMAKE_VENV/bin/cmake" --version >/dev/null 2>&1; then
     make_venv "$CMAKE_VENV" "cmake==$CMAKE_VERSION"

@@ -103,7 +103,7 @@ fn a_peers_phase_prints_one_line_with_its_log_and_the_log_s_end_when_it_fails() 
     assert_eq!(
         first,
         format!(
-            "[peers] building llama-cpp-python 0.3.36 from source (about 11 min on 2 cores; log: {})",
+            "[peers] building llama-cpp-python 0.3.36 from source (about 11 min on 2 idle cores, 20 when busy; log: {})",
             log.display()
         ),
         "{err}"
