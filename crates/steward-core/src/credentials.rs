@@ -10,7 +10,8 @@ use crate::tools::command::EnvValue;
 impl Config {
     /// The values this configuration declares as credentials: the values (looked up with
     /// `env`) of every variable named in `[policy.credential_scope]`, and of every `[[tool]]`
-    /// `env = true` variable listed there too, plus every literal `[[tool]] env` value.
+    /// `env = true` variable listed there too, plus every literal `[[tool]] env` value and every
+    /// literal MCP server `env` or `headers` value under a secret-looking name.
     /// Variables on the sandbox's always-passed list (`PATH`, `HOME`, `LANG`, `LC_*` …) are
     /// left out: every sandboxed program receives them, so they are not credentials. The
     /// redactor ignores values shorter than 8 bytes.
@@ -28,6 +29,17 @@ impl Config {
             for (name, value) in &tool.env {
                 if let EnvValue::Set(text) = value
                     && !always_passed(name)
+                {
+                    values.push(text.clone());
+                }
+            }
+        }
+        // An MCP server's literal `env` or `headers` value under a secret-looking name (a
+        // project's `.mcp.json` may hold one) must not come back through what the server says.
+        for server in self.mcp_servers.values() {
+            for (name, value) in server.env.iter().chain(&server.headers) {
+                if let steward_mcp::ValueSource::Literal(text) = value
+                    && (steward_sandbox::env_name_looks_secret(name) || name.eq_ignore_ascii_case("authorization"))
                 {
                     values.push(text.clone());
                 }
@@ -53,6 +65,10 @@ name = "deploy"
 description = "d"
 command = ["true"]
 env = { FOO = "literal-value", LANG = "en_US.UTF-8", HOME = true }
+
+[mcp_servers.proj]
+command = ["srv"]
+env = { SERVICE_TOKEN = "mcp-literal-token", LOG_LEVEL = "verbose-info", REF_KEY = { env = "X" } }
 "#,
         )
         .unwrap();
@@ -64,6 +80,6 @@ env = { FOO = "literal-value", LANG = "en_US.UTF-8", HOME = true }
         };
         let mut values = config.declared_credential_values(&env);
         values.sort();
-        assert_eq!(values, ["literal-value", "s3cr3t-value-123"]);
+        assert_eq!(values, ["literal-value", "mcp-literal-token", "s3cr3t-value-123"]);
     }
 }

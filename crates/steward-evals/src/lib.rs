@@ -74,7 +74,7 @@ pub fn parse_cases(text: &str, source_name: &str) -> Result<Vec<Case>, EvalError
             return mreric::parse(text).map_err(|e| parse_error(e.to_string()));
         }
         return Err(parse_error(
-            "a JSON case file must be MrEric's golden format (an array of objects with name, task, scenario)".into(),
+            "a JSON case file must be a golden array (an array of objects with name, task, scenario)".into(),
         ));
     }
     let mut cases = case::parse_toml(text).map_err(|e| parse_error(e.to_string()))?;

@@ -54,8 +54,8 @@ pub fn missing_capability(capability: &str) -> Option<String> {
         return None;
     }
     Some(match capability {
-        "generated_tools" => "requires generated_tools: tool generation (SPEC G) is not built".into(),
-        "conversations" => "requires conversations: conversations (SPEC A6) exist in `steward serve`, but the eval \
+        "generated_tools" => "requires generated_tools: tool generation is not built".into(),
+        "conversations" => "requires conversations: conversations exist in `steward serve`, but the eval \
                             runner runs single tasks"
             .into(),
         other => format!("requires {other}, which Steward does not have"),
@@ -66,7 +66,7 @@ pub fn missing_capability(capability: &str) -> Option<String> {
 pub fn skip_reason(case: &Case, options: &EvalOptions) -> Option<String> {
     if let Some(unknown) = case.fail_roles.iter().find(|r| pipeline::role(r).is_none()) {
         return Some(format!(
-            "fails role `{unknown}`, which the role pipeline (SPEC O1) does not have (roles: {})",
+            "fails role `{unknown}`, which the role pipeline does not have (roles: {})",
             RoleName::ALL.map(|r| r.as_str()).join(", ")
         ));
     }
@@ -74,7 +74,7 @@ pub fn skip_reason(case: &Case, options: &EvalOptions) -> Option<String> {
         // Generated tools run in the tool worker, which only the `steward` binary provides.
         "generated_tools" if steward_core::generated::worker().is_some() => None,
         "generated_tools" => Some(format!(
-            "requires generated_tools: tool generation (SPEC G) needs the tool worker, which this process does not \
+            "requires generated_tools: tool generation needs the tool worker, which this process does not \
              have ({})",
             steward_core::generated::NO_WORKER
         )),
@@ -607,7 +607,7 @@ mod tests {
         let roles = Case { fail_roles: vec!["local_drafter".into()], scenario: Some("x".into()), ..Case::default() };
         assert_eq!(skip_reason(&roles, &options), None, "the runner drives the role pipeline");
         let unknown = Case { fail_roles: vec!["drafter".into()], scenario: Some("x".into()), ..Case::default() };
-        assert!(skip_reason(&unknown, &options).unwrap().contains("SPEC O1"));
+        assert!(skip_reason(&unknown, &options).unwrap().contains("role pipeline does not have"));
         let rag = Case { requires: vec!["rag".into()], scenario: Some("x".into()), ..Case::default() };
         assert_eq!(skip_reason(&rag, &options), None, "workspace search is built");
         let unknown = Case { requires: vec!["telepathy".into()], scenario: Some("x".into()), ..Case::default() };

@@ -53,7 +53,7 @@ pub enum RequestStatus {
     Revoked,
 }
 
-/// A work request (SPEC H1), as `POST /api/ledger/requests` creates it and
+/// A work request, as `POST /api/ledger/requests` creates it and
 /// `GET /api/ledger/requests/{id}` returns it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -107,7 +107,7 @@ pub struct NewWorkRequest {
     pub text: String,
 }
 
-/// The owner's approval of one request (SPEC H1), pinned to everything it was given for.
+/// The owner's approval of one request, pinned to everything it was given for.
 /// A claim must match every pin and arrive before `expires_at`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -200,7 +200,7 @@ pub struct ClaimRequest {
     pub attempt_id: String,
 }
 
-/// What became of a claim (SPEC H2).
+/// What became of a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthorityOutcome {
@@ -263,7 +263,7 @@ pub enum AttemptOutcome {
     HeadMoved,
 }
 
-/// What one check found (SPEC H6). A skipped check is never reported as passed.
+/// What one check found. A skipped check is never reported as passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
@@ -295,7 +295,7 @@ pub struct Check {
     pub log_ref: Option<String>,
 }
 
-/// Evidence binding a result to what was actually tested (SPEC H6).
+/// Evidence binding a result to what was actually tested.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]

@@ -293,6 +293,20 @@ impl McpServerConfig {
         Ok(())
     }
 
+    /// Why the server's tool `tool` is never offered, when `tool_deny` or `tool_allow` hides
+    /// it: the `tool_deny` glob that matches it, or that no `tool_allow` glob does. `None` when
+    /// both let it through.
+    pub fn hidden_by(&self, tool: &str) -> Option<String> {
+        let matches = |glob: &&String| Glob::new(glob).is_ok_and(|g| g.compile_matcher().is_match(tool));
+        if let Some(glob) = self.tool_deny.iter().find(matches) {
+            return Some(format!("`tool_deny` entry \"{glob}\""));
+        }
+        if !self.tool_allow.is_empty() && !self.tool_allow.iter().any(|g| matches(&g)) {
+            return Some(format!("`tool_allow` ({}: none matches it)", self.tool_allow.join(", ")));
+        }
+        None
+    }
+
     /// The transport, after checking the name and the transport fields.
     pub(crate) fn transport(&self, name: &str) -> Result<Transport, McpError> {
         let bad = |m: &str| Err(McpError::config(name, m));
@@ -445,5 +459,9 @@ mod tests {
         assert!(!filter.allows("write_file"));
         let open = ToolFilter::new("s", &McpServerConfig::stdio(["x"])).unwrap();
         assert!(open.allows("anything.at all"));
+        // What hides a tool is named, and agrees with the filter.
+        assert_eq!(config.hidden_by("read_secrets").as_deref(), Some("`tool_deny` entry \"read_secret*\""));
+        assert_eq!(config.hidden_by("write_file").as_deref(), Some("`tool_allow` (read_*, list: none matches it)"));
+        assert_eq!(config.hidden_by("read_file"), None);
     }
 }

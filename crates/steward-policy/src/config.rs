@@ -63,13 +63,13 @@ pub struct PolicyConfig {
     /// `[[policy.rule]]` entries.
     #[serde(rename = "rule")]
     pub rules: Vec<RuleConfig>,
-    /// Tool name or glob → names of environment variables that tool may receive (SPEC C1
-    /// `credential_scope`). A tool matched by no entry receives none.
+    /// Tool name or glob → names of environment variables that tool may receive. A tool
+    /// matched by no entry receives none.
     pub credential_scope: BTreeMap<String, Vec<String>>,
     /// `[[policy.context_rules]]`: escalations that depend on the run, not the call.
     pub context_rules: Vec<ContextRule>,
     /// In a run that has read untrusted content, an allowed call whose risk score is at least
-    /// this (in `[0, 1]`) needs approval instead (SPEC C2). `None` means 0.5.
+    /// this (in `[0, 1]`) needs approval instead. `None` means 0.5.
     #[cfg_attr(feature = "schema", schemars(extend("default" = crate::DEFAULT_TAINT_ESCALATION_RISK)))]
     pub taint_escalation_risk: Option<f64>,
     /// Globs over workspace-relative paths whose content is not the user's (vendored code,
@@ -77,11 +77,11 @@ pub struct PolicyConfig {
     /// may lie under) taints the run like MCP output. A path matches when it or one of its
     /// parent directories matches (`vendor` covers `vendor/a/b.c`); `/` is matched literally.
     pub untrusted_paths: Vec<String>,
-    /// `[policy.risk]`: what the risk score counts (SPEC C2).
+    /// `[policy.risk]`: what the risk score counts.
     pub risk: RiskConfig,
 }
 
-/// `[policy.risk]`: the lists the risk score reads a call's arguments with (SPEC C2). Every
+/// `[policy.risk]`: the lists the risk score reads a call's arguments with. Every
 /// field is optional; an empty list is taken as written (nothing matches).
 ///
 /// The score of a call is the sum of these contributions, clamped to `[0, 1]`:
@@ -136,7 +136,7 @@ pub const DEFAULT_SOURCE_PATHS: &[&str] =
 pub const DEFAULT_DESTRUCTIVE_OPTIONS: &[&str] =
     &["--force", "-f", "--hard", "-D", "--delete", "--prune", "--no-verify", "--mirror"];
 
-/// One `[[policy.context_rules]]` entry (SPEC C1 `context_rules`). It only ever escalates:
+/// One `[[policy.context_rules]]` entry (`context_rules`). It only ever escalates:
 /// an allowed call of a matching tool becomes *ask*; deny and ask stay as they are.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
@@ -186,7 +186,7 @@ impl std::fmt::Display for ArgvExample {
 ///
 /// # Shell command rules (`argv`)
 ///
-/// A rule with `argv` judges the simple commands of a `shell_command` call (SPEC T4; its
+/// A rule with `argv` judges the simple commands of a `shell_command` call (its
 /// `tool` must match `shell_command`). The command line is first split into simple commands
 /// (`;` `&&` `||` `|` `&` newlines, `$(…)`, backquotes, `<(…)`, `( … )`, `{ …; }`), and each
 /// is normalised: `NAME=value` prefixes and transparent wrappers (`env`, `time`, `nohup`,
@@ -306,7 +306,7 @@ pub struct RuleConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_match: Vec<ArgvExample>,
     /// Seconds an approval request for a call this rule matches stays open, instead of
-    /// `approval_timeout_seconds` (SPEC C4 per-action expiry; at least 1). It applies whatever
+    /// `approval_timeout_seconds` (per-action expiry; at least 1). It applies whatever
     /// decided the call, as soon as the rule matches it (its tool and paths, or its `argv` one
     /// of the line's simple commands); among several, the shortest wins.
     #[serde(default, skip_serializing_if = "Option::is_none")]

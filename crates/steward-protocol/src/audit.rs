@@ -3,7 +3,7 @@ use serde_json::Value;
 
 use crate::Timestamp;
 
-/// Outcome of an audited decision or execution (SPEC C6).
+/// Outcome of an audited decision or execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AuditOutcome {

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-/// Error classes shared by providers, tools, the loop and stores (SPEC P5, R3, E).
+/// Error classes shared by providers, tools, the loop and stores.
 ///
 /// Serialised in snake_case (`missing_api_key`, `provider_unreachable`, …); these strings are
 /// part of the JSON event interface.

@@ -3,7 +3,7 @@ use serde_json::Value;
 
 use crate::{ErrorClass, Timestamp, Usage};
 
-/// Why a run stopped (SPEC A1). Serialised in snake_case.
+/// Why a run stopped. Serialised in snake_case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
@@ -40,7 +40,7 @@ impl StopReason {
     }
 }
 
-/// One event of a run, as published and persisted (SPEC R2).
+/// One event of a run, as published and persisted.
 ///
 /// JSON shape: `{"event": "<name>", "run_id": "run_…", "seq": 3, "at": "<RFC 3339>", …fields}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,7 +58,7 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-/// Who plays one role of a run (SPEC R1, P9).
+/// Who plays one role of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RoleModel {
@@ -85,7 +85,7 @@ pub struct ContextChunk {
     pub score: f64,
 }
 
-/// Event names and fields (SPEC R2). Tagged by `event` in snake_case.
+/// Event names and fields. Tagged by `event` in snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -110,7 +110,7 @@ pub enum EventKind {
         /// planner or when there are none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         instruction_files: Vec<String>,
-        /// Provider and model of each role of the run (SPEC R1, P9), in pipeline order: the
+        /// Provider and model of each role of the run, in pipeline order: the
         /// planner alone in loop mode, every stage in roles mode; empty for the classic planner
         /// in loop mode. Absent in runs recorded before it existed.
         #[serde(default)]
@@ -335,7 +335,7 @@ pub enum EventKind {
         reason: String,
     },
     /// Chunks of the workspace search index matching the task were looked up for the model
-    /// planner's context (SPEC K, A3); `chunks` lists those given, best first (empty when
+    /// planner's context; `chunks` lists those given, best first (empty when
     /// none matched).
     ContextRetrieved {
         /// What was looked up (the task), redacted.

@@ -3,7 +3,7 @@ use serde_json::Value;
 
 use crate::Timestamp;
 
-/// A tool's risk level (SPEC T1), from `safe` to `dangerous`.
+/// A tool's risk level, from `safe` to `dangerous`.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -22,7 +22,7 @@ pub enum RiskLevel {
 }
 
 impl RiskLevel {
-    /// The base risk score in `[0, 1]` for this level (SPEC C2).
+    /// The base risk score in `[0, 1]` for this level.
     pub fn base_score(self) -> f64 {
         match self {
             RiskLevel::Safe => 0.0,
@@ -77,7 +77,7 @@ pub struct ToolSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path_inputs: Vec<String>,
     /// True when the tool's output may carry text from outside the user's control (command
-    /// output, web pages, MCP results): once a run has seen it, the run is tainted (SPEC C2).
+    /// output, web pages, MCP results): once a run has seen it, the run is tainted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub untrusted_output: bool,
 }
@@ -93,7 +93,7 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
-/// The three decisions of the gate (SPEC C1).
+/// The three decisions of the gate.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -129,18 +129,18 @@ pub struct Decision {
     pub risk: f64,
     /// Human-readable reasons, shown to the user and the model.
     pub reasons: Vec<String>,
-    /// What the risk score is made of, in the order it was added up (SPEC C2); empty when the
+    /// What the risk score is made of, in the order it was added up; empty when the
     /// score was not computed from the call (an unknown tool scores 1).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub risk_factors: Vec<RiskFactor>,
     /// How long an approval request for this call stays open, when a `[[policy.rule]]` or
-    /// the tool's `[[tool]]` entry sets it (SPEC C4 per-action expiry); `None`: the default
+    /// the tool's `[[tool]]` entry sets it (per-action expiry); `None`: the default
     /// (`approval_timeout_seconds`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_ttl: Option<ApprovalTtl>,
 }
 
-/// One contribution to a risk score (SPEC C2).
+/// One contribution to a risk score.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RiskFactor {
     /// What contributes: `risk_level`, `writes`, `protected_path`, `many_files`, `deletes`,
@@ -152,7 +152,7 @@ pub struct RiskFactor {
     pub detail: String,
 }
 
-/// A per-action approval expiry (SPEC C4) and where it was configured.
+/// A per-action approval expiry and where it was configured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalTtl {
     /// Seconds an approval request stays open (at least 1).
@@ -190,7 +190,7 @@ impl Decision {
     }
 }
 
-/// Status of an approval request (SPEC C4).
+/// Status of an approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
@@ -228,7 +228,7 @@ impl ApprovalStatus {
     }
 }
 
-/// A request for a human decision on one tool call (SPEC C4).
+/// A request for a human decision on one tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalRequest {

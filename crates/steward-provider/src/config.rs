@@ -102,7 +102,7 @@ pub struct ProviderConfig {
     /// Stream replies over SSE (default true).
     #[serde(default = "yes")]
     pub stream: bool,
-    /// Recover tool calls written as text (SPEC P8; default true).
+    /// Recover tool calls written as text (default true).
     #[serde(default = "yes")]
     pub text_tool_calls: bool,
     /// The text tool-call format the models of this provider write: one name

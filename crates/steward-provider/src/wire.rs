@@ -19,7 +19,7 @@ use crate::{DeltaSink, Provider, ProviderError};
 pub(crate) struct Settings {
     /// Stream replies over SSE.
     pub stream: bool,
-    /// Recover tool calls written as text (SPEC P8).
+    /// Recover tool calls written as text.
     pub recover: bool,
     /// The text tool-call format per model (`None`: detect).
     pub tool_call_format: Option<crate::formats::ToolCallFormatSetting>,

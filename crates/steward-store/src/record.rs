@@ -193,7 +193,7 @@ pub enum RollbackStatus {
     Failed,
 }
 
-/// The compensating action registered by one writing tool call (SPEC C5). The audit record of
+/// The compensating action registered by one writing tool call. The audit record of
 /// the call carries `token`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RollbackRecord {
@@ -219,7 +219,7 @@ pub struct RollbackRecord {
     pub undone_at: Option<Timestamp>,
 }
 
-/// How far a remembered approval reaches (SPEC C4: once, this run, this workspace). A
+/// How far a remembered approval reaches (once, this run, this workspace). A
 /// one-time approval is not remembered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -267,7 +267,7 @@ impl RollbackRecord {
     }
 }
 
-/// A fact an owner asked to remember (SPEC A5). Shown to the model of every run of that owner.
+/// A fact an owner asked to remember. Shown to the model of every run of that owner.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FactRecord {
@@ -283,7 +283,7 @@ pub struct FactRecord {
     pub created_at: Timestamp,
 }
 
-/// A decision on an approval request made outside the process running the call (SPEC C4):
+/// A decision on an approval request made outside the process running the call:
 /// the web UI answering a run that executes in a terminal. The running process answers with
 /// its own decision token; the orchestrator still checks owner and expiry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -304,7 +304,7 @@ pub struct ApprovalDecisionRecord {
     pub created_at: Timestamp,
 }
 
-/// A long-lived conversation of the web UI (SPEC A6): one task at a time, each task an
+/// A long-lived conversation of the web UI: one task at a time, each task an
 /// ordinary run; the last turns are given to the model as context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConversationRecord {
@@ -343,7 +343,7 @@ pub struct ConversationTurn {
     pub at: Timestamp,
 }
 
-/// A bearer token of Steward's MCP endpoint (`/mcp` of `steward serve`, SPEC M2): whose it is,
+/// A bearer token of Steward's MCP endpoint (`/mcp` of `steward serve`): whose it is,
 /// what it may do, and whether it still works. The secret itself is never stored, only its
 /// SHA-256 ([`McpTokenRecord::token_hash`]); `Debug` leaves the hash out too.
 #[derive(Clone, PartialEq, Eq)]

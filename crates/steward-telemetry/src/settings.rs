@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::TelemetryError;
 
-/// `[telemetry]`: OpenTelemetry export of every run's trace (SPEC R3) as spans — `invoke_agent`
+/// `[telemetry]`: OpenTelemetry export of every run's trace as spans — `invoke_agent`
 /// per run, `chat` per model call, `execute_tool` per tool call — over OTLP/HTTP (protobuf).
 /// Off unless an endpoint is set here or in `OTEL_EXPORTER_OTLP_ENDPOINT` /
 /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`; `OTEL_SDK_DISABLED=true` or

@@ -35,7 +35,10 @@ pub fn trust(workspace: &Path) -> Result<u8> {
     }
     list.push(toml::Value::String(path.clone()));
     std::fs::write(&file, toml::to_string_pretty(&table)?)?;
-    println!("trusted {path}: its .steward/ configuration now applies in full ({})", file.display());
+    println!(
+        "trusted {path}: its .steward/ configuration and .mcp.json servers now apply in full ({})",
+        file.display()
+    );
     Ok(0)
 }
 
@@ -298,6 +301,8 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
         hook: &'a [steward_core::hooks::HookConfig],
         tool_call_chain: &'a [steward_core::chains::ChainConfig],
         lsp: &'a [steward_core::config::LspServerConfig],
+        /// Literal `env` and `headers` values print as `<redacted>`.
+        mcp_servers: &'a std::collections::BTreeMap<String, steward_mcp::McpServerConfig>,
     }
     let view = View {
         run: &config.run,
@@ -312,6 +317,7 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
         hook: &config.hooks,
         tool_call_chain: &config.chains,
         lsp: &config.lsp,
+        mcp_servers: &config.mcp_servers,
     };
     let redactor = redactor_for(&config);
     let defaults = config.defaults_in_effect();

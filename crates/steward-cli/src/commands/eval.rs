@@ -11,7 +11,7 @@ use crate::commands::{ProviderArgs, usage_error};
 /// `steward eval` arguments.
 #[derive(Args)]
 pub struct EvalArgs {
-    /// A case file (Steward's TOML format, or MrEric's golden JSON file) or a directory of them; default: the cases shipped with Steward.
+    /// A case file (Steward's TOML format, or a golden JSON array such as `phase9_golden_cases.json`) or a directory of them; default: the cases shipped with Steward.
     cases: Option<PathBuf>,
     /// Run only the case with this name.
     #[arg(long)]

@@ -24,7 +24,23 @@ fn manager(workspace: &Path) -> Result<(steward_core::config::Config, McpManager
 }
 
 /// What `mcp list` and `mcp tools` say when there is nothing to list.
-const NONE_CONFIGURED: &str = "no MCP servers are configured ([mcp_servers.NAME] in $XDG_CONFIG_HOME/steward/*.toml, by default ~/.config/steward/)";
+const NONE_CONFIGURED: &str = "no MCP servers are configured ([mcp_servers.NAME] in $XDG_CONFIG_HOME/steward/*.toml, by default ~/.config/steward/, or a trusted workspace's .steward/*.toml or .mcp.json)";
+
+/// The file server `name` came from: relative to `workspace` when it is inside it
+/// (`.mcp.json`, `.steward/config.toml`), else its full path (the user's configuration).
+fn source(config: &steward_core::config::Config, workspace: &Path, name: &str) -> String {
+    match config.entry_sources.get(&format!("mcp_servers.{name}")) {
+        Some(file) => {
+            let canonical = (std::fs::canonicalize(workspace), std::fs::canonicalize(file));
+            let relative = match &canonical {
+                (Ok(workspace), Ok(file)) => file.strip_prefix(workspace).ok(),
+                _ => file.strip_prefix(workspace).ok(),
+            };
+            relative.unwrap_or(file).display().to_string()
+        }
+        None => "unknown".to_string(),
+    }
+}
 
 /// `steward mcp list`: each server, whether it started, and how many tools it offers.
 pub async fn list(workspace: &Path, json: bool) -> Result<u8> {
@@ -50,17 +66,19 @@ pub async fn list(workspace: &Path, json: bool) -> Result<u8> {
         // A stdio server started outside the sandbox is named loudly.
         let unsandboxed =
             config.mcp_servers.get(&name).is_some_and(|server| server.command.is_some() && !server.sandbox);
+        let from = source(&config, workspace, &name);
         if json {
             println!(
                 "{}",
-                json!({"server": name, "state": state_text, "tools": tools, "read_only_tools": read_only, "sandboxed": !unsandboxed})
+                json!({"server": name, "state": state_text, "tools": tools, "read_only_tools": read_only,
+                    "sandboxed": !unsandboxed, "source": from})
             );
         } else if unsandboxed {
             println!(
-                "{name}: {state_text} · {tools} tool(s), {read_only} read-only by configuration · NOT SANDBOXED (sandbox = false)"
+                "{name}: {state_text} · {tools} tool(s), {read_only} read-only by configuration · NOT SANDBOXED (sandbox = false) · from {from}"
             );
         } else {
-            println!("{name}: {state_text} · {tools} tool(s), {read_only} read-only by configuration");
+            println!("{name}: {state_text} · {tools} tool(s), {read_only} read-only by configuration · from {from}");
         }
     }
     Ok(0)
@@ -102,40 +120,82 @@ pub async fn tools(workspace: &Path, server: Option<&str>, json: bool) -> Result
     Ok(0)
 }
 
-/// `steward mcp call SERVER TOOL --args JSON`: one call through the whole control layer (policy,
-/// approval, audit, redaction), as a run whose scripted planner makes exactly that call.
+/// `steward mcp call SERVER TOOL --args JSON` (or `steward mcp call SERVER__TOOL`, the name
+/// `steward mcp tools` prints): one call through the whole control layer (policy, approval,
+/// audit, redaction), as a run whose scripted planner makes exactly that call.
 ///
 /// Prints the run's progress and then the tool's result text, redacted and capped as a model
 /// would see it, on stdout. With `json`, stdout is one JSON object instead (see
-/// [`CallResult`]) and no progress is printed; prompts still go to stderr.
-pub async fn call(workspace: &Path, server: &str, tool: &str, args: &str, json: bool) -> Result<u8> {
+/// [`CallResult`]) and no progress is printed; prompts still go to stderr. A tool the server's
+/// `tool_deny` or `tool_allow` hides is refused, naming the entry.
+pub async fn call(workspace: &Path, server: &str, tool: Option<&str>, args: &str, json: bool) -> Result<u8> {
     let arguments: serde_json::Value =
         serde_json::from_str(args).map_err(|e| usage_error(&format!("--args is not JSON: {e}")))?;
-    let (_, manager) = manager(workspace)?;
+    let (config, manager) = manager(workspace)?;
     let manager = Arc::new(manager);
     let listing = manager.tools().await;
-    let Some(found) = listing.tools.iter().find(|t| t.server == server && t.tool == tool) else {
+    let found = match tool {
+        Some(tool) => listing.tools.iter().find(|t| t.server == server && t.tool == tool),
+        None => listing.tools.iter().find(|t| t.spec.name == server),
+    };
+    let Some(found) = found else {
         for failure in &listing.failures {
             eprintln!("steward: {failure}");
         }
-        return Err(usage_error(&format!(
-            "server `{server}` offers no tool `{tool}`; `steward mcp tools {server}` lists them"
-        )));
+        return Err(not_offered(&config, workspace, server, tool));
     };
     let scenario = format!(
         "[[round]]\n[[round.tool_call]]\nid = \"call_mcp\"\nname = {}\narguments_raw = {}\n[[round]]\ntext = \"(the MCP call is done)\"\n",
         toml::Value::String(found.spec.name.clone()),
         toml::Value::String(arguments.to_string())
     );
-    let result = Arc::new(CallResult::new(json));
+    let result = Arc::new(CallResult::new(json, &found.server, &found.tool));
     let observer: Arc<dyn EventObserver> = result.clone();
-    let code =
-        crate::commands::run_scripted(workspace, &scenario, &format!("mcp call {server} {tool}"), Some(observer))
-            .await?;
+    let task = format!("mcp call {} {}", found.server, found.tool);
+    let code = crate::commands::run_scripted(workspace, &scenario, &task, Some(observer)).await?;
     if json {
         println!("{}", result.json(&found.spec.name));
     }
     Ok(code)
+}
+
+/// The usage error of a call to a tool that is not offered: hidden by the server's own
+/// `tool_deny` / `tool_allow` (named, with the file that sets it), a server that is not
+/// configured, or a tool the server does not list. `tool` is `None` when `server` is the
+/// qualified name `SERVER__TOOL`.
+fn not_offered(
+    config: &steward_core::config::Config,
+    workspace: &Path,
+    server: &str,
+    tool: Option<&str>,
+) -> anyhow::Error {
+    let (server, tool) = match tool {
+        Some(tool) => (server, tool),
+        // The longest configured server name the qualified name starts with.
+        None => match config
+            .mcp_servers
+            .keys()
+            .filter_map(|name| server.strip_prefix(&format!("{name}__")).map(|tool| (name.as_str(), tool)))
+            .max_by_key(|(name, _)| name.len())
+        {
+            Some(split) => split,
+            None => {
+                return usage_error(&format!(
+                    "no MCP tool `{server}` is offered: name it as `steward mcp tools` prints it (SERVER__TOOL), or as SERVER TOOL"
+                ));
+            }
+        },
+    };
+    let Some(settings) = config.mcp_servers.get(server) else {
+        return usage_error(&format!("no MCP server `{server}` is configured; `steward mcp list` shows them"));
+    };
+    if let Some(rule) = settings.hidden_by(tool) {
+        return usage_error(&format!(
+            "tool `{tool}` of server `{server}` is denied by its {rule} ([mcp_servers.{server}] in {}): it is never offered or called",
+            source(config, workspace, server)
+        ));
+    }
+    usage_error(&format!("server `{server}` offers no tool `{tool}`; `steward mcp tools {server}` lists them"))
 }
 
 /// What `steward mcp call` shows of its run: the terminal printer's lines with the tool's
@@ -146,12 +206,18 @@ pub async fn call(workspace: &Path, server: &str, tool: &str, args: &str, json: 
 struct CallResult {
     /// `None` with `--json`: nothing but the final object goes to stdout.
     human: Option<ui::Human>,
+    /// What the run's first line names instead of its scripted planner: `server · tool`.
+    called: String,
     seen: Mutex<Value>,
 }
 
 impl CallResult {
-    fn new(json: bool) -> Self {
-        CallResult { human: (!json).then(ui::Human::default), seen: Mutex::new(json!({"status": "not_run"})) }
+    fn new(json: bool, server: &str, tool: &str) -> Self {
+        CallResult {
+            human: (!json).then(ui::Human::default),
+            called: format!("MCP server {server} · tool {tool}"),
+            seen: Mutex::new(json!({"status": "not_run"})),
+        }
     }
 
     /// The JSON object for `tool`.
@@ -165,7 +231,13 @@ impl CallResult {
 impl EventObserver for CallResult {
     fn on_event(&self, event: &Event) {
         if let Some(human) = &self.human {
-            human.on_event(event);
+            match &event.kind {
+                // The run's planner is the script making this one call: name the call instead.
+                EventKind::RunStarted { workspace, .. } => {
+                    eprintln!("steward: run {} · {} · {workspace}", event.run_id, self.called);
+                }
+                _ => human.on_event(event),
+            }
         }
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         seen["run_id"] = json!(event.run_id);

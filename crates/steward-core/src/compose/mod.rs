@@ -163,7 +163,13 @@ impl Prepared {
     }
 
     /// The run of `task` for its owner, ready to start.
-    pub fn into_run(self, task: Task) -> ReadyRun {
+    pub fn into_run(mut self, task: Task) -> ReadyRun {
+        // The classic planner reads no context block: it is given the earlier turns' tasks
+        // themselves, for "now the same in FILE".
+        if self.planner.kind == "classic" && !task.history.is_empty() {
+            let earlier = task.history.iter().map(|turn| turn.task.clone()).collect();
+            self.planner.provider = Arc::new(crate::planner::classic::ClassicConversation::new(earlier));
+        }
         ReadyRun {
             request: RunRequest {
                 task: task.task,

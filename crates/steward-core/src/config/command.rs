@@ -53,7 +53,7 @@ pub struct CommandToolConfig {
     #[serde(default, rename = "input")]
     pub inputs: Vec<InputConfig>,
     /// Seconds an approval request for a call of this tool stays open, instead of
-    /// `[policy] approval_timeout_seconds` (SPEC C4 per-action expiry; at least 1). A
+    /// `[policy] approval_timeout_seconds` (per-action expiry; at least 1). A
     /// `[[policy.rule]]` matching the call with a shorter one wins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_ttl_seconds: Option<u64>,

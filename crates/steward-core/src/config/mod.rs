@@ -28,6 +28,7 @@ mod generated;
 mod hooks;
 mod instructions;
 mod lsp;
+pub mod mcp_json;
 mod merge;
 mod network;
 mod raw;
@@ -57,6 +58,7 @@ pub use search::{DEFAULT_CONTEXT_CHUNKS, DEFAULT_MAX_FILES, SearchConfig};
 
 use files::{check_limits, claim_tool_names, note_sources, read_file, toml_files};
 use instructions::read_instructions;
+use mcp_json::read_mcp_json;
 use merge::{USER_ONLY, is_trusted, merge, merge_stricter, restrict_untrusted};
 /// A configuration error naming the file and, where known, the line (1-based).
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +79,15 @@ pub enum ConfigError {
         /// 1-based line of the offending key or value (0 when unknown).
         line: usize,
         /// What is wrong.
+        message: String,
+    },
+    /// An entry of a file holds something not understood (a `.mcp.json` server, for example);
+    /// the message names the entry.
+    #[error("{path}: {message}")]
+    Entry {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, starting with the entry.
         message: String,
     },
     /// The merged configuration is inconsistent (for example a bad policy glob).
@@ -152,14 +163,14 @@ pub struct Config {
     pub tested_compensations: BTreeMap<String, String>,
     /// Output filters, in configuration order.
     pub output_filters: Vec<OutputFilterConfig>,
-    /// `[generated_tools]` (SPEC G).
+    /// `[generated_tools]`.
     pub generated_tools: GeneratedToolsConfig,
-    /// `[[lsp]]` language servers, in configuration order (SPEC T11).
+    /// `[[lsp]]` language servers, in configuration order.
     pub lsp: Vec<LspServerConfig>,
-    /// `[telemetry]`: OpenTelemetry export of runs (SPEC R3); only the user's configuration
+    /// `[telemetry]`: OpenTelemetry export of runs; only the user's configuration
     /// sets it.
     pub telemetry: steward_telemetry::TelemetryConfig,
-    /// `[search]`: the workspace search index (SPEC K).
+    /// `[search]`: the workspace search index.
     pub search: SearchConfig,
     /// The text of the instruction files for model planners, each introduced by its path and
     /// what it applies to (see [`InstructionFile`]); `None` when there is none.
@@ -197,6 +208,11 @@ impl Config {
     /// `[policy]` only `blocked_actions`, `deny_path`, `context_rules`, `untrusted_paths`,
     /// `max_tool_calls_per_run` and rules that deny or ask are kept — added to the user's, never
     /// replacing them. Everything ignored is listed in [`Config::warnings`].
+    ///
+    /// A trusted workspace's `.mcp.json` (the `mcpServers` other clients read, see
+    /// [`mcp_json`]) adds its servers to `[mcp_servers]`; a server of that name in Steward's own
+    /// files wins. A `.mcp.json` that cannot be read or understood is left out with a warning
+    /// naming the file and the problem; an untrusted workspace's is left out with a warning.
     pub fn load(user_dir: Option<&Path>, workspace: &Path) -> Result<Config, ConfigError> {
         let user_files = match user_dir {
             Some(dir) => {
@@ -244,11 +260,12 @@ impl Config {
                 }
             }
         }
+        let mcp_json = read_mcp_json(workspace, trusted, &mut merged, &mut entry_sources, &mut warnings);
         let raw: RawConfig = toml::Value::Table(merged)
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError::Resolve(e.message().to_string()))?;
         let mut config = Config::resolve(raw)?;
-        config.sources = user_files.into_iter().chain(workspace_files).collect();
+        config.sources = user_files.into_iter().chain(workspace_files).chain(mcp_json).collect();
         config.entry_sources = entry_sources;
         config.trusted = trusted;
         for name in &config.sandbox.env_allow {
@@ -266,7 +283,7 @@ impl Config {
     /// True when `tool` declares a `compensate` command and the user's configuration records a
     /// passed `steward tools test-compensation` for exactly this definition (any change to
     /// the `[[tool]]` entry needs a new test). Such a tool is rolled back like the built-in
-    /// writers, so the policy may allow it without asking (SPEC C5).
+    /// writers, so the policy may allow it without asking.
     pub fn compensation_tested(&self, tool: &CommandToolConfig) -> bool {
         matches!(tool.compensate, Some(Compensate::Command(_)))
             && self.tested_compensations.get(&tool.name).is_some_and(|digest| *digest == tool.definition_sha256())

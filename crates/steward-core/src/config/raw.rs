@@ -11,7 +11,7 @@ use super::{
     SandboxSettings, home_paths,
 };
 
-/// Agent-loop limits (SPEC A1, A2). All optional in files; defaults in [`Limits::default`](super::Limits::default).
+/// Agent-loop limits. All optional in files; defaults in [`Limits::default`](super::Limits::default).
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,7 +57,7 @@ pub struct RawRun {
     pub provider: Option<String>,
     /// Model id.
     pub model: Option<String>,
-    /// `loop` (default: the planner answers) or `roles` (the role pipeline, SPEC O1–O3).
+    /// `loop` (default: the planner answers) or `roles` (the role pipeline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<RunMode>,
     /// What a call that needs approval does when nobody can answer on the terminal (stdin is
@@ -86,7 +86,7 @@ pub enum ApprovalsMode {
     Wait,
 }
 
-/// `[roles.NAME]`: who plays one role of the role pipeline (SPEC O1, P9).
+/// `[roles.NAME]`: who plays one role of the role pipeline.
 ///
 /// ```toml
 /// [roles.local_drafter]
@@ -169,7 +169,7 @@ impl RawRoles {
     }
 }
 
-/// Sandbox settings (SPEC C3).
+/// Sandbox settings.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -216,7 +216,7 @@ impl RawSandbox {
     }
 }
 
-/// `[shell]`: the `shell_command` tool (SPEC T4). Off by default.
+/// `[shell]`: the `shell_command` tool. Off by default.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -262,7 +262,7 @@ pub struct RawConfig {
     /// `[providers.NAME]`
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
-    /// `[roles.NAME]` (SPEC O1)
+    /// `[roles.NAME]`
     pub roles: Option<RawRoles>,
     /// `[policy]`
     pub policy: Option<PolicyConfig>,
@@ -278,28 +278,28 @@ pub struct RawConfig {
     pub tested_compensations: BTreeMap<String, String>,
     /// `[shell]`
     pub shell: Option<RawShell>,
-    /// `[mcp_servers.NAME]` (SPEC M1)
+    /// `[mcp_servers.NAME]`
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, steward_mcp::McpServerConfig>,
-    /// `[[hook]]` (SPEC T9)
+    /// `[[hook]]`
     #[serde(default, rename = "hook")]
     pub hooks: Vec<HookConfig>,
-    /// `[[tool_call_chain]]` (SPEC T6)
+    /// `[[tool_call_chain]]`
     #[serde(default, rename = "tool_call_chain")]
     pub chains: Vec<ChainConfig>,
-    /// `[[tool]]`: user-defined command tools (SPEC T5; format in [`crate::tools::command`]).
+    /// `[[tool]]`: user-defined command tools (format in [`crate::tools::command`]).
     #[serde(default, rename = "tool")]
     pub tools: Vec<CommandToolConfig>,
-    /// `[[output_filter]]` (SPEC T8; format in [`crate::tools::filter`]).
+    /// `[[output_filter]]` (format in [`crate::tools::filter`]).
     #[serde(default, rename = "output_filter")]
     pub output_filters: Vec<OutputFilterConfig>,
-    /// `[generated_tools]` (SPEC G)
+    /// `[generated_tools]`
     pub generated_tools: Option<super::GeneratedToolsConfig>,
-    /// `[[lsp]]`: language servers behind the `lsp_*` tools (SPEC T11).
+    /// `[[lsp]]`: language servers behind the `lsp_*` tools.
     #[serde(default)]
     pub lsp: Vec<super::LspServerConfig>,
-    /// `[telemetry]` (SPEC R3; user configuration only)
+    /// `[telemetry]` (user configuration only)
     pub telemetry: Option<steward_telemetry::TelemetryConfig>,
-    /// `[search]` (SPEC K)
+    /// `[search]`
     pub search: Option<super::SearchConfig>,
 }

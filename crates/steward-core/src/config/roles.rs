@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunMode {
-    /// The single-agent loop (SPEC A1): the planner's answer is the run's answer.
+    /// The single-agent loop: the planner's answer is the run's answer.
     #[default]
     Loop,
-    /// The role pipeline (SPEC O1–O3): planner, drafters, critic, reviewer, synthesizer.
+    /// The role pipeline: planner, drafters, critic, reviewer, synthesizer.
     Roles,
 }
 
@@ -33,7 +33,7 @@ impl RunMode {
     }
 }
 
-/// The roles of the pipeline (SPEC O1), in the order they run.
+/// The roles of the pipeline, in the order they run.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

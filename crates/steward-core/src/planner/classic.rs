@@ -1,4 +1,4 @@
-//! The classic planner (SPEC A4): deterministic keyword rules, offline, no model.
+//! The classic planner: deterministic keyword rules, offline, no model.
 //!
 //! It is an ordinary [`Provider`] so the loop treats both planners alike. Given a
 //! conversation it does one of three things:
@@ -22,6 +22,10 @@
 //! | `list files [in DIR]`, `ls [DIR]`, `what files are in DIR`; `recursively` | `list {path, recursive?}` |
 //! | `search for TEXT [in PATH]`, `find TEXT`, `grep TEXT` | `search {query, path?}` |
 //! | `read FILE`, `show FILE`, `cat FILE`, `open FILE` | `read {path}` |
+//! | `now the same in FILE`, `do the same for FILE`, `same in FILE` (a later turn of a conversation) | the newest earlier task's call that names a path, with `path` = FILE |
+//!
+//! Earlier turns reach the planner as their tasks ([`ClassicConversation`]), never from text
+//! in the request, which a file or a tool result could have written.
 
 use std::sync::OnceLock;
 
@@ -76,19 +80,83 @@ impl Provider for ClassicPlanner {
     }
 }
 
+/// The classic planner in a later turn of a conversation: it also knows the tasks of the
+/// earlier turns, so "now the same in FILE" repeats the newest one that names a path.
+#[derive(Debug, Clone, Default)]
+pub struct ClassicConversation {
+    /// The earlier turns' tasks, oldest first.
+    earlier_tasks: Vec<String>,
+}
+
+impl ClassicConversation {
+    /// The planner of a turn that follows `earlier_tasks` (oldest first).
+    pub fn new(earlier_tasks: Vec<String>) -> Self {
+        ClassicConversation { earlier_tasks }
+    }
+}
+
+#[async_trait]
+impl Provider for ClassicConversation {
+    fn name(&self) -> &str {
+        CLASSIC
+    }
+
+    fn default_model(&self) -> &str {
+        CLASSIC
+    }
+
+    /// Never fails, as [`ClassicPlanner`].
+    async fn stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError> {
+        let (text, tool_calls) = respond_after(request, &self.earlier_tasks);
+        for piece in text.split_inclusive('\n') {
+            on_delta(StreamDelta::Text { text: piece.to_string() });
+        }
+        let finish = if tool_calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls };
+        Ok(ChatResponse {
+            text,
+            tool_calls,
+            finish_reason: Some(finish),
+            model: CLASSIC.to_string(),
+            ..ChatResponse::default()
+        })
+    }
+
+    async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        Ok(vec![CLASSIC.to_string()])
+    }
+}
+
 /// Decides the reply to a conversation: `(text, tool calls)`.
 fn respond(request: &ChatRequest) -> (String, Vec<ToolCall>) {
+    respond_after(request, &[])
+}
+
+/// [`respond`] in a turn that follows `earlier_tasks` (oldest first).
+fn respond_after(request: &ChatRequest, earlier_tasks: &[String]) -> (String, Vec<ToolCall>) {
     let last = request.messages.iter().rev().find(|m| matches!(m.role, Role::User | Role::Tool));
     match last {
         Some(message) if message.role == Role::Tool => (summarise_results(&request.messages), Vec::new()),
-        Some(task) => plan(task, request),
+        Some(task) => plan(task, request, earlier_tasks),
         None => (help_text(), Vec::new()),
     }
 }
 
 /// Maps the task to one call of an offered tool, or explains why it cannot.
-fn plan(task: &Message, request: &ChatRequest) -> (String, Vec<ToolCall>) {
-    let Some((tool, arguments)) = interpret(&task.content) else {
+fn plan(task: &Message, request: &ChatRequest, earlier_tasks: &[String]) -> (String, Vec<ToolCall>) {
+    let understood = match interpret(&task.content) {
+        Some(call) => Some(call),
+        None => match follow_up(&task.content, earlier_tasks) {
+            FollowUp::NotOne => None,
+            FollowUp::Repeats(call) => Some(call),
+            FollowUp::NothingToRepeat(path) => {
+                let text = format!(
+                    "I understood this as \"the same in {path}\", but no earlier task of this conversation is one I can repeat in another file (replace, read, list, search, diff or log with a path), so I did nothing.\n"
+                );
+                return (text, Vec::new());
+            }
+        },
+    };
+    let Some((tool, arguments)) = understood else {
         return (help_text(), Vec::new());
     };
     if !request.tools.iter().any(|spec| spec.name == tool) {
@@ -113,6 +181,40 @@ pub fn interpret(task: &str) -> Option<(&'static str, Value)> {
         .or_else(|| list_call(&task))
         .or_else(|| search_call(&task))
         .or_else(|| read_call(&task))
+}
+
+/// What a task says as a follow-up to earlier turns.
+enum FollowUp {
+    /// Not "the same in FILE".
+    NotOne,
+    /// The newest earlier task's call that names a path, with the new path.
+    Repeats((&'static str, Value)),
+    /// "The same in FILE" (holds FILE), but no earlier task has a call with a path.
+    NothingToRepeat(String),
+}
+
+/// "now the same in FILE" / "do the same for FILE" / "same thing in FILE": the newest of
+/// `earlier_tasks` whose call has a `path` argument, with `path` replaced by FILE.
+fn follow_up(task: &str, earlier_tasks: &[String]) -> FollowUp {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        compile(&format!(
+            r"(?i)^(?:(?:now|and|also|then)\s+)*(?:do\s+)?(?:the\s+)?same(?:\s+thing)?(?:\s+again)?\s+(?:in|for|to|on|with)\s+(?:the\s+)?(?:file\s+)?(?P<path>{QUOTED}|\S+)(?:\s+too|\s+as\s+well)?$"
+        ))
+    });
+    let Some(path) = re.captures(&tidy(task)).and_then(|caps| group(&caps, "path")) else {
+        return FollowUp::NotOne;
+    };
+    let repeated = earlier_tasks.iter().rev().find_map(|earlier| {
+        let (tool, mut arguments) = interpret(earlier)?;
+        arguments.get("path")?;
+        arguments["path"] = json!(path);
+        Some((tool, arguments))
+    });
+    match repeated {
+        Some(call) => FollowUp::Repeats(call),
+        None => FollowUp::NothingToRepeat(path),
+    }
 }
 
 /// Trims, drops a trailing `.`, `?` or `!` and a leading "please" / "can you" / "could you".
@@ -351,6 +453,20 @@ mod tests {
         for task in ["replace a with b in c", "git status", "diff", "git log", "ls", "grep x", "read y"] {
             assert!(interpret(task).is_some(), "{task}");
         }
+    }
+
+    #[test]
+    fn the_same_in_another_file_repeats_the_newest_call_with_a_path() {
+        let earlier = ["replace 'old' with 'new' in note.txt".to_string(), "git status".to_string()];
+        let FollowUp::Repeats((tool, args)) = follow_up("now the same in README.md", &earlier) else {
+            panic!("a follow-up")
+        };
+        assert_eq!((tool, args), ("edit", json!({"path": "README.md", "old": "old", "new": "new"})));
+        assert!(matches!(follow_up("do the same for `b.txt`.", &earlier), FollowUp::Repeats(("edit", _))));
+        assert!(
+            matches!(follow_up("same in x", &["git status".to_string()]), FollowUp::NothingToRepeat(p) if p == "x")
+        );
+        assert!(matches!(follow_up("read the same file", &earlier), FollowUp::NotOne));
     }
 
     #[test]
