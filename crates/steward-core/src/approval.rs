@@ -100,6 +100,53 @@ pub async fn wait_for_answer(
     }
 }
 
+/// The hash of the call an approval request shows: lowercase hex SHA-256 of the compact JSON
+/// array `["steward-call-v1", tool, arguments]`, the arguments (as the request holds them,
+/// redacted) with object keys sorted at every depth. A front end that decides an approval
+/// sends the hash of the call it showed; the run compares it with the hash of the call it is
+/// about to run and refuses on a mismatch (the stored request was changed in between).
+pub fn call_hash(request: &ApprovalRequest) -> String {
+    use sha2::Digest;
+    let mut text = String::from("[\"steward-call-v1\",");
+    text.push_str(&serde_json::Value::from(request.tool.as_str()).to_string());
+    text.push(',');
+    canonical(&request.arguments, &mut text);
+    text.push(']');
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Compact JSON of `value` with object keys sorted by their bytes at every depth.
+fn canonical(value: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(key.as_str()).to_string());
+                out.push(':');
+                canonical(item, out);
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
 /// The first element of the array a decision token signs: names the set of bound fields, so a
 /// token minted over another set can never verify.
 const TOKEN_VERSION: &str = "steward-approval-v2";
@@ -196,12 +243,13 @@ mod tests {
 
     #[async_trait]
     impl Approver for Slow {
-        async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+        async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
             tokio::time::sleep(self.0).await;
             ApprovalAnswer::Approve {
                 token: token.to_string(),
                 decided_by: "local:alice".into(),
                 scope: ApprovalScope::Once,
+                call_hash: call_hash(request),
             }
         }
     }
@@ -252,6 +300,22 @@ mod tests {
         });
         let got = answer_of(&interrupt, &Slow(10 * minute), 30 * minute).await;
         assert_eq!(got, Err(Interrupt::Cancelled));
+    }
+
+    #[test]
+    fn the_call_hash_is_bound_to_the_tool_and_arguments_not_their_key_order() {
+        let req = request();
+        let same = ApprovalRequest {
+            arguments: serde_json::json!({"new": "y", "old": "x", "path": "a.txt"}),
+            id: "apr_other".into(),
+            ..req.clone()
+        };
+        assert_eq!(call_hash(&req), call_hash(&same));
+        let changed = ApprovalRequest { arguments: serde_json::json!({"path": "b.txt", "old": "x", "new": "y"}), ..req.clone() };
+        assert_ne!(call_hash(&req), call_hash(&changed));
+        let other_tool = ApprovalRequest { tool: "write".into(), ..req.clone() };
+        assert_ne!(call_hash(&req), call_hash(&other_tool));
+        assert_eq!(call_hash(&req).len(), 64);
     }
 
     #[test]

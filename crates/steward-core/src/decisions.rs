@@ -58,6 +58,9 @@ pub enum ApprovalAnswer {
         decided_by: String,
         /// Once, or remembered for the run or the workspace.
         scope: ApprovalScope,
+        /// [`call_hash`](crate::approval::call_hash) of the request as the approver was shown
+        /// it; the run refuses the approval when it is not the hash of the call it would run.
+        call_hash: String,
     },
     /// Rejected by `decided_by`.
     Reject {
@@ -97,8 +100,10 @@ pub struct Decided<A> {
 /// the queue holds for the request).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// Approve once, or remember it for the run or the workspace.
-    Approve(ApprovalScope),
+    /// Approve once, or remember it for the run or the workspace; with the
+    /// [`call_hash`](crate::approval::call_hash) of the call the approver was shown, or `None`
+    /// for a front end of this process that showed the request as this queue holds it.
+    Approve(ApprovalScope, Option<String>),
     /// Deny, with a reason shown to the model.
     Deny(String),
 }
@@ -111,11 +116,13 @@ impl Verdict {
             let reason = if record.reason.is_empty() { "denied by the owner" } else { record.reason.as_str() };
             return Verdict::Deny(reason.to_string());
         }
-        Verdict::Approve(match record.scope.as_str() {
+        let scope = match record.scope.as_str() {
             "run" => ApprovalScope::Run,
             "workspace" => ApprovalScope::Workspace,
             _ => ApprovalScope::Once,
-        })
+        };
+        // A record without a hash (written before decisions carried one) matches no call.
+        Verdict::Approve(scope, Some(record.call_hash.clone()))
     }
 }
 
@@ -369,7 +376,12 @@ impl DecisionQueue {
         submit(&self.approvals, self.clock.as_ref(), id, Some(decided_by), via, |asked| {
             let decided_by = decided_by.to_string();
             Ok(match verdict {
-                Verdict::Approve(scope) => ApprovalAnswer::Approve { token: asked.token.clone(), decided_by, scope },
+                Verdict::Approve(scope, call_hash) => ApprovalAnswer::Approve {
+                    token: asked.token.clone(),
+                    decided_by,
+                    scope,
+                    call_hash: call_hash.unwrap_or_else(|| crate::approval::call_hash(&asked.request)),
+                },
                 Verdict::Deny(reason) => ApprovalAnswer::Reject { reason, decided_by },
             })
         })

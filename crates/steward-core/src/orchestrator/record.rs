@@ -20,6 +20,8 @@ pub(super) enum Rule {
     NoApprover,
     /// The owner (or someone who is not the owner) said no.
     RejectedByOwner,
+    /// An approval named another call than the one the run would run.
+    CallMismatch,
     /// A hook ran after a change.
     Hook,
     /// A connection through the egress proxy.
@@ -33,6 +35,7 @@ impl Rule {
             Rule::ApprovalExpired => "approval_expired",
             Rule::NoApprover => "no_approver",
             Rule::RejectedByOwner => "rejected_by_owner",
+            Rule::CallMismatch => "call_mismatch",
             Rule::Hook => "hook",
             Rule::EgressProxy => "egress_proxy",
         }
