@@ -240,6 +240,14 @@ fn exfiltration_a_registered_generated_tool_is_a_sink_and_its_fetches_are_audite
     let detail = egress[0]["detail"].as_str().unwrap();
     assert!(detail.contains("status 200") && detail.contains("2 bytes received"), "{detail}");
     assert!(!detail.contains("hello"), "the query is not recorded: {detail}");
+    // The call's own record names the sandbox profile and the id of that sandboxed execution.
+    let ran = audit
+        .iter()
+        .find(|r| r["action"] == "backup_notes" && r["sandbox"].as_str().is_some_and(|s| !s.is_empty()))
+        .unwrap_or_else(|| panic!("the call's record names its sandbox: {audit:?}"));
+    let sandbox = ran["sandbox"].as_str().unwrap();
+    let (profile, id) = sandbox.split_once("; ").unwrap_or_else(|| panic!("{sandbox}"));
+    assert!(profile.starts_with("generated:") && id.starts_with("sbx_"), "{sandbox}");
 }
 
 /// Names a built-in tool or an MCP server's tools could mean are never generated.

@@ -96,9 +96,11 @@ impl AuditRecord {
         self
     }
 
-    /// The sandbox profile the call (or hook) ran under.
+    /// The sandbox profile the call (or hook) ran under, followed by an id of this sandboxed
+    /// execution (`PROFILE; sbx_…`) that tells two executions under one profile apart; empty
+    /// when it ran unconfined.
     pub(super) fn sandbox(mut self, profile: &str) -> Self {
-        self.entry.sandbox = profile.to_string();
+        self.entry.sandbox = if profile.is_empty() { String::new() } else { format!("{profile}; {}", new_id("sbx_")) };
         self
     }
 

@@ -70,10 +70,11 @@ impl<D: Dialect> SqlStore<D> {
         path: String,
         write: Pool<D::DB>,
         read: Pool<D::DB>,
-        anchor: Option<std::path::PathBuf>,
+        options: &crate::StoreOptions,
         dialect: D,
     ) -> Self {
-        let shared = Arc::new(Shared { path, deferred: Mutex::new(None), anchor, dialect });
+        let (anchor, audit_key) = (options.audit_anchor.clone(), options.audit_key.clone());
+        let shared = Arc::new(Shared { path, deferred: Mutex::new(None), anchor, audit_key, dialect });
         let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
         tokio::spawn(writer::run(write, Arc::clone(&shared), receiver));
         SqlStore { shared, read, queue }
