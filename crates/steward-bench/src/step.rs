@@ -304,8 +304,9 @@ async fn measure(
     let dir = tempfile::tempdir()?;
     let workspace = dir.path().join("ws");
     std::fs::create_dir(&workspace)?;
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open_state_dir(dir.path(), keyed(StoreOptions { durability, ..Default::default() })).await?);
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open_state_dir(dir.path(), keyed(StoreOptions { durability, ..Default::default() })).await?,
+    );
     let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let mut tools = ToolRegistry::new();
     tools.insert(Arc::new(NoopRead(ToolSpec {

@@ -184,7 +184,8 @@ impl Home {
                 anyhow::bail!("{} is readable by others (mode {mode:o}); run chmod 600 on it", path.display());
             }
             let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
-            return AuditKey::new(bytes).with_context(|| format!("{} holds a key shorter than 16 bytes", path.display()));
+            return AuditKey::new(bytes)
+                .with_context(|| format!("{} holds a key shorter than 16 bytes", path.display()));
         }
         let key = AuditKey::generate();
         match write_private(&path, key.to_hex().as_bytes()) {

@@ -311,7 +311,8 @@ mod tests {
             ..req.clone()
         };
         assert_eq!(call_hash(&req), call_hash(&same));
-        let changed = ApprovalRequest { arguments: serde_json::json!({"path": "b.txt", "old": "x", "new": "y"}), ..req.clone() };
+        let changed =
+            ApprovalRequest { arguments: serde_json::json!({"path": "b.txt", "old": "x", "new": "y"}), ..req.clone() };
         assert_ne!(call_hash(&req), call_hash(&changed));
         let other_tool = ApprovalRequest { tool: "write".into(), ..req.clone() };
         assert_ne!(call_hash(&req), call_hash(&other_tool));

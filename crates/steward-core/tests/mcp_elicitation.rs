@@ -277,7 +277,12 @@ async fn nobody_to_ask_declines() {
     impl Approver for ApprovesOnly {
         async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
             let call_hash = steward_core::approval::call_hash(request);
-            ApprovalAnswer::Approve { token: token.into(), decided_by: OWNER.into(), scope: ApprovalScope::Once, call_hash }
+            ApprovalAnswer::Approve {
+                token: token.into(),
+                decided_by: OWNER.into(),
+                scope: ApprovalScope::Once,
+                call_hash,
+            }
         }
     }
     let dir = tempfile::tempdir().unwrap();

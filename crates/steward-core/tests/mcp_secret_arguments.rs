@@ -25,7 +25,12 @@ struct Approves;
 impl Approver for Approves {
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
         let call_hash = steward_core::approval::call_hash(request);
-        ApprovalAnswer::Approve { token: token.into(), decided_by: "local:alice".into(), scope: ApprovalScope::Once, call_hash }
+        ApprovalAnswer::Approve {
+            token: token.into(),
+            decided_by: "local:alice".into(),
+            scope: ApprovalScope::Once,
+            call_hash,
+        }
     }
 }
 
@@ -97,7 +102,9 @@ text = "Done."
     let denied: Vec<(String, String, String)> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::ToolDenied { call_id, rule, reason, .. } => Some((call_id.clone(), rule.clone(), reason.clone())),
+            EventKind::ToolDenied { call_id, rule, reason, .. } => {
+                Some((call_id.clone(), rule.clone(), reason.clone()))
+            }
             _ => None,
         })
         .collect();
@@ -108,8 +115,7 @@ text = "Done."
     assert!(!events.iter().any(|e| matches!(&e.kind, EventKind::ToolFailed { .. })), "nothing failed while running");
     let audit = runtime.store.audit_records(Some(&record.id)).await.unwrap();
     for id in ["m1", "m2", "m3"] {
-        let refused =
-            audit.iter().find(|r| r.entry.call_id == id && r.entry.outcome == AuditOutcome::Blocked).unwrap();
+        let refused = audit.iter().find(|r| r.entry.call_id == id && r.entry.outcome == AuditOutcome::Blocked).unwrap();
         assert_eq!(refused.entry.policy, "secret_path", "{refused:?}");
     }
     let completed =

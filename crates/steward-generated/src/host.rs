@@ -423,7 +423,9 @@ enum WriteRefusal {
     #[error("sandbox_write refused `{0}`: not a regular file")]
     NotAFile(String),
     /// The folder's quota would be exceeded.
-    #[error("sandbox_write refused `{name}`: the tool's folder quota ({quota_bytes} bytes, {quota_files} files) is reached")]
+    #[error(
+        "sandbox_write refused `{name}`: the tool's folder quota ({quota_bytes} bytes, {quota_files} files) is reached"
+    )]
     Quota {
         /// The file name.
         name: String,

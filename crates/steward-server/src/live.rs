@@ -392,10 +392,16 @@ mod tests {
                 call_hash: steward_core::approval::call_hash(&request("apr_1", "web:a", 60)),
             }
         );
-        assert!(matches!(live.decide("apr_1", "web:a", Decision::Deny("x".into()), None), Err(DecideError::AlreadyDecided)));
+        assert!(matches!(
+            live.decide("apr_1", "web:a", Decision::Deny("x".into()), None),
+            Err(DecideError::AlreadyDecided)
+        ));
         assert!(run.pending_approvals().is_empty());
         drop(waiting);
-        assert!(matches!(live.decide("apr_1", "web:a", Decision::Deny("x".into()), None), Err(DecideError::NotPending(_))));
+        assert!(matches!(
+            live.decide("apr_1", "web:a", Decision::Deny("x".into()), None),
+            Err(DecideError::NotPending(_))
+        ));
     }
 
     #[tokio::test]

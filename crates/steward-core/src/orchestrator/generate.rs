@@ -97,10 +97,7 @@ impl Probe {
         if self.urls.is_empty() {
             text.push_str("; it asked for no URL");
         } else {
-            text.push_str(&format!(
-                "; http_get was asked for {} (stubbed: nothing was fetched)",
-                self.urls.join(", ")
-            ));
+            text.push_str(&format!("; http_get was asked for {} (stubbed: nothing was fetched)", self.urls.join(", ")));
         }
         text
     }

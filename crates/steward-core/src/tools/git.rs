@@ -514,7 +514,10 @@ mod tests {
     fn status_entries_of_secret_paths_are_dropped_and_counted() {
         let status = "## main\n?? .env\n M app.py\nR  old.txt -> keys/id_rsa\n?? \"sp ace/.env\"\n?? .ssh/\n?? src/\n";
         let shown = drop_hidden_entries(status, |rel, _| steward_policy::is_secret_path(Path::new(rel)));
-        assert_eq!(shown, "## main\n M app.py\n?? src/\n[4 file(s) hidden: secret, ignored or denied paths are not shown]\n");
+        assert_eq!(
+            shown,
+            "## main\n M app.py\n?? src/\n[4 file(s) hidden: secret, ignored or denied paths are not shown]\n"
+        );
         assert_eq!(unquote("\"caf\\303\\251\""), Some("café".to_string()));
     }
 

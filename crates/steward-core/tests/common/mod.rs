@@ -20,7 +20,12 @@ pub struct Yes;
 impl Approver for Yes {
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
         let call_hash = steward_core::approval::call_hash(request);
-        ApprovalAnswer::Approve { token: token.into(), decided_by: "local:alice".into(), scope: ApprovalScope::Once, call_hash }
+        ApprovalAnswer::Approve {
+            token: token.into(),
+            decided_by: "local:alice".into(),
+            scope: ApprovalScope::Once,
+            call_hash,
+        }
     }
 }
 

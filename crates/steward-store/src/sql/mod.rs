@@ -66,13 +66,7 @@ impl<D: Dialect> std::fmt::Debug for SqlStore<D> {
 
 impl<D: Dialect> SqlStore<D> {
     /// Starts the writer on `write` and returns the store reading through `read`.
-    fn start(
-        path: String,
-        write: Pool<D::DB>,
-        read: Pool<D::DB>,
-        options: &crate::StoreOptions,
-        dialect: D,
-    ) -> Self {
+    fn start(path: String, write: Pool<D::DB>, read: Pool<D::DB>, options: &crate::StoreOptions, dialect: D) -> Self {
         let (anchor, audit_key) = (options.audit_anchor.clone(), options.audit_key.clone());
         let shared = Arc::new(Shared { path, deferred: Mutex::new(None), anchor, audit_key, dialect });
         let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
