@@ -42,6 +42,9 @@ pub const DEFAULT_QUOTA_FILES: u64 = 100;
 /// Longest URL kept of a probe's `http_get` (what the approver is shown).
 const SHOWN_URL_CHARS: usize = 300;
 
+/// Most URLs of a stubbed `http_get` kept in a step's report.
+const MAX_STUBBED_URLS: usize = 100;
+
 /// Largest line the worker may write (its result or a host request).
 const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
@@ -140,7 +143,7 @@ pub struct StepReport {
     /// status, bytes each way; never the path or query).
     pub egress: Vec<EgressRecord>,
     /// The URLs a stubbed `http_get` ([`HttpMode::Stub`]) was asked for, each cut to 300
-    /// characters; nothing was fetched.
+    /// characters, the first 100; nothing was fetched.
     pub stubbed_urls: Vec<String>,
     /// Whether a `sandbox_write` was refused because the folder's quota was reached.
     pub quota_hit: bool,
@@ -340,7 +343,9 @@ async fn perform(call: HostCall, host: &HostEnv, report: &mut StepReport) -> Hos
         HostCall::HttpGet { url } if host.http == HttpMode::Stub => {
             let shown: String = url.chars().take(SHOWN_URL_CHARS).collect();
             report.host_calls.push(format!("http_get {shown}: stubbed, nothing fetched"));
-            report.stubbed_urls.push(shown);
+            if report.stubbed_urls.len() < MAX_STUBBED_URLS {
+                report.stubbed_urls.push(shown);
+            }
             HostReply::Ok(serde_json::json!({ "status": 200, "body": "", "url": url, "stub": true }))
         }
         HostCall::HttpGet { url } => {

@@ -73,6 +73,12 @@ enum Rejection {
     Host(String),
 }
 
+/// URLs of the probe named in the approval's reason (the approval's arguments list them all).
+const SHOWN_URLS: usize = 10;
+
+/// Host calls of the probe kept for the approval.
+const SHOWN_HOST_CALLS: usize = 100;
+
 /// What the probe call did: its input (made from the schema), its result or error, and the
 /// URLs its stubbed `http_get` was asked for.
 #[derive(Debug, Clone)]
@@ -97,7 +103,15 @@ impl Probe {
         if self.urls.is_empty() {
             text.push_str("; it asked for no URL");
         } else {
-            text.push_str(&format!("; http_get was asked for {} (stubbed: nothing was fetched)", self.urls.join(", ")));
+            let shown: Vec<&str> = self.urls.iter().take(SHOWN_URLS).map(String::as_str).collect();
+            let more = match self.urls.len().saturating_sub(SHOWN_URLS) {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            text.push_str(&format!(
+                "; http_get was asked for {}{more} (stubbed: nothing was fetched)",
+                shown.join(", ")
+            ));
         }
         text
     }
@@ -380,7 +394,7 @@ async fn check_draft(
             input: Some(input),
             outcome: redact(&outcome),
             urls: probe.stubbed_urls.iter().map(redact).collect(),
-            host_calls: probe.host_calls.iter().map(redact).collect(),
+            host_calls: probe.host_calls.iter().take(SHOWN_HOST_CALLS).map(redact).collect(),
         },
     ))
 }
