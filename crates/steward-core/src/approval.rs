@@ -14,7 +14,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use steward_protocol::ApprovalRequest;
 
-pub use crate::decisions::{ApprovalAnswer, ApprovalScope};
+pub use crate::decisions::{ApprovalAnswer, ApprovalScope, call_hash};
 use crate::decisions::{DecisionQueue, Via, Waiting};
 use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 use crate::interrupt::{Interrupt, Interruptible};
@@ -97,53 +97,6 @@ pub async fn wait_for_answer(
         Err(_) | Ok(None) => Ok(None),
         Ok(Some(_)) if tokio::time::Instant::now() >= deadline => Ok(None),
         Ok(Some(answer)) => Ok(Some(answer)),
-    }
-}
-
-/// The hash of the call an approval request shows: lowercase hex SHA-256 of the compact JSON
-/// array `["steward-call-v1", tool, arguments]`, the arguments (as the request holds them,
-/// redacted) with object keys sorted at every depth. A front end that decides an approval
-/// sends the hash of the call it showed; the run compares it with the hash of the call it is
-/// about to run and refuses on a mismatch (the stored request was changed in between).
-pub fn call_hash(request: &ApprovalRequest) -> String {
-    use sha2::Digest;
-    let mut text = String::from("[\"steward-call-v1\",");
-    text.push_str(&serde_json::Value::from(request.tool.as_str()).to_string());
-    text.push(',');
-    canonical(&request.arguments, &mut text);
-    text.push(']');
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-/// Compact JSON of `value` with object keys sorted by their bytes at every depth.
-fn canonical(value: &serde_json::Value, out: &mut String) {
-    use serde_json::Value;
-    match value {
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::from(key.as_str()).to_string());
-                out.push(':');
-                canonical(item, out);
-            }
-            out.push('}');
-        }
-        scalar => out.push_str(&scalar.to_string()),
     }
 }
 

@@ -37,7 +37,7 @@ fn queue() -> (DecisionQueue, Arc<ManualClock>) {
 }
 
 fn approved_by(who: &str, token: &str, scope: ApprovalScope) -> ApprovalAnswer {
-    let call_hash = crate::approval::call_hash(&request("any"));
+    let call_hash = super::call_hash(&request("any"));
     ApprovalAnswer::Approve { token: token.into(), decided_by: who.into(), scope, call_hash }
 }
 
@@ -237,7 +237,7 @@ async fn a_decision_recorded_in_the_store_by_another_process_reaches_the_waiter(
         scope: "workspace".into(),
         reason: String::new(),
         created_at: chrono::Utc::now(),
-        call_hash: crate::approval::call_hash(&request),
+        call_hash: super::call_hash(&request),
     };
     assert!(store.insert_approval_decision(&record).await.unwrap());
     let decided = tokio::select! {

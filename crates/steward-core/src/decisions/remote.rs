@@ -89,7 +89,7 @@ pub async fn record(
     }
     // The hash of the call as this decision saw it in the store: the run compares it with the
     // call it would run, so a request changed in the store in between is refused there.
-    let call_hash = crate::approval::call_hash(&request);
+    let call_hash = super::call_hash(&request);
     let (approve, scope, reason) = match decision {
         OwnerDecision::Approve(scope) => (true, scope, String::new()),
         OwnerDecision::Deny(reason) => (false, "once".to_string(), reason),
