@@ -184,15 +184,19 @@ impl GeneratedTool {
 
 /// The host side of a step: `http_get` as `http` says (public addresses only when live, plus
 /// the `.test` names the egress test hook pins in debug builds), the tool's own folder under
-/// `quota`, the configuration's accepted weaker sandbox. Fails when the test hook is set in a
-/// release build (or does not parse).
+/// `quota`, the configuration's accepted weaker sandbox. Fails, for a live `http_get`, when the
+/// test hook is set in a release build (or does not parse).
 pub(crate) fn host_env(
     files_dir: PathBuf,
     quota: WriteQuota,
     http: HttpMode,
     ctx: &ToolContext,
 ) -> Result<HostEnv, String> {
-    let test_hosts = crate::tools::network::test_hosts().map_err(|e| e.to_string())?;
+    // A stubbed `http_get` reaches nothing: the test hook does not concern it.
+    let test_hosts = match http {
+        HttpMode::Live => crate::tools::network::test_hosts().map_err(|e| e.to_string())?,
+        HttpMode::Stub => steward_egress::TestHosts::default(),
+    };
     Ok(HostEnv {
         fetch: FetchPolicy { test_hosts, ..FetchPolicy::default() },
         http,
