@@ -81,11 +81,7 @@ async fn bench_calls(worker: &WorkerCommand, calls: u32) -> Result<()> {
         memory_bytes: limits.memory_bytes,
     };
     let dir = tempfile::tempdir()?;
-    let host = HostEnv {
-        fetch: steward_generated::FetchPolicy::default(),
-        write_dir: dir.path().join(NAME),
-        accept_weaker: Vec::new(),
-    };
+    let host = HostEnv::live(dir.path().join(NAME), Vec::new());
     let cancel = CancellationToken::new();
     // A warm-up, which also shows the worker's sandbox profile.
     let warm = steward_generated::run_step(worker, StepMode::Call, SOURCE, &input, limits, &host, &cancel).await;
@@ -128,6 +124,7 @@ impl Approver for Owner {
             token: token.to_string(),
             decided_by: request.owner_id.clone(),
             scope: ApprovalScope::Once,
+            call_hash: steward_core::approval::call_hash(request),
         }
     }
 }

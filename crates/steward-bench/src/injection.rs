@@ -142,6 +142,7 @@ impl Approver for ScriptedOwner {
                 token: token.to_string(),
                 decided_by: request.owner_id.clone(),
                 scope: ApprovalScope::Once,
+                call_hash: steward_core::approval::call_hash(request),
             };
         }
         ApprovalAnswer::Reject { reason: "denied by the bench".into(), decided_by: request.owner_id.clone() }

@@ -236,10 +236,16 @@ fn bench_data_flow(n: u32) {
     );
 }
 
+/// `options` with a new audit key, as the `steward` binary opens its store.
+fn keyed(options: StoreOptions) -> StoreOptions {
+    StoreOptions { audit_key: Some(steward_store::AuditKey::generate()), ..options }
+}
+
 /// Durable audit appends in batches, and chain verification, in records per second.
 async fn bench_audit(records: u32) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await?;
+    // Keyed, as the `steward` binary's store is (HMAC-SHA256 per record).
+    let store = SqliteStore::open_state_dir(dir.path(), keyed(StoreOptions::default())).await?;
     let entry = |i: u32| steward_protocol::AuditEntry {
         agent: "steward".into(),
         run_id: "run_bench".into(),
@@ -298,8 +304,9 @@ async fn measure(
     let dir = tempfile::tempdir()?;
     let workspace = dir.path().join("ws");
     std::fs::create_dir(&workspace)?;
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open_state_dir(dir.path(), StoreOptions { durability, ..Default::default() }).await?);
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open_state_dir(dir.path(), keyed(StoreOptions { durability, ..Default::default() })).await?,
+    );
     let runtime = Runtime::new(dir.path(), store, Redactor::new(Vec::new()), ApprovalKey::generate());
     let mut tools = ToolRegistry::new();
     tools.insert(Arc::new(NoopRead(ToolSpec {

@@ -13,7 +13,7 @@ use steward_core::Runtime;
 use steward_core::approval::ApprovalKey;
 use steward_core::recovery::LeaseTiming;
 use steward_policy::Redactor;
-use steward_store::{JournalStore, PgStore, SqliteStore, Store, StoreOptions};
+use steward_store::{AuditKey, JournalStore, PgStore, SqliteStore, Store, StoreOptions};
 use tokio_util::sync::CancellationToken;
 
 /// The environment variable that puts the state in PostgreSQL instead of `steward.db`.
@@ -23,6 +23,9 @@ pub const DATABASE_URL_VAR: &str = "STEWARD_DATABASE_URL";
 /// host name). Every process executing runs at the same time needs its own node name when
 /// several of them share one machine (`steward serve` twice on one host).
 pub const NODE_VAR: &str = "STEWARD_NODE";
+
+/// The variable holding the audit chain's key as hex (see [`Home::audit_key`]).
+pub const AUDIT_KEY_VAR: &str = "STEWARD_AUDIT_KEY";
 
 /// Lifetime of a run's lease in seconds (default 15; decimals allowed).
 pub const LEASE_TTL_VAR: &str = "STEWARD_LEASE_TTL_SECONDS";
@@ -89,6 +92,9 @@ impl Home {
         &self,
         mut options: StoreOptions,
     ) -> Result<(Arc<dyn Store>, Arc<dyn JournalStore>)> {
+        if options.audit_key.is_none() {
+            options.audit_key = Some(self.audit_key()?);
+        }
         let (store, journal): (Arc<dyn Store>, Arc<dyn JournalStore>) = match database_url()? {
             Some(url) => {
                 options.audit_anchor.get_or_insert_with(|| self.dir.join(pg_anchor_name(&url)));
@@ -159,6 +165,37 @@ impl Home {
         let key = ApprovalKey::generate();
         write_private(&path, key.to_hex().as_bytes())?;
         Ok(key)
+    }
+
+    /// The key of the audit chain's HMAC: `$STEWARD_AUDIT_KEY` (hex, at least 16 bytes; the
+    /// same on every node sharing a PostgreSQL database), else `audit.key` in the state
+    /// directory, generated with mode 0600 at first use. It is never kept in the database, so
+    /// a record appended there by someone without it fails `steward audit verify`.
+    pub fn audit_key(&self) -> Result<AuditKey> {
+        if let Ok(hex_key) = std::env::var(AUDIT_KEY_VAR) {
+            let bytes = hex_decode(hex_key.trim())
+                .ok_or_else(|| crate::usage::usage_error(&format!("{AUDIT_KEY_VAR} is not hex")))?;
+            return AuditKey::new(bytes).ok_or_else(|| {
+                crate::usage::usage_error(&format!("{AUDIT_KEY_VAR} must be at least 16 bytes (32 hex characters)"))
+            });
+        }
+        let path = self.dir.join("audit.key");
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                anyhow::bail!("{} is readable by others (mode {mode:o}); run chmod 600 on it", path.display());
+            }
+            let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
+            return AuditKey::new(bytes)
+                .with_context(|| format!("{} holds a key shorter than 16 bytes", path.display()));
+        }
+        let key = AuditKey::generate();
+        match write_private(&path, key.to_hex().as_bytes()) {
+            Ok(()) => Ok(key),
+            // Another process created it first: use that one.
+            Err(_) if path.exists() => self.audit_key(),
+            Err(e) => Err(e),
+        }
     }
 
     /// The web session key (64 random bytes): `session.key` in the state directory, generated

@@ -472,8 +472,14 @@ impl Approver for TerminalApprover {
             }
         };
         eprintln!();
-        let approve =
-            |scope| ApprovalAnswer::Approve { token: token.to_string(), decided_by: self.owner_id.clone(), scope };
+        // The hash of the call shown above, which the run compares with the call it would run.
+        let call_hash = steward_core::approval::call_hash(request);
+        let approve = |scope| ApprovalAnswer::Approve {
+            token: token.to_string(),
+            decided_by: self.owner_id.clone(),
+            scope,
+            call_hash: call_hash.clone(),
+        };
         match line.map(|l| l.trim().to_ascii_lowercase()) {
             Some(answer) if answer == "y" || answer == "yes" => approve(ApprovalScope::Once),
             Some(answer) if answer == "r" || answer == "run" => approve(ApprovalScope::Run),

@@ -125,3 +125,43 @@ fn without_a_decision_the_approval_expires_and_the_call_is_refused() {
     let late = env.steward(&["approve", &id]);
     assert_eq!(code(&late), 1, "an expired approval cannot be approved: {}", stderr(&late));
 }
+
+/// Changes the stored arguments of approval `id` in the database, as someone with write access
+/// to it could between the request and the owner's decision.
+fn tamper_stored_arguments(env: &Env, id: &str, arguments: &str) {
+    use sqlx::Connection;
+    let db = common::db(env);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&db);
+        let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+        let changed = sqlx::query("UPDATE approvals SET arguments = ? WHERE id = ?")
+            .bind(arguments)
+            .bind(id)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(changed.rows_affected(), 1);
+    });
+}
+
+/// The approver approves the call it was shown (here: the arguments as changed in the
+/// database); the run holds another call, so it refuses the approval and runs nothing.
+#[test]
+fn call_mismatch_an_approval_of_a_changed_stored_call_runs_nothing() {
+    let env = Env::new();
+    let run = start(&env, &["--approvals", "wait"]);
+    let id = pending_id(&env);
+    tamper_stored_arguments(&env, &id, r#"{"path":"note.txt","old":"old","new":"harmless"}"#);
+    let approved = env.steward(&["approve", &id]);
+    assert_eq!(code(&approved), 0, "{}", stderr(&approved));
+    assert!(stdout(&approved).contains("harmless"), "says what was approved: {}", stdout(&approved));
+    let out = finish(run);
+    let evs = events(&out);
+    let rejected = find(&evs, "tool_rejected");
+    assert!(rejected["reason"].as_str().unwrap().starts_with("call_mismatch"), "{rejected}");
+    assert!(!names(&evs).contains(&"tool_started".to_string()), "{:?}", names(&evs));
+    assert_eq!(env.read("note.txt"), "old text\n");
+    let audit = stdout(&env.steward(&["audit", "list"]));
+    assert!(audit.contains("call_mismatch"), "the refusal is audited: {audit}");
+}

@@ -21,6 +21,25 @@ fn classic_planner_shows_git_status_offline() {
     assert!(err.contains("answered") && err.contains("1 tool call"), "trace summary missing: {err}");
 }
 
+/// `git_status` leaves out what `list` and the index hide: secret files (and `deny_path`).
+#[test]
+fn git_status_hides_secret_paths_as_list_does() {
+    let env = Env::new();
+    env.write("tracked.txt", "one\n");
+    env.git_init();
+    env.write("new_file.txt", "two\n");
+    env.write(".env", "API_TOKEN=x\n");
+    env.write("keys/server.pem", "-----\n");
+    let out = env.steward(&["run", "--json", "show the git status"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let done = find(&evs, "tool_completed");
+    assert_eq!(done["tool"], "git_status", "{done}");
+    let shown = done["output"].as_str().unwrap();
+    assert!(shown.contains("new_file.txt"), "{shown}");
+    assert!(!shown.contains(".env") && !shown.contains("server.pem"), "{shown}");
+}
+
 #[test]
 fn strict_run_exits_5_when_a_step_was_refused_and_0_when_none_was() {
     let env = Env::new();
@@ -266,6 +285,41 @@ fn audit_verify_names_the_first_tampered_record() {
     let bad = env.steward(&["audit", "verify"]);
     assert_eq!(code(&bad), 1);
     assert!(stdout(&bad).contains("record 2"), "{}", stdout(&bad));
+}
+
+/// Appends to the audit table a copy of its last record as the next one, linked and hashed
+/// the unkeyed way (SHA-256 over the documented canonical form): what anyone with write access
+/// to the database can compute.
+const FORGE: &str = r#"
+import hashlib, json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+cols = "seq, id, at, agent, run_id, call_id, action, input, policy, risk, outcome, latency_ms, sandbox, approval_id, rollback_token, detail, prev_hash, hash"
+row = list(c.execute("select " + cols + " from audit order by seq desc limit 1").fetchone())
+seq, prev = row[0] + 1, row[17]
+f = [seq, "aud_forged"] + row[2:16]
+s = lambda v: json.dumps(v, ensure_ascii=False)
+canonical = "[" + ",".join([str(f[0]), s(f[1]), s(f[2]), s(f[3]), s(f[4]), s(f[5]), s(f[6]), f[7], s(f[8]), json.dumps(f[9]), s(f[10]), str(f[11]), s(f[12]), s(f[13]), s(f[14]), s(f[15])]) + "]"
+h = hashlib.sha256((prev + canonical).encode()).hexdigest()
+c.execute("insert into audit (" + cols + ") values (" + ",".join("?" * 18) + ")", f + [prev, h])
+c.commit()
+"#;
+
+/// The chain is keyed (`audit.key` beside `approval.key`, not in the database): a record forged
+/// with the unkeyed hash after keyed ones fails verification.
+#[test]
+fn audit_verify_refuses_a_record_forged_without_the_key() {
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    assert_eq!(code(&env.steward(&["run", "read a.txt"])), 0);
+    assert_eq!(code(&env.steward(&["audit", "verify"])), 0);
+    let key = env.home().join("audit.key");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&key).unwrap().permissions()) & 0o777;
+    assert_eq!(mode, 0o600, "the key is the owner's only");
+    let forged = std::process::Command::new("python3").args(["-c", FORGE]).arg(db(&env)).status().unwrap();
+    assert!(forged.success());
+    let bad = env.steward(&["audit", "verify"]);
+    assert_eq!(code(&bad), 1, "{}", stdout(&bad));
+    assert!(stdout(&bad).contains("record 3") && stdout(&bad).contains("unkeyed after keyed"), "{}", stdout(&bad));
 }
 
 #[test]

@@ -402,3 +402,34 @@ fn a_sandboxed_server_and_what_it_detached_end_with_it() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// An MCP argument naming a secret file is refused by the one decision the run and `steward
+/// policy check` share: a denial (`secret_path`) before the server is called, not a failure
+/// while running.
+#[test]
+fn policy_check_and_the_run_deny_an_mcp_argument_naming_a_secret_file_alike() {
+    let env = Env::new();
+    env.write(".env", "TOKEN=mcp-secret-value-1234\n");
+    env.user_config(&format!(
+        "[mcp_servers.srv]\ncommand = [\"python3\", {:?}, \"normal\"]\nread_only_tools = [\"echo\"]\n\
+         [[policy.rule]]\nname = \"echo-ok\"\ntool = \"srv__echo\"\ndecision = \"allow\"\n",
+        fault_server()
+    ));
+    let args = r#"{"request": {"files": [".env"]}}"#;
+    let check = env.steward(&["policy", "check", "srv__echo", "--args", args, "--json"]);
+    assert_eq!(code(&check), 0, "{}", stderr(&check));
+    let decision: serde_json::Value = serde_json::from_str(stdout(&check).trim()).unwrap();
+    assert_eq!((decision["decision"].as_str(), decision["rule"].as_str()), (Some("deny"), Some("secret_path")));
+
+    let out = env.steward(&["mcp", "call", "srv", "echo", "--args", args, "--json"]);
+    let shown: serde_json::Value =
+        serde_json::from_str(stdout(&out).trim()).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    assert_ne!(shown["status"], "completed", "{shown}");
+    let records = audit(&env, shown["run_id"].as_str().unwrap());
+    assert!(
+        records.iter().any(|r| r["policy"] == "secret_path" && r["outcome"] == "blocked"),
+        "refused by the decision: {records:?}"
+    );
+    assert!(!records.iter().any(|r| r["outcome"] == "failed" || r["outcome"] == "completed"), "{records:?}");
+    assert!(!serde_json::to_string(&records).unwrap().contains("mcp-secret-value"));
+}

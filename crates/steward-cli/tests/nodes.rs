@@ -106,6 +106,8 @@ fn start_node(env: &Env, name: &str, url: &str, key_file: &Path, scenario: &Path
     command
         .env("STEWARD_DATABASE_URL", url)
         .env("STEWARD_NODE", name)
+        // Nodes sharing a database share the audit chain's key.
+        .env("STEWARD_AUDIT_KEY", "5e7a11ed5e7a11ed5e7a11ed5e7a11ed")
         .env("STEWARD_LEASE_TTL_SECONDS", LEASE_TTL)
         .env("STEWARD_LEASE_RENEW_SECONDS", LEASE_RENEW)
         .env("STEWARD_NOTICE_POLL_SECONDS", NOTICE_POLL.as_secs().to_string());

@@ -92,3 +92,62 @@ text = "Changed."
         .unwrap();
     assert_eq!(again.status(), 409);
 }
+
+/// An approval sent with the hash of another call than the one the run holds (what a page
+/// shows after the stored request was changed) is refused by the run: nothing is changed.
+#[tokio::test]
+async fn call_mismatch_a_browser_approval_of_another_call_runs_nothing() {
+    let env = Env::new();
+    env.write("note.txt", "old\n");
+    let script = scenario(
+        &env,
+        r#"
+[[round]]
+text = "Editing."
+[[round.tool_call]]
+name = "edit"
+arguments = { path = "note.txt", old = "old", new = "new" }
+[[round]]
+text = "Changed."
+"#,
+    );
+    let server = env.serve(&[]);
+    let (base, login) = (server.base.clone(), server.login.clone());
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let (cookie, csrf) = sign_in(&http, &base, &login).await;
+    let run = Terminal::start(&env, &format!("run 'change the note' --provider fake --scenario {script}"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let approval = loop {
+        assert!(Instant::now() < deadline, "the terminal run never showed a pending approval in the web UI");
+        let runs: Value =
+            http.get(format!("{base}/api/runs")).header("cookie", &cookie).send().await.unwrap().json().await.unwrap();
+        if let Some(id) = runs["runs"].as_array().and_then(|r| r.first()).and_then(|r| r["id"].as_str()) {
+            let trace: Value = http
+                .get(format!("{base}/api/runs/{id}"))
+                .header("cookie", &cookie)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if let Some(a) = trace["approvals"].as_array().and_then(|a| a.iter().find(|a| a["status"] == "pending")) {
+                break a["id"].as_str().unwrap().to_string();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let decided = http
+        .post(format!("{base}/api/approvals/{approval}"))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({"decision": "approve", "call_hash": "0".repeat(64)}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decided.status(), 200, "{}", decided.text().await.unwrap());
+    let (_, out) = run.finish();
+    assert!(out.contains("call_mismatch"), "{out}");
+    assert_eq!(env.read("note.txt"), "old\n");
+}

@@ -184,7 +184,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         crate::generated::generator_for(&req.config, &req.planner, rt.outputs_dir.parent().unwrap_or(&rt.outputs_dir))
             .map_err(|e| RunError::Config(e.to_string()))?;
     if let Some(generator) = &generator {
-        crate::generated::load_registered(&rt.store, &req.owner_id, &req.tools, &generator.files_dir).await?;
+        crate::generated::load_registered(&rt.store, &req.owner_id, &req.tools, generator).await?;
     }
     let limits = req.config.limits.clone();
     let started = Instant::now();

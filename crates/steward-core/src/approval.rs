@@ -14,7 +14,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use steward_protocol::ApprovalRequest;
 
-pub use crate::decisions::{ApprovalAnswer, ApprovalScope};
+pub use crate::decisions::{ApprovalAnswer, ApprovalScope, call_hash};
 use crate::decisions::{DecisionQueue, Via, Waiting};
 use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 use crate::interrupt::{Interrupt, Interruptible};
@@ -196,12 +196,13 @@ mod tests {
 
     #[async_trait]
     impl Approver for Slow {
-        async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+        async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
             tokio::time::sleep(self.0).await;
             ApprovalAnswer::Approve {
                 token: token.to_string(),
                 decided_by: "local:alice".into(),
                 scope: ApprovalScope::Once,
+                call_hash: call_hash(request),
             }
         }
     }
@@ -252,6 +253,23 @@ mod tests {
         });
         let got = answer_of(&interrupt, &Slow(10 * minute), 30 * minute).await;
         assert_eq!(got, Err(Interrupt::Cancelled));
+    }
+
+    #[test]
+    fn the_call_hash_is_bound_to_the_tool_and_arguments_not_their_key_order() {
+        let req = request();
+        let same = ApprovalRequest {
+            arguments: serde_json::json!({"new": "y", "old": "x", "path": "a.txt"}),
+            id: "apr_other".into(),
+            ..req.clone()
+        };
+        assert_eq!(call_hash(&req), call_hash(&same));
+        let changed =
+            ApprovalRequest { arguments: serde_json::json!({"path": "b.txt", "old": "x", "new": "y"}), ..req.clone() };
+        assert_ne!(call_hash(&req), call_hash(&changed));
+        let other_tool = ApprovalRequest { tool: "write".into(), ..req.clone() };
+        assert_ne!(call_hash(&req), call_hash(&other_tool));
+        assert_eq!(call_hash(&req).len(), 64);
     }
 
     #[test]

@@ -32,6 +32,17 @@ pub fn decide(
         flow: seen.filter(|_| sink).and_then(|seen| seen.carried(&call.arguments)),
     };
     let mut decision = policy.decide_in(tool.map(|t| t.spec()), call, workspace, &context);
+    // What the tool itself refuses by its arguments (an MCP argument naming a secret file) is
+    // a denial here, before any approval or execution, for the run and `steward policy check`.
+    if decision.decision != DecisionKind::Deny
+        && let Some(tool) = tool
+        && let Some(refused) = tool.refusal(&call.arguments, workspace)
+    {
+        let rule = refused.rule.as_deref().unwrap_or("tool_refused");
+        let mut deny = Decision::new(DecisionKind::Deny, rule, decision.risk, refused.message);
+        deny.risk_factors = decision.risk_factors;
+        return deny;
+    }
     // A `[[tool]]`'s own `approval_ttl_seconds` counts like a rule's: the shorter wins.
     if let Some(tool) = tool
         && let Some(seconds) = tool.approval_ttl_seconds()

@@ -35,6 +35,53 @@ use crate::elicitation::{ElicitationPrompt, ElicitationReply};
 mod remote;
 pub use remote::{DecisionError, OwnerDecision, pending, record};
 
+/// The hash of the call an approval request shows: lowercase hex SHA-256 of the compact JSON
+/// array `["steward-call-v1", tool, arguments]`, the arguments (as the request holds them,
+/// redacted) with object keys sorted at every depth. A front end that decides an approval
+/// sends the hash of the call it showed; the run compares it with the hash of the call it is
+/// about to run and refuses on a mismatch (the stored request was changed in between).
+pub fn call_hash(request: &ApprovalRequest) -> String {
+    use sha2::{Digest, Sha256};
+    let mut text = String::from("[\"steward-call-v1\",");
+    text.push_str(&serde_json::Value::from(request.tool.as_str()).to_string());
+    text.push(',');
+    canonical(&request.arguments, &mut text);
+    text.push(']');
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Compact JSON of `value` with object keys sorted by their bytes at every depth.
+fn canonical(value: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(key.as_str()).to_string());
+                out.push(':');
+                canonical(item, out);
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
 /// How far an approval reaches (SPEC C4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ApprovalScope {
@@ -58,6 +105,9 @@ pub enum ApprovalAnswer {
         decided_by: String,
         /// Once, or remembered for the run or the workspace.
         scope: ApprovalScope,
+        /// [`call_hash`] of the request as the approver was shown
+        /// it; the run refuses the approval when it is not the hash of the call it would run.
+        call_hash: String,
     },
     /// Rejected by `decided_by`.
     Reject {
@@ -97,8 +147,10 @@ pub struct Decided<A> {
 /// the queue holds for the request).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// Approve once, or remember it for the run or the workspace.
-    Approve(ApprovalScope),
+    /// Approve once, or remember it for the run or the workspace; with the
+    /// [`call_hash`] of the call the approver was shown, or `None`
+    /// for a front end of this process that showed the request as this queue holds it.
+    Approve(ApprovalScope, Option<String>),
     /// Deny, with a reason shown to the model.
     Deny(String),
 }
@@ -111,11 +163,13 @@ impl Verdict {
             let reason = if record.reason.is_empty() { "denied by the owner" } else { record.reason.as_str() };
             return Verdict::Deny(reason.to_string());
         }
-        Verdict::Approve(match record.scope.as_str() {
+        let scope = match record.scope.as_str() {
             "run" => ApprovalScope::Run,
             "workspace" => ApprovalScope::Workspace,
             _ => ApprovalScope::Once,
-        })
+        };
+        // A record without a hash (written before decisions carried one) matches no call.
+        Verdict::Approve(scope, Some(record.call_hash.clone()))
     }
 }
 
@@ -369,7 +423,12 @@ impl DecisionQueue {
         submit(&self.approvals, self.clock.as_ref(), id, Some(decided_by), via, |asked| {
             let decided_by = decided_by.to_string();
             Ok(match verdict {
-                Verdict::Approve(scope) => ApprovalAnswer::Approve { token: asked.token.clone(), decided_by, scope },
+                Verdict::Approve(scope, shown) => ApprovalAnswer::Approve {
+                    token: asked.token.clone(),
+                    decided_by,
+                    scope,
+                    call_hash: shown.unwrap_or_else(|| call_hash(&asked.request)),
+                },
                 Verdict::Deny(reason) => ApprovalAnswer::Reject { reason, decided_by },
             })
         })

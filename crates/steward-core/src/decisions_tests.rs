@@ -37,7 +37,8 @@ fn queue() -> (DecisionQueue, Arc<ManualClock>) {
 }
 
 fn approved_by(who: &str, token: &str, scope: ApprovalScope) -> ApprovalAnswer {
-    ApprovalAnswer::Approve { token: token.into(), decided_by: who.into(), scope }
+    let call_hash = super::call_hash(&request("any"));
+    ApprovalAnswer::Approve { token: token.into(), decided_by: who.into(), scope, call_hash }
 }
 
 #[tokio::test]
@@ -45,7 +46,7 @@ async fn the_first_decision_wins_and_later_ones_are_refused_as_already_decided()
     let (queue, _) = queue();
     let mut waiting = queue.open_approval(&request("apr_1"), "tok");
     assert_eq!(queue.pending_approvals("run_1").len(), 1);
-    queue.decide("apr_1", "web:a", Verdict::Approve(ApprovalScope::Run), Via::Here).unwrap();
+    queue.decide("apr_1", "web:a", Verdict::Approve(ApprovalScope::Run, None), Via::Here).unwrap();
     assert_eq!(
         queue.decide("apr_1", "web:a", Verdict::Deny("no".into()), Via::Here),
         Err(SubmitError::AlreadyDecided("apr_1".into()))
@@ -64,7 +65,7 @@ async fn the_first_decision_wins_and_later_ones_are_refused_as_already_decided()
         Err(SubmitError::NotPending("apr_1".into()))
     );
     assert_eq!(
-        queue.decide("apr_never", "web:a", Verdict::Approve(ApprovalScope::Once), Via::Here),
+        queue.decide("apr_never", "web:a", Verdict::Approve(ApprovalScope::Once, None), Via::Here),
         Err(SubmitError::NotPending("apr_never".into()))
     );
 }
@@ -74,7 +75,7 @@ async fn only_the_runs_owner_may_decide() {
     let (queue, _) = queue();
     let mut waiting = queue.open_approval(&request("apr_1"), "tok");
     assert_eq!(
-        queue.decide("apr_1", "web:b", Verdict::Approve(ApprovalScope::Once), Via::Here),
+        queue.decide("apr_1", "web:b", Verdict::Approve(ApprovalScope::Once, None), Via::Here),
         Err(SubmitError::NotOwner("apr_1".into()))
     );
     let forged = approved_by("web:b", "tok", ApprovalScope::Once);
@@ -93,7 +94,7 @@ async fn an_expired_request_refuses_late_decisions_by_the_runtimes_clock() {
     assert_eq!(queue.approval_decision("apr_1").map(|rx| rx.borrow().is_none()), Some(true));
     clock.advance(chrono::Duration::seconds(1));
     assert_eq!(
-        queue.decide("apr_1", "web:a", Verdict::Approve(ApprovalScope::Once), Via::Here),
+        queue.decide("apr_1", "web:a", Verdict::Approve(ApprovalScope::Once, None), Via::Here),
         Err(SubmitError::Expired("apr_1".into()))
     );
     let own = approved_by("web:a", "tok", ApprovalScope::Once);
@@ -122,7 +123,7 @@ async fn a_waiter_wakes_on_the_submission_without_polling() {
         tokio::task::yield_now().await;
     }
     assert!(!waiter.is_finished(), "nothing decided yet");
-    queue.decide("apr_1", "web:a", Verdict::Approve(ApprovalScope::Once), Via::Store).unwrap();
+    queue.decide("apr_1", "web:a", Verdict::Approve(ApprovalScope::Once, None), Via::Store).unwrap();
     let decided = waiter.await.unwrap();
     assert_eq!(decided.via, Via::Store);
     assert_eq!(tokio::time::Instant::now(), began, "no timer ran while waiting");
@@ -236,6 +237,7 @@ async fn a_decision_recorded_in_the_store_by_another_process_reaches_the_waiter(
         scope: "workspace".into(),
         reason: String::new(),
         created_at: chrono::Utc::now(),
+        call_hash: super::call_hash(&request),
     };
     assert!(store.insert_approval_decision(&record).await.unwrap());
     let decided = tokio::select! {
@@ -259,6 +261,7 @@ fn a_recorded_denial_without_a_reason_says_who_denied() {
         scope: "once".into(),
         reason: String::new(),
         created_at: start(),
+        call_hash: String::new(),
     };
     assert_eq!(Verdict::of_record(&record), Verdict::Deny("denied by the owner".into()));
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use steward_generated::{FetchPolicy, HostEnv, StepLimits, StepMode, WorkerCommand};
+use steward_generated::{FetchPolicy, HostEnv, HttpMode, StepLimits, StepMode, WorkerCommand, WriteQuota};
 use steward_protocol::{RiskLevel, ToolSpec};
 use steward_provider::Provider;
 use steward_store::{GeneratedToolRecord, Store, StoreError};
@@ -56,6 +56,12 @@ pub struct Generator {
     pub require_approval: bool,
     /// Where each tool's `sandbox_write` folder is (`<state>/generated/<name>/`).
     pub files_dir: PathBuf,
+    /// The most each tool's folder may hold (`[generated_tools] write_quota_bytes`,
+    /// `write_quota_files`).
+    pub write_quota: WriteQuota,
+    /// Names a generated tool may not take besides the built-in ones: the configuration's
+    /// `[[tool]]` names (sorted).
+    pub configured: Vec<String>,
 }
 
 /// Why the generator could not be set up; the run does not start.
@@ -103,7 +109,40 @@ pub fn generator_for(
         }
     };
     let model = settings.model.clone().unwrap_or(default_model);
-    Ok(Some(Generator { provider, model, require_approval: settings.require_approval, files_dir }))
+    let write_quota = WriteQuota { bytes: settings.write_quota_bytes, files: settings.write_quota_files };
+    let mut configured: Vec<String> = config.tools.iter().map(|t| t.name.clone()).collect();
+    configured.sort();
+    Ok(Some(Generator {
+        provider,
+        model,
+        require_approval: settings.require_approval,
+        files_dir,
+        write_quota,
+        configured,
+    }))
+}
+
+impl Generator {
+    /// Why a generated tool may not be named `name`, or `None` when it may: a name that a
+    /// built-in tool (offered in this run or not: `shell_command`, `search_index`, the `lsp_*`
+    /// tools), a `[[tool]]` or an MCP server's tools (`SERVER__TOOL`) could mean.
+    pub fn reserved(&self, name: &str) -> Option<String> {
+        let why = if name.contains("__") {
+            "names with `__` are MCP tools' (`SERVER__TOOL`)"
+        } else if ToolRegistry::builtin().get(name).is_some()
+            || name == steward_policy::SHELL_TOOL
+            || name == crate::tools::search_index::NAME
+        {
+            "it is a built-in tool's name (offered only when its configuration turns it on)"
+        } else if name.starts_with("lsp_") {
+            "`lsp_*` names are the language-server tools'"
+        } else if self.configured.binary_search_by(|n| n.as_str().cmp(name)).is_ok() {
+            "a `[[tool]]` of the configuration has it"
+        } else {
+            return None;
+        };
+        Some(format!("`{name}` is reserved: {why}; a generated tool may not take it"))
+    }
 }
 
 /// A registered generated tool, as a run offers it. Risk `medium` (so the default policy asks
@@ -113,11 +152,12 @@ pub struct GeneratedTool {
     spec: ToolSpec,
     record: GeneratedToolRecord,
     files_dir: PathBuf,
+    write_quota: WriteQuota,
 }
 
 impl GeneratedTool {
-    /// The tool of a registered version; `files_dir` is the generated tools' folder.
-    pub fn new(record: GeneratedToolRecord, files_dir: &std::path::Path) -> Self {
+    /// The tool of a registered version, written by `generator` (its folder and quota).
+    pub fn new(record: GeneratedToolRecord, generator: &Generator) -> Self {
         let spec = ToolSpec {
             name: record.name.clone(),
             description: format!(
@@ -132,8 +172,8 @@ impl GeneratedTool {
             path_inputs: Vec::new(),
             untrusted_output: true,
         };
-        let files_dir = files_dir.join(&record.name);
-        GeneratedTool { spec, record, files_dir }
+        let files_dir = generator.files_dir.join(&record.name);
+        GeneratedTool { spec, record, files_dir, write_quota: generator.write_quota }
     }
 
     /// The registered version it runs.
@@ -142,10 +182,28 @@ impl GeneratedTool {
     }
 }
 
-/// The host side of a step: public addresses only, the tool's own folder, the configuration's
-/// accepted weaker sandbox.
-pub(crate) fn host_env(files_dir: PathBuf, ctx: &ToolContext) -> HostEnv {
-    HostEnv { fetch: FetchPolicy::default(), write_dir: files_dir, accept_weaker: ctx.accept_weaker.clone() }
+/// The host side of a step: `http_get` as `http` says (public addresses only when live, plus
+/// the `.test` names the egress test hook pins in debug builds), the tool's own folder under
+/// `quota`, the configuration's accepted weaker sandbox. Fails, for a live `http_get`, when the
+/// test hook is set in a release build (or does not parse).
+pub(crate) fn host_env(
+    files_dir: PathBuf,
+    quota: WriteQuota,
+    http: HttpMode,
+    ctx: &ToolContext,
+) -> Result<HostEnv, String> {
+    // A stubbed `http_get` reaches nothing: the test hook does not concern it.
+    let test_hosts = match http {
+        HttpMode::Live => crate::tools::network::test_hosts().map_err(|e| e.to_string())?,
+        HttpMode::Stub => steward_egress::TestHosts::default(),
+    };
+    Ok(HostEnv {
+        fetch: FetchPolicy { test_hosts, ..FetchPolicy::default() },
+        http,
+        write_dir: files_dir,
+        write_quota: quota,
+        accept_weaker: ctx.accept_weaker.clone(),
+    })
 }
 
 #[async_trait]
@@ -156,7 +214,8 @@ impl Tool for GeneratedTool {
 
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let worker = worker().ok_or_else(|| ToolError::failed(NO_WORKER))?;
-        let host = host_env(self.files_dir.clone(), ctx);
+        let host =
+            host_env(self.files_dir.clone(), self.write_quota, HttpMode::Live, ctx).map_err(ToolError::failed)?;
         let started = Instant::now();
         let report = steward_generated::run_step(
             &worker,
@@ -168,6 +227,10 @@ impl Tool for GeneratedTool {
             &ctx.cancel,
         )
         .await;
+        // Each real `http_get` is an egress record of the call (host, port, status, bytes).
+        if let Some(log) = &ctx.egress {
+            log.extend(report.egress.clone());
+        }
         let mut content = match report.outcome {
             Ok(value) => serde_json::to_string(&value).unwrap_or_else(|_| "null".into()),
             Err(e) => {
@@ -181,6 +244,12 @@ impl Tool for GeneratedTool {
         if !report.host_calls.is_empty() {
             content.push_str(&format!("\n(host calls: {})", report.host_calls.join("; ")));
         }
+        if report.quota_hit {
+            content.push_str(&format!(
+                "\n(sandbox_write quota reached: {} bytes, {} files per tool)",
+                self.write_quota.bytes, self.write_quota.files
+            ));
+        }
         Ok(ToolOutput { content, sandbox: format!("generated:{}", report.profile), ..ToolOutput::default() })
     }
 }
@@ -192,13 +261,16 @@ pub async fn load_registered(
     store: &Arc<dyn Store>,
     owner_id: &str,
     tools: &ToolRegistry,
-    files_dir: &std::path::Path,
+    generator: &Generator,
 ) -> Result<Vec<String>, StoreError> {
     let Some(registry) = store.generated_registry() else { return Ok(Vec::new()) };
     let records = registry.generated_tools(owner_id).await?;
     let mut added = Vec::new();
     for record in steward_store::generated::current_versions(&records) {
-        if tools.add_while_running(Arc::new(GeneratedTool::new(record.clone(), files_dir))).is_ok() {
+        if generator.reserved(&record.name).is_some() {
+            continue;
+        }
+        if tools.add_while_running(Arc::new(GeneratedTool::new(record.clone(), generator))).is_ok() {
             added.push(record.versioned_name());
         }
     }

@@ -30,9 +30,11 @@ enum Owner {
 
 #[async_trait]
 impl Approver for Owner {
-    async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
         let me = "local:alice".to_string();
-        let approve = |token: String, decided_by: String, scope| ApprovalAnswer::Approve { token, decided_by, scope };
+        let call_hash = steward_core::approval::call_hash(request);
+        let approve =
+            |token: String, decided_by: String, scope| ApprovalAnswer::Approve { token, decided_by, scope, call_hash };
         match self {
             Owner::Approves => approve(token.into(), me, ApprovalScope::Once),
             Owner::ApprovesForTheRun => approve(token.into(), me, ApprovalScope::Run),
@@ -451,7 +453,12 @@ struct ApprovesTooLate(Arc<ManualClock>);
 impl Approver for ApprovesTooLate {
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
         self.0.set(request.expires_at);
-        ApprovalAnswer::Approve { token: token.into(), decided_by: "local:alice".into(), scope: ApprovalScope::Once }
+        ApprovalAnswer::Approve {
+            token: token.into(),
+            decided_by: "local:alice".into(),
+            scope: ApprovalScope::Once,
+            call_hash: steward_core::approval::call_hash(request),
+        }
     }
 }
 

@@ -22,10 +22,11 @@ struct Owner(bool);
 
 #[async_trait]
 impl Approver for Owner {
-    async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
         let me = "local:alice".to_string();
         if self.0 {
-            ApprovalAnswer::Approve { token: token.into(), decided_by: me, scope: ApprovalScope::Once }
+            let call_hash = steward_core::approval::call_hash(request);
+            ApprovalAnswer::Approve { token: token.into(), decided_by: me, scope: ApprovalScope::Once, call_hash }
         } else {
             ApprovalAnswer::Reject { reason: "no".into(), decided_by: me }
         }

@@ -39,8 +39,9 @@ struct Owner {
 
 #[async_trait]
 impl Approver for Owner {
-    async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-        ApprovalAnswer::Approve { token: token.into(), decided_by: OWNER.into(), scope: ApprovalScope::Once }
+    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+        let call_hash = steward_core::approval::call_hash(request);
+        ApprovalAnswer::Approve { token: token.into(), decided_by: OWNER.into(), scope: ApprovalScope::Once, call_hash }
     }
 
     async fn elicit(&self, prompt: &ElicitationPrompt) -> ElicitationReply {
@@ -274,8 +275,14 @@ async fn nobody_to_ask_declines() {
     struct ApprovesOnly;
     #[async_trait]
     impl Approver for ApprovesOnly {
-        async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-            ApprovalAnswer::Approve { token: token.into(), decided_by: OWNER.into(), scope: ApprovalScope::Once }
+        async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+            let call_hash = steward_core::approval::call_hash(request);
+            ApprovalAnswer::Approve {
+                token: token.into(),
+                decided_by: OWNER.into(),
+                scope: ApprovalScope::Once,
+                call_hash,
+            }
         }
     }
     let dir = tempfile::tempdir().unwrap();

@@ -23,8 +23,14 @@ struct Approves;
 
 #[async_trait]
 impl Approver for Approves {
-    async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-        ApprovalAnswer::Approve { token: token.into(), decided_by: "local:alice".into(), scope: ApprovalScope::Once }
+    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+        let call_hash = steward_core::approval::call_hash(request);
+        ApprovalAnswer::Approve {
+            token: token.into(),
+            decided_by: "local:alice".into(),
+            scope: ApprovalScope::Once,
+            call_hash,
+        }
     }
 }
 
@@ -92,19 +98,24 @@ text = "Done."
     };
     let record = run_task(&runtime, request).await.unwrap();
     let events = recorder.0.lock().unwrap().clone();
-    let failed: Vec<(String, String)> = events
+    // Refused by the decision (as `steward policy check` shows it), not failed while running.
+    let denied: Vec<(String, String, String)> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::ToolFailed { call_id, error, .. } => Some((call_id.clone(), error.clone())),
+            EventKind::ToolDenied { call_id, rule, reason, .. } => {
+                Some((call_id.clone(), rule.clone(), reason.clone()))
+            }
             _ => None,
         })
         .collect();
-    let ids: Vec<&str> = failed.iter().map(|(id, _)| id.as_str()).collect();
-    assert_eq!(ids, ["m1", "m2", "m3"], "{failed:?}");
-    assert!(failed[1].1.contains("hard link"), "{failed:?}");
+    let ids: Vec<&str> = denied.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(ids, ["m1", "m2", "m3"], "{denied:?}");
+    assert!(denied.iter().all(|(_, rule, _)| rule == "secret_path"), "{denied:?}");
+    assert!(denied[1].2.contains("hard link"), "{denied:?}");
+    assert!(!events.iter().any(|e| matches!(&e.kind, EventKind::ToolFailed { .. })), "nothing failed while running");
     let audit = runtime.store.audit_records(Some(&record.id)).await.unwrap();
     for id in ["m1", "m2", "m3"] {
-        let refused = audit.iter().find(|r| r.entry.call_id == id && r.entry.outcome == AuditOutcome::Failed).unwrap();
+        let refused = audit.iter().find(|r| r.entry.call_id == id && r.entry.outcome == AuditOutcome::Blocked).unwrap();
         assert_eq!(refused.entry.policy, "secret_path", "{refused:?}");
     }
     let completed =

@@ -112,6 +112,7 @@ impl Approver for CaseApprover {
                 token: token.to_string(),
                 decided_by: OWNER.to_string(),
                 scope: ApprovalScope::Once,
+                call_hash: steward_core::approval::call_hash(request),
             },
             ApprovalAction::Reject => {
                 ApprovalAnswer::Reject { reason: "rejected by the eval case".into(), decided_by: OWNER.to_string() }

@@ -27,11 +27,20 @@ pub struct FetchPolicy {
     /// Test-only allowance: socket addresses (a loopback test server) reachable although they
     /// are not public. Empty in every policy Steward builds; never read from configuration.
     pub test_allow: Vec<SocketAddr>,
+    /// Test-only: names under `.test` pinned to addresses that may be non-public (the egress
+    /// proxy's test hook, honoured by debug builds only); a pinned address may still not be
+    /// a metadata, unspecified or multicast address. Empty unless the embedding program sets it.
+    pub test_hosts: steward_egress::TestHosts,
 }
 
 impl Default for FetchPolicy {
     fn default() -> Self {
-        FetchPolicy { timeout: FETCH_TIMEOUT, max_body_bytes: MAX_BODY_BYTES, test_allow: Vec::new() }
+        FetchPolicy {
+            timeout: FETCH_TIMEOUT,
+            max_body_bytes: MAX_BODY_BYTES,
+            test_allow: Vec::new(),
+            test_hosts: steward_egress::TestHosts::default(),
+        }
     }
 }
 
@@ -44,6 +53,9 @@ pub struct FetchResult {
     pub body: String,
     /// The URL that answered (after redirects).
     pub url: String,
+    /// The address that answered (for the audit log; not shown to the script).
+    #[serde(skip)]
+    pub address: Option<SocketAddr>,
 }
 
 /// Why `http_get` refused or failed; the script sees the text.
@@ -114,8 +126,9 @@ pub async fn http_get(url: &str, policy: &FetchPolicy) -> Result<FetchResult, Fe
                 current = parse(next.as_str())?;
                 continue;
             }
+            let address = response.remote_addr();
             let body = capped_body(response, policy.max_body_bytes).await?;
-            return Ok(FetchResult { status: status.as_u16(), body, url: current.to_string() });
+            return Ok(FetchResult { status: status.as_u16(), body, url: current.to_string(), address });
         }
         Err(FetchError::TooManyRedirects)
     };
@@ -145,6 +158,15 @@ async fn checked_addrs(url: &reqwest::Url, policy: &FetchPolicy) -> Result<Vec<S
     let port = url.port_or_known_default().unwrap_or(80);
     let host = url.host_str().unwrap_or_default().to_string();
     let literal = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().ok();
+    if let Some(pinned) = policy.test_hosts.get(&host.to_ascii_lowercase()) {
+        let addrs: Vec<SocketAddr> = pinned.iter().map(|ip| SocketAddr::new(*ip, port)).collect();
+        for addr in &addrs {
+            if let Some(why) = steward_egress::address::never_reachable(addr.ip()) {
+                return Err(FetchError::PrivateAddress { host, addr: addr.ip(), why });
+            }
+        }
+        return Ok(addrs);
+    }
     let addrs: Vec<SocketAddr> = match literal {
         Some(ip) => vec![SocketAddr::new(ip, port)],
         None => tokio::net::lookup_host((host.as_str(), port))

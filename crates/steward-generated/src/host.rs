@@ -13,7 +13,9 @@ use steward_sandbox::{ExecRequest, Protection};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use crate::fetch::{FetchPolicy, http_get};
+use steward_egress::{EgressRecord, Verdict};
+
+use crate::fetch::{FetchError, FetchPolicy, http_get};
 use crate::protocol::{FailureKind, HostCall, HostReply, StepMode, StepOutcome, StepRequest, WorkerMessage};
 
 /// Wall-clock limit of one step (SPEC G: 60 s).
@@ -30,6 +32,18 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 
 /// Largest file `sandbox_write` writes (bytes).
 pub const MAX_WRITE_BYTES: usize = 1024 * 1024;
+
+/// Default quota of one tool's `sandbox_write` folder: total bytes (1 MiB).
+pub const DEFAULT_QUOTA_BYTES: u64 = 1024 * 1024;
+
+/// Default quota of one tool's `sandbox_write` folder: number of files.
+pub const DEFAULT_QUOTA_FILES: u64 = 100;
+
+/// Longest URL kept of a probe's `http_get` (what the approver is shown).
+const SHOWN_URL_CHARS: usize = 300;
+
+/// Most URLs of a stubbed `http_get` kept in a step's report.
+const MAX_STUBBED_URLS: usize = 100;
 
 /// Largest line the worker may write (its result or a host request).
 const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -49,10 +63,56 @@ pub struct WorkerCommand {
 pub struct HostEnv {
     /// What `http_get` may reach.
     pub fetch: FetchPolicy,
+    /// How `http_get` is answered: for real, or (a probe before anyone approved the tool) by a
+    /// stub that reaches nothing and records the URL asked for.
+    pub http: HttpMode,
     /// The tool's own folder for `sandbox_write` (created when first written).
     pub write_dir: PathBuf,
+    /// The most the tool's folder may hold.
+    pub write_quota: WriteQuota,
     /// Sandbox protections the configuration accepts running without.
     pub accept_weaker: Vec<Protection>,
+}
+
+impl HostEnv {
+    /// A step that performs `http_get` for real under the default [`FetchPolicy`], writes in
+    /// `write_dir` under the default quota, and accepts the sandbox protections `accept_weaker`
+    /// lists as missing.
+    pub fn live(write_dir: PathBuf, accept_weaker: Vec<Protection>) -> HostEnv {
+        HostEnv {
+            fetch: FetchPolicy::default(),
+            http: HttpMode::Live,
+            write_dir,
+            write_quota: WriteQuota::default(),
+            accept_weaker,
+        }
+    }
+}
+
+/// How a step's `http_get` is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpMode {
+    /// Performed by [`http_get`] under the step's [`FetchPolicy`].
+    Live,
+    /// Answered by a stub, `{status: 200, body: "", url, stub: true}`, with no connection
+    /// made; the URL is kept in [`StepReport::stubbed_urls`].
+    Stub,
+}
+
+/// The most one tool's `sandbox_write` folder may hold, counted over the files already there
+/// and the one being written (a file written again counts once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteQuota {
+    /// Total bytes.
+    pub bytes: u64,
+    /// Number of files.
+    pub files: u64,
+}
+
+impl Default for WriteQuota {
+    fn default() -> Self {
+        WriteQuota { bytes: DEFAULT_QUOTA_BYTES, files: DEFAULT_QUOTA_FILES }
+    }
 }
 
 /// Limits of one step.
@@ -79,6 +139,14 @@ pub struct StepReport {
     pub fetched: bool,
     /// Each host function call, for the audit log: `http_get <url>: <result>`.
     pub host_calls: Vec<String>,
+    /// Each `http_get` performed for real, as an egress record (method, host, port, address,
+    /// status, bytes each way; never the path or query).
+    pub egress: Vec<EgressRecord>,
+    /// The URLs a stubbed `http_get` ([`HttpMode::Stub`]) was asked for, each cut to 300
+    /// characters, the first 100; nothing was fetched.
+    pub stubbed_urls: Vec<String>,
+    /// Whether a `sandbox_write` was refused because the folder's quota was reached.
+    pub quota_hit: bool,
     /// The sandbox profile the worker ran under.
     pub profile: String,
 }
@@ -126,8 +194,15 @@ pub async fn run_step(
     host: &HostEnv,
     cancel: &CancellationToken,
 ) -> StepReport {
-    let mut report =
-        StepReport { outcome: Ok(Value::Null), fetched: false, host_calls: Vec::new(), profile: String::new() };
+    let mut report = StepReport {
+        outcome: Ok(Value::Null),
+        fetched: false,
+        host_calls: Vec::new(),
+        egress: Vec::new(),
+        stubbed_urls: Vec::new(),
+        quota_hit: false,
+        profile: String::new(),
+    };
     report.outcome = step(worker, mode, source, input, limits, host, cancel, &mut report).await;
     report
 }
@@ -265,10 +340,20 @@ async fn write_line<T: serde::Serialize>(stdin: &mut tokio::process::ChildStdin,
 /// Performs (or refuses) one host function call.
 async fn perform(call: HostCall, host: &HostEnv, report: &mut StepReport) -> HostReply {
     match call {
+        HostCall::HttpGet { url } if host.http == HttpMode::Stub => {
+            let shown: String = url.chars().take(SHOWN_URL_CHARS).collect();
+            report.host_calls.push(format!("http_get {shown}: stubbed, nothing fetched"));
+            if report.stubbed_urls.len() < MAX_STUBBED_URLS {
+                report.stubbed_urls.push(shown);
+            }
+            HostReply::Ok(serde_json::json!({ "status": 200, "body": "", "url": url, "stub": true }))
+        }
         HostCall::HttpGet { url } => {
             report.fetched = true;
             let shown: String = url.chars().take(200).collect();
-            match http_get(&url, &host.fetch).await {
+            let result = http_get(&url, &host.fetch).await;
+            report.egress.push(egress_record(&url, &result));
+            match result {
                 Ok(result) => {
                     report.host_calls.push(format!(
                         "http_get {shown}: {} ({} bytes)",
@@ -284,7 +369,7 @@ async fn perform(call: HostCall, host: &HostEnv, report: &mut StepReport) -> Hos
             }
         }
         HostCall::SandboxWrite { name, text } => {
-            let result = sandbox_write(&host.write_dir, &name, &text);
+            let result = sandbox_write(&host.write_dir, &name, &text, host.write_quota);
             let shown: String = name.chars().take(80).collect();
             match result {
                 Ok(path) => {
@@ -292,11 +377,41 @@ async fn perform(call: HostCall, host: &HostEnv, report: &mut StepReport) -> Hos
                     HostReply::Ok(Value::String(path))
                 }
                 Err(e) => {
+                    report.quota_hit |= matches!(e, WriteRefusal::Quota { .. });
                     report.host_calls.push(format!("sandbox_write {shown}: refused: {e}"));
                     HostReply::Error(e.to_string())
                 }
             }
         }
+    }
+}
+
+/// The egress record of one real `http_get`: host and port of the URL asked for (never its
+/// path or query), the address that answered, the status or why there was none, and the bytes
+/// each way (the request line's URL out, the body in).
+fn egress_record(url: &str, result: &Result<crate::fetch::FetchResult, FetchError>) -> EgressRecord {
+    let parsed = reqwest::Url::parse(url).ok();
+    let host: String = parsed
+        .as_ref()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| url.chars().take(255).collect());
+    let port = parsed.as_ref().and_then(reqwest::Url::port_or_known_default).unwrap_or(0);
+    let (verdict, reason, received, address) = match result {
+        Ok(r) => (Verdict::Allowed, format!("http_get: status {}", r.status), r.body.len() as u64, r.address),
+        Err(e @ (FetchError::BadUrl { .. } | FetchError::PrivateAddress { .. })) => {
+            (Verdict::Refused, e.to_string(), 0, None)
+        }
+        Err(e) => (Verdict::Failed, e.to_string(), 0, None),
+    };
+    EgressRecord {
+        method: "GET".into(),
+        host,
+        port,
+        address,
+        verdict,
+        reason,
+        bytes_sent: url.len() as u64,
+        bytes_received: received,
     }
 }
 
@@ -312,6 +427,18 @@ enum WriteRefusal {
     /// Something other than a regular file is at that name (a link placed there).
     #[error("sandbox_write refused `{0}`: not a regular file")]
     NotAFile(String),
+    /// The folder's quota would be exceeded.
+    #[error(
+        "sandbox_write refused `{name}`: the tool's folder quota ({quota_bytes} bytes, {quota_files} files) is reached"
+    )]
+    Quota {
+        /// The file name.
+        name: String,
+        /// The quota's bytes.
+        quota_bytes: u64,
+        /// The quota's files.
+        quota_files: u64,
+    },
     /// The tool's folder was removed.
     #[error("sandbox_write: the tool folder is gone")]
     FolderGone,
@@ -320,8 +447,9 @@ enum WriteRefusal {
     Io(#[from] std::io::Error),
 }
 
-/// Writes `text` to `dir/name` when `name` is a plain file name; the name written.
-fn sandbox_write(dir: &Path, name: &str, text: &str) -> Result<String, WriteRefusal> {
+/// Writes `text` to `dir/name` when `name` is a plain file name and the folder stays within
+/// `quota`; the name written.
+fn sandbox_write(dir: &Path, name: &str, text: &str, quota: WriteQuota) -> Result<String, WriteRefusal> {
     let plain = !name.is_empty()
         && name.len() <= 100
         && name != "."
@@ -335,6 +463,10 @@ fn sandbox_write(dir: &Path, name: &str, text: &str) -> Result<String, WriteRefu
         return Err(WriteRefusal::TooLarge(name.to_string()));
     }
     std::fs::create_dir_all(dir)?;
+    let (bytes, files) = usage(dir, name)?;
+    if files + 1 > quota.files || bytes + text.len() as u64 > quota.bytes {
+        return Err(WriteRefusal::Quota { name: name.to_string(), quota_bytes: quota.bytes, quota_files: quota.files });
+    }
     let path = dir.join(name);
     // Never through a link placed there.
     match std::fs::symlink_metadata(&path) {
@@ -345,5 +477,45 @@ fn sandbox_write(dir: &Path, name: &str, text: &str) -> Result<String, WriteRefu
         Ok(()) => Ok(name.to_string()),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(WriteRefusal::FolderGone),
         Err(e) => Err(WriteRefusal::Io(e)),
+    }
+}
+
+/// Bytes and number of the entries in `dir`, leaving out `except` (the file about to be
+/// written again). Anything that is not a regular file counts as one file of no bytes.
+fn usage(dir: &Path, except: &str) -> std::io::Result<(u64, u64)> {
+    let (mut bytes, mut files) = (0u64, 0u64);
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_name() == std::ffi::OsStr::new(except) {
+            continue;
+        }
+        let meta = entry.metadata()?;
+        files += 1;
+        if meta.is_file() {
+            bytes += meta.len();
+        }
+    }
+    Ok((bytes, files))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_write_stops_at_the_folder_quota() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("tool");
+        let quota = WriteQuota { bytes: 10, files: 2 };
+        sandbox_write(&tool, "a", "12345", quota).unwrap();
+        // Writing the same file again counts it once.
+        sandbox_write(&tool, "a", "123456", quota).unwrap();
+        let err = sandbox_write(&tool, "b", "12345", quota).unwrap_err();
+        assert!(matches!(err, WriteRefusal::Quota { .. }), "{err}");
+        assert!(err.to_string().contains("quota"), "{err}");
+        sandbox_write(&tool, "b", "1234", quota).unwrap();
+        let err = sandbox_write(&tool, "c", "", quota).unwrap_err();
+        assert!(matches!(err, WriteRefusal::Quota { .. }), "{err}");
+        assert!(!tool.join("c").exists());
     }
 }

@@ -17,5 +17,5 @@ pub mod worker;
 
 pub use checks::{CheckError, source_hash, valid_name};
 pub use fetch::{FetchPolicy, http_get};
-pub use host::{HostEnv, StepError, StepLimits, StepReport, WorkerCommand, run_step};
+pub use host::{HostEnv, HttpMode, StepError, StepLimits, StepReport, WorkerCommand, WriteQuota, run_step};
 pub use protocol::{FailureKind, StepMode};

@@ -87,3 +87,16 @@ async fn literal_private_and_metadata_addresses_are_refused_before_connecting() 
         assert!(matches!(got, Err(FetchError::BadUrl { .. })), "{url}: {got:?}");
     }
 }
+
+#[tokio::test]
+async fn a_pinned_test_name_reaches_loopback_but_never_a_metadata_address() {
+    let addr = server(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".to_vec(), 1).await;
+    let mut policy = FetchPolicy::default();
+    policy.test_hosts.pin("sink.test", vec![addr.ip()]).unwrap();
+    let got = http_get(&format!("http://sink.test:{}/x", addr.port()), &policy).await.unwrap();
+    assert_eq!((got.status, got.body.as_str(), got.address), (200, "ok", Some(addr)));
+    let mut metadata = FetchPolicy::default();
+    metadata.test_hosts.pin("meta.test", vec!["169.254.169.254".parse().unwrap()]).unwrap();
+    let refused = http_get("http://meta.test/latest/", &metadata).await;
+    assert!(matches!(refused, Err(FetchError::PrivateAddress { .. })), "{refused:?}");
+}

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use steward_generated::protocol::FailureKind;
-use steward_generated::{FetchPolicy, HostEnv, StepError, StepLimits, StepMode, StepReport, WorkerCommand, run_step};
+use steward_generated::{HostEnv, StepError, StepLimits, StepMode, StepReport, WorkerCommand, run_step};
 use tokio_util::sync::CancellationToken;
 
 fn worker() -> WorkerCommand {
@@ -24,8 +24,7 @@ fn accept_weaker() -> Vec<steward_sandbox::Protection> {
 
 async fn call(source: &str, input: Value, limits: StepLimits) -> (StepReport, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let host =
-        HostEnv { fetch: FetchPolicy::default(), write_dir: dir.path().join("tool"), accept_weaker: accept_weaker() };
+    let host = HostEnv::live(dir.path().join("tool"), accept_weaker());
     let report = run_step(&worker(), StepMode::Call, source, &input, limits, &host, &CancellationToken::new()).await;
     (report, dir)
 }
@@ -146,4 +145,52 @@ async fn the_worker_cannot_read_files_itself() {
     let source = "function run() { return typeof readFile + typeof open + typeof fetch + typeof XMLHttpRequest; }";
     let (report, _dir) = call(source, json!({}), short(10)).await;
     assert_eq!(report.outcome, Ok(json!("undefinedundefinedundefinedundefined")));
+}
+
+/// A loopback HTTP server that counts its connections and answers each with `hi`.
+async fn counting_server() -> (std::net::SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = socket.read(&mut buf).await;
+            let _ = socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nhi").await;
+            let _ = socket.shutdown().await;
+        }
+    });
+    (addr, count)
+}
+
+#[tokio::test]
+async fn a_stubbed_http_get_reaches_nothing_and_keeps_the_url_while_a_live_one_is_an_egress_record() {
+    let (addr, count) = counting_server().await;
+    let source = "function run(input) { return http_get(input.url + '?d=' + input.data).status; }";
+    let input = json!({ "url": format!("http://{addr}/c"), "data": "xyz" });
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = HostEnv::live(dir.path().join("tool"), accept_weaker());
+    host.fetch.test_allow = vec![addr];
+    host.http = steward_generated::HttpMode::Stub;
+    let cancel = CancellationToken::new();
+    let stub = run_step(&worker(), StepMode::Call, source, &input, short(15), &host, &cancel).await;
+    assert_eq!(stub.outcome, Ok(json!(200)));
+    assert_eq!(stub.stubbed_urls, vec![format!("http://{addr}/c?d=xyz")]);
+    assert!(!stub.fetched && stub.egress.is_empty(), "{stub:?}");
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 0, "the stub connected");
+
+    host.http = steward_generated::HttpMode::Live;
+    let live = run_step(&worker(), StepMode::Call, source, &input, short(15), &host, &cancel).await;
+    assert_eq!(live.outcome, Ok(json!(200)));
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(live.egress.len(), 1, "{live:?}");
+    let record = &live.egress[0];
+    assert_eq!((record.host.as_str(), record.port, record.address), ("127.0.0.1", addr.port(), Some(addr)));
+    assert_eq!(record.verdict, steward_egress::Verdict::Allowed);
+    assert!(record.reason.contains("status 200"), "{}", record.reason);
+    assert_eq!(record.bytes_received, 2);
+    assert!(!record.reason.contains("xyz"), "the query is not recorded: {}", record.reason);
 }

@@ -239,9 +239,17 @@ impl LiveRuns {
     /// Submits `owner_id`'s decision on approval `approval_id` to the runtime's decision
     /// queue. The token handed to the run is the one the orchestrator signed; the orchestrator
     /// verifies it, the owner and the expiry again before anything runs (SPEC C4).
-    pub fn decide(&self, approval_id: &str, owner_id: &str, decision: Decision) -> Result<(), DecideError> {
+    /// `call_hash` is the hash of the call the approver was shown; `None`: the request as the
+    /// queue holds it.
+    pub fn decide(
+        &self,
+        approval_id: &str,
+        owner_id: &str,
+        decision: Decision,
+        call_hash: Option<String>,
+    ) -> Result<(), DecideError> {
         let verdict = match &decision {
-            Decision::Approve(scope) => Verdict::Approve(*scope),
+            Decision::Approve(scope) => Verdict::Approve(*scope, call_hash),
             Decision::Deny(reason) => Verdict::Deny(reason.clone()),
         };
         self.decisions.decide(approval_id, owner_id, verdict, Via::Here).map_err(|e| match e {
@@ -371,18 +379,29 @@ mod tests {
         let mut waiting = decisions.open_approval(&request("apr_1", "web:a", 60), "tok");
         assert_eq!(run.pending_approvals().len(), 1);
         assert!(matches!(
-            live.decide("apr_1", "web:b", Decision::Approve(ApprovalScope::Once)),
+            live.decide("apr_1", "web:b", Decision::Approve(ApprovalScope::Once), None),
             Err(DecideError::NotOwner)
         ));
-        assert!(live.decide("apr_1", "web:a", Decision::Approve(ApprovalScope::Once)).is_ok());
+        assert!(live.decide("apr_1", "web:a", Decision::Approve(ApprovalScope::Once), None).is_ok());
         assert_eq!(
             waiting.decided().await.answer,
-            ApprovalAnswer::Approve { token: "tok".into(), decided_by: "web:a".into(), scope: ApprovalScope::Once }
+            ApprovalAnswer::Approve {
+                token: "tok".into(),
+                decided_by: "web:a".into(),
+                scope: ApprovalScope::Once,
+                call_hash: steward_core::approval::call_hash(&request("apr_1", "web:a", 60)),
+            }
         );
-        assert!(matches!(live.decide("apr_1", "web:a", Decision::Deny("x".into())), Err(DecideError::AlreadyDecided)));
+        assert!(matches!(
+            live.decide("apr_1", "web:a", Decision::Deny("x".into()), None),
+            Err(DecideError::AlreadyDecided)
+        ));
         assert!(run.pending_approvals().is_empty());
         drop(waiting);
-        assert!(matches!(live.decide("apr_1", "web:a", Decision::Deny("x".into())), Err(DecideError::NotPending(_))));
+        assert!(matches!(
+            live.decide("apr_1", "web:a", Decision::Deny("x".into()), None),
+            Err(DecideError::NotPending(_))
+        ));
     }
 
     #[tokio::test]
@@ -391,7 +410,7 @@ mod tests {
         let _run = live.register("run_1", "web:a", CancellationToken::new());
         let _waiting = decisions.open_approval(&request("apr_2", "web:a", -1), "tok");
         assert!(matches!(
-            live.decide("apr_2", "web:a", Decision::Approve(ApprovalScope::Once)),
+            live.decide("apr_2", "web:a", Decision::Approve(ApprovalScope::Once), None),
             Err(DecideError::Expired)
         ));
     }

@@ -244,8 +244,19 @@ pub async fn cancel(state: &AppState, owner_id: &str, id: &str) -> Result<RunVie
 /// queue for a run of this server, or recorded in the store for a run executing in another
 /// process, whose decision queue is fed from the store: a terminal's, or another node's
 /// sharing the database (woken by its change notice).
-pub async fn decide(state: &AppState, owner_id: &str, approval_id: &str, decision: Decision) -> Result<(), ApiError> {
-    let recorded = match state.live.decide(approval_id, owner_id, decision) {
+///
+/// `call_hash` is the hash of the call the approver was shown
+/// ([`steward_core::approval::call_hash`]); without it, the request as read here (from the
+/// decision queue, or from the store) counts as shown. The run refuses an approval whose hash is
+/// not that of the call it would run.
+pub async fn decide(
+    state: &AppState,
+    owner_id: &str,
+    approval_id: &str,
+    decision: Decision,
+    call_hash: Option<String>,
+) -> Result<(), ApiError> {
+    let recorded = match state.live.decide(approval_id, owner_id, decision, call_hash.clone()) {
         Ok(()) => return Ok(()),
         Err(DecideError::NotOwner) => return Err(ApiError::not_owner("this approval")),
         Err(DecideError::AlreadyDecided) => {
@@ -285,6 +296,7 @@ pub async fn decide(state: &AppState, owner_id: &str, approval_id: &str, decisio
                 scope: scope.to_string(),
                 reason,
                 created_at: now,
+                call_hash: call_hash.unwrap_or_else(|| steward_core::approval::call_hash(&approval)),
             };
             if state.runtime.store.insert_approval_decision(&record).await.map_err(ApiError::storage)? {
                 Ok(())

@@ -217,7 +217,10 @@ function runView(root) {
       const node = form.closest(".approval");
       node.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       try {
-        const answer = await api("POST", `/api/approvals/${node.dataset.approvalId}`, { decision, scope: form.elements.scope.value });
+        const body = { decision, scope: form.elements.scope.value };
+        // The hash of the call this page showed: the run refuses the approval for any other call.
+        if (form.elements.call_hash) body.call_hash = form.elements.call_hash.value;
+        const answer = await api("POST", `/api/approvals/${node.dataset.approvalId}`, body);
         setApprovalState(node, answer.status);
       } catch (e) {
         showError(e.message);

@@ -1,6 +1,14 @@
 //! The audit hash chain: the canonical form that is hashed, and verification of a chain.
+//!
+//! Two schemes link the records. The first, an unkeyed SHA-256 ([`audit_hash`]), lets anyone
+//! with write access to the database append records that verify. The second, keyed
+//! ([`audit_hmac`], HMAC-SHA256 under an [`AuditKey`] kept outside the database), is what a
+//! store opened with a key writes: a record forged without the key fails verification. A
+//! chain may start with unkeyed records (written before keys) and go on keyed; a record that
+//! verifies only under the unkeyed hash after a keyed one is refused (`unkeyed after keyed`).
 
 use chrono::SecondsFormat;
+use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use steward_protocol::{AuditRecord, Timestamp};
@@ -15,6 +23,44 @@ pub const GENESIS_HASH: &str = "000000000000000000000000000000000000000000000000
 /// order is time order, and lossless for chrono's nanosecond precision.
 pub fn timestamp_text(at: &Timestamp) -> String {
     at.to_rfc3339_opts(SecondsFormat::Nanos, true)
+}
+
+/// The key of the audit chain's HMAC: at least 16 bytes, kept outside the database (the
+/// `steward` binary keeps it in `audit.key` beside `approval.key`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuditKey(Vec<u8>);
+
+impl AuditKey {
+    /// The key of `bytes`, or `None` when shorter than 16 bytes.
+    pub fn new(bytes: Vec<u8>) -> Option<AuditKey> {
+        (bytes.len() >= 16).then_some(AuditKey(bytes))
+    }
+
+    /// A new random key of 32 bytes.
+    pub fn generate() -> AuditKey {
+        AuditKey(rand::random::<[u8; 32]>().to_vec())
+    }
+
+    /// The key as lowercase hex (how it is kept in a file).
+    pub fn to_hex(&self) -> String {
+        hex::encode(&self.0)
+    }
+}
+
+impl std::fmt::Debug for AuditKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuditKey(…)")
+    }
+}
+
+/// The keyed hash of an audit record: lowercase hex of HMAC-SHA256 under `key` over the same
+/// bytes [`audit_hash`] hashes (`prev_hash` followed by the canonical array of the fields).
+pub fn audit_hmac(key: &AuditKey, prev_hash: &str, record_without_hash: &AuditRecord) -> String {
+    let at = timestamp_text(&record_without_hash.at);
+    let input = canonical_json(&record_without_hash.entry.input);
+    let fields = StoredFields::of(record_without_hash, &at, &input);
+    let hex = fields.keyed_hash(key, prev_hash, &mut Vec::with_capacity(512));
+    String::from_utf8_lossy(&hex).into_owned()
 }
 
 /// The hash of an audit record, as lowercase hex of SHA-256 (FIPS 180-4).
@@ -32,28 +78,9 @@ pub fn timestamp_text(at: &Timestamp) -> String {
 /// finite; the store refuses those), `outcome` is its wire name, and the rest are JSON strings.
 /// The record's own `prev_hash` field is not part of the array: the `prev_hash` argument is.
 pub fn audit_hash(prev_hash: &str, record_without_hash: &AuditRecord) -> String {
-    let r = record_without_hash;
-    let e = &r.entry;
-    let at = timestamp_text(&r.at);
-    let input = canonical_json(&e.input);
-    let fields = StoredFields {
-        seq: r.seq,
-        id: &r.id,
-        at: &at,
-        agent: &e.agent,
-        run_id: &e.run_id,
-        call_id: &e.call_id,
-        action: &e.action,
-        input: &input,
-        policy: &e.policy,
-        risk: e.risk,
-        outcome: e.outcome.as_str(),
-        latency_ms: e.latency_ms,
-        sandbox: &e.sandbox,
-        approval_id: &e.approval_id,
-        rollback_token: &e.rollback_token,
-        detail: &e.detail,
-    };
+    let at = timestamp_text(&record_without_hash.at);
+    let input = canonical_json(&record_without_hash.entry.input);
+    let fields = StoredFields::of(record_without_hash, &at, &input);
     let hex = fields.hash(prev_hash, &mut Vec::with_capacity(512));
     // Lowercase hex digits are ASCII.
     String::from_utf8_lossy(&hex).into_owned()
@@ -97,10 +124,66 @@ pub(crate) struct StoredFields<'a> {
     pub detail: &'a str,
 }
 
-impl StoredFields<'_> {
+impl<'a> StoredFields<'a> {
+    /// The fields of `r`, with `at` and `input` already in their text forms.
+    fn of(r: &'a AuditRecord, at: &'a str, input: &'a str) -> StoredFields<'a> {
+        let e = &r.entry;
+        StoredFields {
+            seq: r.seq,
+            id: &r.id,
+            at,
+            agent: &e.agent,
+            run_id: &e.run_id,
+            call_id: &e.call_id,
+            action: &e.action,
+            input,
+            policy: &e.policy,
+            risk: e.risk,
+            outcome: e.outcome.as_str(),
+            latency_ms: e.latency_ms,
+            sandbox: &e.sandbox,
+            approval_id: &e.approval_id,
+            rollback_token: &e.rollback_token,
+            detail: &e.detail,
+        }
+    }
+
+    /// The record's hash under `key` ([`StoredFields::keyed_hash`]) or, without a key, the
+    /// unkeyed one ([`StoredFields::hash`]).
+    pub fn hash_with(&self, key: Option<&AuditKey>, prev_hash: &str, buf: &mut Vec<u8>) -> [u8; 64] {
+        match key {
+            Some(key) => self.keyed_hash(key, prev_hash, buf),
+            None => self.hash(prev_hash, buf),
+        }
+    }
+
+    /// The record's keyed hash (see [`audit_hmac`]) as 64 lowercase hex digits.
+    pub fn keyed_hash(&self, key: &AuditKey, prev_hash: &str, buf: &mut Vec<u8>) -> [u8; 64] {
+        self.canonical(buf);
+        // HMAC accepts a key of any length.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&key.0).expect("HMAC takes any key length");
+        mac.update(prev_hash.as_bytes());
+        mac.update(&buf[..]);
+        let mut hex = [0u8; 64];
+        let _ = hex::encode_to_slice(mac.finalize().into_bytes(), &mut hex);
+        hex
+    }
+
     /// The record's hash (see [`audit_hash`]) as 64 lowercase hex digits; `buf` is scratch
     /// space, reused between calls.
     pub fn hash(&self, prev_hash: &str, buf: &mut Vec<u8>) -> [u8; 64] {
+        self.canonical(buf);
+        let mut hasher = Sha256::new();
+        hasher.update(prev_hash.as_bytes());
+        hasher.update(&buf[..]);
+        let mut hex = [0u8; 64];
+        // 32 bytes always fit 64 hex digits.
+        let _ = hex::encode_to_slice(hasher.finalize(), &mut hex);
+        hex
+    }
+
+    /// Writes the canonical array of the fields into `buf` (cleared first).
+    fn canonical(&self, buf: &mut Vec<u8>) {
         // The canonical array is written field by field straight into the buffer that is
         // hashed; the bytes are exactly those of `write_canonical` over the array of the fields.
         buf.clear();
@@ -126,13 +209,6 @@ impl StoredFields<'_> {
             push_string(buf, text);
         }
         buf.push(b']');
-        let mut hasher = Sha256::new();
-        hasher.update(prev_hash.as_bytes());
-        hasher.update(&buf[..]);
-        let mut hex = [0u8; 64];
-        // 32 bytes always fit 64 hex digits.
-        let _ = hex::encode_to_slice(hasher.finalize(), &mut hex);
-        hex
     }
 }
 
@@ -196,7 +272,16 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
+/// Checks a chain of unkeyed records ([`verify_chain_keyed`] without a key).
+pub fn verify_chain(records: &[AuditRecord]) -> AuditVerification {
+    verify_chain_keyed(records, None)
+}
+
 /// Checks a chain given in stored order (ascending `seq`); reports the first bad record.
+///
+/// A record's hash verifies under `key` ([`audit_hmac`]) or, as long as no record before it
+/// did, under the unkeyed [`audit_hash`] (a chain written before keys); an unkeyed record after
+/// a keyed one is `unkeyed after keyed` (forged by someone without the key).
 ///
 /// For each record, in this order: its hash must recompute (else `reordered` when it would
 /// verify under another `seq`, `removed (gap after seq N)` when it verifies under a later `seq`
@@ -205,19 +290,26 @@ fn write_canonical(value: &Value, out: &mut String) {
 /// zeros for the first) — else `reordered` when it names another record of the chain, otherwise
 /// `prev_hash mismatch`. Removing the newest records leaves a valid shorter chain; that needs an
 /// external anchor (the last hash) to detect.
-pub fn verify_chain(records: &[AuditRecord]) -> AuditVerification {
+pub fn verify_chain_keyed(records: &[AuditRecord], key: Option<&AuditKey>) -> AuditVerification {
     let max_seq = records.iter().map(|r| r.seq).max().unwrap_or(0);
     let known_hash = |hash: &str| records.iter().any(|r| r.hash == hash);
+    let keyed_ok = |r: &AuditRecord| key.is_some_and(|k| audit_hmac(k, &r.prev_hash, r) == r.hash);
+    let mut keyed_seen = false;
     let mut prev_seq = 0u64;
     let mut prev_hash = GENESIS_HASH.to_string();
     for record in records {
         let broken = |problem: String| AuditVerification::Broken { seq: record.seq, id: record.id.clone(), problem };
         let gap = format!("removed (gap after seq {prev_seq})");
-        if audit_hash(&record.prev_hash, record) != record.hash {
+        let keyed = keyed_ok(record);
+        let plain = !keyed && audit_hash(&record.prev_hash, record) == record.hash;
+        if plain && keyed_seen {
+            return broken("unkeyed after keyed".to_string());
+        }
+        if !keyed && !plain {
             let true_seq = (1..=max_seq.saturating_add(1)).find(|&s| {
                 s != record.seq && {
                     let moved = AuditRecord { seq: s, ..record.clone() };
-                    audit_hash(&record.prev_hash, &moved) == record.hash
+                    keyed_ok(&moved) || (!keyed_seen && audit_hash(&record.prev_hash, &moved) == record.hash)
                 }
             });
             return broken(match true_seq {
@@ -226,6 +318,7 @@ pub fn verify_chain(records: &[AuditRecord]) -> AuditVerification {
                 None => "changed".to_string(),
             });
         }
+        keyed_seen |= keyed;
         if record.seq != prev_seq + 1 {
             let missing_is_elsewhere = records.iter().any(|r| r.seq == prev_seq + 1);
             return broken(if record.seq > prev_seq + 1 && !missing_is_elsewhere {

@@ -36,7 +36,7 @@ use rand::Rng;
 use steward_protocol::Timestamp;
 use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 
-pub use chain::{GENESIS_HASH, audit_hash, timestamp_text, verify_chain};
+pub use chain::{AuditKey, GENESIS_HASH, audit_hash, audit_hmac, timestamp_text, verify_chain, verify_chain_keyed};
 pub use change::{CHANGE_BUFFER, Change};
 pub use error::StoreError;
 pub use generated::{GeneratedToolRecord, GeneratedToolStore};

@@ -128,6 +128,10 @@ pub struct StoreOptions {
     /// A file outside the database that keeps the newest audit `(seq, hash)`, so that records
     /// cut off the end of the chain are detected (`None`: no anchor).
     pub audit_anchor: Option<std::path::PathBuf>,
+    /// The key of the audit chain's HMAC: records are appended keyed, and verification accepts
+    /// an unkeyed record only before the first keyed one (see [`crate::verify_chain_keyed`]).
+    /// `None`: records are appended with the unkeyed hash, and only such chains verify.
+    pub audit_key: Option<crate::AuditKey>,
 }
 
 /// The result of recomputing the audit hash chain.
@@ -302,6 +306,10 @@ pub struct ApprovalDecisionRecord {
     pub reason: String,
     /// When it was decided (UTC).
     pub created_at: Timestamp,
+    /// The hash of the call the decider was shown (tool and arguments as the request held
+    /// them); empty in records written before decisions carried one, which match no call.
+    #[serde(default)]
+    pub call_hash: String,
 }
 
 /// A long-lived conversation of the web UI: one task at a time, each task an

@@ -452,3 +452,50 @@ both! {
         }
     }
 }
+
+both! {
+    #[tokio::test]
+    async fn a_keyed_chain_goes_on_from_an_unkeyed_one_and_refuses_a_forged_unkeyed_record(db: Db) {
+        // Two records written before the chain had a key.
+        let old = db.open().await;
+        chain_of(old.as_ref(), 2).await;
+        old.flush().await.unwrap();
+        drop(old);
+        let key = steward_store::AuditKey::generate();
+        let keyed = db.open_with(StoreOptions { audit_key: Some(key.clone()), ..StoreOptions::default() }).await;
+        for i in 3..=4 {
+            keyed.append_audit(entry("run_a", i)).await.unwrap();
+        }
+        keyed.flush().await.unwrap();
+        assert_eq!(keyed.verify_audit().await.unwrap(), AuditVerification::Valid { records: 4 });
+        let records = keyed.audit_records(None).await.unwrap();
+        assert_eq!(steward_store::audit_hash(&records[1].prev_hash, &records[1]), records[1].hash);
+        assert_eq!(steward_store::audit_hmac(&key, &records[3].prev_hash, &records[3]), records[3].hash);
+        assert_ne!(steward_store::audit_hash(&records[3].prev_hash, &records[3]), records[3].hash);
+        // Without the key the keyed records do not verify; with another key neither.
+        assert_eq!(broken(steward_store::verify_chain(&records)).0, 3);
+        let other = steward_store::AuditKey::generate();
+        assert_eq!(broken(steward_store::verify_chain_keyed(&records, Some(&other))).0, 3);
+
+        // Someone with write access to the database appends a record hashed the unkeyed way.
+        let last = records.last().unwrap();
+        let mut forged = steward_protocol::AuditRecord {
+            seq: 5,
+            id: "aud_forged".into(),
+            prev_hash: last.hash.clone(),
+            hash: String::new(),
+            ..last.clone()
+        };
+        forged.hash = steward_store::audit_hash(&forged.prev_hash, &forged);
+        db.tamper(&format!(
+            "INSERT INTO audit (seq, id, at, agent, run_id, call_id, action, input, policy, risk, outcome, latency_ms, \
+             sandbox, approval_id, rollback_token, detail, prev_hash, hash) SELECT 5, 'aud_forged', at, agent, run_id, \
+             call_id, action, input, policy, risk, outcome, latency_ms, sandbox, approval_id, rollback_token, detail, \
+             hash, '{}' FROM audit WHERE seq = 4",
+            forged.hash
+        ))
+        .await;
+        let (seq, id, problem) = broken(keyed.verify_audit().await.unwrap());
+        assert_eq!((seq, id.as_str(), problem.as_str()), (5, "aud_forged", "unkeyed after keyed"));
+    }
+}

@@ -243,6 +243,7 @@ async fn writes_of_one_node_notify_the_subscribers_of_another_on_postgres() {
         scope: "once".into(),
         reason: String::new(),
         created_at: Utc::now(),
+        call_hash: String::new(),
     };
     assert!(b.insert_approval_decision(&decision).await.unwrap());
     assert_eq!(next_about(&mut rx, &id).await, Change::Decision { run_id: id.clone(), approval_id: "apr_1".into() });

@@ -486,6 +486,7 @@ both! {
             scope: "once".into(),
             reason: String::new(),
             created_at: Utc::now(),
+            call_hash: String::new(),
         };
         assert_eq!(reader.approval_decision("apr_1").await.unwrap(), None);
         assert!(writer.insert_approval_decision(&decision(true)).await.unwrap());

@@ -428,8 +428,13 @@ fn tool_span<T>(
     if !call.decided_by.is_empty() {
         attributes.push(text("steward.approval.decided_by", call.decided_by.as_str()));
     }
-    if let Some(profile) = records.iter().map(|r| r.entry.sandbox.as_str()).find(|s| !s.is_empty()) {
-        attributes.push(text("steward.sandbox.profile", profile));
+    if let Some(sandbox) = records.iter().map(|r| r.entry.sandbox.as_str()).find(|s| !s.is_empty()) {
+        // `PROFILE; sbx_…`: the profile, then the id of the sandboxed execution.
+        let (profile, id) = sandbox.split_once("; ").unwrap_or((sandbox, ""));
+        attributes.push(text("steward.sandbox.profile", profile.to_string()));
+        if !id.is_empty() {
+            attributes.push(text("steward.sandbox.id", id.to_string()));
+        }
     }
     if let Some(last) = records.last() {
         attributes.push(text("steward.audit.record_id", last.id.as_str()));

@@ -26,6 +26,7 @@ pub async fn pending(json: bool) -> Result<u8> {
                 "rule": request.rule,
                 "risk": request.risk,
                 "expires_at": request.expires_at.to_rfc3339(),
+                "call_hash": steward_core::approval::call_hash(request),
             });
             println!("{line}");
         }
@@ -63,8 +64,11 @@ pub async fn decide(approval_id: &str, decision: OwnerDecision) -> Result<u8> {
         OwnerDecision::Deny(_) => "denied".to_string(),
     };
     match decisions::record(store.as_ref(), &owner, approval_id, decision, chrono::Utc::now()).await {
-        Ok(()) => {
-            println!("{approval_id} {what}; the run waiting on it goes on");
+        Ok(request) => {
+            // What was decided: the run refuses an approval for any other call.
+            let args = redactor().redact(&request.arguments.to_string());
+            println!("{approval_id} {what}: {} {}", request.tool, steward_protocol::truncate_chars(&args, 200));
+            println!("the run waiting on it goes on (or refuses it if that is not the call it would run)");
             Ok(0)
         }
         Err(DecisionError::Store(e)) => Err(e.into()),

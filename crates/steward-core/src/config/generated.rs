@@ -24,14 +24,36 @@ pub struct GeneratedToolsConfig {
     /// (default true; the request expires after 10 minutes).
     #[serde(default = "yes")]
     pub require_approval: bool,
+    /// The most bytes one generated tool's `sandbox_write` folder may hold (default 1 MiB);
+    /// a write past it is refused and reported.
+    #[serde(default = "quota_bytes")]
+    pub write_quota_bytes: u64,
+    /// The most files one generated tool's `sandbox_write` folder may hold (default 100).
+    #[serde(default = "quota_files")]
+    pub write_quota_files: u64,
 }
 
 fn yes() -> bool {
     true
 }
 
+fn quota_bytes() -> u64 {
+    steward_generated::host::DEFAULT_QUOTA_BYTES
+}
+
+fn quota_files() -> u64 {
+    steward_generated::host::DEFAULT_QUOTA_FILES
+}
+
 impl Default for GeneratedToolsConfig {
     fn default() -> Self {
-        GeneratedToolsConfig { enabled: false, provider: None, model: None, require_approval: true }
+        GeneratedToolsConfig {
+            enabled: false,
+            provider: None,
+            model: None,
+            require_approval: true,
+            write_quota_bytes: quota_bytes(),
+            write_quota_files: quota_files(),
+        }
     }
 }

@@ -60,14 +60,16 @@ pub enum OwnerDecision {
 /// Records `decided_by`'s decision on approval `approval_id` at `now` for the run that waits
 /// on it in another process. Refused when no running run has a pending approval of that id,
 /// when it is another owner's, when it has expired, or when it was already decided. The run
-/// checks the decider and the expiry once more before acting on it.
+/// checks the decider and the expiry once more before acting on it, and an approval's call hash
+/// (the hash of the request as read here) against the call it would run. Returns the request
+/// decided, as read.
 pub async fn record(
     store: &dyn Store,
     decided_by: &str,
     approval_id: &str,
     decision: OwnerDecision,
     now: Timestamp,
-) -> Result<(), DecisionError> {
+) -> Result<ApprovalRequest, DecisionError> {
     let mut found = None;
     for run in store.runs_with_status(RunStatus::Running).await? {
         if let Some(request) = store.approvals(&run.id).await?.into_iter().find(|a| a.id == approval_id) {
@@ -85,6 +87,9 @@ pub async fn record(
         ApprovalStatus::Expired => return Err(DecisionError::Expired(request.id)),
         _ => return Err(DecisionError::AlreadyDecided(request.id)),
     }
+    // The hash of the call as this decision saw it in the store: the run compares it with the
+    // call it would run, so a request changed in the store in between is refused there.
+    let call_hash = super::call_hash(&request);
     let (approve, scope, reason) = match decision {
         OwnerDecision::Approve(scope) => (true, scope, String::new()),
         OwnerDecision::Deny(reason) => (false, "once".to_string(), reason),
@@ -97,10 +102,11 @@ pub async fn record(
         scope,
         reason,
         created_at: now,
+        call_hash,
     };
     if store.insert_approval_decision(&record).await? {
         store.flush().await?;
-        Ok(())
+        Ok(request)
     } else {
         Err(DecisionError::AlreadyDecided(request.id))
     }

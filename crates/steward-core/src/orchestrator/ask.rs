@@ -24,6 +24,9 @@ pub(super) enum Rejection {
     NotOwner,
     /// The approval presented a token that does not match the request.
     InvalidToken,
+    /// The approval was given for another call than the one the run would run (the request
+    /// was changed where the approver read it).
+    CallMismatch,
     /// The owner rejected it, saying why.
     ByOwner(String),
     /// Nobody can answer here (no terminal, no UI).
@@ -36,6 +39,9 @@ impl Rejection {
         match self {
             Rejection::NotOwner => "not_owner: only the run's owner may approve".into(),
             Rejection::InvalidToken => "invalid decision token".into(),
+            Rejection::CallMismatch => "call_mismatch: the approval was given for another call than the one this run \
+                                        would run (the stored request was changed); nothing was run"
+                .into(),
             Rejection::ByOwner(reason) => reason.clone(),
             Rejection::NoApprover => NO_APPROVER.into(),
         }
@@ -45,6 +51,7 @@ impl Rejection {
     fn rule(&self) -> Rule {
         match self {
             Rejection::NoApprover => Rule::NoApprover,
+            Rejection::CallMismatch => Rule::CallMismatch,
             Rejection::NotOwner | Rejection::InvalidToken | Rejection::ByOwner(_) => Rule::RejectedByOwner,
         }
     }
@@ -205,7 +212,8 @@ fn approval_ttl(cx: &CallContext<'_>, decision: &Decision) -> chrono::Duration {
 }
 
 /// What `answer` amounts to: an approval counts only from the run's owner with a token that
-/// matches the request.
+/// matches the request and the hash of the call this run holds (`request` is the run's own,
+/// made from the call it would run, never read back from the store).
 fn judge(cx: &CallContext<'_>, request: &ApprovalRequest, answer: ApprovalAnswer) -> Verdict {
     match answer {
         ApprovalAnswer::Approve { decided_by, .. } if decided_by != cx.run.owner_id => {
@@ -214,7 +222,10 @@ fn judge(cx: &CallContext<'_>, request: &ApprovalRequest, answer: ApprovalAnswer
         ApprovalAnswer::Approve { token, decided_by, .. } if !cx.approvals.key.verify(request, &token) => {
             Verdict::Rejected { rejection: Rejection::InvalidToken, decided_by }
         }
-        ApprovalAnswer::Approve { token, decided_by, scope } => Verdict::Approved { token, decided_by, scope },
+        ApprovalAnswer::Approve { decided_by, call_hash, .. } if call_hash != crate::approval::call_hash(request) => {
+            Verdict::Rejected { rejection: Rejection::CallMismatch, decided_by }
+        }
+        ApprovalAnswer::Approve { token, decided_by, scope, .. } => Verdict::Approved { token, decided_by, scope },
         ApprovalAnswer::Reject { reason, decided_by } => {
             Verdict::Rejected { rejection: Rejection::ByOwner(reason), decided_by }
         }

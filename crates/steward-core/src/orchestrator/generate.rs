@@ -1,16 +1,21 @@
 //! A call to a tool that does not exist, when `[generated_tools]` is on and the name is a
-//! valid generated tool name (SPEC G): the generator writes it, and it goes through
-//! static checks → compile → input schema → a probe call with the planner's arguments →
-//! the owner's approval showing the full source → versioned registration → offered from the
-//! next round. Up to [`MAX_ATTEMPTS`] attempts; each failed check's reason goes back to the
-//! generator. Every step is an audit record under the rule `generated_tool`.
+//! valid generated tool name that nothing else could mean (SPEC G): the generator writes it,
+//! and it goes through static checks → compile → input schema → a probe call → the owner's
+//! approval showing the full source and what the probe did → versioned registration → offered
+//! from the next round. Up to [`MAX_ATTEMPTS`] attempts; each failed check's reason goes back
+//! to the generator. Every step is an audit record under the rule `generated_tool`.
+//!
+//! Nothing the draft does before it is approved reaches the network or sees run data: the
+//! probe's input is made from the draft's own schema ([`example_input`]), never the planner's
+//! arguments, and its `http_get` is a stub that fetches nothing and records the URLs it was
+//! asked for, which the approval shows.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use steward_generated::{CheckError, StepError, StepLimits, StepMode, checks};
+use steward_generated::{CheckError, HttpMode, StepError, StepLimits, StepMode, checks};
 use steward_protocol::{
     ApprovalTtl, AuditOutcome, ChatRequest, Decision, DecisionKind, EventKind, Message, ToolCall, ToolChoice,
 };
@@ -63,9 +68,58 @@ enum Rejection {
         /// What does not match.
         problem: String,
     },
-    /// The probe call with the planner's arguments failed.
-    #[error("probe call with the planner's arguments: {0}")]
-    Probe(StepError),
+    /// The probe could not be set up.
+    #[error("probe: {0}")]
+    Host(String),
+}
+
+/// URLs of the probe named in the approval's reason (the approval's arguments list them all).
+const SHOWN_URLS: usize = 10;
+
+/// Host calls of the probe kept for the approval.
+const SHOWN_HOST_CALLS: usize = 100;
+
+/// What the probe call did: its input (made from the schema), its result or error, and the
+/// URLs its stubbed `http_get` was asked for.
+#[derive(Debug, Clone)]
+struct Probe {
+    /// The input, or `None` when no input made from the schema matches it (no probe ran).
+    input: Option<Value>,
+    /// The result (cut to 200 characters) or the error.
+    outcome: String,
+    /// The URLs `http_get` was asked for (nothing was fetched).
+    urls: Vec<String>,
+    /// The host calls, for the audit record.
+    host_calls: Vec<String>,
+}
+
+impl Probe {
+    /// One line for the audit record and the approval's reason.
+    fn summary(&self) -> String {
+        let mut text = match &self.input {
+            None => format!("no probe: {}", self.outcome),
+            Some(input) => format!("probe with {input} (made from the schema): {}", self.outcome),
+        };
+        if self.urls.is_empty() {
+            text.push_str("; it asked for no URL");
+        } else {
+            let shown: Vec<&str> = self.urls.iter().take(SHOWN_URLS).map(String::as_str).collect();
+            let more = match self.urls.len().saturating_sub(SHOWN_URLS) {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            text.push_str(&format!(
+                "; http_get was asked for {}{more} (stubbed: nothing was fetched)",
+                shown.join(", ")
+            ));
+        }
+        text
+    }
+
+    /// The probe as the approval shows it.
+    fn shown(&self) -> Value {
+        json!({ "input": self.input, "outcome": self.outcome, "http_get_urls": self.urls, "host_calls": self.host_calls })
+    }
 }
 
 /// Why a registration was not approved.
@@ -104,6 +158,9 @@ pub(crate) async fn generate(
     generator: &Generator,
 ) -> Result<CallResult, CallAbort> {
     let name = call.name.as_str();
+    if let Some(reason) = generator.reserved(name) {
+        return give_up(cx, call, reason).await;
+    }
     let Some(worker) = worker() else { return give_up(cx, call, NO_WORKER.to_string()).await };
     let Some(registry) = cx.records.store.generated_registry() else {
         return give_up(cx, call, "this store keeps no generated tools".into()).await;
@@ -153,7 +210,10 @@ pub(crate) async fn generate(
             cx,
             call,
             AuditOutcome::Completed,
-            format!("{versioned} attempt {attempt}: checks, compile, schema and probe passed (source sha256 {hash}); probe: {probe}"),
+            format!(
+                "{versioned} attempt {attempt}: checks, compile and schema passed (source sha256 {hash}); {}",
+                probe.summary()
+            ),
         )
         .await?;
         let mut record = GeneratedToolRecord {
@@ -171,9 +231,9 @@ pub(crate) async fn generate(
             removed_at: None,
             removed_by: None,
         };
-        let tool = Arc::new(GeneratedTool::new(record.clone(), &generator.files_dir));
+        let tool = Arc::new(GeneratedTool::new(record.clone(), generator));
         if generator.require_approval {
-            match approve(cx, call, &record, tool.as_ref()).await? {
+            match approve(cx, call, &record, tool.as_ref(), &probe).await? {
                 Ok((approval_id, decided_by)) => {
                     record.approved_by = Some(decided_by);
                     record.approval_id = Some(approval_id);
@@ -185,7 +245,7 @@ pub(crate) async fn generate(
             }
         }
         registry.insert_generated_tool(&record).await?;
-        let tool = Arc::new(GeneratedTool::new(record.clone(), &generator.files_dir));
+        let tool = Arc::new(GeneratedTool::new(record.clone(), generator));
         if let Err(e) = cx.tools.registry.add_while_running(tool) {
             return give_up(cx, call, format!("{versioned} was registered but cannot be offered in this run: {e}"))
                 .await;
@@ -286,20 +346,27 @@ async fn ask_generator(
 }
 
 /// Parses and checks a draft: static checks, schema, compile, the planner's arguments
-/// against the schema, then the probe call with them. The draft and the probe's result, or
-/// the reason for the generator.
+/// against the schema, then the probe call with an input made from the schema and a stubbed
+/// `http_get`. The draft and what the probe did, or the reason for the generator.
 async fn check_draft(
     cx: &CallContext<'_>,
     call: &ToolCall,
     worker: &steward_generated::WorkerCommand,
     text: &str,
     generator: &Generator,
-) -> Result<(Draft, String), Rejection> {
+) -> Result<(Draft, Probe), Rejection> {
     let json = json_object(text).ok_or(Rejection::NoJson)?;
     let draft: Draft = serde_json::from_str(json).map_err(Rejection::NotADraft)?;
     checks::check_source(&draft.source).map_err(Rejection::Check)?;
     checks::check_schema(&draft.input_schema).map_err(Rejection::Check)?;
-    let host = host_env(generator.files_dir.join(".probes").join(cx.run.run_id), cx.tools.context);
+    // The probe writes in a folder of its own, under the same quota, and fetches nothing.
+    let host = host_env(
+        generator.files_dir.join(".probes").join(cx.run.run_id),
+        generator.write_quota,
+        HttpMode::Stub,
+        cx.tools.context,
+    )
+    .map_err(Rejection::Host)?;
     let limits = StepLimits { time: PROBE_TIME, ..StepLimits::default() };
     let cancel = &cx.tools.context.cancel;
     let compiled =
@@ -310,16 +377,94 @@ async fn check_draft(
         CheckError::Schema(problem) => Rejection::Arguments { arguments: call.arguments.clone(), problem },
         other => Rejection::Check(other),
     })?;
-    let probe =
-        steward_generated::run_step(worker, StepMode::Call, &draft.source, &call.arguments, limits, &host, cancel)
-            .await;
-    if probe.fetched {
-        // What the probe fetched reached no model, but the tool's later output will be web text.
-        cx.state.taint();
+    let input = example_input(&draft.input_schema);
+    if let Err(e) = checks::check_input(&draft.input_schema, &input) {
+        let outcome = format!("no input made from the schema matches it ({e})");
+        return Ok((draft, Probe { input: None, outcome, urls: Vec::new(), host_calls: Vec::new() }));
     }
-    let value = probe.outcome.map_err(Rejection::Probe)?;
-    let shown: String = value.to_string().chars().take(200).collect();
-    Ok((draft, shown))
+    let probe = steward_generated::run_step(worker, StepMode::Call, &draft.source, &input, limits, &host, cancel).await;
+    let outcome = match probe.outcome {
+        Ok(value) => format!("returned {}", value.to_string().chars().take(200).collect::<String>()),
+        Err(e) => format!("failed: {}", e.to_string().chars().take(300).collect::<String>()),
+    };
+    let redact = |text: &String| cx.records.redactor.redact(text);
+    Ok((
+        draft,
+        Probe {
+            input: Some(input),
+            outcome: redact(&outcome),
+            urls: probe.stubbed_urls.iter().map(redact).collect(),
+            host_calls: probe.host_calls.iter().take(SHOWN_HOST_CALLS).map(redact).collect(),
+        },
+    ))
+}
+
+/// An input for the probe made from `schema` alone (so no run data reaches the draft before
+/// it is approved): for each property its `const`, `default`, first `examples` or `enum` entry,
+/// else a placeholder of its type (`"example"`, `1`, `true`, one item, an object of its
+/// properties; `https://example.com/` for a `uri`).
+pub(crate) fn example_input(schema: &Value) -> Value {
+    example(schema, 0)
+}
+
+fn example(schema: &Value, depth: u32) -> Value {
+    if depth > 8 {
+        return Value::Null;
+    }
+    for key in ["const", "default"] {
+        if let Some(value) = schema.get(key) {
+            return value.clone();
+        }
+    }
+    for key in ["examples", "enum"] {
+        if let Some(first) = schema.get(key).and_then(Value::as_array).and_then(|v| v.first()) {
+            return first.clone();
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(first) = schema.get(key).and_then(Value::as_array).and_then(|v| v.first()) {
+            return example(first, depth + 1);
+        }
+    }
+    let kind = match schema.get("type") {
+        Some(Value::String(kind)) => kind.as_str(),
+        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).find(|k| *k != "null").unwrap_or("null"),
+        _ if schema.get("properties").is_some() => "object",
+        _ => "string",
+    };
+    let number = |key: &str| schema.get(key).and_then(Value::as_f64);
+    match kind {
+        "object" => {
+            let mut object = serde_json::Map::new();
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (name, property) in properties {
+                    object.insert(name.clone(), example(property, depth + 1));
+                }
+            }
+            Value::Object(object)
+        }
+        "array" => {
+            let item = schema.get("items").map_or(json!("example"), |items| example(items, depth + 1));
+            let count = schema.get("minItems").and_then(Value::as_u64).unwrap_or(1).clamp(1, 16);
+            Value::Array(vec![item; count as usize])
+        }
+        "integer" => json!(number("minimum").map_or(1, |m| m.ceil() as i64)),
+        "number" => json!(number("minimum").unwrap_or(1.0)),
+        "boolean" => json!(true),
+        "null" => Value::Null,
+        _ => {
+            let text = match schema.get("format").and_then(Value::as_str) {
+                Some("uri" | "url" | "iri") => "https://example.com/".to_string(),
+                Some("email") => "user@example.com".to_string(),
+                Some("date") => "2024-01-01".to_string(),
+                Some("date-time") => "2024-01-01T00:00:00Z".to_string(),
+                _ => "example".to_string(),
+            };
+            let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0).min(1000) as usize;
+            let padding = min.saturating_sub(text.chars().count());
+            json!(format!("{text}{}", "x".repeat(padding)))
+        }
+    }
 }
 
 /// The JSON object in `text`: the whole text, or from its first `{` to its last `}` (a
@@ -337,6 +482,7 @@ async fn approve(
     call: &ToolCall,
     record: &GeneratedToolRecord,
     tool: &GeneratedTool,
+    probe: &Probe,
 ) -> Result<Result<(String, String), NotApproved>, CallAbort> {
     let shown = ToolCall {
         id: call.id.clone(),
@@ -347,6 +493,7 @@ async fn approve(
             "input_schema": record.input_schema,
             "source_sha256": record.source_hash,
             "source": record.source,
+            "probe": probe.shown(),
         }),
     };
     let mut decision = Decision::new(
@@ -355,8 +502,9 @@ async fn approve(
         RISK,
         format!(
             "register the generated tool {} (JavaScript below, run without files, clock, randomness or processes; \
-             it may use http_get to public addresses and write in its own folder)",
-            record.versioned_name()
+             it may use http_get to public addresses and write in its own folder); {}",
+            record.versioned_name(),
+            probe.summary()
         ),
     );
     decision.approval_ttl = Some(ApprovalTtl { seconds: APPROVAL_SECONDS, source: "generated tools".into() });
@@ -379,5 +527,30 @@ mod tests {
         assert_eq!(json_object("{\"a\":1}"), Some("{\"a\":1}"));
         assert_eq!(json_object("Here:\n```json\n{\"a\":{\"b\":2}}\n```"), Some("{\"a\":{\"b\":2}}"));
         assert_eq!(json_object("no object"), None);
+    }
+
+    #[test]
+    fn the_probe_input_comes_from_the_schema_alone_and_matches_it() {
+        let schema = json!({
+            "type": "object",
+            "required": ["url", "data", "n", "tags", "mode"],
+            "properties": {
+                "url": {"type": "string", "format": "uri"},
+                "data": {"type": "string", "minLength": 10},
+                "n": {"type": "integer", "minimum": 3},
+                "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+                "mode": {"enum": ["fast", "slow"]},
+                "nested": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+                "maybe": {"type": ["null", "number"]}
+            }
+        });
+        let input = example_input(&schema);
+        assert_eq!(input["url"], "https://example.com/");
+        assert_eq!(input["data"].as_str().unwrap().len(), 10);
+        assert_eq!(input["n"], 3);
+        assert_eq!(input["tags"], json!(["example", "example"]));
+        assert_eq!(input["mode"], "fast");
+        assert_eq!(input["nested"], json!({"ok": true}));
+        checks::check_input(&schema, &input).unwrap();
     }
 }

@@ -20,6 +20,8 @@ pub(super) enum Rule {
     NoApprover,
     /// The owner (or someone who is not the owner) said no.
     RejectedByOwner,
+    /// An approval named another call than the one the run would run.
+    CallMismatch,
     /// A hook ran after a change.
     Hook,
     /// A connection through the egress proxy.
@@ -33,6 +35,7 @@ impl Rule {
             Rule::ApprovalExpired => "approval_expired",
             Rule::NoApprover => "no_approver",
             Rule::RejectedByOwner => "rejected_by_owner",
+            Rule::CallMismatch => "call_mismatch",
             Rule::Hook => "hook",
             Rule::EgressProxy => "egress_proxy",
         }
@@ -93,9 +96,11 @@ impl AuditRecord {
         self
     }
 
-    /// The sandbox profile the call (or hook) ran under.
+    /// The sandbox profile the call (or hook) ran under, followed by an id of this sandboxed
+    /// execution (`PROFILE; sbx_…`) that tells two executions under one profile apart; empty
+    /// when it ran unconfined.
     pub(super) fn sandbox(mut self, profile: &str) -> Self {
-        self.entry.sandbox = profile.to_string();
+        self.entry.sandbox = if profile.is_empty() { String::new() } else { format!("{profile}; {}", new_id("sbx_")) };
         self
     }
 

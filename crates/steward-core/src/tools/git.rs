@@ -14,9 +14,11 @@
 //! Secret files in diffs: `git_diff` and `git_show` pass pathspec excludes for the S1 names
 //! ([`SECRET_PATHSPEC_EXCLUDES`]), and then drop every `diff --git` section whose path is a
 //! secret path ([`steward_policy::is_secret_path`]), ignored, or denied by the workspace
-//! rules, or whose header cannot be parsed. Limitation: commit messages, file *names* in
-//! `git_status`/`git_log`, and content a commit moved from a secret file into an ordinary one
-//! are shown as git prints them.
+//! rules, or whose header cannot be parsed. `git_status` passes the same excludes and drops
+//! every entry whose path the walkers (`list`, the index) leave out
+//! ([`steward_policy::Workspace::exclusion`]: secret, `deny_path`, ignored), saying how many.
+//! Limitation: commit messages, file *names* in `git_log`, and content a commit moved from a
+//! secret file into an ordinary one are shown as git prints them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -209,7 +211,11 @@ impl Tool for GitTool {
             Some(rel) => format!(":(literal){rel}"),
         };
         let (argv, filter) = match self.command {
-            Command::Status => (git_argv(&["status", "--short", "--branch", "--", "."]), false),
+            Command::Status => {
+                let mut a = vec!["status", "--short", "--branch", "--", "."];
+                a.extend(SECRET_PATHSPEC_EXCLUDES);
+                (git_argv(&a), false)
+            }
             Command::Diff => {
                 let mut a = vec!["diff", "--no-ext-diff", "--no-textconv", "--relative"];
                 if opt_bool(args, "staged")?.unwrap_or(false) {
@@ -261,6 +267,11 @@ impl Tool for GitTool {
             out.content = drop_hidden_sections(&out.content, |rel| {
                 steward_policy::is_secret_path(Path::new(rel))
                     || ctx.workspace.exclusion(Path::new(rel), false).is_some()
+            });
+        }
+        if matches!(self.command, Command::Status) {
+            out.content = drop_hidden_entries(&out.content, |rel, is_dir| {
+                ctx.workspace.exclusion(Path::new(rel), is_dir).is_some()
             });
         }
         if out.content.trim().is_empty() {
@@ -424,6 +435,67 @@ fn header_paths(header: &str) -> Option<Vec<String>> {
     Some(vec![merged.to_string()])
 }
 
+/// `git status --short --branch` output without the entries whose path (either path of a
+/// rename) `hidden` says to leave out (`is_dir` for an untracked folder, shown with a trailing
+/// `/`), with a line saying how many were left out. A path git quoted is unquoted first; one
+/// that cannot be read is left out.
+fn drop_hidden_entries(status: &str, hidden: impl Fn(&str, bool) -> bool) -> String {
+    let mut out = String::with_capacity(status.len());
+    let mut dropped = 0usize;
+    for line in status.lines() {
+        let Some(paths) = line.get(3..).filter(|_| !line.starts_with("## ")) else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let hide = paths.split(" -> ").any(|path| {
+            let Some(path) = unquote(path) else { return true };
+            let is_dir = path.ends_with('/');
+            let rel = path.trim_end_matches('/');
+            rel.is_empty() || hidden(rel, is_dir)
+        });
+        if hide {
+            dropped += 1;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    if dropped > 0 {
+        out.push_str(&format!("[{dropped} file(s) hidden: secret, ignored or denied paths are not shown]\n"));
+    }
+    out
+}
+
+/// A path as `git status` prints it: as is, or in C-style quotes (`"a\tb"`) when it holds
+/// characters git quotes; `None` when a quoted path cannot be read.
+fn unquote(path: &str) -> Option<String> {
+    let Some(inner) = path.strip_prefix('"').and_then(|p| p.strip_suffix('"')) else {
+        return Some(path.to_string());
+    };
+    let mut bytes = Vec::with_capacity(inner.len());
+    let mut chars = inner.bytes();
+    while let Some(b) = chars.next() {
+        if b != b'\\' {
+            bytes.push(b);
+            continue;
+        }
+        match chars.next()? {
+            b'n' => bytes.push(b'\n'),
+            b't' => bytes.push(b'\t'),
+            b'"' => bytes.push(b'"'),
+            b'\\' => bytes.push(b'\\'),
+            d @ b'0'..=b'7' => {
+                let (d2, d3) = (chars.next()?, chars.next()?);
+                let digit = |c: u8| (b'0'..=b'7').contains(&c).then(|| c - b'0');
+                bytes.push(digit(d)? * 64 + digit(d2)? * 8 + digit(d3)?);
+            }
+            other => bytes.push(other),
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,6 +508,17 @@ mod tests {
         for bad in ["", "--output=/tmp/x", "-p", "HEAD:.env", "a b", "$(id)", "x;y", &"a".repeat(101)] {
             assert!(validate_rev(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn status_entries_of_secret_paths_are_dropped_and_counted() {
+        let status = "## main\n?? .env\n M app.py\nR  old.txt -> keys/id_rsa\n?? \"sp ace/.env\"\n?? .ssh/\n?? src/\n";
+        let shown = drop_hidden_entries(status, |rel, _| steward_policy::is_secret_path(Path::new(rel)));
+        assert_eq!(
+            shown,
+            "## main\n M app.py\n?? src/\n[4 file(s) hidden: secret, ignored or denied paths are not shown]\n"
+        );
+        assert_eq!(unquote("\"caf\\303\\251\""), Some("café".to_string()));
     }
 
     #[test]

@@ -22,6 +22,11 @@ impl Tool for McpToolAdapter {
         &self.spec
     }
 
+    /// A call naming a secret file is refused by the decision (see `refuse_secret_arguments`).
+    fn refusal(&self, args: &Value, workspace: &steward_policy::Workspace) -> Option<ToolError> {
+        refuse_secret_arguments(args, workspace).err()
+    }
+
     /// Refuses a call that names a secret file (see `refuse_secret_arguments`).
     async fn preview(&self, args: &Value, ctx: &ToolContext) -> Result<Option<(String, String)>, ToolError> {
         refuse_secret_arguments(args, &ctx.workspace).map(|()| None)

@@ -147,6 +147,13 @@ pub trait Tool: Send + Sync {
         Vec::new()
     }
 
+    /// A refusal known from the call's arguments alone (an MCP tool's argument naming a secret
+    /// file): decided with the policy in [`crate::decide::decide`], so the run and `steward
+    /// policy check` refuse it alike (`deny`, named by the error's rule) before anything runs.
+    fn refusal(&self, _args: &Value, _workspace: &steward_policy::Workspace) -> Option<ToolError> {
+        None
+    }
+
     /// Seconds an approval request for a call of this tool stays open, when its definition
     /// sets it (`[[tool]] approval_ttl_seconds`, SPEC C4); `None` for the default.
     fn approval_ttl_seconds(&self) -> Option<u64> {

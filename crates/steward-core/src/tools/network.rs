@@ -103,7 +103,7 @@ fn deliver(log: Option<&EgressLog>, records: Vec<EgressRecord>) {
 
 /// Why [`TEST_HOSTS_VAR`] is not honoured.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-enum TestHostsError {
+pub(crate) enum TestHostsError {
     /// Set in a release build, which refuses the test-only setting.
     #[error("the command was not run: {TEST_HOSTS_VAR} is set, a test-only setting that release builds refuse")]
     Release,
@@ -117,7 +117,7 @@ enum TestHostsError {
 
 /// The `.test` names pinned by [`TEST_HOSTS_VAR`] (debug builds), or the refusal to honour
 /// it (release builds).
-fn test_hosts() -> Result<TestHosts, TestHostsError> {
+pub(crate) fn test_hosts() -> Result<TestHosts, TestHostsError> {
     let Some(value) = std::env::var_os(TEST_HOSTS_VAR) else { return Ok(TestHosts::default()) };
     if !cfg!(debug_assertions) {
         return Err(TestHostsError::Release);

@@ -18,8 +18,14 @@ pub struct Yes;
 
 #[async_trait]
 impl Approver for Yes {
-    async fn ask(&self, _request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-        ApprovalAnswer::Approve { token: token.into(), decided_by: "local:alice".into(), scope: ApprovalScope::Once }
+    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
+        let call_hash = steward_core::approval::call_hash(request);
+        ApprovalAnswer::Approve {
+            token: token.into(),
+            decided_by: "local:alice".into(),
+            scope: ApprovalScope::Once,
+            call_hash,
+        }
     }
 }
 

@@ -324,6 +324,11 @@ pub struct DecisionBody {
     scope: Option<String>,
     /// For denials: why, shown to the model (at most 500 characters are kept).
     reason: Option<String>,
+    /// For approvals: the hash of the call the approver was shown (SHA-256 hex of
+    /// `["steward-call-v1", tool, arguments]`, keys sorted). The run refuses the approval
+    /// (`call_mismatch`) when it is not the hash of the call it would run. Without it, the
+    /// request as the server reads it now is taken as shown.
+    call_hash: Option<String>,
 }
 
 fn decision_schema() -> utoipa::openapi::Object {
@@ -363,7 +368,7 @@ pub async fn decide(
         crate::live::Decision::Approve(_) => "approved",
         crate::live::Decision::Deny(_) => "denied",
     };
-    runs::decide(&state, &session.owner_id, &id, decision).await?;
+    runs::decide(&state, &session.owner_id, &id, decision, body.call_hash).await?;
     Ok(Json(StatusReply { status }))
 }
 

@@ -223,6 +223,9 @@ pub struct DecideForm {
     decision: String,
     #[serde(default)]
     scope: Option<String>,
+    /// The hash of the call the page showed (see `steward_core::approval::call_hash`).
+    #[serde(default)]
+    call_hash: Option<String>,
 }
 
 /// `POST /approvals/{id}` (form).
@@ -234,7 +237,7 @@ pub async fn decide(
 ) -> Response {
     let act = async {
         let decision = runs::parse_decision(&form.decision, form.scope.as_deref(), None)?;
-        runs::decide(&state, &session.owner_id, &id, decision).await?;
+        runs::decide(&state, &session.owner_id, &id, decision, form.call_hash.filter(|h| !h.is_empty())).await?;
         // Back to the run, when the form names one that is a run id and nothing else.
         let run = &form.run;
         let is_run = run.starts_with("run_") && run.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');

@@ -192,6 +192,7 @@ async fn render_run(state: &AppState, session: &Session, id: &str, retry: Option
                 arguments => serde_json::to_string_pretty(&a.arguments).unwrap_or_default(), preview => &a.preview,
                 expires_at => a.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true), state => state,
                 time_left => minutes_seconds((a.expires_at - now).num_seconds()),
+                call_hash => steward_core::approval::call_hash(a),
             }
         })
         .collect();

@@ -56,7 +56,7 @@ pub async fn apply<D: Dialect>(
             if guard_run(conn, shared, &entry.run_id).await? != Some(true) {
                 return Ok(Applied::Flag(false));
             }
-            return one_audit::<D>(conn, path, entry, head).await;
+            return one_audit::<D>(conn, shared, entry, head).await;
         }
         Work::UpdateRun(run) => {
             let mut args = run_args(path, run)?;
@@ -95,7 +95,7 @@ pub async fn apply<D: Dialect>(
             ];
             D::execute(conn, &sql, args).await.map_err(db)?;
         }
-        Work::Audit(entry) => return one_audit::<D>(conn, path, entry, head).await,
+        Work::Audit(entry) => return one_audit::<D>(conn, shared, entry, head).await,
         Work::Document(doc) => {
             let (table, key) = doc.table.names();
             let sql = format!(
@@ -179,11 +179,12 @@ pub async fn apply<D: Dialect>(
 /// Appends one audit record.
 async fn one_audit<D: Dialect>(
     conn: &mut Conn<D>,
-    path: &str,
+    shared: &Shared<D>,
     entry: &AuditEntry,
     head: &mut Option<(u64, String)>,
 ) -> Result<Applied, StoreError> {
-    let mut records = append_audits::<D>(conn, path, &[entry], head).await?;
+    let path = shared.path.as_str();
+    let mut records = append_audits::<D>(conn, shared, &[entry], head).await?;
     records.pop().map(|r| Applied::Audit(Box::new(r))).ok_or_else(|| StoreError::Write {
         path: path.to_string(),
         message: "the audit write produced no record".into(),
@@ -239,10 +240,12 @@ pub async fn insert_events<D: Dialect>(conn: &mut Conn<D>, path: &str, events: &
 /// first time it is needed.
 pub async fn append_audits<D: Dialect>(
     conn: &mut Conn<D>,
-    path: &str,
+    shared: &Shared<D>,
     entries: &[&AuditEntry],
     head: &mut Option<(u64, String)>,
 ) -> Result<Vec<AuditRecord>, StoreError> {
+    let path = shared.path.as_str();
+    let key = shared.audit_key.as_ref();
     let db = |source| StoreError::Database { path: path.to_string(), source };
     let (mut last_seq, mut prev_hash) = match head.take() {
         Some(known) => known,
@@ -290,7 +293,7 @@ pub async fn append_audits<D: Dialect>(
             rollback_token: &entry.rollback_token,
             detail: &entry.detail,
         };
-        let hex = fields.hash(&prev_hash, &mut buf);
+        let hex = fields.hash_with(key, &prev_hash, &mut buf);
         let hash = String::from_utf8_lossy(&hex).into_owned();
         let record = AuditRecord { seq, id, at, entry: (*entry).clone(), prev_hash: prev_hash.clone(), hash };
         last_seq = seq;

@@ -4,7 +4,7 @@
 
 use steward_protocol::AuditOutcome;
 
-use crate::chain::{GENESIS_HASH, StoredFields};
+use crate::chain::{AuditKey, GENESIS_HASH, StoredFields};
 
 /// The columns of one stored audit row, as read: the hashed fields and the stored links.
 pub(crate) struct RowFields<'a> {
@@ -24,16 +24,21 @@ pub struct ChainState {
     hash: [u8; 64],
     /// The anchor's record and hash, when there is one.
     anchor: Option<(u64, String)>,
+    /// The chain's key, if any.
+    key: Option<AuditKey>,
+    /// A keyed record was checked: no unkeyed record may follow.
+    keyed: bool,
     /// Scratch space of the hash.
     buf: Vec<u8>,
 }
 
 impl ChainState {
-    /// Before the first record, with the anchor's record and hash when there is one.
-    pub(crate) fn new(anchor: Option<(u64, String)>) -> Self {
+    /// Before the first record, with the anchor's record and hash when there is one, and the
+    /// chain's key when it has one.
+    pub(crate) fn new(anchor: Option<(u64, String)>, key: Option<AuditKey>) -> Self {
         let mut hash = [0u8; 64];
         hash.copy_from_slice(GENESIS_HASH.as_bytes());
-        ChainState { seq: 0, hash, anchor, buf: Vec::with_capacity(1024) }
+        ChainState { seq: 0, hash, anchor, key, keyed: false, buf: Vec::with_capacity(1024) }
     }
 
     /// Checks `row` as record `seq + 1` of the last checked: it must be that record, link to
@@ -64,7 +69,16 @@ impl ChainState {
         if !is_timestamp_text(fields.at) || AuditOutcome::parse(fields.outcome)?.as_str() != fields.outcome {
             return None;
         }
-        let computed = fields.hash(row.prev_hash, &mut self.buf);
+        // Unkeyed records (written before keys) only until the first keyed one; one hash per
+        // record, except for the first keyed record of a chain that began unkeyed.
+        if !self.keyed {
+            let computed = fields.hash(row.prev_hash, &mut self.buf);
+            if row.hash.as_bytes() == computed {
+                return Some(computed);
+            }
+        }
+        let computed = fields.keyed_hash(self.key.as_ref()?, row.prev_hash, &mut self.buf);
+        self.keyed = true;
         (row.hash.as_bytes() == computed).then_some(computed)
     }
 }

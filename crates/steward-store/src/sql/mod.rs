@@ -66,14 +66,9 @@ impl<D: Dialect> std::fmt::Debug for SqlStore<D> {
 
 impl<D: Dialect> SqlStore<D> {
     /// Starts the writer on `write` and returns the store reading through `read`.
-    fn start(
-        path: String,
-        write: Pool<D::DB>,
-        read: Pool<D::DB>,
-        anchor: Option<std::path::PathBuf>,
-        dialect: D,
-    ) -> Self {
-        let shared = Arc::new(Shared { path, deferred: Mutex::new(None), anchor, dialect });
+    fn start(path: String, write: Pool<D::DB>, read: Pool<D::DB>, options: &crate::StoreOptions, dialect: D) -> Self {
+        let (anchor, audit_key) = (options.audit_anchor.clone(), options.audit_key.clone());
+        let shared = Arc::new(Shared { path, deferred: Mutex::new(None), anchor, audit_key, dialect });
         let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
         tokio::spawn(writer::run(write, Arc::clone(&shared), receiver));
         SqlStore { shared, read, queue }

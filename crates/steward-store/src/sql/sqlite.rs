@@ -266,7 +266,7 @@ impl SqlStore<SqliteDialect> {
             std::path::PathBuf::from(name)
         });
         let dialect = SqliteDialect { wal, ..Default::default() };
-        Ok(Self::start(display, write, read, options.audit_anchor.clone(), dialect))
+        Ok(Self::start(display, write, read, &options, dialect))
     }
 
     /// Opens the store of state directory `dir` as every `steward` command does:
@@ -296,7 +296,7 @@ impl SqlStore<SqliteDialect> {
             .await
             .map_err(|source| StoreError::Open { path: display.clone(), source })?;
         migrate_with_retry(&pool, &display).await?;
-        Ok(Self::start(display, pool.clone(), pool, None, SqliteDialect::default()))
+        Ok(Self::start(display, pool.clone(), pool, &StoreOptions::default(), SqliteDialect::default()))
     }
 }
 

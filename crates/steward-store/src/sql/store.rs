@@ -16,7 +16,7 @@ use super::work::{DocumentTable, Reply, Work};
 use crate::chain::timestamp_text;
 use crate::{
     ApprovalDecisionRecord, AuditVerification, Change, ConversationRecord, FactRecord, GrantRecord, McpTokenRecord,
-    RollbackRecord, RunRecord, RunStatus, Store, StoreError, verify_chain,
+    RollbackRecord, RunRecord, RunStatus, Store, StoreError, verify_chain_keyed,
 };
 
 #[async_trait]
@@ -239,7 +239,9 @@ impl<D: Dialect> Store for SqlStore<D> {
                 Err(_) => {
                     let seq = row.int("seq").unwrap_or(0);
                     let id = row.text("id").unwrap_or_default();
-                    if let broken @ AuditVerification::Broken { .. } = verify_chain(&records) {
+                    if let broken @ AuditVerification::Broken { .. } =
+                        verify_chain_keyed(&records, self.shared.audit_key.as_ref())
+                    {
                         return Ok(broken);
                     }
                     let seq = u64::try_from(seq).unwrap_or(0);
@@ -247,7 +249,7 @@ impl<D: Dialect> Store for SqlStore<D> {
                 }
             }
         }
-        let verdict = verify_chain(&records);
+        let verdict = verify_chain_keyed(&records, self.shared.audit_key.as_ref());
         if !matches!(verdict, AuditVerification::Valid { .. }) {
             return Ok(verdict);
         }

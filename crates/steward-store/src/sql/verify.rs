@@ -43,7 +43,8 @@ impl<D: Dialect> SqlStore<D> {
     pub(super) async fn verify_streaming(&self, anchor: &AnchorRead) -> Result<Option<AuditVerification>, StoreError> {
         let db = |source| StoreError::Database { path: self.path().to_string(), source };
         let mut conn = self.read.acquire().await.map_err(db)?;
-        let mut chain = ChainState::new(anchor.as_ref().and_then(|a| a.as_ref()).cloned());
+        let mut chain =
+            ChainState::new(anchor.as_ref().and_then(|a| a.as_ref()).cloned(), self.shared.audit_key.clone());
         if !D::check_audit_rows(&mut conn, &mut chain).await.map_err(db)? {
             return Ok(None);
         }

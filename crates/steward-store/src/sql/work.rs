@@ -20,6 +20,8 @@ pub struct Shared<D> {
     pub deferred: Mutex<Option<String>>,
     /// The audit anchor file, if any (see [`crate::anchor`]).
     pub anchor: Option<std::path::PathBuf>,
+    /// The audit chain's key: appended records are keyed with it (see [`crate::AuditKey`]).
+    pub audit_key: Option<crate::AuditKey>,
     /// The database's dialect and the state it keeps (node, leases, change notices).
     pub dialect: D,
 }

@@ -356,7 +356,7 @@ async fn apply_batch<D: Dialect>(
                     .filter_map(|w| if let Work::Audit(e) = w { Some(&**e) } else { None })
                     .collect();
                 let records =
-                    append_audits::<D>(&mut *tx, path, &entries, &mut head).await.map_err(BatchError::Write)?;
+                    append_audits::<D>(&mut *tx, shared, &entries, &mut head).await.map_err(BatchError::Write)?;
                 results.extend(records.into_iter().map(|r| Applied::Audit(Box::new(r))));
             }
             _ => {
