@@ -87,7 +87,14 @@ pub fn answer_of(
         return ApprovalAnswer::NoApprover;
     }
     let acp::RequestPermissionOutcome::Selected(selected) = outcome else { return ApprovalAnswer::NoApprover };
-    let approve = |scope| ApprovalAnswer::Approve { token: token.to_string(), decided_by: owner_id.to_string(), scope };
+    // The call the editor was shown, so a call changed after the question cannot run on this answer.
+    let call_hash = steward_core::approval::call_hash(request);
+    let approve = |scope| ApprovalAnswer::Approve {
+        token: token.to_string(),
+        decided_by: owner_id.to_string(),
+        scope,
+        call_hash: call_hash.clone(),
+    };
     match &*selected.option_id.0 {
         ALLOW_ONCE => approve(ApprovalScope::Once),
         ALLOW_RUN => approve(ApprovalScope::Run),
@@ -160,7 +167,12 @@ mod tests {
     fn the_three_options_are_once_the_rest_of_the_run_and_reject() {
         let r = request(chrono::Duration::minutes(5));
         let now = chrono::Utc::now();
-        let approved = |scope| ApprovalAnswer::Approve { token: "tok".into(), decided_by: "local:t".into(), scope };
+        let approved = |scope| ApprovalAnswer::Approve {
+            token: "tok".into(),
+            decided_by: "local:t".into(),
+            scope,
+            call_hash: steward_core::approval::call_hash(&r),
+        };
         assert_eq!(answer_of(&chosen(ALLOW_ONCE), &r, "tok", "local:t", now), approved(ApprovalScope::Once));
         assert_eq!(answer_of(&chosen(ALLOW_RUN), &r, "tok", "local:t", now), approved(ApprovalScope::Run));
         assert!(matches!(answer_of(&chosen(REJECT), &r, "tok", "local:t", now), ApprovalAnswer::Reject { .. }));
