@@ -65,23 +65,29 @@ fn a_session_approves_diffs_undoes_cancels_and_keeps_its_conversation() {
     assert_eq!(runs(&env).len(), before, "a refused attachment started a run");
     assert!(!terminal.screen.contains("do-not-show-7731"), "{}", terminal.screen);
 
+    // A model the classic planner cannot take is refused; the session stays as it was.
+    terminal.send("/model qwen2.5:7b\r");
+    terminal.wait_for("/model qwen2.5:7b not taken");
+    wait_for_prompt(&mut terminal, 6);
+
     // Turn 2: Ctrl-C at the approval prompt cancels the turn; nothing is applied.
     terminal.send("replace 'old' with 'gone' in note.txt\r");
     terminal.wait_for_count(APPROVAL_PROMPT, 2);
     terminal.wait_for_count(" left)", 2);
     terminal.send("\x03");
     terminal.wait_for("· cancelled ·");
-    wait_for_prompt(&mut terminal, 6);
+    wait_for_prompt(&mut terminal, 7);
     assert_eq!(env.read("note.txt"), "old\n", "a cancelled turn changed the file");
 
     // Turn 3: the session goes on.
     terminal.send("list files\r");
     terminal.wait_for("note.txt");
-    wait_for_prompt(&mut terminal, 7);
+    wait_for_prompt(&mut terminal, 8);
     terminal.send("/exit\r");
     let (ok, screen) = terminal.finish();
     assert!(ok, "{screen}");
     assert!(!screen.contains("do-not-show-7731"), "{screen}");
+    assert!(screen.contains("`steward chat --resume cnv_"), "the session names its conversation: {screen}");
 
     // Three runs of one conversation: completed, cancelled, completed (newest first).
     let all = runs(&env);

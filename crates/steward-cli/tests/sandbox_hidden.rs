@@ -132,3 +132,47 @@ fn sandbox_hides_steward_state_wherever_it_lives() {
     assert!(grep.contains("./src/app.py:print('hello')"), "{grep}");
     assert!(!grep.contains(approval.trim()) && !grep.contains("./.state/"), "{grep}");
 }
+
+/// With the workspace holding Steward's own folders (a user who starts Steward in `$HOME`),
+/// the built-in tools refuse them as they refuse secret files: no reading the keys, the history
+/// or another workspace's snapshots, no rewriting the policy or the trust list, nothing listed.
+#[test]
+fn built_in_tools_refuse_stewards_own_files_when_the_workspace_holds_them() {
+    let env = Env::new();
+    let state = env.ws().join(".steward");
+    let xdg = env.ws().join(".config");
+    std::fs::create_dir_all(xdg.join("steward")).unwrap();
+    std::fs::write(xdg.join("steward/trust.toml"), "[trust]\n").unwrap();
+    env.write("note.txt", "hello\n");
+    let check = |tool: &str, args: &str| {
+        let mut cmd = env.command(&["policy", "check", tool, "--args", args, "--json"]);
+        let out = cmd.env("STEWARD_HOME", &state).env("XDG_CONFIG_HOME", &xdg).output().unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let decision: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        (decision["decision"].as_str().unwrap_or("").to_string(), decision["rule"].as_str().unwrap_or("").to_string())
+    };
+    let (decision, _) = check("read", r#"{"path":"note.txt"}"#);
+    assert_eq!(decision, "allow");
+    for (tool, args) in [
+        ("read", r#"{"path":".steward/approval.key"}"#),
+        ("read", r#"{"path":".steward/chat_history"}"#),
+        ("edit", r#"{"path":".config/steward/trust.toml","old":"[trust]","new":"[trust]\nx = true"}"#),
+        ("create", r#"{"path":".config/steward/config.toml","content":"[policy]\n"}"#),
+    ] {
+        let (decision, rule) = check(tool, args);
+        assert_eq!((decision.as_str(), rule.as_str()), ("deny", "secret_path"), "{tool} {args}");
+    }
+    let path = scenario(
+        &env,
+        "[[round]]\n[[round.tool_call]]\nid = \"l\"\nname = \"list\"\narguments = { path = \".\" }\n\
+         [[round.tool_call]]\nid = \"c\"\nname = \"list\"\narguments = { path = \".config\" }\n[[round]]\ntext = \"ok\"\n",
+    );
+    let mut cmd = env.command(&["run", "--json", "--provider", "fake", "--scenario", &path, "list"]);
+    let out = cmd.env("STEWARD_HOME", &state).env("XDG_CONFIG_HOME", &xdg).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    let listing = output_of(&evs, "l");
+    assert!(listing.contains("note.txt") && !listing.contains(".steward"), "{listing}");
+    let config_dir = output_of(&evs, "c");
+    assert!(!config_dir.contains("steward"), "the configuration folder is listed: {config_dir}");
+}

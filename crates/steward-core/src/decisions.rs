@@ -45,41 +45,9 @@ pub fn call_hash(request: &ApprovalRequest) -> String {
     let mut text = String::from("[\"steward-call-v1\",");
     text.push_str(&serde_json::Value::from(request.tool.as_str()).to_string());
     text.push(',');
-    canonical(&request.arguments, &mut text);
+    steward_store::write_canonical_json(&request.arguments, &mut text);
     text.push(']');
     hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-/// Compact JSON of `value` with object keys sorted by their bytes at every depth.
-fn canonical(value: &serde_json::Value, out: &mut String) {
-    use serde_json::Value;
-    match value {
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::from(key.as_str()).to_string());
-                out.push(':');
-                canonical(item, out);
-            }
-            out.push('}');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
 }
 
 /// How far an approval reaches (SPEC C4).

@@ -13,8 +13,9 @@ use std::sync::Mutex;
 /// The places registered by this process.
 static REGISTERED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Adds `path` (a folder or file Steward owns) to what sandboxed programs must not see, for
-/// the rest of the process. A relative path is taken from the current directory.
+/// Adds `path` (a folder or file Steward owns) to what sandboxed programs must not see and
+/// what the built-in tools refuse ([`steward_policy::set_steward_owned`]), for the rest of the
+/// process. A relative path is taken from the current directory.
 pub fn register(path: &Path) {
     let Some(path) = absolute(path) else { return };
     if let Ok(mut registered) = REGISTERED.lock()
@@ -22,6 +23,9 @@ pub fn register(path: &Path) {
     {
         registered.push(path);
     }
+    // The same places are refused to the built-in tools (as secret paths), not only hidden
+    // from sandboxed programs.
+    steward_policy::set_steward_owned(steward_paths());
 }
 
 /// Every place Steward keeps its own files, as absolute paths, each once: the defaults read

@@ -52,7 +52,7 @@ pub use error::PolicyError;
 pub use gate::{Policy, SHELL_TOOL};
 pub use git_programs::{ConfigSyntaxError, GitConfigError, repository_config_programs};
 pub use named_paths::path_parts;
-pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath, is_protected_path};
+pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath, is_protected_path, set_steward_owned};
 pub use steward_secrets::{
     Finding, REDACTED, Redactor, is_secret_path, name_looks_secret, scan_value, secret_file_values,
 };

@@ -8,7 +8,7 @@
 use std::ffi::OsStr;
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use crate::hardlinks::{LinkVerdict, SecretLinks};
 use crate::ignore_rules::{DenyGlobs, IgnoreStack};
@@ -141,6 +141,36 @@ struct Inner {
     root: PathBuf,
     deny: DenyGlobs,
     links: SecretLinks,
+    /// Steward's own places ([`set_steward_owned`]) that lie inside the root, relative to it.
+    owned: Vec<PathBuf>,
+}
+
+/// The places Steward keeps its own files (state folder, configuration folder, caches), as
+/// absolute paths; see [`set_steward_owned`].
+static STEWARD_OWNED: RwLock<Vec<PathBuf>> = RwLock::new(Vec::new());
+
+/// Sets the places where Steward keeps its own files (the state folder with its keys,
+/// database, snapshots and index; the user configuration folder with `trust.toml`; caches),
+/// as absolute paths, for every workspace opened from now on in this process. A path inside a
+/// workspace that lies in one of them is refused to every tool as a secret path (read or
+/// written) and left out of listings and searches, so an agent working in `$HOME` can neither
+/// read the keys or snapshots nor rewrite its own policy or trust list. A place that contains
+/// the workspace itself is not counted (a workspace kept under the state folder stays usable).
+pub fn set_steward_owned(paths: Vec<PathBuf>) {
+    if let Ok(mut owned) = STEWARD_OWNED.write() {
+        *owned = paths;
+    }
+}
+
+/// The places of [`STEWARD_OWNED`] that lie strictly inside `root` (canonical), relative to it.
+fn owned_inside(root: &Path) -> Vec<PathBuf> {
+    let Ok(owned) = STEWARD_OWNED.read() else { return Vec::new() };
+    owned
+        .iter()
+        .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+        .filter_map(|p| p.strip_prefix(root).ok().map(Path::to_path_buf))
+        .filter(|rel| !rel.as_os_str().is_empty())
+        .collect()
 }
 
 impl Workspace {
@@ -163,7 +193,8 @@ impl Workspace {
             detail: format!("bad deny_path glob: {detail}"),
         })?;
         let links = SecretLinks::new(canonical.clone());
-        Ok(Workspace { inner: Arc::new(Inner { root: canonical, deny, links }) })
+        let owned = owned_inside(&canonical);
+        Ok(Workspace { inner: Arc::new(Inner { root: canonical, deny, links, owned }) })
     }
 
     /// The canonical root.
@@ -282,7 +313,7 @@ impl Workspace {
         if rel.as_os_str().is_empty() || rel.has_root() {
             return None;
         }
-        if is_secret_path(rel) {
+        if is_secret_path(rel) || self.inner.owned.iter().any(|owned| rel.starts_with(owned)) {
             return Some(Exclusion::Secret);
         }
         if self.inner.deny.is_denied(rel, is_dir) {
@@ -342,6 +373,7 @@ impl Workspace {
                         .metadata()
                         .map_or(true, |meta| inner.links.verdict_for(&meta, &denied) != LinkVerdict::Plain);
                 !(is_secret_path(rel)
+                    || inner.owned.iter().any(|owned| rel.starts_with(owned))
                     || prune(rel, is_dir)
                     || linked_secret
                     || inner.deny.is_denied(rel, is_dir)

@@ -185,7 +185,7 @@ impl<'a> StoredFields<'a> {
     /// Writes the canonical array of the fields into `buf` (cleared first).
     fn canonical(&self, buf: &mut Vec<u8>) {
         // The canonical array is written field by field straight into the buffer that is
-        // hashed; the bytes are exactly those of `write_canonical` over the array of the fields.
+        // hashed; the bytes are exactly those of `write_canonical_json` over the array of the fields.
         buf.clear();
         buf.push(b'[');
         push_number(buf, self.seq);
@@ -216,11 +216,11 @@ impl<'a> StoredFields<'a> {
 /// (the form hashed for a record's `input`, and the form the store writes).
 pub(crate) fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
-    write_canonical(value, &mut out);
+    write_canonical_json(value, &mut out);
     out
 }
 
-/// Appends `text` as a JSON string (serde_json's escaping, as `write_canonical` uses). Text
+/// Appends `text` as a JSON string (serde_json's escaping, as `write_canonical_json` uses). Text
 /// without a quote, a backslash or a control character, the common case, is copied as is:
 /// serde_json escapes only those.
 fn push_string(buf: &mut Vec<u8>, text: &str) {
@@ -241,8 +241,10 @@ fn push_number(buf: &mut Vec<u8>, n: u64) {
     let _ = write!(buf, "{n}");
 }
 
-/// Compact JSON with object keys sorted at every depth, whatever map order serde_json uses.
-fn write_canonical(value: &Value, out: &mut String) {
+/// Appends to `out` the compact JSON of `value` with object keys sorted by their bytes at every
+/// depth, whatever map order serde_json uses: the canonical form that audit hashes and call
+/// hashes are computed over.
+pub fn write_canonical_json(value: &Value, out: &mut String) {
     match value {
         Value::Array(items) => {
             out.push('[');
@@ -250,7 +252,7 @@ fn write_canonical(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_canonical(item, out);
+                write_canonical_json(item, out);
             }
             out.push(']');
         }
@@ -264,7 +266,7 @@ fn write_canonical(value: &Value, out: &mut String) {
                 }
                 out.push_str(&Value::from(key.as_str()).to_string());
                 out.push(':');
-                write_canonical(item, out);
+                write_canonical_json(item, out);
             }
             out.push('}');
         }
@@ -343,7 +345,7 @@ mod tests {
     use serde_json::json;
     use steward_protocol::{AuditEntry, AuditOutcome};
 
-    /// The documented canonical form, built the slow way: `write_canonical` over the JSON array
+    /// The documented canonical form, built the slow way: `write_canonical_json` over the JSON array
     /// of the fields. `audit_hash` must produce exactly these bytes.
     fn reference_hash(prev_hash: &str, r: &AuditRecord) -> String {
         let e = &r.entry;
@@ -366,7 +368,7 @@ mod tests {
             Value::from(e.detail.as_str()),
         ]);
         let mut canonical = String::new();
-        write_canonical(&fields, &mut canonical);
+        write_canonical_json(&fields, &mut canonical);
         let mut hasher = Sha256::new();
         hasher.update(prev_hash.as_bytes());
         hasher.update(canonical.as_bytes());

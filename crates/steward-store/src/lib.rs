@@ -36,7 +36,10 @@ use rand::Rng;
 use steward_protocol::Timestamp;
 use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 
-pub use chain::{AuditKey, GENESIS_HASH, audit_hash, audit_hmac, timestamp_text, verify_chain, verify_chain_keyed};
+pub use chain::{
+    AuditKey, GENESIS_HASH, audit_hash, audit_hmac, timestamp_text, verify_chain, verify_chain_keyed,
+    write_canonical_json,
+};
 pub use change::{CHANGE_BUFFER, Change};
 pub use error::StoreError;
 pub use generated::{GeneratedToolRecord, GeneratedToolStore};

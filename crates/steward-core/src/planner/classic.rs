@@ -62,17 +62,7 @@ impl Provider for ClassicPlanner {
     /// Never fails: every conversation gets a tool call or an answer.
     async fn stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError> {
         let (text, tool_calls) = respond(request);
-        for piece in text.split_inclusive('\n') {
-            on_delta(StreamDelta::Text { text: piece.to_string() });
-        }
-        let finish = if tool_calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls };
-        Ok(ChatResponse {
-            text,
-            tool_calls,
-            finish_reason: Some(finish),
-            model: CLASSIC.to_string(),
-            ..ChatResponse::default()
-        })
+        Ok(streamed(text, tool_calls, on_delta))
     }
 
     async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
@@ -108,21 +98,26 @@ impl Provider for ClassicConversation {
     /// Never fails, as [`ClassicPlanner`].
     async fn stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, ProviderError> {
         let (text, tool_calls) = respond_after(request, &self.earlier_tasks);
-        for piece in text.split_inclusive('\n') {
-            on_delta(StreamDelta::Text { text: piece.to_string() });
-        }
-        let finish = if tool_calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls };
-        Ok(ChatResponse {
-            text,
-            tool_calls,
-            finish_reason: Some(finish),
-            model: CLASSIC.to_string(),
-            ..ChatResponse::default()
-        })
+        Ok(streamed(text, tool_calls, on_delta))
     }
 
     async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
         Ok(vec![CLASSIC.to_string()])
+    }
+}
+
+/// The reply of `text` and `tool_calls`, its text streamed to `on_delta` a line at a time.
+fn streamed(text: String, tool_calls: Vec<ToolCall>, on_delta: DeltaSink<'_>) -> ChatResponse {
+    for piece in text.split_inclusive('\n') {
+        on_delta(StreamDelta::Text { text: piece.to_string() });
+    }
+    let finish = if tool_calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls };
+    ChatResponse {
+        text,
+        tool_calls,
+        finish_reason: Some(finish),
+        model: CLASSIC.to_string(),
+        ..ChatResponse::default()
     }
 }
 

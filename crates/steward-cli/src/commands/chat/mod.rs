@@ -129,6 +129,9 @@ pub async fn chat(args: ChatArgs) -> Result<u8> {
             Err(error) => eprintln!("steward: {}", redactor().redact(&format!("{error:#}"))),
         }
     }
+    if let Some(c) = &session.conversation {
+        eprintln!("conversation {} kept: `steward chat --resume {}` continues it", c.record.id, c.record.id);
+    }
     if let Err(error) = session.runtime.store.close().await {
         eprintln!("steward: the state database was not tidied at exit: {error}");
     }
@@ -161,7 +164,12 @@ impl Session {
     /// One line: workspace, trust, planner, sandbox; then how to use the session.
     async fn header(&self) -> Result<()> {
         let config = load_config(&self.workspace)?;
-        let trust = if config.trusted { "trusted" } else { "not trusted (`steward trust` to use its .steward/)" };
+        let own_config = self.workspace.join(".steward").is_dir() || self.workspace.join(".mcp.json").is_file();
+        let trust = match (config.trusted, own_config) {
+            (true, _) => "trusted",
+            (false, true) => "not trusted (`steward trust` to use its .steward/ and .mcp.json)",
+            (false, false) => "no workspace configuration",
+        };
         let options = RunOptions { connect_mcp: false, ..self.options() };
         let support = tokio::task::spawn_blocking(steward_sandbox::host_support);
         let prepared = prepare_run(config, &self.workspace, &options).await?;
@@ -269,7 +277,15 @@ impl Session {
                 _ => println!("the configured default (`[run] model`, or the provider's default model)"),
             },
             Command::Model(Some(model)) => {
-                self.overrides.model = Some(model.clone());
+                // Checked as the next turn would prepare it; a model the planner cannot take
+                // (the classic planner has none) leaves the session as it was.
+                let before = self.overrides.model.replace(model.clone());
+                let config = load_config(&self.workspace)?;
+                let options = RunOptions { connect_mcp: false, ..self.options() };
+                if let Err(error) = prepare_run(config, &self.workspace, &options).await {
+                    self.overrides.model = before;
+                    return Err(error.context(format!("/model {model} not taken")));
+                }
                 println!("the next turn asks {model}");
             }
             Command::New => {
@@ -410,7 +426,8 @@ fn attach(prepared: &steward_core::Prepared, text: &str, attachments: &[String])
         let resolved = workspace
             .resolve(path, steward_policy::Access::Read)
             .map_err(|e| usage(format!("@{path} not attached: {e}; nothing was sent")))?;
-        let bytes = std::fs::read(&resolved.abs).map_err(|e| usage(format!("@{path} not attached: {e}")))?;
+        let bytes =
+            std::fs::read(&resolved.abs).map_err(|e| usage(format!("@{path} not attached: {e}; nothing was sent")))?;
         let content = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_ATTACHMENT_BYTES)]).into_owned();
         let cut = if bytes.len() > MAX_ATTACHMENT_BYTES {
             format!(" (first {MAX_ATTACHMENT_BYTES} of {} bytes)", bytes.len())
