@@ -435,7 +435,11 @@ fn main() -> ExitCode {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
-        if message.contains("failed printing to stdout") && message.contains("Broken pipe") {
+        // `print!` says "Broken pipe"; clap_complete's writer says `BrokenPipe`.
+        let broken_pipe = message.contains("Broken pipe") || message.contains("BrokenPipe");
+        if (message.contains("failed printing to stdout") || message.contains("failed to write completion"))
+            && broken_pipe
+        {
             std::process::exit(141);
         }
         default_hook(info);

@@ -345,7 +345,12 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
     // The looked-up chunks; an index that cannot be used leaves them out and the trace says why.
     let workspace_context = match context_lookup {
         Some(lookup) => {
-            crate::workspace_search::context_for_task(lookup, &events).await?.map(|text| rt.redactor.redact(&text))
+            // Passages of files under `untrusted_paths` are left out: read through a tool, the same
+            // text would taint the run, and a passage given unasked must not do less.
+            let untrusted = |rel: &str| policy.reads_untrusted(rel, false);
+            crate::workspace_search::context_for_task(lookup, &events, &untrusted)
+                .await?
+                .map(|text| rt.redactor.redact(&text))
         }
         None => None,
     };

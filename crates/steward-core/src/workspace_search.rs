@@ -241,8 +241,13 @@ pub fn start_context_lookup(
 
 /// Waits for `lookup`, records what was found (or why nothing could be), and returns the
 /// context block for the planner; `None` when nothing matched or the index could not be used.
-/// Only a failure to record the event is an error.
-pub async fn context_for_task(lookup: ContextLookup, events: &EventEmitter) -> Result<Option<String>, StoreError> {
+/// Passages of a file `left_out` names (workspace-relative path: under `untrusted_paths`) are
+/// neither given nor recorded. Only a failure to record the event is an error.
+pub async fn context_for_task(
+    lookup: ContextLookup,
+    events: &EventEmitter,
+    left_out: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<Option<String>, StoreError> {
     let ContextLookup { task, handle } = lookup;
     let (found, took) = handle.await.unwrap_or_else(|e| {
         let stopped = IndexError::Io {
@@ -251,13 +256,14 @@ pub async fn context_for_task(lookup: ContextLookup, events: &EventEmitter) -> R
         };
         (Err(stopped), std::time::Duration::ZERO)
     });
-    let Lookup { report, hits, ranking, embedded, embedding_error, .. } = match found {
+    let Lookup { report, mut hits, ranking, embedded, embedding_error, .. } = match found {
         Ok(found) => found,
         Err(e) => {
             events.emit(EventKind::ContextUnavailable { error: e.to_string() }).await?;
             return Ok(None);
         }
     };
+    hits.retain(|hit| !left_out(&hit.path));
     events
         .emit(EventKind::ContextRetrieved {
             query: task,

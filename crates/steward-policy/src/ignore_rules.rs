@@ -10,6 +10,25 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 /// `.stewardignore` lets a user hide files from the agent without touching `.gitignore`.
 pub(crate) const IGNORE_FILES: &[&str] = &[".gitignore", ".stewardignore"];
 
+/// Largest ignore file read (bytes); a larger one is not an ignore file anyone writes.
+pub(crate) const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+
+/// True when an ignore file may be read: a regular file, not a symbolic link (git refuses
+/// those too), of at most [`MAX_IGNORE_FILE_BYTES`]. A repository can otherwise point its
+/// `.gitignore` at `/dev/zero` or a huge file and make every walk read without end.
+pub(crate) fn readable_ignore_file(file: &Path) -> bool {
+    std::fs::symlink_metadata(file).is_ok_and(|m| m.file_type().is_file() && m.len() <= MAX_IGNORE_FILE_BYTES)
+}
+
+/// True when `dir` holds an ignore file that must not be read ([`readable_ignore_file`]): a
+/// walk does not enter such a directory (the walker would read the file itself).
+pub(crate) fn has_unreadable_ignore_file(dir: &Path) -> bool {
+    IGNORE_FILES.iter().any(|name| {
+        let file = dir.join(name);
+        std::fs::symlink_metadata(&file).is_ok() && !readable_ignore_file(&file)
+    })
+}
+
 /// Builds one matcher from the ignore files found directly in `dir` (absolute, canonical).
 /// Returns `None` when the directory has none. Unreadable lines are skipped as git does;
 /// matching is case-insensitive so that a rule also hides a differently-cased spelling.
@@ -19,7 +38,7 @@ pub(crate) fn dir_matcher(dir: &Path) -> Option<Gitignore> {
     let mut any = false;
     for name in IGNORE_FILES {
         let file = dir.join(name);
-        if file.is_file() {
+        if readable_ignore_file(&file) {
             any = true;
             // A partly invalid file still adds its valid lines; the error is about the rest.
             let _ = builder.add(&file);

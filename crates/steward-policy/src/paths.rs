@@ -350,6 +350,11 @@ impl Workspace {
         let above = IgnoreStack::for_dirs(&root, rel_dir.parent().unwrap_or(Path::new("")));
         let inner = Arc::clone(&self.inner);
         let mut builder = ignore::WalkBuilder::new(&dir.abs);
+        // An ignore file that is a link, a device or huge is never read: such a folder is not
+        // walked at all (the walker reads a folder's ignore files as it enters it).
+        if crate::ignore_rules::has_unreadable_ignore_file(&dir.abs) {
+            builder.max_depth(Some(0));
+        }
         builder
             .hidden(false)
             .parents(false)
@@ -367,6 +372,9 @@ impl Workspace {
                     return true;
                 }
                 let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                if is_dir && crate::ignore_rules::has_unreadable_ignore_file(entry.path()) {
+                    return false;
+                }
                 let denied = |r: &Path| inner.deny.is_denied(r, false);
                 let linked_secret = entry.file_type().is_some_and(|t| t.is_file())
                     && entry

@@ -108,14 +108,16 @@ pub async fn show(tool: &str) -> Result<u8> {
         .filter(|r| version.is_some() || r.removed_at.is_none())
         .max_by_key(|r| r.version)
         .ok_or_else(|| usage_error(&format!("no generated tool `{tool}` (see `steward tools generated`)")))?;
-    println!("// {} — {}", found.versioned_name(), found.description);
+    // Model-written text: printed with its control characters escaped, so an escape sequence in
+    // the source cannot hide a line of it from the person reviewing it.
+    println!("// {} — {}", found.versioned_name(), crate::ui::printable_text(&found.description));
     println!("// source sha256 {}", found.source_hash);
     println!("// approved by {}", found.approved_by.as_deref().unwrap_or("nobody (require_approval = false)"));
     if let Some(at) = found.removed_at {
         println!("// removed {} by {}", at.to_rfc3339(), found.removed_by.as_deref().unwrap_or("?"));
     }
     println!("// input schema {}", found.input_schema);
-    println!("{}", found.source);
+    println!("{}", crate::ui::printable_text(&found.source));
     Ok(0)
 }
 

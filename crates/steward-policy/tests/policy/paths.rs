@@ -252,3 +252,25 @@ fn root_is_canonical() {
     let missing = Workspace::open(&tmp.path().join("nope"), &[]).unwrap_err();
     assert_eq!(missing.rule(), "io");
 }
+
+/// A repository can point an ignore file at a device or a huge file; a walk must neither read
+/// it (an endless read) nor enter the folder that holds it, and a path check must not read it.
+#[test]
+fn an_ignore_file_that_is_a_link_or_a_device_is_never_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(&root, "README.md", "hi\n");
+    write(&root, "docs/guide.md", "guide\n");
+    write(&root, "src/main.rs", "fn main() {}\n");
+    symlink("/dev/zero", root.join("docs/.gitignore")).unwrap();
+    symlink("/dev/urandom", root.join("src/.stewardignore")).unwrap();
+    let ws = Workspace::open(&root, &[]).unwrap();
+    let listed = walk_rel(&ws, ".");
+    assert!(listed.contains(&"README.md".to_string()), "{listed:?}");
+    assert!(!listed.iter().any(|p| p.starts_with("docs/") || p.starts_with("src/")), "{listed:?}");
+    assert_eq!(rule(ws.resolve("docs/guide.md", Access::Read)), "allow");
+    // At the root, nothing is walked.
+    symlink("/dev/zero", root.join(".gitignore")).unwrap();
+    let ws = Workspace::open(&root, &[]).unwrap();
+    assert!(walk_rel(&ws, ".").is_empty(), "{:?}", walk_rel(&ws, "."));
+}

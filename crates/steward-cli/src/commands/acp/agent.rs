@@ -104,7 +104,10 @@ impl StewardAgent {
     }
 
     /// The task text of a prompt: its text blocks, resource links named, embedded text
-    /// resources included. Images, audio and binary resources are refused (not advertised).
+    /// resources of other kinds than files included. Refused (not advertised): images, audio,
+    /// binary resources, and an embedded resource of a `file:` URI — a file's content reaches
+    /// the model only through the `read` tool, where the path rules, taint and data flow judge
+    /// it (the editor names the file with a resource link instead).
     fn task_text(prompt: &[acp::ContentBlock]) -> acp::Result<String> {
         let mut task = String::new();
         for block in prompt {
@@ -112,6 +115,14 @@ impl StewardAgent {
                 acp::ContentBlock::Text(t) => task.push_str(&t.text),
                 acp::ContentBlock::ResourceLink(link) => task.push_str(&format!("@{}", link.uri)),
                 acp::ContentBlock::Resource(embedded) => match &embedded.resource {
+                    acp::EmbeddedResourceResource::TextResourceContents(text)
+                        if text.uri.trim_start().to_ascii_lowercase().starts_with("file:") =>
+                    {
+                        return Err(invalid(
+                            "a file's content is not taken in a prompt: name it with a resource link, and Steward reads \
+                             it through its path rules",
+                        ));
+                    }
                     acp::EmbeddedResourceResource::TextResourceContents(text) => {
                         task.push_str(&format!("\n\nContext from the editor, {}:\n```\n{}\n```\n", text.uri, text.text))
                     }
@@ -264,7 +275,8 @@ impl acp::Agent for StewardAgent {
     async fn initialize(&self, _args: acp::InitializeRequest) -> acp::Result<acp::InitializeResponse> {
         let capabilities = acp::AgentCapabilities::new()
             .load_session(true)
-            .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true))
+            // No embedded context: files are named by resource links and read through the gate.
+            .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(false))
             .mcp_capabilities(acp::McpCapabilities::new().http(true));
         Ok(acp::InitializeResponse::new(acp::ProtocolVersion::V1)
             .agent_capabilities(capabilities)
@@ -462,6 +474,13 @@ mod tests {
         assert!(StewardAgent::task_text(&["  ".into()]).is_err());
         let image = acp::ContentBlock::Image(acp::ImageContent::new("AAAA", "image/png"));
         assert!(StewardAgent::task_text(&[image]).is_err());
+        let file = acp::ContentBlock::Resource(acp::EmbeddedResource::new(
+            acp::EmbeddedResourceResource::TextResourceContents(acp::TextResourceContents::new(
+                "API_TOKEN=zebra",
+                "FILE:///w/.env",
+            )),
+        ));
+        assert!(StewardAgent::task_text(&["see ".into(), file]).is_err(), "a file's content was taken unjudged");
     }
 
     #[test]

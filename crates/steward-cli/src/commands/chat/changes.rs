@@ -7,6 +7,9 @@ use std::path::Path;
 use steward_core::rollback::Compensation;
 use steward_store::{RollbackStatus, Store, StoreError};
 
+/// Most bytes of a file `/diff` reads.
+const MAX_DIFF_BYTES: u64 = 4 * 1024 * 1024;
+
 /// One file the conversation touched: its content before the first change (`None`: it did not
 /// exist) and now (`None`: it does not exist any more).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +28,7 @@ pub struct FileChange {
 pub async fn conversation_changes(
     store: &dyn Store,
     run_ids: &[String],
-    workspace: &Path,
+    workspace: &steward_policy::Workspace,
 ) -> Result<(Vec<FileChange>, Vec<String>), StoreError> {
     let mut files: Vec<FileChange> = Vec::new();
     let mut notes = Vec::new();
@@ -34,7 +37,15 @@ pub async fn conversation_changes(
             files.push(FileChange { path: path.to_string(), before, after: None });
         }
     };
-    let read = |path: &Path| std::fs::read(path).ok();
+    // Snapshots are Steward's own files; a workspace file is read as the `read` tool would
+    // read it (the path rules: no secret, denied or outside path, no link out), only when it is
+    // a regular file and not a link put in its place, and at most a few MiB of it.
+    let read = |path: &Path| super::read_regular_file(path, MAX_DIFF_BYTES).ok();
+    let read_workspace = |rel: &str| {
+        let resolved = workspace.resolve(rel, steward_policy::Access::Read).ok()?;
+        let regular = std::fs::symlink_metadata(workspace.root().join(rel)).is_ok_and(|m| m.file_type().is_file());
+        if regular { super::read_regular_file(&resolved.abs, MAX_DIFF_BYTES).ok() } else { None }
+    };
     for run_id in run_ids {
         for record in store.rollbacks(run_id).await? {
             if record.status == RollbackStatus::Undone {
@@ -45,7 +56,7 @@ pub async fn conversation_changes(
                 Ok(Compensation::RestoreEdited { path, snapshot, .. })
                 | Ok(Compensation::RestoreDeleted { path, snapshot, .. }) => first(&path, read(&snapshot)),
                 Ok(Compensation::MoveBack { from, to, .. }) => {
-                    first(&from, read(&workspace.join(&to)));
+                    first(&from, read_workspace(&to));
                     first(&to, None);
                 }
                 Ok(Compensation::RestorePatch { files: patched }) => {
@@ -62,7 +73,7 @@ pub async fn conversation_changes(
         }
     }
     for file in &mut files {
-        file.after = read(&workspace.join(&file.path));
+        file.after = read_workspace(&file.path);
     }
     files.retain(|f| f.before != f.after);
     Ok((files, notes))

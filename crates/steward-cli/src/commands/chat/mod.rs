@@ -95,28 +95,26 @@ pub async fn chat(args: ChatArgs) -> Result<u8> {
     }
     session.header().await?;
     let mut editor =
-        Some(LineEditor::new(Some(home.dir.join("chat_history"))).map_err(|e| anyhow::anyhow!("the terminal: {e}"))?);
+        LineEditor::new(Some(home.dir.join("chat_history"))).map_err(|e| anyhow::anyhow!("the terminal: {e}"))?;
     loop {
-        let Some(mut ed) = editor.take() else { break };
-        let (ed, read) = tokio::task::spawn_blocking(move || {
+        // The editor reads on a blocking thread and comes back with what it read.
+        let read;
+        (editor, read) = tokio::task::spawn_blocking(move || {
             // A prompt of the last turn that was abandoned stops reading first.
             let _reading = ui::TERMINAL_INPUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let read = ed.read("› ");
-            (ed, read)
+            let read = editor.read("› ");
+            (editor, read)
         })
         .await?;
-        let mut ed = ed;
         let text = match read {
             Read::Eof => break,
             Read::Interrupted => {
                 eprintln!("(Ctrl-D or /exit leaves)");
-                editor = Some(ed);
                 continue;
             }
             Read::Line(text) => text,
         };
-        ed.remember(&redactor().redact(&text));
-        editor = Some(ed);
+        editor.remember(&redactor().redact(&text));
         let outcome = match line::parse(&text) {
             Line::Empty => Ok(true),
             Line::Command(command) => session.command(command).await,
@@ -339,8 +337,11 @@ impl Session {
 
     /// `/diff`: each file this conversation changed, as a unified diff, then the totals.
     async fn diff(&self) -> Result<()> {
-        let (files, notes) = changes::conversation_changes(self.store(), &self.run_ids(), &self.workspace).await?;
-        let redactor = redactor_for(&load_config(&self.workspace)?);
+        let config = load_config(&self.workspace)?;
+        let workspace = steward_policy::Workspace::open(&self.workspace, &config.policy.deny_path)
+            .map_err(|e| usage(e.to_string()))?;
+        let (files, notes) = changes::conversation_changes(self.store(), &self.run_ids(), &workspace).await?;
+        let redactor = redactor_for(&config);
         let (mut added, mut removed) = (0, 0);
         for file in &files {
             let (diff, plus, minus) = changes::render(file);
@@ -387,6 +388,19 @@ async fn cancel_on_interrupt(cancel: CancellationToken) {
     }
 }
 
+/// The first `limit` bytes of the regular file at `path` (a link to one is followed). A device,
+/// a FIFO or a folder is refused: reading one could block or never end.
+pub(crate) fn read_regular_file(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Most bytes of one attached file put into the message.
 const MAX_ATTACHMENT_BYTES: usize = 64 * 1024;
 
@@ -426,11 +440,11 @@ fn attach(prepared: &steward_core::Prepared, text: &str, attachments: &[String])
         let resolved = workspace
             .resolve(path, steward_policy::Access::Read)
             .map_err(|e| usage(format!("@{path} not attached: {e}; nothing was sent")))?;
-        let bytes =
-            std::fs::read(&resolved.abs).map_err(|e| usage(format!("@{path} not attached: {e}; nothing was sent")))?;
+        let bytes = read_regular_file(&resolved.abs, MAX_ATTACHMENT_BYTES as u64 + 1)
+            .map_err(|e| usage(format!("@{path} not attached: {e}; nothing was sent")))?;
         let content = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_ATTACHMENT_BYTES)]).into_owned();
         let cut = if bytes.len() > MAX_ATTACHMENT_BYTES {
-            format!(" (first {MAX_ATTACHMENT_BYTES} of {} bytes)", bytes.len())
+            format!(" (its first {MAX_ATTACHMENT_BYTES} bytes)")
         } else {
             String::new()
         };
