@@ -106,6 +106,9 @@ pub fn answer_of(
     }
 }
 
+/// How long a `cancelled` answer waits for the turn's cancellation before the call is refused.
+const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[async_trait]
 impl Approver for EditorApprover {
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
@@ -117,10 +120,13 @@ impl Approver for EditorApprover {
         // A decision made elsewhere first (`steward approve`, the web UI) or the expiry ends
         // this wait: the orchestrator drops it.
         match rx.await {
-            // The editor cancelled the prompt turn (`session/cancel`): the run's cancellation
-            // ends this wait, not an answer.
+            // The editor cancelled the prompt turn (`session/cancel`, which it sends first): the
+            // run's cancellation ends this wait. An editor that answers `cancelled` without
+            // cancelling the turn gets the call refused after a grace period, not a question
+            // left pending until it expires.
             Ok(Ok(response)) if matches!(response.outcome, acp::RequestPermissionOutcome::Cancelled) => {
-                std::future::pending().await
+                tokio::time::sleep(CANCEL_GRACE).await;
+                ApprovalAnswer::NoApprover
             }
             Ok(Ok(response)) => answer_of(&response.outcome, request, token, &self.owner_id, chrono::Utc::now()),
             // The editor answered with an error, or the connection closed.
