@@ -6,7 +6,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{Env, Terminal, scenario};
+use common::{Env, Served, Terminal, scenario};
 use serde_json::{Value, json};
 
 /// Signs in with the login link; returns the owner cookie and the CSRF token.
@@ -20,12 +20,37 @@ async fn sign_in(http: &reqwest::Client, base: &str, login: &str) -> (String, St
     (cookie, page[at..at + 64].to_string())
 }
 
-#[tokio::test]
-async fn a_terminal_run_is_approved_in_the_browser() {
-    let env = Env::new();
+/// A browser signed in to `steward serve`, looking at the pending approval of a terminal run.
+struct Browser {
+    _server: Served,
+    base: String,
+    http: reqwest::Client,
+    cookie: String,
+    csrf: String,
+    /// The pending approval's id.
+    approval: String,
+}
+
+impl Browser {
+    /// Posts `decision` (the JSON body) on the pending approval.
+    async fn decide(&self, decision: Value) -> reqwest::Response {
+        self.http
+            .post(format!("{}/api/approvals/{}", self.base, self.approval))
+            .header("cookie", &self.cookie)
+            .header("x-csrf-token", &self.csrf)
+            .json(&decision)
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+/// A terminal run (`steward run` on a terminal, so it prompts and waits instead of failing
+/// closed) whose edit of `note.txt` waits for approval, and the browser that sees it pending.
+async fn terminal_run_waiting_in_the_browser(env: &Env) -> (Browser, Terminal) {
     env.write("note.txt", "old\n");
     let script = scenario(
-        &env,
+        env,
         r#"
 [[round]]
 text = "Editing."
@@ -41,10 +66,7 @@ text = "Changed."
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let (cookie, csrf) = sign_in(&http, &base, &login).await;
-
-    // A terminal, so the run prompts and waits instead of failing closed.
-    let run = Terminal::start(&env, &format!("run 'change the note' --provider fake --scenario {script}"));
-
+    let run = Terminal::start(env, &format!("run 'change the note' --provider fake --scenario {script}"));
     let deadline = Instant::now() + Duration::from_secs(30);
     let approval = loop {
         assert!(Instant::now() < deadline, "the terminal run never showed a pending approval in the web UI");
@@ -66,14 +88,14 @@ text = "Changed."
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let decided = http
-        .post(format!("{base}/api/approvals/{approval}"))
-        .header("cookie", &cookie)
-        .header("x-csrf-token", &csrf)
-        .json(&json!({"decision": "approve"}))
-        .send()
-        .await
-        .unwrap();
+    (Browser { _server: server, base, http, cookie, csrf, approval }, run)
+}
+
+#[tokio::test]
+async fn a_terminal_run_is_approved_in_the_browser() {
+    let env = Env::new();
+    let (browser, run) = terminal_run_waiting_in_the_browser(&env).await;
+    let decided = browser.decide(json!({"decision": "approve"})).await;
     assert_eq!(decided.status(), 200, "{}", decided.text().await.unwrap());
 
     let (ok, out) = run.finish();
@@ -82,14 +104,7 @@ text = "Changed."
     assert_eq!(env.read("note.txt"), "new\n");
 
     // A second decision on the same approval is refused.
-    let again = http
-        .post(format!("{base}/api/approvals/{approval}"))
-        .header("cookie", &cookie)
-        .header("x-csrf-token", &csrf)
-        .json(&json!({"decision": "deny"}))
-        .send()
-        .await
-        .unwrap();
+    let again = browser.decide(json!({"decision": "deny"})).await;
     assert_eq!(again.status(), 409);
 }
 
@@ -98,54 +113,8 @@ text = "Changed."
 #[tokio::test]
 async fn call_mismatch_a_browser_approval_of_another_call_runs_nothing() {
     let env = Env::new();
-    env.write("note.txt", "old\n");
-    let script = scenario(
-        &env,
-        r#"
-[[round]]
-text = "Editing."
-[[round.tool_call]]
-name = "edit"
-arguments = { path = "note.txt", old = "old", new = "new" }
-[[round]]
-text = "Changed."
-"#,
-    );
-    let server = env.serve(&[]);
-    let (base, login) = (server.base.clone(), server.login.clone());
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let (cookie, csrf) = sign_in(&http, &base, &login).await;
-    let run = Terminal::start(&env, &format!("run 'change the note' --provider fake --scenario {script}"));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let approval = loop {
-        assert!(Instant::now() < deadline, "the terminal run never showed a pending approval in the web UI");
-        let runs: Value =
-            http.get(format!("{base}/api/runs")).header("cookie", &cookie).send().await.unwrap().json().await.unwrap();
-        if let Some(id) = runs["runs"].as_array().and_then(|r| r.first()).and_then(|r| r["id"].as_str()) {
-            let trace: Value = http
-                .get(format!("{base}/api/runs/{id}"))
-                .header("cookie", &cookie)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            if let Some(a) = trace["approvals"].as_array().and_then(|a| a.iter().find(|a| a["status"] == "pending")) {
-                break a["id"].as_str().unwrap().to_string();
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let decided = http
-        .post(format!("{base}/api/approvals/{approval}"))
-        .header("cookie", &cookie)
-        .header("x-csrf-token", &csrf)
-        .json(&json!({"decision": "approve", "call_hash": "0".repeat(64)}))
-        .send()
-        .await
-        .unwrap();
+    let (browser, run) = terminal_run_waiting_in_the_browser(&env).await;
+    let decided = browser.decide(json!({"decision": "approve", "call_hash": "0".repeat(64)})).await;
     assert_eq!(decided.status(), 200, "{}", decided.text().await.unwrap());
     let (_, out) = run.finish();
     assert!(out.contains("call_mismatch"), "{out}");

@@ -12,12 +12,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-
 use chrono::Utc;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection};
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
+use steward_core::approval::ApprovalKey;
 use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::recovery::{ExecutingRuns, recover_expired_leases};
@@ -196,22 +194,6 @@ async fn two_nodes_recovering_at_once_recover_each_run_once_on_postgres() {
     }
 }
 
-/// Approves every request as the run's owner.
-struct Approves;
-
-#[async_trait]
-impl Approver for Approves {
-    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-        let call_hash = steward_core::approval::call_hash(request);
-        ApprovalAnswer::Approve {
-            token: token.into(),
-            decided_by: "local:alice".into(),
-            scope: ApprovalScope::Once,
-            call_hash,
-        }
-    }
-}
-
 struct Quiet;
 
 impl EventObserver for Quiet {
@@ -259,7 +241,7 @@ text = "Done."
         },
         config: Config::default(),
         tools: ToolRegistry::builtin(),
-        approver: Arc::new(Approves),
+        approver: Arc::new(crate::common::Yes),
         observer: Arc::new(Quiet),
         cancel: tokio_util::sync::CancellationToken::new(),
         history: Vec::new(),

@@ -7,32 +7,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::common::Recorder;
-use async_trait::async_trait;
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
+use steward_core::approval::ApprovalKey;
 use steward_core::config::Config;
 use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_mcp::{McpManager, McpServerConfig, ValueSource};
 use steward_policy::Redactor;
-use steward_protocol::{ApprovalRequest, AuditOutcome, EventKind, ToolChoice};
+use steward_protocol::{AuditOutcome, EventKind, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
-
-struct Approves;
-
-#[async_trait]
-impl Approver for Approves {
-    async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-        let call_hash = steward_core::approval::call_hash(request);
-        ApprovalAnswer::Approve {
-            token: token.into(),
-            decided_by: "local:alice".into(),
-            scope: ApprovalScope::Once,
-            call_hash,
-        }
-    }
-}
 
 #[tokio::test]
 async fn mcp_arguments_naming_secret_files_are_refused_before_the_server_is_called() {
@@ -89,7 +73,7 @@ text = "Done."
         planner,
         config: Config::default(),
         tools,
-        approver: Arc::new(Approves),
+        approver: Arc::new(crate::common::Yes),
         observer: recorder.clone(),
         cancel: CancellationToken::new(),
         run_id: None,
