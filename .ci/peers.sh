@@ -16,7 +16,8 @@
 #   - the official MCP conformance suite (npm @modelcontextprotocol/conformance, on Node 22), for
 #     steward-cli's `peer_mcp_conformance_client` test of Steward's MCP client
 #   - Debian's Chromium (apt package chromium, /usr/bin/chromium; installed system-wide when
-#     missing) and npm playwright-core, which drives it for the web UI's browser tests
+#     missing) and npm playwright-core, which drives it for the web UI's browser tests, with npm
+#     axe-core for their accessibility checks
 #     (tests/browser/flow.mjs); Playwright's own browser download does not work offline, so
 #     playwright-core is always launched with executablePath /usr/bin/chromium
 #   - Debian's curl (installed system-wide when missing), the client the egress proxy's tests
@@ -57,6 +58,7 @@ INSPECTOR_VERSION=2.12.0
 CONFORMANCE_VERSION=0.1.16
 ACP_SDK_VERSION=2.4.0
 PLAYWRIGHT_VERSION=1.64.1
+AXE_CORE_VERSION=4.14.1
 SCHEMATHESIS_VERSION=4.32.5
 AGENTDOJO_VERSION=0.1.35
 MCP_PYTHON_VERSION=2.3.0
@@ -316,16 +318,18 @@ if [ ! -x "$CHROMIUM" ]; then
 else
   log "chromium present: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
 fi
-PLAYWRIGHT_DIR="$CACHE/playwright-core-$PLAYWRIGHT_VERSION"
-if [ ! -f "$PLAYWRIGHT_DIR/node_modules/playwright-core/package.json" ]; then
-  phase playwright-core "installing playwright-core@$PLAYWRIGHT_VERSION" "20 s"
+# axe-core checks each page of the browser test for accessibility faults (contrast included).
+PLAYWRIGHT_DIR="$CACHE/playwright-core-$PLAYWRIGHT_VERSION-axe-core-$AXE_CORE_VERSION"
+if [ ! -f "$PLAYWRIGHT_DIR/node_modules/playwright-core/package.json" ] || \
+   [ ! -f "$PLAYWRIGHT_DIR/node_modules/axe-core/axe.min.js" ]; then
+  phase playwright-core "installing playwright-core@$PLAYWRIGHT_VERSION and axe-core@$AXE_CORE_VERSION" "20 s"
   rm -rf "$PLAYWRIGHT_DIR"
   mkdir -p "$PLAYWRIGHT_DIR"
   (cd "$PLAYWRIGHT_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
-     "playwright-core@$PLAYWRIGHT_VERSION" >>"$PHASE_LOG" 2>&1)
+     "playwright-core@$PLAYWRIGHT_VERSION" "axe-core@$AXE_CORE_VERSION" >>"$PHASE_LOG" 2>&1)
   phase_done
 else
-  log "playwright-core $PLAYWRIGHT_VERSION cached"
+  log "playwright-core $PLAYWRIGHT_VERSION and axe-core $AXE_CORE_VERSION cached"
 fi
 
 # --- schemathesis -------------------------------------------------------------------------

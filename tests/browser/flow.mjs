@@ -10,18 +10,24 @@
 // Environment:
 //   STEWARD_BASE_URL         http://127.0.0.1:PORT (no trailing slash needed)
 //   STEWARD_LOGIN_URL        the one-time login URL the server printed
-//   STEWARD_ARTIFACTS        directory for screenshots (run-view.png, approval.png, failure-*.png)
+//   STEWARD_ARTIFACTS        directory for screenshots (run-desktop.png, run-phone.png,
+//                            approval.png, conversation.png, start-phone.png, failure-*.png)
 //   STEWARD_TEST_CHROMIUM    the Chromium binary (default /usr/bin/chromium)
-//   STEWARD_TEST_PLAYWRIGHT  directory holding node_modules/playwright-core (.ci/peers.sh prints it)
+//   STEWARD_TEST_PLAYWRIGHT  directory holding node_modules/playwright-core and axe-core
+//                            (.ci/peers.sh prints it)
 //
 //   node tests/browser/flow.mjs
 //
-// Steps: (a) sign in and start a run; (b) approve, deny and let expire its three approvals;
-// (c) the run ends and screenshots are taken; (d+e) a second run, probed from a second
-// browser (another owner) and then cancelled; (f) memory kept live across two tabs.
+// Steps: (a) sign in and start a run; (b) the run waits for the owner: "waiting for you" in
+// the run's badge, the runs list, the navigation and the tab title; approve with the keyboard,
+// deny, let one expire; (c) the run ends as one timeline, screenshots at 1280x800 and 390x844;
+// (g) a conversation: Enter sends, its approval is answered with the keyboard in place; (d+e)
+// a second run, probed from a second browser (another owner) and then cancelled; (f) memory
+// kept live across two tabs; (h) axe-core finds no serious accessibility fault on any page,
+// and no page is wider than a 390 px phone.
 
 import { createRequire } from 'node:module';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const WAIT = 15_000;
@@ -50,11 +56,13 @@ const CHROMIUM = env('STEWARD_TEST_CHROMIUM', '/usr/bin/chromium');
 const PLAYWRIGHT_DIR = env('STEWARD_TEST_PLAYWRIGHT');
 
 let chromium;
+let axeSource;
 try {
   const require = createRequire(path.join(path.resolve(PLAYWRIGHT_DIR), 'package.json'));
   ({ chromium } = require('playwright-core'));
+  axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 } catch (e) {
-  fail(`cannot load playwright-core from ${PLAYWRIGHT_DIR}: ${e.message}`);
+  fail(`cannot load playwright-core and axe-core from ${PLAYWRIGHT_DIR}: ${e.message}`);
 }
 mkdirSync(ARTIFACTS, { recursive: true });
 
@@ -73,9 +81,9 @@ async function waitIn(page, fn, arg, message) {
     return await page.waitForFunction(fn, arg, { timeout: WAIT, polling: 100 });
   } catch (e) {
     if (e instanceof Expectation) throw e;
-    const status = await page.locator('#run-status').first().textContent({ timeout: 500 }).catch(() => null);
+    const status = await page.locator('.run-status').first().textContent({ timeout: 500 }).catch(() => null);
     const error = await page.locator('#error').first().textContent({ timeout: 500 }).catch(() => null);
-    const shown = [status != null ? `#run-status=${JSON.stringify(status.trim())}` : null,
+    const shown = [status != null ? `.run-status=${JSON.stringify(status.trim())}` : null,
       error ? `#error=${JSON.stringify(error.trim())}` : null].filter(Boolean).join(', ');
     if (typeof message === 'function') message = await message().catch(() => 'expectation failed');
     throw new Expectation(`${message} (after ${WAIT / 1000} s; page ${page.url()}${shown ? `; ${shown}` : ''})`);
@@ -120,7 +128,7 @@ async function startRun(page, task) {
     page.click('button#start'),
   ]);
   const id = new URL(page.url()).pathname.split('/').pop();
-  await visible(page, '#run-status', 'run view');
+  await visible(page, '#run .run-status', 'run view');
   return id;
 }
 
@@ -131,8 +139,7 @@ async function nextPendingApproval(page, seen, what) {
     (seen) => {
       for (const el of document.querySelectorAll('div.approval[data-approval-id]')) {
         const id = el.getAttribute('data-approval-id');
-        const state = el.querySelector('.approval-state')?.textContent.trim();
-        if (!seen.includes(id) && state === 'pending') return id;
+        if (!seen.includes(id) && el.dataset.state === 'pending' && el.querySelector('button.approve')) return id;
       }
       return null;
     },
@@ -153,26 +160,48 @@ async function approvalStateIs(page, id, want, what) {
   );
 }
 
-async function buttonsDisabled(page, id, what) {
+// A decided, expired or closed approval keeps no buttons to press.
+async function noButtons(page, id, what) {
   await waitIn(
     page,
     (sel) => {
-      const b = [...document.querySelectorAll(`${sel} button.approve, ${sel} button.deny`)];
-      return b.length === 2 && b.every((x) => x.hasAttribute('disabled'));
+      const node = document.querySelector(sel);
+      return node && node.dataset.state !== 'pending' &&
+        [...node.querySelectorAll('button.approve, button.deny')].every((b) => b.disabled);
     },
     approvalSel(id),
-    `${what}: button.approve and button.deny of approval ${id} are not both disabled`,
+    `${what}: approval ${id} still offers enabled Approve/Deny buttons`,
   );
 }
 
+// Waits for the run page's status (data-status: queued, running, completed, failed, cancelled,
+// interrupted) to be one of `wanted`; returns the badge's words.
 async function runStatusIs(page, wanted, what) {
   await waitIn(
     page,
-    (wanted) => wanted.includes(document.querySelector('#run-status')?.textContent.trim()),
+    (wanted) => wanted.includes(document.querySelector('#run .run-status')?.dataset.status),
     wanted,
-    `${what}: #run-status never became ${wanted.join(' or ')}`,
+    `${what}: the run's status never became ${wanted.join(' or ')}`,
   );
-  return text(page, '#run-status');
+  return text(page, '#run .run-status');
+}
+
+// Runs axe-core on the page and fails on any serious or critical violation.
+async function accessible(page, what) {
+  await page.evaluate(axeSource);
+  const violations = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.help}; at ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`);
+  });
+  expect(violations.length === 0, `${what}: axe-core found ${violations.length} serious violation(s):\n  ${violations.join('\n  ')}`);
+}
+
+// Fails when the page is wider than its viewport (a table or heading that overflows).
+async function fitsWidth(page, what) {
+  const [scroll, view] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  expect(scroll <= view + 1, `${what}: the page is ${scroll} px wide in a ${view} px viewport`);
 }
 
 async function csrfToken(page) {
@@ -197,9 +226,12 @@ async function main() {
     ],
   });
   try {
-    const owner = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const owner = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await owner.newPage();
     pages.push(page);
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
 
     // --- a. sign in, start a run, see streamed planner text --------------------------------
     current = 'a. sign in and start a run';
@@ -212,27 +244,57 @@ async function main() {
       const who = await text(page, '#owner');
       expect(who.startsWith('local:'), `after the login URL the page shows owner ${JSON.stringify(who)}, not local:<user>`);
     }
-    passed('a1 login URL signs in and lands on /');
+    const icon = await page.request.get(`${BASE}/favicon.ico`);
+    expect(icon.ok(), `/favicon.ico answered HTTP ${icon.status()}`);
+    passed('a1 login URL signs in and lands on /; /favicon.ico is served');
     const run1 = await startRun(page, 'Write three short notes');
     passed(`a2 start form submitted, run view /runs/${run1}`);
     await waitIn(
       page,
-      () => [...document.querySelectorAll('.stage[data-stage="planner"] .stage-text')].some((e) => e.textContent.trim().length > 0),
+      () => [...document.querySelectorAll('#run .model-text[data-stage="planner"] .stage-text')].some((e) => e.textContent.trim().length > 0),
       null,
-      'no streamed planner text in .stage[data-stage=planner] .stage-text',
+      'no streamed planner text in the timeline (.model-text[data-stage=planner] .stage-text)',
     );
-    passed('a3 streamed planner text shown');
+    passed('a3 streamed planner text shown in the timeline');
 
-    // --- b. approvals: approve, deny, expire -----------------------------------------------
+    // --- b. the run waits for its owner ------------------------------------------------------
     current = 'b. approvals';
     const seen = [];
     const a1 = await nextPendingApproval(page, seen, 'approval 1');
     seen.push(a1);
-    const args1 = await text(page, `${approvalSel(a1)} pre.approval-args`);
-    expect(args1.includes('notes/one.txt'), `approval 1 .approval-args does not show the arguments: ${JSON.stringify(args1)}`);
+    // In place: the approval sits in the step of the call it is about, after the model's text.
+    const order = await page.evaluate((sel) => {
+      const approval = document.querySelector(sel);
+      const entry = approval?.closest('li.entry');
+      const before = entry ? [...entry.parentElement.children].slice(0, [...entry.parentElement.children].indexOf(entry)) : [];
+      return { inCall: !!approval?.closest('.entry-call'), textBefore: before.some((e) => e.classList.contains('entry-text')) };
+    }, approvalSel(a1));
+    expect(order.inCall && order.textBefore, `approval 1 is not in its call's step after the model's text: ${JSON.stringify(order)}`);
+    const args1 = await text(page, `${approvalSel(a1)} >> xpath=ancestor::div[contains(@class,"step")] >> .args`);
+    expect(args1.includes('notes/one.txt'), `approval 1's step does not show the arguments: ${JSON.stringify(args1)}`);
     const tool1 = await text(page, `${approvalSel(a1)} .approval-tool`).catch(() => '');
     expect(tool1.includes('create'), `approval 1 .approval-tool is ${JSON.stringify(tool1)}, not create`);
-    // The countdown reads MM:SS.
+    const summary = await text(page, `${approvalSel(a1)} >> xpath=ancestor::div[contains(@class,"step")] >> .diff-summary`);
+    expect(summary === '1 file, +1 −0', `approval 1's diff summary is ${JSON.stringify(summary)}`);
+    // Waiting is said everywhere: the badge, the tab title, the icon, the navigation, the runs list.
+    await waitIn(page, () => document.querySelector('#run .run-status')?.textContent.trim() === 'waiting for you', null,
+      'the run badge does not say "waiting for you"');
+    await waitIn(page, () => document.title.includes('Waiting for you'), null, async () => `the tab title is ${JSON.stringify(await page.title())}`);
+    const iconHref = await page.locator('link[rel="icon"]').getAttribute('href');
+    expect(iconHref.includes('waiting'), `the tab icon is ${iconHref}, not the waiting one`);
+    await waitIn(page, () => /1 waiting for you/.test(document.querySelector('#nav-waiting')?.textContent || ''), null,
+      'the navigation does not say "1 waiting for you"');
+    const list = await owner.newPage();
+    pages.push(list);
+    await list.goto(`${BASE}/`, { timeout: WAIT });
+    const listed = await text(list, `li.run-row[data-run-id="${run1}"] .status`);
+    expect(listed === 'waiting for you', `the runs list shows run 1 as ${JSON.stringify(listed)}`);
+    const linked = await text(list, `li.run-row[data-run-id="${run1}"] a.run-task`);
+    expect(linked === 'Write three short notes', `the runs list links run 1 by ${JSON.stringify(linked)}, not its task`);
+    await list.close();
+    pages.pop();
+    passed('b1 "waiting for you" on the run, in the tab title and icon, the navigation and the runs list');
+    // The countdown reads MM:SS and goes down.
     const shown = await text(page, `${approvalSel(a1)} .countdown`);
     const mmss = /^(\d{2}):(\d{2})$/.exec(shown.trim());
     const first = mmss ? Number(mmss[1]) * 60 + Number(mmss[2]) : NaN;
@@ -246,43 +308,94 @@ async function main() {
       [approvalSel(a1), first],
       `approval 1 .countdown did not go down from ${first} s`,
     );
-    passed(`b1 approval 1 shows its arguments and a MM:SS countdown going down from ${shown}`);
+    passed(`b2 approval 1 shows its arguments, its diff and a MM:SS countdown going down from ${shown}`);
     await page.locator(approvalSel(a1)).screenshot({ path: path.join(ARTIFACTS, 'approval.png') });
-    await page.click(`${approvalSel(a1)} button.approve`);
-    await approvalStateIs(page, a1, 'approved', 'approval 1');
-    await buttonsDisabled(page, a1, 'approval 1 after approving');
+    // The approval has the focus (nobody was typing): `a` approves it.
+    await page.keyboard.press('a');
+    await approvalStateIs(page, a1, 'approved', 'approval 1 (key a)');
+    await noButtons(page, a1, 'approval 1 after approving');
+    await waitIn(page, (sel) => /approved by local:\S+ \(this call only\)/.test(document.querySelector(`${sel} .decided`)?.textContent || ''),
+      approvalSel(a1), 'approval 1 does not read "approved by OWNER (this call only)"');
     expect(await page.locator(`${approvalSel(a1)} .countdown`).count() === 0, 'approval 1 still shows a countdown after it was approved');
-    passed('b2 approval 1 approved');
+    passed('b3 approval 1 approved with the key a; it reads "approved by … (this call only) at …"');
 
     const a2 = await nextPendingApproval(page, seen, 'approval 2');
     seen.push(a2);
-    const args2 = await text(page, `${approvalSel(a2)} pre.approval-args`);
-    expect(args2.includes('notes/two.txt'), `approval 2 .approval-args does not show the arguments: ${JSON.stringify(args2)}`);
+    const args2 = await text(page, `${approvalSel(a2)} >> xpath=ancestor::div[contains(@class,"step")] >> .args`);
+    expect(args2.includes('notes/two.txt'), `approval 2's step does not show the arguments: ${JSON.stringify(args2)}`);
     await page.click(`${approvalSel(a2)} button.deny`);
     await approvalStateIs(page, a2, 'denied', 'approval 2');
-    await buttonsDisabled(page, a2, 'approval 2 after denying');
-    passed('b3 approval 2 denied');
+    await noButtons(page, a2, 'approval 2 after denying');
+    passed('b4 approval 2 denied');
 
     const a3 = await nextPendingApproval(page, seen, 'approval 3');
     seen.push(a3);
-    const args3 = await text(page, `${approvalSel(a3)} pre.approval-args`);
-    expect(args3.includes('notes/three.txt'), `approval 3 .approval-args does not show the arguments: ${JSON.stringify(args3)}`);
     await approvalStateIs(page, a3, 'expired', 'approval 3 left unanswered');
-    await buttonsDisabled(page, a3, 'approval 3 after expiry');
-    passed('b4 approval 3 expired with both buttons disabled');
+    await noButtons(page, a3, 'approval 3 after expiry');
+    passed('b5 approval 3 expired');
 
-    // --- c. the run ends ---------------------------------------------------------------------
+    // --- c. the run ends: one timeline, in order, nothing twice ------------------------------
     current = 'c. run end';
     const final = await runStatusIs(page, TERMINAL, 'run 1');
-    expect(final === 'completed', `run 1 ended ${final}, not completed`);
+    expect(final === 'completed — 2 calls refused', `run 1 ended as ${JSON.stringify(final)}, not "completed — 2 calls refused"`);
     await waitIn(page, () => document.querySelector('button#cancel')?.hasAttribute('disabled'), null,
       'button#cancel is not disabled after the run ended');
-    const answer = await text(page, '#final').catch(() => '');
-    expect(answer.includes('notes were proposed'), `#final does not show the final answer: ${JSON.stringify(answer)}`);
-    const decisions = await page.locator('#tool-calls li.tool-call .decision').allTextContents();
-    expect(decisions.length >= 3, `#tool-calls lists ${decisions.length} calls, expected 3`);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'run-view.png'), fullPage: true });
-    passed(`c1 run 1 completed, cancel disabled, final answer shown; screenshots in ${ARTIFACTS}`);
+    const answer = await text(page, '#run .answer .final').catch(() => '');
+    expect(answer.includes('notes were proposed'), `the answer does not show the final text: ${JSON.stringify(answer)}`);
+    const kinds = await page.evaluate(() => [...document.querySelectorAll('#run ol.timeline > li.entry')].map((li) =>
+      li.className.replace(/.*entry-(\w+).*/, '$1')));
+    const calls = kinds.filter((k) => k === 'call').length;
+    expect(calls === 3 && kinds[kinds.length - 1] === 'answer' && kinds.filter((k) => k !== 'note')[0] === 'text',
+      `the timeline reads ${kinds.join(' → ')}, not text first, three calls, the answer last`);
+    const answers = await page.evaluate(() => document.body.innerText.split('All three notes were proposed.').length - 1);
+    expect(answers === 1, `the answer is shown ${answers} times`);
+    const changed = await text(page, '#run .run-end');
+    expect(changed.includes('notes/one.txt'), `"Files changed" does not list notes/one.txt: ${JSON.stringify(changed)}`);
+    expect(!(await page.title()).includes('Waiting'), `the tab title still says waiting: ${await page.title()}`);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'run-desktop.png'), fullPage: true });
+    passed(`c1 run 1 ended "${final}": text → calls → answer, the answer once, files changed listed`);
+    expect(errors.length === 0, `script errors on the page: ${errors.join('; ')}`);
+
+    // The same run on a phone.
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const phonePage = await phone.newPage();
+    pages.push(phonePage);
+    await phone.addCookies(await owner.cookies());
+    for (const [url, shot] of [[`${BASE}/runs/${run1}`, 'run-phone.png'], [`${BASE}/`, 'start-phone.png']]) {
+      await phonePage.goto(url, { timeout: WAIT });
+      await fitsWidth(phonePage, `${url} at 390 px`);
+      await phonePage.screenshot({ path: path.join(ARTIFACTS, shot), fullPage: true });
+    }
+    passed('c2 the run and start pages fit a 390 px phone; screenshots taken');
+
+    // --- g. a conversation: Enter sends, the approval is answered in place ---------------------
+    current = 'g. conversation';
+    await page.goto(`${BASE}/conversations`, { timeout: WAIT });
+    await selectIfPresent(page, 'select#provider', 'fake');
+    await selectIfPresent(page, 'select#planner', 'model');
+    await Promise.all([
+      page.waitForURL(/\/conversations\/[^/?#]+$/, { timeout: WAIT }),
+      page.click('#conversation-form button[type=submit]'),
+    ]);
+    const conversationPath = new URL(page.url()).pathname;
+    await page.waitForTimeout(300); // the conversation's event stream connects
+    await page.fill('#message', 'Write the notes in this conversation');
+    await page.press('#message', 'Enter');
+    const c1 = await nextPendingApproval(page, [], 'conversation approval');
+    await waitIn(page, () => document.title.includes('Waiting for you'), null, 'the conversation tab title does not say waiting');
+    // The message box is empty after sending, so the question takes the focus: `a` approves.
+    await page.keyboard.press('a');
+    await approvalStateIs(page, c1, 'approved', 'conversation approval (key a)');
+    await waitIn(page, (sel) => /approved by/.test(document.querySelector(`${sel} .decided`)?.textContent || ''),
+      approvalSel(c1), 'the conversation approval does not say who approved it');
+    // The next one is denied with `d`; then the answer arrives in the turn.
+    const c2 = await nextPendingApproval(page, [c1], 'second conversation approval');
+    await page.keyboard.press('d');
+    await approvalStateIs(page, c2, 'denied', 'conversation approval (key d)');
+    await waitIn(page, () => [...document.querySelectorAll('#turns .answer .final')].some((e) => e.textContent.includes('notes were proposed')),
+      null, 'the conversation turn never showed its answer');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'conversation.png'), fullPage: true });
+    passed('g1 conversation: Enter sent the message; a approved and d denied in place; the answer is in the turn');
 
     // A second browser (no login: its own random owner), ready before run 2 starts so that
     // its request reaches a still-pending approval.
@@ -319,14 +432,15 @@ async function main() {
     passed("e1 another owner's approval POST is refused: 403 not_owner");
 
     current = 'd. cancel';
-    const stillPending = await text(page, `${approvalSel(b1)} .approval-state`);
+    const stillPending = await page.locator(approvalSel(b1)).getAttribute('data-state');
     expect(stillPending === 'pending', `approval ${b1} of run 2 is ${stillPending} before cancelling (is approval_timeout_seconds too short?)`);
     await page.click('button#cancel');
     await runStatusIs(page, ['cancelled'], 'run 2 after button#cancel');
-    await buttonsDisabled(page, b1, 'run 2 pending approval after cancel');
+    await noButtons(page, b1, 'run 2 pending approval after cancel');
+    await approvalStateIs(page, b1, 'closed', 'run 2 approval after cancel (closed, not expired)');
     await waitIn(page, () => document.querySelector('button#cancel')?.hasAttribute('disabled'), null,
       'button#cancel is not disabled after cancelling');
-    passed('d2 run 2 cancelled; its pending approval buttons disabled');
+    passed('d2 run 2 cancelled; its approval reads closed, with no buttons');
 
     current = 'e. another owner';
     const view = await stranger.goto(`${BASE}/runs/${run1}`, { timeout: WAIT });
@@ -364,6 +478,17 @@ async function main() {
     await waitIn(tab1, (fact) => ![...document.querySelectorAll('ol#facts li[data-fact-id]')].some((li) => li.textContent.includes(fact)),
       fact, 'the fact forgotten in tab 2 is still listed in tab 1');
     passed('f2 fact forgotten in tab 2 disappears live from tab 1');
+
+    // --- h. accessibility of every page ---------------------------------------------------------
+    current = 'h. accessibility';
+    const checked = [];
+    for (const url of ['/', `/runs/${run1}`, `/runs/${run1}/trace`, '/conversations', conversationPath,
+      '/compare', '/memory', '/tools', '/grants', '/tokens', '/ledger']) {
+      await tab1.goto(`${BASE}${url}`, { timeout: WAIT });
+      await accessible(tab1, url);
+      checked.push(url);
+    }
+    passed(`h1 axe-core: no serious or critical violation on ${checked.length} pages`);
 
     await owner.close();
   } catch (e) {

@@ -1,8 +1,10 @@
 //! The web UI in a real headless Chromium (Debian's, driven by playwright-core): sign in with
-//! the one-time link, watch a run stream, approve one call, deny another, let a third expire,
-//! cancel a run, be refused as another owner, and keep remembered facts live across two tabs.
-//! The steps live in `tests/browser/flow.mjs`; screenshots of the run and approval views are
-//! kept in `$CARGO_TARGET_TMPDIR/browser-artifacts`.
+//! the one-time link, watch a run's timeline stream, see "waiting for you" on the run, in the
+//! tab title, the navigation and the runs list, approve with the keyboard, deny, let a call
+//! expire, answer a conversation's approvals in place, cancel a run, be refused as another
+//! owner, keep remembered facts live across two tabs, and pass axe-core on every page. The
+//! steps live in `tests/browser/flow.mjs`; screenshots at 1280x800 and 390x844 are kept in
+//! `$CARGO_TARGET_TMPDIR/browser-artifacts`.
 
 use crate::common;
 
@@ -43,7 +45,7 @@ fn peer_browser_run_approvals_cancel_owners_and_memory() {
     println!("{stdout}");
     eprintln!("{stderr}");
     assert!(out.status.success(), "browser flow failed after {:?}: {stderr}", started.elapsed());
-    for shot in ["run-view.png", "approval.png"] {
+    for shot in ["run-desktop.png", "run-phone.png", "start-phone.png", "approval.png", "conversation.png"] {
         assert!(artifacts.join(shot).is_file(), "screenshot {shot} kept in {}", artifacts.display());
     }
 }

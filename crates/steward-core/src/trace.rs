@@ -340,7 +340,12 @@ mod tests {
             ),
             at(
                 250,
-                EventKind::ToolApproved { approval_id: "apr_1".into(), call_id: "c1".into(), decided_by: "o".into() },
+                EventKind::ToolApproved {
+                    approval_id: "apr_1".into(),
+                    call_id: "c1".into(),
+                    decided_by: "o".into(),
+                    scope: "once".into(),
+                },
             ),
             at(
                 300,

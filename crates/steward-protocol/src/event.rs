@@ -218,6 +218,11 @@ pub enum EventKind {
         call_id: String,
         /// Who decided.
         decided_by: String,
+        /// What the approval covers: `once` (this call only), `run` (calls like it for the
+        /// rest of the run) or `workspace` (a grant in the workspace). Empty in events
+        /// recorded before approvals said so.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        scope: String,
     },
     /// The owner (or the lack of one) rejected.
     ToolRejected {

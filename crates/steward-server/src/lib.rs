@@ -94,7 +94,11 @@ fn routes(state: AppState) -> Router<AppState> {
         .route("/", get(pages::index))
         .route("/login", get(pages::login))
         .route("/runs", post(pages::start))
+        .route("/runs/list", get(pages::runs_list_fragment))
+        .route("/runs/waiting", get(pages::waiting_fragment))
         .route("/runs/{id}", get(pages::run_page))
+        .route("/runs/{id}/timeline", get(pages::timeline_fragment))
+        .route("/runs/{id}/rollback", post(pages::rollback))
         .route("/runs/{id}/trace", get(pages::trace_page))
         .route("/runs/{id}/cancel", post(pages::cancel))
         .route("/approvals/{id}", post(pages::decide))
@@ -104,6 +108,7 @@ fn routes(state: AppState) -> Router<AppState> {
         .route("/compare", get(pages::compare_page).post(pages::compare))
         .route("/conversations", get(pages::conversations_page).post(pages::create_conversation))
         .route("/conversations/{id}", get(pages::conversation_page))
+        .route("/conversations/{id}/turns", get(pages::turns_fragment))
         .route("/conversations/{id}/messages", post(pages::send_message))
         .route("/conversations/{id}/end", post(pages::end_conversation))
         .route("/tools", get(pages::tools_page))
@@ -115,6 +120,9 @@ fn routes(state: AppState) -> Router<AppState> {
         .route("/tokens/{id}/revoke", post(tokens::revoke_token))
         .route("/static/app.js", get(app_js))
         .route("/static/app.css", get(app_css))
+        .route("/static/icon.svg", get(|| svg(include_str!("../static/icon.svg"))))
+        .route("/static/icon-waiting.svg", get(|| svg(include_str!("../static/icon-waiting.svg"))))
+        .route("/favicon.ico", get(|| svg(include_str!("../static/icon.svg"))))
         // The work ledger: pages (and, with the JSON API below, its API) for the owner's session;
         // calls with a bearer token are answered by `ledger::bearer_layer` (below) before the
         // session layer sees them.
@@ -134,6 +142,11 @@ fn routes(state: AppState) -> Router<AppState> {
 
 async fn app_js() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("../static/app.js"))
+}
+
+/// An icon (SVG; `/favicon.ico` answers with the same image, which browsers take by its type).
+async fn svg(body: &'static str) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "image/svg+xml")], body)
 }
 
 async fn app_css() -> impl IntoResponse {

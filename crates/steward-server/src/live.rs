@@ -199,6 +199,16 @@ impl LiveRuns {
             .collect()
     }
 
+    /// The approvals waiting for `owner_id` in this process: `(run id, approval)`, oldest
+    /// first.
+    pub fn waiting_of(&self, owner_id: &str) -> Vec<(String, ApprovalRequest)> {
+        let runs: Vec<Arc<LiveRun>> = lock(&self.runs).values().filter(|r| r.owner_id == owner_id).cloned().collect();
+        let mut waiting: Vec<(String, ApprovalRequest)> =
+            runs.iter().flat_map(|r| r.pending_approvals().into_iter().map(|a| (r.id.clone(), a))).collect();
+        waiting.sort_by_key(|(_, a)| a.created_at);
+        waiting
+    }
+
     /// Waits for a run slot in queue order; the permit frees the slot when dropped. Returns
     /// `None` when the run was cancelled while it waited.
     pub async fn wait_for_slot(&self, run: &LiveRun) -> Option<tokio::sync::OwnedSemaphorePermit> {

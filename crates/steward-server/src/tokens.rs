@@ -61,7 +61,7 @@ async fn page(state: &AppState, session: &Session, headers: &HeaderMap, new: Opt
         "tokens.html",
         context! {
             csrf => &session.csrf, owner => &session.owner_id, tokens => rows, mcp_url => mcp_url(headers),
-            max_name => MAX_NAME_CHARS, new_token => new.map(|n| n.secret.expose()),
+            max_name => MAX_NAME_CHARS, current_page => "tokens", new_token => new.map(|n| n.secret.expose()),
             new_id => new.map(|n| n.record.id.as_str()), new_scopes => new.map(|n| n.record.scopes.join(", ")),
             new_where => new.map(|n| where_sent(&n.record.scopes, &base_url(headers))),
         },

@@ -1,6 +1,12 @@
-// Progressive enhancement for Steward's pages: live run events over Server-Sent Events,
-// approval countdowns, and forms that act without a page reload. Every page works without
-// this script. All text from runs is inserted as text (textContent), never as markup.
+// Progressive enhancement for Steward's pages. Every page works without this script; with it:
+// - a run's timeline follows the run live (Server-Sent Events): streamed model text is
+//   appended as it arrives, and after every other event the server's own rendering of the
+//   timeline (GET /runs/{id}/timeline) replaces the entries that changed;
+// - a waiting approval cannot be missed: the tab title and icon say so, screen readers are
+//   told, the page scrolls to it, and `a` / `d` approve or deny it from the keyboard;
+// - countdowns, elapsed times and local clock times tick; forms act without a reload.
+// Text from runs only ever reaches the page as text (textContent) or as the server's escaped
+// HTML; nothing here builds markup from a model's or a tool's words.
 "use strict";
 
 const csrf = document.querySelector('meta[name="csrf-token"]')?.content || "";
@@ -39,222 +45,327 @@ async function api(method, path, body) {
   return data;
 }
 
-// ---- run view ------------------------------------------------------------------------------
-function runView(root) {
-  const runId = root.dataset.runId;
-  const status = document.getElementById("run-status");
-  const cancel = document.getElementById("cancel");
-  let ended = root.dataset.ended === "true";
+// The server's HTML for a part of the page, parsed inert (a <template> runs nothing).
+async function fragment(path) {
+  const response = await fetch(path, { credentials: "same-origin" });
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  const template = document.createElement("template");
+  template.innerHTML = await response.text();
+  return template.content;
+}
 
-  function approvalNode(id) {
-    return root.querySelector(`.approval[data-approval-id="${CSS.escape(id)}"]`);
+// Makes `oldParent`'s keyed children (data-key) those of `newParent`, in its order: a child
+// whose data-rev is unchanged is kept as it is (focus, open details and typed input survive),
+// one marked data-morph-children is updated child by child, any other is replaced.
+function morph(oldParent, newParent) {
+  const olds = new Map();
+  for (const child of [...oldParent.children]) {
+    if (child.dataset.key) olds.set(child.dataset.key, child);
   }
-
-  function setApprovalState(node, state) {
-    if (!node) return;
-    node.dataset.state = state;
-    node.querySelector(".approval-state").textContent = state;
-    if (state !== "pending") {
-      node.querySelectorAll("button, select").forEach((b) => { b.disabled = true; });
-      node.querySelector(".time-left")?.remove();
+  let prev = null;
+  for (const fresh of [...newParent.children]) {
+    const key = fresh.dataset.key;
+    const old = key ? olds.get(key) : null;
+    let keep = fresh;
+    if (old && fresh.hasAttribute("data-morph-children")) {
+      morph(old, fresh);
+      keep = old;
+    } else if (old && old.dataset.rev === fresh.dataset.rev) {
+      keep = old;
     }
+    if (key) olds.delete(key);
+    if (old && keep !== old) old.remove();
+    const want = prev ? prev.nextSibling : oldParent.firstChild;
+    if (keep !== want) oldParent.insertBefore(keep, want);
+    prev = keep;
   }
+  for (const old of olds.values()) old.remove();
+}
 
-  function elicitationNode(id) {
-    return root.querySelector(`.elicitation[data-elicitation-id="${CSS.escape(id)}"]`);
-  }
+// ---- times -----------------------------------------------------------------------------------
+function minutesSeconds(seconds) {
+  return `${String(Math.floor(seconds / 60)).padStart(2, "0")}:${String(seconds % 60).padStart(2, "0")}`;
+}
 
-  function setElicitationState(node, state) {
-    if (!node) return;
-    node.dataset.state = state.startsWith("answered") ? "answered" : state;
-    node.querySelector(".elicitation-state").textContent = state;
-    node.querySelectorAll("button, input, select").forEach((b) => { b.disabled = true; });
-    node.querySelector(".time-left")?.remove();
-  }
+function secondsLeft(expiresAt) {
+  return Math.max(0, Math.floor((Date.parse(expiresAt) - Date.now()) / 1000));
+}
 
-  function endRun(text) {
-    ended = true;
-    root.dataset.ended = "true";
-    status.textContent = text;
-    if (cancel) cancel.disabled = true;
-    root.querySelectorAll('.approval[data-state="pending"]').forEach((n) => setApprovalState(n, "closed"));
-    root.querySelectorAll('.elicitation[data-state="pending"]').forEach((n) => setElicitationState(n, "closed"));
-  }
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+function ago(date) {
+  const s = Math.round((date.getTime() - Date.now()) / 1000);
+  const abs = Math.abs(s);
+  if (abs < 60) return relative.format(s, "second");
+  if (abs < 3600) return relative.format(Math.round(s / 60), "minute");
+  if (abs < 86400) return relative.format(Math.round(s / 3600), "hour");
+  return relative.format(Math.round(s / 86400), "day");
+}
 
-  function stageText(stage) {
-    let section = root.querySelector(`.stage[data-stage="${CSS.escape(stage)}"]`);
-    if (!section) {
-      section = el("section", { class: "stage", "data-stage": stage }, el("h3", { text: stage }), el("pre", { class: "stage-text" }));
-      document.getElementById("stages").append(section);
-    }
-    return section.querySelector(".stage-text");
-  }
-
-  // Call ids may repeat across rounds (recovered calls, a repeated call): the latest one counts.
-  function callNode(id) {
-    const all = root.querySelectorAll(`.tool-call[data-call-id="${CSS.escape(id)}"]`);
-    return all.length ? all[all.length - 1] : null;
-  }
-
-  function setCall(id, decision, rule, detail) {
-    const node = callNode(id);
-    if (!node) return;
-    node.querySelector(".decision").textContent = decision;
-    if (rule) {
-      let r = node.querySelector(".rule");
-      if (!r) { r = el("small", { class: "rule" }); node.querySelector(".decision").after(" ", r); }
-      r.replaceChildren("rule ", el("code", { text: rule }));
-    }
-    if (detail) {
-      let d = node.querySelector(".tool-detail");
-      if (!d) { d = el("pre", { class: "tool-detail" }); node.append(d); }
-      d.textContent = detail;
-    }
-  }
-
-  function addApproval(e) {
-    if (approvalNode(e.approval_id)) return;
-    const form = el("form", { class: "decide", method: "post", action: `/approvals/${e.approval_id}` },
-      el("input", { type: "hidden", name: "csrf", value: csrf }),
-      el("input", { type: "hidden", name: "run", value: runId }),
-      el("label", { for: `scope-${e.approval_id}`, text: "Remember" }),
-      el("select", { id: `scope-${e.approval_id}`, name: "scope" },
-        el("option", { value: "once", text: "this call only" }),
-        el("option", { value: "run", text: "for this run" }),
-        el("option", { value: "workspace", text: "in this workspace" })),
-      el("button", { class: "approve", name: "decision", value: "approve", text: "Approve" }),
-      el("button", { class: "deny", name: "decision", value: "deny", text: "Deny" }));
-    const node = el("div", { class: "approval", "data-approval-id": e.approval_id, "data-expires-at": e.expires_at, "data-state": "pending" },
-      el("h3", {}, el("span", { class: "approval-tool", text: e.tool }), " ",
-        el("small", {}, "risk ", el("span", { class: "approval-risk", text: Number(e.risk).toFixed(2) }), " · rule ", el("code", { text: e.rule }))),
-      el("p", { class: "approval-reason", text: e.reason }),
-      el("pre", { class: "approval-args", text: JSON.stringify(e.arguments, null, 2) }));
-    if (e.preview) node.append(el("pre", { class: "approval-preview", text: e.preview }));
-    node.append(el("p", {}, "State: ", el("strong", { class: "approval-state", text: "pending" }),
-      el("span", { class: "time-left" }, " · ",
-        el("span", { class: "countdown", "aria-live": "off", text: minutesSeconds(secondsLeft(e.expires_at)) }), " left")), form);
-    document.getElementById("approvals").append(node);
-    enhanceDecideForm(form);
-  }
-
-  function apply(event) {
-    // Any event of a run that was shown as queued means it has started.
-    if (status.textContent === "queued" && !/^run_(completed|failed|cancelled)$/.test(event.event)) {
-      status.textContent = "running";
-      document.getElementById("queue-position")?.remove();
-    }
-    switch (event.event) {
-      case "run_started": status.textContent = "running"; document.getElementById("queue-position")?.remove(); break;
-      case "stage_started": {
-        const text = stageText(event.stage);
-        if (text.textContent && !text.textContent.endsWith("\n")) text.append("\n");
-        break;
-      }
-      case "stage_chunk": stageText(event.stage).append(event.text); break;
-      case "tool_requested":
-        if (!callNode(event.call_id) || callNode(event.call_id).querySelector(".decision").textContent !== "requested") {
-          document.getElementById("tool-calls").append(el("li", { class: "tool-call", "data-call-id": event.call_id },
-            el("code", { class: "tool-name", text: event.tool }), " ", el("span", { class: "decision", text: "requested" }),
-            el("pre", { class: "tool-args", text: JSON.stringify(event.arguments, null, 2) })));
-        }
-        break;
-      case "tool_denied": setCall(event.call_id, "denied", event.rule, event.reason); break;
-      case "tool_approval_required": setCall(event.call_id, "approval required", event.rule); addApproval(event); break;
-      case "tool_approved": setCall(event.call_id, "approved"); setApprovalState(approvalNode(event.approval_id), "approved"); break;
-      case "tool_rejected": setCall(event.call_id, "rejected", null, event.reason); setApprovalState(approvalNode(event.approval_id), "denied"); break;
-      case "tool_approval_expired": setCall(event.call_id, "expired"); setApprovalState(approvalNode(event.approval_id), "expired"); break;
-      // The page renders the server's form (and keeps working without this script).
-      case "mcp_elicitation_requested":
-        setCall(event.call_id, "waiting for input");
-        if (!elicitationNode(event.elicitation_id)) location.reload();
-        break;
-      case "mcp_elicitation_answered":
-        setCall(event.call_id, "running");
-        setElicitationState(elicitationNode(event.elicitation_id), `answered: ${event.action}`);
-        break;
-      case "tool_started": setCall(event.call_id, "running", event.allowed_by || null); break;
-      case "tool_completed":
-        setCall(event.call_id, "completed", null, event.hook_output ? `${event.output}\n\n${event.hook_output}` : event.output);
-        break;
-      case "tool_failed": setCall(event.call_id, "failed", null, event.error); break;
-      case "tool_call_repeated":
-        setCall(event.call_id, event.answered_from_record ? "answered from the record" : "repeat, not run", event.rule || null, event.message);
-        break;
-      case "run_completed": document.getElementById("final").textContent = event.final; endRun("completed"); break;
-      case "run_failed": document.getElementById("final").textContent = `failed (${event.class}): ${event.error}`; endRun("failed"); break;
-      case "run_cancelled": document.getElementById("final").textContent = `cancelled: ${event.reason}`; endRun("cancelled"); break;
-    }
-  }
-
-  function secondsLeft(expiresAt) {
-    return Math.max(0, Math.floor((Date.parse(expiresAt) - Date.now()) / 1000));
-  }
-
-  // `MM:SS`, as the page renders it and the terminal prompt shows it.
-  function minutesSeconds(seconds) {
-    return `${String(Math.floor(seconds / 60)).padStart(2, "0")}:${String(seconds % 60).padStart(2, "0")}`;
-  }
-
-  function tick() {
-    root.querySelectorAll('.approval[data-state="pending"]').forEach((node) => {
-      const left = secondsLeft(node.dataset.expiresAt);
-      node.querySelector(".countdown").textContent = minutesSeconds(left);
-      if (left <= 0) setApprovalState(node, "expired");
-    });
-    root.querySelectorAll('.elicitation[data-state="pending"]').forEach((node) => {
-      const left = secondsLeft(node.dataset.expiresAt);
-      node.querySelector(".countdown").textContent = minutesSeconds(left);
-      if (left <= 0) setElicitationState(node, "expired");
-    });
-  }
-  setInterval(tick, 1000);
-  tick();
-
-  function enhanceDecideForm(form) {
-    form.addEventListener("submit", async (ev) => {
-      ev.preventDefault();
-      const decision = ev.submitter?.value || "approve";
-      const node = form.closest(".approval");
-      node.querySelectorAll("button").forEach((b) => { b.disabled = true; });
-      try {
-        const body = { decision, scope: form.elements.scope.value };
-        // The hash of the call this page showed: the run refuses the approval for any other call.
-        if (form.elements.call_hash) body.call_hash = form.elements.call_hash.value;
-        const answer = await api("POST", `/api/approvals/${node.dataset.approvalId}`, body);
-        setApprovalState(node, answer.status);
-      } catch (e) {
-        showError(e.message);
-        if (/^expired/.test(e.message)) setApprovalState(node, "expired");
-        else if (node.dataset.state === "pending" && !ended) node.querySelectorAll("button").forEach((b) => { b.disabled = false; });
-      }
-    });
-  }
-  root.querySelectorAll("form.decide").forEach(enhanceDecideForm);
-
-  document.getElementById("cancel-form")?.addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    cancel.disabled = true;
-    try { await api("POST", `/api/runs/${runId}/cancel`); } catch (e) { showError(e.message); }
+function localTimes(root) {
+  root.querySelectorAll("time.clock[datetime]").forEach((t) => {
+    const d = new Date(t.getAttribute("datetime"));
+    if (!isNaN(d)) { t.textContent = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }); t.title = d.toLocaleString(); }
   });
+  root.querySelectorAll("time.ago[datetime]").forEach((t) => {
+    const d = new Date(t.getAttribute("datetime"));
+    if (!isNaN(d)) { t.textContent = ago(d); t.title = d.toLocaleString(); }
+  });
+}
 
-  if (!ended) {
-    const source = new EventSource(`/api/runs/${runId}/events?after=${root.dataset.lastSeq || 0}`);
-    const names = ["run_started", "stage_started", "stage_chunk", "stage_completed", "stage_failed", "tool_requested",
-      "tool_denied", "tool_approval_required", "tool_approved", "tool_rejected", "tool_approval_expired", "tool_started",
-      "tool_completed", "tool_failed", "tool_call_repeated", "patch_proposed", "patch_applied", "mcp_elicitation_requested",
-      "mcp_elicitation_answered", "run_completed", "run_failed", "run_cancelled"];
-    for (const name of names) {
-      source.addEventListener(name, (msg) => {
-        const event = JSON.parse(msg.data);
-        apply(Object.assign({}, event, event.kind || {}, { event: name }));
-        root.dataset.lastSeq = msg.lastEventId;
-        if (name === "run_completed" || name === "run_failed" || name === "run_cancelled") source.close();
-      });
+function tick() {
+  document.querySelectorAll('.approval[data-state="pending"]').forEach((node) => {
+    const left = secondsLeft(node.dataset.expiresAt);
+    const countdown = node.querySelector(".countdown");
+    if (countdown) countdown.textContent = minutesSeconds(left);
+    if (left <= 0) setApprovalState(node, "expired");
+  });
+  document.querySelectorAll('.elicitation[data-state="pending"]').forEach((node) => {
+    const left = secondsLeft(node.dataset.expiresAt);
+    node.querySelector(".countdown").textContent = minutesSeconds(left);
+    if (left <= 0) setElicitationState(node, "expired");
+  });
+  document.querySelectorAll('.progress[data-ended="false"][data-started-at]').forEach((p) => {
+    const started = Date.parse(p.dataset.startedAt);
+    if (isNaN(started)) return;
+    const s = Math.max(0, Math.floor((Date.now() - started) / 1000));
+    const elapsed = p.querySelector(".elapsed");
+    // The format of the server's rendering (pages/timeline.rs, elapsed_words).
+    if (elapsed) elapsed.textContent = s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
+  });
+}
+
+// ---- approvals ---------------------------------------------------------------------------------
+function setApprovalState(node, state) {
+  if (!node) return;
+  node.dataset.state = state;
+  const shown = node.querySelector(".approval-state");
+  if (shown) shown.textContent = state;
+  if (state !== "pending") {
+    node.querySelectorAll("button, select").forEach((b) => { b.disabled = true; });
+    node.querySelector(".time-left")?.remove();
+    node.querySelector(".keys")?.remove();
+  }
+  attention();
+}
+
+function setElicitationState(node, state) {
+  if (!node) return;
+  node.dataset.state = state.startsWith("answered") ? "answered" : state;
+  node.querySelector(".elicitation-state").textContent = state;
+  node.querySelectorAll("button, input, select").forEach((b) => { b.disabled = true; });
+  node.querySelector(".time-left")?.remove();
+}
+
+async function decide(form, decision) {
+  const node = form.closest(".approval");
+  node.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+  try {
+    const body = { decision, scope: form.elements.scope?.value || "once" };
+    // The hash of the call this page showed: the run refuses the approval for any other call.
+    if (form.elements.call_hash) body.call_hash = form.elements.call_hash.value;
+    const answer = await api("POST", `/api/approvals/${node.dataset.approvalId}`, body);
+    setApprovalState(node, answer.status);
+    announce(`${answer.status === "approved" ? "Approved" : "Denied"}.`);
+  } catch (e) {
+    showError(e.message);
+    if (/^expired/.test(e.message)) setApprovalState(node, "expired");
+    else if (node.dataset.state === "pending") node.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+  }
+  const wrap = node.closest("[data-timeline-run]");
+  if (wrap) followers.get(wrap)?.refresh();
+}
+
+document.addEventListener("submit", (ev) => {
+  const form = ev.target;
+  if (form.matches("form.decide")) {
+    ev.preventDefault();
+    decide(form, ev.submitter?.value || "approve");
+  }
+});
+
+// `a` approves and `d` denies the waiting approval that holds the focus, else the first one on
+// the page; keys typed into a field are left alone.
+document.addEventListener("keydown", (ev) => {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat) return;
+  const key = ev.key.toLowerCase();
+  if (key !== "a" && key !== "d") return;
+  const target = ev.target;
+  if (target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
+  const focused = target.closest?.('.approval[data-state="pending"]');
+  const node = focused || document.querySelector('.approval[data-state="pending"]');
+  const form = node?.querySelector("form.decide");
+  if (!form) return;
+  ev.preventDefault();
+  decide(form, key === "a" ? "approve" : "deny");
+});
+
+// ---- attention: title, icon, announcements -----------------------------------------------------
+const baseTitle = document.title.replace(/^(\(\d+\) )?Waiting for you · /, "");
+const announced = new Set();
+const statuses = new WeakMap();
+
+function announce(text) {
+  const box = document.getElementById("announce");
+  if (!box) return;
+  box.textContent = "";
+  // A new text node, a moment later, so that the same words are read again.
+  setTimeout(() => { box.textContent = text; }, 50);
+}
+
+function attention() {
+  const pending = [...document.querySelectorAll('.approval[data-state="pending"]')];
+  document.title = pending.length ? `(${pending.length}) Waiting for you · ${baseTitle}` : baseTitle;
+  const icon = document.querySelector('link[rel="icon"]');
+  if (icon) icon.href = pending.length ? "/static/icon-waiting.svg" : "/static/icon.svg";
+  const fresh = pending.filter((p) => !announced.has(p.dataset.approvalId));
+  fresh.forEach((p) => announced.add(p.dataset.approvalId));
+  if (fresh.length) {
+    const first = fresh[0];
+    const tool = first.closest(".step")?.querySelector(".tool-name")?.textContent || "a tool";
+    announce(`Steward asks you: run ${tool}? Press a to approve or d to deny.`);
+    first.scrollIntoView({ block: "center", behavior: "smooth" });
+    // The focus moves to the question unless someone is typing.
+    const active = document.activeElement;
+    const typing = active && active.matches("input, textarea, select") && active.value;
+    if (!typing) { first.setAttribute("tabindex", "-1"); first.focus({ preventScroll: true }); }
+  }
+  document.querySelectorAll(".run-status").forEach((s) => {
+    const text = s.textContent.trim();
+    const before = statuses.get(s);
+    if (before !== undefined && before !== text && text !== "waiting for you") announce(`Run ${text}.`);
+    statuses.set(s, text);
+  });
+}
+
+// ---- a run's timeline, followed live -------------------------------------------------------------
+const followers = new Map();
+const LIVE_EVENTS = ["run_started", "stage_started", "stage_chunk", "stage_completed", "stage_failed", "tool_requested",
+  "tool_denied", "tool_approval_required", "tool_approved", "tool_rejected", "tool_approval_expired", "tool_started",
+  "tool_completed", "tool_failed", "tool_call_repeated", "patch_proposed", "patch_applied", "mcp_elicitation_requested",
+  "mcp_elicitation_answered", "context_retrieved", "prompt_fitted", "run_completed", "run_failed", "run_cancelled"];
+const END_EVENTS = ["run_completed", "run_failed", "run_cancelled"];
+
+function follow(wrap) {
+  if (followers.has(wrap) || wrap.dataset.ended === "true") return;
+  const runId = wrap.dataset.timelineRun;
+  const source = new EventSource(`/api/runs/${runId}/events?after=${wrap.dataset.lastSeq || 0}`);
+  const chunks = []; // streamed text not yet in the server's rendering: {seq, stage, text}
+  let fetching = false;
+  let again = false;
+
+  function streamingText(stage, seq) {
+    const all = wrap.querySelectorAll(`.model-text.streaming[data-stage="${CSS.escape(stage)}"] .stage-text`);
+    if (all.length) return all[all.length - 1];
+    const text = el("div", { class: "md stage-text" });
+    const entry = el("li", { class: "entry entry-text", "data-key": `tmp${seq}`, "data-rev": "" },
+      el("div", { class: "model-text streaming", "data-stage": stage }, text));
+    wrap.querySelector("ol.timeline")?.append(entry);
+    return text;
+  }
+
+  async function refresh() {
+    if (fetching) { again = true; return; }
+    fetching = true;
+    try {
+      const content = await fragment(`/runs/${runId}/timeline`);
+      const fresh = content.querySelector("[data-timeline-run]");
+      if (fresh && wrap.isConnected) {
+        morph(wrap, fresh);
+        for (const name of ["lastSeq", "ended", "waiting"]) wrap.dataset[name] = fresh.dataset[name];
+        const seen = Number(fresh.dataset.lastSeq || 0);
+        for (const c of chunks.splice(0)) {
+          if (c.seq > seen) { chunks.push(c); streamingText(c.stage, c.seq).append(c.text); }
+        }
+        changed(wrap);
+      }
+    } catch (e) {
+      showError(e.message);
+    } finally {
+      fetching = false;
+      if (again) { again = false; refresh(); }
     }
+  }
+
+  for (const name of LIVE_EVENTS) {
+    source.addEventListener(name, (msg) => {
+      if (!wrap.isConnected) { source.close(); followers.delete(wrap); return; }
+      if (name === "stage_chunk") {
+        const e = JSON.parse(msg.data);
+        const c = { seq: Number(msg.lastEventId), stage: e.stage, text: e.text };
+        chunks.push(c);
+        streamingText(c.stage, c.seq).append(c.text);
+        return;
+      }
+      if (name === "mcp_elicitation_requested" && document.getElementById("run")) {
+        // The page renders the server's form for a request for input.
+        location.reload();
+        return;
+      }
+      if (END_EVENTS.includes(name)) { source.close(); followers.delete(wrap); endRun(); }
+      refresh();
+    });
+  }
+  followers.set(wrap, { refresh, source });
+}
+
+function endRun() {
+  const cancel = document.getElementById("cancel");
+  if (cancel) cancel.disabled = true;
+  document.querySelectorAll('.elicitation[data-state="pending"]').forEach((n) => setElicitationState(n, "closed"));
+}
+
+// After a timeline changed: the compare page's counts, local times, and attention.
+function changed(wrap) {
+  const column = wrap.closest(".compare-run");
+  if (column) {
+    column.querySelector(".calls").textContent = String(wrap.querySelectorAll(".entry-call").length);
+    column.querySelector(".refused").textContent = String(wrap.querySelectorAll(".step.tone-bad").length);
+    const tokens = wrap.querySelector(".tokens");
+    if (tokens) column.querySelector(".tokens-total").textContent = tokens.textContent;
+  }
+  localTimes(wrap);
+  attention();
+}
+
+function followAll() {
+  document.querySelectorAll("[data-timeline-run]").forEach(follow);
+  for (const [wrap, f] of followers) {
+    if (!wrap.isConnected) { f.source.close(); followers.delete(wrap); }
   }
 }
 
-// ---- memory --------------------------------------------------------------------------------
+// ---- run page ----------------------------------------------------------------------------------
+function runPage(root) {
+  document.getElementById("cancel-form")?.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const cancel = document.getElementById("cancel");
+    cancel.disabled = true;
+    try { await api("POST", `/api/runs/${root.dataset.runId}/cancel`); } catch (e) { showError(e.message); }
+  });
+}
+
+// ---- navigation badge and runs list, refetched -------------------------------------------------
+async function refreshWaiting() {
+  const badge = document.getElementById("nav-waiting");
+  if (!badge || document.hidden) return;
+  try {
+    const content = await fragment("/runs/waiting");
+    badge.replaceChildren(...content.childNodes);
+  } catch (_) { /* the next round tries again */ }
+}
+
+async function refreshRuns(list) {
+  if (document.hidden) return;
+  try {
+    const content = await fragment("/runs/list");
+    const fresh = content.querySelector("#runs");
+    if (fresh) { morph(list, fresh); localTimes(list); }
+    const empty = list.parentElement?.querySelector(".empty");
+    if (empty && list.children.length) empty.remove();
+  } catch (_) { /* the next round tries again */ }
+}
+
+// ---- memory --------------------------------------------------------------------------------------
 function memoryView(list) {
   function render(facts) {
     list.replaceChildren(...facts.map((f, i) => {
@@ -285,95 +396,44 @@ function memoryView(list) {
   source.addEventListener("facts", (msg) => render(JSON.parse(msg.data).facts));
 }
 
-// ---- side by side --------------------------------------------------------------------------
-function compareView(section) {
-  if (section.dataset.ended === "true") return;
-  const runId = section.dataset.runId;
-  const count = (cls, by) => {
-    const node = section.querySelector(cls);
-    node.textContent = String(Number(node.textContent) + by);
-  };
-  const source = new EventSource(`/api/runs/${runId}/events?after=${section.dataset.lastSeq || 0}`);
-  const status = section.querySelector(".run-status");
-  const on = (name, f) => source.addEventListener(name, (msg) => f(JSON.parse(msg.data)));
-  on("run_started", () => { status.textContent = "running"; });
-  on("tool_requested", () => count(".calls", 1));
-  on("tool_approval_required", () => { status.textContent = "waiting for approval (open the run)"; });
-  on("tool_started", () => { status.textContent = "running"; });
-  for (const name of ["tool_denied", "tool_rejected", "tool_approval_expired"]) {
-    on(name, () => { count(".refused", 1); status.textContent = "running"; });
-  }
-  on("tool_call_repeated", (e) => { if (!e.answered_from_record) count(".refused", 1); });
-  on("stage_completed", (e) => count(".tokens", (e.usage?.input_tokens || 0) + (e.usage?.output_tokens || 0)));
-  const end = (text, final) => { status.textContent = text; section.querySelector(".final").textContent = final; source.close(); };
-  on("run_completed", (e) => end("completed", e.final));
-  on("run_failed", (e) => end("failed", `failed (${e.class}): ${e.error}`));
-  on("run_cancelled", (e) => end("cancelled", `cancelled: ${e.reason}`));
-}
-
-// ---- conversations ------------------------------------------------------------------------
+// ---- conversations -------------------------------------------------------------------------------
 function conversationView(root) {
   const id = root.dataset.conversationId;
-  const list = document.getElementById("turns");
   const state = document.getElementById("conversation-state");
   const input = document.getElementById("message");
   const send = document.getElementById("send");
-  let following = null; // the EventSource of the running turn's run
+  const form = document.getElementById("message-form");
 
-  function follow(turnNode, runId) {
-    if (following && following.runId === runId) return;
-    if (following) following.source.close();
-    const reply = turnNode.querySelector(".reply");
-    const source = new EventSource(`/api/runs/${runId}/events`);
-    following = { runId, source };
-    source.addEventListener("stage_started", (msg) => {
-      const e = JSON.parse(msg.data);
-      if (reply.textContent && !reply.textContent.endsWith("\n")) reply.append("\n");
-      if (e.stage !== "planner") reply.append(`── ${e.stage} ──\n`);
-    });
-    source.addEventListener("stage_chunk", (msg) => reply.append(JSON.parse(msg.data).text));
-    source.addEventListener("tool_approval_required", (msg) => {
-      const e = JSON.parse(msg.data);
-      const note = el("p", { class: "turn-approval", role: "status" }, `Approval needed for ${e.tool}: `,
-        el("a", { href: `/runs/${runId}`, text: "open the run to approve or deny" }));
-      turnNode.insertBefore(note, reply);
-    });
-    for (const name of ["tool_approved", "tool_rejected", "tool_approval_expired"]) {
-      source.addEventListener(name, () => turnNode.querySelectorAll(".turn-approval").forEach((n) => n.remove()));
-    }
-    for (const name of ["run_completed", "run_failed", "run_cancelled"]) {
-      source.addEventListener(name, () => { source.close(); following = null; });
-    }
+  async function refreshTurns() {
+    try {
+      const content = await fragment(`/conversations/${id}/turns`);
+      const fresh = content.querySelector("#turns");
+      const list = document.getElementById("turns");
+      if (fresh && list) { morph(list, fresh); followAll(); localTimes(list); attention(); }
+    } catch (e) { showError(e.message); }
   }
 
-  function render(view) {
+  const source = new EventSource(`/api/conversations/${id}/events`);
+  source.addEventListener("conversation", (msg) => {
+    const view = JSON.parse(msg.data);
     root.dataset.ended = String(view.ended);
     state.textContent = view.ended ? "ended" : view.busy ? "working" : "ready";
     input.disabled = view.ended;
     send.disabled = view.ended;
     document.getElementById("end").disabled = view.ended;
-    list.replaceChildren(...view.turns.map((t) => {
-      const node = el("li", { class: "turn", "data-run-id": t.run_id, "data-status": t.status },
-        el("p", { class: "message", text: t.message }));
-      if (t.run_id) {
-        node.append(el("p", { class: "turn-run" }, el("a", { href: `/runs/${t.run_id}`, text: t.run_id }), " · ",
-          el("span", { class: "turn-status", text: t.status })));
-      }
-      node.append(el("pre", { class: "reply", text: t.reply }));
-      return node;
-    }));
-    const last = list.lastElementChild;
-    if (last && (last.dataset.status === "running" || last.dataset.status === "queued") && last.dataset.runId) {
-      following = null;
-      follow(last, last.dataset.runId);
+    refreshTurns();
+  });
+
+  // Enter sends, Shift+Enter starts a new line.
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      form.requestSubmit();
     }
-  }
-
-  const source = new EventSource(`/api/conversations/${id}/events`);
-  source.addEventListener("conversation", (msg) => render(JSON.parse(msg.data)));
-
-  document.getElementById("message-form").addEventListener("submit", async (ev) => {
+  });
+  form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
+    if (!input.value.trim()) return;
     send.disabled = true;
     try {
       await api("POST", `/api/conversations/${id}/messages`, { text: input.value });
@@ -394,9 +454,17 @@ function conversationView(root) {
 document.addEventListener("DOMContentLoaded", () => {
   const conversation = document.getElementById("conversation");
   if (conversation) conversationView(conversation);
-  document.querySelectorAll(".compare-run").forEach(compareView);
   const run = document.getElementById("run");
-  if (run) runView(run);
+  if (run) runPage(run);
   const facts = document.getElementById("facts");
   if (facts) memoryView(facts);
+  const runs = document.getElementById("runs");
+  if (runs) setInterval(() => refreshRuns(runs), 3000);
+  followAll();
+  localTimes(document);
+  attention();
+  refreshWaiting();
+  setInterval(refreshWaiting, 4000);
+  setInterval(tick, 1000);
+  tick();
 });

@@ -194,7 +194,7 @@ async fn cleanup_deletes_old_and_surplus_finished_runs_only() {
 async fn unknown_paths_are_404_not_a_token_demand() {
     let s = server(EDIT).await;
     let a = s.browser().await;
-    for path in ["/favicon.ico", "/nonexistent", "/api/nope", "/static/nope.css", "/mcpx"] {
+    for path in ["/favicon.png", "/nonexistent", "/api/nope", "/static/nope.css", "/mcpx"] {
         let request = Request::get(path).header(header::COOKIE, &a.cookie).body(Body::empty()).unwrap();
         assert_eq!(s.app.clone().oneshot(request).await.unwrap().status(), StatusCode::NOT_FOUND, "{path}");
     }

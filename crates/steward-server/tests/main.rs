@@ -8,3 +8,4 @@ mod api_runs;
 mod ledger_api;
 mod mcp_http;
 mod openapi;
+mod pages;

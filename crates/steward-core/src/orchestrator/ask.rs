@@ -262,12 +262,18 @@ async fn approved(
     if let Some(scope) = grant_scope {
         remember_grant(cx, call, request, scope).await?;
     }
+    let covers = match grant_scope {
+        None => "once",
+        Some(GrantScope::Run) => "run",
+        Some(GrantScope::Workspace) => "workspace",
+    };
     cx.records
         .events
         .emit(EventKind::ToolApproved {
             approval_id: request.id.clone(),
             call_id: call.id.clone(),
             decided_by: decided_by.to_string(),
+            scope: covers.to_string(),
         })
         .await?;
     Ok(())

@@ -62,7 +62,7 @@ pub async fn ledger_page(State(state): State<AppState>, Extension(session): Exte
         StatusCode::OK,
         "ledger.html",
         context! { csrf => &session.csrf, owner => &session.owner_id, requests => rows,
-        max_text => MAX_TEXT_CHARS, max_expires_minutes => MAX_EXPIRES_IN_S / 60 },
+        max_text => MAX_TEXT_CHARS, max_expires_minutes => MAX_EXPIRES_IN_S / 60, current_page => "ledger" },
     )
 }
 

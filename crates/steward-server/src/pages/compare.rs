@@ -20,14 +20,14 @@ struct CompareColumn {
     calls: usize,
     refused: usize,
     tokens: u64,
-    #[serde(rename = "final")]
-    final_text: String,
+    /// The run's timeline, approvals answerable in place.
+    t: timeline::Timeline,
 }
 
 /// Counts of one run's events for the side-by-side view (the rules of
 /// [`steward_core::compare`], which `steward compare` prints).
-fn column(view: &runs::RunView, events: &[Event]) -> CompareColumn {
-    let (_, calls, final_text) = replay(events);
+fn column(view: &runs::RunView, events: &[Event], t: timeline::Timeline) -> CompareColumn {
+    let calls = events.iter().filter(|e| matches!(e.kind, EventKind::ToolRequested { .. })).count();
     let label = match &view.record {
         Some(r) => steward_core::compare::label(r),
         None => "Queued".to_string(),
@@ -38,10 +38,10 @@ fn column(view: &runs::RunView, events: &[Event]) -> CompareColumn {
         status: view.status.clone(),
         ended: !matches!(view.status.as_str(), "queued" | "running"),
         last_seq: events.last().map(|e| e.seq).unwrap_or(0),
-        calls: calls.len(),
+        calls,
         refused: steward_core::compare::refused(events),
         tokens: steward_core::compare::tokens(events),
-        final_text,
+        t,
     }
 }
 
@@ -54,12 +54,12 @@ pub async fn compare_page(
     let mut columns = Vec::new();
     let mut task = String::new();
     for id in [query.a, query.b].into_iter().flatten() {
-        match runs::trace(&state, &session.owner_id, &id).await {
-            Ok((view, events, _)) => {
+        match super::run::timeline_of(&state, &session.owner_id, &id).await {
+            Ok((view, events, t)) => {
                 if let Some(r) = &view.record {
                     task = r.task.clone();
                 }
-                columns.push(column(&view, &events));
+                columns.push(column(&view, &events, t));
             }
             Err(e) => return error_page(&session, &e),
         }
@@ -70,7 +70,8 @@ pub async fn compare_page(
         StatusCode::OK,
         "compare.html",
         context! { csrf => &session.csrf, owner => &session.owner_id, runs => ser(&columns), task => task,
-        providers => ser(&providers), default_workspace => default_workspace },
+        providers => ser(&providers), default_workspace => default_workspace, current_page => "compare",
+        workspaces => state.options.workspaces.iter().map(|w| w.display().to_string()).collect::<Vec<_>>() },
     )
 }
 

@@ -20,8 +20,8 @@ pub async fn conversations_page(State(state): State<AppState>, Extension(session
         StatusCode::OK,
         "conversations.html",
         context! { csrf => &session.csrf, owner => &session.owner_id, conversations => rows,
-        providers => ser(&providers), idle_minutes => state.options.conversation_idle.as_secs().div_ceil(60),
-        default_workspace => state.options.workspaces.first().map(|w| w.display().to_string()).unwrap_or_default() },
+        providers => ser(&providers), current_page => "conversations", idle_minutes => state.options.conversation_idle.as_secs().div_ceil(60),
+        workspaces => state.options.workspaces.iter().map(|w| w.display().to_string()).collect::<Vec<_>>() },
     )
 }
 
@@ -61,6 +61,29 @@ pub async fn create_conversation(
     form_post(&state, &session, &csrf, act).await
 }
 
+/// Each turn of `view` with its run's timeline (the newest [`TIMELINE_TURNS`] turns; older
+/// ones show their answer only).
+async fn turns_with_timelines(
+    state: &AppState,
+    owner_id: &str,
+    view: &crate::conversations::ConversationView,
+) -> Vec<Value> {
+    let skip = view.turns.len().saturating_sub(TIMELINE_TURNS);
+    let mut turns = Vec::with_capacity(view.turns.len());
+    for (i, turn) in view.turns.iter().enumerate() {
+        let timeline = match turn.run_id.is_empty() || i < skip {
+            true => None,
+            false => super::run::timeline_of(state, owner_id, &turn.run_id).await.ok().map(|(_, _, t)| t),
+        };
+        turns.push(context! { key => format!("turn-{i}"), message => &turn.message, run_id => &turn.run_id,
+        status => &turn.status, reply => &turn.reply, t => timeline.as_ref().map(ser) });
+    }
+    turns
+}
+
+/// Turns of a conversation shown with their whole timeline; older ones show their answer.
+const TIMELINE_TURNS: usize = 20;
+
 async fn conversation_view(
     state: &AppState,
     session: &Session,
@@ -74,13 +97,37 @@ async fn conversation_view(
     }
     .await;
     match view {
-        Ok(view) => render(
-            error.map(|e| e.status).unwrap_or(StatusCode::OK),
-            "conversation.html",
-            context! { csrf => &session.csrf, owner => &session.owner_id, c => ser(&view), draft => draft,
-            error => error.map(|e| e.to_string()) },
-        ),
+        Ok(view) => {
+            let turns = turns_with_timelines(state, &session.owner_id, &view).await;
+            render(
+                error.map(|e| e.status).unwrap_or(StatusCode::OK),
+                "conversation.html",
+                context! { csrf => &session.csrf, owner => &session.owner_id, c => ser(&view), turns => turns,
+                draft => draft, error => error.map(|e| e.to_string()), current_page => "conversations" },
+            )
+        }
         Err(e) => error_page(session, &e),
+    }
+}
+
+/// `GET /conversations/{id}/turns`: the turns alone, refetched by `app.js` as the
+/// conversation goes on.
+pub async fn turns_fragment(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+) -> Response {
+    let view = async {
+        let record = crate::conversations::owned(&state, &session.owner_id, &id).await?;
+        crate::conversations::view(&state, &record).await
+    }
+    .await;
+    match view {
+        Ok(view) => {
+            let turns = turns_with_timelines(&state, &session.owner_id, &view).await;
+            render(StatusCode::OK, "turns.html", context! { csrf => &session.csrf, turns => turns })
+        }
+        Err(e) => (e.status, e.to_string()).into_response(),
     }
 }
 

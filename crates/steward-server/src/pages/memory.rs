@@ -9,7 +9,7 @@ pub async fn memory_page(State(state): State<AppState>, Extension(session): Exte
             StatusCode::OK,
             "memory.html",
             context! { csrf => &session.csrf, owner => &session.owner_id, facts => ser(&facts),
-            max_facts => steward_core::memory::MAX_FACTS, max_chars => steward_core::memory::MAX_FACT_CHARS },
+            max_facts => steward_core::memory::MAX_FACTS, max_chars => steward_core::memory::MAX_FACT_CHARS, current_page => "memory" },
         ),
         Err(e) => error_page(&session, &e),
     }
@@ -61,7 +61,20 @@ pub async fn tools_page(State(state): State<AppState>, Extension(session): Exten
             let rows: Vec<_> = tools
                 .iter()
                 .map(|t| {
-                    context! { name => &t.name, description => &t.description,
+                    // The parameters' names (required ones marked), the schema itself on request.
+                    let required: Vec<&str> = t.input_schema["required"]
+                        .as_array()
+                        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+                        .unwrap_or_default();
+                    let names: Vec<String> = t.input_schema["properties"]
+                        .as_object()
+                        .map(|p| {
+                            p.keys()
+                                .map(|k| if required.contains(&k.as_str()) { format!("{k}*") } else { k.clone() })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    context! { name => &t.name, description => &t.description, names => names,
                     parameters => serde_json::to_string_pretty(&t.input_schema).unwrap_or_default() }
                 })
                 .collect();
@@ -69,7 +82,8 @@ pub async fn tools_page(State(state): State<AppState>, Extension(session): Exten
                 StatusCode::OK,
                 "tools.html",
                 context! { csrf => &session.csrf, owner => &session.owner_id,
-                workspace => workspace.display().to_string(), tools => rows, generated => ser(&generated) },
+                workspace => workspace.display().to_string(), tools => rows, generated => ser(&generated),
+                current_page => "tools" },
             )
         }
         Err(e) => error_page(&session, &e),
@@ -94,7 +108,7 @@ pub async fn grants_page(State(state): State<AppState>, Extension(session): Exte
     render(
         StatusCode::OK,
         "grants.html",
-        context! { csrf => &session.csrf, owner => &session.owner_id, grants => rows },
+        context! { csrf => &session.csrf, owner => &session.owner_id, grants => rows, current_page => "grants" },
     )
 }
 

@@ -30,6 +30,10 @@ fn templates() -> &'static Environment<'static> {
             ("base.html", include_str!("../../templates/base.html")),
             ("index.html", include_str!("../../templates/index.html")),
             ("run.html", include_str!("../../templates/run.html")),
+            ("timeline.html", include_str!("../../templates/timeline.html")),
+            ("diff.html", include_str!("../../templates/diff.html")),
+            ("runs_list.html", include_str!("../../templates/runs_list.html")),
+            ("turns.html", include_str!("../../templates/turns.html")),
             ("trace.html", include_str!("../../templates/trace.html")),
             ("roles.html", include_str!("../../templates/roles.html")),
             ("memory.html", include_str!("../../templates/memory.html")),
@@ -109,35 +113,106 @@ pub async fn login(
 
 /// `GET /`: the start form and the owner's runs.
 pub async fn index(State(state): State<AppState>, Extension(session): Extension<Session>) -> Response {
-    let runs = match runs::list(&state, &session.owner_id, 50).await {
+    index_page(&state, &session, None, None).await
+}
+
+/// The start page, with `form` typed back into the form and `error` beside the field it is
+/// about when a start was refused (then status 400).
+async fn index_page(
+    state: &AppState,
+    session: &Session,
+    form: Option<&StartForm>,
+    error: Option<&ApiError>,
+) -> Response {
+    let rows = match run_rows(state, &session.owner_id).await {
         Ok(r) => r,
-        Err(e) => return error_page(&session, &e),
+        Err(e) => return error_page(session, &e),
     };
     let providers = state.launcher.providers().await;
     let unreachable: Vec<_> = providers.iter().filter(|p| !p.reachable).cloned().collect();
-    let rows: Vec<_> = runs
-        .iter()
-        .map(|v| match &v.record {
-            Some(r) => context! { id => &r.id, status => &v.status, task => &r.task, planner => &r.planner,
-            provider => &r.provider, model => &r.model, created_at => r.created_at.to_rfc3339() },
-            None => context! { id => &v.id, status => &v.status, task => &v.task, planner => "",
-            provider => "", model => "", created_at => "" },
-        })
-        .collect();
     let workspaces: Vec<String> = state.options.workspaces.iter().map(|w| w.display().to_string()).collect();
+    let field_error = error.map(|e| {
+        let message = e.message.to_lowercase();
+        if message.contains("workspace") || message.contains("serves") {
+            "workspace"
+        } else if message.contains("task") {
+            "task"
+        } else {
+            "other"
+        }
+    });
+    let typed = context! {
+        task => form.map(|f| f.task.as_str()).unwrap_or(""),
+        workspace => form.and_then(|f| f.workspace.clone()).or_else(|| workspaces.first().cloned()).unwrap_or_default(),
+    };
     render(
-        StatusCode::OK,
+        error.map(|e| e.status).unwrap_or(StatusCode::OK),
         "index.html",
         context! {
             csrf => &session.csrf, owner => &session.owner_id, runs => rows, providers => ser(&providers),
-            unreachable => ser(&unreachable), default_workspace => workspaces.first().cloned().unwrap_or_default(),
-            workspaces => workspaces,
+            unreachable => ser(&unreachable), workspaces => workspaces, form => typed, field_error => field_error,
+            form_error => error.map(|e| e.to_string()), current_page => "start",
         },
     )
 }
 
+/// The owner's newest runs as the runs list shows them: status badge (`waiting for you` while
+/// one of its approvals waits, with that approval's id in `waiting`), task, start time.
+async fn run_rows(state: &AppState, owner_id: &str) -> Result<Vec<Value>, ApiError> {
+    let runs = runs::list(state, owner_id, 50).await?;
+    Ok(runs
+        .iter()
+        .map(|v| {
+            let waiting = state.live.get(&v.id).and_then(|l| l.pending_approvals().into_iter().next()).map(|a| a.id);
+            let (text, tone) = match (v.status.as_str(), &v.record) {
+                ("running", _) if waiting.is_some() => ("waiting for you".to_string(), "wait"),
+                ("failed", Some(r)) => {
+                    (format!("failed: {}", r.error_class.map(|c| c.as_str()).unwrap_or("error")), "bad")
+                }
+                ("completed", Some(r)) if r.stop_reason.is_some_and(|s| s == steward_protocol::StopReason::Stuck) => {
+                    ("stuck".to_string(), "bad")
+                }
+                ("completed", _) => ("completed".to_string(), "ok"),
+                ("cancelled" | "interrupted", _) => (v.status.clone(), "bad"),
+                (other, _) => (other.to_string(), "info"),
+            };
+            let record = v.record.as_ref();
+            context! {
+                id => &v.id, status => &v.status, status_text => text, tone => tone, waiting => waiting,
+                task => run::short(&v.task, 140), planner => record.map(|r| r.planner.as_str()).unwrap_or(""),
+                provider => record.map(|r| r.provider.as_str()).unwrap_or(""),
+                model => record.map(|r| r.model.as_str()).unwrap_or(""),
+                created_at => record.map(|r| r.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            }
+        })
+        .collect())
+}
+
+/// `GET /runs/list`: the runs list alone, refetched by `app.js` while the start page is open.
+pub async fn runs_list_fragment(State(state): State<AppState>, Extension(session): Extension<Session>) -> Response {
+    match run_rows(&state, &session.owner_id).await {
+        Ok(rows) => render(StatusCode::OK, "runs_list.html", context! { runs => rows }),
+        Err(e) => (e.status, e.to_string()).into_response(),
+    }
+}
+
+/// `GET /runs/waiting`: how many approvals of the owner's runs wait in this server, as the
+/// navigation's badge (a link to the oldest), or nothing. `app.js` refetches it on every page.
+pub async fn waiting_fragment(State(state): State<AppState>, Extension(session): Extension<Session>) -> Response {
+    let waiting = state.live.waiting_of(&session.owner_id);
+    let html = match waiting.first() {
+        None => String::new(),
+        Some((run, approval)) => format!(
+            "<a class=\"badge tone-wait\" href=\"/runs/{run}#approval-{}\">{} waiting for you</a>",
+            approval.id,
+            waiting.len()
+        ),
+    };
+    (StatusCode::OK, Html(html)).into_response()
+}
+
 /// The start form.
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone)]
 pub struct StartForm {
     csrf: String,
     task: String,
@@ -187,15 +262,22 @@ pub async fn start(
     Form(form): Form<StartForm>,
 ) -> Response {
     let start = StartRun {
-        task: form.task,
-        workspace: non_empty(form.workspace),
-        planner: non_empty(form.planner),
-        provider: non_empty(form.provider),
-        model: non_empty(form.model),
-        mode: non_empty(form.mode),
+        task: form.task.clone(),
+        workspace: non_empty(form.workspace.clone()),
+        planner: non_empty(form.planner.clone()),
+        provider: non_empty(form.provider.clone()),
+        model: non_empty(form.model.clone()),
+        mode: non_empty(form.mode.clone()),
     };
-    let act = async { Ok(format!("/runs/{}", runs::start(&state, &session.owner_id, start).await?.id)) };
-    form_post(&state, &session, &form.csrf, act).await
+    if let Err(e) = check_csrf(&state, &session, &form.csrf) {
+        return error_page(&session, &e);
+    }
+    match runs::start(&state, &session.owner_id, start).await {
+        Ok(started) => Redirect::to(&format!("/runs/{}", started.id)).into_response(),
+        // What was typed comes back in the form, with the reason beside the field.
+        Err(e) if e.class == ErrorClass::Invalid => index_page(&state, &session, Some(&form), Some(&e)).await,
+        Err(e) => error_page(&session, &e),
+    }
 }
 
 /// A form carrying only the CSRF token.
@@ -248,9 +330,12 @@ pub async fn decide(
 
 mod compare;
 mod conversations;
+mod diff;
 mod generated;
+mod markdown;
 mod memory;
 mod run;
+mod timeline;
 
 pub use compare::*;
 pub use conversations::*;

@@ -1,96 +1,90 @@
-//! The run page (live stages, tool calls, approval and elicitation forms) and the trace page.
+//! The run page (its timeline, with approval forms in place, and the forms of requests for
+//! input), the timeline fragment, rollback from the page, and the trace page.
 
 use super::*;
 
-/// One stage's text as the run page shows it.
-#[derive(Serialize, Default)]
-pub(super) struct StageView {
-    stage: String,
-    text: String,
-}
-
-/// One tool call as the run page shows it.
-#[derive(Serialize)]
-pub(super) struct CallView {
-    call_id: String,
-    tool: String,
-    arguments: String,
-    decision: String,
-    rule: String,
-    detail: String,
-}
-
-/// Stages and tool calls replayed from a run's events (the same rules as `app.js`).
-pub(super) fn replay(events: &[Event]) -> (Vec<StageView>, Vec<CallView>, String) {
-    let mut stages: Vec<StageView> = Vec::new();
-    let mut calls: Vec<CallView> = Vec::new();
-    let mut final_text = String::new();
-    let set = |calls: &mut Vec<CallView>, id: &str, decision: &str, rule: Option<&str>, detail: Option<&str>| {
-        if let Some(c) = calls.iter_mut().rev().find(|c| c.call_id == id) {
-            c.decision = decision.to_string();
-            if let Some(r) = rule {
-                c.rule = r.to_string();
-            }
-            if let Some(d) = detail {
-                c.detail = d.to_string();
-            }
-        }
-    };
-    for event in events {
-        match &event.kind {
-            // A later round of a stage starts on a new line.
-            EventKind::StageStarted { stage, .. } => match stages.iter_mut().find(|s| &s.stage == stage) {
-                Some(s) if !s.text.is_empty() && !s.text.ends_with('\n') => s.text.push('\n'),
-                Some(_) => {}
-                None => stages.push(StageView { stage: stage.clone(), text: String::new() }),
-            },
-            EventKind::StageChunk { stage, text } => match stages.iter_mut().find(|s| &s.stage == stage) {
-                Some(s) => s.text.push_str(text),
-                None => stages.push(StageView { stage: stage.clone(), text: text.clone() }),
-            },
-            EventKind::ToolRequested { call_id, tool, arguments } => calls.push(CallView {
-                call_id: call_id.clone(),
-                tool: tool.clone(),
-                arguments: serde_json::to_string_pretty(arguments).unwrap_or_default(),
-                decision: "requested".into(),
-                rule: String::new(),
-                detail: String::new(),
-            }),
-            EventKind::ToolDenied { call_id, rule, reason, .. } => {
-                set(&mut calls, call_id, "denied", Some(rule), Some(reason))
-            }
-            EventKind::ToolApprovalRequired { call_id, rule, .. } => {
-                set(&mut calls, call_id, "approval required", Some(rule), None)
-            }
-            EventKind::ToolApproved { call_id, .. } => set(&mut calls, call_id, "approved", None, None),
-            EventKind::ToolRejected { call_id, reason, .. } => set(&mut calls, call_id, "rejected", None, Some(reason)),
-            EventKind::ToolApprovalExpired { call_id, .. } => set(&mut calls, call_id, "expired", None, None),
-            EventKind::ToolStarted { call_id, allowed_by, .. } => {
-                let rule = (!allowed_by.is_empty()).then_some(allowed_by.as_str());
-                set(&mut calls, call_id, "running", rule, None)
-            }
-            EventKind::McpElicitationRequested { call_id, .. } => {
-                set(&mut calls, call_id, "waiting for input", None, None)
-            }
-            EventKind::McpElicitationAnswered { call_id, .. } => set(&mut calls, call_id, "running", None, None),
-            EventKind::ToolCompleted { call_id, output, hook_output, .. } if !hook_output.is_empty() => {
-                set(&mut calls, call_id, "completed", None, Some(&format!("{output}\n\n{hook_output}")))
-            }
-            EventKind::ToolCompleted { call_id, output, .. } => {
-                set(&mut calls, call_id, "completed", None, Some(output))
-            }
-            EventKind::ToolFailed { call_id, error, .. } => set(&mut calls, call_id, "failed", None, Some(error)),
-            EventKind::ToolCallRepeated { call_id, rule, answered_from_record, message, .. } => {
-                let decision = if *answered_from_record { "answered from the record" } else { "repeat, not run" };
-                set(&mut calls, call_id, decision, (!rule.is_empty()).then_some(rule.as_str()), Some(message))
-            }
-            EventKind::RunCompleted { final_text: f, .. } => final_text = f.clone(),
-            EventKind::RunFailed { error, class, .. } => final_text = format!("failed ({}): {error}", class.as_str()),
-            EventKind::RunCancelled { reason, .. } => final_text = format!("cancelled: {reason}"),
-            _ => {}
+/// A run's view, events and timeline, for its owner only (`not_owner`, `not_found`).
+pub(super) async fn timeline_of(
+    state: &AppState,
+    owner_id: &str,
+    id: &str,
+) -> Result<(runs::RunView, Vec<Event>, timeline::Timeline), ApiError> {
+    let (view, events, approvals) = runs::trace(state, owner_id, id).await?;
+    let mut decisions = std::collections::HashMap::new();
+    for a in approvals.iter().filter(|a| a.status != ApprovalStatus::Pending) {
+        if let Some(d) = state.runtime.store.approval_decision(&a.id).await.map_err(ApiError::storage)? {
+            decisions.insert(a.id.clone(), d);
         }
     }
-    (stages, calls, final_text)
+    let now = chrono::Utc::now();
+    let t = timeline::build(&timeline::Sources {
+        view: &view,
+        events: &events,
+        approvals: &approvals,
+        decisions: &decisions,
+        now,
+    });
+    Ok((view, events, t))
+}
+
+/// `GET /runs/{id}/timeline`: the run's timeline alone (the part of the run page that
+/// `app.js` refetches as the run goes on).
+pub async fn timeline_fragment(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+) -> Response {
+    match timeline_of(&state, &session.owner_id, &id).await {
+        Ok((_, _, t)) => render(StatusCode::OK, "timeline.html", context! { csrf => &session.csrf, t => ser(&t) }),
+        Err(e) => (e.status, e.to_string()).into_response(),
+    }
+}
+
+/// `POST /runs/{id}/rollback` (form): undoes the files the run changed, newest first, as
+/// `steward rollback RUN` does for the built-in file tools. A `[[tool]]`'s compensating
+/// command is not run from the browser: the step stops the rollback with a message naming
+/// `steward rollback`.
+pub async fn rollback(
+    State(state): State<AppState>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let act = async {
+        let view = runs::owned(&state, &session.owner_id, &id).await?;
+        let Some(record) = view.record.filter(|_| !view.live) else {
+            return Err(ApiError::conflict(
+                ErrorClass::Conflict,
+                "the run has not ended; cancel it before rolling it back",
+            ));
+        };
+        let store = state.runtime.store.as_ref();
+        let records = store.rollbacks(&record.id).await.map_err(ApiError::storage)?;
+        let refusal = steward_core::compensate::CompensateError::Config(format!(
+            "a [[tool]] compensation is undone with `steward rollback {}` in a terminal",
+            record.id
+        ));
+        let done = steward_core::undo::roll_back(
+            store,
+            &record,
+            records,
+            None,
+            &session.owner_id,
+            &state.runtime.redactor,
+            Err(&refusal),
+            &mut |_: &steward_core::undo::StepUndo| {},
+        )
+        .await
+        .map_err(|e| ApiError::invalid(e.to_string()))?;
+        if done.failed > 0 {
+            return Err(ApiError::invalid(format!(
+                "the rollback stopped at a step it could not undo (`steward rollback {} --list` shows each step)",
+                record.id
+            )));
+        }
+        Ok(format!("/runs/{id}"))
+    };
+    form_post(&state, &session, &form.csrf, act).await
 }
 
 /// A request for input whose answer was refused: shown again with the message and what was
@@ -172,30 +166,10 @@ pub async fn run_page(
 
 /// The run view, with a refused answer to a request for input shown again (status 400).
 async fn render_run(state: &AppState, session: &Session, id: &str, retry: Option<Retry>) -> Response {
-    let (view, events, approvals) = match runs::trace(state, &session.owner_id, id).await {
+    let (view, events, t) = match timeline_of(state, &session.owner_id, id).await {
         Ok(t) => t,
         Err(e) => return error_page(session, &e),
     };
-    let (stages, calls, final_text) = replay(&events);
-    let ended = !matches!(view.status.as_str(), "queued" | "running");
-    let now = chrono::Utc::now();
-    let approvals: Vec<_> = approvals
-        .iter()
-        .map(|a| {
-            let state = match a.status {
-                ApprovalStatus::Pending if ended => "closed",
-                ApprovalStatus::Pending if a.expires_at <= now => "expired",
-                s => s.as_str(),
-            };
-            context! {
-                id => &a.id, tool => &a.tool, rule => &a.rule, reason => &a.reason, risk => format!("{:.2}", a.risk),
-                arguments => serde_json::to_string_pretty(&a.arguments).unwrap_or_default(), preview => &a.preview,
-                expires_at => a.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true), state => state,
-                time_left => minutes_seconds((a.expires_at - now).num_seconds()),
-                call_hash => steward_core::approval::call_hash(a),
-            }
-        })
-        .collect();
     let task = view.task.clone();
     let last_seq = events.last().map(|e| e.seq).unwrap_or(0);
     let elicitations = elicitation_views(state, id, retry.as_ref());
@@ -204,9 +178,9 @@ async fn render_run(state: &AppState, session: &Session, id: &str, retry: Option
         status,
         "run.html",
         context! {
-            csrf => &session.csrf, owner => &session.owner_id, run => ser(&view), task => task, stages => ser(&stages),
-            calls => ser(&calls), approvals => approvals, final => final_text, ended => ended, last_seq => last_seq,
-            elicitations => elicitations, roles => ser(&steward_core::trace::roles(&events)),
+            csrf => &session.csrf, owner => &session.owner_id, run => ser(&view), task_short => short(&task, 60),
+            task => task, ended => t.ended, last_seq => last_seq, elicitations => elicitations,
+            roles => ser(&steward_core::trace::roles(&events)), t => ser(&t), current_page => "start",
         },
     )
 }
@@ -353,9 +327,17 @@ pub async fn trace_page(
     )
 }
 
+/// `text` cut to `max` characters with `…`.
+pub(super) fn short(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// A countdown as `MM:SS` (`29:59`); negative counts as `00:00`. The same format as
 /// `static/app.js` and the terminal prompt.
-fn minutes_seconds(seconds: i64) -> String {
+pub(super) fn minutes_seconds(seconds: i64) -> String {
     let seconds = seconds.max(0);
     format!("{:02}:{:02}", seconds / 60, seconds % 60)
 }
