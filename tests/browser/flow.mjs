@@ -383,13 +383,16 @@ async function main() {
     await page.press('#message', 'Enter');
     const c1 = await nextPendingApproval(page, [], 'conversation approval');
     await waitIn(page, () => document.title.includes('Waiting for you'), null, 'the conversation tab title does not say waiting');
-    // The message box is empty after sending, so the question takes the focus: `a` approves.
+    // The message box is empty after sending, so the question takes the focus: `a` approves
+    // (keys answer a question once it has been on the page for a moment).
+    await page.waitForTimeout(1000);
     await page.keyboard.press('a');
     await approvalStateIs(page, c1, 'approved', 'conversation approval (key a)');
     await waitIn(page, (sel) => /approved by/.test(document.querySelector(`${sel} .decided`)?.textContent || ''),
       approvalSel(c1), 'the conversation approval does not say who approved it');
     // The next one is denied with `d`; then the answer arrives in the turn.
     const c2 = await nextPendingApproval(page, [c1], 'second conversation approval');
+    await page.waitForTimeout(1000);
     await page.keyboard.press('d');
     await approvalStateIs(page, c2, 'denied', 'conversation approval (key d)');
     await waitIn(page, () => [...document.querySelectorAll('#turns .answer .final')].some((e) => e.textContent.includes('notes were proposed')),

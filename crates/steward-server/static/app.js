@@ -195,6 +195,8 @@ document.addEventListener("keydown", (ev) => {
   const node = focused || document.querySelector('.approval[data-state="pending"]');
   const form = node?.querySelector("form.decide");
   if (!form) return;
+  // A question that has only just appeared is not answered by a key meant for something else.
+  if (Date.now() - Number(node.dataset.shownAt || 0) < KEY_DELAY_MS) return;
   ev.preventDefault();
   decide(form, key === "a" ? "approve" : "deny");
 });
@@ -202,6 +204,9 @@ document.addEventListener("keydown", (ev) => {
 // ---- attention: title, icon, announcements -----------------------------------------------------
 const baseTitle = document.title.replace(/^(\(\d+\) )?Waiting for you · /, "");
 const announced = new Set();
+const shownAt = new Map();
+// How long a question is on the page before `a` / `d` answer it.
+const KEY_DELAY_MS = 800;
 const statuses = new WeakMap();
 
 function announce(text) {
@@ -219,6 +224,11 @@ function attention() {
   if (icon) icon.href = pending.length ? "/static/icon-waiting.svg" : "/static/icon.svg";
   const fresh = pending.filter((p) => !announced.has(p.dataset.approvalId));
   fresh.forEach((p) => announced.add(p.dataset.approvalId));
+  // When each question was first shown (kept across re-renders of its step).
+  pending.forEach((p) => {
+    if (!shownAt.has(p.dataset.approvalId)) shownAt.set(p.dataset.approvalId, Date.now());
+    p.dataset.shownAt = String(shownAt.get(p.dataset.approvalId));
+  });
   if (fresh.length) {
     const first = fresh[0];
     const tool = first.closest(".step")?.querySelector(".tool-name")?.textContent || "a tool";

@@ -10,14 +10,16 @@ use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd, html
 /// paths) is shown as text only.
 const LINK_SCHEMES: [&str; 3] = ["https://", "http://", "mailto:"];
 
-/// `text` (CommonMark with tables, strikethrough and task lists) as HTML safe to put into a
+/// `text` (CommonMark with tables and strikethrough) as HTML safe to put into a
 /// page:
 /// - raw HTML blocks and inline HTML are escaped and shown as text;
 /// - an image becomes `[image: ALT] (URL)`: text, never an `<img>`;
 /// - a link whose words differ from its address is shown as `WORDS (URL)`, the address being
 ///   the only clickable part; addresses other than `http(s):`/`mailto:` are plain text.
 pub(super) fn to_html(text: &str) -> String {
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    // No task lists (they would be unlabelled checkboxes), no heading attributes (a model must
+    // not give an element of the page an id).
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
     let mut out = String::with_capacity(text.len() + text.len() / 4);
     html::push_html(&mut out, Shown::new(Parser::new_ext(text, options)));
     out
@@ -159,5 +161,8 @@ mod tests {
         }
         let html = to_html("| a | b |\n|---|---|\n| 1 | 2 |\n");
         assert!(html.contains("<table>"), "{html}");
+        // A model gives no element an id or an input.
+        let html = to_html("# Run {#run}\n\n- [x] done\n");
+        assert!(!html.contains("id=") && !html.contains("<input"), "{html}");
     }
 }
