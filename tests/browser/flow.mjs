@@ -383,9 +383,14 @@ async function main() {
     await page.press('#message', 'Enter');
     const c1 = await nextPendingApproval(page, [], 'conversation approval');
     await waitIn(page, () => document.title.includes('Waiting for you'), null, 'the conversation tab title does not say waiting');
-    // The message box is empty after sending, so the question takes the focus: `a` approves
-    // (keys answer a question once it has been on the page for a moment).
+    // The focus stays in the message box (a key typed there never answers); Escape goes to the
+    // question, and `a` approves it (keys answer a question once it has been shown a moment).
     await page.waitForTimeout(1000);
+    await page.keyboard.press('a');
+    expect(await page.inputValue('#message') === 'a', 'a key typed in the message box did not stay there');
+    await page.fill('#message', '');
+    await page.focus('#message');
+    await page.keyboard.press('Escape');
     await page.keyboard.press('a');
     await approvalStateIs(page, c1, 'approved', 'conversation approval (key a)');
     await waitIn(page, (sel) => /approved by/.test(document.querySelector(`${sel} .decided`)?.textContent || ''),
@@ -393,12 +398,14 @@ async function main() {
     // The next one is denied with `d`; then the answer arrives in the turn.
     const c2 = await nextPendingApproval(page, [c1], 'second conversation approval');
     await page.waitForTimeout(1000);
+    await page.focus('#message');
+    await page.keyboard.press('Escape');
     await page.keyboard.press('d');
     await approvalStateIs(page, c2, 'denied', 'conversation approval (key d)');
     await waitIn(page, () => [...document.querySelectorAll('#turns .answer .final')].some((e) => e.textContent.includes('notes were proposed')),
       null, 'the conversation turn never showed its answer');
     await page.screenshot({ path: path.join(ARTIFACTS, 'conversation.png'), fullPage: true });
-    passed('g1 conversation: Enter sent the message; a approved and d denied in place; the answer is in the turn');
+    passed('g1 conversation: Enter sent the message; a key typed in the box stays there; Escape, then a approved and d denied in place; the answer is in the turn');
 
     // A second browser (no login: its own random owner), ready before run 2 starts so that
     // its request reaches a still-pending approval.

@@ -115,6 +115,11 @@ impl EventObserver for Human {
             EventKind::ToolDenied { rule, reason, .. } => {
                 self.line(&format!("  {} denied by `{rule}`: {}", bad("✗"), printable_text(reason)))
             }
+            EventKind::RunTainted { source } => self.line(&format!(
+                "  {} untrusted content from here on ({}): calls that change things ask",
+                ask("!"),
+                printable_text(source)
+            )),
             // A change is proposed only when it asks for approval: the prompt shows the diff.
             EventKind::PatchProposed { path, .. } if self.prompt_shows_diff => {
                 self.line(&format!("  proposed change to {} (shown below)", printable(path)))
@@ -266,7 +271,16 @@ fn ask(mark: &str) -> String {
 pub(crate) fn printable_text(text: &str) -> String {
     text.replace("\r\n", "\n")
         .chars()
-        .map(|c| if c.is_control() && c != '\n' && c != '\t' { c.escape_default().to_string() } else { c.to_string() })
+        .map(|c| match c {
+            '\n' | '\t' => c.to_string(),
+            c if c.is_control() => c.escape_default().to_string(),
+            // Bidirectional controls and zero-width characters would make a command or a path
+            // read as something else.
+            c if steward_protocol::is_invisible(c) => {
+                steward_protocol::reveal_invisible(c.encode_utf8(&mut [0; 4])).into_owned()
+            }
+            c => c.to_string(),
+        })
         .collect()
 }
 
@@ -574,7 +588,15 @@ impl Approver for TerminalApprover {
 /// `text` with control characters (terminal escape sequences, carriage returns) shown as
 /// escapes, so that a server's words cannot rewrite the terminal.
 fn printable(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+    text.chars()
+        .map(|c| match c {
+            c if c.is_control() => c.escape_default().to_string(),
+            c if steward_protocol::is_invisible(c) => {
+                steward_protocol::reveal_invisible(c.encode_utf8(&mut [0; 4])).into_owned()
+            }
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// Aborts a task when dropped (the countdown stops when the prompt is abandoned).

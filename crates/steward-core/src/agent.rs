@@ -22,6 +22,7 @@ use crate::interrupt::{Interrupt, Interruptible};
 use crate::orchestrator::{
     Approvals, CallAbort, CallContext, CallResult, Recorders, RunScope, RunState, Tools, handle_call, refuse_call,
 };
+use crate::provenance::{self, ContextPart};
 use crate::roles::{RoleName, RolePlan};
 pub use crate::stage::PlannerChoice;
 use crate::stage::{Ending, StageError, on_first_wait, stream_stage};
@@ -354,6 +355,22 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         }
         None => None,
     };
+    // Each part of the context joins the run's taint and data-flow accounting by where it
+    // comes from (tool outputs join it call by call).
+    let mut parts = vec![ContextPart::Task];
+    parts.extend(instructions_for_model.as_ref().map(|_| ContextPart::Instructions));
+    parts.extend((!facts.is_empty()).then_some(ContextPart::MemoryFacts));
+    parts.extend(req.history.iter().map(|t| ContextPart::EarlierTurn {
+        run_id: &t.run_id,
+        answer: &t.answer,
+        tainted: t.tainted,
+    }));
+    parts.extend(workspace_context.as_deref().map(ContextPart::RetrievedPassages));
+    for part in parts {
+        if let Some(source) = provenance::admit(&calls.state, part).tainted_by {
+            events.emit(EventKind::RunTainted { source }).await?;
+        }
+    }
     let facts_for_model = match (facts_for_model, workspace_context) {
         (Some(f), Some(w)) => Some(format!("{f}\n\n{w}")),
         (f, w) => f.or(w),

@@ -66,6 +66,11 @@ pub struct Turn {
     pub task: String,
     /// Its final answer (or what the run ended with).
     pub answer: String,
+    /// The run that answered it; empty for a turn answered without a run.
+    pub run_id: String,
+    /// True when that run had seen untrusted content (its events hold `run_tainted`): the
+    /// answer may quote it, so the run it is given to starts tainted.
+    pub tainted: bool,
 }
 
 /// The context block for earlier turns: the last [`MAX_HISTORY_TURNS`] of `turns`, oldest
@@ -147,11 +152,12 @@ mod tests {
 
     #[test]
     fn history_keeps_the_last_four_turns_cut_to_size() {
-        let turns: Vec<Turn> =
-            (1..=6).map(|i| Turn { task: format!("task {i}"), answer: format!("answer {i}") }).collect();
+        let turns: Vec<Turn> = (1..=6)
+            .map(|i| Turn { task: format!("task {i}"), answer: format!("answer {i}"), ..Turn::default() })
+            .collect();
         let block = history_block(&turns).unwrap();
         assert!(!block.contains("task 2") && block.contains("1. Task: task 3") && block.contains("4. Task: task 6"));
-        let long = [Turn { task: "t".into(), answer: "é".repeat(2_000) }];
+        let long = [Turn { task: "t".into(), answer: "é".repeat(2_000), ..Turn::default() }];
         let block = history_block(&long).unwrap();
         assert!(block.ends_with("… [cut]") && block.chars().filter(|c| *c == 'é').count() == 1_500);
         assert_eq!(history_block(&[]), None);

@@ -2,6 +2,7 @@
 //! `steward run --continue` / `steward resume` give a new run the earlier turns through
 //! [`history`], so a turn reads the same to the model wherever it was sent from.
 
+use steward_protocol::EventKind;
 use steward_store::{ConversationRecord, Store, StoreError};
 
 use crate::context::{MAX_HISTORY_TURNS, Turn};
@@ -9,22 +10,27 @@ use crate::context::{MAX_HISTORY_TURNS, Turn};
 /// The earlier turns of `record` as context for its next run: the last
 /// [`MAX_HISTORY_TURNS`], oldest first, each message with its answer: the stored reply of a
 /// turn answered without a run, a run's final text, `(the run ended: STATUS)` for a run that
-/// ended without one, or `(no record)` for a run that was removed.
+/// ended without one, or `(no record)` for a run that was removed; each with whether its run
+/// had seen untrusted content.
 ///
 /// Errors: the store could not be read.
 pub async fn history(store: &dyn Store, record: &ConversationRecord) -> Result<Vec<Turn>, StoreError> {
     let start = record.turns.len().saturating_sub(MAX_HISTORY_TURNS);
     let mut turns = Vec::with_capacity(record.turns.len() - start);
     for turn in &record.turns[start..] {
-        let answer = if turn.run_id.is_empty() {
-            turn.reply.clone()
+        let (answer, tainted) = if turn.run_id.is_empty() {
+            (turn.reply.clone(), false)
         } else {
             match store.get_run(&turn.run_id).await? {
-                Some(r) => r.final_text.unwrap_or_else(|| format!("(the run ended: {})", r.status.as_str())),
-                None => "(no record)".to_string(),
+                Some(r) => {
+                    let events = store.events(&turn.run_id, 0).await?;
+                    let tainted = events.iter().any(|e| matches!(e.kind, EventKind::RunTainted { .. }));
+                    (r.final_text.unwrap_or_else(|| format!("(the run ended: {})", r.status.as_str())), tainted)
+                }
+                None => ("(no record)".to_string(), false),
             }
         };
-        turns.push(Turn { task: turn.message.clone(), answer });
+        turns.push(Turn { task: turn.message.clone(), answer, run_id: turn.run_id.clone(), tainted });
     }
     Ok(turns)
 }

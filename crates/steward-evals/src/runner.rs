@@ -290,10 +290,13 @@ async fn run_in(
     let mut history = Vec::new();
     if let Some(earlier) = &case.earlier {
         let first = one_run(&places, earlier, options, &runtime, Vec::new()).await?;
+        let tainted = first.events.iter().any(|e| matches!(e.kind, steward_protocol::EventKind::RunTainted { .. }));
         let record = first.result.map_err(|source| HarnessError::EarlierRun { name: earlier.name.clone(), source })?;
         history.push(steward_core::context::Turn {
             task: earlier.task.clone(),
             answer: record.final_text.unwrap_or_default(),
+            run_id: record.id,
+            tainted,
         });
     }
     let OneRun { result, events, duration_ms, fake } = one_run(&places, case, options, &runtime, history).await?;

@@ -38,12 +38,14 @@ pub const SPAN_CHARS: usize = K + W - 1;
 /// store stops recording and reports [`Fingerprints::overflowed`].
 pub const MAX_FINGERPRINTS: usize = 1 << 18;
 
-/// The tool call an output came from.
+/// Where recorded text came from: a tool call's output, or (with an empty `call_id`) a part of
+/// the model's context that `tool` describes in words (`an earlier turn of the conversation
+/// (run run_…)`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {
-    /// The tool's registry name.
+    /// The tool's registry name, or the description of a context part.
     pub tool: String,
-    /// The call's id.
+    /// The call's id; empty for a context part.
     pub call_id: String,
 }
 
@@ -74,6 +76,12 @@ impl Carried {
     /// One sentence for an approval request and the audit record.
     pub fn describe(&self, tool: &str) -> String {
         match self {
+            Carried::Output { pointer, origin } if origin.call_id.is_empty() => format!(
+                "`{tool}` can send data out of this machine, and its argument `{}` carries text from {} given \
+                 to the model in this run.",
+                display_pointer(pointer),
+                origin.tool
+            ),
             Carried::Output { pointer, origin } => format!(
                 "`{tool}` can send data out of this machine, and its argument `{}` carries text from the output of \
                  `{}` (call {}) earlier in this run.",
@@ -139,6 +147,12 @@ impl Fingerprints {
         if used {
             self.origins.push(Origin { tool: tool.to_string(), call_id: call_id.to_string() });
         }
+    }
+
+    /// Records the fingerprints of `text`, a part of the model's context other than a tool's
+    /// output, described by `what` (`an earlier turn of the conversation (run run_…)`).
+    pub fn record_context(&mut self, what: &str, text: &str) {
+        self.record(what, "", text)
     }
 
     /// True once the store was full and stopped recording.

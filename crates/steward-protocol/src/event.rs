@@ -164,6 +164,13 @@ pub enum EventKind {
         /// Error class.
         class: ErrorClass,
     },
+    /// The run saw untrusted content for the first time (SPEC C2): from here on, calls the
+    /// policy would allow at medium risk ask, and sinks carrying what it saw ask `data_flow`.
+    RunTainted {
+        /// What it was, in words: `the output of web__fetch (call c3)`, `an earlier turn of
+        /// the conversation (run …), whose run had seen untrusted content`.
+        source: String,
+    },
     /// A planner proposed a tool call.
     ToolRequested {
         /// Call id.
@@ -468,6 +475,7 @@ impl EventKind {
             EventKind::ToolRequested { .. } => "tool_requested",
             EventKind::ToolDenied { .. } => "tool_denied",
             EventKind::ToolApprovalRequired { .. } => "tool_approval_required",
+            EventKind::RunTainted { .. } => "run_tainted",
             EventKind::ToolApproved { .. } => "tool_approved",
             EventKind::ToolRejected { .. } => "tool_rejected",
             EventKind::ToolApprovalExpired { .. } => "tool_approval_expired",

@@ -9,6 +9,7 @@
 mod audit;
 mod error;
 mod event;
+mod invisible;
 mod message;
 mod tool;
 
@@ -18,6 +19,7 @@ pub mod reference;
 pub use audit::{AuditEntry, AuditOutcome, AuditRecord};
 pub use error::ErrorClass;
 pub use event::{ContextChunk, Event, EventKind, RoleModel, StopReason};
+pub use invisible::{is_invisible, reveal_invisible};
 pub use message::{
     ChatRequest, ChatResponse, FinishReason, InvalidToolCall, Message, Role, StreamDelta, ToolCallRepair, ToolChoice,
     Usage,

@@ -204,6 +204,7 @@ document.addEventListener("keydown", (ev) => {
 // ---- attention: title, icon, announcements -----------------------------------------------------
 const baseTitle = document.title.replace(/^(\(\d+\) )?Waiting for you · /, "");
 const announced = new Set();
+let lastPending = -1;
 const shownAt = new Map();
 // How long a question is on the page before `a` / `d` answer it.
 const KEY_DELAY_MS = 800;
@@ -232,13 +233,15 @@ function attention() {
   if (fresh.length) {
     const first = fresh[0];
     const tool = first.closest(".step")?.querySelector(".tool-name")?.textContent || "a tool";
-    announce(`Steward asks you: run ${tool}? Press a to approve or d to deny.`);
+    const typing = document.activeElement?.matches?.("input, textarea, select");
+    announce(`Steward asks you: run ${tool}? ${typing ? "Press Escape, then" : "Press"} a to approve or d to deny.`);
     first.scrollIntoView({ block: "center", behavior: "smooth" });
-    // The focus moves to the question unless someone is typing.
+    // The focus moves to the question only when nothing else has it: a key typed into a
+    // field, or pressed after a click elsewhere, must never answer it.
     const active = document.activeElement;
-    const typing = active && active.matches("input, textarea, select") && active.value;
-    if (!typing) { first.setAttribute("tabindex", "-1"); first.focus({ preventScroll: true }); }
+    if (!active || active === document.body) { first.setAttribute("tabindex", "-1"); first.focus({ preventScroll: true }); }
   }
+  if (pending.length !== lastPending) { lastPending = pending.length; refreshWaiting(); }
   document.querySelectorAll(".run-status").forEach((s) => {
     const text = s.textContent.trim();
     const before = statuses.get(s);
@@ -252,7 +255,7 @@ const followers = new Map();
 const LIVE_EVENTS = ["run_started", "stage_started", "stage_chunk", "stage_completed", "stage_failed", "tool_requested",
   "tool_denied", "tool_approval_required", "tool_approved", "tool_rejected", "tool_approval_expired", "tool_started",
   "tool_completed", "tool_failed", "tool_call_repeated", "patch_proposed", "patch_applied", "mcp_elicitation_requested",
-  "mcp_elicitation_answered", "context_retrieved", "prompt_fitted", "run_completed", "run_failed", "run_cancelled"];
+  "mcp_elicitation_answered", "context_retrieved", "prompt_fitted", "run_tainted", "run_completed", "run_failed", "run_cancelled"];
 const END_EVENTS = ["run_completed", "run_failed", "run_cancelled"];
 
 function follow(wrap) {
@@ -434,8 +437,13 @@ function conversationView(root) {
     refreshTurns();
   });
 
-  // Enter sends, Shift+Enter starts a new line.
+  // Enter sends, Shift+Enter starts a new line; Escape goes to the question waiting for you.
   input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape") {
+      const waiting = document.querySelector('.approval[data-state="pending"]');
+      if (waiting) { ev.preventDefault(); waiting.setAttribute("tabindex", "-1"); waiting.focus(); }
+      return;
+    }
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
       ev.preventDefault();
       form.requestSubmit();

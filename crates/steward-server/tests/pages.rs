@@ -70,15 +70,20 @@ async fn a_run_is_one_timeline_and_a_waiting_approval_is_said_everywhere() {
     assert!(html.contains("<strong>Files changed:</strong> <code>note.txt</code>"), "{html}");
     assert_eq!(std::fs::read_to_string(s.ws.join("note.txt")).unwrap(), "new\n");
 
-    // Rolled back from the page: the file is as it was; another owner cannot.
-    let (status, _, _) =
-        s.post_form(&mallory, &format!("/runs/{run}/rollback"), &format!("csrf={}", mallory.csrf)).await;
+    // Rolled back from the page, once confirmed: the file is as it was; another owner cannot.
+    let theirs = format!("csrf={}&confirm=yes", mallory.csrf);
+    let (status, _, _) = s.post_form(&mallory, &format!("/runs/{run}/rollback"), &theirs).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    assert_eq!(std::fs::read_to_string(s.ws.join("note.txt")).unwrap(), "new\n");
-    let (status, _, location) =
+    let (status, html, _) =
         s.post_form(&alice, &format!("/runs/{run}/rollback"), &format!("csrf={}", alice.csrf)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a rollback is confirmed: {html}");
+    assert_eq!(std::fs::read_to_string(s.ws.join("note.txt")).unwrap(), "new\n");
+    let mine = format!("csrf={}&confirm=yes", alice.csrf);
+    let (status, _, location) = s.post_form(&alice, &format!("/runs/{run}/rollback"), &mine).await;
     assert_eq!((status, location.as_deref()), (StatusCode::SEE_OTHER, Some(format!("/runs/{run}").as_str())));
     assert_eq!(std::fs::read_to_string(s.ws.join("note.txt")).unwrap(), "old\n");
+    let (_, html) = s.page(&alice, &format!("/runs/{run}")).await;
+    assert!(html.contains("rolled back</strong>") && !html.contains("Roll back these changes"), "{html}");
 }
 
 #[tokio::test]

@@ -113,6 +113,12 @@ impl Ran<'_> {
     }
 }
 
+/// Says that `call`'s output was the first untrusted content the run saw.
+async fn tainted_by(cx: &CallContext<'_>, call: &ToolCall) -> Result<(), StoreError> {
+    let source = format!("the output of {} (call {})", call.name, call.id);
+    cx.records.events.emit(EventKind::RunTainted { source }).await.map(|_| ())
+}
+
 /// A call stopped while running: its effect is unknown, and the run stops.
 async fn interrupted(cx: &CallContext<'_>, ran: &Ran<'_>, interrupt: Interrupt) -> Result<CallResult, CallAbort> {
     let detail = format!("{}: stopped while running; its effect is unknown", interrupt.as_str());
@@ -125,8 +131,8 @@ async fn interrupted(cx: &CallContext<'_>, ran: &Ran<'_>, interrupt: Interrupt) 
 async fn failed(cx: &CallContext<'_>, ran: &Ran<'_>, err: ToolError) -> Result<CallResult, CallAbort> {
     let call = ran.call;
     // A failure's text can come from outside too (an MCP server's error message).
-    if tool_output_taints(cx, call) {
-        cx.state.taint();
+    if tool_output_taints(cx, call) && cx.state.taint() {
+        tainted_by(cx, call).await?;
     }
     // Capped like any output: an error can be as long as a result (an MCP server's).
     let error = cap_output(cx, call, &cx.records.redactor.redact(&err.message), None);
@@ -170,8 +176,8 @@ async fn completed(cx: &CallContext<'_>, ran: &Ran<'_>, output: ToolOutput) -> R
             })
             .await?;
     }
-    if tool_output_taints(cx, call) {
-        cx.state.taint();
+    if tool_output_taints(cx, call) && cx.state.taint() {
+        tainted_by(cx, call).await?;
     }
     let complete = output.full_content.as_deref().map(|text| cx.records.redactor.redact(text));
     let shown = cap_output(cx, call, &full, complete.as_deref());

@@ -151,9 +151,26 @@ impl RunState {
         self.tainted.load(Ordering::SeqCst)
     }
 
-    /// Marks the run as having seen untrusted content.
-    fn taint(&self) {
-        self.tainted.store(true, Ordering::SeqCst);
+    /// Marks the run as having seen untrusted content; true when it had not before (the
+    /// caller then says so with a `run_tainted` event).
+    pub(crate) fn taint(&self) -> bool {
+        !self.tainted.swap(true, Ordering::SeqCst)
+    }
+
+    /// Fingerprints `text`, a part of the model's context that is not a tool's output
+    /// ([`crate::provenance`]), described by `what`.
+    pub(crate) fn remember_context(&self, what: &str, text: &str) {
+        if let Some(seen) = &self.seen {
+            seen.lock().unwrap_or_else(PoisonError::into_inner).record_context(what, text);
+        }
+    }
+
+    /// True when a call carrying `text` as an argument would carry fingerprinted data.
+    #[cfg(test)]
+    pub(crate) fn has_seen(&self, text: &str) -> bool {
+        self.seen.as_ref().is_some_and(|seen| {
+            seen.lock().unwrap_or_else(PoisonError::into_inner).carried(&serde_json::json!({ "data": text })).is_some()
+        })
     }
 
     /// Fingerprints what the model is shown of a call's output (result or error), whatever

@@ -75,8 +75,9 @@ async fn turns_with_timelines(
             true => None,
             false => super::run::timeline_of(state, owner_id, &turn.run_id).await.ok().map(|(_, _, t)| t),
         };
-        turns.push(context! { key => format!("turn-{i}"), message => &turn.message, run_id => &turn.run_id,
-        status => &turn.status, reply => &turn.reply, t => timeline.as_ref().map(ser) });
+        let shown = |text: &str| steward_protocol::reveal_invisible(text).into_owned();
+        turns.push(context! { key => format!("turn-{i}"), message => shown(&turn.message), run_id => &turn.run_id,
+        status => &turn.status, reply => shown(&turn.reply), t => timeline.as_ref().map(ser) });
     }
     turns
 }

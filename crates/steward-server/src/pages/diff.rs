@@ -55,29 +55,43 @@ fn whole(text: &str) -> Vec<Part> {
 pub(super) fn parse(diff: &str) -> DiffView {
     let mut files: Vec<FileDiff> = Vec::new();
     let (mut old, mut new) = (0u32, 0u32);
+    // Lines of the current hunk still to come, by its `@@` header: a line that looks like a
+    // file header inside a hunk is content, not a new file.
+    let (mut old_left, mut new_left) = (0u32, 0u32);
     let mut lines = diff.lines().peekable();
     while let Some(line) = lines.next() {
-        if let Some(before) = line.strip_prefix("--- ")
-            && let Some(after) = lines.peek().and_then(|l| l.strip_prefix("+++ "))
-        {
-            let path = if after.trim() == "/dev/null" { before } else { after };
-            let path = path.trim().trim_start_matches("a/").trim_start_matches("b/");
-            files.push(FileDiff { path: path.to_string(), ..FileDiff::default() });
-            lines.next();
+        if old_left == 0 && new_left == 0 {
+            if let Some(before) = line.strip_prefix("--- ")
+                && let Some(after) = lines.peek().and_then(|l| l.strip_prefix("+++ "))
+            {
+                let path = if after.trim() == "/dev/null" { before } else { after };
+                let path = path.trim().trim_start_matches("a/").trim_start_matches("b/");
+                files.push(FileDiff { path: path.to_string(), ..FileDiff::default() });
+                lines.next();
+                continue;
+            }
+            let Some(file) = files.last_mut() else { continue };
+            if let Some(header) = line.strip_prefix("@@") {
+                let (old_range, new_range) = hunk_ranges(header);
+                (old, old_left) = old_range;
+                (new, new_left) = new_range;
+            }
+            // A hunk header, a `\ No newline` note, or anything else between hunks: shown as
+            // it is, never hidden.
+            file.lines.push(DiffLine { kind: "hunk", old: None, new: None, sign: " ", parts: whole(line) });
             continue;
         }
         let Some(file) = files.last_mut() else { continue };
-        if let Some(header) = line.strip_prefix("@@") {
-            (old, new) = hunk_start(header);
-            file.lines.push(DiffLine { kind: "hunk", old: None, new: None, sign: " ", parts: whole(line) });
-        } else if let Some(text) = line.strip_prefix('+') {
+        if let Some(text) = line.strip_prefix('+') {
             file.added += 1;
             file.lines.push(DiffLine { kind: "add", old: None, new: Some(new), sign: "+", parts: whole(text) });
             new += 1;
+            new_left = new_left.saturating_sub(1);
         } else if let Some(text) = line.strip_prefix('-') {
             file.removed += 1;
             file.lines.push(DiffLine { kind: "del", old: Some(old), new: None, sign: "-", parts: whole(text) });
             old += 1;
+            old_left = old_left.saturating_sub(1);
         } else if line.starts_with('\\') {
             file.lines.push(DiffLine { kind: "hunk", old: None, new: None, sign: " ", parts: whole(line) });
         } else {
@@ -85,6 +99,8 @@ pub(super) fn parse(diff: &str) -> DiffView {
             file.lines.push(DiffLine { kind: "ctx", old: Some(old), new: Some(new), sign: " ", parts: whole(text) });
             old += 1;
             new += 1;
+            old_left = old_left.saturating_sub(1);
+            new_left = new_left.saturating_sub(1);
         }
     }
     for file in &mut files {
@@ -99,17 +115,17 @@ pub(super) fn parse(diff: &str) -> DiffView {
     DiffView { files, summary }
 }
 
-/// The first old and new line numbers of a hunk header's rest (` -3,7 +3,8 @@ …`).
-fn hunk_start(header: &str) -> (u32, u32) {
-    let number = |sign: char| {
-        header
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(sign))
-            .and_then(|range| range.split(',').next())
-            .and_then(|n| n.parse::<u32>().ok())
-            .unwrap_or(1)
+/// The old and new ranges of a hunk header's rest (` -3,7 +3,8 @@ …`): each its first line
+/// and its number of lines (1 when the count is left out, as unified diffs do).
+fn hunk_ranges(header: &str) -> ((u32, u32), (u32, u32)) {
+    let range = |sign: char| {
+        let text = header.split_whitespace().find_map(|w| w.strip_prefix(sign)).unwrap_or("1");
+        let mut parts = text.split(',');
+        let start = parts.next().and_then(|n| n.parse::<u32>().ok()).unwrap_or(1);
+        let count = parts.next().map_or(Some(1), |n| n.parse::<u32>().ok()).unwrap_or(1);
+        (start, count)
     };
-    (number('-'), number('+'))
+    (range('-'), range('+'))
 }
 
 /// Pairs each run of removed lines with the run of added lines right after it, line by line,
@@ -208,6 +224,18 @@ mod tests {
         // Lines with nothing in common are not split into words.
         let view = parse("--- a/n\n+++ b/n\n@@ -1 +1 @@\n-old\n+new\n");
         assert!(view.files[0].lines.iter().all(|l| l.parts.len() == 1 && !l.parts[0].changed));
+    }
+
+    #[test]
+    fn a_line_that_looks_like_a_file_header_inside_a_hunk_is_content() {
+        // The edit turns `-- a/decoy.txt` into `++ b/decoy.txt` plus a new line: inside the
+        // hunk those lines read `--- a/decoy.txt` and `+++ b/decoy.txt`.
+        let diff = "--- a/schema.sql\n+++ b/schema.sql\n@@ -1,2 +1,3 @@\n create table t;\n--- a/decoy.txt\n+++ b/decoy.txt\n+DROP TABLE users;\n";
+        let view = parse(diff);
+        assert_eq!(view.summary, "1 file, +2 −1");
+        assert_eq!(view.files[0].path, "schema.sql");
+        let kinds: Vec<_> = view.files[0].lines.iter().map(|l| l.kind).collect();
+        assert_eq!(kinds, ["hunk", "ctx", "del", "add", "add"]);
     }
 
     #[test]

@@ -15,8 +15,12 @@ const LINK_SCHEMES: [&str; 3] = ["https://", "http://", "mailto:"];
 /// - raw HTML blocks and inline HTML are escaped and shown as text;
 /// - an image becomes `[image: ALT] (URL)`: text, never an `<img>`;
 /// - a link whose words differ from its address is shown as `WORDS (URL)`, the address being
-///   the only clickable part; addresses other than `http(s):`/`mailto:` are plain text.
+///   the only clickable part; addresses other than `http(s):`/`mailto:` are plain text;
+/// - bidirectional controls and zero-width characters are shown as markers (`⟨U+202E⟩`).
 pub(super) fn to_html(text: &str) -> String {
+    // Bidirectional controls and zero-width characters are shown, never obeyed.
+    let text = steward_protocol::reveal_invisible(text);
+    let text = text.as_ref();
     // No task lists (they would be unlabelled checkboxes), no heading attributes (a model must
     // not give an element of the page an id).
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
@@ -151,6 +155,12 @@ mod tests {
         let html = to_html("<https://example.com/page>");
         assert_eq!(html.matches("<a ").count(), 1, "{html}");
         assert!(html.contains(">https://example.com/page</a>"), "{html}");
+    }
+
+    #[test]
+    fn a_link_cannot_reverse_what_it_shows() {
+        let html = to_html("https://google.com/\u{202E}moc.live");
+        assert!(html.contains("⟨U+202E⟩") && !html.contains('\u{202E}'), "{html}");
     }
 
     #[test]

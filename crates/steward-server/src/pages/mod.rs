@@ -165,12 +165,19 @@ async fn run_rows(state: &AppState, owner_id: &str) -> Result<Vec<Value>, ApiErr
         .map(|v| {
             let waiting = state.live.get(&v.id).and_then(|l| l.pending_approvals().into_iter().next()).map(|a| a.id);
             let (text, tone) = match (v.status.as_str(), &v.record) {
+                ("queued", _) => match v.queue_position {
+                    Some(n) => (format!("queued (position {n})"), "info"),
+                    None => ("queued".to_string(), "info"),
+                },
                 ("running", _) if waiting.is_some() => ("waiting for you".to_string(), "wait"),
                 ("failed", Some(r)) => {
                     (format!("failed: {}", r.error_class.map(|c| c.as_str()).unwrap_or("error")), "bad")
                 }
                 ("completed", Some(r)) if r.stop_reason.is_some_and(|s| s == steward_protocol::StopReason::Stuck) => {
                     ("stuck".to_string(), "bad")
+                }
+                ("completed", Some(r)) if r.stop_reason.is_some_and(|s| s != steward_protocol::StopReason::Answered) => {
+                    (format!("stopped: {}", r.stop_reason.map(|s| s.as_str()).unwrap_or("limit")), "wait")
                 }
                 ("completed", _) => ("completed".to_string(), "ok"),
                 ("cancelled" | "interrupted", _) => (v.status.clone(), "bad"),
@@ -179,7 +186,7 @@ async fn run_rows(state: &AppState, owner_id: &str) -> Result<Vec<Value>, ApiErr
             let record = v.record.as_ref();
             context! {
                 id => &v.id, status => &v.status, status_text => text, tone => tone, waiting => waiting,
-                task => run::short(&v.task, 140), planner => record.map(|r| r.planner.as_str()).unwrap_or(""),
+                task => run::short(&steward_protocol::reveal_invisible(&v.task), 140), planner => record.map(|r| r.planner.as_str()).unwrap_or(""),
                 provider => record.map(|r| r.provider.as_str()).unwrap_or(""),
                 model => record.map(|r| r.model.as_str()).unwrap_or(""),
                 created_at => record.map(|r| r.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),

@@ -17,13 +17,18 @@ pub(super) async fn timeline_of(
         }
     }
     let now = chrono::Utc::now();
-    let t = timeline::build(&timeline::Sources {
+    let mut t = timeline::build(&timeline::Sources {
         view: &view,
         events: &events,
         approvals: &approvals,
         decisions: &decisions,
         now,
     });
+    if t.ended && !t.files_changed.is_empty() {
+        let records = state.runtime.store.rollbacks(id).await.map_err(ApiError::storage)?;
+        t.rolled_back =
+            !records.is_empty() && records.iter().all(|r| r.status == steward_store::RollbackStatus::Undone);
+    }
     Ok((view, events, t))
 }
 
@@ -40,6 +45,14 @@ pub async fn timeline_fragment(
     }
 }
 
+/// The rollback form: the CSRF token and the box that confirms it (`confirm=yes`).
+#[derive(Deserialize)]
+pub struct RollbackForm {
+    csrf: String,
+    #[serde(default)]
+    confirm: Option<String>,
+}
+
 /// `POST /runs/{id}/rollback` (form): undoes the files the run changed, newest first, as
 /// `steward rollback RUN` does for the built-in file tools. A `[[tool]]`'s compensating
 /// command is not run from the browser: the step stops the rollback with a message naming
@@ -48,9 +61,12 @@ pub async fn rollback(
     State(state): State<AppState>,
     Extension(session): Extension<Session>,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<RollbackForm>,
 ) -> Response {
     let act = async {
+        if form.confirm.as_deref() != Some("yes") {
+            return Err(ApiError::invalid("tick the box that says to undo the changes, then roll back"));
+        }
         let view = runs::owned(&state, &session.owner_id, &id).await?;
         let Some(record) = view.record.filter(|_| !view.live) else {
             return Err(ApiError::conflict(
@@ -170,7 +186,7 @@ async fn render_run(state: &AppState, session: &Session, id: &str, retry: Option
         Ok(t) => t,
         Err(e) => return error_page(session, &e),
     };
-    let task = view.task.clone();
+    let task = steward_protocol::reveal_invisible(&view.task).into_owned();
     let last_seq = events.last().map(|e| e.seq).unwrap_or(0);
     let elicitations = elicitation_views(state, id, retry.as_ref());
     let status = if retry.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };

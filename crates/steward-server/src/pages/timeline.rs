@@ -31,6 +31,9 @@ pub(super) struct Timeline {
     pub files_changed: Vec<String>,
     /// Approvals waiting for the owner now.
     pub waiting: usize,
+    /// True once every change of the run was rolled back (set by the caller, which reads the
+    /// rollback records).
+    pub rolled_back: bool,
     pub ended: bool,
     pub last_seq: u64,
 }
@@ -110,6 +113,14 @@ pub(super) struct Call {
 pub(super) struct DiffItem {
     pub text: String,
     pub view: diff::DiffView,
+}
+
+impl DiffItem {
+    /// The diff `text` with invisible characters shown, and its parsed view.
+    fn of(text: &str) -> Self {
+        let text = shown(text);
+        DiffItem { view: diff::parse(&text), text }
+    }
 }
 
 impl Hash for DiffItem {
@@ -197,6 +208,13 @@ pub(super) fn build(src: &Sources<'_>) -> Timeline {
                 }
                 b.note(event.seq, text, "info");
             }
+            EventKind::RunTainted { source } => {
+                let text = format!(
+                    "From here on the run has seen untrusted content ({source}): calls that change things ask, \
+                     and what it saw cannot leave without an ask"
+                );
+                b.note(event.seq, text, "wait")
+            }
             EventKind::ToolRequested { call_id, tool, arguments } => b.open_call(event.seq, call_id, tool, arguments),
             EventKind::ToolDenied { call_id, rule, reason, .. } => {
                 refused += 1;
@@ -229,8 +247,10 @@ pub(super) fn build(src: &Sources<'_>) -> Timeline {
                 let text = if state == "closed" { "not run: the run ended" } else { "expired unanswered" };
                 b.update(call_id, |c| set(c, text, "bad", ""))
             }
+            // An approval is shown in the step already; a grant or a rule is named.
             EventKind::ToolStarted { call_id, allowed_by, .. } => {
-                b.update(call_id, |c| set(c, "running", "info", allowed_by))
+                let rule = if allowed_by.starts_with("approval ") { "" } else { allowed_by.as_str() };
+                b.update(call_id, |c| set(c, "running", "info", rule))
             }
             EventKind::McpElicitationRequested { call_id, .. } => {
                 b.update(call_id, |c| set(c, "waiting for your input", "wait", ""))
@@ -266,10 +286,12 @@ pub(super) fn build(src: &Sources<'_>) -> Timeline {
             EventKind::PatchProposed { call_id, diff, .. } => b.update(call_id, |c| {
                 // The approval's preview (redacted) is the one shown when there is one.
                 if c.diff.is_none() {
-                    c.diff = Some(DiffItem { text: diff.clone(), view: diff::parse(diff) });
+                    c.diff = Some(DiffItem::of(diff));
                 }
             }),
-            EventKind::PatchApplied { path, .. } if !files_changed.contains(path) => files_changed.push(path.clone()),
+            EventKind::PatchApplied { path, .. } if !files_changed.contains(&shown(path)) => {
+                files_changed.push(shown(path))
+            }
             EventKind::RunCompleted { final_text, stop_reason, duration_ms, .. } => {
                 progress.streaming = false;
                 b.close_texts();
@@ -309,7 +331,17 @@ pub(super) fn build(src: &Sources<'_>) -> Timeline {
     let status = status(src.view, end.as_ref().map(|(_, e)| e), waiting, refused);
     let last_seq = src.events.last().map(|e| e.seq).unwrap_or(0);
     let entries = b.finish();
-    Timeline { run_id: src.view.id.clone(), entries, status, progress, files_changed, waiting, ended, last_seq }
+    Timeline {
+        run_id: src.view.id.clone(),
+        entries,
+        status,
+        progress,
+        files_changed,
+        waiting,
+        rolled_back: false,
+        ended,
+        last_seq,
+    }
 }
 
 /// How a run ended, from its last event.
@@ -375,8 +407,16 @@ fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// `text` cut to `max` characters, saying how much was left out.
+/// `text` with bidirectional controls and zero-width characters shown as markers
+/// ([`steward_protocol::reveal_invisible`]): a person judges what is there, not what it looks
+/// like.
+fn shown(text: &str) -> String {
+    steward_protocol::reveal_invisible(text).into_owned()
+}
+
+/// `text` cut to `max` characters, saying how much was left out; invisible characters shown.
 fn cut(text: &str, max: usize) -> String {
+    let text = &shown(text);
     match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}\n… ({} more characters)", &text[..at], text[at..].chars().count()),
         None => text.to_string(),
@@ -388,7 +428,7 @@ fn short_args(arguments: &serde_json::Value) -> (String, Vec<(String, String)>) 
     let pairs: Vec<(String, String)> = match arguments.as_object() {
         Some(map) => map
             .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
+            .map(|(k, v)| (shown(k), shown(&v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))))
             .collect(),
         None => vec![(String::new(), arguments.to_string())],
     };
@@ -396,7 +436,7 @@ fn short_args(arguments: &serde_json::Value) -> (String, Vec<(String, String)>) 
         Some(map) => map.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         None => vec![arguments.to_string()],
     };
-    let line = line.join(", ").replace('\n', " ");
+    let line = shown(&line.join(", ").replace('\n', " "));
     (super::run::short(&line, SHORT_ARGS_CHARS), pairs)
 }
 
@@ -419,7 +459,7 @@ impl Builder<'_, '_> {
     }
 
     fn note(&mut self, seq: u64, text: String, tone: &'static str) {
-        self.push(seq, "n", Item::Note { text, tone });
+        self.push(seq, "n", Item::Note { text: shown(&text), tone });
     }
 
     fn open_text(&mut self, seq: u64, stage: &str, round: u32) {
@@ -462,10 +502,10 @@ impl Builder<'_, '_> {
         let (short, args) = short_args(arguments);
         let call = Call {
             call_id: call_id.to_string(),
-            tool: tool.to_string(),
+            tool: shown(tool),
             short_args: short,
             args,
-            args_json: serde_json::to_string_pretty(arguments).unwrap_or_default(),
+            args_json: shown(&serde_json::to_string_pretty(arguments).unwrap_or_default()),
             decision: "requested".into(),
             tone: "info",
             ..Call::default()
@@ -564,7 +604,7 @@ impl Builder<'_, '_> {
                 }
                 Item::Call(call) => {
                     if let Some(preview) = preview_of(call) {
-                        call.diff = Some(DiffItem { view: diff::parse(&preview), text: preview });
+                        call.diff = Some(DiffItem::of(&preview));
                     }
                 }
                 _ => {}
