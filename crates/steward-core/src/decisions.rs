@@ -420,6 +420,11 @@ impl DecisionQueue {
         pending
     }
 
+    /// The approval request `id`, while it waits for a decision here.
+    pub fn pending_approval(&self, id: &str) -> Option<ApprovalRequest> {
+        lock(&self.approvals).get(id).filter(|entry| entry.decided.borrow().is_none()).map(|e| e.asked.request.clone())
+    }
+
     /// Ids of every approval waiting for a decision here.
     pub fn pending_approval_ids(&self) -> Vec<String> {
         lock(&self.approvals)

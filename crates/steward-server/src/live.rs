@@ -298,6 +298,11 @@ impl LiveRuns {
         self.decisions.pending_approval_ids()
     }
 
+    /// The approval request `approval_id`, if it is pending here.
+    pub fn pending_approval(&self, approval_id: &str) -> Option<ApprovalRequest> {
+        self.decisions.pending_approval(approval_id)
+    }
+
     /// The owner of a pending approval, if one is pending here.
     pub fn approval_owner(&self, approval_id: &str) -> Option<String> {
         self.decisions.approval_owner(approval_id)

@@ -256,6 +256,17 @@ pub async fn decide(
     decision: Decision,
     call_hash: Option<String>,
 ) -> Result<(), ApiError> {
+    // A page that showed another call (the stored arguments changed since) is told so before
+    // anything is decided: the request keeps waiting for a decision on what it really holds.
+    if let (Some(shown), Some(request)) = (&call_hash, state.live.pending_approval(approval_id))
+        && request.owner_id == owner_id
+        && *shown != steward_core::approval::call_hash(&request)
+    {
+        return Err(ApiError::conflict(
+            ErrorClass::Conflict,
+            "the call waiting for this approval is not the one your page showed; reload the page and decide again",
+        ));
+    }
     let recorded = match state.live.decide(approval_id, owner_id, decision, call_hash.clone()) {
         Ok(()) => return Ok(()),
         Err(DecideError::NotOwner) => return Err(ApiError::not_owner("this approval")),

