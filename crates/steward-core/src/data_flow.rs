@@ -53,6 +53,69 @@ pub fn reads_untrusted(policy: &Policy, workspace: &Workspace, tool: &dyn Tool, 
     })
 }
 
+/// Most workspace files whose content [`payload`] adds, and most bytes read of each.
+const MAX_PAYLOAD_FILES: usize = 32;
+const MAX_PAYLOAD_FILE_BYTES: u64 = 1 << 20;
+
+/// What a sink's call carries out, as the data-flow check reads it (SPEC C2): its arguments;
+/// for `shell_command`, each command's words as the shell passes them — quotes removed and
+/// the pieces joined, so `'ZEBRA-QUAR''TZ'` reads `ZEBRA-QUARTZ` —; and the content of every
+/// regular workspace file the call names (`curl --data-binary @notes/plan.txt`, `< file`,
+/// `cat file | curl --data-binary @-`, a `[[tool]]` path input): a program sends what the file
+/// holds, and a file the run wrote holds what was written into it. Extra parts are keys of the
+/// returned object in parentheses (`(file notes/plan.txt)`); at most 32 files, 1 MiB of each;
+/// secret and denied files are not read (the sandbox does not show them either).
+pub fn payload(tool: &dyn Tool, args: &Value, workspace: &Workspace) -> Value {
+    let mut out = match args {
+        Value::Object(map) => map.clone(),
+        other => serde_json::Map::from_iter([("(arguments)".to_string(), other.clone())]),
+    };
+    let mut words: Vec<String> = Vec::new();
+    collect_strings(args, &mut words);
+    if tool.spec().name == SHELL_TOOL
+        && let Some(line) = args.get("command").and_then(Value::as_str)
+        && let Ok(commands) = steward_policy::shell::split(line)
+    {
+        let joined: Vec<String> = commands.iter().map(|c| c.argv.join(" ")).collect();
+        out.insert("(words as the shell passes them)".into(), Value::String(joined.join("\n")));
+        for command in &commands {
+            words.extend(command.argv.iter().chain(&command.inputs).cloned());
+        }
+    }
+    let mut files: Vec<String> = Vec::new();
+    for word in &words {
+        for named in workspace.paths_named_by(word, "") {
+            let Ok(path) = workspace.resolve(&named, steward_policy::Access::Read) else { continue };
+            if files.len() >= MAX_PAYLOAD_FILES || files.contains(&path.rel) {
+                continue;
+            }
+            let Ok(meta) = std::fs::symlink_metadata(&path.abs) else { continue };
+            if !meta.is_file() {
+                continue;
+            }
+            let mut text = Vec::new();
+            let read = std::fs::File::open(&path.abs).and_then(|f| {
+                std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_PAYLOAD_FILE_BYTES), &mut text)
+            });
+            if read.is_ok() {
+                out.insert(format!("(file {})", path.rel), Value::String(String::from_utf8_lossy(&text).into_owned()));
+                files.push(path.rel);
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// Every string in `value` (object keys left out), depth first.
+fn collect_strings(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

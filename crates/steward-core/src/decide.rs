@@ -29,7 +29,10 @@ pub fn decide(
         paths: tool.map(|t| t.target_paths(&call.arguments, workspace)).unwrap_or_default(),
         actions: tool.map(|t| t.implied_actions(&call.arguments)).unwrap_or_default(),
         sink,
-        flow: seen.filter(|_| sink).and_then(|seen| seen.carried(&call.arguments)),
+        flow: seen.filter(|_| sink).and_then(|seen| {
+            let tool = tool?;
+            seen.carried(&crate::data_flow::payload(tool.as_ref(), &call.arguments, workspace))
+        }),
     };
     let mut decision = policy.decide_in(tool.map(|t| t.spec()), call, workspace, &context);
     // What the tool itself refuses by its arguments (an MCP argument naming a secret file) is

@@ -102,8 +102,11 @@ impl Carried {
     }
 }
 
-fn display_pointer(pointer: &str) -> &str {
-    if pointer.is_empty() { "/" } else { pointer }
+/// `pointer` for people: `/` for the whole value, and `~1` / `~0` (RFC 6901's escapes) shown
+/// as the `/` and `~` they stand for, so `/(file notes~1plan.txt)` reads `/(file
+/// notes/plan.txt)`.
+fn display_pointer(pointer: &str) -> String {
+    if pointer.is_empty() { "/".to_string() } else { pointer.replace("~1", "/").replace("~0", "~") }
 }
 
 /// The fingerprints of one run's tool outputs, each mapped to the first call whose output had
