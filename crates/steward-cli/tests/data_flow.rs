@@ -329,6 +329,17 @@ fn untrusted_paths_taint() {
     assert!(event(&evs, "tool_completed", "e1").is_some(), "{:?}", names(&evs));
     assert_eq!(env.read("note.txt"), "new\n");
 
+    // A commit shown by `git_show` (or a whole-workspace `git_diff`) quotes the vendored file.
+    env.write("note.txt", "old\n");
+    env.git_init();
+    let evs = run(&env, &format!("{}{edit}[[round]]\ntext = \"done\"\n", call("g1", "git_show", "{ rev = \"HEAD\" }")));
+    assert!(event(&evs, "tool_completed", "g1").is_some(), "{:?}", names(&evs));
+    let tainted = evs.iter().find(|e| e["event"] == "run_tainted").expect("a shown commit with a vendored file taints");
+    assert!(tainted["source"].as_str().unwrap().contains("git_show (call g1)"), "{tainted}");
+    assert!(event(&evs, "tool_approval_required", "e1").is_some(), "{:?}", names(&evs));
+    assert_eq!(env.read("note.txt"), "old\n");
+    std::fs::remove_dir_all(env.ws().join(".git")).unwrap();
+
     // The untrusted workspace's own list counts too.
     env.write("note.txt", "old\n");
     env.user_config("[[policy.rule]]\nname = \"edits-ok\"\ntool = \"edit\"\ndecision = \"allow\"\n");

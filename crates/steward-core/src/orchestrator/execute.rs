@@ -176,7 +176,9 @@ async fn completed(cx: &CallContext<'_>, ran: &Ran<'_>, output: ToolOutput) -> R
             })
             .await?;
     }
-    if tool_output_taints(cx, call) && cx.state.taint() {
+    // A file the output quotes (a diff's sections) taints like reading it would.
+    let quotes_untrusted = output.quoted_paths.iter().any(|p| cx.run.policy.reads_untrusted(p, false));
+    if (tool_output_taints(cx, call) || quotes_untrusted) && cx.state.taint() {
         tainted_by(cx, call).await?;
     }
     let complete = output.full_content.as_deref().map(|text| cx.records.redactor.redact(text));

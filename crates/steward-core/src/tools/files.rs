@@ -161,6 +161,7 @@ impl Tool for CreateTool {
             sandbox: String::new(),
             full_content: None,
             compensation: Some(compensation),
+            quoted_paths: Vec::new(),
         })
     }
 
@@ -260,6 +261,7 @@ impl Tool for EditTool {
                     sandbox: String::new(),
                     full_content: None,
                     compensation: Some(compensation),
+                    quoted_paths: Vec::new(),
                 });
             }
             let _ = fs::remove_file(snapshot);
@@ -443,6 +445,7 @@ impl Tool for DeleteTool {
             changes: vec![(path.rel, diff)],
             sandbox: String::new(),
             full_content: None,
+            quoted_paths: Vec::new(),
         })
     }
 
@@ -524,6 +527,7 @@ impl Tool for MoveTool {
             changes: vec![(to.rel, diff)],
             sandbox: String::new(),
             full_content: None,
+            quoted_paths: Vec::new(),
         })
     }
 

@@ -268,6 +268,8 @@ impl Tool for GitTool {
                 steward_policy::is_secret_path(Path::new(rel))
                     || ctx.workspace.exclusion(Path::new(rel), false).is_some()
             });
+            // The files the diff shows: reading one under `untrusted_paths` taints the run.
+            out.quoted_paths = section_paths(&out.content);
         }
         if matches!(self.command, Command::Status) {
             out.content = drop_hidden_entries(&out.content, |rel, is_dir| {
@@ -417,6 +419,19 @@ fn drop_hidden_sections(text: &str, hidden: impl Fn(&str) -> bool) -> String {
         out.push_str(&format!("[{dropped} file(s) hidden: secret, ignored or denied paths are not shown]\n"));
     }
     out
+}
+
+/// The paths of the per-file sections of a diff, in order, without repeats.
+fn section_paths(text: &str) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    for header in text.lines().filter_map(|l| l.strip_prefix("diff ")) {
+        for path in header_paths(header).unwrap_or_default() {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+    }
+    paths
 }
 
 /// The paths named by a diff section header (after `diff `): `--git a/X b/Y` for ordinary

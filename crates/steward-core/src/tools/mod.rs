@@ -74,6 +74,10 @@ pub struct ToolOutput {
     pub sandbox: String,
     /// For writing tools: what undoes the change (SPEC C5).
     pub compensation: Option<crate::rollback::Compensation>,
+    /// Workspace-relative files whose content the output quotes beyond the call's own path
+    /// inputs (the sections of a `git_show` or a whole-workspace `git_diff`): the run is
+    /// tainted when one is under `untrusted_paths`, as reading it would have.
+    pub quoted_paths: Vec<String>,
 }
 
 /// A tool failure: shown to the model as an error result.

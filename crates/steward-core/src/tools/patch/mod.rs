@@ -239,6 +239,7 @@ impl Tool for PatchTool {
             sandbox: String::new(),
             full_content: None,
             compensation: Some(Compensation::RestorePatch { files }),
+            quoted_paths: Vec::new(),
         })
     }
 
