@@ -14,8 +14,8 @@ const TASK: &str = "replace 'old' with 'new' in note.txt";
 /// A run in the background, killed when dropped; its output is read as it comes.
 struct Background {
     process: Killed,
-    stdout: std::thread::JoinHandle<Vec<u8>>,
-    stderr: std::thread::JoinHandle<Vec<u8>>,
+    stdout: Option<std::thread::JoinHandle<Vec<u8>>>,
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
 }
 
 fn read_all(mut from: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
@@ -33,11 +33,12 @@ fn start(env: &Env, extra: &[&str]) -> Background {
     let mut child = env.command(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let stdout = read_all(child.stdout.take().unwrap());
     let stderr = read_all(child.stderr.take().unwrap());
-    Background { process: Killed(child), stdout, stderr }
+    Background { process: Killed(child), stdout: Some(stdout), stderr: Some(stderr) }
 }
 
-/// The one approval `steward approvals pending --json` lists, once it appears (60 s at most).
-fn pending_id(env: &Env) -> String {
+/// The one approval `steward approvals pending --json` lists, once it appears (60 s at most);
+/// when none does, the failure shows what the run printed.
+fn pending_id(env: &Env, run: &mut Background) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let out = env.steward(&["approvals", "pending", "--json"]);
@@ -47,7 +48,18 @@ fn pending_id(env: &Env) -> String {
             assert_eq!(v["tool"], "edit", "{v}");
             return v["approval_id"].as_str().unwrap().to_string();
         }
-        assert!(Instant::now() < deadline, "no approval became pending");
+        if Instant::now() >= deadline {
+            let _ = run.process.0.kill();
+            let _ = run.process.0.wait();
+            let said = |h: &mut Option<std::thread::JoinHandle<Vec<u8>>>| {
+                h.take()
+                    .and_then(|h| h.join().ok())
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default()
+            };
+            let (out, err) = (said(&mut run.stdout), said(&mut run.stderr));
+            panic!("no approval became pending within 60 s; the run printed:\n{out}\n{err}");
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -62,14 +74,15 @@ fn finish(mut run: Background) -> Output {
         assert!(Instant::now() < deadline, "the run did not end");
         std::thread::sleep(Duration::from_millis(100));
     };
-    Output { status, stdout: run.stdout.join().unwrap(), stderr: run.stderr.join().unwrap() }
+    let joined = |h: Option<std::thread::JoinHandle<Vec<u8>>>| h.map(|h| h.join().unwrap()).unwrap_or_default();
+    Output { status, stdout: joined(run.stdout.take()), stderr: joined(run.stderr.take()) }
 }
 
 #[test]
 fn a_waiting_run_goes_on_when_its_owner_approves_from_another_terminal_and_nobody_else_can() {
     let env = Env::new();
-    let run = start(&env, &["--approvals", "wait"]);
-    let id = pending_id(&env);
+    let mut run = start(&env, &["--approvals", "wait"]);
+    let id = pending_id(&env, &mut run);
 
     let mut other = env.command(&["approve", &id]);
     let other = other.env("USER", "mallory").output().unwrap();
@@ -98,8 +111,8 @@ fn a_waiting_run_goes_on_when_its_owner_approves_from_another_terminal_and_nobod
 #[test]
 fn a_denial_from_another_terminal_refuses_the_call() {
     let env = Env::new();
-    let run = start(&env, &["--approvals", "wait"]);
-    let id = pending_id(&env);
+    let mut run = start(&env, &["--approvals", "wait"]);
+    let id = pending_id(&env, &mut run);
     let denied = env.steward(&["deny", &id, "--reason", "not today"]);
     assert_eq!(code(&denied), 0, "{}", stderr(&denied));
     let out = finish(run);
@@ -115,8 +128,8 @@ fn without_a_decision_the_approval_expires_and_the_call_is_refused() {
     let env = Env::new();
     // `[run] approvals = "wait"` in the configuration does what the flag does.
     env.user_config("[run]\napprovals = \"wait\"\n\n[policy]\napproval_timeout_seconds = 4\n");
-    let run = start(&env, &[]);
-    let id = pending_id(&env);
+    let mut run = start(&env, &[]);
+    let id = pending_id(&env, &mut run);
     let out = finish(run);
     let evs = events(&out);
     assert_eq!(find(&evs, "tool_approval_expired")["approval_id"], id.as_str(), "{:?}", names(&evs));
@@ -150,8 +163,8 @@ fn tamper_stored_arguments(env: &Env, id: &str, arguments: &str) {
 #[test]
 fn call_mismatch_an_approval_of_a_changed_stored_call_runs_nothing() {
     let env = Env::new();
-    let run = start(&env, &["--approvals", "wait"]);
-    let id = pending_id(&env);
+    let mut run = start(&env, &["--approvals", "wait"]);
+    let id = pending_id(&env, &mut run);
     tamper_stored_arguments(&env, &id, r#"{"path":"note.txt","old":"old","new":"harmless"}"#);
     let approved = env.steward(&["approve", &id]);
     assert_eq!(code(&approved), 0, "{}", stderr(&approved));
