@@ -26,11 +26,12 @@ struct CompareColumn {
 
 /// Counts of one run's events for the side-by-side view (the rules of
 /// [`steward_core::compare`], which `steward compare` prints).
-fn column(view: &runs::RunView, events: &[Event], t: timeline::Timeline) -> CompareColumn {
+fn column(view: &runs::RunView, events: &[Event], t: timeline::Timeline, queued_label: &str) -> CompareColumn {
     let calls = events.iter().filter(|e| matches!(e.kind, EventKind::ToolRequested { .. })).count();
     let label = match &view.record {
         Some(r) => steward_core::compare::label(r),
-        None => "Queued".to_string(),
+        // `POST /compare` starts the classic run as `a` and the model run as `b`.
+        None => queued_label.to_string(),
     };
     CompareColumn {
         id: view.id.clone(),
@@ -53,13 +54,14 @@ pub async fn compare_page(
 ) -> Response {
     let mut columns = Vec::new();
     let mut task = String::new();
-    for id in [query.a, query.b].into_iter().flatten() {
+    let sides = [(query.a, "Classic planner (queued)"), (query.b, "Model planner (queued)")];
+    for (id, queued_label) in sides.into_iter().filter_map(|(id, label)| Some((id?, label))) {
         match super::run::timeline_of(&state, &session.owner_id, &id).await {
             Ok((view, events, t)) => {
                 if let Some(r) = &view.record {
                     task = r.task.clone();
                 }
-                columns.push(column(&view, &events, t));
+                columns.push(column(&view, &events, t, queued_label));
             }
             Err(e) => return error_page(&session, &e),
         }
