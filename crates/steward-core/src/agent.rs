@@ -487,6 +487,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         // (SPEC P8); an echo of the call just made is left out of it. A reply stopped while
         // repeating the call just made is not run again. An unusable reply is explained to
         // the planner once, then the run fails.
+        let audit = crate::planner_reply::Audit { store: rt.store.as_ref(), redactor: &rt.redactor, run_id: &run.id };
         let previous = rounds.last().map(|r| r.calls.as_slice()).unwrap_or_default();
         let verdict = if proposed == 0 {
             Some(crate::planner_reply::judge(&reply, previous, offered_specs))
@@ -498,7 +499,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             match verdict {
                 crate::planner_reply::Verdict::Answer { text, echoes, restated } => {
                     for echo in &echoes {
-                        crate::planner_reply::record_echo(rt, &run.id, echo, restated).await?;
+                        crate::planner_reply::record_echo(&audit, echo, restated).await?;
                     }
                     reply.text = text;
                 }
@@ -554,11 +555,11 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         }
         for repair in &reply.repairs {
             if let Some(call) = reply.tool_calls.iter().find(|c| c.id == repair.call_id) {
-                crate::planner_reply::record_repair(rt, &run.id, call, repair).await?;
+                crate::planner_reply::record_repair(&audit, call, repair).await?;
             }
         }
         for (written, keys) in crate::planner_reply::ignore_extra_arguments(&mut reply.tool_calls, offered_specs) {
-            crate::planner_reply::record_ignored(rt, &run.id, &written, &keys).await?;
+            crate::planner_reply::record_ignored(&audit, &written, &keys).await?;
         }
         // A reply stopped before its end keeps only its start in the conversation.
         if crate::planner_reply::stopped(&reply).is_some() {
@@ -571,7 +572,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             let call =
                 ToolCall { id: invalid.id.clone(), name: invalid.name.clone(), arguments: serde_json::json!({}) };
             let message = format!("Not run: {}", invalid.error);
-            crate::planner_reply::record_invalid(rt, &run.id, &events, &call, &invalid.error).await?;
+            crate::planner_reply::record_invalid(&audit, &events, &call, &invalid.error).await?;
             record.calls.push(call);
             record.results.push((message, true));
         }

@@ -4,7 +4,8 @@
 //!   complete call); otherwise it is unusable, and a reply that ran away (cut by the output
 //!   limit, or stopped for repeating itself) is classed `runaway_reply`;
 //! - a call of a tool that takes no arguments runs with the extra keys a model gave it ignored;
-//! - every such repair is an audit record (outcome `repaired`), as are calls read from text.
+//! - every such repair is an audit record (outcome `repaired`), as are calls read from text;
+//!   the records go to the run's store through its redactor ([`Audit`]).
 
 use steward_protocol::{
     AuditEntry, AuditOutcome, ChatResponse, ErrorClass, EventKind, FinishReason, ToolCall, ToolCallRepair, ToolSpec,
@@ -12,7 +13,9 @@ use steward_protocol::{
 use steward_provider::answer::{Echo, Judged, judge_answer};
 use steward_store::StoreError;
 
-use crate::agent::Runtime;
+use steward_policy::Redactor;
+use steward_store::Store;
+
 use crate::events::EventEmitter;
 
 /// What a reply without calls is.
@@ -118,18 +121,22 @@ pub(crate) fn ignore_extra_arguments(calls: &mut [ToolCall], tools: &[ToolSpec])
     repaired
 }
 
+/// Where a run's audit records go: its store, through its redactor.
+pub(crate) struct Audit<'a> {
+    /// The run's store.
+    pub store: &'a dyn Store,
+    /// The run's redactor.
+    pub redactor: &'a Redactor,
+    /// The run.
+    pub run_id: &'a str,
+}
+
 /// An audit record of a repair (policy `policy`, outcome `repaired`) of `call`.
-async fn audit_repair(
-    rt: &Runtime,
-    run_id: &str,
-    call: &ToolCall,
-    policy: &str,
-    detail: &str,
-) -> Result<(), StoreError> {
+async fn audit_repair(rt: &Audit<'_>, call: &ToolCall, policy: &str, detail: &str) -> Result<(), StoreError> {
     rt.store
         .queue_audit(AuditEntry {
             agent: "steward".into(),
-            run_id: run_id.to_string(),
+            run_id: rt.run_id.to_string(),
             call_id: call.id.clone(),
             action: call.name.clone(),
             input: rt.redactor.redact_value(&call.arguments),
@@ -147,12 +154,7 @@ async fn audit_repair(
 
 /// Audits a call recovered from text: the format it was read from and the values coerced
 /// (policy `text_recovery`, outcome `repaired`).
-pub(crate) async fn record_repair(
-    rt: &Runtime,
-    run_id: &str,
-    call: &ToolCall,
-    repair: &ToolCallRepair,
-) -> Result<(), StoreError> {
+pub(crate) async fn record_repair(rt: &Audit<'_>, call: &ToolCall, repair: &ToolCallRepair) -> Result<(), StoreError> {
     let mut detail = match repair.format.as_str() {
         "" => "read from text".to_string(),
         format => format!("read from text written in the {format} format"),
@@ -161,12 +163,12 @@ pub(crate) async fn record_repair(
         detail.push_str("; values coerced to the schema's types: ");
         detail.push_str(&repair.detail);
     }
-    audit_repair(rt, run_id, call, "text_recovery", &detail).await
+    audit_repair(rt, call, "text_recovery", &detail).await
 }
 
 /// Audits an answer whose start repeated a call of the previous round (policy
 /// `text_recovery`, outcome `repaired`): the repeat was left out and not run again.
-pub(crate) async fn record_echo(rt: &Runtime, run_id: &str, echo: &Echo, restated: bool) -> Result<(), StoreError> {
+pub(crate) async fn record_echo(rt: &Audit<'_>, echo: &Echo, restated: bool) -> Result<(), StoreError> {
     let call = ToolCall { id: echo.call_id.clone(), name: echo.name.clone(), arguments: echo.arguments.clone() };
     let mut detail = format!(
         "the answer began with a repeat of the call just made, written in the {} format; the repeat was left out \
@@ -176,27 +178,21 @@ pub(crate) async fn record_echo(rt: &Runtime, run_id: &str, echo: &Echo, restate
     if restated {
         detail.push_str(" (unwrapped from its restatement of the result)");
     }
-    audit_repair(rt, run_id, &call, "text_recovery", &detail).await
+    audit_repair(rt, &call, "text_recovery", &detail).await
 }
 
 /// Audits a call of a tool that takes no arguments whose extra keys were ignored (policy
 /// `ignored_arguments`, outcome `repaired`; the input is the arguments as the model wrote
 /// them).
-pub(crate) async fn record_ignored(
-    rt: &Runtime,
-    run_id: &str,
-    written: &ToolCall,
-    keys: &[String],
-) -> Result<(), StoreError> {
+pub(crate) async fn record_ignored(rt: &Audit<'_>, written: &ToolCall, keys: &[String]) -> Result<(), StoreError> {
     let detail = format!("`{}` takes no arguments; `{}` ignored", written.name, keys.join("`, `"));
-    audit_repair(rt, run_id, written, "ignored_arguments", &detail).await
+    audit_repair(rt, written, "ignored_arguments", &detail).await
 }
 
 /// Audits and publishes a call that could not be used (policy `invalid_tool_call`, outcome
 /// `blocked`, a `tool_denied` event).
 pub(crate) async fn record_invalid(
-    rt: &Runtime,
-    run_id: &str,
+    rt: &Audit<'_>,
     events: &EventEmitter,
     call: &ToolCall,
     error: &str,
@@ -204,7 +200,7 @@ pub(crate) async fn record_invalid(
     rt.store
         .queue_audit(AuditEntry {
             agent: "steward".into(),
-            run_id: run_id.to_string(),
+            run_id: rt.run_id.to_string(),
             call_id: call.id.clone(),
             action: call.name.clone(),
             input: serde_json::json!({}),

@@ -9,9 +9,9 @@
 //!    in any format text recovery reads, is left out and reported as an [`Echo`];
 //! 3. after an echo, a `<tool_response>` wrapper and a `{"response": …}` or `{"error": …}`
 //!    restatement are unwrapped: what they hold is the answer;
-//! 4. text that still contains a complete call to an offered tool, anywhere, is never an
-//!    answer ([`Judged::NotAnswer`]), nor is text that is or ends with unusable markup
-//!    ([`crate::markup::unparsed_tool_markup`]).
+//! 4. text that is or ends with unusable markup ([`crate::markup::unparsed_tool_markup`],
+//!    which says best what is wrong with it), or that still contains a complete call to an
+//!    offered tool anywhere, is never an answer ([`Judged::NotAnswer`]).
 
 use serde_json::Value;
 use steward_protocol::{ToolCall, ToolSpec};
@@ -83,6 +83,9 @@ pub fn judge_answer(text: &str, previous: &[ToolCall], tools: &[ToolSpec]) -> Ju
         ));
     }
     let answer = answer.trim();
+    if let Some(why) = unparsed_tool_markup(answer, tools) {
+        return Judged::NotAnswer(why);
+    }
     if let Some((start, end, format, calls)) = call_inside(answer, tools)
         && (start > 0 || end < answer.len())
     {
@@ -97,9 +100,6 @@ pub fn judge_answer(text: &str, previous: &[ToolCall], tools: &[ToolSpec]) -> Ju
              text must be the whole message, and an answer must hold no call",
             names.join("`, `")
         ));
-    }
-    if let Some(why) = unparsed_tool_markup(answer, tools) {
-        return Judged::NotAnswer(why);
     }
     Judged::Answer { text: answer.to_string(), echoes, restated }
 }
