@@ -454,6 +454,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             Ok(Ok(reply)) => reply,
         };
         let mut reply = reply;
+        crate::planner_reply::number_recovered_calls(&mut reply, round);
         let (kept, undeclared): (Vec<ToolCall>, Vec<ToolCall>) =
             std::mem::take(&mut reply.tool_calls).into_iter().partition(|c| !cut.contains(&c.name));
         reply.tool_calls = kept;

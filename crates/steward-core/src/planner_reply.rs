@@ -90,6 +90,21 @@ pub(crate) fn unusable_feedback(class: ErrorClass, why: &str) -> String {
     )
 }
 
+/// Gives the calls `reply` read from text ids unique in the run: the provider numbers them
+/// `call_recovered_1`, `call_recovered_2`, … in every reply, which round `round` turns into
+/// `call_recovered_{round}_1`, … (the repairs follow), so that no two calls of a run's
+/// conversation, events or audit share an id.
+pub(crate) fn number_recovered_calls(reply: &mut ChatResponse, round: u32) {
+    const PREFIX: &str = "call_recovered_";
+    let renumber = |id: &mut String| {
+        if let Some(n) = id.strip_prefix(PREFIX).filter(|n| n.bytes().all(|b| b.is_ascii_digit())) {
+            *id = format!("{PREFIX}{round}_{n}");
+        }
+    };
+    reply.tool_calls.iter_mut().for_each(|c| renumber(&mut c.id));
+    reply.repairs.iter_mut().for_each(|r| renumber(&mut r.call_id));
+}
+
 /// True when `schema` takes no arguments at all: an object schema without properties that
 /// allows no others (`additionalProperties: false`, no `patternProperties`).
 fn takes_no_arguments(schema: &serde_json::Value) -> bool {
@@ -295,6 +310,21 @@ mod tests {
         let after_prose = reply("Listing.\n{\"name\": \"list\", \"arguments\": {}}", FinishReason::Stop);
         let Verdict::Unusable { class, .. } = judge(&after_prose, &[], &tools()) else { panic!("an answer") };
         assert_eq!(class, ErrorClass::UnparsedToolCall);
+    }
+
+    #[test]
+    fn recovered_calls_are_numbered_by_round_and_their_repairs_follow() {
+        let mut recovered = reply("", FinishReason::ToolCalls);
+        recovered.tool_calls = vec![
+            ToolCall { id: "call_recovered_1".into(), name: "list".into(), arguments: json!({}) },
+            ToolCall { id: "call_9".into(), name: "list".into(), arguments: json!({}) },
+        ];
+        recovered.repairs =
+            vec![ToolCallRepair { call_id: "call_recovered_1".into(), format: "json".into(), detail: String::new() }];
+        number_recovered_calls(&mut recovered, 3);
+        assert_eq!(recovered.tool_calls[0].id, "call_recovered_3_1");
+        assert_eq!(recovered.tool_calls[1].id, "call_9", "a native id is the server's");
+        assert_eq!(recovered.repairs[0].call_id, "call_recovered_3_1");
     }
 
     #[test]
