@@ -6,7 +6,7 @@
 //!   word; the file holds the edit);
 //! - rounds are the planner calls; tool calls are counted as native (the server's structured
 //!   calls), recovered from text (`call_recovered_*`) or refused (undeclared or malformed
-//!   calls, and replies of unusable markup);
+//!   calls, replies of unusable markup and replies that ran away);
 //! - prompt tokens per round are the server's `usage.prompt_tokens`; wall time per round is
 //!   the planner stage's duration;
 //! - prompt and generation tokens/s come from llama-server's `/metrics`
@@ -225,7 +225,7 @@ fn run_task(args: &BenchLocalArgs, steward: &Path, port: u16, task: &Task) -> Re
                 if let Some(tokens) = e["usage"]["input_tokens"].as_u64() {
                     outcome.prompt_tokens.push(tokens);
                 }
-                if e["class"] == "unparsed_tool_call" {
+                if e["class"] == "unparsed_tool_call" || e["class"] == "runaway_reply" {
                     outcome.refused += 1;
                 }
             }

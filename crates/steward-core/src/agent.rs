@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use steward_policy::{Policy, Redactor, Workspace};
-use steward_protocol::{
-    AuditEntry, AuditOutcome, ChatRequest, ErrorClass, EventKind, StopReason, ToolCall, ToolChoice, Usage,
-};
+use steward_protocol::{ChatRequest, ErrorClass, EventKind, StopReason, ToolCall, ToolChoice, Usage};
 use steward_store::{RunRecord, RunStatus, Store, StoreError, new_id};
 use tokio_util::sync::CancellationToken;
 
@@ -383,6 +381,8 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
     } else {
         req.planner.provider.context_window(&req.planner.model).await
     };
+    // The prompt estimate's scale, from the server's count of the last prompt (`fit`).
+    let mut scale: Option<f64> = None;
 
     let ending = loop {
         if let Some(i) = interrupt.check() {
@@ -423,14 +423,17 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             max_tokens: req.planner.max_tokens,
             temperature: None,
         };
+        // The estimate of the prompt as sent, which the server's count calibrates next round.
+        let mut estimated = None;
         if let Some(window) = window {
-            match crate::fit::fit(&mut request, window.tokens, &task_for_model) {
+            match crate::fit::fit_calibrated(&mut request, window.tokens, &task_for_model, scale) {
                 Ok(fitted) if fitted.changed() => {
                     events.emit(fitted.event(round, window)).await?;
                 }
                 Ok(_) => {}
                 Err(too_big) => break Ending::Failed(ErrorClass::ContextOverflow, too_big.to_string()),
             }
+            estimated = Some(crate::fit::estimate_tokens(&request));
         }
         events.emit(EventKind::StageStarted { stage: "planner".into(), round }).await?;
         let stage_started = Instant::now();
@@ -468,6 +471,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             Ok(Ok(reply)) => reply,
         };
         let mut reply = reply;
+        crate::planner_reply::number_recovered_calls(&mut reply, round);
         let (kept, undeclared): (Vec<ToolCall>, Vec<ToolCall>) =
             std::mem::take(&mut reply.tool_calls).into_iter().partition(|c| !cut.contains(&c.name));
         reply.tool_calls = kept;
@@ -484,47 +488,74 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             });
         }
         usage.add(reply.usage);
+        if let Some(estimated) = estimated {
+            scale = crate::fit::calibration(estimated, reply.usage.input_tokens).or(scale);
+        }
         let proposed = (reply.tool_calls.len() + reply.invalid_tool_calls.len()) as u32;
-        // Tool-call markup that could not be turned into calls is never an answer (SPEC P8):
-        // the planner is told once what was wrong, then the run fails.
-        if proposed == 0
-            && let Some(why) = steward_provider::unparsed_tool_markup(
-                &reply.text,
-                offered_specs.as_deref().unwrap_or(&req.tools.specs()),
-            )
-        {
-            let why = rt.redactor.redact(&why);
-            // Asking again needs a round; without one the run fails now rather than stopping at
-            // the round limit with the markup as what it had.
-            let no_round_left = rounds.len() as u32 + 1 >= limits.max_rounds;
-            let mut error =
-                format!("the planner's reply is, or ends with, tool-call markup that could not be used: {why}");
-            error.push_str(if markup_retried {
-                "; it was told once and wrote unusable markup again"
-            } else if no_round_left {
-                "; no round is left (max_rounds) to ask it again"
-            } else {
-                "; the planner is told and asked once more"
-            });
-            events
-                .emit(EventKind::StageFailed {
-                    stage: "planner".into(),
-                    round,
-                    duration_ms: stage_ms,
-                    error: error.clone(),
-                    class: ErrorClass::UnparsedToolCall,
-                })
-                .await?;
-            if markup_retried || no_round_left {
-                break Ending::Failed(ErrorClass::UnparsedToolCall, error);
+        let mut all_specs;
+        let offered_specs: &[steward_protocol::ToolSpec] = match &offered_specs {
+            Some(specs) => specs,
+            None => {
+                all_specs = req.tools.specs();
+                crate::tools::offer_order(&mut all_specs);
+                &all_specs
             }
-            markup_retried = true;
-            rounds.push(RoundRecord {
-                text: rt.redactor.redact(&reply.text),
-                feedback: Some(markup_feedback(&why)),
-                ..Default::default()
-            });
-            continue;
+        };
+        // A reply without calls is an answer only when it holds no call and no unusable markup
+        // (SPEC P8); an echo of the call just made is left out of it. A reply stopped while
+        // repeating the call just made is not run again. An unusable reply is explained to
+        // the planner once, then the run fails.
+        let audit = crate::planner_reply::Audit { store: rt.store.as_ref(), redactor: &rt.redactor, run_id: &run.id };
+        let previous = rounds.last().map(|r| r.calls.as_slice()).unwrap_or_default();
+        let verdict = if proposed == 0 {
+            Some(crate::planner_reply::judge(&reply, previous, offered_specs))
+        } else {
+            crate::planner_reply::echo_loop(&reply, previous)
+                .map(|why| crate::planner_reply::Verdict::Unusable { class: ErrorClass::RunawayReply, why })
+        };
+        if let Some(verdict) = verdict {
+            match verdict {
+                crate::planner_reply::Verdict::Answer { text, echoes, restated } => {
+                    for echo in &echoes {
+                        crate::planner_reply::record_echo(&audit, echo, restated).await?;
+                    }
+                    reply.text = text;
+                }
+                crate::planner_reply::Verdict::Unusable { class, why } => {
+                    let why = rt.redactor.redact(&why);
+                    // Asking again needs a round; without one the run fails now rather than
+                    // stopping at the round limit with the markup as what it had.
+                    let no_round_left = rounds.len() as u32 + 1 >= limits.max_rounds;
+                    let mut error = crate::planner_reply::unusable_error(class, &why);
+                    error.push_str(if markup_retried {
+                        "; it was told once and wrote an unusable reply again"
+                    } else if no_round_left {
+                        "; no round is left (max_rounds) to ask it again"
+                    } else {
+                        "; the planner is told and asked once more"
+                    });
+                    events
+                        .emit(EventKind::StageFailed {
+                            stage: "planner".into(),
+                            round,
+                            duration_ms: stage_ms,
+                            error: error.clone(),
+                            class,
+                        })
+                        .await?;
+                    if markup_retried || no_round_left {
+                        break Ending::Failed(class, error);
+                    }
+                    markup_retried = true;
+                    // Only the reply's start goes back to the model, never a run-away text whole.
+                    rounds.push(RoundRecord {
+                        text: rt.redactor.redact(&steward_provider::answer::marked_start(&reply.text)),
+                        feedback: Some(crate::planner_reply::unusable_feedback(class, &why)),
+                        ..Default::default()
+                    });
+                    continue;
+                }
+            }
         }
         events
             .emit(EventKind::StageCompleted {
@@ -542,8 +573,15 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         }
         for repair in &reply.repairs {
             if let Some(call) = reply.tool_calls.iter().find(|c| c.id == repair.call_id) {
-                record_repair(rt, &run.id, call, repair).await?;
+                crate::planner_reply::record_repair(&audit, call, repair).await?;
             }
+        }
+        for (written, keys) in crate::planner_reply::ignore_extra_arguments(&mut reply.tool_calls, offered_specs) {
+            crate::planner_reply::record_ignored(&audit, &written, &keys).await?;
+        }
+        // A reply stopped before its end keeps only its start in the conversation.
+        if crate::planner_reply::stopped(&reply).is_some() {
+            reply.text = steward_provider::answer::marked_start(&reply.text);
         }
 
         // The round's calls, in order; every call gets exactly one result.
@@ -552,7 +590,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             let call =
                 ToolCall { id: invalid.id.clone(), name: invalid.name.clone(), arguments: serde_json::json!({}) };
             let message = format!("Not run: {}", invalid.error);
-            record_invalid(rt, &run.id, &events, &call, &invalid.error).await?;
+            crate::planner_reply::record_invalid(&audit, &events, &call, &invalid.error).await?;
             record.calls.push(call);
             record.results.push((message, true));
         }
@@ -765,87 +803,4 @@ fn what_we_have(rounds: &[RoundRecord]) -> String {
         ));
     }
     text
-}
-
-/// What the planner is told when its reply was tool-call markup that could not be used.
-fn markup_feedback(why: &str) -> String {
-    format!(
-        "Your last message was not accepted as an answer: it is, or ends with, tool-call markup that could not \
-         be used ({why}). Nothing was run. To call a tool, reply with only the call: one JSON object per call, \
-         {{\"name\": \"<tool>\", \"arguments\": {{...}}}}, using only the tools offered, with values of the \
-         types their schema gives (numbers and booleans unquoted). To answer, reply in plain text without any \
-         tool-call markup."
-    )
-}
-
-/// Audits a repair made to a recovered call before the gate judges it.
-/// Audits a call recovered from text: the format it was read from and the values coerced
-/// (policy `text_recovery`, outcome `repaired`).
-async fn record_repair(
-    rt: &Runtime,
-    run_id: &str,
-    call: &ToolCall,
-    repair: &steward_protocol::ToolCallRepair,
-) -> Result<(), StoreError> {
-    let mut detail = match repair.format.as_str() {
-        "" => "read from text".to_string(),
-        format => format!("read from text written in the {format} format"),
-    };
-    if !repair.detail.is_empty() {
-        detail.push_str("; values coerced to the schema's types: ");
-        detail.push_str(&repair.detail);
-    }
-    rt.store
-        .queue_audit(AuditEntry {
-            agent: "steward".into(),
-            run_id: run_id.to_string(),
-            call_id: call.id.clone(),
-            action: call.name.clone(),
-            input: rt.redactor.redact_value(&call.arguments),
-            policy: "text_recovery".into(),
-            risk: 0.0,
-            outcome: AuditOutcome::Repaired,
-            latency_ms: 0,
-            sandbox: String::new(),
-            approval_id: String::new(),
-            rollback_token: String::new(),
-            detail: rt.redactor.redact(&detail),
-        })
-        .await
-}
-
-async fn record_invalid(
-    rt: &Runtime,
-    run_id: &str,
-    events: &EventEmitter,
-    call: &ToolCall,
-    error: &str,
-) -> Result<(), StoreError> {
-    rt.store
-        .queue_audit(AuditEntry {
-            agent: "steward".into(),
-            run_id: run_id.to_string(),
-            call_id: call.id.clone(),
-            action: call.name.clone(),
-            input: serde_json::json!({}),
-            policy: "invalid_tool_call".into(),
-            risk: 1.0,
-            outcome: AuditOutcome::Blocked,
-            latency_ms: 0,
-            sandbox: String::new(),
-            approval_id: String::new(),
-            rollback_token: String::new(),
-            detail: rt.redactor.redact(error),
-        })
-        .await?;
-    events
-        .emit(EventKind::ToolDenied {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            rule: "invalid_tool_call".into(),
-            risk: 1.0,
-            reason: error.to_string(),
-        })
-        .await?;
-    Ok(())
 }

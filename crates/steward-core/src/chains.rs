@@ -85,7 +85,8 @@ impl Chains {
         Ok(Chains { chains: chains.to_vec() })
     }
 
-    /// The tools to offer in `state`, and a tool choice to force (the chain's next tool).
+    /// The tools to offer in `state` (in [`crate::tools::offer_order`]), and a tool choice to
+    /// force (the chain's next tool).
     pub fn offered(&self, state: ChainState, registry: &ToolRegistry) -> (Vec<ToolSpec>, Option<ToolChoice>) {
         match state {
             ChainState::Active { chain, next } => {
@@ -112,6 +113,7 @@ impl Chains {
                         specs.push(spec);
                     }
                 }
+                crate::tools::offer_order(&mut specs);
                 (specs, None)
             }
         }

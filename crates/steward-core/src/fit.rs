@@ -9,10 +9,17 @@
 //! four bytes a token), so the estimate errs on the side of a prompt that fits; the real-model
 //! test checks it against llama.cpp's own count.
 //!
+//! From the second round on, the estimate is calibrated ([`calibration`]): the server's own
+//! count of the previous prompt (`usage.prompt_tokens`) divided by that prompt's estimate, plus
+//! a [`CALIBRATION_MARGIN`], scales the estimate (between [`MIN_SCALE`] and [`MAX_SCALE`]), so
+//! a prompt that over-counts by a third no longer loses rounds it has room for.
+//!
 //! When the estimate plus the reply's reserve exceeds the window, the request is shrunk in
 //! this order, each step only as far as needed:
 //! 1. earlier rounds (an assistant message with its calls and their results) are left out,
-//!    oldest first; the latest round is always kept, and the task says how many were left out;
+//!    oldest first; the latest round is always kept, and the task says how many were left out
+//!    and, one line each, which changes among them succeeded (a call of a tool that writes
+//!    whose result was not an error), so that the model does not make them again;
 //! 2. every tool's description is cut to its first sentence (at most
 //!    [`SHORT_DESCRIPTION_CHARS`] characters) and the descriptions inside its argument schema
 //!    are removed;
@@ -27,7 +34,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use steward_protocol::{ChatRequest, EventKind, Message, Role, ToolChoice};
+use steward_protocol::{ChatRequest, EventKind, Message, Role, ToolChoice, ToolSpec};
 use steward_provider::ContextWindow;
 
 /// Bytes of prompt text counted as one token.
@@ -41,8 +48,29 @@ pub const TEMPLATE_TOKENS: u32 = 150;
 /// Longest tool description kept by step 2, in characters.
 pub const SHORT_DESCRIPTION_CHARS: usize = 100;
 /// Tokens kept free for the reply when the request sets no output limit: a quarter of the
-/// window, at most this many.
-pub const DEFAULT_REPLY_RESERVE: u32 = 1_024;
+/// window, at most this many (a local server is sent the same share as `max_tokens`).
+pub const DEFAULT_REPLY_RESERVE: u32 = steward_provider::DEFAULT_REPLY_SHARE;
+
+/// Added to the server's count over the estimate before it scales the next estimate, so that a
+/// prompt a little denser than the last one still fits.
+pub const CALIBRATION_MARGIN: f64 = 0.05;
+/// The smallest scale a calibration gives the estimate.
+pub const MIN_SCALE: f64 = 0.5;
+/// The largest scale a calibration gives the estimate.
+pub const MAX_SCALE: f64 = 2.0;
+/// Longest line, in characters, summarising a successful change left out with its round.
+const CHANGE_LINE_CHARS: usize = 160;
+
+/// The scale of the next estimate from the last prompt: `counted` tokens by the server
+/// (`usage.prompt_tokens`) against `estimated` by [`estimate_tokens`], plus
+/// [`CALIBRATION_MARGIN`], within [`MIN_SCALE`]..=[`MAX_SCALE`]. `None` when either is zero
+/// (a server that reports no usage leaves the estimate as it is).
+pub fn calibration(estimated: u32, counted: u64) -> Option<f64> {
+    if estimated == 0 || counted == 0 {
+        return None;
+    }
+    Some((counted as f64 / f64::from(estimated) + CALIBRATION_MARGIN).clamp(MIN_SCALE, MAX_SCALE))
+}
 
 /// What was done to make a request fit; nothing when it fitted as it was.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -125,7 +153,7 @@ pub fn estimate_tokens(request: &ChatRequest) -> u32 {
 /// Tokens kept free for the reply in a window of `window` tokens: the request's output limit,
 /// else a quarter of the window, at most [`DEFAULT_REPLY_RESERVE`].
 pub fn reply_reserve(request: &ChatRequest, window: u32) -> u32 {
-    request.max_tokens.unwrap_or((window / 4).min(DEFAULT_REPLY_RESERVE))
+    request.max_tokens.unwrap_or(steward_provider::reply_share(Some(window)))
 }
 
 /// Shrinks `request` until its estimate fits `window` less the reply's reserve (see the
@@ -133,12 +161,26 @@ pub fn reply_reserve(request: &ChatRequest, window: u32) -> u32 {
 ///
 /// Errors: [`FitError`] when it does not fit after every step; `request` is then left shrunk.
 pub fn fit(request: &mut ChatRequest, window: u32, task: &str) -> Result<Fitted, FitError> {
+    fit_calibrated(request, window, task, None)
+}
+
+/// [`fit`] with the estimate scaled by `scale` (from [`calibration`]; `None`: unscaled). The
+/// [`Fitted`] and [`FitError`] figures are the scaled estimates.
+pub fn fit_calibrated(
+    request: &mut ChatRequest,
+    window: u32,
+    task: &str,
+    scale: Option<f64>,
+) -> Result<Fitted, FitError> {
+    let scale = scale.unwrap_or(1.0).clamp(MIN_SCALE, MAX_SCALE);
+    let estimate =
+        |request: &ChatRequest| (f64::from(estimate_tokens(request)) * scale).ceil().min(f64::from(u32::MAX)) as u32;
     let reserved = reply_reserve(request, window);
     let budget = window.saturating_sub(reserved);
-    let before = estimate_tokens(request);
+    let before = estimate(request);
     let mut fitted =
         Fitted { before_tokens: before, estimated_tokens: before, reserved_for_reply: reserved, ..Default::default() };
-    let fits = |request: &ChatRequest| estimate_tokens(request) <= budget;
+    let fits = |request: &ChatRequest| estimate(request) <= budget;
     if before <= budget {
         return Ok(fitted);
     }
@@ -147,7 +189,7 @@ pub fn fit(request: &mut ChatRequest, window: u32, task: &str) -> Result<Fitted,
     let rounds = round_starts(&original);
     if rounds.len() > 1 {
         for drop in 1..rounds.len() {
-            request.messages = without_rounds(&original, &rounds, drop);
+            request.messages = without_rounds(&original, &rounds, drop, &request.tools);
             fitted.rounds_dropped = drop as u32;
             if fits(request) {
                 break;
@@ -183,7 +225,7 @@ pub fn fit(request: &mut ChatRequest, window: u32, task: &str) -> Result<Fitted,
             }
         }
     }
-    fitted.estimated_tokens = estimate_tokens(request);
+    fitted.estimated_tokens = estimate(request);
     if fitted.estimated_tokens > budget {
         return Err(FitError {
             needed: fitted.estimated_tokens,
@@ -201,20 +243,53 @@ fn round_starts(messages: &[Message]) -> Vec<usize> {
     messages.iter().enumerate().filter(|(_, m)| m.role == Role::Assistant).map(|(i, _)| i).collect()
 }
 
-/// `messages` without the first `drop` rounds, the task saying how many were left out.
-fn without_rounds(messages: &[Message], rounds: &[usize], drop: usize) -> Vec<Message> {
+/// `messages` without the first `drop` rounds, the task saying how many were left out and,
+/// one line each, which changes among them succeeded (calls of a tool of `tools` that writes,
+/// whose result is not an error).
+fn without_rounds(messages: &[Message], rounds: &[usize], drop: usize, tools: &[ToolSpec]) -> Vec<Message> {
     let first_round = rounds[0];
     let kept_from = rounds[drop];
+    let changes = successful_changes(&messages[first_round..kept_from], tools);
     let mut out: Vec<Message> = messages[..first_round].to_vec();
     if let Some(task) = out.iter_mut().rev().find(|m| m.role == Role::User) {
         task.content.push_str(&format!(
-            "\n\n({drop} earlier step{} of this task {} left out here to fit the model's context window.)",
+            "\n\n({drop} earlier step{} of this task {} left out here to fit the model's context window.",
             if drop == 1 { "" } else { "s" },
             if drop == 1 { "is" } else { "are" }
         ));
+        if !changes.is_empty() {
+            task.content.push_str(" Changes made in them, already done:");
+            for change in changes {
+                task.content.push_str("\n- ");
+                task.content.push_str(&change);
+            }
+        }
+        task.content.push(')');
     }
     out.extend_from_slice(&messages[kept_from..]);
     out
+}
+
+/// One line per successful change among `messages`: `` `tool` {arguments} → first line of
+/// the result ``, at most [`CHANGE_LINE_CHARS`] characters.
+fn successful_changes(messages: &[Message], tools: &[ToolSpec]) -> Vec<String> {
+    let writes = |name: &str| tools.iter().any(|t| t.name == name && t.writes);
+    let mut lines = Vec::new();
+    for call in messages.iter().flat_map(|m| &m.tool_calls).filter(|c| writes(&c.name)) {
+        let result = messages.iter().find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&call.id));
+        let Some(result) = result.filter(|r| !r.is_error) else { continue };
+        let line = format!(
+            "`{}` {} → {}",
+            call.name,
+            call.arguments,
+            result.content.lines().next().unwrap_or_default().trim()
+        );
+        lines.push(match line.char_indices().nth(CHANGE_LINE_CHARS) {
+            Some((cut, _)) => format!("{}…", &line[..cut]),
+            None => line,
+        });
+    }
+    lines
 }
 
 /// The first sentence of `text` (up to a `. ` or a line break), at most
@@ -401,6 +476,57 @@ mod tests {
         let window = estimate_tokens(&a) / 2;
         assert_eq!(fit(&mut a, window, "Read notes"), fit(&mut b, window, "Read notes"));
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_calibration_follows_the_servers_count_with_a_margin_and_bounds() {
+        let scale = calibration(1300, 1000).unwrap();
+        assert!((scale - (1000.0 / 1300.0 + CALIBRATION_MARGIN)).abs() < 1e-9, "{scale}");
+        assert_eq!(calibration(0, 1000), None);
+        assert_eq!(calibration(1000, 0), None, "a server reporting no usage leaves the estimate alone");
+        assert_eq!(calibration(1000, 100), Some(MIN_SCALE));
+        assert_eq!(calibration(100, 1000), Some(MAX_SCALE));
+    }
+
+    #[test]
+    fn a_calibrated_estimate_keeps_rounds_the_raw_one_would_drop() {
+        let mut raw = request(4);
+        let full = estimate_tokens(&raw);
+        let window = full * 85 / 100 + 200;
+        let dropped = fit(&mut raw, window, "Read the file notes.txt").unwrap();
+        assert!(dropped.rounds_dropped > 0, "{dropped:?}");
+        let mut calibrated = request(4);
+        let scale = calibration(full, u64::from(full) * 100 / 129);
+        let kept = fit_calibrated(&mut calibrated, window, "Read the file notes.txt", scale).unwrap();
+        assert!(!kept.changed(), "{kept:?}");
+        assert!(kept.estimated_tokens < full);
+    }
+
+    #[test]
+    fn a_successful_change_left_out_with_its_round_is_summarised_in_one_line() {
+        let mut writer = tool("write_file", "Write a file of the workspace.");
+        writer.writes = true;
+        let write = ToolCall { id: "w1".into(), name: "write_file".into(), arguments: json!({"path": "hello.txt"}) };
+        let failed = ToolCall { id: "w2".into(), name: "write_file".into(), arguments: json!({"path": "/etc/x"}) };
+        let mut messages = vec![Message::system("rules"), Message::user("Create hello.txt, then read notes.txt")];
+        messages.push(Message::assistant(String::new(), vec![write, failed]));
+        messages.push(Message::tool_result(
+            "w1",
+            format!("created hello.txt (2 bytes)\n{}", "diff ".repeat(200)),
+            false,
+        ));
+        messages.push(Message::tool_result("w2", "refused: workspace_boundary", true));
+        messages.extend(round(1, 900));
+        let mut req = ChatRequest { messages, tools: vec![tool("read_file", "Read a file."), writer], ..request(0) };
+        let window = estimate_tokens(&req) - 20 + 200;
+        let fitted = fit(&mut req, window, "Create hello.txt").unwrap();
+        assert_eq!(fitted.rounds_dropped, 1, "{fitted:?}");
+        let task = &req.messages[1].content;
+        assert!(
+            task.contains("Changes made in them, already done:\n- `write_file` {\"path\":\"hello.txt\"} → created hello.txt (2 bytes))"),
+            "{task}"
+        );
+        assert!(!task.contains("/etc/x"), "a failed change is not one: {task}");
     }
 
     #[test]

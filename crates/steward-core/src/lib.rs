@@ -28,6 +28,7 @@ pub mod mcp_tokens;
 pub mod memory;
 mod orchestrator;
 pub mod planner;
+mod planner_reply;
 pub(crate) mod provenance;
 pub mod recovery;
 mod repeats;

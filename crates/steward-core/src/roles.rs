@@ -68,22 +68,7 @@ impl Locality {
 }
 
 /// True when the host of the `http(s)` URL `url` is this machine (see [`Locality::of`]).
-pub fn is_loopback_url(url: &str) -> bool {
-    let Some(rest) = url.trim().strip_prefix("http://").or_else(|| url.trim().strip_prefix("https://")) else {
-        return false;
-    };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host_port = authority.rsplit('@').next().unwrap_or("");
-    let host = match host_port.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host_port.split(':').next().unwrap_or(""),
-    }
-    .to_ascii_lowercase();
-    if host == "localhost" || host.ends_with(".localhost") {
-        return true;
-    }
-    host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
-}
+pub use steward_provider::config::is_loopback_url;
 
 /// One role and who plays it.
 #[derive(Clone)]

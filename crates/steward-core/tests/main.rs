@@ -16,6 +16,7 @@ mod mcp_secret_arguments;
 mod memory_context;
 mod patches;
 mod repeats;
+mod replies;
 mod roles;
 mod shell_direct;
 mod tools;

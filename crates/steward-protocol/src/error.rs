@@ -38,6 +38,9 @@ pub enum ErrorClass {
     /// The prompt does not fit the model's context window even after it was shrunk (fewer
     /// earlier rounds, shorter tool descriptions, fewer tools).
     ContextOverflow,
+    /// The model's reply ran away: it reached the output limit, or repeated the same text over
+    /// and over, without giving usable calls or an answer, even after it was told once.
+    RunawayReply,
     /// Anything else.
     Internal,
 }
@@ -60,6 +63,7 @@ impl ErrorClass {
             ErrorClass::Storage => "storage",
             ErrorClass::McpUnavailable => "mcp_unavailable",
             ErrorClass::ContextOverflow => "context_overflow",
+            ErrorClass::RunawayReply => "runaway_reply",
             ErrorClass::Internal => "internal",
         }
     }

@@ -113,7 +113,8 @@ pub struct ProviderConfig {
     /// Scenario file of the fake provider (TOML or JSON, by extension).
     #[serde(default)]
     pub scenario: Option<PathBuf>,
-    /// Output token limit when a request sets none (Anthropic requires one: default 4096).
+    /// Output token limit when a request sets none (Anthropic requires one: default 4096; a
+    /// server on this machine gets a quarter of its context window, at most 1024).
     #[serde(default)]
     pub max_tokens: Option<u32>,
     /// Connect timeout and longest silence while reading a reply, in ms (default: none).
@@ -248,6 +249,33 @@ pub fn preset(name: &str) -> Option<ProviderConfig> {
         cfg.probe_context_window = Some(true);
     }
     Some(cfg)
+}
+
+/// True when the host of the `http(s)` URL `url` is this machine: a loopback name or address
+/// (`localhost`, `*.localhost`, `127.0.0.0/8`, `::1`) or the unspecified `0.0.0.0`/`::`.
+pub fn is_loopback_url(url: &str) -> bool {
+    let Some(rest) = url.trim().strip_prefix("http://").or_else(|| url.trim().strip_prefix("https://")) else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host_port.split(':').next().unwrap_or(""),
+    }
+    .to_ascii_lowercase();
+    if host == "localhost" || host.ends_with(".localhost") {
+        return true;
+    }
+    host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
+}
+
+/// True when an OpenAI-compatible provider configured by `cfg`, sending to `base_url`, talks
+/// to a server on this machine: its base URL is a loopback address, or it asks the server for
+/// its context window (the `llamacpp`, `ollama` and `lmstudio` presets, `--base-url`,
+/// `probe_context_window = true`), which only local servers answer.
+pub(crate) fn is_local_server(cfg: &ProviderConfig, base_url: &str) -> bool {
+    is_loopback_url(base_url) || cfg.probe_context_window.unwrap_or(false)
 }
 
 /// The endpoint root a provider built from `cfg` talks to: the value of `base_url_env` when
@@ -398,6 +426,7 @@ pub fn build_provider(
         tool_call_format: cfg.tool_call_format.clone(),
         tool_choice: cfg.tool_choice.clone(),
         max_tokens: cfg.max_tokens,
+        local: cfg.kind == ProviderKind::Openai && is_local_server(cfg, &core.base_url),
     };
     let window = WindowSource {
         configured: cfg.context_window.filter(|n| *n > 0),
@@ -489,6 +518,22 @@ mod tests {
             build_provider("xai", &preset("xai").unwrap(), &|n| (n == "GROK_API_KEY").then(|| "xai-secret-1".into()))
                 .unwrap();
         assert_eq!(p.name(), "xai");
+    }
+
+    #[test]
+    fn local_servers_are_loopback_urls_and_the_presets_that_probe_their_window() {
+        for name in ["llamacpp", "ollama", "lmstudio"] {
+            let cfg = preset(name).unwrap();
+            assert!(is_local_server(&cfg, "http://gpu-box.lan:8080/v1"), "{name} asks its server for the window");
+        }
+        let mut custom = ProviderConfig::new(ProviderKind::Openai);
+        assert!(is_local_server(&custom, "http://127.0.0.1:8080/v1"));
+        assert!(is_local_server(&custom, "http://[::1]:11434/v1"));
+        assert!(!is_local_server(&custom, "https://api.openai.com/v1"));
+        assert!(!is_local_server(&preset("openai").unwrap(), "https://api.openai.com/v1"));
+        custom.probe_context_window = Some(true);
+        assert!(is_local_server(&custom, "https://models.internal/v1"));
+        assert!(!is_loopback_url("https://localhost.example.com/v1"));
     }
 
     #[test]

@@ -15,12 +15,16 @@
 //!   [`formats`] (readers in `formats_parse` and `literals`), with `coerce` giving their
 //!   values the types of the schema, and reasoning written into the text (`reasoning`);
 //! - [`markup`]: tool-call markup left in a final message, never taken as an answer;
+//! - [`answer`]: the answer of a reply that made no calls (an echo of the last call left out,
+//!   a complete call never taken as one);
+//! - [`repetition`]: replies that repeat themselves, stopped after the first copy;
 //! - [`retry`]: which failures are retried and how long to wait (SPEC P7);
 //! - [`redact`]: keeping keys out of error messages (case B13);
 //! - `window`: the model's context window, configured or asked of the server;
 //! - [`tls`]: the HTTP clients' TLS, with the system's root certificates loaded on first use.
 #![deny(missing_docs)]
 
+pub mod answer;
 mod anthropic;
 mod assemble;
 mod coerce;
@@ -37,6 +41,7 @@ pub mod markup;
 mod openai;
 mod reasoning;
 pub mod recover;
+pub mod repetition;
 mod reply;
 mod responses;
 pub mod retry;
@@ -55,7 +60,7 @@ pub use markup::unparsed_tool_markup;
 /// Strict function schemas (SPEC T10), as rendered for every provider.
 pub use openai::{strict_schema, tool_definitions};
 pub use recover::{RecoverError, Recovered, recover_text_tool_calls, recover_with_format};
-pub use window::ContextWindow;
+pub use window::{ContextWindow, DEFAULT_REPLY_SHARE, reply_share};
 
 /// A provider failure with its class (SPEC P5, P7).
 ///

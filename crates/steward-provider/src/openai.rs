@@ -335,6 +335,11 @@ where
             }
             reply.set_finish(choice.finish_reason.as_deref());
         }
+        // A reply repeating itself is not read further: dropping the stream stops the server.
+        if reply.text.is_repeating() {
+            done = true;
+            break;
+        }
     }
     if !done && reply.finish.is_none() {
         return Err(reply.interrupted(provider, "no finish_reason and no [DONE]").into());

@@ -350,3 +350,18 @@ fn t10_strict_schema_lists_every_property_and_makes_optional_ones_nullable() {
         })
     );
 }
+
+/// A reply writing the same call line over and over is not read to its end: the stream is
+/// left after the repetition shows, and one copy of the call is kept and recovered.
+#[tokio::test]
+async fn a_reply_repeating_the_same_call_line_is_stopped_and_keeps_one_copy() {
+    let line = "{\"name\": \"read_file\", \"arguments\": {\"path\": \"notes.txt\"}}\n";
+    let chunk = |text: &str| format!("data: {}", json!({"choices": [{"index": 0, "delta": {"content": text}}]}));
+    let mut data: Vec<String> = std::iter::repeat_n(chunk(line), 40).collect();
+    // Never reached: the reading stops at the repetition (no finish reason, no [DONE] either).
+    data.push("data: {not json".to_string());
+    let reply = run(&data, &["read_file"]).await.unwrap();
+    assert_eq!(reply.tool_calls, vec![ToolCall { id: "call_recovered_1".into(), ..read_file("", "notes.txt") }]);
+    assert_eq!(reply.finish_reason, Some(FinishReason::Other(crate::repetition::REPETITION.into())));
+    assert!(reply.text.is_empty());
+}

@@ -27,6 +27,8 @@ pub(crate) struct TextAccumulator {
     field_reasoning: String,
     /// True once the text is known not to be a text tool call: text passes straight through.
     passing: bool,
+    /// Where the text is cut once it was found repeating itself ([`crate::repetition`]).
+    repeated: Option<usize>,
 }
 
 /// Final text, reasoning and recovered calls of a reply.
@@ -35,6 +37,8 @@ pub(crate) struct FinishedText {
     pub reasoning: String,
     pub recovered: Vec<ToolCall>,
     pub repairs: Vec<ToolCallRepair>,
+    /// The text repeated itself and was cut after its first copy.
+    pub repeated: bool,
 }
 
 impl TextAccumulator {
@@ -49,6 +53,7 @@ impl TextAccumulator {
             sent: 0,
             field_reasoning: String::new(),
             passing: false,
+            repeated: None,
         }
     }
 
@@ -68,6 +73,14 @@ impl TextAccumulator {
         }
         let pieces = self.splitter.push(piece);
         self.apply(&pieces, sink);
+        if self.repeated.is_none() {
+            self.repeated = crate::repetition::repeated_tail(&self.acc.text);
+        }
+    }
+
+    /// True once the text was found repeating itself: the rest of the reply need not be read.
+    pub fn is_repeating(&self) -> bool {
+        self.repeated.is_some()
     }
 
     fn apply(&mut self, pieces: &[Piece], sink: DeltaSink<'_>) {
@@ -116,6 +129,11 @@ impl TextAccumulator {
             }
             self.acc.apply(piece);
         }
+        let repeated = self.repeated.or_else(|| crate::repetition::repeated_tail(&self.acc.text));
+        if let Some(cut) = repeated.filter(|cut| *cut <= self.acc.text.len()) {
+            self.acc.text.truncate(cut);
+            self.sent = self.sent.min(cut);
+        }
         let shown = self.acc.text.trim().to_string();
         let parsed =
             if self.recover && allow_recovery { parse_calls(&shown, &self.declared, self.format).ok() } else { None };
@@ -147,7 +165,7 @@ impl TextAccumulator {
             (false, true) => self.field_reasoning,
             (false, false) => format!("{}\n{}", self.field_reasoning, think),
         };
-        FinishedText { text, reasoning, recovered, repairs }
+        FinishedText { text, reasoning, recovered, repairs, repeated: repeated.is_some() }
     }
 }
 
@@ -227,6 +245,9 @@ impl ReplyBuilder {
             }
             tool_calls = text.recovered;
             finish_reason = Some(FinishReason::ToolCalls);
+        }
+        if text.repeated {
+            finish_reason = Some(FinishReason::Other(crate::repetition::REPETITION.to_string()));
         }
         ChatResponse {
             text: text.text,
@@ -309,6 +330,18 @@ mod tests {
         assert_eq!(after, vec![1]);
         assert_eq!(deltas.len(), 1);
         assert!(done.recovered.is_empty());
+    }
+
+    #[test]
+    fn prose_repeating_itself_is_cut_after_its_first_copy() {
+        let line = "The file holds the code word BLUEBIRD, as read.\n";
+        let pieces: Vec<String> = std::iter::repeat_n(line.to_string(), 8).collect();
+        let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+        let (_, done, _) = run(true, &pieces);
+        assert!(done.repeated);
+        assert_eq!(done.text, line.trim());
+        let (_, done, _) = run(true, &[line, line]);
+        assert!(!done.repeated, "two copies are not a runaway");
     }
 
     #[test]

@@ -25,6 +25,17 @@ use crate::http::HttpCore;
 /// How long one question to the server may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The most tokens kept for a reply when nothing sets an output limit.
+pub const DEFAULT_REPLY_SHARE: u32 = 1_024;
+
+/// Tokens kept for the reply in a context window of `window` tokens when nothing sets an
+/// output limit: a quarter of the window, at most [`DEFAULT_REPLY_SHARE`];
+/// [`DEFAULT_REPLY_SHARE`] when the window is unknown. The prompt is fitted to the rest, and a
+/// local server is sent it as `max_tokens`.
+pub fn reply_share(window: Option<u32>) -> u32 {
+    window.map_or(DEFAULT_REPLY_SHARE, |w| (w / 4).min(DEFAULT_REPLY_SHARE))
+}
+
 /// Where a provider's context window comes from.
 #[derive(Debug, Default)]
 pub(crate) struct WindowSource {

@@ -27,6 +27,11 @@ pub(crate) struct Settings {
     pub tool_choice: Option<String>,
     /// Output token limit when a request sets none.
     pub max_tokens: Option<u32>,
+    /// The server runs on this machine (an OpenAI-compatible server on a loopback address, or
+    /// a local preset): when neither the request nor `max_tokens` sets an output limit, every
+    /// request gets the reply's share of the context window ([`crate::reply_share`]) as its
+    /// limit, so a reply that runs away stops there instead of filling the window.
+    pub local: bool,
 }
 
 /// A reply body as a stream of byte chunks.
@@ -80,12 +85,17 @@ impl<W: Wire> Attempt for HttpProvider<W> {
     }
 
     async fn attempt(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse, Failure> {
-        let model = if request.model.is_empty() { self.core.default_model.clone() } else { request.model.clone() };
-        let body = self.wire.body(request, &model, &self.settings);
+        let mut req = request.clone();
+        if req.model.is_empty() {
+            req.model = self.core.default_model.clone();
+        }
+        if self.settings.local && req.max_tokens.is_none() && self.settings.max_tokens.is_none() {
+            let window = self.window.window(&self.core, &req.model).await;
+            req.max_tokens = Some(crate::reply_share(window.map(|w| w.tokens)));
+        }
+        let body = self.wire.body(&req, &req.model, &self.settings);
         let post = self.core.client.post(self.core.url(W::CHAT_PATH)).json(&body);
         let response = self.core.send(self.wire.authorise(self.core.key.as_ref(), post)).await?;
-        let mut req = request.clone();
-        req.model = model;
         let format = self.settings.tool_call_format.as_ref().and_then(|s| s.for_model(&req.model));
         let reply = ReplyBuilder::new(self.settings.recover, &req, self.wire.assembler()).with_format(format);
         let result = if self.settings.stream {

@@ -137,6 +137,9 @@ async fn peer_aimock_openai_streamed_text() {
     assert!(!sent[0]["body"].to_string().contains(KEY));
     assert_eq!(sent[0]["body"]["stream_options"], json!({"include_usage": true}));
     assert_eq!(sent[0]["body"]["model"], "gpt-4o");
+    // A server on this machine (loopback) gets the reply's share of the window as its output
+    // limit when nothing sets one; its window is unknown here, so the whole share.
+    assert_eq!(sent[0]["body"]["max_tokens"], json!(steward_provider::DEFAULT_REPLY_SHARE));
 
     let models = p.list_models().await.unwrap();
     assert!(models.iter().any(|m| m == "gpt-4o"), "{models:?}");

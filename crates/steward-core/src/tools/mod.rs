@@ -13,6 +13,30 @@ use steward_protocol::{ErrorClass, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
 mod added;
+
+/// The tools a small model finds first: reading, listing and searching, in that order.
+const FIRST_OFFERED: &[&str] = &["read", "list", "search"];
+/// The tools offered last: a patch's schema is the hardest to fill in, and a small model
+/// tends to call the first tool of a list when unsure.
+const LAST_OFFERED: &[&str] = &["propose_patch", "apply_patch"];
+
+/// Puts `specs` in the order they are offered to a model: `read`, `list` and `search` first,
+/// then the other tools that change nothing, then those that change files (each group by
+/// name), and `propose_patch` and `apply_patch` last.
+pub fn offer_order(specs: &mut [ToolSpec]) {
+    specs.sort_by_cached_key(|spec| {
+        let name = spec.name.as_str();
+        let group = match (FIRST_OFFERED.iter().position(|n| *n == name), LAST_OFFERED.iter().position(|n| *n == name))
+        {
+            (Some(first), _) => (0, first),
+            (_, Some(last)) => (3, last),
+            _ if !spec.writes => (1, 0),
+            _ => (2, 0),
+        };
+        (group, spec.name.clone())
+    });
+}
+
 pub mod command;
 mod exec;
 pub mod files;
@@ -402,5 +426,54 @@ impl ToolRegistry {
     /// True when [`ToolRegistry::allow_adding`] was called.
     pub fn can_add(&self) -> bool {
         self.added.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simple_tools_are_offered_first_and_patches_last() {
+        let mut specs: Vec<ToolSpec> = [
+            ("apply_patch", true),
+            ("delete", true),
+            ("edit", true),
+            ("git_status", false),
+            ("list", false),
+            ("propose_patch", false),
+            ("read", false),
+            ("search", false),
+            ("git_diff", false),
+            ("write", true),
+        ]
+        .iter()
+        .map(|(name, writes)| ToolSpec {
+            name: name.to_string(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            risk: steward_protocol::RiskLevel::Low,
+            writes: *writes,
+            path_inputs: Vec::new(),
+            untrusted_output: false,
+        })
+        .collect();
+        offer_order(&mut specs);
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "read",
+                "list",
+                "search",
+                "git_diff",
+                "git_status",
+                "delete",
+                "edit",
+                "write",
+                "propose_patch",
+                "apply_patch"
+            ]
+        );
     }
 }

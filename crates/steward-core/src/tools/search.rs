@@ -77,7 +77,7 @@ impl Default for ListTool {
             "list",
             "List the files and folders of a workspace directory (folders end with `/`). Ignored and secret files are not shown.",
             json!({
-                "path": {"type": ["string", "null"], "description": "Workspace-relative directory; empty or omitted for the workspace root."},
+                "path": {"type": ["string", "null"], "description": "Workspace-relative directory; `.` is the workspace root (so is empty or omitted)."},
                 "recursive": {"type": ["boolean", "null"], "description": "List everything below the directory (at most 2000 entries) instead of one level."}
             }),
             &[],
