@@ -13,12 +13,14 @@ const MIN_PERIOD: usize = 8;
 const MAX_PERIOD: usize = 512;
 /// Copies of the piece, one after the other, that make a repetition.
 const MIN_COPIES: usize = 4;
+/// Different characters the repeated piece must hold (so a long rule line is not a repetition).
+const MIN_DISTINCT_CHARS: usize = 3;
 /// Bytes the repeated copies must span at least, so short legitimate repeats (a few identical
 /// short lines of code) are not taken for a runaway reply.
 const MIN_SPAN: usize = 160;
 
 /// When `text` ends with one piece of [`MIN_PERIOD`]–[`MAX_PERIOD`] bytes holding something
-/// other than white space, repeated at least [`MIN_COPIES`] times over at least [`MIN_SPAN`]
+/// other than white space and at least three different characters, repeated at least [`MIN_COPIES`] times over at least [`MIN_SPAN`]
 /// bytes, the byte offset to cut `text` at so that it keeps everything before the repetition
 /// and one copy of the piece (ending at a line break when the piece holds one). `None`
 /// otherwise.
@@ -32,6 +34,14 @@ pub fn repeated_tail(text: &str) -> Option<usize> {
             return None;
         }
         if bytes[n - period..].iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        // A rule or a bar (`=====`, `────`) is drawn with one or two characters: that is layout,
+        // not a model saying the same thing again.
+        let mut kinds: Vec<char> = String::from_utf8_lossy(&bytes[n - period..]).chars().collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        if kinds.len() < MIN_DISTINCT_CHARS {
             return None;
         }
         // Where the repetition starts: the earliest offset from which the text repeats.
@@ -51,6 +61,14 @@ pub fn repeated_tail(text: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rule_lines_are_layout_not_repetition() {
+        for line in ["=".repeat(300), "─".repeat(120), "-+".repeat(150), format!("{}\n", "#".repeat(200))] {
+            let text = format!("Results:\n{line}");
+            assert_eq!(repeated_tail(&text), None, "{line:.20}…");
+        }
+    }
 
     const CALL: &str = r#"{"name": "read", "arguments": {"path": "notes.txt"}}"#;
 
