@@ -172,7 +172,9 @@ impl GeneratedTool {
             path_inputs: Vec::new(),
             untrusted_output: true,
         };
-        let files_dir = generator.files_dir.join(&record.name);
+        // Each owner's tools write in a folder of that owner's: two owners' tools of one name
+        // never share files.
+        let files_dir = generator.files_dir.join(owner_folder(&record.owner_id)).join(&record.name);
         GeneratedTool { spec, record, files_dir, write_quota: generator.write_quota }
     }
 
@@ -180,6 +182,12 @@ impl GeneratedTool {
     pub fn record(&self) -> &GeneratedToolRecord {
         &self.record
     }
+}
+
+/// The folder name of `owner_id`'s generated tools: the first 16 hex digits of its SHA-256 (an
+/// owner id holds `:` and other characters a folder name should not).
+fn owner_folder(owner_id: &str) -> String {
+    crate::rollback::sha256_hex(owner_id.as_bytes())[..16].to_string()
 }
 
 /// The host side of a step: `http_get` as `http` says (public addresses only when live, plus
@@ -304,4 +312,15 @@ pub async fn remove_registered(
         .await?;
     store.flush().await?;
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_owner_has_a_folder_of_its_own() {
+        let (ann, bob) = (super::owner_folder("local:ann"), super::owner_folder("web:0123456789abcdef"));
+        assert_ne!(ann, bob);
+        assert!(ann.len() == 16 && ann.bytes().all(|b| b.is_ascii_hexdigit()), "{ann}");
+        assert_eq!(ann, super::owner_folder("local:ann"), "the same owner, the same folder");
+    }
 }
