@@ -183,8 +183,8 @@ document.addEventListener("submit", (ev) => {
   }
 });
 
-// `a` approves and `d` denies the waiting approval that holds the focus, else the first one on
-// the page; keys typed into a field are left alone.
+// `a` approves and `d` denies the waiting approval that holds the focus, or the first one on the
+// page when nothing holds it; keys typed into a field or pressed elsewhere are left alone.
 document.addEventListener("keydown", (ev) => {
   if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat) return;
   const key = ev.key.toLowerCase();
@@ -192,6 +192,9 @@ document.addEventListener("keydown", (ev) => {
   const target = ev.target;
   if (target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
   const focused = target.closest?.('.approval[data-state="pending"]');
+  // Only the question that holds the focus, or the first one when nothing holds it: a key
+  // pressed on a link or a button elsewhere answers nothing.
+  if (!focused && target !== document.body && target !== document.documentElement) return;
   const node = focused || document.querySelector('.approval[data-state="pending"]');
   const form = node?.querySelector("form.decide");
   if (!form) return;
