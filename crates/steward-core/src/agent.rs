@@ -358,17 +358,9 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
     let mut parts = vec![ContextPart::Task];
     parts.extend(instructions_for_model.as_ref().map(|_| ContextPart::Instructions));
     parts.extend((!facts.is_empty()).then_some(ContextPart::MemoryFacts));
-    parts.extend(req.history.iter().map(|t| ContextPart::EarlierTurn {
-        run_id: &t.run_id,
-        answer: &t.answer,
-        tainted: t.tainted,
-    }));
+    parts.extend(req.history.iter().map(ContextPart::earlier_turn));
     parts.extend(workspace_context.as_deref().map(ContextPart::RetrievedPassages));
-    for part in parts {
-        if let Some(source) = provenance::admit(&calls.state, part).tainted_by {
-            events.emit(EventKind::RunTainted { source }).await?;
-        }
-    }
+    provenance::admit_all(&calls.state, parts, &events).await?;
     let facts_for_model = match (facts_for_model, workspace_context) {
         (Some(f), Some(w)) => Some(format!("{f}\n\n{w}")),
         (f, w) => f.or(w),
@@ -457,15 +449,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             Ok(Err(StageError::Storage(e))) => return Err(e.into()),
             Ok(Err(StageError::Provider(err))) => {
                 let error = rt.redactor.redact(&err.message);
-                events
-                    .emit(EventKind::StageFailed {
-                        stage: "planner".into(),
-                        round,
-                        duration_ms: stage_ms,
-                        error: error.clone(),
-                        class: err.class,
-                    })
-                    .await?;
+                planner_failed(&events, round, stage_ms, &error, err.class).await?;
                 break Ending::Failed(err.class, error);
             }
             Ok(Ok(reply)) => reply,
@@ -534,15 +518,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
                     } else {
                         "; the planner is told and asked once more"
                     });
-                    events
-                        .emit(EventKind::StageFailed {
-                            stage: "planner".into(),
-                            round,
-                            duration_ms: stage_ms,
-                            error: error.clone(),
-                            class,
-                        })
-                        .await?;
+                    planner_failed(&events, round, stage_ms, &error, class).await?;
                     if markup_retried || no_round_left {
                         break Ending::Failed(class, error);
                     }
@@ -769,6 +745,19 @@ async fn superseded(rt: &Runtime, mut run: RunRecord) -> Result<RunRecord, RunEr
             Ok(run)
         }
     }
+}
+
+/// Announces that the planner's round `round` failed after `duration_ms` with `class`.
+async fn planner_failed(
+    events: &EventEmitter,
+    round: u32,
+    duration_ms: u64,
+    error: &str,
+    class: ErrorClass,
+) -> Result<(), StoreError> {
+    let failed =
+        EventKind::StageFailed { stage: "planner".into(), round, duration_ms, error: error.to_string(), class };
+    events.emit(failed).await.map(|_| ())
 }
 
 fn completed(run: &mut RunRecord, reason: StopReason, text: String, usage: Usage, duration_ms: u64) -> EventKind {

@@ -146,18 +146,26 @@ pub(crate) struct Audit<'a> {
     pub run_id: &'a str,
 }
 
-/// An audit record of a repair (policy `policy`, outcome `repaired`) of `call`.
-async fn audit_repair(rt: &Audit<'_>, call: &ToolCall, policy: &str, detail: &str) -> Result<(), StoreError> {
+/// Queues the audit record of a reply the loop judged itself (`agent` steward, no latency,
+/// sandbox, approval or rollback): `input` as given, `detail` redacted.
+async fn queue(
+    rt: &Audit<'_>,
+    call: &ToolCall,
+    input: serde_json::Value,
+    policy: &str,
+    (risk, outcome): (f64, AuditOutcome),
+    detail: &str,
+) -> Result<(), StoreError> {
     rt.store
         .queue_audit(AuditEntry {
             agent: "steward".into(),
             run_id: rt.run_id.to_string(),
             call_id: call.id.clone(),
             action: call.name.clone(),
-            input: rt.redactor.redact_value(&call.arguments),
+            input,
             policy: policy.into(),
-            risk: 0.0,
-            outcome: AuditOutcome::Repaired,
+            risk,
+            outcome,
             latency_ms: 0,
             sandbox: String::new(),
             approval_id: String::new(),
@@ -165,6 +173,12 @@ async fn audit_repair(rt: &Audit<'_>, call: &ToolCall, policy: &str, detail: &st
             detail: rt.redactor.redact(detail),
         })
         .await
+}
+
+/// An audit record of a repair (policy `policy`, outcome `repaired`) of `call`.
+async fn audit_repair(rt: &Audit<'_>, call: &ToolCall, policy: &str, detail: &str) -> Result<(), StoreError> {
+    let input = rt.redactor.redact_value(&call.arguments);
+    queue(rt, call, input, policy, (0.0, AuditOutcome::Repaired), detail).await
 }
 
 /// Audits a call recovered from text: the format it was read from and the values coerced
@@ -212,23 +226,7 @@ pub(crate) async fn record_invalid(
     call: &ToolCall,
     error: &str,
 ) -> Result<(), StoreError> {
-    rt.store
-        .queue_audit(AuditEntry {
-            agent: "steward".into(),
-            run_id: rt.run_id.to_string(),
-            call_id: call.id.clone(),
-            action: call.name.clone(),
-            input: serde_json::json!({}),
-            policy: "invalid_tool_call".into(),
-            risk: 1.0,
-            outcome: AuditOutcome::Blocked,
-            latency_ms: 0,
-            sandbox: String::new(),
-            approval_id: String::new(),
-            rollback_token: String::new(),
-            detail: rt.redactor.redact(error),
-        })
-        .await?;
+    queue(rt, call, serde_json::json!({}), "invalid_tool_call", (1.0, AuditOutcome::Blocked), error).await?;
     events
         .emit(EventKind::ToolDenied {
             call_id: call.id.clone(),

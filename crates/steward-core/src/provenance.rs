@@ -24,6 +24,13 @@ pub(crate) enum ContextPart<'a> {
     RetrievedPassages(&'a str),
 }
 
+impl<'a> ContextPart<'a> {
+    /// An earlier turn of the conversation, as [`crate::conversation::history`] gives it.
+    pub(crate) fn earlier_turn(turn: &'a crate::context::Turn) -> Self {
+        ContextPart::EarlierTurn { run_id: &turn.run_id, answer: &turn.answer, tainted: turn.tainted }
+    }
+}
+
 /// What admitting a part did: why the run is tainted now, when this part tainted it.
 #[must_use]
 pub(crate) struct Admitted {
@@ -50,6 +57,21 @@ pub(crate) fn admit(state: &RunState, part: ContextPart<'_>) -> Admitted {
         }
     };
     Admitted { tainted_by }
+}
+
+/// Admits every part in turn; the first that taints the run is announced with a
+/// `run_tainted` event. Errors: the event could not be stored.
+pub(crate) async fn admit_all(
+    state: &RunState,
+    parts: Vec<ContextPart<'_>>,
+    events: &crate::events::EventEmitter,
+) -> Result<(), steward_store::StoreError> {
+    for part in parts {
+        if let Some(source) = admit(state, part).tainted_by {
+            events.emit(steward_protocol::EventKind::RunTainted { source }).await?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

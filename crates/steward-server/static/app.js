@@ -480,7 +480,15 @@ document.addEventListener("DOMContentLoaded", () => {
   const facts = document.getElementById("facts");
   if (facts) memoryView(facts);
   const runs = document.getElementById("runs");
-  if (runs) setInterval(() => refreshRuns(runs), 3000);
+  if (runs) {
+    // Every 3 s while a listed run is still going, every 15 s otherwise (a run started
+    // elsewhere then shows up within that): the list is read from the whole run table.
+    let last = 0;
+    setInterval(() => {
+      const live = runs.querySelector('.run-row[data-status="queued"], .run-row[data-status="running"]');
+      if (Date.now() - last >= (live ? 3000 : 15000)) { last = Date.now(); refreshRuns(runs); }
+    }, 1000);
+  }
   followAll();
   localTimes(document);
   attention();
