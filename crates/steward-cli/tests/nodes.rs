@@ -373,8 +373,16 @@ text = "Read it."
     // Paused while its planner waits, for more than twice the lease lifetime: node A recovers.
     let pid = b.0.id().to_string();
     assert!(std::process::Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
-    tokio::time::sleep(Duration::from_secs(8)).await;
-    let status = schema.column(&format!("SELECT status FROM runs WHERE id = '{run_id}'")).await;
+    // At least twice the lease lifetime, then up to 60 s for node A's recovery on a busy machine.
+    let paused = Instant::now();
+    let status = loop {
+        let status = schema.column(&format!("SELECT status FROM runs WHERE id = '{run_id}'")).await;
+        let waited = paused.elapsed();
+        if (waited >= Duration::from_secs(7) && status == ["interrupted"]) || waited >= Duration::from_secs(60) {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
     let resumed = std::process::Command::new("kill").args(["-CONT", &pid]).status().unwrap().success();
     assert!(resumed);
     assert_eq!(status, vec!["interrupted"], "node A recovered the paused node's run");
