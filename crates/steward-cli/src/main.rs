@@ -333,6 +333,25 @@ enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Log in to a `url` server that needs a login (MCP authorization, OAuth 2.1): shows the address to log in at, opens the browser when there is one, and keeps the login owner-only under $STEWARD_HOME (renewed by itself when the server allows).
+    Login {
+        /// The server's name in the configuration.
+        server: String,
+        /// Only show the address; do not start a browser.
+        #[arg(long)]
+        no_browser: bool,
+        /// Workspace whose configuration to read.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
+    /// Forget the login to a server.
+    Logout {
+        /// The server's name in the configuration.
+        server: String,
+        /// Workspace whose configuration to read.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
     /// Print the MCP servers of another client's file as `[mcp_servers.NAME]` tables: a `.mcp.json` or Claude Desktop file (`mcpServers`), or Codex's `config.toml` (`[mcp_servers.NAME]`). Review the output, then add it to your configuration.
     Import {
         /// The file to read (JSON or TOML).
@@ -509,6 +528,12 @@ fn main() -> ExitCode {
             }
             Command::Mcp { command: McpCommand::Call { server, tool, args, workspace, json } } => {
                 commands::mcp::call(&workspace, &server, tool.as_deref(), &args, json).await
+            }
+            Command::Mcp { command: McpCommand::Login { server, no_browser, workspace } } => {
+                commands::mcp_login::login(&workspace, &server, no_browser).await
+            }
+            Command::Mcp { command: McpCommand::Logout { server, workspace } } => {
+                commands::mcp_login::logout(&workspace, &server)
             }
             Command::Mcp { command: McpCommand::Import { file } } => commands::mcp_import::import(&file),
             Command::Mcp { command: McpCommand::Serve } => commands::mcp_serve::serve().await,

@@ -35,6 +35,8 @@ pub struct Runtime {
     pub redactor: Arc<Redactor>,
     /// Key for approval decision tokens (C4).
     pub approval_key: ApprovalKey,
+    /// The state folder (`$STEWARD_HOME`).
+    pub home_dir: PathBuf,
     /// Where full outputs of capped tool results are saved (`$STEWARD_HOME/outputs`).
     pub outputs_dir: PathBuf,
     /// Where rollback snapshots are kept (`$STEWARD_HOME/snapshots`, owner-only).

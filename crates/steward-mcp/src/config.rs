@@ -177,6 +177,55 @@ pub struct McpServerConfig {
     /// sandbox's seccomp filter; a server that talks to Docker needs `true`).
     #[serde(default)]
     pub unix_sockets: bool,
+    /// HTTP only: log in to the server with MCP authorization (OAuth 2.1), `oauth = {}` for
+    /// the defaults. Without it, a server that answers 401 asks for `steward mcp login NAME`
+    /// too; the table only changes how the login goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthConfig>,
+}
+
+/// `[mcp_servers.NAME.oauth]`: how Steward logs in to an HTTP server that needs a login.
+/// Every field is optional: with none, Steward finds the authorization server from the
+/// MCP server's answers and registers itself there (client ID metadata document when
+/// `client_metadata_url` is set and the server supports it, else dynamic registration).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthConfig {
+    /// `authorization_code` (default: a person logs in in a browser) or
+    /// `client_credentials` (machine use: no browser; needs `client_id` and `client_secret`).
+    #[serde(default)]
+    pub grant: OAuthGrant,
+    /// A client ID registered with the authorization server beforehand; skips registration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The secret of `client_id`, usually `{ env = "VAR" }`. Never logged or shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<ValueSource>,
+    /// Scopes to ask for; empty (default) takes them from the server's 401 answer or its
+    /// `scopes_supported`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// An `https://` address where Steward's client ID metadata document is published, used
+    /// as the client ID when the authorization server supports such documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+    /// The loopback port the browser is sent back to (`http://127.0.0.1:PORT/callback`);
+    /// default: any free port. A pre-registered client usually needs a fixed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_port: Option<u16>,
+}
+
+/// The OAuth grant a login uses.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// Authorization code with PKCE (S256): a person logs in in a browser.
+    #[default]
+    AuthorizationCode,
+    /// Client credentials: the client logs in as itself (RFC 6749 §4.4).
+    ClientCredentials,
 }
 
 fn default_true() -> bool {
@@ -214,6 +263,7 @@ impl fmt::Debug for McpServerConfig {
             .field("risk", &self.risk)
             .field("sandbox", &self.sandbox)
             .field("unix_sockets", &self.unix_sockets)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -256,6 +306,7 @@ impl McpServerConfig {
             risk: RiskLevel::Medium,
             sandbox: true,
             unix_sockets: false,
+            oauth: None,
         }
     }
 
@@ -280,6 +331,27 @@ impl McpServerConfig {
             }
             if steward_sandbox::ENV_NEVER_PASSED.contains(&key.as_str()) {
                 return bad(format!("`{key}` is never passed to a child (it makes shells source a file)"));
+            }
+        }
+        if let Some(oauth) = &self.oauth {
+            if self.url.is_none() {
+                return bad("`oauth` is for `url` servers".into());
+            }
+            if oauth.client_secret.is_some() && oauth.client_id.is_none() {
+                return bad("oauth.client_secret needs oauth.client_id".into());
+            }
+            if oauth.grant == OAuthGrant::ClientCredentials
+                && (oauth.client_id.is_none() || oauth.client_secret.is_none())
+            {
+                return bad("oauth.grant = \"client_credentials\" needs client_id and client_secret".into());
+            }
+            if let Some(url) = &oauth.client_metadata_url
+                && !url.starts_with("https://")
+            {
+                return bad("oauth.client_metadata_url must be an https:// address".into());
+            }
+            if self.headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
+                return bad("`oauth` and an `Authorization` header cannot both be set".into());
             }
         }
         for key in self.headers.keys() {

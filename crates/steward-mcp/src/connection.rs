@@ -125,6 +125,7 @@ impl Connection {
         config: &McpServerConfig,
         calls: Arc<ActiveCalls>,
         hidden: Option<&HiddenPaths>,
+        logins: Option<&crate::oauth::TokenPlace>,
     ) -> Result<Self, McpError> {
         let handler = Handler { server: name.to_string(), info: client_config(), calls };
         let limit = Duration::from_millis(config.startup_timeout_ms);
@@ -163,10 +164,35 @@ impl Connection {
                 }
             }
             Transport::Http { url } => {
-                let transport = http_transport(name, url, config)?;
-                let served =
-                    tokio::time::timeout(limit, rmcp::serve_client(handler, transport)).await.map_err(|_| timeout())?;
-                let service = served.map_err(|e| McpError::unavailable(name, format!("initialize failed: {e}")))?;
+                let manager = match logins {
+                    Some(place) => crate::oauth::authorized_manager(name, url.as_str(), config, place).await?,
+                    None => None,
+                };
+                let logged_in = manager.is_some();
+                let (client, transport_config) = http_client(name, url, config)?;
+                let served = match manager {
+                    Some(manager) => {
+                        let client = rmcp::transport::AuthClient::new(client, manager);
+                        let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+                        tokio::time::timeout(limit, rmcp::serve_client(handler, transport)).await
+                    }
+                    None => {
+                        let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+                        tokio::time::timeout(limit, rmcp::serve_client(handler, transport)).await
+                    }
+                }
+                .map_err(|_| timeout())?;
+                let service = served.map_err(|e| match e.auth_challenge() {
+                    Some(challenge) => {
+                        let reason = if logged_in {
+                            crate::manager::refusal(Some(challenge), "initialize")
+                        } else {
+                            "no login is stored for this owner".to_string()
+                        };
+                        McpError::login_required(name, reason, Some(challenge.to_string()))
+                    }
+                    None => McpError::unavailable(name, format!("initialize failed: {e}")),
+                })?;
                 Ok(Connection { service, exit: None, kill: GroupKill::default() })
             }
         }
@@ -447,13 +473,14 @@ pub(crate) fn child_env(
     Ok(env)
 }
 
-/// The streamable HTTP transport on a reqwest client that never follows redirects, with the
-/// configured headers (marked sensitive so they never appear in logs).
-fn http_transport(
+/// The reqwest client of the streamable HTTP transport, which never follows redirects, and
+/// the transport's configuration with the configured headers (marked sensitive so they never
+/// appear in logs).
+fn http_client(
     name: &str,
     url: reqwest::Url,
     config: &McpServerConfig,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, McpError> {
+) -> Result<(reqwest::Client, StreamableHttpClientTransportConfig), McpError> {
     // reqwest is built with `rustls-no-provider`: make sure a process-wide provider exists.
     let _ = rustls::crypto::ring::default_provider().install_default();
     // The system's root certificates are loaded only when an `https://` server is checked.
@@ -476,8 +503,7 @@ fn http_transport(
         value.set_sensitive(true);
         headers.insert(header, value);
     }
-    let transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
-    Ok(StreamableHttpClientTransport::with_client(client, transport_config))
+    Ok((client, StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers)))
 }
 
 #[cfg(test)]

@@ -64,6 +64,19 @@ pub enum McpError {
         /// The JSON type that was given.
         got: &'static str,
     },
+    /// The server needs a login Steward does not hold for this owner, refused the token it was
+    /// sent (expired and not renewable, or revoked), or needs a scope the login lacks (class
+    /// `mcp_login_required`). The message names `steward mcp login SERVER`.
+    #[error("mcp server `{server}` needs a login: {reason}; run `steward mcp login {server}`")]
+    LoginRequired {
+        /// Server name.
+        server: String,
+        /// Why, e.g. `no login is stored` or `the server needs the scope files:write`.
+        reason: String,
+        /// The server's `WWW-Authenticate` answer, when it gave one (what a new login starts
+        /// from: where the authorization server is, which scopes it wants).
+        challenge: Option<String>,
+    },
     /// The caller cancelled the call; the server was sent `notifications/cancelled`
     /// (class `cancelled`).
     #[error("mcp call to `{server}` cancelled")]
@@ -75,7 +88,7 @@ pub enum McpError {
 
 impl McpError {
     /// The error class recorded for this error (SPEC E): `config`, `mcp_unavailable`,
-    /// `timeout`, `tool_failed`, `invalid_tool_call` or `cancelled`.
+    /// `mcp_login_required`, `timeout`, `tool_failed`, `invalid_tool_call` or `cancelled`.
     pub fn class(&self) -> ErrorClass {
         match self {
             McpError::Config { .. } => ErrorClass::Config,
@@ -84,6 +97,7 @@ impl McpError {
             McpError::Rpc { .. } | McpError::Protocol { .. } => ErrorClass::ToolFailed,
             McpError::UnknownTool(_) | McpError::InvalidArguments { .. } => ErrorClass::InvalidToolCall,
             McpError::Cancelled { .. } => ErrorClass::Cancelled,
+            McpError::LoginRequired { .. } => ErrorClass::McpLoginRequired,
         }
     }
 
@@ -93,5 +107,9 @@ impl McpError {
 
     pub(crate) fn unavailable(server: &str, message: impl Into<String>) -> Self {
         McpError::Unavailable { server: server.to_string(), message: message.into() }
+    }
+
+    pub(crate) fn login_required(server: &str, reason: impl Into<String>, challenge: Option<String>) -> Self {
+        McpError::LoginRequired { server: server.to_string(), reason: reason.into(), challenge }
     }
 }

@@ -29,11 +29,12 @@ mod error;
 mod manager;
 pub mod mcp_server;
 pub mod names;
+pub mod oauth;
 mod output;
 
 pub use config::{
     DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_STARTUP_TIMEOUT_MS, EnvValue, MAX_SERVER_NAME_CHARS,
-    MIN_MAX_OUTPUT_BYTES, McpServerConfig, ValueError, ValueSource,
+    MIN_MAX_OUTPUT_BYTES, McpServerConfig, OAuthConfig, OAuthGrant, ValueError, ValueSource,
 };
 pub use connection::HiddenPaths;
 pub use elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor};

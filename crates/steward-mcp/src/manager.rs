@@ -125,6 +125,8 @@ pub struct McpManager {
     routes: RwLock<BTreeMap<String, Route>>,
     backoff: Backoff,
     hidden: Option<HiddenPaths>,
+    /// Where the logins of the owner this manager works for are kept.
+    logins: Option<crate::oauth::SharedTokenPlace>,
 }
 
 impl McpManager {
@@ -156,6 +158,7 @@ impl McpManager {
             routes: RwLock::new(BTreeMap::new()),
             backoff: Backoff::default(),
             hidden: None,
+            logins: None,
         })
     }
 
@@ -163,6 +166,13 @@ impl McpManager {
     /// only what the sandbox hides by itself: `$HOME`).
     pub fn with_hidden_paths(mut self, hidden: HiddenPaths) -> Self {
         self.hidden = Some(hidden);
+        self
+    }
+
+    /// Sends the logins kept in `place` (one owner's) to the servers that need one. Without
+    /// it, a server that asks for a login fails with [`McpError::LoginRequired`].
+    pub fn with_logins(mut self, place: crate::oauth::TokenPlace) -> Self {
+        self.logins = Some(Arc::new(place));
         self
     }
 
@@ -356,11 +366,18 @@ impl McpManager {
             }
             State::Failed { .. } | State::Idle => {}
         }
-        match Connection::start(&server.name, &server.config, server.calls.clone(), self.hidden.as_ref()).await {
+        let logins = self.logins.as_deref();
+        match Connection::start(&server.name, &server.config, server.calls.clone(), self.hidden.as_ref(), logins).await
+        {
             Ok(connection) => {
                 let connection = Arc::new(connection);
                 *state = State::Ready(connection.clone());
                 Ok(connection)
+            }
+            Err(err @ McpError::LoginRequired { .. }) => {
+                // No backoff: a login made meanwhile is used at the next attempt.
+                *state = State::Idle;
+                Err(err)
             }
             Err(err) => {
                 *state = self.failed_state(server, err.to_string());
@@ -413,6 +430,15 @@ impl McpManager {
             ServiceError::UnexpectedResponse => {
                 McpError::Protocol { server: server.name.clone(), message: format!("unexpected reply to {what}") }
             }
+            other if other.auth_challenge().is_some() => {
+                let challenge = other.auth_challenge().map(String::from);
+                // The next attempt connects again with whatever login is stored by then.
+                let mut state = server.state.lock().await;
+                if matches!(&*state, State::Ready(current) if Arc::ptr_eq(current, connection)) {
+                    *state = State::Idle;
+                }
+                McpError::login_required(&server.name, refusal(challenge.as_deref(), what), challenge)
+            }
             other => {
                 let reason =
                     format!("{} during {what}; the call was not retried", connection.describe_failure(&other).await);
@@ -420,6 +446,22 @@ impl McpManager {
                 McpError::unavailable(&server.name, reason)
             }
         }
+    }
+}
+
+/// Why the server refused `what`, from its `WWW-Authenticate` answer: the scope it asks for
+/// (RFC 6750 §3.1 `insufficient_scope`), else a refused or missing token.
+pub(crate) fn refusal(challenge: Option<&str>, what: &str) -> String {
+    let challenge = challenge.unwrap_or_default();
+    if challenge.contains("insufficient_scope") {
+        let scope = challenge.split("scope=\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or("");
+        if scope.is_empty() {
+            format!("the server needs more scope for {what} than the login has")
+        } else {
+            format!("the server needs the scope `{scope}` for {what}")
+        }
+    } else {
+        format!("the server refused {what} without a valid login")
     }
 }
 

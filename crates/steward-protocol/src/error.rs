@@ -35,6 +35,9 @@ pub enum ErrorClass {
     Storage,
     /// An MCP server could not be used.
     McpUnavailable,
+    /// An MCP server needs a login (`steward mcp login NAME`): none is stored for the run's
+    /// owner, the server refused its token, or it needs a scope the login lacks.
+    McpLoginRequired,
     /// The prompt does not fit the model's context window even after it was shrunk (fewer
     /// earlier rounds, shorter tool descriptions, fewer tools).
     ContextOverflow,
@@ -62,6 +65,7 @@ impl ErrorClass {
             ErrorClass::Config => "config",
             ErrorClass::Storage => "storage",
             ErrorClass::McpUnavailable => "mcp_unavailable",
+            ErrorClass::McpLoginRequired => "mcp_login_required",
             ErrorClass::ContextOverflow => "context_overflow",
             ErrorClass::RunawayReply => "runaway_reply",
             ErrorClass::Internal => "internal",

@@ -104,7 +104,9 @@ pub async fn start_with_history(
     if task.chars().count() > MAX_TASK_CHARS {
         return Err(ApiError::invalid(format!("the task is longer than {MAX_TASK_CHARS} characters")));
     }
-    let options = start.options().map_err(|e| ApiError::invalid(e.to_string()))?;
+    let mut options = start.options().map_err(|e| ApiError::invalid(e.to_string()))?;
+    // Only this owner's logins reach the MCP servers of the run.
+    options.mcp_logins = Some(state.runtime.mcp_logins(owner_id));
     let workspace = resolve_workspace(state, start.workspace.as_deref())?;
     let prepared = state
         .launcher

@@ -17,10 +17,36 @@ fn manager(workspace: &Path) -> Result<(steward_core::config::Config, McpManager
     let config = load_config(workspace)?;
     let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path)
         .map_err(|e| usage_error(&e.to_string()))?;
-    let manager = McpManager::new(&config.mcp_servers)
+    let mut manager = McpManager::new(&config.mcp_servers)
         .map_err(|e| usage_error(&e.to_string()))?
         .with_hidden_paths(steward_core::tools::sandbox_paths::mcp_hidden_paths(ws));
+    if let Some(place) = crate::commands::local_logins() {
+        manager = manager.with_logins(place);
+    }
     Ok((config, manager))
+}
+
+/// The login state of `url` server `name` for the local owner: `None` for a server that has
+/// no login and needs none (no `oauth` table, nothing stored); else `logged in (expires …)`
+/// or `not logged in`.
+fn login_text(name: &str, server: &steward_mcp::McpServerConfig) -> Option<(bool, Option<u64>, String)> {
+    let url = server.url.as_deref()?;
+    let state = crate::commands::local_logins()?.state(name, url);
+    if !state.logged_in && server.oauth.is_none() {
+        return None;
+    }
+    let text = match (state.logged_in, state.expires_at) {
+        (false, _) => format!("not logged in (`steward mcp login {name}`)"),
+        (true, Some(at)) => {
+            let when = chrono::DateTime::from_timestamp(at as i64, 0)
+                .map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string())
+                .unwrap_or_else(|| at.to_string());
+            let renew = if state.renewable { ", renewed by itself" } else { "" };
+            format!("logged in (token expires {when}{renew})")
+        }
+        (true, None) => "logged in".to_string(),
+    };
+    Some((state.logged_in, state.expires_at, text))
 }
 
 /// What `mcp list` and `mcp tools` say when there is nothing to list.
@@ -67,11 +93,17 @@ pub async fn list(workspace: &Path, json: bool) -> Result<u8> {
         let unsandboxed =
             config.mcp_servers.get(&name).is_some_and(|server| server.command.is_some() && !server.sandbox);
         let from = source(&config, workspace, &name);
+        let login = config.mcp_servers.get(&name).and_then(|server| login_text(&name, server));
         if json {
+            let (logged_in, expires_at) = login.as_ref().map_or((None, None), |(l, e, _)| (Some(*l), *e));
             println!(
                 "{}",
                 json!({"server": name, "state": state_text, "tools": tools, "read_only_tools": read_only,
-                    "sandboxed": !unsandboxed, "source": from})
+                    "sandboxed": !unsandboxed, "source": from, "logged_in": logged_in, "expires_at": expires_at})
+            );
+        } else if let Some((_, _, login)) = login {
+            println!(
+                "{name}: {state_text} · {tools} tool(s), {read_only} read-only by configuration · {login} · from {from}"
             );
         } else if unsandboxed {
             println!(

@@ -5,8 +5,17 @@
 //! URL as its last argument and the scenario's name in `MCP_CONFORMANCE_SCENARIO`. Everything
 //! goes through Steward's own client ([`McpManager`] over streamable HTTP), exactly as for a
 //! configured `url` server: connect and `initialize`, list the tools, call the ones the
-//! scenario expects. OAuth (`auth/*`) is not built: those scenarios connect without
-//! credentials and fail.
+//! scenario expects.
+//!
+//! The authorization scenarios (`auth/*`) go through Steward's login
+//! ([`steward_mcp::oauth::login`]) as `steward mcp login` does, with a throw-away state folder:
+//! a request refused with `mcp_login_required` starts a login from the server's
+//! `WWW-Authenticate` answer, then the request is made again, at most three logins per
+//! scenario. The suite's authorization server approves without a person, so the
+//! authorization address is fetched by Steward itself, following its redirect back to the
+//! loopback listener ([`Opener::Fetch`]). The client credentials the suite hands out for a
+//! scenario (`MCP_CONFORMANCE_CONTEXT`) become the server's `oauth` table, as a user would
+//! configure them; every scenario offers a client ID metadata document address.
 //!
 //! A server's request for input during a call (elicitation, form mode) has no human to go to
 //! here, so this command plays an owner who submits the pre-filled form unchanged: the form is
@@ -23,7 +32,11 @@ use anyhow::{Result, anyhow, bail};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use steward_mcp::elicitation::{answer_form, form_fields, prefilled_inputs};
-use steward_mcp::{ElicitationAnswer, ElicitationRequest, Elicitor, McpManager, McpServerConfig};
+use steward_mcp::oauth::{Opener, TokenPlace, login};
+use steward_mcp::{
+    ElicitationAnswer, ElicitationRequest, Elicitor, McpError, McpManager, McpServerConfig, OAuthConfig, OAuthGrant,
+    ValueSource,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::usage_error;
@@ -34,6 +47,16 @@ const SCENARIO_VAR: &str = "MCP_CONFORMANCE_SCENARIO";
 /// The server name the test server is configured under.
 const SERVER: &str = "conformance";
 
+/// The environment variable holding the scenario's client credentials (JSON).
+const CONTEXT_VAR: &str = "MCP_CONFORMANCE_CONTEXT";
+
+/// The client ID metadata document address the suite's authorization servers accept.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// Logins one scenario may make before it gives up (a server that keeps asking for more scope
+/// must not loop a client for ever).
+const MAX_LOGINS: u32 = 3;
+
 /// The tool calls a scenario expects after `initialize` and `tools/list`: `(tool, arguments)`.
 /// `None` for a scenario this client does not know.
 fn expected_calls(scenario: &str) -> Option<Vec<(&'static str, Value)>> {
@@ -42,8 +65,8 @@ fn expected_calls(scenario: &str) -> Option<Vec<(&'static str, Value)>> {
         "tools_call" => Some(vec![("add_numbers", json!({"a": 5, "b": 3}))]),
         "sse-retry" => Some(vec![("test_reconnection", json!({}))]),
         "elicitation-sep1034-client-defaults" => Some(vec![("test_client_elicitation_defaults", json!({}))]),
-        // OAuth is not built: connect as for any server (and be refused).
-        auth if auth.starts_with("auth/") => Some(Vec::new()),
+        // The suite's protected servers offer one tool.
+        auth if auth.starts_with("auth/") => Some(vec![("test-tool", json!({}))]),
         _ => None,
     }
 }
@@ -88,29 +111,102 @@ pub async fn conformance_client(url: &str) -> Result<u8> {
     let mut config = McpServerConfig::http(url);
     config.startup_timeout_ms = 20_000;
     config.call_timeout_ms = 20_000;
-    let manager =
-        McpManager::new(&BTreeMap::from([(SERVER.to_string(), config)])).map_err(|e| usage_error(&e.to_string()))?;
-
-    let listing = manager.tools().await;
-    if let Some(failure) = listing.failures.first() {
-        bail!("scenario {scenario}: initialize or tools/list failed: {failure}");
+    let state = tempfile::tempdir().map_err(|e| anyhow!("no temporary state folder: {e}"))?;
+    let mut place = None;
+    if scenario.starts_with("auth/") {
+        config.oauth = Some(oauth_settings(std::env::var(CONTEXT_VAR).ok().as_deref())?);
+        place = Some(TokenPlace::new(state.path(), "local:conformance"));
     }
+    let servers = BTreeMap::from([(SERVER.to_string(), config)]);
+    let manager = || -> Result<McpManager> {
+        let manager = McpManager::new(&servers).map_err(|e| usage_error(&e.to_string()))?;
+        Ok(match &place {
+            Some(place) => manager.with_logins(place.clone()),
+            None => manager,
+        })
+    };
+    let mut session = Session { scenario: scenario.clone(), logins_made: 0, place: place.clone() };
+    let config = &servers[SERVER];
+
+    let (manager, listing) = loop {
+        let manager = manager()?;
+        let listing = manager.tools().await;
+        match listing.failures.first() {
+            None => break (manager, listing),
+            Some(failure) => session.log_in_or_fail(config, failure, "initialize or tools/list").await?,
+        }
+    };
     println!("{scenario}: initialized; {} tool(s)", listing.tools.len());
     for (tool, args) in calls {
         let Some(found) = listing.tools.iter().find(|t| t.tool == tool) else {
             bail!("scenario {scenario}: the server offers no tool `{tool}`");
         };
-        let owner: Arc<dyn Elicitor> = Arc::new(SubmitsPrefilledForm { scenario: scenario.clone() });
-        let out = manager
-            .call_eliciting(&found.spec.name, args, CancellationToken::new(), Some(owner))
-            .await
-            .map_err(|e| anyhow!("scenario {scenario}: tools/call {tool} failed: {e}"))?;
+        let out = loop {
+            let owner: Arc<dyn Elicitor> = Arc::new(SubmitsPrefilledForm { scenario: scenario.clone() });
+            match manager.call_eliciting(&found.spec.name, args.clone(), CancellationToken::new(), Some(owner)).await {
+                Ok(out) => break out,
+                Err(e) => session.log_in_or_fail(config, &e, &format!("tools/call {tool}")).await?,
+            }
+        };
         if out.is_error {
             bail!("scenario {scenario}: tools/call {tool} returned an error: {}", out.text);
         }
         println!("{scenario}: {tool}: {}", out.text);
     }
     Ok(0)
+}
+
+/// One scenario's logins.
+struct Session {
+    scenario: String,
+    logins_made: u32,
+    /// Where its logins are kept (authorization scenarios only).
+    place: Option<TokenPlace>,
+}
+
+impl Session {
+    /// After `failure` of `what`: logs in again when the server asked for a login (from its
+    /// `WWW-Authenticate` answer) and fewer than [`MAX_LOGINS`] were made; otherwise the
+    /// scenario fails with `failure`.
+    async fn log_in_or_fail(&mut self, config: &McpServerConfig, failure: &McpError, what: &str) -> Result<()> {
+        let scenario = &self.scenario;
+        let (Some(place), McpError::LoginRequired { challenge, .. }) = (&self.place, failure) else {
+            bail!("scenario {scenario}: {what} failed: {failure}");
+        };
+        if self.logins_made >= MAX_LOGINS {
+            bail!("scenario {scenario}: {what} failed after {MAX_LOGINS} logins; giving up: {failure}");
+        }
+        self.logins_made += 1;
+        let opener = match config.oauth.as_ref().map(|o| o.grant) {
+            Some(OAuthGrant::ClientCredentials) => Opener::None,
+            _ => Opener::Fetch,
+        };
+        let login = login(SERVER, config, place, challenge.clone(), opener, &|_| {})
+            .await
+            .map_err(|e| anyhow!("scenario {scenario}: login {} failed: {e}", self.logins_made))?;
+        println!("{scenario}: logged in (scopes: {})", login.scopes.join(" "));
+        Ok(())
+    }
+}
+
+/// The server's `oauth` table for an authorization scenario: the client credentials the suite
+/// gave in `MCP_CONFORMANCE_CONTEXT` (a pre-registered client, or the client credentials
+/// grant), and the client ID metadata document address. Errors: context that is not JSON, or
+/// a signed-assertion client (`private_key_pem`), which Steward does not support.
+fn oauth_settings(context: Option<&str>) -> Result<OAuthConfig> {
+    let mut oauth = OAuthConfig { client_metadata_url: Some(CLIENT_METADATA_URL.to_string()), ..Default::default() };
+    let Some(context) = context else { return Ok(oauth) };
+    let context: Value = serde_json::from_str(context).map_err(|e| anyhow!("{CONTEXT_VAR} is not JSON: {e}"))?;
+    if context.get("private_key_pem").is_some() {
+        bail!("private_key_jwt client authentication is not supported");
+    }
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_string);
+    oauth.client_id = text("client_id");
+    oauth.client_secret = text("client_secret").map(ValueSource::Literal);
+    if context.get("name").and_then(Value::as_str).is_some_and(|name| name.starts_with("auth/client-credentials")) {
+        oauth.grant = OAuthGrant::ClientCredentials;
+    }
+    Ok(oauth)
 }
 
 #[cfg(test)]

@@ -31,7 +31,23 @@ pub fn redactor() -> Redactor {
 /// variables, `[[tool]] env` values), so `config show`, the runs and error messages never
 /// print them.
 pub fn redactor_for(config: &Config) -> Redactor {
-    redactor().with_values(config.declared_credential_values(&env_lookup))
+    let mut values = config.declared_credential_values(&env_lookup);
+    // The local owner's MCP logins: a server that echoes its token never shows it.
+    if let Some(place) = local_logins() {
+        for (name, server) in &config.mcp_servers {
+            if let Some(url) = &server.url {
+                values.extend(place.secret_values(name, url));
+            }
+        }
+    }
+    redactor().with_values(values)
+}
+
+/// Where the local owner's MCP logins are kept (`$STEWARD_HOME/mcp-logins/…`); `None` when
+/// neither `STEWARD_HOME` nor `HOME` is set.
+pub(crate) fn local_logins() -> Option<steward_mcp::oauth::TokenPlace> {
+    let home = crate::home::Home::locate().ok()?;
+    Some(steward_mcp::oauth::TokenPlace::new(&home.dir, &crate::home::local_owner()))
 }
 
 /// A usage error (exit code 2) whose text is redacted by `redactor`: errors made from a loaded
@@ -66,7 +82,8 @@ pub(crate) fn load_config(workspace: &Path) -> Result<Config> {
 pub(crate) async fn registry(config: &Config, workspace: &Path) -> Result<ToolRegistry> {
     let redactor = redactor_for(config);
     let policy = steward_policy::Policy::new(&config.policy).map_err(|e| redacted_usage(&redactor, e))?;
-    let (tools, warnings) = steward_core::compose::registry(config, workspace, &policy, true)
+    let logins = local_logins();
+    let (tools, warnings) = steward_core::compose::registry(config, workspace, &policy, true, logins.as_ref())
         .await
         .map_err(|e| redacted_usage(&redactor, e))?;
     for warning in warnings {
@@ -102,6 +119,7 @@ pub(crate) mod ledger;
 pub(crate) mod mcp;
 pub(crate) mod mcp_conformance;
 pub(crate) mod mcp_import;
+pub(crate) mod mcp_login;
 pub(crate) mod mcp_serve;
 pub(crate) mod mcp_token;
 mod provider_args;

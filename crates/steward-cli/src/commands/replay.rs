@@ -103,7 +103,7 @@ impl Judge {
         let config = load_config(workspace).map_err(JudgeError::Config)?;
         let policy = steward_policy::Policy::new(&config.policy)?;
         // MCP servers are not started: nothing runs.
-        let (tools, _) = steward_core::compose::registry(&config, workspace, &policy, false).await?;
+        let (tools, _) = steward_core::compose::registry(&config, workspace, &policy, false, None).await?;
         let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path)?;
         Ok(Judge { config, policy, tools, workspace: ws })
     }

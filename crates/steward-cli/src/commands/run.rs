@@ -197,6 +197,7 @@ async fn run_observed(
         },
         mode,
         max_rounds: args.max_rounds,
+        mcp_logins: crate::commands::local_logins(),
         ..RunOptions::default()
     };
     let wait_for_decisions = match args.approvals.as_deref() {

@@ -174,7 +174,7 @@ impl Launcher for CliLauncher {
     async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, LauncherError> {
         let config = served_config(workspace)?;
         let policy = steward_policy::Policy::new(&config.policy).map_err(PrepareError::from)?;
-        let (tools, warnings) = steward_core::compose::registry(&config, workspace, &policy, true).await?;
+        let (tools, warnings) = steward_core::compose::registry(&config, workspace, &policy, true, None).await?;
         warn(&warnings);
         Ok(tools.specs())
     }

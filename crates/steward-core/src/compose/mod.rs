@@ -62,6 +62,7 @@ impl Runtime {
             store,
             redactor: redactor.into(),
             approval_key,
+            home_dir: home.to_path_buf(),
             outputs_dir: home.join("outputs"),
             snapshots_dir: home.join("snapshots"),
             index_dir: home.join("index"),
@@ -69,6 +70,12 @@ impl Runtime {
             clock: clock.clone(),
             decisions: Arc::new(DecisionQueue::new(clock)),
         }
+    }
+
+    /// Where the MCP logins of `owner` are kept (`$STEWARD_HOME/mcp-logins/…`, see
+    /// [`steward_mcp::oauth::TokenPlace`]).
+    pub fn mcp_logins(&self, owner: &str) -> steward_mcp::oauth::TokenPlace {
+        steward_mcp::oauth::TokenPlace::new(&self.home_dir, owner)
     }
 
     /// The same runtime reading the time from `clock` (a [`crate::clock::ManualClock`] in a
@@ -110,6 +117,9 @@ pub struct RunOptions {
     pub connect_mcp: bool,
     /// Where environment variables are read (API keys named by the configuration).
     pub env: fn(&str) -> Option<String>,
+    /// The logins to MCP servers of the owner the run is for (`None`: a server that needs a
+    /// login fails with `mcp_login_required`).
+    pub mcp_logins: Option<steward_mcp::oauth::TokenPlace>,
 }
 
 impl Default for RunOptions {
@@ -121,6 +131,7 @@ impl Default for RunOptions {
             max_rounds: None,
             connect_mcp: true,
             env: process_env,
+            mcp_logins: None,
         }
     }
 }
@@ -266,21 +277,26 @@ pub enum PrepareError {
 
 /// The tools `config` offers in `workspace` (canonical), judged by `policy` (compiled from
 /// `config.policy`): the built-in ones, `shell_command`, `[[tool]]`s and output filters, then,
-/// with `connect_mcp`, the tools of the configured MCP servers (started here). Also returns
+/// with `connect_mcp`, the tools of the configured MCP servers (started here, with the logins
+/// kept in `logins` for the servers that need one). Also returns
 /// what was left out (an MCP server that did not start). `Err` is a sentence for the user.
 pub async fn registry(
     config: &Config,
     workspace: &Path,
     policy: &Policy,
     connect_mcp: bool,
+    logins: Option<&steward_mcp::oauth::TokenPlace>,
 ) -> Result<(ToolRegistry, Vec<String>), PrepareError> {
     let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path)?;
     let tools = ToolRegistry::for_config_with_policy(config, &ws, policy)?;
     if !connect_mcp || config.mcp_servers.is_empty() {
         return Ok((tools, Vec::new()));
     }
-    let manager = steward_mcp::McpManager::new(&config.mcp_servers)?
+    let mut manager = steward_mcp::McpManager::new(&config.mcp_servers)?
         .with_hidden_paths(crate::tools::sandbox_paths::mcp_hidden_paths(ws.clone()));
+    if let Some(place) = logins {
+        manager = manager.with_logins(place.clone());
+    }
     let required: Vec<String> = config
         .mcp_servers
         .iter()
@@ -301,7 +317,8 @@ pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions)
         config.limits.max_rounds = rounds;
     }
     let policy = Arc::new(Policy::new(&config.policy)?);
-    let (tools, mut warnings) = registry(&config, workspace, &policy, options.connect_mcp).await?;
+    let (tools, mut warnings) =
+        registry(&config, workspace, &policy, options.connect_mcp, options.mcp_logins.as_ref()).await?;
     if let Some(choice) = &options.planner.tool_choice
         && !matches!(choice.as_str(), "auto" | "none" | "required")
         && tools.get(choice).is_none()

@@ -114,6 +114,7 @@ fn server_of(error: &steward_mcp::McpError) -> Option<&str> {
         | McpError::Timeout { server, .. }
         | McpError::Rpc { server, .. }
         | McpError::Protocol { server, .. }
+        | McpError::LoginRequired { server, .. }
         | McpError::Cancelled { server } => Some(server),
         McpError::UnknownTool(_) | McpError::InvalidArguments { .. } => None,
     }

@@ -182,6 +182,7 @@ impl StewardAgent {
                 ..PlannerOverrides::default()
             },
             max_rounds: self.args.max_rounds,
+            mcp_logins: crate::commands::local_logins(),
             ..RunOptions::default()
         };
         let prepared =

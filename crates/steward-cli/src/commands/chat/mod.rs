@@ -152,7 +152,12 @@ struct Session {
 
 impl Session {
     fn options(&self) -> RunOptions {
-        RunOptions { planner: self.overrides.clone(), max_rounds: self.max_rounds, ..RunOptions::default() }
+        RunOptions {
+            planner: self.overrides.clone(),
+            max_rounds: self.max_rounds,
+            mcp_logins: crate::commands::local_logins(),
+            ..RunOptions::default()
+        }
     }
 
     fn store(&self) -> &dyn Store {

@@ -1,0 +1,88 @@
+//! Logins to HTTP MCP servers that need one: MCP authorization, which is OAuth 2.1 with the
+//! discovery and registration order of the MCP specification (2025-06-18 and later, with the
+//! 2025-03-26 fallbacks).
+//!
+//! The protocol work is the MCP SDK's (`rmcp`'s `auth` feature): protected-resource metadata
+//! (RFC 9728, from the 401's `WWW-Authenticate` or the well-known paths), authorization-server
+//! metadata (RFC 8414, then OpenID discovery), client registration in the specification's order
+//! (a pre-registered client, a client ID metadata document, dynamic registration per RFC 7591),
+//! the authorization code grant with PKCE (S256) and the resource indicator (RFC 8707), scope
+//! selection, refresh, and the client credentials grant. The SDK refuses metadata whose
+//! `resource` is not the server it was asked for, and addresses outside the server's own kind
+//! (a public server cannot point discovery at a loopback or link-local address).
+//!
+//! What is Steward's:
+//! - where a login is kept ([`TokenPlace`]): one file per owner and server under
+//!   `$STEWARD_HOME/mcp-logins/`, owner-only (0700 folders, 0600 files), bound to the server's
+//!   address, so a login is never sent to another address after the configuration changes,
+//!   and never shared between owners;
+//! - the login itself ([`login`]): the browser is sent back to a loopback address Steward
+//!   listens on, the `state` is checked before the code is exchanged;
+//! - what a refused login becomes ([`crate::McpError::LoginRequired`], class
+//!   `mcp_login_required`): a sentence naming `steward mcp login NAME`, never a hang.
+//!
+//! `$STEWARD_HOME` is hidden from sandboxed programs and refused to the built-in tools, so a
+//! login is never visible to a program the model runs or to the model.
+
+mod callback;
+mod login;
+mod store;
+
+pub use login::{Opener, login};
+pub use store::{LoginState, TokenPlace};
+
+use std::sync::Arc;
+
+use rmcp::transport::auth::{AuthorizationManager, OAuthClientConfig};
+
+use crate::config::{McpServerConfig, OAuthGrant};
+use crate::error::McpError;
+
+/// The authorization manager a connection to `server` at `url` sends its requests through:
+/// the login stored in `place`, renewed with its refresh token when it has expired. A server
+/// with `grant = "client_credentials"` and no stored login logs in first (no person is
+/// needed). `Ok(None)`: nothing is stored, the requests go without a token (a server that
+/// needs one answers 401, which becomes [`McpError::LoginRequired`]). Errors:
+/// [`McpError::LoginRequired`] when the authorization server cannot be found again,
+/// [`McpError::Config`] for an unreadable `client_secret`.
+pub(crate) async fn authorized_manager(
+    server: &str,
+    url: &str,
+    config: &McpServerConfig,
+    place: &TokenPlace,
+) -> Result<Option<AuthorizationManager>, McpError> {
+    let oauth = config.oauth.clone().unwrap_or_default();
+    if !place.state(server, url).logged_in {
+        if oauth.grant != OAuthGrant::ClientCredentials {
+            return Ok(None);
+        }
+        login(server, config, place, None, Opener::None, &|_| {}).await?;
+    }
+    install_crypto();
+    let refused = |e: rmcp::transport::auth::AuthError| {
+        McpError::login_required(server, format!("the stored login cannot be used ({e})"), None)
+    };
+    let mut manager = AuthorizationManager::new(url).await.map_err(refused)?;
+    manager.set_credential_store(place.store(server, url));
+    if !manager.initialize_from_store().await.map_err(refused)? {
+        return Ok(None);
+    }
+    if let (Some(id), Some(secret)) = (&oauth.client_id, &oauth.client_secret) {
+        let secret = secret
+            .resolve(&|var| std::env::var(var).ok())
+            .map_err(|e| McpError::config(server, format!("oauth.client_secret: {e}")))?;
+        let client = OAuthClientConfig::new(id.clone(), callback::PLACEHOLDER_REDIRECT).with_client_secret(secret);
+        manager.configure_client(client).map_err(refused)?;
+    }
+    Ok(Some(manager))
+}
+
+/// The SDK builds its own HTTP client for discovery and token requests; reqwest is built with
+/// `rustls-no-provider`, so a process-wide provider must exist first.
+fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Where the logins of the owner a manager works for are kept (see [`TokenPlace`]); shared by
+/// its connections.
+pub type SharedTokenPlace = Arc<TokenPlace>;
