@@ -418,8 +418,11 @@ enum ConfigCommand {
 /// by `tracing_subscriber`'s [`Targets`](tracing_subscriber::filter::Targets). Unset or empty:
 /// errors only. A value it cannot parse is reported on stderr and errors only are logged.
 fn log_filter() -> tracing_subscriber::filter::Targets {
-    let errors_only =
-        tracing_subscriber::filter::Targets::new().with_default(tracing_subscriber::filter::LevelFilter::ERROR);
+    // The MCP SDK's transport worker logs the end of every refused connection as an error;
+    // Steward reports those itself (`mcp_login_required`, `mcp_unavailable`).
+    let errors_only = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing_subscriber::filter::LevelFilter::ERROR)
+        .with_target("rmcp::transport::worker", tracing_subscriber::filter::LevelFilter::OFF);
     let value = std::env::var("STEWARD_LOG").unwrap_or_default();
     // Empty entries (`warn,`) are left out: `Targets` would read one as "every target".
     let entries: Vec<&str> = value.split(',').map(str::trim).filter(|entry| !entry.is_empty()).collect();

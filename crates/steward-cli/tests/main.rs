@@ -29,6 +29,7 @@ mod mcp_conformance;
 mod mcp_http;
 mod mcp_import;
 mod mcp_json;
+mod mcp_login;
 mod mcp_serve;
 mod named_effects;
 mod nodes;
