@@ -462,6 +462,41 @@ mod tests {
     }
 
     #[test]
+    fn an_oauth_table_is_checked() {
+        let ok = parse("url = \"https://t.example/mcp\"\n[oauth]\nclient_id = \"c\"\nclient_secret = { env = \"S\" }\nscopes = [\"a\"]").unwrap();
+        ok.validate("t").unwrap();
+        assert_eq!(ok.oauth.as_ref().unwrap().grant, OAuthGrant::AuthorizationCode);
+        parse("url = \"https://t.example/mcp\"\noauth = {}").unwrap().validate("t").unwrap();
+        for (text, problem) in [
+            ("command = [\"srv\"]\noauth = {}", "for `url` servers"),
+            ("url = \"https://t.example/mcp\"\noauth = { client_secret = \"s\" }", "needs oauth.client_id"),
+            (
+                "url = \"https://t.example/mcp\"\noauth = { grant = \"client_credentials\" }",
+                "needs client_id and client_secret",
+            ),
+            ("url = \"https://t.example/mcp\"\noauth = { client_metadata_url = \"http://x/c.json\" }", "https://"),
+            (
+                "url = \"https://t.example/mcp\"\nheaders = { authorization = \"Bearer x\" }\noauth = {}",
+                "cannot both be set",
+            ),
+        ] {
+            let error = parse(text).unwrap().validate("t").unwrap_err().to_string();
+            assert!(error.contains(problem), "{text}: {error}");
+        }
+        assert!(parse("url = \"https://t.example/mcp\"\noauth = { grant = \"password\" }").is_err());
+        assert!(
+            parse("url = \"https://t.example/mcp\"\noauth = { token = \"x\" }").is_err(),
+            "unknown keys are refused"
+        );
+        // A literal secret never shows in debug output or when serialised.
+        let literal =
+            parse("url = \"https://t.example/mcp\"\noauth = { client_id = \"c\", client_secret = \"secret-value\" }")
+                .unwrap();
+        assert!(!format!("{literal:?}").contains("secret-value"));
+        assert!(!serde_json::to_string(&literal).unwrap().contains("secret-value"));
+    }
+
+    #[test]
     fn stdio_and_http_tables_parse_with_defaults() {
         let stdio = parse("command = [\"srv\", \"--x\"]\nenv = { A = \"1\", T = { env = \"TOK\" } }").unwrap();
         stdio.validate("files").unwrap();

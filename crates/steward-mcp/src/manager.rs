@@ -491,4 +491,14 @@ mod tests {
         assert_eq!(secs, [1, 2, 4, 8, 16, 30, 30, 30]);
         assert_eq!(b.delay(100).as_secs(), 30);
     }
+
+    #[test]
+    fn a_refusal_names_the_scope_the_server_asks_for() {
+        let scope = r#"Bearer error="insufficient_scope", scope="files:write", resource_metadata="http://x/""#;
+        assert_eq!(refusal(Some(scope), "tools/call x"), "the server needs the scope `files:write` for tools/call x");
+        let no_scope = r#"Bearer error="insufficient_scope""#;
+        assert!(refusal(Some(no_scope), "initialize").contains("more scope"));
+        assert!(refusal(Some(r#"Bearer error="invalid_token""#), "initialize").contains("without a valid login"));
+        assert!(refusal(None, "tools/list").contains("without a valid login"));
+    }
 }

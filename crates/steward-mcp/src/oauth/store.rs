@@ -147,3 +147,74 @@ impl CredentialStore for FileCredentialStore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oauth2::basic::BasicTokenType;
+    use oauth2::{AccessToken, RefreshToken};
+    use rmcp::transport::auth::{OAuthTokenResponse, VendorExtraTokenFields};
+
+    fn tokens(access: &str, refresh: Option<&str>) -> StoredCredentials {
+        let mut response = OAuthTokenResponse::new(
+            AccessToken::new(access.into()),
+            BasicTokenType::Bearer,
+            VendorExtraTokenFields::default(),
+        );
+        response.set_expires_in(Some(&std::time::Duration::from_secs(600)));
+        response.set_refresh_token(refresh.map(|r| RefreshToken::new(r.into())));
+        StoredCredentials::new("client-1".into(), Some(response), vec!["docs:read".into()], Some(1_000))
+    }
+
+    #[tokio::test]
+    async fn a_login_is_owner_only_bound_to_its_address_and_to_its_owner() {
+        let home = tempfile::tempdir().unwrap();
+        let alice = TokenPlace::new(home.path(), "local:alice");
+        let store = alice.store("docs", "https://docs.example/mcp");
+        assert!(store.load().await.unwrap().is_none());
+        store.save(tokens("access-1", Some("refresh-1"))).await.unwrap();
+
+        let state = alice.state("docs", "https://docs.example/mcp");
+        assert_eq!(
+            state,
+            LoginState { logged_in: true, expires_at: Some(1_600), renewable: true, scopes: vec!["docs:read".into()] }
+        );
+        assert_eq!(alice.secret_values("docs", "https://docs.example/mcp"), ["access-1", "refresh-1"]);
+        let file = alice.file("docs");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::metadata(file.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
+        assert!(!std::fs::read_to_string(&file).unwrap().contains("alice"), "the owner id is not in the path");
+
+        // The configuration now names another address: the login is not sent there.
+        let moved = alice.store("docs", "https://elsewhere.example/mcp");
+        assert!(moved.load().await.unwrap().is_none());
+        assert!(!alice.state("docs", "https://elsewhere.example/mcp").logged_in);
+        assert!(alice.secret_values("docs", "https://elsewhere.example/mcp").is_empty());
+        // Another owner has none.
+        let bob = TokenPlace::new(home.path(), "local:bob");
+        assert!(!bob.state("docs", "https://docs.example/mcp").logged_in);
+        assert!(bob.store("docs", "https://docs.example/mcp").load().await.unwrap().is_none());
+
+        // A renewal replaces the file; a logout deletes it.
+        store.save(tokens("access-2", None)).await.unwrap();
+        assert_eq!(alice.secret_values("docs", "https://docs.example/mcp"), ["access-2"]);
+        assert!(!alice.state("docs", "https://docs.example/mcp").renewable);
+        assert!(alice.logout("docs").unwrap());
+        assert!(!alice.logout("docs").unwrap());
+        assert!(!file.exists());
+        let leftovers: Vec<_> = std::fs::read_dir(file.parent().unwrap()).unwrap().collect();
+        assert!(leftovers.is_empty(), "no temporary files are left: {leftovers:?}");
+    }
+
+    #[tokio::test]
+    async fn a_damaged_login_file_is_an_error_not_a_login() {
+        let home = tempfile::tempdir().unwrap();
+        let place = TokenPlace::new(home.path(), "local:alice");
+        let store = place.store("docs", "https://docs.example/mcp");
+        store.save(tokens("access-1", None)).await.unwrap();
+        std::fs::write(place.file("docs"), "{ not json").unwrap();
+        assert!(matches!(store.load().await, Err(AuthError::CredentialStoreError(_))));
+        assert!(!place.state("docs", "https://docs.example/mcp").logged_in);
+    }
+}
