@@ -44,6 +44,12 @@ impl Config {
                     values.push(text.clone());
                 }
             }
+            // A login's client secret, literal or from the environment.
+            if let Some(secret) = server.oauth.as_ref().and_then(|oauth| oauth.client_secret.as_ref())
+                && let Ok(value) = secret.resolve(env)
+            {
+                values.push(value);
+            }
         }
         values
     }

@@ -114,6 +114,10 @@ pub async fn login(
     }
     state.start_authorization(request).await.map_err(|e| failed("finding the authorization server", e))?;
     let address = state.get_authorization_url().await.map_err(|e| failed("building the login address", e))?;
+    let sent_state = reqwest::Url::parse(&address)
+        .ok()
+        .and_then(|url| url.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned()))
+        .ok_or_else(|| McpError::login_required(server, "the login address carries no `state`", None))?;
     show(&address);
     let fetcher = match opener {
         Opener::Browser { open: true } => {
@@ -123,7 +127,8 @@ pub async fn login(
         Opener::Fetch => Some(tokio::spawn(fetch_consent(address.clone()))),
         _ => None,
     };
-    let returned = callback.wait(CONSENT_LIMIT).await.map_err(|why| McpError::login_required(server, why, None));
+    let returned =
+        callback.wait(CONSENT_LIMIT, sent_state).await.map_err(|why| McpError::login_required(server, why, None));
     if let Some(fetcher) = fetcher {
         fetcher.abort();
     }

@@ -79,7 +79,7 @@ pub(crate) async fn authorized_manager(
 
 /// The SDK builds its own HTTP client for discovery and token requests; reqwest is built with
 /// `rustls-no-provider`, so a process-wide provider must exist first.
-fn install_crypto() {
+pub(crate) fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
