@@ -10,7 +10,7 @@ use std::process::Command;
 use steward_peers::required_env;
 
 /// Scenarios that must pass (the suite's summary marks them `✓`): every client scenario but
-/// the three OAuth ones listed as expected failures.
+/// the two OAuth ones listed as expected failures.
 const MUST_PASS: &[&str] = &[
     "initialize",
     "tools_call",
@@ -35,6 +35,7 @@ const MUST_PASS: &[&str] = &[
     "auth/offline-access-scope",
     "auth/offline-access-not-supported",
     "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
 ];
 
 fn baseline() -> std::path::PathBuf {
@@ -59,8 +60,9 @@ fn expected_failures_are_only_oauth_each_with_its_reason() {
     }
 }
 
-#[test]
-fn peer_mcp_conformance_client() {
+/// Runs the suite in client mode with `selection` (`--suite all`, `--scenario NAME`) and the
+/// baseline: `(whether it exited 0, its stdout and stderr)`.
+fn run_suite(selection: &[&str]) -> (bool, String) {
     let node = required_env("STEWARD_TEST_NODE22");
     let suite = required_env("STEWARD_TEST_MCP_CONFORMANCE");
     let steward = env!("CARGO_BIN_EXE_steward");
@@ -70,7 +72,9 @@ fn peer_mcp_conformance_client() {
     let node_dir = Path::new(&node).parent().unwrap().display().to_string();
     let out = Command::new(&node)
         .arg(&suite)
-        .args(["client", "--suite", "all", "--timeout", "20000"])
+        .arg("client")
+        .args(selection)
+        .args(["--timeout", "20000"])
         .arg("--command")
         .arg(format!("{steward} mcp conformance-client"))
         .arg("--expected-failures")
@@ -84,11 +88,48 @@ fn peer_mcp_conformance_client() {
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "conformance suite failed ({}):\n{stdout}\n{stderr}", out.status);
-    assert!(stdout.contains("Baseline check passed"), "{stdout}\n{stderr}");
-    for scenario in MUST_PASS {
-        assert!(stdout.contains(&format!("✓ {scenario}: ")), "{scenario} did not pass:\n{stdout}");
+    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// The scenario whose check is a timing: the client must reconnect within 200 ms of the
+/// server's `retry` delay, which a busy machine running every other scenario at once can miss.
+const TIMED: &str = "sse-retry";
+
+#[test]
+fn peer_mcp_conformance_client() {
+    // The timed scenario alone, with nothing else running: it must pass without a warning.
+    let (ok, alone) = run_suite(&["--scenario", TIMED]);
+    assert!(ok && alone.contains("0 failed, 0 warnings"), "{TIMED} alone:\n{alone}");
+
+    let (ok, all) = run_suite(&["--suite", "all"]);
+    if !ok {
+        // Only a late reconnection of the timed scenario under the load of the whole suite
+        // (a warning, no failed check) is let through; every other outcome fails.
+        let unexpected: Vec<&str> = all
+            .lines()
+            .filter(|line| line.starts_with("✗ "))
+            .filter(|line| !baseline_entries().iter().any(|entry| line.starts_with(&format!("✗ {entry}: "))))
+            .collect();
+        let late_only = unexpected.iter().all(|line| {
+            line.starts_with(&format!("✗ {TIMED}: ")) && line.contains(" 0 failed, ") && line.contains("warning")
+        });
+        assert!(late_only, "conformance suite failed:\n{all}");
+    } else {
+        assert!(all.contains("Baseline check passed"), "{all}");
     }
+    for scenario in MUST_PASS.iter().filter(|s| **s != TIMED) {
+        assert!(all.contains(&format!("✓ {scenario}: ")), "{scenario} did not pass:\n{all}");
+    }
+    for entry in baseline_entries() {
+        assert!(all.contains(&format!("✗ {entry}: ")), "{entry} is listed as failing but did not fail:\n{all}");
+    }
+}
+
+/// The scenarios `expected-failures.yml` lists.
+fn baseline_entries() -> Vec<String> {
+    let text = std::fs::read_to_string(baseline()).unwrap();
+    text.lines()
+        .filter_map(|line| line.split('#').next()?.trim().strip_prefix("- ").map(|e| e.trim().to_string()))
+        .collect()
 }

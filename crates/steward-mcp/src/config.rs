@@ -193,7 +193,8 @@ pub struct McpServerConfig {
 #[serde(deny_unknown_fields)]
 pub struct OAuthConfig {
     /// `authorization_code` (default: a person logs in in a browser) or
-    /// `client_credentials` (machine use: no browser; needs `client_id` and `client_secret`).
+    /// `client_credentials` (machine use: no browser; needs `client_id` and `client_secret`
+    /// or `private_key_file`).
     #[serde(default)]
     pub grant: OAuthGrant,
     /// A client ID registered with the authorization server beforehand; skips registration.
@@ -210,6 +211,15 @@ pub struct OAuthConfig {
     /// as the client ID when the authorization server supports such documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_metadata_url: Option<String>,
+    /// `grant = "client_credentials"` with `private_key_jwt` instead of a secret: a PEM file
+    /// holding the client's private key (PKCS#8 EC or RSA), which signs a short-lived
+    /// assertion for each token request (RFC 7523).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key_file: Option<PathBuf>,
+    /// The assertion's algorithm with `private_key_file`: `ES256` (default), `ES384`,
+    /// `RS256`, `RS384`, `RS512`, `PS256`, `PS384` or `PS512`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_algorithm: Option<String>,
     /// The loopback port the browser is sent back to (`http://127.0.0.1:PORT/callback`);
     /// default: any free port. A pre-registered client usually needs a fixed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -341,9 +351,19 @@ impl McpServerConfig {
                 return bad("oauth.client_secret needs oauth.client_id".into());
             }
             if oauth.grant == OAuthGrant::ClientCredentials
-                && (oauth.client_id.is_none() || oauth.client_secret.is_none())
+                && (oauth.client_id.is_none() || (oauth.client_secret.is_none() && oauth.private_key_file.is_none()))
             {
-                return bad("oauth.grant = \"client_credentials\" needs client_id and client_secret".into());
+                return bad(
+                    "oauth.grant = \"client_credentials\" needs client_id and client_secret or private_key_file".into(),
+                );
+            }
+            if oauth.private_key_file.is_some() && oauth.grant != OAuthGrant::ClientCredentials {
+                return bad("oauth.private_key_file is for grant = \"client_credentials\"".into());
+            }
+            if let Some(algorithm) = &oauth.signing_algorithm
+                && crate::oauth::assertion_algorithm(Some(algorithm)).is_none()
+            {
+                return bad(format!("oauth.signing_algorithm `{algorithm}` is not one Steward signs with"));
             }
             if let Some(url) = &oauth.client_metadata_url
                 && !url.starts_with("https://")
@@ -475,6 +495,11 @@ mod tests {
                 "needs client_id and client_secret",
             ),
             ("url = \"https://t.example/mcp\"\noauth = { client_metadata_url = \"http://x/c.json\" }", "https://"),
+            ("url = \"https://t.example/mcp\"\noauth = { private_key_file = \"/k.pem\" }", "is for grant"),
+            (
+                "url = \"https://t.example/mcp\"\noauth = { grant = \"client_credentials\", client_id = \"c\", private_key_file = \"/k.pem\", signing_algorithm = \"HS256\" }",
+                "not one Steward signs with",
+            ),
             (
                 "url = \"https://t.example/mcp\"\nheaders = { authorization = \"Bearer x\" }\noauth = {}",
                 "cannot both be set",
@@ -483,6 +508,8 @@ mod tests {
             let error = parse(text).unwrap().validate("t").unwrap_err().to_string();
             assert!(error.contains(problem), "{text}: {error}");
         }
+        let keyed = "url = \"https://t.example/mcp\"\noauth = { grant = \"client_credentials\", client_id = \"c\", private_key_file = \"/k.pem\" }";
+        parse(keyed).unwrap().validate("t").unwrap();
         assert!(parse("url = \"https://t.example/mcp\"\noauth = { grant = \"password\" }").is_err());
         assert!(
             parse("url = \"https://t.example/mcp\"\noauth = { token = \"x\" }").is_err(),

@@ -114,7 +114,7 @@ pub async fn conformance_client(url: &str) -> Result<u8> {
     let state = tempfile::tempdir().map_err(|e| anyhow!("no temporary state folder: {e}"))?;
     let mut place = None;
     if scenario.starts_with("auth/") {
-        config.oauth = Some(oauth_settings(std::env::var(CONTEXT_VAR).ok().as_deref())?);
+        config.oauth = Some(oauth_settings(std::env::var(CONTEXT_VAR).ok().as_deref(), state.path())?);
         place = Some(TokenPlace::new(state.path(), "local:conformance"));
     }
     let servers = BTreeMap::from([(SERVER.to_string(), config)]);
@@ -191,18 +191,25 @@ impl Session {
 
 /// The server's `oauth` table for an authorization scenario: the client credentials the suite
 /// gave in `MCP_CONFORMANCE_CONTEXT` (a pre-registered client, or the client credentials
-/// grant), and the client ID metadata document address. Errors: context that is not JSON, or
-/// a signed-assertion client (`private_key_pem`), which Steward does not support.
-fn oauth_settings(context: Option<&str>) -> Result<OAuthConfig> {
+/// grant with a secret or a private key, written to an owner-only file in `dir` as a user
+/// would keep it), and the client ID metadata document address. Errors: context that is not
+/// JSON, or a key that cannot be written.
+fn oauth_settings(context: Option<&str>, dir: &std::path::Path) -> Result<OAuthConfig> {
     let mut oauth = OAuthConfig { client_metadata_url: Some(CLIENT_METADATA_URL.to_string()), ..Default::default() };
     let Some(context) = context else { return Ok(oauth) };
     let context: Value = serde_json::from_str(context).map_err(|e| anyhow!("{CONTEXT_VAR} is not JSON: {e}"))?;
-    if context.get("private_key_pem").is_some() {
-        bail!("private_key_jwt client authentication is not supported");
-    }
     let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_string);
     oauth.client_id = text("client_id");
     oauth.client_secret = text("client_secret").map(ValueSource::Literal);
+    if let Some(pem) = text("private_key_pem") {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = dir.join("client-key.pem");
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+        file.write_all(pem.as_bytes())?;
+        oauth.private_key_file = Some(path);
+        oauth.signing_algorithm = text("signing_algorithm");
+    }
     if context.get("name").and_then(Value::as_str).is_some_and(|name| name.starts_with("auth/client-credentials")) {
         oauth.grant = OAuthGrant::ClientCredentials;
     }

@@ -73,6 +73,13 @@ pub async fn login(
     manager.set_credential_store(place.store(server, &url));
     let mut state = OAuthState::Unauthorized(manager);
 
+    if oauth.grant == OAuthGrant::ClientCredentials && oauth.private_key_file.is_some() {
+        let OAuthState::Unauthorized(manager) = state else {
+            return Err(McpError::login_required(server, "the login could not start", None));
+        };
+        super::assertion::log_in_with_assertion(server, &url, &oauth, manager).await?;
+        return stored(server, &url, place);
+    }
     if oauth.grant == OAuthGrant::ClientCredentials {
         let (Some(client_id), Some(client_secret)) = (oauth.client_id.clone(), secret) else {
             return Err(McpError::config(

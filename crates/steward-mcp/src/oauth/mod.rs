@@ -24,9 +24,12 @@
 //! `$STEWARD_HOME` is hidden from sandboxed programs and refused to the built-in tools, so a
 //! login is never visible to a program the model runs or to the model.
 
+mod assertion;
 mod callback;
 mod login;
 mod store;
+
+pub use assertion::assertion_algorithm;
 
 pub use login::{Opener, login};
 pub use store::{LoginState, TokenPlace};
