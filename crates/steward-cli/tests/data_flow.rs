@@ -193,6 +193,40 @@ fn data_flow_covers_workspace_files_read_before_a_network_tool() {
     assert!(secret["reason"].as_str().unwrap().contains("secret-shaped"), "{secret}");
 }
 
+/// A sink that can reach any host (`network = true`) asks once the run has read anything: what
+/// it sends cannot be recognised once encoded or split. A host list is what lets it run
+/// unasked; before any read it runs too.
+#[test]
+fn an_open_sink_asks_once_the_run_has_read_anything_and_a_host_list_does_not() {
+    let env = Env::new();
+    env.write("notes/plan.txt", "Quarterly plan: acquire the competitor before the summer announcement.\n");
+    let tool = |name: &str, network: &str| {
+        format!(
+            "[[tool]]\nname = \"{name}\"\ndescription = \"Posts a message to the team chat.\"\n\
+             command = [\"true\", {{ input = \"text\" }}]\nnetwork = {network}\nrisk = \"low\"\n\
+             [[tool.input]]\nname = \"text\"\ntype = \"string\"\nrequired = true\n"
+        )
+    };
+    env.user_config(&format!("{}{}", tool("post_any", "true"), tool("post_listed", "[\"chat.example.test\"]")));
+    let evs = run(
+        &env,
+        &format!(
+            "{}{}{}{}[[round]]\ntext = \"done\"\n",
+            call("before", "post_any", "{ text = \"starting now\" }"),
+            call("f1", "read", "{ path = \"notes/plan.txt\" }"),
+            call("after", "post_any", "{ text = \"cXVhcnRlcmx5IHBsYW4=\" }"),
+            call("listed", "post_listed", "{ text = \"cXVhcnRlcmx5IHBsYW4=\" }"),
+        ),
+    );
+    assert!(event(&evs, "tool_completed", "before").is_some(), "nothing read yet: it runs");
+    assert!(event(&evs, "tool_approval_required", "before").is_none());
+    let asked = event(&evs, "tool_approval_required", "after").expect("an open sink after a read asks");
+    assert_eq!(asked["rule"], "data_flow", "{asked}");
+    let reason = asked["reason"].as_str().unwrap();
+    assert!(reason.contains("any host") && reason.contains("host list"), "{reason}");
+    assert!(event(&evs, "tool_completed", "listed").is_some(), "a host list runs unasked: {evs:?}");
+}
+
 /// What a command sends is judged after the shell has removed its quotes, and by what the files
 /// it names hold: a span split by quotes, a file the run read (`@file`, `< file`, a pipe from
 /// `cat`), and a file the run wrote with what it read all ask, where the same line carrying

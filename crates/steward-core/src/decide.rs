@@ -29,6 +29,9 @@ pub fn decide(
         paths: tool.map(|t| t.target_paths(&call.arguments, workspace)).unwrap_or_default(),
         actions: tool.map(|t| t.implied_actions(&call.arguments)).unwrap_or_default(),
         sink,
+        open_sink: sink
+            && tool.is_some_and(|t| t.reaches_any_host())
+            && seen.is_some_and(|seen| !seen.is_empty() || seen.overflowed()),
         flow: seen.filter(|_| sink).and_then(|seen| {
             let tool = tool?;
             seen.carried(&crate::data_flow::payload(tool.as_ref(), &call.arguments, workspace))

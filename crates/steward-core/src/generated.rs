@@ -220,6 +220,11 @@ impl Tool for GeneratedTool {
         &self.spec
     }
 
+    /// `http_get` reaches any public address.
+    fn reaches_any_host(&self) -> bool {
+        true
+    }
+
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let worker = worker().ok_or_else(|| ToolError::failed(NO_WORKER))?;
         let host =

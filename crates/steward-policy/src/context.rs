@@ -30,6 +30,10 @@ pub struct GateContext {
     /// What the call's arguments carry from earlier in the run (tool output, a secret-shaped
     /// value), as [`Fingerprints::carried`](crate::Fingerprints::carried) found it.
     pub flow: Option<Carried>,
+    /// The call is a sink that can reach any host (`network = true`, not a host list) and the
+    /// run has already read something: what it sends cannot be told apart from what it read
+    /// once it is encoded or split, so the call asks (`data_flow`) whatever allowed it.
+    pub open_sink: bool,
 }
 
 struct ContextRuleC {
@@ -96,8 +100,10 @@ impl RunRules {
     /// 1. `data_flow`: a sink whose arguments carry earlier output (or a secret-shaped value)
     ///    asks, whatever allowed it and whatever its risk; an ask for another reason becomes a
     ///    `data_flow` ask too (never answered by a remembered grant).
-    /// 2. A matching context rule turns an allow into an ask.
-    /// 3. `taint_escalation`: in a tainted run, an allow with risk at least the threshold asks,
+    /// 2. An allowed sink that can reach any host asks (`data_flow`) once the run has read
+    ///    anything ([`GateContext::open_sink`]).
+    /// 3. A matching context rule turns an allow into an ask.
+    /// 4. `taint_escalation`: in a tainted run, an allow with risk at least the threshold asks,
     ///    except for a sink that writes nothing (`writes` false) and carries nothing (1 did
     ///    not apply): what such a call can do to the run's data is what it carries, and it
     ///    carries none of it; the argument check replaces run-level taint for it.
@@ -117,6 +123,18 @@ impl RunRules {
         }
         if decision.decision != DecisionKind::Allow {
             return decision;
+        }
+        if ctx.sink && ctx.open_sink {
+            return Decision::new(
+                DecisionKind::Ask,
+                "data_flow",
+                risk,
+                format!(
+                    "`{tool}` can send to any host and this run has already read data; what it sends cannot be \
+                     checked once it is encoded or split, so it needs approval. Give it a host list \
+                     (`network = [\"host\", …]`) to let it run unasked."
+                ),
+            );
         }
         for rule in &self.rules {
             if (!rule.when_tainted || ctx.tainted) && rule.tool.is_match(tool) {

@@ -228,6 +228,10 @@ impl Tool for CommandTool {
         &self.spec
     }
 
+    fn reaches_any_host(&self) -> bool {
+        self.config.network == super::network::Network::All
+    }
+
     fn approval_ttl_seconds(&self) -> Option<u64> {
         self.config.approval_ttl_seconds
     }

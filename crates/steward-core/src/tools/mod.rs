@@ -167,6 +167,13 @@ pub trait Tool: Send + Sync {
         self.compensable()
     }
 
+    /// True when the tool can send to any host (`network = true`, the web of a generated
+    /// tool) rather than to named ones (a host list, an MCP server): such a sink asks once the
+    /// run has read anything (`data_flow`, see [`steward_policy::GateContext::open_sink`]).
+    fn reaches_any_host(&self) -> bool {
+        false
+    }
+
     /// Workspace paths the call would touch beyond its top-level path inputs (the files of a
     /// patch, the files a `[[tool]]`'s other values name), for the gate to check and match
     /// like path inputs. A path that cannot be determined makes the call fail later, in

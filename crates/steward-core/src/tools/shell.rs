@@ -77,6 +77,10 @@ impl Tool for ShellTool {
         &self.spec
     }
 
+    fn reaches_any_host(&self) -> bool {
+        self.network == Network::All
+    }
+
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let command = str_arg(args, "command")?;
         let timeout_ms = opt_u64(args, "timeout_ms")?.unwrap_or(ctx.timeout_ms).clamp(1, ctx.timeout_ms);
