@@ -168,3 +168,26 @@ fn a_malformed_mcp_json_is_named_with_its_line_and_column_and_left_out() {
     let out = env.steward(&["mcp", "list"]);
     assert!(stderr(&out).contains("mcpServers.old: `sse` servers are not supported"), "{}", stderr(&out));
 }
+
+/// A credential in a server's address (`?api_key=…`, a password) never shows, even in the
+/// HTTP client's own error text, which quotes the address it failed to reach.
+#[test]
+fn a_credential_in_a_server_address_is_never_printed() {
+    let env = Env::new();
+    let secret = "qk7Zp2LmW9xRt4Vb8NcYe3";
+    env.write(
+        ".mcp.json",
+        &format!(
+            r#"{{"mcpServers": {{"closed": {{"type": "http", "url": "http://user:pw-{secret}@127.0.0.1:1/mcp?api_key={secret}&page=2"}}}}}}"#
+        ),
+    );
+    trust(&env);
+    for args in [&["mcp", "list"][..], &["mcp", "list", "--json"], &["mcp", "tools"], &["config", "show"]] {
+        let out = steward(&env, args);
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(!text.contains(secret), "{args:?} printed the credential:\n{text}");
+        if args[0] == "mcp" && args.len() == 2 {
+            assert!(text.contains("unavailable"), "{args:?}: {text}");
+        }
+    }
+}

@@ -385,6 +385,33 @@ impl McpServerConfig {
         Ok(())
     }
 
+    /// The parts of `url` that may be credentials, to keep out of messages (an HTTP client's
+    /// error quotes the address it failed to reach): a password in the address, and each
+    /// query value whose name looks secret (`api_key`, `token` …) or that is 20 characters or
+    /// longer.
+    pub(crate) fn url_secrets(&self) -> Vec<String> {
+        let Some(url) = self.url.as_deref().and_then(|u| reqwest::Url::parse(u).ok()) else { return Vec::new() };
+        let mut secrets: Vec<String> = url.password().map(String::from).into_iter().collect();
+        for pair in url.query().unwrap_or_default().split('&') {
+            let Some((_, raw)) = pair.split_once('=') else { continue };
+            // The pair decoded as a query decodes it.
+            let Some((name, value)) = reqwest::Url::parse(&format!("http://x/?{pair}"))
+                .ok()
+                .and_then(|u| u.query_pairs().next().map(|(n, v)| (n.into_owned(), v.into_owned())))
+            else {
+                continue;
+            };
+            if !value.is_empty() && (steward_sandbox::env_name_looks_secret(&name) || value.chars().count() >= 20) {
+                // As written in the address and decoded: a message may quote either.
+                secrets.push(raw.to_string());
+                secrets.push(value);
+            }
+        }
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        secrets
+    }
+
     /// Why the server's tool `tool` is never offered, when `tool_deny` or `tool_allow` hides
     /// it: the `tool_deny` glob that matches it, or that no `tool_allow` glob does. `None` when
     /// both let it through.
@@ -479,6 +506,25 @@ mod tests {
 
     fn parse(text: &str) -> Result<McpServerConfig, toml::de::Error> {
         toml::from_str::<McpServerConfig>(text)
+    }
+
+    #[test]
+    fn credentials_in_an_address_are_known_so_messages_can_hide_them() {
+        let config = McpServerConfig::http(
+            "https://user:pa55word@t.example/mcp?api_key=sk%2Dsecret&page=2&sig=abcdefghijklmnopqrstuvwxyz",
+        );
+        let secrets = config.url_secrets();
+        for part in ["pa55word", "sk%2Dsecret", "sk-secret", "abcdefghijklmnopqrstuvwxyz"] {
+            assert!(secrets.iter().any(|s| s == part), "{part} in {secrets:?}");
+        }
+        assert!(!secrets.iter().any(|s| s == "2"), "a short plain value stays: {secrets:?}");
+        let error = McpError::unavailable(
+            "t",
+            "error sending request for url (https://t.example/mcp?api_key=sk%2Dsecret&page=2)",
+        );
+        let shown = error.masked(&secrets).to_string();
+        assert!(!shown.contains("sk%2Dsecret") && shown.contains("api_key=…&page=2"), "{shown}");
+        assert!(McpServerConfig::http("https://t.example/mcp").url_secrets().is_empty());
     }
 
     #[test]

@@ -109,6 +109,24 @@ impl McpError {
         McpError::Unavailable { server: server.to_string(), message: message.into() }
     }
 
+    /// The same error with each of `secrets` in its text replaced by `…` (the credentials a
+    /// server's address carries, which an HTTP client's error quotes).
+    pub(crate) fn masked(self, secrets: &[String]) -> Self {
+        if secrets.is_empty() {
+            return self;
+        }
+        let mask = |text: String| secrets.iter().fold(text, |text, secret| text.replace(secret.as_str(), "…"));
+        match self {
+            McpError::Unavailable { server, message } => McpError::Unavailable { server, message: mask(message) },
+            McpError::Protocol { server, message } => McpError::Protocol { server, message: mask(message) },
+            McpError::Rpc { server, code, message } => McpError::Rpc { server, code, message: mask(message) },
+            McpError::LoginRequired { server, reason, challenge } => {
+                McpError::LoginRequired { server, reason: mask(reason), challenge }
+            }
+            other => other,
+        }
+    }
+
     pub(crate) fn login_required(server: &str, reason: impl Into<String>, challenge: Option<String>) -> Self {
         McpError::LoginRequired { server: server.to_string(), reason: reason.into(), challenge }
     }

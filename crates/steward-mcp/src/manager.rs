@@ -377,9 +377,10 @@ impl McpManager {
             Err(err @ McpError::LoginRequired { .. }) => {
                 // No backoff: a login made meanwhile is used at the next attempt.
                 *state = State::Idle;
-                Err(err)
+                Err(err.masked(&server.config.url_secrets()))
             }
             Err(err) => {
+                let err = err.masked(&server.config.url_secrets());
                 *state = self.failed_state(server, err.to_string());
                 Err(err)
             }
@@ -418,7 +419,8 @@ impl McpManager {
         what: &str,
         err: ServiceError,
     ) -> McpError {
-        match err {
+        let secrets = server.config.url_secrets();
+        let error = match err {
             ServiceError::McpError(data) => {
                 McpError::Rpc { server: server.name.clone(), code: data.code.0, message: data.message.to_string() }
             }
@@ -442,10 +444,14 @@ impl McpManager {
             other => {
                 let reason =
                     format!("{} during {what}; the call was not retried", connection.describe_failure(&other).await);
-                self.mark_failed(server, connection, reason.clone()).await;
-                McpError::unavailable(&server.name, reason)
+                let error = McpError::unavailable(&server.name, reason).masked(&secrets);
+                if let McpError::Unavailable { message, .. } = &error {
+                    self.mark_failed(server, connection, message.clone()).await;
+                }
+                error
             }
-        }
+        };
+        error.masked(&secrets)
     }
 }
 
