@@ -216,6 +216,7 @@ async fn one_run(
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
     });
     let record = ready.run(runtime).await?;
     if record.status != RunStatus::Completed {

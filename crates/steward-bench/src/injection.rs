@@ -344,6 +344,7 @@ async fn run_suite(
             cancel: CancellationToken::new(),
             run_id: None,
             history: Vec::new(),
+            attachments: Vec::new(),
             roles: None,
         };
         async move {

@@ -354,6 +354,7 @@ async fn measure(
             cancel: CancellationToken::new(),
             run_id: None,
             history: Vec::new(),
+            attachments: Vec::new(),
             roles: None,
         };
         handles.push(tokio::spawn(async move {

@@ -111,3 +111,32 @@ fn a_session_approves_diffs_undoes_cancels_and_keeps_its_conversation() {
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
+
+/// A file attached with `@path` reaches the model inside the task, and is accounted for like a
+/// file the run read: a network tool carrying its words asks `data_flow`, naming the file.
+#[test]
+fn an_attached_file_is_fingerprinted_like_a_read_one() {
+    let env = Env::new();
+    env.write("notes/plan.txt", "Quarterly plan: acquire the competitor before the summer announcement.\n");
+    env.user_config(
+        "[[tool]]\nname = \"post\"\ndescription = \"Posts a message to the team chat.\"\n\
+         command = [\"true\", { input = \"text\" }]\nnetwork = [\"chat.example.test\"]\nrisk = \"low\"\n\
+         [[tool.input]]\nname = \"text\"\ntype = \"string\"\nrequired = true\n",
+    );
+    let path = scenario(
+        &env,
+        "[[round]]\n[[round.tool_call]]\nid = \"p1\"\nname = \"post\"\n\
+         arguments = { text = \"acquire the competitor before the summer\" }\n[[round]]\ntext = \"done\"\n",
+    );
+    let mut terminal = Terminal::start(&env, &format!("chat --provider fake --scenario {path}"));
+    wait_for_prompt(&mut terminal, 1);
+    terminal.send("share the gist of @notes/plan.txt\r");
+    terminal.wait_for(APPROVAL_PROMPT);
+    assert!(
+        terminal.screen.contains("data_flow") && terminal.screen.contains("attached file notes/plan.txt"),
+        "{}",
+        terminal.screen
+    );
+    terminal.send("n\n");
+    wait_for_prompt(&mut terminal, 2);
+}

@@ -78,6 +78,9 @@ pub struct RunRequest {
     /// Earlier turns of the conversation this task belongs to, oldest first (the last
     /// [`context::MAX_HISTORY_TURNS`] are given to the model); empty for a single task.
     pub history: Vec<context::Turn>,
+    /// Workspace files the owner attached to the task, whose text the task quotes
+    /// (fingerprinted like a file the run read).
+    pub attachments: Vec<context::Attachment>,
     /// The run's id when the caller chose it beforehand (a server names a queued run before it
     /// starts); `None` gives a fresh `run_…` id.
     pub run_id: Option<String>,
@@ -361,6 +364,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
     parts.extend(instructions_for_model.as_ref().map(|_| ContextPart::Instructions));
     parts.extend((!facts.is_empty()).then_some(ContextPart::MemoryFacts));
     parts.extend(req.history.iter().map(ContextPart::earlier_turn));
+    parts.extend(req.attachments.iter().map(|a| ContextPart::Attachment { path: &a.path, text: &a.text }));
     parts.extend(workspace_context.as_deref().map(ContextPart::RetrievedPassages));
     provenance::admit_all(&calls.state, parts, &events).await?;
     let facts_for_model = match (facts_for_model, workspace_context) {

@@ -59,6 +59,15 @@ const HISTORY_TASK_CHARS: usize = 500;
 /// Longest answer of an earlier turn given as context, in characters.
 const HISTORY_ANSWER_CHARS: usize = 1_500;
 
+/// A workspace file attached to a task: its path as given and the text the task quotes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Attachment {
+    /// The path, relative to the workspace.
+    pub path: String,
+    /// The text given to the model.
+    pub text: String,
+}
+
 /// One earlier turn of a conversation: what was asked and what was answered.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Turn {

@@ -19,6 +19,9 @@ pub(crate) enum ContextPart<'a> {
     /// An earlier turn of the conversation: its answer, the run that gave it, and whether that
     /// run had seen untrusted content (an answer can quote what it read).
     EarlierTurn { run_id: &'a str, answer: &'a str, tainted: bool },
+    /// A workspace file the owner attached to the task (its text is quoted in the task; files
+    /// under `untrusted_paths` are refused before this point).
+    Attachment { path: &'a str, text: &'a str },
     /// Passages of workspace files the search index chose for the task (passages of
     /// `untrusted_paths` files are left out before this point).
     RetrievedPassages(&'a str),
@@ -50,6 +53,10 @@ pub(crate) fn admit(state: &RunState, part: ContextPart<'_>) -> Admitted {
             (tainted && state.taint()).then(|| {
                 format!("an earlier turn of the conversation (run {run_id}), whose run had seen untrusted content")
             })
+        }
+        ContextPart::Attachment { path, text } => {
+            state.remember_context(&format!("the attached file {path}"), text);
+            None
         }
         ContextPart::RetrievedPassages(text) => {
             state.remember_context("workspace passages the search index chose", text);

@@ -53,6 +53,7 @@ async fn asked(content: &str) -> ApprovalRequest {
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     run_task(&runtime, request).await.unwrap();

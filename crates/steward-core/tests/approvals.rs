@@ -110,6 +110,7 @@ async fn run(
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     (run_task(&h.runtime, request).await.unwrap(), recorder)
@@ -192,6 +193,7 @@ async fn cancelling_while_waiting_expires_the_approval_and_cancels_the_run() {
         cancel: cancel.clone(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     let canceller = tokio::spawn(async move {
@@ -482,6 +484,7 @@ async fn an_answer_arriving_after_the_runtime_clocks_expiry_counts_for_nothing()
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     let run = run_task(&h.runtime, request).await.unwrap();

@@ -69,6 +69,7 @@ async fn run(ws: &std::path::Path, toml: &str, config: Config, tools: ToolRegist
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     run_task(&runtime, request).await.unwrap();

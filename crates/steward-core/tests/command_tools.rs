@@ -139,6 +139,7 @@ async fn run(h: &Harness, config: Config, scenario_json: &str, approve: bool) ->
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     let record = run_task(&h.runtime, request).await.unwrap();

@@ -245,6 +245,7 @@ text = "Done."
         observer: Arc::new(Quiet),
         cancel: tokio_util::sync::CancellationToken::new(),
         history: Vec::new(),
+        attachments: Vec::new(),
         run_id: Some(run_id.clone()),
         roles: None,
     };

@@ -210,6 +210,7 @@ text = "done"
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     run_task(&runtime, request).await.unwrap();

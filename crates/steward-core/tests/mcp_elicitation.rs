@@ -132,6 +132,7 @@ async fn run_tool(
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     let record = run_task(&runtime, request).await.unwrap();
@@ -309,6 +310,7 @@ async fn nobody_to_ask_declines() {
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     run_task(&runtime, request).await.unwrap();

@@ -78,6 +78,7 @@ text = "Done."
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     let record = run_task(&runtime, request).await.unwrap();

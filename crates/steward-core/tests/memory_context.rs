@@ -40,6 +40,7 @@ async fn the_owners_facts_are_in_the_system_message_and_nobody_elses() {
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     run_task(&runtime, request).await.unwrap();

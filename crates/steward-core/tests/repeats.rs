@@ -62,6 +62,7 @@ async fn run(scenario: &str, owner_answers: bool, config: Config) -> (RunRecord,
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     let record = run_task(&runtime, request).await.unwrap();

@@ -43,6 +43,7 @@ async fn run(scenario: &str) -> (RunRecord, Arc<FakeProvider>, Vec<AuditRecord>)
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     let record = run_task(&runtime, request).await.unwrap();

@@ -193,6 +193,7 @@ async fn run_roles(h: &Harness, plan: RolePlan, config: Config, recorder: Arc<Re
         cancel,
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: Some(plan),
     };
     run_task(&h.runtime, request).await.unwrap()
@@ -587,6 +588,7 @@ async fn an_incomplete_plan_is_refused_before_the_run_starts() {
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: Some(plan),
     };
     let err = run_task(&h.runtime, request).await.unwrap_err();

@@ -194,6 +194,7 @@ async fn run(runtime: &Runtime, ws: &Path, config: Config) -> (Arc<FakeProvider>
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     let record = run_task(runtime, request).await.unwrap();

@@ -72,6 +72,7 @@ async fn run(setup: &Setup, scenario: &str, config: Config) -> (Arc<FakeProvider
         cancel: CancellationToken::new(),
         run_id: None,
         history: Vec::new(),
+        attachments: Vec::new(),
         roles: None,
     };
     let record = run_task(&setup.runtime, request).await.unwrap();

@@ -443,6 +443,7 @@ async fn one_run(
         cancel,
         run_id: None,
         history,
+        attachments: Vec::new(),
     });
     let started = Instant::now();
     let result = ready.run(runtime).await;

@@ -124,6 +124,7 @@ pub async fn start_with_history(
         cancel: run.cancel.clone(),
         run_id: Some(id.clone()),
         history,
+        attachments: Vec::new(),
     });
     let state2 = state.clone();
     state.tasks.spawn(async move {

@@ -89,6 +89,7 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
             cancel: cancel.clone(),
             run_id: None,
             history: Vec::new(),
+            attachments: Vec::new(),
         });
         let run = ready.run(&runtime).await.map_err(|e| match e {
             steward_core::RunError::Config(msg) => usage(msg),

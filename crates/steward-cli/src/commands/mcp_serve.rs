@@ -125,6 +125,7 @@ impl LocalRuns {
             cancel: self.cancel.child_token(),
             run_id: None,
             history: Vec::new(),
+            attachments: Vec::new(),
         }))
     }
 }

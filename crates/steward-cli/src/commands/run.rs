@@ -262,6 +262,7 @@ async fn run_observed(
         cancel,
         run_id: Some(run_id),
         history,
+        attachments: Vec::new(),
     });
     let run = ready.run(&runtime).await.map_err(|e| match e {
         steward_core::RunError::Config(msg) => usage(msg),

@@ -193,6 +193,7 @@ impl Prepared {
                 observer: task.observer,
                 cancel: task.cancel,
                 history: task.history,
+                attachments: task.attachments,
                 run_id: task.run_id,
                 roles: self.roles,
             },
@@ -218,6 +219,9 @@ pub struct Task {
     pub run_id: Option<String>,
     /// Earlier turns of the conversation, oldest first; empty for a single task.
     pub history: Vec<Turn>,
+    /// Workspace files the owner attached to the task (`@path` in `steward chat`), whose text
+    /// the task already quotes: fingerprinted like a file the run read.
+    pub attachments: Vec<crate::context::Attachment>,
 }
 
 /// A run ready to start: its request, the policy compiled for it and where its spans go.

@@ -236,6 +236,7 @@ impl RunLauncher {
             cancel: CancellationToken::new(),
             run_id: Some(job.run_id.clone()),
             history: Vec::new(),
+            attachments: Vec::new(),
         });
         let runtime = self.runtime.with_redactor(self.hub_token.redacting(&self.runtime.redactor));
         let run = ready.run(&runtime).await.map_err(|e| match e {

@@ -53,6 +53,8 @@ struct NextTurn {
     mcp_servers: BTreeMap<String, McpServerConfig>,
     secrets: Vec<String>,
     cancel: CancellationToken,
+    /// The editor's text resources quoted in the task, accounted for like files the run read.
+    attachments: Vec<steward_core::context::Attachment>,
 }
 
 /// Steward as an ACP agent, for the local user.
@@ -107,9 +109,11 @@ impl StewardAgent {
     /// resources of other kinds than files included. Refused (not advertised): images, audio,
     /// binary resources, and an embedded resource of a `file:` URI — a file's content reaches
     /// the model only through the `read` tool, where the path rules, taint and data flow judge
-    /// it (the editor names the file with a resource link instead).
-    fn task_text(prompt: &[acp::ContentBlock]) -> acp::Result<String> {
+    /// it (the editor names the file with a resource link instead). Each text resource taken is
+    /// also returned as an attachment, so that the run fingerprints it like a file it read.
+    fn task_text(prompt: &[acp::ContentBlock]) -> acp::Result<(String, Vec<steward_core::context::Attachment>)> {
         let mut task = String::new();
+        let mut attachments = Vec::new();
         for block in prompt {
             match block {
                 acp::ContentBlock::Text(t) => task.push_str(&t.text),
@@ -124,7 +128,14 @@ impl StewardAgent {
                         ));
                     }
                     acp::EmbeddedResourceResource::TextResourceContents(text) => {
-                        task.push_str(&format!("\n\nContext from the editor, {}:\n```\n{}\n```\n", text.uri, text.text))
+                        task.push_str(&format!(
+                            "\n\nContext from the editor, {}:\n```\n{}\n```\n",
+                            text.uri, text.text
+                        ));
+                        attachments.push(steward_core::context::Attachment {
+                            path: text.uri.clone(),
+                            text: text.text.clone(),
+                        });
                     }
                     _ => return Err(invalid("binary resources are not supported in a prompt")),
                 },
@@ -134,11 +145,16 @@ impl StewardAgent {
         if task.trim().is_empty() {
             return Err(invalid("the prompt is empty"));
         }
-        Ok(task)
+        Ok((task, attachments))
     }
 
     /// Runs `task` as the next turn of session `id`; the stop reason of its run.
-    async fn run_prompt(&self, id: &str, task: String) -> acp::Result<acp::StopReason> {
+    async fn run_prompt(
+        &self,
+        id: &str,
+        task: String,
+        attachments: Vec<steward_core::context::Attachment>,
+    ) -> acp::Result<acp::StopReason> {
         let turn = {
             let mut sessions = self.sessions.borrow_mut();
             let session = sessions.get_mut(id).ok_or_else(|| invalid(format!("no session `{id}`")))?;
@@ -154,6 +170,7 @@ impl StewardAgent {
                 mcp_servers: session.mcp_servers.clone(),
                 secrets: session.secrets.clone(),
                 cancel,
+                attachments,
             }
         };
         let result = self.run_turn(id, turn, task).await;
@@ -167,7 +184,7 @@ impl StewardAgent {
 
     /// Prepares and runs the next turn of session `id`, as `steward run --continue` does.
     async fn run_turn(&self, id: &str, turn: NextTurn, task: String) -> acp::Result<acp::StopReason> {
-        let NextTurn { workspace, thread, mut joined, mcp_servers, secrets, cancel } = turn;
+        let NextTurn { workspace, thread, mut joined, mcp_servers, secrets, cancel, attachments } = turn;
         let workspace = workspace.as_path();
         let joined = &mut joined;
         let mut config = load_config(workspace).map_err(|e| invalid(format!("{e:#}")))?;
@@ -221,6 +238,7 @@ impl StewardAgent {
             cancel,
             run_id: Some(run_id),
             history: std::mem::take(&mut joined.history),
+            attachments,
         });
         let runtime = self.runtime.with_redactor(redactor);
         let active = self.active.clone();
@@ -326,8 +344,8 @@ impl acp::Agent for StewardAgent {
     }
 
     async fn prompt(&self, args: acp::PromptRequest) -> acp::Result<acp::PromptResponse> {
-        let task = Self::task_text(&args.prompt)?;
-        let reason = self.run_prompt(&args.session_id.0, task).await?;
+        let (task, attachments) = Self::task_text(&args.prompt)?;
+        let reason = self.run_prompt(&args.session_id.0, task, attachments).await?;
         Ok(acp::PromptResponse::new(reason))
     }
 
@@ -470,7 +488,7 @@ mod tests {
     #[test]
     fn a_prompt_is_its_text_with_links_named_and_text_resources_included() {
         let link = acp::ContentBlock::ResourceLink(acp::ResourceLink::new("a.rs", "file:///w/a.rs"));
-        let task = StewardAgent::task_text(&["explain ".into(), link]).unwrap();
+        let (task, _) = StewardAgent::task_text(&["explain ".into(), link]).unwrap();
         assert_eq!(task, "explain @file:///w/a.rs");
         assert!(StewardAgent::task_text(&["  ".into()]).is_err());
         let image = acp::ContentBlock::Image(acp::ImageContent::new("AAAA", "image/png"));
@@ -482,6 +500,17 @@ mod tests {
             )),
         ));
         assert!(StewardAgent::task_text(&["see ".into(), file]).is_err(), "a file's content was taken unjudged");
+        let buffer = acp::ContentBlock::Resource(acp::EmbeddedResource::new(
+            acp::EmbeddedResourceResource::TextResourceContents(acp::TextResourceContents::new(
+                "terminal says: build failed at step 4",
+                "zed://terminal/1",
+            )),
+        ));
+        let (task, attachments) = StewardAgent::task_text(&["why? ".into(), buffer]).unwrap();
+        assert!(task.contains("build failed at step 4"), "{task}");
+        assert_eq!(attachments.len(), 1, "the editor's text is accounted for like a file read");
+        assert_eq!(attachments[0].path, "zed://terminal/1");
+        assert_eq!(attachments[0].text, "terminal says: build failed at step 4");
     }
 
     #[test]

@@ -210,7 +210,7 @@ impl Session {
         let config = load_config(&self.workspace)?;
         let run_redactor = redactor_for(&config);
         let prepared = prepare_run(config, &self.workspace, &self.options()).await?;
-        let task = attach(&prepared, text, attachments)?;
+        let (task, attached) = attach(&prepared, text, attachments)?;
         let runtime = self.runtime.with_redactor(run_redactor);
         let thread = match &self.conversation {
             None => Thread::New,
@@ -238,6 +238,7 @@ impl Session {
             cancel,
             run_id: Some(run_id),
             history,
+            attachments: attached,
         });
         let result = ready.run(&runtime).await;
         interrupt.abort();
@@ -414,10 +415,15 @@ const MAX_ATTACHMENT_BYTES: usize = 64 * 1024;
 /// denies (a secret file, outside the workspace, `deny_path`) or would ask about, and a path
 /// under `untrusted_paths` (its content must reach the model through `read`, which marks the run
 /// as having read untrusted content). Errors are usage errors naming the path and the rule.
-fn attach(prepared: &steward_core::Prepared, text: &str, attachments: &[String]) -> Result<String> {
+fn attach(
+    prepared: &steward_core::Prepared,
+    text: &str,
+    attachments: &[String],
+) -> Result<(String, Vec<steward_core::context::Attachment>)> {
     if attachments.is_empty() {
-        return Ok(text.to_string());
+        return Ok((text.to_string(), Vec::new()));
     }
+    let mut attached = Vec::new();
     let workspace = steward_policy::Workspace::open(&prepared.workspace, &prepared.config.policy.deny_path)
         .map_err(|e| usage(e.to_string()))?;
     let Some(read_tool) = prepared.tools.get("read") else {
@@ -454,6 +460,7 @@ fn attach(prepared: &steward_core::Prepared, text: &str, attachments: &[String])
             String::new()
         };
         task.push_str(&format!("\n\nAttached file {path}{cut}:\n```\n{content}\n```"));
+        attached.push(steward_core::context::Attachment { path: path.clone(), text: content });
     }
-    Ok(task)
+    Ok((task, attached))
 }
