@@ -185,7 +185,7 @@ impl Connection {
                 let service = served.map_err(|e| match e.auth_challenge() {
                     Some(challenge) => {
                         let reason = if logged_in {
-                            crate::manager::refusal(Some(challenge), "initialize")
+                            crate::oauth::refusal(Some(challenge), "initialize")
                         } else {
                             "no login is stored for this owner".to_string()
                         };

@@ -439,7 +439,7 @@ impl McpManager {
                 if matches!(&*state, State::Ready(current) if Arc::ptr_eq(current, connection)) {
                     *state = State::Idle;
                 }
-                McpError::login_required(&server.name, refusal(challenge.as_deref(), what), challenge)
+                McpError::login_required(&server.name, crate::oauth::refusal(challenge.as_deref(), what), challenge)
             }
             other => {
                 let reason =
@@ -452,22 +452,6 @@ impl McpManager {
             }
         };
         error.masked(&secrets)
-    }
-}
-
-/// Why the server refused `what`, from its `WWW-Authenticate` answer: the scope it asks for
-/// (RFC 6750 §3.1 `insufficient_scope`), else a refused or missing token.
-pub(crate) fn refusal(challenge: Option<&str>, what: &str) -> String {
-    let challenge = challenge.unwrap_or_default();
-    if challenge.contains("insufficient_scope") {
-        let scope = challenge.split("scope=\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or("");
-        if scope.is_empty() {
-            format!("the server needs more scope for {what} than the login has")
-        } else {
-            format!("the server needs the scope `{scope}` for {what}")
-        }
-    } else {
-        format!("the server refused {what} without a valid login")
     }
 }
 
@@ -496,15 +480,5 @@ mod tests {
         let secs: Vec<u64> = (1..=8).map(|n| b.delay(n).as_secs()).collect();
         assert_eq!(secs, [1, 2, 4, 8, 16, 30, 30, 30]);
         assert_eq!(b.delay(100).as_secs(), 30);
-    }
-
-    #[test]
-    fn a_refusal_names_the_scope_the_server_asks_for() {
-        let scope = r#"Bearer error="insufficient_scope", scope="files:write", resource_metadata="http://x/""#;
-        assert_eq!(refusal(Some(scope), "tools/call x"), "the server needs the scope `files:write` for tools/call x");
-        let no_scope = r#"Bearer error="insufficient_scope""#;
-        assert!(refusal(Some(no_scope), "initialize").contains("more scope"));
-        assert!(refusal(Some(r#"Bearer error="invalid_token""#), "initialize").contains("without a valid login"));
-        assert!(refusal(None, "tools/list").contains("without a valid login"));
     }
 }

@@ -17,9 +17,9 @@ const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer
 /// How long an assertion is valid, in seconds (used once, right away).
 const ASSERTION_SECONDS: u64 = 60;
 
-/// The algorithm named by `signing_algorithm` (`None`: ES256); `None` for one Steward does
-/// not sign with.
-pub fn assertion_algorithm(name: Option<&str>) -> Option<Algorithm> {
+/// The algorithm named by `signing_algorithm` (`None`: ES256; the names are
+/// [`crate::config::SIGNING_ALGORITHMS`]); `None` for one Steward does not sign with.
+fn assertion_algorithm(name: Option<&str>) -> Option<Algorithm> {
     Some(match name.unwrap_or("ES256") {
         "ES256" => Algorithm::ES256,
         "ES384" => Algorithm::ES384,

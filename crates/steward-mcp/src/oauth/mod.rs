@@ -29,8 +29,6 @@ mod callback;
 mod login;
 mod store;
 
-pub use assertion::assertion_algorithm;
-
 pub use login::{Opener, login};
 pub use store::{LoginState, TokenPlace};
 
@@ -80,6 +78,22 @@ pub(crate) async fn authorized_manager(
     Ok(Some(manager))
 }
 
+/// Why the server refused `what`, from its `WWW-Authenticate` answer: the scope it asks for
+/// (RFC 6750 §3.1 `insufficient_scope`), else a refused or missing token.
+pub(crate) fn refusal(challenge: Option<&str>, what: &str) -> String {
+    let challenge = challenge.unwrap_or_default();
+    if challenge.contains("insufficient_scope") {
+        let scope = challenge.split("scope=\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or("");
+        if scope.is_empty() {
+            format!("the server needs more scope for {what} than the login has")
+        } else {
+            format!("the server needs the scope `{scope}` for {what}")
+        }
+    } else {
+        format!("the server refused {what} without a valid login")
+    }
+}
+
 /// The SDK builds its own HTTP client for discovery and token requests; reqwest is built with
 /// `rustls-no-provider`, so a process-wide provider must exist first.
 pub(crate) fn install_crypto() {
@@ -89,3 +103,18 @@ pub(crate) fn install_crypto() {
 /// Where the logins of the owner a manager works for are kept (see [`TokenPlace`]); shared by
 /// its connections.
 pub type SharedTokenPlace = Arc<TokenPlace>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_the_scope_the_server_asks_for() {
+        let scope = r#"Bearer error="insufficient_scope", scope="files:write", resource_metadata="http://x/""#;
+        assert_eq!(refusal(Some(scope), "tools/call x"), "the server needs the scope `files:write` for tools/call x");
+        let no_scope = r#"Bearer error="insufficient_scope""#;
+        assert!(refusal(Some(no_scope), "initialize").contains("more scope"));
+        assert!(refusal(Some(r#"Bearer error="invalid_token""#), "initialize").contains("without a valid login"));
+        assert!(refusal(None, "tools/list").contains("without a valid login"));
+    }
+}
