@@ -357,6 +357,16 @@ fn untrusted_paths_taint() {
     let evs =
         run(&env, &format!("{}{edit}[[round]]\ntext = \"done\"\n", call("q1", "search", "{ query = \"Ignore\" }")));
     assert!(event(&evs, "tool_approval_required", "e1").is_some(), "{:?}", names(&evs));
+    // Another name of a vendored file (a hard link) is read as what it is.
+    std::fs::hard_link(env.ws().join("vendor/lib/README.md"), env.ws().join("src/readme-copy.md")).unwrap();
+    let evs = run(
+        &env,
+        &format!("{}{edit}[[round]]\ntext = \"done\"\n", call("h1", "read", "{ path = \"src/readme-copy.md\" }")),
+    );
+    let asked = event(&evs, "tool_approval_required", "e1").expect("the edit after reading a hard link asks");
+    assert_eq!(asked["rule"], "taint_escalation", "{asked}");
+    assert_eq!(env.read("note.txt"), "old\n");
+    std::fs::remove_file(env.ws().join("src/readme-copy.md")).unwrap();
     // A trusted file leaves the run untainted.
     let evs =
         run(&env, &format!("{}{edit}[[round]]\ntext = \"done\"\n", call("s1", "read", "{ path = \"src/main.txt\" }")));

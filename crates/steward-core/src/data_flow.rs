@@ -21,7 +21,8 @@ pub fn is_sink(tool: &dyn Tool) -> bool {
 /// `untrusted_paths`: a path input (or a path the call touches, which a writing tool shows back
 /// in its diff) that matches, or a directory under which a match may lie (a listing or search of
 /// it). For `shell_command`, any word of the command line that names such a path counts. A path
-/// that does not resolve is not read.
+/// that does not resolve is not read. A file with several names (hard links) is read under each
+/// of its workspace names: one under `untrusted_paths` counts.
 pub fn reads_untrusted(policy: &Policy, workspace: &Workspace, tool: &dyn Tool, args: &Value) -> bool {
     let spec = tool.spec();
     let mut texts: Vec<String> = tool.target_paths(args, workspace);
@@ -48,9 +49,61 @@ pub fn reads_untrusted(policy: &Policy, workspace: &Workspace, tool: &dyn Tool, 
         }
     }
     texts.iter().any(|text| match workspace.resolve(text, Access::Read) {
-        Ok(path) => policy.reads_untrusted(&path.rel, path.abs.is_dir()),
+        Ok(path) => {
+            policy.reads_untrusted(&path.rel, path.abs.is_dir())
+                || other_names(workspace, &path.abs).iter().any(|rel| match rel.as_str() {
+                    // Not all names could be looked at: as if it were named anywhere.
+                    "" => policy.reads_untrusted("", true),
+                    rel => policy.reads_untrusted(rel, false),
+                })
+        }
         Err(_) => false,
     })
+}
+
+/// Most entries [`other_names`] looks at; past it the names found so far are returned with the
+/// workspace's root (`""`), which reads as untrusted when any untrusted path is configured: a
+/// large workspace errs on the strict side.
+const MAX_LINK_WALK: usize = 200_000;
+
+/// The other workspace-relative names of the regular file at `abs` when it has several (hard
+/// links), found by walking the workspace (without following links or entering `.git`); empty
+/// for a file with one name.
+fn other_names(workspace: &Workspace, abs: &std::path::Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(abs) else { return Vec::new() };
+    if !meta.is_file() || meta.nlink() < 2 {
+        return Vec::new();
+    }
+    let id = (meta.dev(), meta.ino());
+    let root = workspace.root().to_path_buf();
+    let mut names = Vec::new();
+    let mut pending = vec![root.clone()];
+    let mut seen = 0usize;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_LINK_WALK {
+                // Too many to look through: every path may hold another name (the root, `""`).
+                names.push(String::new());
+                return names;
+            }
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            if kind.is_dir() && entry.file_name() != ".git" {
+                pending.push(path);
+            } else if kind.is_file()
+                && path != abs
+                && let Ok(other) = entry.metadata()
+                && (other.dev(), other.ino()) == id
+                && let Ok(rel) = path.strip_prefix(&root)
+            {
+                names.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    names
 }
 
 /// Most workspace files whose content [`payload`] adds, and most bytes read of each.
