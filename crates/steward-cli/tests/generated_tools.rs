@@ -95,6 +95,32 @@ fn a_generated_tool_is_used_next_round_listed_shown_and_removed() {
     assert!(audit.contains("generated_tool"), "{audit}");
 }
 
+/// A tool a model wrote is allowed unasked only by a rule naming it exactly: a glob written for
+/// other tools, `allowed_actions = ["*"]` or its risk level does not cover it.
+#[test]
+fn a_generated_tool_is_allowed_only_by_a_rule_naming_it_exactly() {
+    let (env, planner) = setup(true);
+    let generator = env.dir.path().join("generator.toml").display().to_string();
+    for (label, allowing) in [
+        ("a glob rule", "[[policy.rule]]\nname = \"conversions\"\ntool = \"*_to_*\"\ndecision = \"allow\"\n"),
+        ("allowed_actions", "[policy]\nallowed_actions = [\"*\"]\n"),
+    ] {
+        env.user_config(&format!(
+            "[generated_tools]\nenabled = true\nprovider = \"gen\"\nrequire_approval = false\n\
+             [providers.gen]\nkind = \"fake\"\nscenario = {generator:?}\n{allowing}"
+        ));
+        let out = env.steward(&["run", "--provider", "fake", "--scenario", &planner, "--json", "Convert 100 F to C"]);
+        let events = events(&out);
+        let asked = events
+            .iter()
+            .find(|e| e["event"] == "tool_approval_required" && e["tool"] == "fahrenheit_to_celsius")
+            .unwrap_or_else(|| panic!("{label}: the generated tool ran unasked: {:?}", names(&events)));
+        assert_eq!(asked["rule"], "generated_tool", "{label}: {asked}");
+        assert!(asked["reason"].as_str().unwrap().contains("naming it exactly"), "{label}: {asked}");
+        assert!(!events.iter().any(|e| e["event"] == "tool_completed"), "{label}: {:?}", names(&events));
+    }
+}
+
 #[test]
 fn the_celsius_eval_cases_pass_through_the_binary() {
     let env = Env::new();

@@ -38,6 +38,21 @@ pub fn decide(
         }),
     };
     let mut decision = policy.decide_in(tool.map(|t| t.spec()), call, workspace, &context);
+    // A tool a model wrote is allowed unasked only by a rule naming it exactly.
+    if decision.decision == DecisionKind::Allow
+        && let Some(tool) = tool
+        && tool.is_generated()
+        && !policy.names_exactly(&decision.rule, &call.name)
+    {
+        let reason = format!(
+            "`{}` was written by a model; only a rule naming it exactly (`tool = \"{}\"`) allows it unasked, not `{}`",
+            call.name, call.name, decision.rule
+        );
+        let mut ask = Decision::new(DecisionKind::Ask, "generated_tool", decision.risk, reason);
+        ask.risk_factors = decision.risk_factors;
+        ask.approval_ttl = decision.approval_ttl.take();
+        decision = ask;
+    }
     // What the tool itself refuses by its arguments (an MCP argument naming a secret file) is
     // a denial here, before any approval or execution, for the run and `steward policy check`.
     if decision.decision != DecisionKind::Deny

@@ -225,6 +225,10 @@ impl Tool for GeneratedTool {
         true
     }
 
+    fn is_generated(&self) -> bool {
+        true
+    }
+
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let worker = worker().ok_or_else(|| ToolError::failed(NO_WORKER))?;
         let host =

@@ -24,6 +24,8 @@ struct CompiledRule {
     tool: GlobMatcher,
     /// The tool pattern names MCP tools explicitly (`SERVER__…`).
     names_mcp: bool,
+    /// The tool pattern as written.
+    pattern: String,
     paths: Option<GlobSet>,
     decision: DecisionKind,
     approval_ttl: Option<u64>,
@@ -35,6 +37,8 @@ pub struct Policy {
     allowed: GlobSet,
     /// Per `allowed_actions` pattern: whether it names MCP tools explicitly (contains `__`).
     allowed_names_mcp: Vec<bool>,
+    /// `allowed_actions` as written.
+    allowed_patterns: Vec<String>,
     blocked: GlobSet,
     rules: Vec<CompiledRule>,
     pub(crate) argv_rules: Vec<ArgvRule>,
@@ -93,6 +97,7 @@ impl Policy {
                 name: rule.name.clone(),
                 tool,
                 names_mcp,
+                pattern: rule.tool.clone(),
                 paths,
                 decision: rule.decision,
                 approval_ttl: rule.approval_ttl_seconds,
@@ -102,6 +107,7 @@ impl Policy {
             default: config.default,
             allowed,
             allowed_names_mcp: config.allowed_actions.iter().map(|p| p.contains("__")).collect(),
+            allowed_patterns: config.allowed_actions.clone(),
             blocked,
             rules,
             argv_rules,
@@ -399,6 +405,17 @@ impl Policy {
             }
         }
         Ok(out)
+    }
+
+    /// True when the decision made by `rule` (a [`Decision::rule`]) names `tool` exactly: a
+    /// `[[policy.rule]]` of that name whose `tool` is the tool's name itself, or
+    /// `allowed_actions` listing the name itself. A glob, a default or a risk level never
+    /// does. A tool a model wrote is allowed unasked only this way.
+    pub fn names_exactly(&self, rule: &str, tool: &str) -> bool {
+        if rule == "allowed_actions" {
+            return self.allowed_patterns.iter().any(|p| p == tool);
+        }
+        self.rules.iter().any(|r| r.name == rule && r.pattern == tool)
     }
 
     /// The strictest matching `[[policy.rule]]`, if any (first one listed among equals).

@@ -167,6 +167,12 @@ pub trait Tool: Send + Sync {
         self.compensable()
     }
 
+    /// True for a tool a model wrote (a generated tool): only a rule naming it exactly allows
+    /// it unasked, never a glob, a default or its risk level.
+    fn is_generated(&self) -> bool {
+        false
+    }
+
     /// True when the tool can send to any host (`network = true`, the web of a generated
     /// tool) rather than to named ones (a host list, an MCP server): such a sink asks once the
     /// run has read anything (`data_flow`, see [`steward_policy::GateContext::open_sink`]).
