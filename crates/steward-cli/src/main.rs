@@ -82,7 +82,7 @@ enum Command {
     },
     /// Print a run's trace: each planner call and tool step with duration and tokens, and totals.
     Show {
-        /// The run id (`run_…`), a unique prefix of it, or `last`.
+        /// The run id (`run_…`), a unique prefix of it, or `last` (your newest run).
         run_id: String,
         /// The run record and its events as one JSON object.
         #[arg(long)]
@@ -121,7 +121,7 @@ enum Command {
     },
     /// Undo a run's changes in reverse order (or only step N): file snapshots, and `[[tool]]` compensate commands (sandboxed); stops at the first step it cannot undo and says which steps were and were not undone (exit 1).
     Rollback {
-        /// The run id, a unique prefix, or `last` (the newest run that changed files, not simply the newest run).
+        /// The run id, a unique prefix, or `last` (your newest run that changed files, not simply your newest run).
         run_id: String,
         /// Undo only this step (as numbered by `--list`).
         #[arg(long)]
@@ -286,7 +286,7 @@ enum PolicyCommand {
         /// Only runs started since then: a duration back from now (`90s`, `30m`, `12h`, `7d`, `2w`) or an RFC 3339 time.
         #[arg(long)]
         since: Option<String>,
-        /// Only this run (its id, a unique prefix, or `last`).
+        /// Only this run (its id, a unique prefix, or `last`: your newest run).
         #[arg(long = "run")]
         run: Option<String>,
         /// One JSON object per call decided differently: run_id, call_id, tool, arguments, recorded {decision, rule}, now (the decision).

@@ -690,3 +690,29 @@ fn readme_first_command_shows_build_progress_and_says_how_long_it_takes() {
     let comment = block.rsplit("```sh").next().unwrap_or_default();
     assert!(comment.contains("first build") && comment.contains("minutes"), "{comment}");
 }
+
+/// `last` means the caller's own newest run: another owner's run in the same state folder is
+/// not what `steward show last`, `steward audit list --run last` or `steward rollback last`
+/// picks.
+#[test]
+fn last_is_your_own_newest_run() {
+    let env = Env::new();
+    env.write("note.txt", "old\n");
+    env.user_config("[[policy.rule]]\nname = \"edits-ok\"\ntool = \"edit\"\ndecision = \"allow\"\n");
+    let as_user = |user: &str, args: &[&str]| {
+        let mut command = env.command(args);
+        command.env("USER", user);
+        command.output().unwrap()
+    };
+    let run = as_user("alice", &["run", "replace 'old' with 'new' in note.txt"]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert_eq!(env.read("note.txt"), "new\n");
+    for args in [&["show", "last"][..], &["audit", "list", "--run", "last"], &["rollback", "last"]] {
+        let out = as_user("bob", args);
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(!text.contains("replace 'old'") && !text.contains("note.txt"), "{args:?} showed alice's run: {text}");
+    }
+    assert_eq!(env.read("note.txt"), "new\n", "bob's `rollback last` undid alice's run");
+    let own = as_user("alice", &["show", "last"]);
+    assert!(stdout(&own).contains("note.txt") || stdout(&own).contains("replace"), "{}", stdout(&own));
+}

@@ -15,10 +15,13 @@ use crate::rollback::{Compensation, undo};
 /// How many of the newest runs [`last_changing_run`] looks through for one that changed files.
 pub const LAST_CHANGING_RUN_SCAN: u32 = 1000;
 
-/// The newest run that changed files (the newest run often only read), with its rollback
-/// records; `None` when none of the newest [`LAST_CHANGING_RUN_SCAN`] runs did.
-pub async fn last_changing_run(store: &dyn Store) -> Result<Option<(RunRecord, Vec<RollbackRecord>)>, StoreError> {
-    for run in store.list_runs(LAST_CHANGING_RUN_SCAN).await? {
+/// The newest run of `owner_id` that changed files (the newest run often only read), with its
+/// rollback records; `None` when none of the newest [`LAST_CHANGING_RUN_SCAN`] runs did.
+pub async fn last_changing_run(
+    store: &dyn Store,
+    owner_id: &str,
+) -> Result<Option<(RunRecord, Vec<RollbackRecord>)>, StoreError> {
+    for run in store.list_runs(LAST_CHANGING_RUN_SCAN).await?.into_iter().filter(|r| r.owner_id == owner_id) {
         let records = store.rollbacks(&run.id).await?;
         if !records.is_empty() {
             return Ok(Some((run, records)));

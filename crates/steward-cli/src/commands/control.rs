@@ -42,12 +42,14 @@ pub fn trust(workspace: &Path) -> Result<u8> {
     Ok(0)
 }
 
-/// `steward rollback`: `last` means the newest run that changed files.
+/// `steward rollback`: `last` means your newest run that changed files.
 pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
     let (run, records) = if run_id == "last" {
-        let Some((run, records)) = steward_core::undo::last_changing_run(store.as_ref()).await? else {
+        let Some((run, records)) =
+            steward_core::undo::last_changing_run(store.as_ref(), &crate::home::local_owner()).await?
+        else {
             println!("no recent run changed files; nothing to roll back");
             return Ok(0);
         };

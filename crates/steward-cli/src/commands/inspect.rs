@@ -168,10 +168,17 @@ fn print_step(step: &TraceStep) {
     }
 }
 
-/// A run by exact id, unique id prefix, or `last` (the newest run).
+/// A run by exact id, unique id prefix, or `last` (your newest run: the local owner's, as
+/// `steward runs` lists yours).
 pub(super) async fn find_run(store: &dyn steward_store::Store, wanted: &str) -> Result<steward_store::RunRecord> {
     if wanted == "last" {
-        return store.list_runs(1).await?.into_iter().next().ok_or_else(|| usage("there are no runs yet"));
+        let owner = crate::home::local_owner();
+        return store
+            .list_runs(LAST_RUN_SCAN)
+            .await?
+            .into_iter()
+            .find(|run| run.owner_id == owner)
+            .ok_or_else(|| usage("you have no runs yet (`steward runs --all` lists every owner's)"));
     }
     if let Some(run) = store.get_run(wanted).await? {
         return Ok(run);
@@ -183,6 +190,9 @@ pub(super) async fn find_run(store: &dyn steward_store::Store, wanted: &str) -> 
         n => Err(usage(format!("`{wanted}` matches {n} runs; give more of the id"))),
     }
 }
+
+/// How many of the newest runs `last` looks through for one of yours.
+const LAST_RUN_SCAN: u32 = 1000;
 
 /// `steward audit verify`.
 pub async fn audit_verify() -> Result<u8> {
