@@ -41,8 +41,8 @@ use crate::error::McpError;
 
 /// The authorization manager a connection to `server` at `url` sends its requests through:
 /// the login stored in `place`, renewed with its refresh token when it has expired. A server
-/// with `grant = "client_credentials"` and no stored login logs in first (no person is
-/// needed). `Ok(None)`: nothing is stored, the requests go without a token (a server that
+/// with `grant = "client_credentials"` logs in first (no person is needed) when no login is
+/// stored or its token has run out (that grant gives no refresh token). `Ok(None)`: nothing is stored, the requests go without a token (a server that
 /// needs one answers 401, which becomes [`McpError::LoginRequired`]). Errors:
 /// [`McpError::LoginRequired`] when the authorization server cannot be found again,
 /// [`McpError::Config`] for an unreadable `client_secret`.
@@ -53,11 +53,12 @@ pub(crate) async fn authorized_manager(
     place: &TokenPlace,
 ) -> Result<Option<AuthorizationManager>, McpError> {
     let oauth = config.oauth.clone().unwrap_or_default();
-    if !place.state(server, url).logged_in {
-        if oauth.grant != OAuthGrant::ClientCredentials {
-            return Ok(None);
-        }
+    let stored = place.state(server, url);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    if oauth.grant == OAuthGrant::ClientCredentials && needs_new_grant(&stored, now) {
         login(server, config, place, None, Opener::None, &|_| {}).await?;
+    } else if !stored.logged_in {
+        return Ok(None);
     }
     install_crypto();
     let refused = |e: rmcp::transport::auth::AuthError| {
@@ -76,6 +77,14 @@ pub(crate) async fn authorized_manager(
         manager.configure_client(client).map_err(refused)?;
     }
     Ok(Some(manager))
+}
+
+/// Whether a login made by the client credentials grant must be made again at `now` (seconds
+/// since the epoch): none is stored, or its token has less than a minute left and cannot be
+/// renewed (the grant gives no refresh token; a call may take that minute).
+fn needs_new_grant(stored: &LoginState, now: u64) -> bool {
+    let running_out = stored.expires_at.is_some_and(|at| at <= now.saturating_add(60));
+    !stored.logged_in || (running_out && !stored.renewable)
 }
 
 /// Why the server refused `what`, from its `WWW-Authenticate` answer: the scope it asks for
@@ -107,6 +116,17 @@ pub type SharedTokenPlace = Arc<TokenPlace>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_machine_login_is_made_again_when_its_token_runs_out() {
+        let fresh = LoginState { logged_in: true, expires_at: Some(10_000), renewable: false, scopes: Vec::new() };
+        assert!(!needs_new_grant(&fresh, 9_000));
+        assert!(needs_new_grant(&fresh, 9_950), "less than a minute left");
+        assert!(needs_new_grant(&fresh, 20_000));
+        assert!(!needs_new_grant(&LoginState { renewable: true, ..fresh.clone() }, 20_000), "a refresh renews it");
+        assert!(!needs_new_grant(&LoginState { expires_at: None, ..fresh.clone() }, 20_000), "no expiry given");
+        assert!(needs_new_grant(&LoginState::default(), 0), "nothing stored");
+    }
 
     #[test]
     fn a_refusal_names_the_scope_the_server_asks_for() {
