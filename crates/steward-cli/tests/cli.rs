@@ -582,7 +582,7 @@ fn rollback_last_means_the_newest_run_that_changed_files() {
     assert_eq!(env.read("note.txt"), "old text\n");
     // `--help` says what `last` means.
     let help = stdout(&env.steward(&["rollback", "--help"]));
-    assert!(help.contains("the newest run that changed files"), "{help}");
+    assert!(help.contains("your newest run that changed files"), "{help}");
 }
 
 #[test]
