@@ -187,8 +187,6 @@ fn peer_a_login_is_used_renewed_kept_out_of_sight_and_forgotten() {
             assert!(!stdout(out).contains(token) && !stderr(out).contains(token), "printed");
         }
     }
-    // Every request with a token went to the server it was made for.
-    assert!(server.log().iter().all(|e| e["authorization"].is_null() || e["mcp"].is_string()));
 
     // The logout forgets it; the next call asks for a login again.
     let out = env.steward(&["mcp", "logout", "docs"]);

@@ -78,8 +78,7 @@ pub struct RunRequest {
     /// Earlier turns of the conversation this task belongs to, oldest first (the last
     /// [`context::MAX_HISTORY_TURNS`] are given to the model); empty for a single task.
     pub history: Vec<context::Turn>,
-    /// Workspace files the owner attached to the task, whose text the task quotes
-    /// (fingerprinted like a file the run read).
+    /// Files attached to the task (quoted in it), fingerprinted like files the run read.
     pub attachments: Vec<context::Attachment>,
     /// The run's id when the caller chose it beforehand (a server names a queued run before it
     /// starts); `None` gives a fresh `run_…` id.
