@@ -1,9 +1,15 @@
-//! `steward-bench local`: real agent runs with a real local model on a small fixture
-//! repository. It starts llama.cpp's `llama-server` (or llama-cpp-python's server) on
-//! loopback with the model, runs `steward run --json` for each task in a fresh copy of the
-//! fixture, and reads what happened from the run's events and the server's own counters:
-//! - a task is completed when its check holds (the run answered and the answer names the code
-//!   word; the file holds the edit);
+//! `steward-bench local`: real agent runs with a real local model on small fixture
+//! repositories. It starts llama.cpp's `llama-server` (or llama-cpp-python's server) on
+//! loopback with the model, runs `steward run --json` for each task of [`local_tasks`] in a
+//! fresh copy of its repository, every built-in tool offered and the file-changing ones
+//! allowed, and reads what happened from the run's events and the server's own counters:
+//! - a task is completed when its rule-based check holds (the answer names what was asked;
+//!   the file holds the change);
+//! - runs that failed are counted by error class;
+//! - the prompt estimate (`prompt_fitted`, when the prompt was fitted) is set beside the
+//!   server's count of the same round;
+//! - the cached share is the part of the prompt tokens the server did not evaluate again
+//!   (`1 - llamacpp:prompt_tokens_total / Σ usage.prompt_tokens`);
 //! - rounds are the planner calls; tool calls are counted as native (the server's structured
 //!   calls), recovered from text (`call_recovered_*`) or refused (undeclared or malformed
 //!   calls, replies of unusable markup and replies that ran away);
@@ -26,6 +32,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::Value;
 
+use crate::local_tasks::{TASKS, Task, write_repo};
+
 /// `steward-bench local` options.
 #[derive(Args, Clone)]
 pub struct BenchLocalArgs {
@@ -42,47 +50,23 @@ pub struct BenchLocalArgs {
     /// The server's context window, in tokens (`-c`).
     #[arg(long, default_value_t = 2048)]
     context: u32,
-    /// Output token limit per planner call.
-    #[arg(long, default_value_t = 120)]
-    max_tokens: u32,
+    /// Output token limit per planner call [default: Steward's own, the reply's share of the
+    /// window].
+    #[arg(long)]
+    max_tokens: Option<u32>,
     /// Rounds with tool calls before a run stops.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 4)]
     max_rounds: u32,
+    /// The provider's `constrained` setting: auto, on or off.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+    constrained: String,
+    /// Run only the tasks whose name contains this text.
+    #[arg(long)]
+    only: Option<String>,
     /// The `steward` binary [default: next to this program]
     #[arg(long)]
     steward: Option<PathBuf>,
 }
-
-/// One task of the bench: its text, the tools offered and what completing it means.
-struct Task {
-    name: &'static str,
-    text: &'static str,
-    tools: &'static [&'static str],
-    check: fn(&Path, &str) -> bool,
-}
-
-const NOTES: &str = "The launch code word is PELICAN.\n";
-
-const TASKS: &[Task] = &[
-    Task {
-        name: "read and answer",
-        text: "Use the read tool to read notes.txt, then tell me the code word it holds.",
-        tools: &["read"],
-        check: |_, answer| answer.contains("PELICAN"),
-    },
-    Task {
-        name: "list then read",
-        text: "Use the list tool to list the files, then read notes.txt and tell me the code word.",
-        tools: &["list", "read"],
-        check: |_, answer| answer.contains("PELICAN"),
-    },
-    Task {
-        name: "edit (allowed)",
-        text: "Use the edit tool on notes.txt to replace PELICAN with HERON.",
-        tools: &["edit"],
-        check: |ws, _| std::fs::read_to_string(ws.join("notes.txt")).is_ok_and(|t| t.contains("HERON")),
-    },
-];
 
 /// What one task's run did.
 #[derive(Default)]
@@ -92,7 +76,10 @@ struct Outcome {
     native: u32,
     recovered: u32,
     refused: u32,
+    constrained: u32,
     prompt_tokens: Vec<u64>,
+    /// (estimated, counted) prompt tokens of rounds whose prompt was fitted.
+    estimates: Vec<(u64, u64)>,
     round_ms: Vec<u64>,
     ending: String,
 }
@@ -188,17 +175,20 @@ fn counters(port: u16) -> Option<[f64; 4]> {
 fn run_task(args: &BenchLocalArgs, steward: &Path, port: u16, task: &Task) -> Result<Outcome> {
     let dir = tempfile::tempdir()?;
     let ws = dir.path().join("ws");
-    std::fs::create_dir_all(ws.join("src"))?;
-    std::fs::write(ws.join("notes.txt"), NOTES)?;
-    std::fs::write(ws.join("src/main.py"), "print('hello')\n")?;
+    std::fs::create_dir_all(&ws)?;
+    write_repo(task.repo, &ws)?;
     let config = dir.path().join("xdg/steward");
     std::fs::create_dir_all(&config)?;
-    let tools: Vec<String> = task.tools.iter().map(|t| format!("{t:?}")).collect();
     std::fs::write(
         config.join("config.toml"),
-        format!("[run]\ntools = [{}]\n[policy]\nallowed_actions = [\"edit\"]\n", tools.join(", ")),
+        format!(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
+             probe_context_window = true\nconstrained = \"{}\"\n\
+             [policy]\nallowed_actions = [\"edit\", \"create\", \"delete\", \"apply_patch\"]\n",
+            args.constrained
+        ),
     )?;
-    let url = format!("http://127.0.0.1:{port}/v1");
+    let limit: Vec<String> = args.max_tokens.map(|n| vec!["--max-tokens".into(), n.to_string()]).unwrap_or_default();
     let out = Command::new(steward)
         .current_dir(&ws)
         .env_clear()
@@ -207,8 +197,9 @@ fn run_task(args: &BenchLocalArgs, steward: &Path, port: u16, task: &Task) -> Re
         .env("USER", "bench")
         .env("STEWARD_HOME", dir.path().join("home"))
         .env("XDG_CONFIG_HOME", dir.path().join("xdg"))
-        .args(["run", "--json", "--base-url", &url, "--model", "local"])
-        .args(["--max-tokens", &args.max_tokens.to_string(), "--max-rounds", &args.max_rounds.to_string()])
+        .args(["run", "--json", "--provider", "local", "--model", "local"])
+        .args(&limit)
+        .args(["--max-rounds", &args.max_rounds.to_string()])
         .arg(task.text)
         .stdin(Stdio::null())
         .output()
@@ -217,13 +208,19 @@ fn run_task(args: &BenchLocalArgs, steward: &Path, port: u16, task: &Task) -> Re
         String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let mut outcome = Outcome::default();
     let mut answer = String::new();
+    let mut estimate = None;
     for e in &events {
         match e["event"].as_str().unwrap_or_default() {
+            "prompt_fitted" => estimate = e["estimated_tokens"].as_u64(),
             "stage_completed" | "stage_failed" if e["stage"] == "planner" => {
                 outcome.rounds += 1;
                 outcome.round_ms.push(e["duration_ms"].as_u64().unwrap_or(0));
-                if let Some(tokens) = e["usage"]["input_tokens"].as_u64() {
+                outcome.constrained += u32::from(e["constrained"] == true);
+                if let Some(tokens) = e["usage"]["input_tokens"].as_u64().filter(|t| *t > 0) {
                     outcome.prompt_tokens.push(tokens);
+                    if let Some(estimated) = estimate.take() {
+                        outcome.estimates.push((estimated, tokens));
+                    }
                 }
                 if e["class"] == "unparsed_tool_call" || e["class"] == "runaway_reply" {
                     outcome.refused += 1;
@@ -265,34 +262,45 @@ pub async fn run(args: BenchLocalArgs) -> Result<u8> {
     };
     let started = Instant::now();
     let server = start_server(&args, &model)?;
+    let limit = args.max_tokens.map_or("Steward's default".to_string(), |n| n.to_string());
     println!(
-        "model {} on {} (context {}, max_tokens {}, max_rounds {}); server ready in {:.1} s",
+        "model {} on {} (context {}, max_tokens {limit}, max_rounds {}, constrained {}); server ready in {:.1} s",
         model.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
         if args.llama_cpp_python.is_some() { "llama-cpp-python" } else { "llama-server --jinja" },
         args.context,
-        args.max_tokens,
         args.max_rounds,
+        args.constrained,
         started.elapsed().as_secs_f64()
     );
     println!(
-        "| task | completed | ending | rounds | calls native / from text / refused | prompt tokens per round | s per round |"
+        "| task | completed | ending | rounds (constrained) | calls native / from text / refused | prompt tokens per round | s per round |"
     );
     println!("|---|---|---|---|---|---|---|");
     let before = counters(server.1);
-    let mut done = 0;
-    for task in TASKS {
+    let (mut done, mut ran, mut counted_total) = (0, 0, 0u64);
+    let mut endings: std::collections::BTreeMap<String, u32> = Default::default();
+    let (mut estimates, mut rounds, mut task_seconds) = (Vec::new(), Vec::new(), Vec::new());
+    for task in TASKS.iter().filter(|t| args.only.as_deref().is_none_or(|only| t.name.contains(only))) {
         let args = args.clone();
         let steward = steward.clone();
         let port = server.1;
+        let task_started = Instant::now();
         let o = tokio::task::spawn_blocking(move || run_task(&args, &steward, port, task)).await??;
+        task_seconds.push(task_started.elapsed().as_secs_f64());
+        ran += 1;
         done += u32::from(o.completed);
+        *endings.entry(o.ending.clone()).or_default() += 1;
+        counted_total += o.prompt_tokens.iter().sum::<u64>();
+        estimates.extend(o.estimates.iter().copied());
+        rounds.extend(o.prompt_tokens.iter().copied());
         let tokens: Vec<String> = o.prompt_tokens.iter().map(u64::to_string).collect();
         println!(
-            "| {} | {} | {} | {} | {} / {} / {} | {} | {:.1} |",
+            "| {} | {} | {} | {} ({}) | {} / {} / {} | {} | {:.1} |",
             task.name,
             if o.completed { "yes" } else { "no" },
             o.ending,
             o.rounds,
+            o.constrained,
             o.native,
             o.recovered,
             o.refused,
@@ -300,16 +308,48 @@ pub async fn run(args: BenchLocalArgs) -> Result<u8> {
             mean(&o.round_ms) / 1000.0
         );
     }
-    println!("tasks completed: {done} of {}", TASKS.len());
+    println!("tasks completed: {done} of {ran}");
+    let endings: Vec<String> = endings.iter().map(|(ending, n)| format!("{n} {ending}")).collect();
+    println!("endings: {}", endings.join(", "));
+    if !rounds.is_empty() {
+        println!(
+            "prompt tokens per round (server's count): mean {:.0}, min {}, max {} over {} rounds",
+            mean(&rounds),
+            rounds.iter().min().unwrap_or(&0),
+            rounds.iter().max().unwrap_or(&0),
+            rounds.len()
+        );
+    }
+    if !estimates.is_empty() {
+        let ratios: Vec<f64> = estimates.iter().map(|(e, c)| *e as f64 / (*c).max(1) as f64).collect();
+        let (low, high) = ratios.iter().fold((f64::MAX, 0f64), |(l, h), r| (l.min(*r), h.max(*r)));
+        println!(
+            "estimate / server's count on {} fitted rounds: mean {:.2}, from {low:.2} to {high:.2}",
+            ratios.len(),
+            ratios.iter().sum::<f64>() / ratios.len() as f64
+        );
+    }
+    if !task_seconds.is_empty() {
+        let total: f64 = task_seconds.iter().sum();
+        println!("wall time per task: mean {:.1} s, total {total:.0} s", total / task_seconds.len() as f64);
+    }
     if let (Some(a), Some(b)) = (before, counters(server.1)) {
         let rate = |tokens: f64, seconds: f64| if seconds > 0.0 { tokens / seconds } else { 0.0 };
         println!(
-            "server timings: prompt {:.1} tokens/s ({} tokens), generation {:.1} tokens/s ({} tokens)",
+            "server timings: prompt {:.1} tokens/s ({} tokens evaluated), generation {:.1} tokens/s ({} tokens)",
             rate(b[0] - a[0], b[1] - a[1]),
             b[0] - a[0],
             rate(b[2] - a[2], b[3] - a[3]),
             b[2] - a[2]
         );
+        if counted_total > 0 {
+            println!(
+                "cached share of prompt tokens: {:.0} % ({} of {} not evaluated again)",
+                100.0 * (1.0 - (b[0] - a[0]) / counted_total as f64).max(0.0),
+                (counted_total as f64 - (b[0] - a[0])).max(0.0),
+                counted_total
+            );
+        }
     }
     println!("wall time {:.0} s", started.elapsed().as_secs_f64());
     Ok(0)

@@ -12,6 +12,7 @@ mod generated;
 mod injection;
 mod ledger;
 mod local;
+mod local_tasks;
 mod nodes;
 mod redaction;
 mod sandbox;
@@ -68,7 +69,7 @@ enum Mode {
     Injection(injection::BenchInjectionArgs),
     /// The workspace search index: recall@5 of grep and BM25 on labelled queries over a crates.io package's source, indexing throughput (MB/s), incremental update time.
     Search(search::BenchSearchArgs),
-    /// A real local model (Qwen2.5-Coder-0.5B by default) on llama.cpp's llama-server (or llama-cpp-python's server) doing small tasks on a fixture repository: tasks completed, rounds, calls native / from text / refused, prompt tokens per round, the server's prompt and generation tokens/s, time per round.
+    /// A real local model (Qwen2.5-Coder-0.5B by default) on llama.cpp's llama-server (or llama-cpp-python's server) doing 22 everyday tasks in three small repositories: tasks completed, endings by class, rounds (constrained), calls native / from text / refused, prompt tokens per round, the prompt estimate beside the server's count, the cached share, the server's prompt and generation tokens/s, wall time per task.
     Local(local::BenchLocalArgs),
     /// The clients of `serve`'s event-latency measurement, in a process of their own.
     #[command(hide = true)]

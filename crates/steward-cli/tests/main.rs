@@ -14,6 +14,7 @@ mod claims;
 mod cli;
 mod compare;
 mod compensate;
+mod constrained;
 mod data_flow;
 mod docs_examples;
 mod egress;

@@ -538,17 +538,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
                 }
             }
         }
-        events
-            .emit(EventKind::StageCompleted {
-                stage: "planner".into(),
-                round,
-                duration_ms: stage_ms,
-                usage: reply.usage,
-                tool_calls: proposed,
-                finish_reason: reply.finish_reason.as_ref().map(|f| f.as_str().to_string()).unwrap_or_default(),
-                response_model: reply.model.clone(),
-            })
-            .await?;
+        events.emit(crate::planner_reply::stage_completed("planner", round, stage_ms, &reply, proposed)).await?;
         if proposed == 0 {
             break Ending::Answered(reply.text);
         }

@@ -27,6 +27,27 @@ pub(crate) enum Verdict {
     Unusable { class: ErrorClass, why: String },
 }
 
+/// The `stage_completed` event of a model call of `stage` that returned `reply` after
+/// `duration_ms`, proposing `tool_calls` calls.
+pub(crate) fn stage_completed(
+    stage: &str,
+    round: u32,
+    duration_ms: u64,
+    reply: &ChatResponse,
+    tool_calls: u32,
+) -> steward_protocol::EventKind {
+    steward_protocol::EventKind::StageCompleted {
+        stage: stage.to_string(),
+        round,
+        duration_ms,
+        usage: reply.usage,
+        tool_calls,
+        finish_reason: reply.finish_reason.as_ref().map(|f| f.as_str().to_string()).unwrap_or_default(),
+        response_model: reply.model.clone(),
+        constrained: reply.constrained,
+    }
+}
+
 /// How a reply was stopped before its natural end, in words; `None` when it ended on its own.
 pub(crate) fn stopped(reply: &ChatResponse) -> Option<&'static str> {
     match &reply.finish_reason {

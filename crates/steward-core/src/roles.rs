@@ -331,17 +331,7 @@ async fn run_stage(
             Ok((Outcome::Failed(err.class, error), Usage::default()))
         }
         Ok(Ok(reply)) => {
-            st.events
-                .emit(EventKind::StageCompleted {
-                    stage: stage.into(),
-                    round: 1,
-                    duration_ms,
-                    usage: reply.usage,
-                    tool_calls: 0,
-                    finish_reason: reply.finish_reason.as_ref().map(|f| f.as_str().to_string()).unwrap_or_default(),
-                    response_model: reply.model.clone(),
-                })
-                .await?;
+            st.events.emit(crate::planner_reply::stage_completed(stage, 1, duration_ms, &reply, 0)).await?;
             Ok((Outcome::Done(st.redactor.redact(&reply.text)), reply.usage))
         }
     }

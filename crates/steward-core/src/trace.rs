@@ -22,6 +22,8 @@ pub enum TraceStep {
         usage: Usage,
         /// Tool calls it proposed.
         tool_calls: u32,
+        /// The reply was held to "one call of an offered tool, or an answer".
+        constrained: bool,
     },
     /// A model call of a stage that failed.
     StageFailed {
@@ -209,13 +211,14 @@ pub fn steps(events: &[Event]) -> Vec<TraceStep> {
     };
     for event in events {
         let step = match &event.kind {
-            EventKind::StageCompleted { stage, round, duration_ms, usage, tool_calls, .. } => {
+            EventKind::StageCompleted { stage, round, duration_ms, usage, tool_calls, constrained, .. } => {
                 TraceStep::StageCompleted {
                     stage: stage.clone(),
                     round: *round,
                     duration_ms: *duration_ms,
                     usage: *usage,
                     tool_calls: *tool_calls,
+                    constrained: *constrained,
                 }
             }
             EventKind::StageFailed { stage, round, duration_ms, class, error } => TraceStep::StageFailed {

@@ -150,6 +150,10 @@ pub enum EventKind {
         /// The model that answered, as the provider reported it; empty when it did not say.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         response_model: String,
+        /// True when the server held the reply to "one call of an offered tool, or an answer"
+        /// (the provider's `constrained` setting); absent when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        constrained: bool,
     },
     /// A stage failed.
     StageFailed {

@@ -208,6 +208,10 @@ pub struct ChatResponse {
     pub finish_reason: Option<FinishReason>,
     /// The model that answered, as the provider reported it.
     pub model: String,
+    /// True when the server held the reply to "one call of an offered tool, or an answer" (a
+    /// JSON Schema sent with the request).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub constrained: bool,
 }
 
 /// An incremental piece of a streamed reply, for showing progress as it happens.

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use steward_protocol::ErrorClass;
 
 use crate::anthropic::AnthropicWire;
+use crate::constrained::ConstrainedSetting;
 use crate::fake::FakeProvider;
 use crate::formats::ToolCallFormatSetting;
 use crate::http::{ApiKey, HttpCore, build_client};
@@ -142,6 +143,13 @@ pub struct ProviderConfig {
     /// `--base-url`), false otherwise.
     #[serde(default)]
     pub probe_context_window: Option<bool>,
+    /// OpenAI-compatible only: hold each reply that may call tools to "one call of an offered
+    /// tool, with arguments matching its schema, or an answer" by a JSON Schema sent with the
+    /// request. `auto` (default): on for a server on this machine that the context-window
+    /// probe (`probe_context_window`) finds to be llama.cpp, Ollama or vLLM; `on`: always (set
+    /// by the `lmstudio` preset); `off`: never.
+    #[serde(default)]
+    pub constrained: ConstrainedSetting,
 }
 
 fn yes() -> bool {
@@ -170,6 +178,7 @@ impl ProviderConfig {
             system_role: None,
             context_window: None,
             probe_context_window: None,
+            constrained: ConstrainedSetting::Auto,
         }
     }
 
@@ -247,6 +256,9 @@ pub fn preset(name: &str) -> Option<ProviderConfig> {
     };
     if matches!(name, "llamacpp" | "ollama" | "lmstudio") {
         cfg.probe_context_window = Some(true);
+    }
+    if name == "lmstudio" {
+        cfg.constrained = ConstrainedSetting::On;
     }
     Some(cfg)
 }
@@ -427,6 +439,7 @@ pub fn build_provider(
         tool_choice: cfg.tool_choice.clone(),
         max_tokens: cfg.max_tokens,
         local: cfg.kind == ProviderKind::Openai && is_local_server(cfg, &core.base_url),
+        constrained: cfg.constrained,
     };
     let window = WindowSource {
         configured: cfg.context_window.filter(|n| *n > 0),

@@ -6,6 +6,7 @@
 //!
 //! Modules, top to bottom:
 //! - [`config`]: [`ProviderConfig`], presets and [`build_provider`];
+//! - [`constrained`]: replies held to "one call of an offered tool, or an answer";
 //! - [`embeddings`]: text embeddings from an OpenAI-compatible `/embeddings`;
 //! - `openai` / `anthropic` / `responses`: the wire protocols (Chat Completions, Messages
 //!   API, OpenAI Responses API);
@@ -29,6 +30,7 @@ mod anthropic;
 mod assemble;
 mod coerce;
 pub mod config;
+pub mod constrained;
 pub mod embeddings;
 pub mod fake;
 pub mod formats;
@@ -53,6 +55,7 @@ use async_trait::async_trait;
 pub use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
 
 pub use config::{ApiKeyEnv, PRESETS, ProviderConfig, ProviderKind, build_provider, preset};
+pub use constrained::{ConstrainedSetting, Constraint, ServerKind};
 pub use embeddings::{EmbeddingClient, EmbeddingError};
 pub use fake::{FakeProvider, Scenario};
 pub use formats::{ToolCallFormat, ToolCallFormatSetting};
@@ -129,6 +132,12 @@ pub trait Provider: Send + Sync {
     /// (`probe_context_window`); `None` when unknown, and the prompt is then sent as it is.
     async fn context_window(&self, _model: &str) -> Option<ContextWindow> {
         None
+    }
+
+    /// Whether replies to requests for `model` (the default model when empty) are constrained
+    /// to a call of an offered tool or an answer ([`constrained`]), and why.
+    async fn constrained(&self, _model: &str) -> Constraint {
+        Constraint::off("not an OpenAI-compatible Chat Completions provider")
     }
 
     /// Model ids the provider serves.

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, Message, Role, ToolChoice, ToolSpec, Usage};
 
 use crate::assemble::ToolCallAssembler;
+use crate::constrained::ServerKind;
 use crate::http::{ApiKey, Failure, sse_events};
 use crate::reply::ReplyBuilder;
 use crate::wire::{BodyStream, Settings, Wire};
@@ -380,6 +381,7 @@ pub(crate) fn read_whole(
 impl Wire for OpenAiWire {
     const CHAT_PATH: &'static str = "/chat/completions";
     const MODELS_PATH: &'static str = "/models";
+    const CONSTRAINS: bool = true;
 
     fn authorise(&self, key: Option<&ApiKey>, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match key {
@@ -399,6 +401,10 @@ impl Wire for OpenAiWire {
             }
         }
         body
+    }
+
+    fn constrain(&self, body: &mut Value, request: &ChatRequest, kind: ServerKind) -> Option<String> {
+        crate::constrained::constrain(body, request, kind)
     }
 
     fn assembler(&self) -> ToolCallAssembler {

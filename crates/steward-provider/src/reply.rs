@@ -29,6 +29,9 @@ pub(crate) struct TextAccumulator {
     passing: bool,
     /// Where the text is cut once it was found repeating itself ([`crate::repetition`]).
     repeated: Option<usize>,
+    /// The reply was held to the reply schema ([`crate::constrained`]): an answer cut off
+    /// inside its `{"response": "…` string is the text so far.
+    constrained: bool,
 }
 
 /// Final text, reasoning and recovered calls of a reply.
@@ -54,6 +57,7 @@ impl TextAccumulator {
             field_reasoning: String::new(),
             passing: false,
             repeated: None,
+            constrained: false,
         }
     }
 
@@ -142,7 +146,10 @@ impl TextAccumulator {
             None => {
                 if !self.passing {
                     let held = self.acc.text.trim();
-                    if let Some(answer) = generic_response(held).filter(|_| self.recover) {
+                    let answer = generic_response(held)
+                        .filter(|_| self.recover)
+                        .or_else(|| if self.constrained { crate::constrained::partial_response(held) } else { None });
+                    if let Some(answer) = answer {
                         sink(StreamDelta::Text { text: answer.clone() });
                         (answer, Vec::new(), Vec::new())
                     } else {
@@ -210,6 +217,16 @@ impl ReplyBuilder {
         self
     }
 
+    /// The same builder for a reply held to the reply schema ([`crate::constrained`]): calls
+    /// are read from its text in the `json` format whatever the provider's settings, and an
+    /// answer cut off inside its string is kept.
+    pub fn constrained(mut self) -> Self {
+        self.text.recover = true;
+        self.text.format = Some(ToolCallFormat::Json);
+        self.text.constrained = true;
+        self
+    }
+
     /// Records a finish reason; empty strings (sent by some servers on every chunk) are ignored.
     pub fn set_finish(&mut self, reason: Option<&str>) {
         if let Some(r) = reason.filter(|r| !r.is_empty()) {
@@ -237,6 +254,7 @@ impl ReplyBuilder {
         };
         let native = !self.calls.is_empty();
         let (mut tool_calls, invalid_tool_calls) = self.calls.finish(ending);
+        let constrained = self.text.constrained;
         let text = self.text.finish(!native, sink);
         let mut finish_reason = self.finish.as_deref().map(finish_reason);
         if !text.recovered.is_empty() {
@@ -258,6 +276,7 @@ impl ReplyBuilder {
             usage: self.usage,
             finish_reason,
             model: self.model,
+            constrained,
         }
     }
 }

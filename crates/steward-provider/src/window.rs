@@ -9,9 +9,12 @@
 //! 2. Ollama: `POST {root}/api/show {"model": …}` → `num_ctx` among its `parameters` when the
 //!    model file sets one, else `model_info.<architecture>.context_length`;
 //! 3. the OpenAI-compatible model list `GET {base_url}/models`: the entry of the model (or the
-//!    only entry) → `context_length`, `max_context_length`, `context_window` or `meta.n_ctx`.
+//!    only entry) → `context_length`, `max_context_length`, `context_window`, `max_model_len`
+//!    or `meta.n_ctx`.
 //!
-//! `{root}` is the base URL without a trailing `/v1`.
+//! `{root}` is the base URL without a trailing `/v1`. Which of them answered also tells what
+//! kind of server it is ([`ServerKind`]), which decides whether replies are constrained
+//! ([`crate::constrained`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,6 +23,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
+use crate::constrained::ServerKind;
 use crate::http::HttpCore;
 
 /// How long one question to the server may take.
@@ -41,11 +45,21 @@ pub fn reply_share(window: Option<u32>) -> u32 {
 pub(crate) struct WindowSource {
     /// `context_window` from the configuration: wins over the server.
     pub configured: Option<u32>,
-    /// Whether the server is asked when nothing is configured.
+    /// Whether the server is asked (for its window when nothing is configured, and what kind
+    /// of server it is).
     pub probe: bool,
     /// The server's answer per model, once asked: a question in flight is shared, so callers
     /// asking at once (a run started early, then the run itself) wait for one answer.
-    pub asked: Mutex<HashMap<String, Arc<OnceCell<Option<u32>>>>>,
+    pub asked: Mutex<HashMap<String, Arc<OnceCell<Probed>>>>,
+}
+
+/// What the probe learnt of the server for one model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Probed {
+    /// The window, when reported.
+    pub window: Option<u32>,
+    /// Which question the server answered.
+    pub kind: ServerKind,
 }
 
 /// A context window and where it came from.
@@ -64,6 +78,17 @@ impl WindowSource {
         if let Some(tokens) = self.configured {
             return Some(ContextWindow { tokens, configured: true });
         }
+        let found = self.probed(core, model).await?.window;
+        found.map(|tokens| ContextWindow { tokens, configured: false })
+    }
+
+    /// The kind of server, as the probe found it; `None` when the server is not asked.
+    pub async fn kind(&self, core: &HttpCore, model: &str) -> Option<ServerKind> {
+        Some(self.probed(core, model).await?.kind)
+    }
+
+    /// The probe's answer for `model` (asked once), or `None` when the server is not asked.
+    async fn probed(&self, core: &HttpCore, model: &str) -> Option<Probed> {
         if !self.probe {
             return None;
         }
@@ -71,13 +96,12 @@ impl WindowSource {
             Ok(mut asked) => asked.entry(model.to_string()).or_default().clone(),
             Err(_) => Arc::new(OnceCell::new()),
         };
-        let found = *answer.get_or_init(|| probe(core, model)).await;
-        found.map(|tokens| ContextWindow { tokens, configured: false })
+        Some(*answer.get_or_init(|| probe(core, model)).await)
     }
 }
 
 /// Asks the server (see the module's documentation).
-async fn probe(core: &HttpCore, model: &str) -> Option<u32> {
+async fn probe(core: &HttpCore, model: &str) -> Probed {
     let base = core.base_url.split('?').next().unwrap_or_default().trim_end_matches('/');
     let root = base.strip_suffix("/v1").unwrap_or(base);
     let authorise = |request: reqwest::RequestBuilder| match &core.key {
@@ -91,19 +115,38 @@ async fn probe(core: &HttpCore, model: &str) -> Option<u32> {
         }
         response.json::<Value>().await.ok()
     };
-    if let Some(props) = get_json(authorise(core.client.get(format!("{root}/props")))).await
-        && let Some(n) = llama_cpp_props(&props)
-    {
-        return Some(n);
+    let mut kind = ServerKind::Other;
+    if let Some(props) = get_json(authorise(core.client.get(format!("{root}/props")))).await {
+        if props.get("default_generation_settings").is_some() {
+            kind = ServerKind::LlamaCpp;
+        }
+        if let Some(n) = llama_cpp_props(&props) {
+            return Probed { window: Some(n), kind };
+        }
     }
     let show = core.client.post(format!("{root}/api/show")).json(&serde_json::json!({ "model": model }));
-    if let Some(shown) = get_json(authorise(show)).await
-        && let Some(n) = ollama_show(&shown)
-    {
-        return Some(n);
+    if let Some(shown) = get_json(authorise(show)).await {
+        if shown.get("model_info").is_some() || shown.get("parameters").is_some() {
+            kind = ServerKind::Ollama;
+        }
+        if let Some(n) = ollama_show(&shown) {
+            return Probed { window: Some(n), kind };
+        }
     }
-    let models = get_json(authorise(core.client.get(format!("{base}/models")))).await?;
-    model_list(&models, model)
+    let Some(models) = get_json(authorise(core.client.get(format!("{base}/models")))).await else {
+        return Probed { window: None, kind };
+    };
+    if kind == ServerKind::Other && served_by_vllm(&models) {
+        kind = ServerKind::Vllm;
+    }
+    Probed { window: model_list(&models, model), kind }
+}
+
+/// True when an OpenAI-compatible model list comes from vLLM (`owned_by: "vllm"`).
+pub(crate) fn served_by_vllm(list: &Value) -> bool {
+    list.get("data")
+        .and_then(Value::as_array)
+        .is_some_and(|entries| entries.iter().any(|e| e.get("owned_by").and_then(Value::as_str) == Some("vllm")))
 }
 
 fn positive(value: Option<&Value>) -> Option<u32> {
@@ -131,14 +174,15 @@ pub(crate) fn ollama_show(shown: &Value) -> Option<u32> {
 }
 
 /// The entry of `model` in an OpenAI-compatible model list (or its only entry): its
-/// `context_length`, `max_context_length`, `context_window` or `meta.n_ctx`.
+/// `context_length`, `max_context_length`, `context_window`, `max_model_len` (vLLM) or
+/// `meta.n_ctx`.
 pub(crate) fn model_list(list: &Value, model: &str) -> Option<u32> {
     let entries = list.get("data")?.as_array()?;
     let entry = entries
         .iter()
         .find(|e| e.get("id").and_then(Value::as_str) == Some(model))
         .or_else(|| (entries.len() == 1).then(|| &entries[0]))?;
-    ["/context_length", "/max_context_length", "/context_window", "/meta/n_ctx"]
+    ["/context_length", "/max_context_length", "/context_window", "/max_model_len", "/meta/n_ctx"]
         .iter()
         .find_map(|pointer| positive(entry.pointer(pointer)))
 }
@@ -167,5 +211,7 @@ mod tests {
         let one = json!({"data": [{"id": "only", "max_context_length": 3000}]});
         assert_eq!(model_list(&one, "other-name"), Some(3000));
         assert_eq!(model_list(&json!({"data": [{"id": "x", "context_length": 0}]}), "x"), None);
+        assert!(served_by_vllm(&json!({"data": [{"id": "q", "owned_by": "vllm", "max_model_len": 4096}]})));
+        assert!(!served_by_vllm(&json!({"data": [{"id": "q", "owned_by": "organization_owner"}]})));
     }
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 use steward_protocol::{ChatRequest, ChatResponse};
 
 use crate::assemble::ToolCallAssembler;
+use crate::constrained::{Constraint, ServerKind};
 use crate::http::{ApiKey, Attempt, Failure, HttpCore, body_stream, with_retries};
 use crate::reply::ReplyBuilder;
 use crate::{DeltaSink, Provider, ProviderError};
@@ -32,6 +33,8 @@ pub(crate) struct Settings {
     /// request gets the reply's share of the context window ([`crate::reply_share`]) as its
     /// limit, so a reply that runs away stops there instead of filling the window.
     pub local: bool,
+    /// Whether replies are held to the reply schema ([`crate::constrained`]).
+    pub constrained: crate::constrained::ConstrainedSetting,
 }
 
 /// A reply body as a stream of byte chunks.
@@ -44,10 +47,18 @@ pub(crate) trait Wire: std::fmt::Debug + Send + Sync + 'static {
     const CHAT_PATH: &'static str;
     /// Path of the model list below the base URL.
     const MODELS_PATH: &'static str;
+    /// True when [`Wire::constrain`] rewrites requests for constrained replies.
+    const CONSTRAINS: bool = false;
     /// Adds authentication and protocol headers.
     fn authorise(&self, key: Option<&ApiKey>, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder;
     /// The request body.
     fn body(&self, request: &ChatRequest, model: &str, settings: &Settings) -> Value;
+    /// The body as JSON text, rewritten for a constrained reply
+    /// ([`crate::constrained::constrain`]); `None` when this protocol has no such rewriting or
+    /// the request nothing to constrain, and `body` is sent as it is.
+    fn constrain(&self, _body: &mut Value, _request: &ChatRequest, _kind: ServerKind) -> Option<String> {
+        None
+    }
     /// How streamed tool-call pieces are assembled.
     fn assembler(&self) -> ToolCallAssembler;
     /// Reads a streamed reply.
@@ -93,11 +104,18 @@ impl<W: Wire> Attempt for HttpProvider<W> {
             let window = self.window.window(&self.core, &req.model).await;
             req.max_tokens = Some(crate::reply_share(window.map(|w| w.tokens)));
         }
-        let body = self.wire.body(&req, &req.model, &self.settings);
-        let post = self.core.client.post(self.core.url(W::CHAT_PATH)).json(&body);
+        let mut body = self.wire.body(&req, &req.model, &self.settings);
+        let constraint = self.constraint(&req.model).await;
+        let constrained = if constraint.on { self.wire.constrain(&mut body, &req, constraint.kind) } else { None };
+        let post = self.core.client.post(self.core.url(W::CHAT_PATH));
+        let post = match &constrained {
+            Some(text) => post.header(reqwest::header::CONTENT_TYPE, "application/json").body(text.clone()),
+            None => post.json(&body),
+        };
         let response = self.core.send(self.wire.authorise(self.core.key.as_ref(), post)).await?;
         let format = self.settings.tool_call_format.as_ref().and_then(|s| s.for_model(&req.model));
         let reply = ReplyBuilder::new(self.settings.recover, &req, self.wire.assembler()).with_format(format);
+        let reply = if constrained.is_some() { reply.constrained() } else { reply };
         let result = if self.settings.stream {
             self.wire.read_stream(&self.core.name, body_stream(response).boxed(), reply, sink).await
         } else {
@@ -108,6 +126,22 @@ impl<W: Wire> Attempt for HttpProvider<W> {
             f.error.message = self.core.redact(&f.error.message);
             f
         })
+    }
+}
+
+impl<W: Wire> HttpProvider<W> {
+    /// Whether requests for `model` are constrained: the setting, and for `auto` what the
+    /// context-window probe found the server to be (asked once).
+    async fn constraint(&self, model: &str) -> Constraint {
+        if !W::CONSTRAINS {
+            return Constraint::off("not an OpenAI-compatible Chat Completions provider");
+        }
+        let setting = self.settings.constrained;
+        let kind = match setting {
+            crate::constrained::ConstrainedSetting::Off => None,
+            _ => self.window.kind(&self.core, model).await,
+        };
+        crate::constrained::decide(setting, self.settings.local, kind)
     }
 }
 
@@ -128,6 +162,11 @@ impl<W: Wire> Provider for HttpProvider<W> {
     async fn context_window(&self, model: &str) -> Option<crate::ContextWindow> {
         let model = if model.is_empty() { self.core.default_model.as_str() } else { model };
         self.window.window(&self.core, model).await
+    }
+
+    async fn constrained(&self, model: &str) -> Constraint {
+        let model = if model.is_empty() { self.core.default_model.as_str() } else { model };
+        self.constraint(model).await
     }
 
     async fn list_models(&self) -> Result<Vec<String>, ProviderError> {

@@ -113,12 +113,13 @@ pub async fn show(run_id: &str, json: bool) -> Result<u8> {
 /// One line (or block) of `steward show` for a trace step.
 fn print_step(step: &TraceStep) {
     match step {
-        TraceStep::StageCompleted { stage, round, duration_ms, usage, tool_calls } => println!(
-            "  {} {duration_ms:>7} ms  {:>6} tokens ({} in, {} out)  {tool_calls} tool call(s)",
+        TraceStep::StageCompleted { stage, round, duration_ms, usage, tool_calls, constrained } => println!(
+            "  {} {duration_ms:>7} ms  {:>6} tokens ({} in, {} out)  {tool_calls} tool call(s){}",
             stage_label(stage, *round),
             usage.total(),
             usage.input_tokens,
-            usage.output_tokens
+            usage.output_tokens,
+            if *constrained { ", reply constrained" } else { "" }
         ),
         TraceStep::StageFailed { stage, round, duration_ms, class, error } => {
             println!("  {} {duration_ms:>7} ms  failed [{class}]: {error}", stage_label(stage, *round))

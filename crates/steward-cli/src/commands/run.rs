@@ -356,13 +356,23 @@ impl ProviderUnavailable {
     }
 }
 
+/// A provider that answered: its models, and whether its replies are constrained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reachable {
+    /// Model ids it serves.
+    pub models: Vec<String>,
+    /// Whether replies to its default model are held to "one call of an offered tool, or an
+    /// answer", and why (`on (llama.cpp)`, `off (not a server on this machine)`).
+    pub constrained: steward_provider::Constraint,
+}
+
 /// Configured providers plus the presets usable here (local ones, and keyed ones whose key is
 /// set), each with its model list or why it is unreachable (redacted). Each probe waits at
 /// most `timeout`.
 pub async fn provider_statuses(
     config: &Config,
     timeout: std::time::Duration,
-) -> Vec<(String, Result<Vec<String>, ProviderUnavailable>)> {
+) -> Vec<(String, Result<Reachable, ProviderUnavailable>)> {
     let mut names: Vec<String> = config.providers.keys().cloned().collect();
     for preset in steward_provider::PRESETS {
         let Some(cfg) = steward_provider::preset(preset) else { continue };
@@ -385,7 +395,15 @@ pub async fn provider_statuses(
                         Ok(Err(e)) => {
                             Err(ProviderUnavailable::Unreachable { class: e.class.to_string(), message: e.message })
                         }
-                        Ok(Ok(models)) => Ok(models),
+                        Ok(Ok(models)) => {
+                            let constrained = match tokio::time::timeout(timeout, p.constrained("")).await {
+                                Ok(constraint) => constraint,
+                                Err(_) => {
+                                    steward_provider::Constraint::off("the server did not say what it is in time")
+                                }
+                            };
+                            Ok(Reachable { models, constrained })
+                        }
                     },
                 },
             };
@@ -405,17 +423,21 @@ pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
     let config = load_config(workspace)?;
     for (name, result) in provider_statuses(&config, std::time::Duration::from_secs(5)).await {
         match (&result, json) {
-            (Ok(models), true) => {
-                println!("{}", serde_json::json!({"provider": name, "reachable": true, "models": models}))
-            }
+            (Ok(reached), true) => println!(
+                "{}",
+                serde_json::json!({"provider": name, "reachable": true, "models": reached.models,
+                    "constrained": reached.constrained.on, "constrained_why": reached.constrained.why})
+            ),
             (Err(e), true) => {
                 println!("{}", serde_json::json!({"provider": name, "reachable": false, "error": e.to_string()}))
             }
-            (Ok(models), false) => {
-                println!("{name}: {} model{}", models.len(), if models.len() == 1 { "" } else { "s" });
-                for m in models {
+            (Ok(reached), false) => {
+                let count = reached.models.len();
+                println!("{name}: {count} model{}", if count == 1 { "" } else { "s" });
+                for m in &reached.models {
                     println!("  {m}");
                 }
+                println!("  replies constrained: {}", reached.constrained.why);
             }
             (Err(e), false) => println!("{name}: {e}"),
         }

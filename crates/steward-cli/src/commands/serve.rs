@@ -191,7 +191,7 @@ impl Launcher for CliLauncher {
             .await
             .into_iter()
             .map(|(name, result)| match result {
-                Ok(models) => ProviderStatus { name, reachable: true, models, error: String::new() },
+                Ok(reached) => ProviderStatus { name, reachable: true, models: reached.models, error: String::new() },
                 Err(error) => ProviderStatus { name, reachable: false, models: Vec::new(), error: error.to_string() },
             })
             .collect();

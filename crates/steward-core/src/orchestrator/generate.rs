@@ -329,17 +329,7 @@ async fn ask_generator(
             Ok(Err(Rejection::Generator(error)))
         }
         Ok(Ok(response)) => {
-            events
-                .emit(EventKind::StageCompleted {
-                    stage: "generator".into(),
-                    round: attempt,
-                    duration_ms,
-                    usage: response.usage,
-                    tool_calls: 0,
-                    finish_reason: response.finish_reason.as_ref().map(|f| f.as_str().to_string()).unwrap_or_default(),
-                    response_model: response.model.clone(),
-                })
-                .await?;
+            events.emit(crate::planner_reply::stage_completed("generator", attempt, duration_ms, &response, 0)).await?;
             Ok(Ok(response.text))
         }
     }

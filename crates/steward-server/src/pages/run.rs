@@ -264,9 +264,12 @@ fn steps(events: &[Event]) -> Vec<Step> {
     steward_core::trace::steps(events)
         .into_iter()
         .filter_map(|step| match step {
-            TraceStep::StageCompleted { stage, round, duration_ms, usage, tool_calls } => Some(row(
+            TraceStep::StageCompleted { stage, round, duration_ms, usage, tool_calls, constrained } => Some(row(
                 "planner call",
-                format!("{stage}, round {round}, {tool_calls} tool call(s)"),
+                format!(
+                    "{stage}, round {round}, {tool_calls} tool call(s){}",
+                    if constrained { ", reply constrained" } else { "" }
+                ),
                 duration_ms,
                 usage.input_tokens,
                 usage.output_tokens,

@@ -67,6 +67,7 @@ fn waiting_run() -> Vec<EventKind> {
             tool_calls: 1,
             finish_reason: String::new(),
             response_model: String::new(),
+            constrained: false,
         },
         EventKind::ToolRequested {
             call_id: "c1".into(),
