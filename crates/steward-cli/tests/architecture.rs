@@ -1,5 +1,6 @@
-//! `ARCHITECTURE.md` stays true to the repository: every file or folder it names exists, and
-//! its crate table lists exactly the normal `steward-*` dependencies of each crate's
+//! `ARCHITECTURE.md` stays true to the repository: every file or folder it names exists, every
+//! Rust identifier it names (`Runtime::new`, `DecisionQueue`) is a word of the crates' sources,
+//! and its crate table lists exactly the normal `steward-*` dependencies of each crate's
 //! `Cargo.toml`, in an order where every crate depends only on crates above it (so the graph
 //! has no cycle).
 
@@ -45,6 +46,40 @@ fn every_path_named_exists() {
 }
 
 /// The `steward-*` crates of `[dependencies]` of each crate's `Cargo.toml`.
+/// A code span shaped like a Rust name or path of names (`Runtime`, `Prepared::into_run`).
+fn is_identifier(span: &str) -> bool {
+    !span.is_empty()
+        && span.split("::").all(|segment| {
+            segment.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && segment.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
+/// Every word (a maximal run of letters, digits and `_`) of the `.rs` files under `dir`.
+fn source_words(dir: &Path, words: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).expect("readable folder").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            source_words(&path, words);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            words.extend(text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map(str::to_string));
+        }
+    }
+}
+
+#[test]
+fn every_identifier_named_is_in_the_sources() {
+    let text = architecture();
+    let names: BTreeSet<&str> = code_spans(&text).into_iter().filter(|s| is_identifier(s)).collect();
+    assert!(names.len() >= 20, "expected the document to name its types and functions: {names:?}");
+    let mut words = BTreeSet::new();
+    source_words(&root().join("crates"), &mut words);
+    let missing: Vec<&&str> =
+        names.iter().filter(|name| !name.split("::").all(|segment| words.contains(segment))).collect();
+    assert!(missing.is_empty(), "ARCHITECTURE.md names identifiers no source file has: {missing:?}");
+}
+
 fn manifest_graph() -> BTreeMap<String, BTreeSet<String>> {
     let mut graph = BTreeMap::new();
     for entry in std::fs::read_dir(root().join("crates")).expect("crates/ exists") {

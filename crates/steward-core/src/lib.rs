@@ -2,6 +2,7 @@
 //! configuration, and the orchestrator that runs policy → approval → sandboxed execution →
 //! audit for every tool call.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod approval;

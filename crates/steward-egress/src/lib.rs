@@ -17,6 +17,7 @@
 //! This crate does not depend on the sandbox, nor the sandbox on it: the only thing they
 //! share is the socket path.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod address;
 mod hosts;

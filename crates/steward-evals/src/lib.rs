@@ -13,6 +13,7 @@
 //! Cases Steward cannot run (a capability it lacks, no provider) are skipped with the
 //! reason, never passed.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod case;
 pub mod leak;

@@ -10,6 +10,7 @@
 //!   one after another until `N` seconds are spent; it then prints the executions per second.
 //!
 //! A failing case is shrunk by proptest and reported in the panic message with the input.
+#![forbid(unsafe_code)]
 
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@
 //! - [`checks`]: the name, static source and input schema checks.
 //! - [`protocol`]: the JSON lines between the two.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod checks;
 pub mod fetch;

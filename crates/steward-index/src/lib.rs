@@ -20,6 +20,7 @@
 //! chunks whose text is new ([`WorkspaceIndex::pending_embeddings`],
 //! [`WorkspaceIndex::add_embeddings`]); [`WorkspaceIndex::hybrid`] then fuses the BM25 and
 //! cosine rankings ([`hybrid::reciprocal_rank_fusion`]).
+#![forbid(unsafe_code)]
 
 pub mod bm25;
 pub mod chunk;

@@ -7,6 +7,7 @@
 //! evidence under an attempt id. [`wire`] holds the JSON shapes both sides exchange over HTTP;
 //! [`hub`] is the hub itself (strict client, poller, journal-first loop, restart rule).
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod hub;
 pub mod requests;

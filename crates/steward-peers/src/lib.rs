@@ -6,6 +6,7 @@
 //! database ([`fresh_postgres_schema`]). [`needs`] decides, in one place, whether a missing
 //! need (PostgreSQL, Landlock, network namespaces) fails a test or was opted out of.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod needs;
 

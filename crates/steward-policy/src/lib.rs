@@ -19,6 +19,7 @@
 //!   reachable (rule `git_history`, case B09).
 //! - [`shell`]: the command-line splitter behind it.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod argv_rule;
 mod cargo_config;

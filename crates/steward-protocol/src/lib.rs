@@ -5,6 +5,7 @@
 //! ([`ApprovalRequest`]) and audit records ([`AuditRecord`]) are defined here so that every
 //! front end and store speaks the same shapes.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod audit;
 mod error;

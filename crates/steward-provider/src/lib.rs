@@ -24,6 +24,7 @@
 //! - `window`: the model's context window, configured or asked of the server;
 //! - [`tls`]: the HTTP clients' TLS, with the system's root certificates loaded on first use.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod answer;
 mod anthropic;

@@ -10,6 +10,7 @@
 //! Everything here is synchronous and has no side effects; only [`secret_file_values`] reads
 //! the filesystem.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod gate;
 mod names;

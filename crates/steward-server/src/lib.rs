@@ -6,6 +6,7 @@
 //! same control layer as `steward run`; the browser is one more approver, bound to the run's
 //! owner by a signed cookie.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod api;
 pub mod conversations;

@@ -14,6 +14,7 @@
 //! One exporter (one batch processor) is kept per distinct [`Settings`] for the life of the
 //! process ([`exporter`]): every run of a `steward serve` shares it.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod client;
 mod error;
