@@ -140,7 +140,9 @@ fn peer_qwen_edit_waits_for_the_owners_approval_and_runs_once_approved() {
     let args = [&args[..], &["--max-rounds", "1", task]].concat();
     let mut child = env.command(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let stdout_pipe = child.stdout.take().unwrap();
+    let stderr_pipe = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || std::io::read_to_string(stdout_pipe).unwrap_or_default());
+    let errors = std::thread::spawn(move || std::io::read_to_string(stderr_pipe).unwrap_or_default());
     let mut child = Killed(child);
     // The test is the owner's approver, from another process.
     let deadline = Instant::now() + Duration::from_secs(600);
@@ -150,7 +152,8 @@ fn peer_qwen_edit_waits_for_the_owners_approval_and_runs_once_approved() {
             break serde_json::from_str::<Value>(line).unwrap();
         }
         if let Some(status) = child.0.try_wait().unwrap() {
-            panic!("the run ended ({status}) without asking: {}", reader.join().unwrap());
+            let (out, err) = (reader.join().unwrap(), errors.join().unwrap());
+            panic!("the run ended ({status}) without asking: {out}\nstderr: {err}");
         }
         assert!(Instant::now() < deadline, "no approval was asked for within 10 minutes");
         std::thread::sleep(Duration::from_millis(500));
@@ -182,6 +185,30 @@ fn peer_qwen_edit_waits_for_the_owners_approval_and_runs_once_approved() {
     }
     assert_every_call_accounted_for(&env, &evs);
     eprintln!("peer_qwen approved edit: {:?}", started.elapsed());
+}
+
+/// Held to the reply schema (llama-server is recognised by its `/props`, `constrained` is
+/// `auto`), every reply is a call of an offered tool with valid arguments or the answer:
+/// nothing the model writes is refused as markup, undeclared or malformed.
+#[test]
+fn peer_qwen_held_to_the_reply_schema_only_calls_offered_tools_and_never_writes_unusable_markup() {
+    let started = Instant::now();
+    let server = steward_peers::qwen_llama_server(4096);
+    let env = fixture();
+    env.user_config("[run]\ntools = [\"read\", \"list\", \"search\"]\n");
+    let url = format!("{}/v1", server.url());
+    let evs = run_qwen(&env, &url, 3, "What is the code word in notes.txt?");
+    let stages = all(&evs, "stage_completed");
+    assert!(!stages.is_empty() && stages.iter().all(|e| e["constrained"] == true), "{evs:#?}");
+    assert!(all(&evs, "stage_failed").is_empty(), "no reply was unusable: {evs:#?}");
+    for requested in all(&evs, "tool_requested") {
+        assert!(["read", "list", "search"].contains(&requested["tool"].as_str().unwrap()), "{requested}");
+    }
+    assert!(evs.iter().all(|e| e["rule"] != "invalid_tool_call"), "{evs:#?}");
+    assert_every_call_accounted_for(&env, &evs);
+    let last = evs.last().unwrap();
+    assert_eq!(last["event"], "run_completed", "{last}");
+    eprintln!("peer_qwen constrained: {:?}, ended {} with {:?}", started.elapsed(), last["stop_reason"], last["final"]);
 }
 
 #[test]

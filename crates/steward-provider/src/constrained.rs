@@ -3,8 +3,8 @@
 //! offered, unclosed JSON, extra keys and schema dumps cannot be written at all.
 //!
 //! A constrained request to an OpenAI-compatible server carries no `tools`: the tools are
-//! listed in the system message ([`tool_listing`]), and the reply is held to the JSON Schema
-//! of [`reply_schema_text`]:
+//! listed in the system message ([`tool_listing`]), a last tool result gets
+//! [`ANSWER_REMINDER`], and the reply is held to the JSON Schema of [`reply_schema_text`]:
 //!
 //! ```text
 //! {"name": "read", "arguments": {"path": "notes.txt"}}      a call of an offered tool
@@ -206,7 +206,7 @@ pub fn tool_listing(tools: &[ToolSpec], choice: &ToolChoice) -> String {
     let mut text = String::from("Reply with exactly one JSON object and nothing else: ");
     text.push_str("{\"name\": \"TOOL\", \"arguments\": {…}} to call one of the tools below");
     if may_answer {
-        text.push_str(", or {\"response\": \"…\"} with your answer once you need no more tool calls");
+        text.push_str(", or {\"response\": \"…\"} with your answer to the user");
     }
     text.push_str(".\n\nTools:");
     for tool in callable {
@@ -221,10 +221,18 @@ pub fn tool_listing(tools: &[ToolSpec], choice: &ToolChoice) -> String {
     text
 }
 
+/// The line added to the last tool result of a request whose reply may be the answer. Without
+/// it a small model held to the schema tends to call the tool it just called again rather
+/// than answer: Qwen2.5-Coder-0.5B on llama.cpp wrote `{"name": "read", …}` again after
+/// reading the code word, and `{"response": "PELICAN"}` with this line (a shorter
+/// "(Reply … if this answers the task.)" did not do it).
+pub const ANSWER_REMINDER: &str = "If this result answers the task, reply {\"response\": \"…\"} with the answer.";
+
 /// Rewrites an OpenAI-compatible request `body` for a constrained reply: `tools` and
 /// `tool_choice` left out, the tools listed at the end of the system message (one is added
-/// when the request has none), and the reply schema added as `json_schema` for llama.cpp or
-/// `response_format` for other servers. Returns the body as JSON text, or `None` (body
+/// when the request has none), [`ANSWER_REMINDER`] after the last message when it is a tool
+/// result and the reply may be the answer, and the reply schema added as `json_schema` for
+/// llama.cpp or `response_format` for other servers. Returns the body as JSON text, or `None` (body
 /// unchanged) when the request has nothing to constrain.
 pub(crate) fn constrain(body: &mut Value, request: &ChatRequest, kind: ServerKind) -> Option<String> {
     let schema = reply_schema_text(&request.tools, &request.tool_choice)?;
@@ -239,6 +247,11 @@ pub(crate) fn constrain(body: &mut Value, request: &ChatRequest, kind: ServerKin
                 first["content"] = Value::String(format!("{content}\n\n{listing}").trim_start().to_string());
             }
             None => messages.insert(0, serde_json::json!({"role": "system", "content": listing})),
+        }
+        let may_answer = alternatives(&request.tools, &request.tool_choice).is_some_and(|(_, answer)| answer);
+        if let Some(last) = messages.last_mut().filter(|m| m["role"] == "tool" && may_answer) {
+            let content = last["content"].as_str().unwrap_or_default();
+            last["content"] = Value::String(format!("{content}\n\n{ANSWER_REMINDER}"));
         }
     }
     let text = serde_json::to_string(&object).ok()?;

@@ -135,6 +135,26 @@ fn a_constrained_request_lists_the_tools_in_the_system_message_and_carries_the_s
     let schema = &sent["response_format"]["json_schema"]["schema"];
     assert!(allows(schema, json!({"response": "hi"})));
 
+    // After a tool result, the model is reminded that it may answer now; a forced call is not.
+    let mut req = request();
+    req.messages.push(Message::assistant(
+        "",
+        vec![steward_protocol::ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            arguments: json!({"path": "notes.txt"}),
+        }],
+    ));
+    req.messages.push(Message::tool_result("c1", "The code word is PELICAN.\n", false));
+    let mut body = crate::openai::render_request(&req, "qwen", false, None, None);
+    let sent: Value = serde_json::from_str(&constrain(&mut body, &req, ServerKind::LlamaCpp).unwrap()).unwrap();
+    assert_eq!(sent["messages"][3]["content"], format!("The code word is PELICAN.\n\n\n{ANSWER_REMINDER}"));
+    assert_eq!(sent["messages"][2]["tool_calls"][0]["function"]["name"], "read", "earlier calls stay native");
+    req.tool_choice = ToolChoice::Required;
+    let mut body = crate::openai::render_request(&req, "qwen", false, None, None);
+    let sent: Value = serde_json::from_str(&constrain(&mut body, &req, ServerKind::LlamaCpp).unwrap()).unwrap();
+    assert_eq!(sent["messages"][3]["content"], "The code word is PELICAN.\n");
+
     // Without a system message, one is added for the listing.
     let mut req = request();
     req.messages.remove(0);
