@@ -82,6 +82,8 @@ struct Outcome {
     estimates: Vec<(u64, u64)>,
     round_ms: Vec<u64>,
     ending: String,
+    /// The start of the run's final text (its answer, or what it had when stopped).
+    answer: String,
 }
 
 /// A server process, killed when dropped.
@@ -236,6 +238,8 @@ fn run_task(args: &BenchLocalArgs, steward: &Path, port: u16, task: &Task) -> Re
             "tool_denied" if e["rule"] == "invalid_tool_call" => outcome.refused += 1,
             "run_completed" => {
                 outcome.ending = e["stop_reason"].as_str().unwrap_or_default().to_string();
+                let text: String = e["final"].as_str().unwrap_or_default().chars().take(60).collect();
+                outcome.answer = text.replace(['\n', '|'], " ");
                 // Only an answer counts as one: a run stopped by a limit reports what it had.
                 if outcome.ending == "answered" {
                     answer = e["final"].as_str().unwrap_or_default().to_string();
@@ -273,9 +277,9 @@ pub async fn run(args: BenchLocalArgs) -> Result<u8> {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "| task | completed | ending | rounds (constrained) | calls native / from text / refused | prompt tokens per round | s per round |"
+        "| task | completed | ending | rounds (constrained) | calls native / from text / refused | prompt tokens per round | s per round | answer (start) |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     let before = counters(server.1);
     let (mut done, mut ran, mut counted_total) = (0, 0, 0u64);
     let mut endings: std::collections::BTreeMap<String, u32> = Default::default();
@@ -295,7 +299,7 @@ pub async fn run(args: BenchLocalArgs) -> Result<u8> {
         rounds.extend(o.prompt_tokens.iter().copied());
         let tokens: Vec<String> = o.prompt_tokens.iter().map(u64::to_string).collect();
         println!(
-            "| {} | {} | {} | {} ({}) | {} / {} / {} | {} | {:.1} |",
+            "| {} | {} | {} | {} ({}) | {} / {} / {} | {} | {:.1} | {} |",
             task.name,
             if o.completed { "yes" } else { "no" },
             o.ending,
@@ -305,7 +309,8 @@ pub async fn run(args: BenchLocalArgs) -> Result<u8> {
             o.recovered,
             o.refused,
             tokens.join(", "),
-            mean(&o.round_ms) / 1000.0
+            mean(&o.round_ms) / 1000.0,
+            o.answer
         );
     }
     println!("tasks completed: {done} of {ran}");

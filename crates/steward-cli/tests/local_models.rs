@@ -187,17 +187,23 @@ fn peer_qwen_edit_waits_for_the_owners_approval_and_runs_once_approved() {
     eprintln!("peer_qwen approved edit: {:?}", started.elapsed());
 }
 
-/// Held to the reply schema (llama-server is recognised by its `/props`, `constrained` is
-/// `auto`), every reply is a call of an offered tool with valid arguments or the answer:
-/// nothing the model writes is refused as markup, undeclared or malformed.
+/// Held to the reply schema on every round (`constrained = "on"`; llama-server is recognised
+/// by its `/props`), every reply is a call of an offered tool with valid arguments or the
+/// answer: nothing the model writes is refused as markup, undeclared or malformed.
 #[test]
 fn peer_qwen_held_to_the_reply_schema_only_calls_offered_tools_and_never_writes_unusable_markup() {
     let started = Instant::now();
     let server = steward_peers::qwen_llama_server(4096);
     let env = fixture();
-    env.user_config("[run]\ntools = [\"read\", \"list\", \"search\"]\n");
-    let url = format!("{}/v1", server.url());
-    let evs = run_qwen(&env, &url, 3, "What is the code word in notes.txt?");
+    env.user_config(&format!(
+        "[run]\ntools = [\"read\", \"list\", \"search\"]\n[providers.qwen]\nkind = \"openai\"\n\
+         base_url = \"{}/v1\"\nprobe_context_window = true\nconstrained = \"on\"\n",
+        server.url()
+    ));
+    let task = "What is the code word in notes.txt?";
+    let out = env.steward(&["run", "--json", "--provider", "qwen", "--model", "qwen", "--max-rounds", "3", task]);
+    let evs = events(&out);
+    assert!(!evs.is_empty(), "{}", stderr(&out));
     let stages = all(&evs, "stage_completed");
     assert!(!stages.is_empty() && stages.iter().all(|e| e["constrained"] == true), "{evs:#?}");
     assert!(all(&evs, "stage_failed").is_empty(), "no reply was unusable: {evs:#?}");

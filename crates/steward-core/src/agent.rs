@@ -333,6 +333,8 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
     let mut stopped_by = String::new();
     let mut repeats = crate::repeats::Repeats::new(workspace.root(), limits.max_repeated_calls);
     let mut markup_retried = false;
+    // The round after an unusable reply or a call that could not run asks for a constrained one.
+    let mut constrain_next = false;
     // Everything that reaches the model passes the redactor (S3): the task, the workspace's
     // instructions, the model's own earlier text and every tool result.
     let task_for_model = rt.redactor.redact(&req.task);
@@ -419,10 +421,14 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             },
             max_tokens: req.planner.max_tokens,
             temperature: None,
+            constrain: std::mem::take(&mut constrain_next),
         };
         // The estimate of the prompt as sent, which the server's count calibrates next round.
         let mut estimated = None;
         if let Some(window) = window {
+            if scale.is_none() {
+                scale = crate::fit::first_calibration(req.planner.provider.as_ref(), &request).await;
+            }
             match crate::fit::fit_calibrated(&mut request, window.tokens, &task_for_model, scale) {
                 Ok(fitted) if fitted.changed() => {
                     events.emit(fitted.event(round, window)).await?;
@@ -528,6 +534,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
                         break Ending::Failed(class, error);
                     }
                     markup_retried = true;
+                    constrain_next = true;
                     // Only the reply's start goes back to the model, never a run-away text whole.
                     rounds.push(RoundRecord {
                         text: rt.redactor.redact(&steward_provider::answer::marked_start(&reply.text)),
@@ -557,6 +564,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
 
         // The round's calls, in order; every call gets exactly one result.
         let mut record = RoundRecord { text: rt.redactor.redact(&reply.text), ..Default::default() };
+        constrain_next = !reply.invalid_tool_calls.is_empty();
         for invalid in &reply.invalid_tool_calls {
             let call =
                 ToolCall { id: invalid.id.clone(), name: invalid.name.clone(), arguments: serde_json::json!({}) };

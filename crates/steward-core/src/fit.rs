@@ -9,10 +9,12 @@
 //! four bytes a token), so the estimate errs on the side of a prompt that fits; the real-model
 //! test checks it against llama.cpp's own count.
 //!
-//! From the second round on, the estimate is calibrated ([`calibration`]): the server's own
-//! count of the previous prompt (`usage.prompt_tokens`) divided by that prompt's estimate, plus
-//! a [`CALIBRATION_MARGIN`], scales the estimate (between [`MIN_SCALE`] and [`MAX_SCALE`]), so
-//! a prompt that over-counts by a third no longer loses rounds it has room for.
+//! The estimate is calibrated ([`calibration`]): the server's own count of a prompt divided by
+//! that prompt's estimate, plus a [`CALIBRATION_MARGIN`], scales the estimate (between
+//! [`MIN_SCALE`] and [`MAX_SCALE`]), so a prompt that over-counts by a third no longer loses
+//! rounds or descriptions it has room for. In the first round the count is the server's
+//! tokenizer's, where it has one ([`first_calibration`]: llama.cpp); from the second round on
+//! it is the previous prompt's `usage.prompt_tokens`.
 //!
 //! When the estimate plus the reply's reserve exceeds the window, the request is shrunk in
 //! this order, each step only as far as needed:
@@ -70,6 +72,14 @@ pub fn calibration(estimated: u32, counted: u64) -> Option<f64> {
         return None;
     }
     Some((counted as f64 / f64::from(estimated) + CALIBRATION_MARGIN).clamp(MIN_SCALE, MAX_SCALE))
+}
+
+/// The scale of the first round's estimate, before any reply has told the server's count: the
+/// server's own count of the whole `request` against its estimate ([`calibration`]), when the
+/// provider can give one (llama.cpp's tokenizer); `None` otherwise.
+pub async fn first_calibration(provider: &dyn steward_provider::Provider, request: &ChatRequest) -> Option<f64> {
+    let counted = provider.count_prompt_tokens(request).await?;
+    calibration(estimate_tokens(request), u64::from(counted))
 }
 
 /// What was done to make a request fit; nothing when it fitted as it was.
@@ -399,6 +409,7 @@ mod tests {
             tool_choice: ToolChoice::Auto,
             max_tokens: Some(200),
             temperature: None,
+            constrain: false,
         }
     }
 

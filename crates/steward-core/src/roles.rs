@@ -309,6 +309,7 @@ async fn run_stage(
         tool_choice: ToolChoice::None,
         max_tokens: who.max_tokens,
         temperature: None,
+        constrain: false,
     };
     let started = Instant::now();
     let reply =

@@ -30,7 +30,7 @@ pub(crate) fn exporter_for(
     let resolved = Settings::resolve(&config.telemetry, &env).and_then(|settings| match settings {
         None => Ok(None),
         Some(settings) => steward_telemetry::exporter(&settings, |timeout| {
-            let builder = steward_provider::tls::client_builder().map_err(|e| format!("TLS set-up failed: {e}"))?;
+            let builder = steward_http::client_builder().map_err(|e| format!("TLS set-up failed: {e}"))?;
             builder
                 .timeout(timeout)
                 .connect_timeout(timeout.min(Duration::from_secs(5)))

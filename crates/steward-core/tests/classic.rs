@@ -14,6 +14,7 @@ fn request(messages: Vec<Message>) -> ChatRequest {
         tool_choice: ToolChoice::Auto,
         max_tokens: None,
         temperature: None,
+        constrain: false,
     }
 }
 

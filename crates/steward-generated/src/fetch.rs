@@ -195,7 +195,7 @@ async fn get_pinned(
     deadline: Instant,
 ) -> Result<reqwest::Response, FetchError> {
     let http = |e: &dyn std::fmt::Display| FetchError::Http(e.to_string());
-    let mut builder = steward_provider::tls::client_builder()
+    let mut builder = steward_http::client_builder()
         .map_err(|e| http(&e))?
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()

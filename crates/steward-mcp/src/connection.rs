@@ -481,10 +481,8 @@ fn http_client(
     url: reqwest::Url,
     config: &McpServerConfig,
 ) -> Result<(reqwest::Client, StreamableHttpClientTransportConfig), McpError> {
-    // reqwest is built with `rustls-no-provider`: make sure a process-wide provider exists.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     // The system's root certificates are loaded only when an `https://` server is checked.
-    let client = steward_provider::tls::client_builder()
+    let client = steward_http::client_builder()
         .map_err(|e| McpError::unavailable(name, format!("http client: {e}")))?
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_millis(config.startup_timeout_ms))

@@ -104,6 +104,11 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Sampling temperature, when set.
     pub temperature: Option<f32>,
+    /// Hold the reply to "one call of an offered tool, or an answer" where the provider's
+    /// `constrained` setting leaves it to the request (`auto`): asked for the round after an
+    /// unusable reply.
+    #[serde(default)]
+    pub constrain: bool,
 }
 
 /// Token usage of one provider call.

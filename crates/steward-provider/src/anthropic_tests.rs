@@ -31,6 +31,7 @@ fn request() -> ChatRequest {
         tool_choice: ToolChoice::Required,
         max_tokens: None,
         temperature: None,
+        constrain: false,
     }
 }
 

@@ -101,6 +101,7 @@ fn request() -> ChatRequest {
         tool_choice: ToolChoice::Auto,
         max_tokens: Some(256),
         temperature: None,
+        constrain: false,
     }
 }
 
@@ -165,18 +166,22 @@ fn a_constrained_request_lists_the_tools_in_the_system_message_and_carries_the_s
 }
 
 #[test]
-fn auto_is_on_only_for_a_local_server_the_probe_recognised() {
+fn auto_constrains_retries_only_on_a_local_server_the_probe_recognised() {
     use ConstrainedSetting::*;
-    let on = |c: Constraint| c.on;
-    assert!(on(decide(Auto, true, Some(ServerKind::LlamaCpp))));
-    assert!(on(decide(Auto, true, Some(ServerKind::Ollama))));
-    assert!(on(decide(Auto, true, Some(ServerKind::Vllm))));
-    assert!(!on(decide(Auto, true, Some(ServerKind::Other))));
-    assert!(!on(decide(Auto, true, None)), "not asked");
-    assert!(!on(decide(Auto, false, Some(ServerKind::LlamaCpp))), "a cloud provider");
-    assert!(on(decide(On, false, None)));
-    assert!(!on(decide(Off, true, Some(ServerKind::LlamaCpp))));
-    assert_eq!(decide(Auto, true, Some(ServerKind::LlamaCpp)).why, "on (llama.cpp)");
+    let when = |c: Constraint| c.when;
+    assert_eq!(when(decide(Auto, true, Some(ServerKind::LlamaCpp))), Constrained::Retries);
+    assert_eq!(when(decide(Auto, true, Some(ServerKind::Ollama))), Constrained::Retries);
+    assert_eq!(when(decide(Auto, true, Some(ServerKind::Vllm))), Constrained::Retries);
+    assert_eq!(when(decide(Auto, true, Some(ServerKind::Other))), Constrained::Never);
+    assert_eq!(when(decide(Auto, true, None)), Constrained::Never, "not asked");
+    assert_eq!(when(decide(Auto, false, Some(ServerKind::LlamaCpp))), Constrained::Never, "a cloud provider");
+    assert_eq!(when(decide(On, false, None)), Constrained::Every);
+    assert_eq!(when(decide(Off, true, Some(ServerKind::LlamaCpp))), Constrained::Never);
+    let auto = decide(Auto, true, Some(ServerKind::LlamaCpp));
+    assert_eq!(auto.why, "the reply after an unusable one (llama.cpp)");
+    assert!(auto.applies(true) && !auto.applies(false), "auto constrains what the run asks to");
+    assert!(decide(On, true, None).applies(false));
+    assert!(!decide(Off, true, Some(ServerKind::LlamaCpp)).applies(true));
     assert_eq!(decide(Auto, false, None).why, "off (not a server on this machine)");
     assert_eq!(decide(Auto, true, Some(ServerKind::LlamaCpp)).kind, ServerKind::LlamaCpp);
 }

@@ -21,6 +21,7 @@ fn request(messages: Vec<Message>, tools: &[&str]) -> ChatRequest {
         tool_choice: ToolChoice::Auto,
         max_tokens: None,
         temperature: None,
+        constrain: false,
     }
 }
 

@@ -2,7 +2,6 @@
 //! error classification, the retry loop and SSE reading.
 
 use std::fmt;
-use std::sync::Once;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -76,17 +75,11 @@ impl From<ProviderError> for Failure {
     }
 }
 
-/// Builds a reqwest client, installing the `ring` rustls provider first; its TLS loads the
-/// system's root certificates only when a first `https://` server is checked
-/// ([`crate::tls`]). `timeout`: connect timeout and the longest silence while reading a
-/// response.
+/// Builds a reqwest client ([`steward_http::client_builder`]: its TLS loads the system's root
+/// certificates only when a first `https://` server is checked). `timeout`: connect timeout
+/// and the longest silence while reading a response.
 pub(crate) fn build_client(timeout: Option<Duration>) -> Result<reqwest::Client, ProviderError> {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        // Err means another provider is already installed, which is fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-    let builder = crate::tls::client_builder()
+    let builder = steward_http::client_builder()
         .map_err(|e| ProviderError::new(ErrorClass::Config, format!("cannot set up TLS: {e}")))?;
     let mut builder = builder.user_agent(concat!("steward/", env!("CARGO_PKG_VERSION")));
     if let Some(t) = timeout {

@@ -22,7 +22,9 @@
 //! - [`retry`]: which failures are retried and how long to wait (SPEC P7);
 //! - [`redact`]: keeping keys out of error messages (case B13);
 //! - `window`: the model's context window, configured or asked of the server;
-//! - [`tls`]: the HTTP clients' TLS, with the system's root certificates loaded on first use.
+//! - `tokens`: the server's own count of a prompt's tokens (llama.cpp).
+//!
+//! TLS and the HTTP client builder come from `steward-http`.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -48,7 +50,7 @@ pub mod repetition;
 mod reply;
 mod responses;
 pub mod retry;
-pub mod tls;
+mod tokens;
 mod window;
 mod wire;
 
@@ -56,7 +58,7 @@ use async_trait::async_trait;
 pub use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, StreamDelta};
 
 pub use config::{ApiKeyEnv, PRESETS, ProviderConfig, ProviderKind, build_provider, preset};
-pub use constrained::{ConstrainedSetting, Constraint, ServerKind};
+pub use constrained::{Constrained, ConstrainedSetting, Constraint, ServerKind};
 pub use embeddings::{EmbeddingClient, EmbeddingError};
 pub use fake::{FakeProvider, Scenario};
 pub use formats::{ToolCallFormat, ToolCallFormatSetting};
@@ -132,6 +134,13 @@ pub trait Provider: Send + Sync {
     /// configured `context_window`, else what the server reports when the provider asks it
     /// (`probe_context_window`); `None` when unknown, and the prompt is then sent as it is.
     async fn context_window(&self, _model: &str) -> Option<ContextWindow> {
+        None
+    }
+
+    /// The number of tokens the server counts for `request`'s prompt as it would be sent, chat
+    /// template included, when it can say before the request (llama.cpp's `/apply-template`
+    /// and `/tokenize`, for a server the context-window probe recognised); `None` otherwise.
+    async fn count_prompt_tokens(&self, _request: &ChatRequest) -> Option<u32> {
         None
     }
 

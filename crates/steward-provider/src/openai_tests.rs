@@ -32,6 +32,7 @@ fn request(tools: &[&str]) -> ChatRequest {
         tool_choice: ToolChoice::Auto,
         max_tokens: None,
         temperature: None,
+        constrain: false,
     }
 }
 

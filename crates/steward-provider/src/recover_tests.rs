@@ -230,6 +230,7 @@ fn request_for(tools: &[ToolSpec]) -> ChatRequest {
         tool_choice: steward_protocol::ToolChoice::Auto,
         max_tokens: None,
         temperature: None,
+        constrain: false,
     }
 }
 

@@ -31,6 +31,7 @@ fn request() -> ChatRequest {
         tool_choice: ToolChoice::Auto,
         max_tokens: Some(300),
         temperature: None,
+        constrain: false,
     }
 }
 

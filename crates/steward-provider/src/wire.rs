@@ -104,9 +104,7 @@ impl<W: Wire> Attempt for HttpProvider<W> {
             let window = self.window.window(&self.core, &req.model).await;
             req.max_tokens = Some(crate::reply_share(window.map(|w| w.tokens)));
         }
-        let mut body = self.wire.body(&req, &req.model, &self.settings);
-        let constraint = self.constraint(&req.model).await;
-        let constrained = if constraint.on { self.wire.constrain(&mut body, &req, constraint.kind) } else { None };
+        let (body, constrained) = self.request_body(&req).await;
         let post = self.core.client.post(self.core.url(W::CHAT_PATH));
         let post = match &constrained {
             Some(text) => post.header(reqwest::header::CONTENT_TYPE, "application/json").body(text.clone()),
@@ -130,6 +128,19 @@ impl<W: Wire> Attempt for HttpProvider<W> {
 }
 
 impl<W: Wire> HttpProvider<W> {
+    /// The body of `request` (its model set), and its JSON text when it was rewritten for a
+    /// constrained reply.
+    async fn request_body(&self, request: &ChatRequest) -> (Value, Option<String>) {
+        let mut body = self.wire.body(request, &request.model, &self.settings);
+        let constraint = self.constraint(&request.model).await;
+        let constrained = if constraint.applies(request.constrain) {
+            self.wire.constrain(&mut body, request, constraint.kind)
+        } else {
+            None
+        };
+        (body, constrained)
+    }
+
     /// Whether requests for `model` are constrained: the setting, and for `auto` what the
     /// context-window probe found the server to be (asked once).
     async fn constraint(&self, model: &str) -> Constraint {
@@ -162,6 +173,18 @@ impl<W: Wire> Provider for HttpProvider<W> {
     async fn context_window(&self, model: &str) -> Option<crate::ContextWindow> {
         let model = if model.is_empty() { self.core.default_model.as_str() } else { model };
         self.window.window(&self.core, model).await
+    }
+
+    async fn count_prompt_tokens(&self, request: &ChatRequest) -> Option<u32> {
+        let mut req = request.clone();
+        if req.model.is_empty() {
+            req.model = self.core.default_model.clone();
+        }
+        if !W::CONSTRAINS || self.window.kind(&self.core, &req.model).await != Some(ServerKind::LlamaCpp) {
+            return None;
+        }
+        let (body, constrained) = self.request_body(&req).await;
+        crate::tokens::llama_cpp_count(&self.core, constrained.unwrap_or_else(|| body.to_string())).await
     }
 
     async fn constrained(&self, model: &str) -> Constraint {

@@ -33,6 +33,7 @@ fn request() -> ChatRequest {
         tool_choice: ToolChoice::Auto,
         max_tokens: None,
         temperature: None,
+        constrain: false,
     }
 }
 

@@ -74,6 +74,7 @@ fn request(text: &str) -> ChatRequest {
         tool_choice: ToolChoice::Auto,
         max_tokens: None,
         temperature: None,
+        constrain: false,
     }
 }
 

@@ -426,7 +426,7 @@ pub async fn models(workspace: &Path, json: bool) -> Result<u8> {
             (Ok(reached), true) => println!(
                 "{}",
                 serde_json::json!({"provider": name, "reachable": true, "models": reached.models,
-                    "constrained": reached.constrained.on, "constrained_why": reached.constrained.why})
+                    "constrained": reached.constrained.name(), "constrained_why": reached.constrained.why})
             ),
             (Err(e), true) => {
                 println!("{}", serde_json::json!({"provider": name, "reachable": false, "error": e.to_string()}))

@@ -308,6 +308,7 @@ async fn ask_generator(
         tool_choice: ToolChoice::None,
         max_tokens: None,
         temperature: None,
+        constrain: false,
     };
     let started = Instant::now();
     let mut sink = |_: steward_protocol::StreamDelta| {};

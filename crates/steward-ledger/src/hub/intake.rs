@@ -179,13 +179,8 @@ impl LedgerClient {
         if !base.username().is_empty() || base.password().is_some() || base.query().is_some() {
             return Err(IntakeError::Invalid("the ledger URL must not hold user info or a query"));
         }
-        static INSTALL: std::sync::Once = std::sync::Once::new();
-        INSTALL.call_once(|| {
-            // Err means another provider is already installed, which is fine.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        });
         // The system's root certificates are loaded only when an `https://` ledger is checked.
-        let http = steward_provider::tls::client_builder()
+        let http = steward_http::client_builder()
             .map_err(|_| IntakeError::Invalid("cannot set up TLS"))?
             .user_agent(concat!("steward-hub/", env!("CARGO_PKG_VERSION")))
             .redirect(reqwest::redirect::Policy::none())

@@ -94,7 +94,7 @@ pub(crate) async fn log_in_with_assertion(
     if !oauth.scopes.is_empty() {
         form.push(("scope", oauth.scopes.join(" ")));
     }
-    let client = steward_provider::tls::client_builder()
+    let client = steward_http::client_builder()
         .map_err(|e| McpError::unavailable(server, format!("http client: {e}")))?
         .redirect(reqwest::redirect::Policy::none())
         .timeout(std::time::Duration::from_secs(30))

@@ -91,7 +91,7 @@ mod tests {
     use super::*;
 
     fn client() -> reqwest::Client {
-        crate::oauth::install_crypto();
+        steward_http::install_crypto_provider();
         reqwest::Client::new()
     }
 

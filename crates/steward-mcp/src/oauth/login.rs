@@ -68,7 +68,7 @@ pub async fn login(
         Some(challenge) => Some(challenge),
         None => ask_challenge(server, &url, config).await?,
     };
-    super::install_crypto();
+    steward_http::install_crypto_provider();
     let mut manager = AuthorizationManager::new(url.as_str()).await.map_err(|e| failed("setting up", e))?;
     manager.set_credential_store(place.store(server, &url));
     let mut state = OAuthState::Unauthorized(manager);
@@ -153,7 +153,7 @@ fn stored(server: &str, url: &str, place: &TokenPlace) -> Result<LoginState, Mcp
 /// accepts one (it may ask for a login on later requests only). Errors:
 /// [`McpError::Unavailable`] when it cannot be reached.
 async fn ask_challenge(server: &str, url: &str, config: &McpServerConfig) -> Result<Option<String>, McpError> {
-    let client = steward_provider::tls::client_builder()
+    let client = steward_http::client_builder()
         .map_err(|e| McpError::unavailable(server, format!("http client: {e}")))?
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_millis(config.startup_timeout_ms))
@@ -202,7 +202,7 @@ fn open_browser(address: &str) {
 /// [`Opener::Fetch`]: asks for `address` and follows the redirect it answers with once (to
 /// the loopback listener). Failures show as a login that never comes back.
 async fn fetch_consent(address: String) {
-    let Ok(builder) = steward_provider::tls::client_builder() else { return };
+    let Ok(builder) = steward_http::client_builder() else { return };
     let Ok(client) = builder.redirect(reqwest::redirect::Policy::none()).build() else { return };
     let Ok(answer) = client.get(&address).send().await else { return };
     let Some(location) = answer.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()) else {

@@ -60,7 +60,7 @@ pub(crate) async fn authorized_manager(
     } else if !stored.logged_in {
         return Ok(None);
     }
-    install_crypto();
+    steward_http::install_crypto_provider();
     let refused = |e: rmcp::transport::auth::AuthError| {
         McpError::login_required(server, format!("the stored login cannot be used ({e})"), None)
     };
@@ -101,12 +101,6 @@ pub(crate) fn refusal(challenge: Option<&str>, what: &str) -> String {
     } else {
         format!("the server refused {what} without a valid login")
     }
-}
-
-/// The SDK builds its own HTTP client for discovery and token requests; reqwest is built with
-/// `rustls-no-provider`, so a process-wide provider must exist first.
-pub(crate) fn install_crypto() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Where the logins of the owner a manager works for are kept (see [`TokenPlace`]); shared by

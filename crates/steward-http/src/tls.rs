@@ -3,7 +3,7 @@
 //! reqwest's own rustls set-up builds the platform verifier (`rustls-platform-verifier`) when a
 //! client is built, which reads every root certificate of the system (hundreds of files) even
 //! when the client only ever speaks plain `http://` to a local model server. Clients built
-//! with [`client_builder`] get a rustls configuration of their own instead: the `ring`
+//! with [`crate::client_builder`] get a rustls configuration of their own instead: the `ring`
 //! provider, TLS 1.2 and 1.3, ALPN `h2` then `http/1.1` (what reqwest sets), and a verifier
 //! that builds that same platform verifier the first time a server certificate is to be
 //! checked, once per process, and hands every check to it. A TLS connection is therefore
@@ -20,14 +20,8 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 /// The platform verifier, built on first use (or why it could not be).
 static PLATFORM: OnceLock<Result<Arc<rustls_platform_verifier::Verifier>, rustls::Error>> = OnceLock::new();
 
-/// A reqwest client builder whose TLS uses the rustls configuration described in the module
-/// documentation. Errors: rustls refuses the protocol versions (it never does with `ring`),
-/// as [`rustls::Error`].
-pub fn client_builder() -> Result<reqwest::ClientBuilder, rustls::Error> {
-    Ok(reqwest::Client::builder().tls_backend_preconfigured(client_config()?))
-}
-
-/// The rustls client configuration of [`client_builder`].
+/// The rustls client configuration of [`crate::client_builder`], described in the module
+/// documentation.
 pub fn client_config() -> Result<rustls::ClientConfig, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider.clone())
@@ -101,7 +95,7 @@ mod tests {
 
     #[test]
     fn building_a_client_loads_no_root_certificates() {
-        let client = client_builder().unwrap().build().unwrap();
+        let client = crate::client_builder().unwrap().build().unwrap();
         drop(client);
         assert!(!roots_loaded());
         let config = client_config().unwrap();
