@@ -10,13 +10,13 @@
 //! `error`.
 
 use async_trait::async_trait;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, Role, ToolChoice};
 
 use crate::assemble::ToolCallAssembler;
-use crate::http::{ApiKey, Failure, sse_events};
+use crate::http::{ApiKey, Failure, Step, read_events};
 use crate::reply::ReplyBuilder;
 use crate::wire::{BodyStream, Settings, Wire};
 use crate::{DeltaSink, ProviderError};
@@ -223,18 +223,8 @@ where
     S: Stream<Item = Result<bytes::Bytes, E>>,
     E: std::fmt::Display,
 {
-    let events = sse_events(bytes);
-    futures::pin_mut!(events);
-    let mut stopped = false;
-    while let Some(event) = events.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(cause) => return Err(reply.interrupted(provider, &cause.to_string()).into()),
-        };
-        if event.data.trim().is_empty() {
-            continue;
-        }
-        let parsed: Event = serde_json::from_str(&event.data).map_err(|e| {
+    let stopped = read_events(provider, bytes, &mut reply, |reply, data| {
+        let parsed: Event = serde_json::from_str(data).map_err(|e| {
             ProviderError::new(
                 ErrorClass::ProviderError,
                 format!("provider '{provider}' sent an unreadable stream event: {e}"),
@@ -245,11 +235,9 @@ where
                 if let Some(m) = message.model.filter(|m| !m.is_empty()) {
                     reply.model = m;
                 }
-                add_usage(&mut reply, message.usage.as_ref());
+                add_usage(reply, message.usage.as_ref());
             }
-            Event::ContentBlockStart { index, content_block } => {
-                start_block(&mut reply, index, &content_block, false, sink)
-            }
+            Event::ContentBlockStart { index, content_block } => start_block(reply, index, &content_block, false, sink),
             Event::ContentBlockDelta { index, delta } => match delta.get("type").and_then(Value::as_str) {
                 Some("text_delta") => {
                     reply.text.push_text(delta.get("text").and_then(Value::as_str).unwrap_or(""), sink)
@@ -266,16 +254,15 @@ where
             Event::ContentBlockStop { index } => reply.calls.close(index),
             Event::MessageDelta { delta, usage } => {
                 reply.set_finish(delta.get("stop_reason").and_then(Value::as_str));
-                add_usage(&mut reply, usage.as_ref());
+                add_usage(reply, usage.as_ref());
             }
-            Event::MessageStop => {
-                stopped = true;
-                break;
-            }
+            Event::MessageStop => return Ok(Step::End),
             Event::Error { error } => return Err(api_error(provider, &error).into()),
             Event::Ping | Event::Unknown => {}
         }
-    }
+        Ok(Step::Continue)
+    })
+    .await?;
     if !stopped && reply.finish.is_none() {
         return Err(reply.interrupted(provider, "no stop_reason and no message_stop").into());
     }

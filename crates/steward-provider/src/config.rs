@@ -143,11 +143,12 @@ pub struct ProviderConfig {
     /// `--base-url`), false otherwise.
     #[serde(default)]
     pub probe_context_window: Option<bool>,
-    /// OpenAI-compatible only: hold each reply that may call tools to "one call of an offered
+    /// OpenAI-compatible only: hold a reply that may call tools to "one call of an offered
     /// tool, with arguments matching its schema, or an answer" by a JSON Schema sent with the
-    /// request. `auto` (default): on for a server on this machine that the context-window
-    /// probe (`probe_context_window`) finds to be llama.cpp, Ollama or vLLM; `on`: always (set
-    /// by the `lmstudio` preset); `off`: never.
+    /// request. `auto` (default): the reply after one that could not be used (unusable markup,
+    /// a run-away reply, a call of a tool not offered), on a server on this machine that the
+    /// context-window probe (`probe_context_window`) finds to be llama.cpp, Ollama or vLLM;
+    /// `on`: every reply (set by the `lmstudio` preset); `off`: none.
     #[serde(default)]
     pub constrained: ConstrainedSetting,
 }

@@ -17,11 +17,12 @@
 //! other server (Ollama, LM Studio, vLLM). The reply is then read by text recovery in the
 //! `json` format: a call becomes a tool call like any other, `{"response": …}` the answer.
 //!
-//! Whether a provider's requests are constrained is its `constrained` setting
-//! ([`ConstrainedSetting`]): `auto` (the default) turns it on for a server on this machine
-//! that the context-window probe found to be llama.cpp, Ollama or vLLM
-//! ([`ServerKind`]); `on` always (the `lmstudio` preset sets it: LM Studio takes a
-//! `response_format` schema but its probe answers look like any server's); `off` never.
+//! Which requests are constrained is the provider's `constrained` setting
+//! ([`ConstrainedSetting`]): `auto` (the default) constrains the reply the run asks for after
+//! one that could not be used ([`steward_protocol::ChatRequest::constrain`]), on a server on
+//! this machine that the context-window probe found to be llama.cpp, Ollama or vLLM
+//! ([`ServerKind`]); `on` every reply (the `lmstudio` preset sets it: LM Studio takes a
+//! `response_format` schema but its probe answers look like any server's); `off` none.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -32,11 +33,11 @@ use steward_protocol::{ChatRequest, ToolChoice, ToolSpec};
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ConstrainedSetting {
-    /// On for a server on this machine that the probe found to be llama.cpp, Ollama or vLLM;
-    /// off otherwise.
+    /// The reply after one that could not be used, on a server on this machine that the probe
+    /// found to be llama.cpp, Ollama or vLLM; none otherwise.
     #[default]
     Auto,
-    /// Always: every request offering tools carries the reply schema.
+    /// Every reply to a request offering tools.
     On,
     /// Never.
     Off,

@@ -276,6 +276,47 @@ where
     })
 }
 
+/// What a wire's reader did with one event of a streamed reply.
+pub(crate) enum Step {
+    /// Read on.
+    Continue,
+    /// The protocol's end of the reply (`data: [DONE]`, `message_stop`, `response.completed`).
+    End,
+}
+
+/// Reads the SSE events of a streamed reply into `reply`, handing the data of each (trimmed,
+/// empty ones skipped) to the wire's `on_event`. Returns true when `on_event` ended the reply,
+/// or when its text began repeating itself ([`crate::repetition`]; the rest is not read, and
+/// dropping the stream stops the server); false when the body just ended, which the wire
+/// judges. A body that broke is `StreamInterrupted`, naming the calls being received.
+pub(crate) async fn read_events<S, E>(
+    provider: &str,
+    bytes: S,
+    reply: &mut crate::reply::ReplyBuilder,
+    mut on_event: impl FnMut(&mut crate::reply::ReplyBuilder, &str) -> Result<Step, Failure>,
+) -> Result<bool, Failure>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+    E: fmt::Display,
+{
+    let events = sse_events(bytes);
+    futures::pin_mut!(events);
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|cause| Failure::from(reply.interrupted(provider, &cause.to_string())))?;
+        let data = event.data.trim();
+        if data.is_empty() {
+            continue;
+        }
+        if let Step::End = on_event(reply, data)? {
+            return Ok(true);
+        }
+        if reply.text.is_repeating() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// A transport failure while a reply body streams in. Its text leaves the URL out (it may hold
 /// a key in its query) and joins the causes, which name what broke (reset, timeout …).
 #[derive(Debug)]

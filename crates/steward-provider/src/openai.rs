@@ -8,14 +8,14 @@
 //! `finish_reason: ""` counts as absent, arguments may be a string or an object.
 
 use async_trait::async_trait;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, Message, Role, ToolChoice, ToolSpec, Usage};
 
 use crate::assemble::ToolCallAssembler;
 use crate::constrained::ServerKind;
-use crate::http::{ApiKey, Failure, sse_events};
+use crate::http::{ApiKey, Failure, Step, read_events};
 use crate::reply::ReplyBuilder;
 use crate::wire::{BodyStream, Settings, Wire};
 use crate::{DeltaSink, ProviderError};
@@ -299,21 +299,9 @@ where
     S: Stream<Item = Result<bytes::Bytes, E>>,
     E: std::fmt::Display,
 {
-    let events = sse_events(bytes);
-    futures::pin_mut!(events);
-    let mut done = false;
-    while let Some(event) = events.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(cause) => return Err(reply.interrupted(provider, &cause.to_string()).into()),
-        };
-        let data = event.data.trim();
-        if data.is_empty() {
-            continue;
-        }
+    let done = read_events(provider, bytes, &mut reply, |reply, data| {
         if data == "[DONE]" {
-            done = true;
-            break;
+            return Ok(Step::End);
         }
         let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
             ProviderError::new(
@@ -332,16 +320,13 @@ where
         }
         for choice in chunk.choices.iter().filter(|c| c.index.unwrap_or(0) == 0) {
             if let Some(delta) = choice.delta.as_ref().or(choice.message.as_ref()) {
-                apply(&mut reply, delta, sink);
+                apply(reply, delta, sink);
             }
             reply.set_finish(choice.finish_reason.as_deref());
         }
-        // A reply repeating itself is not read further: dropping the stream stops the server.
-        if reply.text.is_repeating() {
-            done = true;
-            break;
-        }
-    }
+        Ok(Step::Continue)
+    })
+    .await?;
     if !done && reply.finish.is_none() {
         return Err(reply.interrupted(provider, "no finish_reason and no [DONE]").into());
     }

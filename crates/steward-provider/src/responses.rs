@@ -17,13 +17,13 @@
 use std::collections::HashSet;
 
 use async_trait::async_trait;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use steward_protocol::{ChatRequest, ChatResponse, ErrorClass, Role, ToolChoice};
 
 use crate::assemble::ToolCallAssembler;
-use crate::http::{ApiKey, Failure, sse_events};
+use crate::http::{ApiKey, Failure, Step, read_events};
 use crate::reply::ReplyBuilder;
 use crate::wire::{BodyStream, Settings, Wire};
 use crate::{DeltaSink, ProviderError};
@@ -275,21 +275,13 @@ where
     S: Stream<Item = Result<bytes::Bytes, E>>,
     E: std::fmt::Display,
 {
-    let events = sse_events(bytes);
-    futures::pin_mut!(events);
     // Output indexes of calls whose arguments arrived as deltas: `output_item.done` then
     // only closes them (its `arguments` would repeat them).
     let mut streamed_args: HashSet<u64> = HashSet::new();
     let mut has_calls = false;
-    let mut ended = false;
-    while let Some(event) = events.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(cause) => return Err(reply.interrupted(provider, &cause.to_string()).into()),
-        };
-        let data = event.data.trim();
-        if data.is_empty() || data == "[DONE]" {
-            continue;
+    let ended = read_events(provider, bytes, &mut reply, |reply, data| {
+        if data == "[DONE]" {
+            return Ok(Step::Continue);
         }
         let parsed: Event = serde_json::from_str(data).map_err(|e| {
             ProviderError::new(
@@ -335,10 +327,9 @@ where
                 if let Some(m) = response.model.clone().filter(|m| !m.is_empty()) {
                     reply.model = m;
                 }
-                add_usage(&mut reply, response.usage.as_ref());
+                add_usage(reply, response.usage.as_ref());
                 reply.set_finish(Some(finish_of(&response, has_calls)));
-                ended = true;
-                break;
+                return Ok(Step::End);
             }
             Event::Failed { response } => return Err(failed(provider, &response).into()),
             Event::Error { code, message } => {
@@ -346,7 +337,9 @@ where
             }
             Event::Unknown => {}
         }
-    }
+        Ok(Step::Continue)
+    })
+    .await?;
     if !ended {
         return Err(reply.interrupted(provider, "no response.completed").into());
     }
