@@ -212,3 +212,43 @@ async fn auto_constrains_the_reply_after_one_that_called_a_tool_nobody_offered()
     let expected = "replies constrained: the reply after an unusable one (llama.cpp)";
     assert!(stdout(&listed).contains(expected), "{}", stdout(&listed));
 }
+
+/// Replies by turn: `mul` (not offered) unconstrained, `read` constrained, `mul` again, then
+/// the answer constrained.
+async fn chat_unusable_twice(State(seen): State<Seen>, body: String) -> Json<Value> {
+    let turn = seen.lock().unwrap().len();
+    seen.lock().unwrap().push(body);
+    let content = match turn {
+        0 | 2 => r#"{"name": "mul", "arguments": {"a": 2, "b": 3}}"#,
+        1 => r#"{"name": "read", "arguments": {"path": "notes.txt"}}"#,
+        _ => r#"{"response": "The code word is PELICAN."}"#,
+    };
+    Json(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "qwen",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 20, "total_tokens": 920}
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_usable_constrained_reply_a_later_unusable_one_is_asked_again_not_fatal() {
+    let seen: Seen = Arc::default();
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", axum::routing::post(chat_unusable_twice))
+        .route("/props", axum::routing::get(props))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let env = Env::new();
+    configure(&env, &format!("http://{addr}/v1"), "");
+    let out = steward(&env, &["run", "--json", "--provider", "local", "--max-rounds", "6", "read notes.txt"]).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evs = events(&out);
+    assert_eq!(find(&evs, "run_completed")["final"], "The code word is PELICAN.");
+    let failed = evs.iter().filter(|e| e["event"] == "stage_failed").count();
+    assert_eq!(failed, 2, "both calls of `mul` were refused as unusable");
+    let bodies: Vec<Value> = seen.lock().unwrap().iter().map(|b| serde_json::from_str(b).unwrap()).collect();
+    let constrained: Vec<bool> = bodies.iter().map(|b| b.get("json_schema").is_some()).collect();
+    assert_eq!(constrained, [false, true, false, true], "each retry after an unusable reply is constrained");
+}

@@ -545,6 +545,8 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
                 }
             }
         }
+        // A usable constrained reply shows the next retry can be held too: a later unusable reply is asked again.
+        markup_retried &= !reply.constrained;
         events.emit(crate::planner_reply::stage_completed("planner", round, stage_ms, &reply, proposed)).await?;
         if proposed == 0 {
             break Ending::Answered(reply.text);
