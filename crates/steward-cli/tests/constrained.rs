@@ -190,7 +190,7 @@ async fn the_servers_own_count_fits_the_first_prompt_where_the_estimate_alone_wo
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn auto_constrains_the_reply_after_one_that_called_a_tool_nobody_offered() {
+async fn auto_constrains_the_replies_after_one_that_called_a_tool_nobody_offered() {
     let (url, seen) = server(false).await;
     let env = Env::new();
     configure(&env, &url, "");
@@ -202,19 +202,19 @@ async fn auto_constrains_the_reply_after_one_that_called_a_tool_nobody_offered()
     let flags: Vec<bool> =
         evs.iter().filter(|e| e["event"] == "stage_completed").map(|e| e["constrained"] == true).collect();
     assert_eq!(find(&evs, "stage_failed")["class"], "unparsed_tool_call", "the call of `mul` could not be used");
-    assert_eq!(flags, [true, false], "only the reply after the unusable one is constrained: {evs:#?}");
+    assert_eq!(flags, [true, true], "every reply after the unusable one is constrained: {evs:#?}");
     let bodies: Vec<Value> = seen.lock().unwrap().iter().map(|b| serde_json::from_str(b).unwrap()).collect();
     assert_eq!(bodies.len(), 3);
     assert!(bodies[0].get("tools").is_some() && bodies[0].get("json_schema").is_none());
     assert!(bodies[1].get("tools").is_none() && bodies[1].get("json_schema").is_some(), "{}", bodies[1]);
-    assert!(bodies[2].get("tools").is_some() && bodies[2].get("json_schema").is_none());
+    assert!(bodies[2].get("tools").is_none() && bodies[2].get("json_schema").is_some());
     let listed = steward(&env, &["models"]).await;
-    let expected = "replies constrained: the reply after an unusable one (llama.cpp)";
+    let expected = "replies constrained: the replies after an unusable one (llama.cpp)";
     assert!(stdout(&listed).contains(expected), "{}", stdout(&listed));
 }
 
-/// Replies by turn: `mul` (not offered) unconstrained, `read` constrained, `mul` again, then
-/// the answer constrained.
+/// Replies by turn: `mul` (not offered) unconstrained, `read` constrained, `mul` again (as if
+/// a constrained reply had been cut short), then the answer.
 async fn chat_unusable_twice(State(seen): State<Seen>, body: String) -> Json<Value> {
     let turn = seen.lock().unwrap().len();
     seen.lock().unwrap().push(body);
@@ -250,5 +250,5 @@ async fn after_a_usable_constrained_reply_a_later_unusable_one_is_asked_again_no
     assert_eq!(failed, 2, "both calls of `mul` were refused as unusable");
     let bodies: Vec<Value> = seen.lock().unwrap().iter().map(|b| serde_json::from_str(b).unwrap()).collect();
     let constrained: Vec<bool> = bodies.iter().map(|b| b.get("json_schema").is_some()).collect();
-    assert_eq!(constrained, [false, true, false, true], "each retry after an unusable reply is constrained");
+    assert_eq!(constrained, [false, true, true, true], "every reply after the first unusable one is constrained");
 }

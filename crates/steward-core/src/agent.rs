@@ -333,7 +333,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
     let mut stopped_by = String::new();
     let mut repeats = crate::repeats::Repeats::new(workspace.root(), limits.max_repeated_calls);
     let mut markup_retried = false;
-    // The round after an unusable reply or a call that could not run asks for a constrained one.
+    // Every round after an unusable reply or a call that could not run asks for a constrained one.
     let mut constrain_next = false;
     // Everything that reaches the model passes the redactor (S3): the task, the workspace's
     // instructions, the model's own earlier text and every tool result.
@@ -421,7 +421,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             },
             max_tokens: req.planner.max_tokens,
             temperature: None,
-            constrain: std::mem::take(&mut constrain_next),
+            constrain: constrain_next,
         };
         // The estimate of the prompt as sent, which the server's count calibrates next round.
         let mut estimated = None;
@@ -566,7 +566,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
 
         // The round's calls, in order; every call gets exactly one result.
         let mut record = RoundRecord { text: rt.redactor.redact(&reply.text), ..Default::default() };
-        constrain_next = !reply.invalid_tool_calls.is_empty();
+        constrain_next |= !reply.invalid_tool_calls.is_empty();
         for invalid in &reply.invalid_tool_calls {
             let call =
                 ToolCall { id: invalid.id.clone(), name: invalid.name.clone(), arguments: serde_json::json!({}) };

@@ -105,7 +105,7 @@ pub struct ChatRequest {
     /// Sampling temperature, when set.
     pub temperature: Option<f32>,
     /// Hold the reply to "one call of an offered tool, or an answer" where the provider's
-    /// `constrained` setting leaves it to the request (`auto`): asked for the round after an
+    /// `constrained` setting leaves it to the request (`auto`): asked for every round after an
     /// unusable reply.
     #[serde(default)]
     pub constrain: bool,

@@ -145,8 +145,8 @@ pub struct ProviderConfig {
     pub probe_context_window: Option<bool>,
     /// OpenAI-compatible only: hold a reply that may call tools to "one call of an offered
     /// tool, with arguments matching its schema, or an answer" by a JSON Schema sent with the
-    /// request. `auto` (default): the reply after one that could not be used (unusable markup,
-    /// a run-away reply, a call of a tool not offered), on a server on this machine that the
+    /// request. `auto` (default): the replies after one that could not be used (unusable
+    /// markup, a run-away reply, a call of a tool not offered), on a server on this machine that the
     /// context-window probe (`probe_context_window`) finds to be llama.cpp, Ollama or vLLM;
     /// `on`: every reply (set by the `lmstudio` preset); `off`: none.
     #[serde(default)]

@@ -18,8 +18,8 @@
 //! `json` format: a call becomes a tool call like any other, `{"response": …}` the answer.
 //!
 //! Which requests are constrained is the provider's `constrained` setting
-//! ([`ConstrainedSetting`]): `auto` (the default) constrains the reply the run asks for after
-//! one that could not be used ([`steward_protocol::ChatRequest::constrain`]), on a server on
+//! ([`ConstrainedSetting`]): `auto` (the default) constrains the replies the run asks for
+//! after one that could not be used ([`steward_protocol::ChatRequest::constrain`]), on a server on
 //! this machine that the context-window probe found to be llama.cpp, Ollama or vLLM
 //! ([`ServerKind`]); `on` every reply (the `lmstudio` preset sets it: LM Studio takes a
 //! `response_format` schema but its probe answers look like any server's); `off` none.
@@ -33,8 +33,8 @@ use steward_protocol::{ChatRequest, ToolChoice, ToolSpec};
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ConstrainedSetting {
-    /// The reply after one that could not be used, on a server on this machine that the probe
-    /// found to be llama.cpp, Ollama or vLLM; none otherwise.
+    /// The replies after one that could not be used, on a server on this machine that the
+    /// probe found to be llama.cpp, Ollama or vLLM; none otherwise.
     #[default]
     Auto,
     /// Every reply to a request offering tools.
@@ -79,7 +79,7 @@ pub enum Constrained {
     /// Every reply to a request offering tools (`constrained = "on"`).
     Every,
     /// The replies the run asks to constrain ([`steward_protocol::ChatRequest::constrain`]:
-    /// the round after an unusable reply), on a server that supports it (`auto`).
+    /// every round after an unusable reply), on a server that supports it (`auto`).
     Retries,
     /// None.
     Never,
@@ -142,7 +142,7 @@ pub(crate) fn decide(setting: ConstrainedSetting, local: bool, kind: Option<Serv
             Some(k) if k.supports_schema() => Constraint {
                 when: Constrained::Retries,
                 kind: k,
-                why: format!("the reply after an unusable one ({})", k.label()),
+                why: format!("the replies after an unusable one ({})", k.label()),
             },
             Some(_) => Constraint::off("the server is not known to support a reply schema"),
             None => Constraint::off(

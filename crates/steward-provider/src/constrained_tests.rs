@@ -178,7 +178,7 @@ fn auto_constrains_retries_only_on_a_local_server_the_probe_recognised() {
     assert_eq!(when(decide(On, false, None)), Constrained::Every);
     assert_eq!(when(decide(Off, true, Some(ServerKind::LlamaCpp))), Constrained::Never);
     let auto = decide(Auto, true, Some(ServerKind::LlamaCpp));
-    assert_eq!(auto.why, "the reply after an unusable one (llama.cpp)");
+    assert_eq!(auto.why, "the replies after an unusable one (llama.cpp)");
     assert!(auto.applies(true) && !auto.applies(false), "auto constrains what the run asks to");
     assert!(decide(On, true, None).applies(false));
     assert!(!decide(Off, true, Some(ServerKind::LlamaCpp)).applies(true));
