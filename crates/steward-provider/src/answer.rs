@@ -9,7 +9,9 @@
 //!    in any format text recovery reads, is left out and reported as an [`Echo`];
 //! 3. after an echo, a `<tool_response>` wrapper and a `{"response": …}` or `{"error": …}`
 //!    restatement are unwrapped: what they hold is the answer;
-//! 4. text that is or ends with unusable markup ([`crate::markup::unparsed_tool_markup`],
+//! 4. text without a letter or digit (`…`, the placeholder a small model copies from the
+//!    reply's described shape) is not an answer;
+//! 5. text that is or ends with unusable markup ([`crate::markup::unparsed_tool_markup`],
 //!    which says best what is wrong with it), or that still contains a complete call to an
 //!    offered tool anywhere, is never an answer ([`Judged::NotAnswer`]).
 
@@ -83,6 +85,11 @@ pub fn judge_answer(text: &str, previous: &[ToolCall], tools: &[ToolSpec]) -> Ju
         ));
     }
     let answer = answer.trim();
+    if !answer.is_empty() && !answer.chars().any(char::is_alphanumeric) {
+        return Judged::NotAnswer(format!(
+            "`{answer}` holds no word: it is the placeholder of a reply's shape, not an answer; write the answer itself"
+        ));
+    }
     if let Some(why) = unparsed_tool_markup(answer, tools) {
         return Judged::NotAnswer(why);
     }

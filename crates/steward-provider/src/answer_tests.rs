@@ -138,3 +138,14 @@ fn the_marked_start_keeps_a_short_start_and_says_how_much_is_left_out() {
     let left = long.trim().chars().count() - MARKED_START_CHARS;
     assert!(start.ends_with(&format!("{left} more characters, is left out here]")), "{start}");
 }
+
+#[test]
+fn a_placeholder_copied_from_the_replys_shape_is_not_an_answer() {
+    // Qwen2.5-Coder-0.5B, told to reply `{"response": "…"}`, answered `…`.
+    for placeholder in ["…", "...", " … ", "—"] {
+        let why = not_answer(judge_answer(placeholder, &[], &tools()));
+        assert!(why.contains("holds no word"), "{placeholder}: {why}");
+    }
+    assert_eq!(answer(judge_answer("42", &[], &tools())).0, "42");
+    assert_eq!(answer(judge_answer("", &[], &tools())).0, "", "an empty reply is judged elsewhere, as before");
+}
