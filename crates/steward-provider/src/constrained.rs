@@ -233,7 +233,12 @@ fn ordered_properties(properties: &Value, required: Option<&Value>) -> String {
     let Some(properties) = properties.as_object() else { return properties.to_string() };
     let required: Vec<&str> =
         required.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let mut names: Vec<&String> = required.iter().filter_map(|r| properties.keys().find(|k| k == r)).collect();
+    let mut names: Vec<&String> = Vec::with_capacity(properties.len());
+    for name in required.iter().filter_map(|r| properties.keys().find(|k| k == r)) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
     names.extend(properties.keys().filter(|k| !required.contains(&k.as_str())));
     let parts: Vec<String> = names
         .iter()

@@ -91,6 +91,12 @@ fn the_schema_text_keeps_the_order_a_model_writes_in() {
     assert!(read.find("\"path\":").unwrap() < read.find("\"limit\":").unwrap(), "required first: {read}");
     let name = text.find("\"name\":{\"const\"").unwrap();
     assert!(name < text.find("\"arguments\":").unwrap());
+    // A property named twice in `required` (or not at all) is written once.
+    let odd =
+        tool("odd", json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "a", "b"]}));
+    let text = reply_schema_text(&[odd], &ToolChoice::Required).unwrap();
+    assert!(serde_json::from_str::<Value>(&text).is_ok(), "{text}");
+    assert_eq!(text.matches("\"a\":{").count(), 1, "{text}");
 }
 
 fn request() -> ChatRequest {
