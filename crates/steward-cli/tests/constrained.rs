@@ -180,6 +180,15 @@ async fn the_servers_own_count_fits_the_first_prompt_where_the_estimate_alone_wo
     first_chat.as_object_mut().unwrap().remove("max_tokens");
     assert_eq!(serde_json::from_str::<Value>(rendered).unwrap(), first_chat, "only the output limit differs");
 
+    // A window the prompt fits even at twice its estimate: nothing to decide, nothing asked.
+    let (url, seen) = server(true).await;
+    let env = Env::new();
+    configure(&env, &url, "context_window = 32000");
+    let out = steward(&env, &["run", "--json", "--provider", "local", "what is the code word in notes.txt?"]).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.iter().all(|s| s.starts_with('{')), "only chat requests: {seen:?}");
+
     // The same server without its tokenizer: the estimate shortens the tool descriptions.
     let (url, _) = server(false).await;
     let env = Env::new();

@@ -427,7 +427,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         let mut estimated = None;
         if let Some(window) = window {
             if scale.is_none() {
-                scale = crate::fit::first_calibration(req.planner.provider.as_ref(), &request).await;
+                scale = crate::fit::first_calibration(req.planner.provider.as_ref(), &request, window.tokens).await;
             }
             match crate::fit::fit_calibrated(&mut request, window.tokens, &task_for_model, scale) {
                 Ok(fitted) if fitted.changed() => {

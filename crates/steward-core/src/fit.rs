@@ -76,10 +76,20 @@ pub fn calibration(estimated: u32, counted: u64) -> Option<f64> {
 
 /// The scale of the first round's estimate, before any reply has told the server's count: the
 /// server's own count of the whole `request` against its estimate ([`calibration`]), when the
-/// provider can give one (llama.cpp's tokenizer); `None` otherwise.
-pub async fn first_calibration(provider: &dyn steward_provider::Provider, request: &ChatRequest) -> Option<f64> {
+/// provider can give one (llama.cpp's tokenizer); `None` otherwise, and when the request fits
+/// a `window`-token window even at [`MAX_SCALE`] (nothing to decide, so the server is not
+/// asked).
+pub async fn first_calibration(
+    provider: &dyn steward_provider::Provider,
+    request: &ChatRequest,
+    window: u32,
+) -> Option<f64> {
+    let estimated = estimate_tokens(request);
+    if f64::from(estimated) * MAX_SCALE <= f64::from(window.saturating_sub(reply_reserve(request, window))) {
+        return None;
+    }
     let counted = provider.count_prompt_tokens(request).await?;
-    calibration(estimate_tokens(request), u64::from(counted))
+    calibration(estimated, u64::from(counted))
 }
 
 /// What was done to make a request fit; nothing when it fitted as it was.

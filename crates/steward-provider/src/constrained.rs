@@ -316,34 +316,19 @@ pub(crate) fn constrain(body: &mut Value, request: &ChatRequest, kind: ServerKin
 
 /// The answer of a constrained reply cut off inside its `{"response": "…` string (by the
 /// output limit, or where it began repeating itself): the string's text so far, escapes
-/// decoded. `None` when `text` does not start so.
+/// decoded by `serde_json` once the object is closed (`"}` appended, after dropping what is
+/// left of an escape cut short). `None` when `text` does not become such an object.
 pub(crate) fn partial_response(text: &str) -> Option<String> {
-    let rest = text.trim_start().strip_prefix('{')?.trim_start().strip_prefix("\"response\"")?;
-    let mut rest = rest.trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?.chars();
-    let mut answer = String::new();
-    while let Some(c) = rest.next() {
-        match c {
-            '"' => break,
-            '\\' => match rest.next() {
-                Some('n') => answer.push('\n'),
-                Some('t') => answer.push('\t'),
-                Some('r') => answer.push('\r'),
-                Some('b' | 'f') => {}
-                Some('u') => {
-                    let hex: String = rest.by_ref().take(4).collect();
-                    match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
-                        Some(decoded) => answer.push(decoded),
-                        None => break,
-                    }
-                }
-                Some(other) => answer.push(other),
-                None => break,
-            },
-            c => answer.push(c),
+    let text = text.trim_end();
+    let mut end = text.len();
+    // The longest escape cut short, `\uXXX`, is five characters.
+    for _ in 0..=5 {
+        if let Some(answer) = crate::recover::generic_response(&format!("{}\"}}", &text[..end])) {
+            return Some(answer.trim().to_string());
         }
+        end = text[..end].char_indices().next_back()?.0;
     }
-    let answer = answer.trim().to_string();
-    (!answer.is_empty()).then_some(answer)
+    None
 }
 
 #[cfg(test)]

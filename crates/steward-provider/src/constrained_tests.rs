@@ -230,6 +230,8 @@ fn a_constrained_reply_is_read_as_one_call_or_the_answer_even_with_recovery_off(
 fn partial_answers_decode_their_escapes() {
     assert_eq!(partial_response("{\"response\": \"a\\nb \\u00e9"), Some("a\nb é".to_string()));
     assert_eq!(partial_response(" { \"response\" : \"done\"}"), Some("done".to_string()));
+    assert_eq!(partial_response("{\"response\": \"ab\\u00"), Some("ab".to_string()), "an escape cut short");
+    assert_eq!(partial_response("{\"response\": \"ab\\"), Some("ab".to_string()));
     assert_eq!(partial_response("{\"response\": \""), None);
     assert_eq!(partial_response("{\"name\": \"read\""), None);
     assert_eq!(partial_response("The answer"), None);

@@ -91,6 +91,32 @@ pub(crate) fn build_client(timeout: Option<Duration>) -> Result<reqwest::Client,
 }
 
 impl HttpCore {
+    /// The base URL without its query string and trailing `/`.
+    pub fn base_without_query(&self) -> &str {
+        self.base_url.split('?').next().unwrap_or_default().trim_end_matches('/')
+    }
+
+    /// The server's root, where llama.cpp's and Ollama's own endpoints are: the base URL
+    /// without its query and a trailing `/v1`.
+    pub fn server_root(&self) -> &str {
+        let base = self.base_without_query();
+        base.strip_suffix("/v1").unwrap_or(base)
+    }
+
+    /// Sends a question to the server outside the chat protocol (the key, if any, as a bearer
+    /// token), waiting at most `timeout`: the JSON body of a success, `None` for anything else.
+    pub async fn ask_json(&self, request: reqwest::RequestBuilder, timeout: Duration) -> Option<serde_json::Value> {
+        let request = match &self.key {
+            Some(key) => request.bearer_auth(key.expose()),
+            None => request,
+        };
+        let response = request.timeout(timeout).send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        response.json().await.ok()
+    }
+
     /// Removes the key (and credential-shaped text) from a message.
     pub fn redact(&self, text: &str) -> String {
         Redactor::new(self.key.iter().map(|k| k.expose().to_string())).redact(text)

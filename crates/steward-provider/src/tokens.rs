@@ -7,8 +7,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::http::HttpCore;
 
 /// How long each of the two questions may take.
@@ -17,26 +15,11 @@ const COUNT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The number of tokens llama.cpp counts for the chat request `body` (JSON text), chat
 /// template included; `None` when the server does not say.
 pub(crate) async fn llama_cpp_count(core: &HttpCore, body: String) -> Option<u32> {
-    let base = core.base_url.split('?').next().unwrap_or_default().trim_end_matches('/');
-    let root = base.strip_suffix("/v1").unwrap_or(base);
+    let root = core.server_root();
     let post = |path: &str, body: String| {
-        let request = core
-            .client
-            .post(format!("{root}{path}"))
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .timeout(COUNT_TIMEOUT);
-        let request = match &core.key {
-            Some(key) => request.bearer_auth(key.expose()),
-            None => request,
-        };
-        async move {
-            let response = request.send().await.ok()?;
-            if !response.status().is_success() {
-                return None;
-            }
-            response.json::<Value>().await.ok()
-        }
+        let request =
+            core.client.post(format!("{root}{path}")).header(reqwest::header::CONTENT_TYPE, "application/json");
+        core.ask_json(request.body(body), COUNT_TIMEOUT)
     };
     let rendered = post("/apply-template", body).await?;
     let prompt = rendered.get("prompt")?.as_str()?;

@@ -102,21 +102,10 @@ impl WindowSource {
 
 /// Asks the server (see the module's documentation).
 async fn probe(core: &HttpCore, model: &str) -> Probed {
-    let base = core.base_url.split('?').next().unwrap_or_default().trim_end_matches('/');
-    let root = base.strip_suffix("/v1").unwrap_or(base);
-    let authorise = |request: reqwest::RequestBuilder| match &core.key {
-        Some(key) => request.bearer_auth(key.expose()),
-        None => request,
-    };
-    let get_json = |request: reqwest::RequestBuilder| async move {
-        let response = request.timeout(PROBE_TIMEOUT).send().await.ok()?;
-        if !response.status().is_success() {
-            return None;
-        }
-        response.json::<Value>().await.ok()
-    };
+    let (base, root) = (core.base_without_query(), core.server_root());
+    let get_json = |request: reqwest::RequestBuilder| core.ask_json(request, PROBE_TIMEOUT);
     let mut kind = ServerKind::Other;
-    if let Some(props) = get_json(authorise(core.client.get(format!("{root}/props")))).await {
+    if let Some(props) = get_json(core.client.get(format!("{root}/props"))).await {
         if props.get("default_generation_settings").is_some() {
             kind = ServerKind::LlamaCpp;
         }
@@ -125,7 +114,7 @@ async fn probe(core: &HttpCore, model: &str) -> Probed {
         }
     }
     let show = core.client.post(format!("{root}/api/show")).json(&serde_json::json!({ "model": model }));
-    if let Some(shown) = get_json(authorise(show)).await {
+    if let Some(shown) = get_json(show).await {
         if shown.get("model_info").is_some() || shown.get("parameters").is_some() {
             kind = ServerKind::Ollama;
         }
@@ -133,7 +122,7 @@ async fn probe(core: &HttpCore, model: &str) -> Probed {
             return Probed { window: Some(n), kind };
         }
     }
-    let Some(models) = get_json(authorise(core.client.get(format!("{base}/models")))).await else {
+    let Some(models) = get_json(core.client.get(format!("{base}/models"))).await else {
         return Probed { window: None, kind };
     };
     if kind == ServerKind::Other && served_by_vllm(&models) {

@@ -105,15 +105,16 @@ impl<W: Wire> Attempt for HttpProvider<W> {
             req.max_tokens = Some(crate::reply_share(window.map(|w| w.tokens)));
         }
         let (body, constrained) = self.request_body(&req).await;
+        let held = constrained.is_some();
         let post = self.core.client.post(self.core.url(W::CHAT_PATH));
-        let post = match &constrained {
-            Some(text) => post.header(reqwest::header::CONTENT_TYPE, "application/json").body(text.clone()),
+        let post = match constrained {
+            Some(text) => post.header(reqwest::header::CONTENT_TYPE, "application/json").body(text),
             None => post.json(&body),
         };
         let response = self.core.send(self.wire.authorise(self.core.key.as_ref(), post)).await?;
         let format = self.settings.tool_call_format.as_ref().and_then(|s| s.for_model(&req.model));
         let reply = ReplyBuilder::new(self.settings.recover, &req, self.wire.assembler()).with_format(format);
-        let reply = if constrained.is_some() { reply.constrained() } else { reply };
+        let reply = if held { reply.constrained() } else { reply };
         let result = if self.settings.stream {
             self.wire.read_stream(&self.core.name, body_stream(response).boxed(), reply, sink).await
         } else {
@@ -180,7 +181,8 @@ impl<W: Wire> Provider for HttpProvider<W> {
         if req.model.is_empty() {
             req.model = self.core.default_model.clone();
         }
-        if !W::CONSTRAINS || self.window.kind(&self.core, &req.model).await != Some(ServerKind::LlamaCpp) {
+        // Only an OpenAI-compatible provider asks the probe, so only it can find llama.cpp.
+        if self.window.kind(&self.core, &req.model).await != Some(ServerKind::LlamaCpp) {
             return None;
         }
         let (body, constrained) = self.request_body(&req).await;
