@@ -207,6 +207,35 @@ both! {
     }
 }
 
+both! {
+    #[tokio::test]
+    async fn events_and_audit_records_queued_together_commit_in_order_and_a_bad_one_fails_alone(db: Db) {
+        let store = db.open().await;
+        chain_of(store.as_ref(), 1).await;
+        // Queued back to back, the writes of a run's steps go in one batch: events between
+        // audit records, and an event that repeats `(run_id, seq)` fails at its insert.
+        store.append_event(&event("run_a", 1)).await.unwrap();
+        store.queue_audit(entry("run_a", 2)).await.unwrap();
+        store.queue_audit(entry("run_a", 3)).await.unwrap();
+        store.append_event(&event("run_a", 2)).await.unwrap();
+        store.append_event(&event("run_a", 1)).await.unwrap();
+        store.queue_audit(entry("run_a", 4)).await.unwrap();
+        let err = store.flush().await.unwrap_err();
+        assert!(matches!(err, StoreError::Deferred { .. }), "{err}");
+        let seqs: Vec<u64> = store.events("run_a", 0).await.unwrap().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [1, 2], "the good events of the batch were kept");
+        let records = store.audit_records(None).await.unwrap();
+        let calls: Vec<&str> = records.iter().map(|r| r.entry.call_id.as_str()).collect();
+        assert_eq!(calls, ["call_1", "call_2", "call_3", "call_4"]);
+        assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        // The next batch goes on from the head the retried writes left.
+        store.append_event(&event("run_a", 3)).await.unwrap();
+        assert_eq!(store.append_audit(entry("run_a", 5)).await.unwrap().seq, 5);
+        store.flush().await.unwrap();
+        assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 5 });
+    }
+}
+
 /// The records SQLite stores hold their values with the types the verification reads
 /// (`INTEGER` `seq` and `latency_ms`, `REAL` `risk`, `TEXT` else) and exactly the texts
 /// appended, a NUL or a character beyond ASCII included.

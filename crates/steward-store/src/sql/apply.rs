@@ -215,9 +215,26 @@ pub async fn guard_run<D: Dialect>(
     status.map(|row| row.text("status").map(|s| s == RunStatus::Running.as_str()).map_err(db)).transpose()
 }
 
-/// Inserts events in one insert ([`Dialect::insert_rows`]).
-pub async fn insert_events<D: Dialect>(conn: &mut Conn<D>, path: &str, events: &[&Event]) -> Result<(), StoreError> {
-    let mut args = Vec::with_capacity(events.len() * 5);
+/// `INSERT INTO events` naming the [`EVENT_WIDTH`] columns [`event_rows`] gives values for.
+pub const EVENT_INSERT: &str = "INSERT INTO events (run_id, seq, at, name, body)";
+
+/// Columns of [`EVENT_INSERT`].
+pub const EVENT_WIDTH: usize = 5;
+
+/// `INSERT INTO audit` naming the [`AUDIT_WIDTH`] columns [`ChainedAudits::rows`] gives values
+/// for.
+pub fn audit_insert() -> String {
+    format!("INSERT INTO audit ({AUDIT_COLUMNS})")
+}
+
+/// Columns of [`audit_insert`].
+pub const AUDIT_WIDTH: usize = 18;
+
+/// The values of `events`' rows, [`EVENT_WIDTH`] per event in [`EVENT_INSERT`]'s order.
+/// Errors: [`StoreError::Invalid`] for an event that does not serialise or a `seq` over
+/// `i64::MAX`.
+pub fn event_rows<'a>(path: &str, events: &[&'a Event]) -> Result<Vec<Arg<'a>>, StoreError> {
+    let mut args = Vec::with_capacity(events.len() * EVENT_WIDTH);
     for event in events {
         let body = serde_json::to_string(event).map_err(|e| StoreError::Invalid {
             path: path.to_string(),
@@ -231,40 +248,89 @@ pub async fn insert_events<D: Dialect>(conn: &mut Conn<D>, path: &str, events: &
             body,
         ]);
     }
-    D::insert_rows(conn, path, "INSERT INTO events (run_id, seq, at, name, body)", 5, args).await
+    Ok(args)
 }
 
-/// Appends audit records to the chain in one insert ([`Dialect::insert_rows`]: one multi-row
-/// statement, or on SQLite one single-row statement stepped per record); `head` is the chain's
-/// last `(seq, hash)`, read inside the transaction (which holds the write or chain lock) the
-/// first time it is needed.
-pub async fn append_audits<D: Dialect>(
-    conn: &mut Conn<D>,
+/// Inserts events in one insert ([`Dialect::insert_rows`]).
+pub async fn insert_events<D: Dialect>(conn: &mut Conn<D>, path: &str, events: &[&Event]) -> Result<(), StoreError> {
+    let args = event_rows(path, events)?;
+    D::insert_rows(conn, path, EVENT_INSERT, EVENT_WIDTH, args).await
+}
+
+/// The query of the audit chain's head, the newest record's `seq` and `hash` (no row: an empty
+/// chain, whose head is `(0, GENESIS_HASH)`).
+pub const HEAD_SQL: &str = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1";
+
+/// The chain's head from [`HEAD_SQL`]'s row, `None` for no row. Errors:
+/// [`StoreError::Corrupt`] for a negative `seq`.
+pub fn chain_head(path: &str, row: Option<(i64, String)>) -> Result<(u64, String), StoreError> {
+    match row {
+        Some((seq, hash)) => {
+            let seq = u64::try_from(seq)
+                .map_err(|_| StoreError::Corrupt { path: path.to_string(), what: "audit.seq: negative".into() })?;
+            Ok((seq, hash))
+        }
+        None => Ok((0, GENESIS_HASH.to_string())),
+    }
+}
+
+/// Audit records chained after a head, with the text forms that are both hashed and stored.
+pub struct ChainedAudits {
+    /// The records, oldest first.
+    pub records: Vec<AuditRecord>,
+    /// Per record: `seq`, `risk` and `latency_ms` as checked, the time and the input as stored.
+    stored: Vec<(i64, f64, i64, String, String)>,
+}
+
+impl ChainedAudits {
+    /// The records' values, [`AUDIT_WIDTH`] per record in [`audit_insert`]'s order.
+    pub fn rows(&self) -> Vec<Arg<'_>> {
+        let mut args: Vec<Arg<'_>> = Vec::with_capacity(self.records.len() * AUDIT_WIDTH);
+        for (record, (seq, risk, latency_ms, at_text, input)) in self.records.iter().zip(&self.stored) {
+            let entry = &record.entry;
+            args.extend(args![
+                *seq,
+                record.id.as_str(),
+                at_text.as_str(),
+                entry.agent.as_str(),
+                entry.run_id.as_str(),
+                entry.call_id.as_str(),
+                entry.action.as_str(),
+                input.as_str(),
+                entry.policy.as_str(),
+                *risk,
+                entry.outcome.as_str(),
+                *latency_ms,
+                entry.sandbox.as_str(),
+                entry.approval_id.as_str(),
+                entry.rollback_token.as_str(),
+                entry.detail.as_str(),
+                record.prev_hash.as_str(),
+                record.hash.as_str(),
+            ]);
+        }
+        args
+    }
+
+    /// The chain's head once the records are appended: the newest one's `(seq, hash)`, or
+    /// `None` when there are none.
+    pub fn head(&self) -> Option<(u64, String)> {
+        self.records.last().map(|r| (r.seq, r.hash.clone()))
+    }
+}
+
+/// Chains `entries` after `head` (`(seq, hash)` of the chain's newest record), stamped now and
+/// keyed with the store's audit key. Errors: [`StoreError::Invalid`] for a risk that is not
+/// finite or a number over `i64::MAX`.
+pub fn chain_audits<D>(
     shared: &Shared<D>,
     entries: &[&AuditEntry],
-    head: &mut Option<(u64, String)>,
-) -> Result<Vec<AuditRecord>, StoreError> {
+    head: (u64, String),
+) -> Result<ChainedAudits, StoreError> {
     let path = shared.path.as_str();
     let key = shared.audit_key.as_ref();
-    let db = |source| StoreError::Database { path: path.to_string(), source };
-    let (mut last_seq, mut prev_hash) = match head.take() {
-        Some(known) => known,
-        None => {
-            let sql = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1";
-            match D::fetch_optional(conn, sql, Vec::new()).await.map_err(db)? {
-                Some(row) => (
-                    u64::try_from(row.int("seq").map_err(db)?).map_err(|_| StoreError::Corrupt {
-                        path: path.to_string(),
-                        what: "audit.seq: negative".into(),
-                    })?,
-                    row.text("hash").map_err(db)?,
-                ),
-                None => (0, GENESIS_HASH.to_string()),
-            }
-        }
-    };
+    let (mut last_seq, mut prev_hash) = head;
     let mut records = Vec::with_capacity(entries.len());
-    // Per record: the checked integers and the text forms that are both hashed and stored.
     let mut stored = Vec::with_capacity(entries.len());
     let mut buf = Vec::with_capacity(512);
     for entry in entries {
@@ -301,33 +367,35 @@ pub async fn append_audits<D: Dialect>(
         stored.push((to_i64(path, "audit seq", seq)?, risk, latency_ms, at_text, input));
         records.push(record);
     }
-    let mut args: Vec<Arg<'_>> = Vec::with_capacity(records.len() * 18);
-    for (record, (seq, risk, latency_ms, at_text, input)) in records.iter().zip(stored) {
-        let entry = &record.entry;
-        args.extend(args![
-            seq,
-            record.id.as_str(),
-            at_text,
-            entry.agent.as_str(),
-            entry.run_id.as_str(),
-            entry.call_id.as_str(),
-            entry.action.as_str(),
-            input,
-            entry.policy.as_str(),
-            risk,
-            entry.outcome.as_str(),
-            latency_ms,
-            entry.sandbox.as_str(),
-            entry.approval_id.as_str(),
-            entry.rollback_token.as_str(),
-            entry.detail.as_str(),
-            record.prev_hash.as_str(),
-            record.hash.as_str(),
-        ]);
-    }
-    D::insert_rows(conn, path, &format!("INSERT INTO audit ({AUDIT_COLUMNS})"), 18, args).await?;
-    *head = Some((last_seq, prev_hash));
-    Ok(records)
+    Ok(ChainedAudits { records, stored })
+}
+
+/// Appends audit records to the chain in one insert ([`Dialect::insert_rows`]: one multi-row
+/// statement, or on SQLite one single-row statement stepped per record); `head` is the chain's
+/// last `(seq, hash)`, read inside the transaction (which holds the write or chain lock) the
+/// first time it is needed.
+pub async fn append_audits<D: Dialect>(
+    conn: &mut Conn<D>,
+    shared: &Shared<D>,
+    entries: &[&AuditEntry],
+    head: &mut Option<(u64, String)>,
+) -> Result<Vec<AuditRecord>, StoreError> {
+    let path = shared.path.as_str();
+    let db = |source| StoreError::Database { path: path.to_string(), source };
+    let known = match head.take() {
+        Some(known) => known,
+        None => {
+            let row = match D::fetch_optional(conn, HEAD_SQL, Vec::new()).await.map_err(db)? {
+                Some(row) => Some((row.int("seq").map_err(db)?, row.text("hash").map_err(db)?)),
+                None => None,
+            };
+            chain_head(path, row)?
+        }
+    };
+    let chained = chain_audits(shared, entries, known.clone())?;
+    D::insert_rows(conn, path, &audit_insert(), AUDIT_WIDTH, chained.rows()).await?;
+    *head = Some(chained.head().unwrap_or(known));
+    Ok(chained.records)
 }
 
 /// The id of audit record `seq`: `aud_` and 16 lowercase hex digits, like [`crate::new_id`],

@@ -21,7 +21,7 @@ use sqlx::{ColumnIndex, Database, Decode, Pool, Row, Type};
 use tokio::sync::broadcast;
 
 use super::chain_state::ChainState;
-use super::work::{Applied, Work};
+use super::work::{Applied, BatchError, Shared, Work};
 use crate::{Change, RunRecord, StoreError};
 
 /// The native connection of a dialect's database.
@@ -274,6 +274,23 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'c {
         let _ = (conn, path, run_id);
         async { Ok(()) }
+    }
+
+    /// Applies a batch made of appends only (events and audit records, the writes of a run's
+    /// steps) in one transaction and with fewer hand-overs between threads than a statement at
+    /// a time, where this database has a way to: `None` when it has not (the default) or when
+    /// `works` holds another kind of write, and the writer then applies it statement by
+    /// statement after [`Dialect::prepare_commit`]. Otherwise the outcome and whether the
+    /// commit was forced to disk (`durable` as for [`Dialect::prepare_commit`]).
+    fn apply_appends<'c>(
+        &'c self,
+        conn: &'c mut Conn<Self>,
+        shared: &'c Shared<Self>,
+        works: &'c [&'c Work],
+        durable: bool,
+    ) -> impl Future<Output = Option<(Result<Vec<Applied>, BatchError>, bool)>> + Send + 'c {
+        let _ = (conn, shared, works, durable);
+        async { None }
     }
 
     /// Called last inside a batch's transaction: sends its change notices, if this database

@@ -23,6 +23,7 @@ pub(crate) mod postgres;
 mod rows;
 pub(crate) mod sqlite;
 mod sqlite_audit;
+mod sqlite_batch;
 mod sqlite_insert;
 mod sqlite_statement;
 mod store;

@@ -57,6 +57,43 @@ pub struct SqliteDialect {
     synchronous: std::sync::atomic::AtomicU8,
 }
 
+/// A change of the writer connection's `synchronous` setting ([`SqliteDialect::synchronous_change`]).
+pub struct SynchronousChange {
+    /// The `PRAGMA` that makes it.
+    pub sql: &'static str,
+    /// The setting it makes: 1 NORMAL, 2 FULL.
+    wanted: u8,
+}
+
+impl SqliteDialect {
+    /// The change of `synchronous` a commit that must (`durable`) or need not reach the disk
+    /// needs first, if any: none when commits are never relaxed (no WAL file) or when the
+    /// setting is already right. The setting counts as unknown from here until
+    /// [`SqliteDialect::synchronous_set`] says the `PRAGMA` ran: a failure leaves it in doubt.
+    pub fn synchronous_change(&self, durable: bool) -> Option<SynchronousChange> {
+        use std::sync::atomic::Ordering;
+        self.wal.as_ref()?;
+        let wanted = if durable { 2 } else { 1 };
+        if self.synchronous.load(Ordering::Relaxed) == wanted {
+            return None;
+        }
+        self.synchronous.store(0, Ordering::Relaxed);
+        let sql = if durable { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
+        Some(SynchronousChange { sql, wanted })
+    }
+
+    /// Records that `change`'s `PRAGMA` ran.
+    pub fn synchronous_set(&self, change: SynchronousChange) {
+        self.synchronous.store(change.wanted, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a commit made after [`SqliteDialect::synchronous_change`]`(durable)` is forced
+    /// to disk: always without a WAL file (nothing is relaxed), else when `durable`.
+    pub fn forced(&self, durable: bool) -> bool {
+        self.wal.is_none() || durable
+    }
+}
+
 /// `query` with `args` bound in order.
 fn bind_all<'q>(
     mut query: sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>,
@@ -151,21 +188,24 @@ impl Dialect for SqliteDialect {
         path: &'c str,
         durable: bool,
     ) -> Result<bool, StoreError> {
-        use std::sync::atomic::Ordering;
-        if self.wal.is_none() {
-            return Ok(true);
-        }
-        let wanted = if durable { 2 } else { 1 };
-        if self.synchronous.load(Ordering::Relaxed) != wanted {
-            // Unknown until it is set again: a failure here leaves the setting in doubt.
-            self.synchronous.store(0, Ordering::Relaxed);
-            let sql = if durable { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
-            Self::execute(conn, sql, Vec::new())
+        if let Some(change) = self.synchronous_change(durable) {
+            Self::execute(conn, change.sql, Vec::new())
                 .await
                 .map_err(|source| StoreError::Database { path: path.to_string(), source })?;
-            self.synchronous.store(wanted, Ordering::Relaxed);
+            self.synchronous_set(change);
         }
-        Ok(durable)
+        Ok(self.forced(durable))
+    }
+
+    fn apply_appends<'c>(
+        &'c self,
+        conn: &'c mut SqliteConnection,
+        shared: &'c super::work::Shared<Self>,
+        works: &'c [&'c super::work::Work],
+        durable: bool,
+    ) -> impl Future<Output = Option<(Result<Vec<super::work::Applied>, super::work::BatchError>, bool)>> + Send + 'c
+    {
+        super::sqlite_batch::apply_appends(conn, shared, works, durable)
     }
 
     fn sync_relaxed(&self) -> std::io::Result<()> {

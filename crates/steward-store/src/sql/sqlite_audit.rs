@@ -17,7 +17,7 @@ use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 
 use super::chain_state::{ChainState, RowFields};
-use super::sqlite_statement::Statement;
+use super::sqlite_statement::{Statement, on_this_thread};
 use super::verify::chain_sql;
 use crate::chain::StoredFields;
 
@@ -31,8 +31,7 @@ use crate::chain::StoredFields;
 pub async fn check_audit_rows(conn: &mut SqliteConnection, chain: &mut ChainState) -> Result<bool, sqlx::Error> {
     let mut handle = conn.lock_handle().await?;
     let db = handle.as_raw_handle();
-    let multi_thread = tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
-    if multi_thread { Ok(tokio::task::block_in_place(|| check_rows(db, chain))) } else { Ok(check_rows(db, chain)) }
+    Ok(on_this_thread(|| check_rows(db, chain)))
 }
 
 /// Rows handed from the reading thread to the checking one at a time.

@@ -37,19 +37,24 @@ pub async fn insert_rows(
     let mut handle =
         conn.lock_handle().await.map_err(|source| StoreError::Database { path: path.to_string(), source })?;
     let db = handle.as_raw_handle();
-    let sql = format!("{insert} VALUES {}", row_placeholders(width));
+    let sql = row_insert(insert, width);
     // SAFETY: the connection is locked to us until `handle` is dropped, after `step_rows`.
     unsafe { step_rows(db, &sql, width, values) }
         .map_err(|message| StoreError::Write { path: path.to_string(), message })
 }
 
-/// Prepares `sql` on `db` and steps it once per `width` values of `values`: SQLite's error
-/// message when preparing, binding or a step fails.
+/// `insert` (`INSERT INTO table (columns)` naming `width` columns) with `VALUES` of one row.
+pub fn row_insert(insert: &str, width: usize) -> String {
+    format!("{insert} VALUES {}", row_placeholders(width))
+}
+
+/// Prepares `sql` (a [`row_insert`]) on `db` and steps it once per `width` values of `values`:
+/// SQLite's error message when preparing, binding or a step fails.
 ///
 /// # Safety
 ///
 /// `db` must be an open connection that no other thread uses during the call.
-unsafe fn step_rows(db: NonNull<ffi::sqlite3>, sql: &str, width: usize, values: &[Arg<'_>]) -> Result<(), String> {
+pub unsafe fn step_rows(db: NonNull<ffi::sqlite3>, sql: &str, width: usize, values: &[Arg<'_>]) -> Result<(), String> {
     // SAFETY: the caller's promise; the statement is dropped before this function returns.
     let Some(statement) = (unsafe { Statement::prepare(db, sql) }) else {
         // SAFETY: as above.

@@ -1,7 +1,8 @@
 //! A statement prepared through SQLite's C API on a connection locked out of sqlx's worker
 //! thread ([`sqlx::SqliteConnection::lock_handle`]), finalized when dropped: what the audit
-//! chain's read ([`super::sqlite_audit`]) and the rows inserted through the C API
-//! ([`super::sqlite_insert`]) step.
+//! chain's read ([`super::sqlite_audit`]), the rows inserted through the C API
+//! ([`super::sqlite_insert`]) and the batches of appends ([`super::sqlite_batch`]) step; and
+//! how such work runs on the calling thread ([`on_this_thread`]).
 
 use std::ffi::c_int;
 use std::ptr::{NonNull, null_mut};
@@ -41,6 +42,41 @@ impl Drop for Statement {
         unsafe {
             ffi::sqlite3_finalize(self.0.as_ptr());
         }
+    }
+}
+
+/// Prepares `sql` on `db` and steps it to its end, its rows (if any) unread: SQLite's error
+/// message when preparing or a step fails.
+///
+/// # Safety
+///
+/// `db` must be an open connection that no other thread uses during the call.
+pub unsafe fn execute(db: NonNull<ffi::sqlite3>, sql: &str) -> Result<(), String> {
+    // SAFETY: the caller's promise; the statement is dropped before this function returns.
+    let Some(statement) = (unsafe { Statement::prepare(db, sql) }) else {
+        // SAFETY: as above.
+        return Err(unsafe { connection_error(db) });
+    };
+    loop {
+        // SAFETY: a statement of the locked connection, with no parameters.
+        match unsafe { ffi::sqlite3_step(statement.as_ptr()) } {
+            ffi::SQLITE_ROW => {}
+            ffi::SQLITE_DONE => return Ok(()),
+            // SAFETY: as above.
+            _ => return Err(unsafe { connection_error(db) }),
+        }
+    }
+}
+
+/// Runs `work` (blocking: SQLite's calls on a locked connection) on the calling thread: on a
+/// multi-threaded runtime inside [`tokio::task::block_in_place`], so the runtime moves its
+/// other tasks elsewhere meanwhile.
+pub fn on_this_thread<T>(work: impl FnOnce() -> T) -> T {
+    let flavor = tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor());
+    if matches!(flavor, Ok(tokio::runtime::RuntimeFlavor::MultiThread)) {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
     }
 }
 

@@ -26,6 +26,14 @@ pub struct Shared<D> {
     pub dialect: D,
 }
 
+/// Why a batch of writes did not commit.
+pub enum BatchError {
+    /// Starting or committing the transaction failed: every write of the batch failed.
+    Transaction(StoreError),
+    /// One write failed; the transaction was rolled back.
+    Write(StoreError),
+}
+
 /// One queued write and who waits for its result.
 pub struct Pending {
     /// What to write.

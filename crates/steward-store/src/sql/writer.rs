@@ -35,7 +35,7 @@ use tokio::sync::mpsc;
 
 use super::apply::{append_audits, apply, insert_events};
 use super::dialect::Dialect;
-use super::work::{Applied, DocumentTable, Pending, Reply, Shared, Work};
+use super::work::{Applied, BatchError, DocumentTable, Pending, Reply, Shared, Work};
 use crate::StoreError;
 
 /// Most writes committed in one transaction.
@@ -47,14 +47,6 @@ pub const QUEUE_CAPACITY: usize = 1024;
 /// Longest time a batch of writes that nobody waits for is held open for more writes to join
 /// it. A write with a waiter ends the wait at once, so it is never delayed by this.
 pub const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
-
-/// Why a batch did not commit.
-enum BatchError {
-    /// Starting or committing the transaction failed: every write of the batch failed.
-    Transaction(StoreError),
-    /// One write failed; the transaction was rolled back.
-    Write(StoreError),
-}
 
 /// What the writer knows about what has reached the disk.
 #[derive(Default)]
@@ -168,17 +160,24 @@ async fn process<D: Dialect>(pool: &Pool<D::DB>, shared: &Shared<D>, state: &mut
             return;
         }
     };
-    let forced = match shared.dialect.prepare_commit(&mut conn, &shared.path, durable).await {
-        Ok(forced) => forced,
-        Err(error) => {
-            fail_all(shared, batch, &error.to_string());
-            return;
-        }
-    };
     // A durable barrier (a flush) forces the anchor to disk too.
     let flush = batch.iter().any(|p| matches!(p.work, Work::Barrier { durable: true }));
     let works: Vec<&Work> = batch.iter().map(|p| &p.work).collect();
-    match apply_batch(&mut conn, shared, &works).await {
+    // Appends only (a run's events and audit records): in one call where the database can.
+    let (outcome, forced) = match shared.dialect.apply_appends(&mut conn, shared, &works, durable).await {
+        Some(done) => done,
+        None => {
+            let forced = match shared.dialect.prepare_commit(&mut conn, &shared.path, durable).await {
+                Ok(forced) => forced,
+                Err(error) => {
+                    fail_all(shared, batch, &error.to_string());
+                    return;
+                }
+            };
+            (apply_batch(&mut conn, shared, &works).await, forced)
+        }
+    };
+    match outcome {
         Ok(results) => {
             committed(shared, state, &results, forced, flush);
             for (pending, result) in batch.into_iter().zip(results) {

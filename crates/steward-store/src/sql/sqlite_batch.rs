@@ -1,0 +1,163 @@
+//! A batch of appends (a run's events and audit records) applied on SQLite in one call on the
+//! connection locked out of sqlx's worker thread ([`apply_appends`]).
+//!
+//! Through sqlx the same batch is five hand-overs between this thread and the worker's: the
+//! `synchronous` setting when it changes, `BEGIN IMMEDIATE`, the chain head's read, the rows
+//! (already stepped here), `COMMIT`. Each waits for the other thread to be scheduled, which on
+//! a loaded machine costs more than the batch's own work. Here the connection is taken from the
+//! worker once and everything runs on this thread ([`on_this_thread`]), the commit's disk sync
+//! included.
+
+use std::ptr::NonNull;
+
+use libsqlite3_sys as ffi;
+use sqlx::SqliteConnection;
+use steward_protocol::{AuditEntry, Event};
+
+use super::apply::{
+    AUDIT_WIDTH, EVENT_INSERT, EVENT_WIDTH, HEAD_SQL, audit_insert, chain_audits, chain_head, event_rows,
+};
+use super::sqlite::SqliteDialect;
+use super::sqlite_insert::{row_insert, step_rows};
+use super::sqlite_statement::{Statement, connection_error, execute, on_this_thread};
+use super::work::{Applied, BatchError, Shared, Work};
+use crate::StoreError;
+
+/// Applies `works` in one transaction when every one is an event or an audit record (`None`
+/// otherwise, and for an empty batch): the `synchronous` setting a `durable` commit needs,
+/// `BEGIN IMMEDIATE` (waiting for another connection's lock as sqlx's would, up to the
+/// connection's busy timeout), the inserts in order (the chain head read on the first audit
+/// record), `COMMIT`. Answers the outcome and whether the commit was forced to disk.
+///
+/// Errors: [`BatchError::Transaction`] when the connection cannot be taken from its worker,
+/// or setting `synchronous`, `BEGIN` or `COMMIT` fails; [`BatchError::Write`] when a write
+/// fails (the transaction is rolled back).
+pub async fn apply_appends(
+    conn: &mut SqliteConnection,
+    shared: &Shared<SqliteDialect>,
+    works: &[&Work],
+    durable: bool,
+) -> Option<(Result<Vec<Applied>, BatchError>, bool)> {
+    if works.is_empty() || !works.iter().all(|w| matches!(w, Work::Event(_) | Work::Audit(_))) {
+        return None;
+    }
+    let path = shared.path.as_str();
+    let forced = shared.dialect.forced(durable);
+    let mut handle = match conn.lock_handle().await {
+        Ok(handle) => handle,
+        Err(source) => {
+            let error = StoreError::Database { path: path.to_string(), source };
+            return Some((Err(BatchError::Transaction(error)), forced));
+        }
+    };
+    let db = handle.as_raw_handle();
+    let dialect = &shared.dialect;
+    let transaction = |message: String| BatchError::Transaction(StoreError::Write { path: path.to_string(), message });
+    let outcome = on_this_thread(|| {
+        if let Some(change) = dialect.synchronous_change(durable) {
+            // SAFETY: the connection is locked to us until `handle` is dropped, after this call.
+            unsafe { execute(db, change.sql) }.map_err(transaction)?;
+            dialect.synchronous_set(change);
+        }
+        // SAFETY: as above.
+        unsafe { execute(db, "BEGIN IMMEDIATE") }.map_err(transaction)?;
+        // SAFETY: as above, inside the transaction just begun.
+        let applied = unsafe { insert_all(db, shared, works) }
+            // SAFETY: as above.
+            .and_then(|results| unsafe { execute(db, "COMMIT") }.map(|()| results).map_err(transaction));
+        // SAFETY: as above.
+        if applied.is_err() && unsafe { ffi::sqlite3_get_autocommit(db.as_ptr()) } == 0 {
+            // SAFETY: as above. (SQLite rolls back by itself after the errors that end a
+            // transaction, in which case it is no longer open here.)
+            if let Err(message) = unsafe { execute(db, "ROLLBACK") } {
+                tracing::warn!(path, %message, "a failed batch could not be rolled back");
+            }
+        }
+        applied
+    });
+    Some((outcome, forced))
+}
+
+/// Inserts `works`' rows in order, consecutive events in one statement's steps and consecutive
+/// audit records in another's, inside the open transaction of `db`.
+///
+/// # Safety
+///
+/// `db` must be an open connection that no other thread uses during the call.
+unsafe fn insert_all(
+    db: NonNull<ffi::sqlite3>,
+    shared: &Shared<SqliteDialect>,
+    works: &[&Work],
+) -> Result<Vec<Applied>, BatchError> {
+    let path = shared.path.as_str();
+    let write = |message: String| BatchError::Write(StoreError::Write { path: path.to_string(), message });
+    let mut head: Option<(u64, String)> = None;
+    let mut results = Vec::with_capacity(works.len());
+    let mut rest = works;
+    while let Some(first) = rest.first() {
+        let kind = std::mem::discriminant(*first);
+        let run = rest.iter().take_while(|w| std::mem::discriminant(**w) == kind).count();
+        let (group, after) = rest.split_at(run);
+        rest = after;
+        if let Work::Event(_) = first {
+            let events: Vec<&Event> =
+                group.iter().filter_map(|w| if let Work::Event(e) = w { Some(&**e) } else { None }).collect();
+            let rows = event_rows(path, &events).map_err(BatchError::Write)?;
+            // SAFETY: the caller's promise.
+            unsafe { step_rows(db, &row_insert(EVENT_INSERT, EVENT_WIDTH), EVENT_WIDTH, &rows) }.map_err(write)?;
+            results.extend(events.iter().map(|_| Applied::Nothing));
+            continue;
+        }
+        let entries: Vec<&AuditEntry> =
+            group.iter().filter_map(|w| if let Work::Audit(e) = w { Some(&**e) } else { None }).collect();
+        let known = match head.take() {
+            Some(known) => known,
+            // SAFETY: the caller's promise.
+            None => chain_head(path, unsafe { read_head(db) }.map_err(write)?).map_err(BatchError::Write)?,
+        };
+        let chained = chain_audits(shared, &entries, known.clone()).map_err(BatchError::Write)?;
+        let sql = row_insert(&audit_insert(), AUDIT_WIDTH);
+        // SAFETY: the caller's promise.
+        unsafe { step_rows(db, &sql, AUDIT_WIDTH, &chained.rows()) }.map_err(write)?;
+        head = Some(chained.head().unwrap_or(known));
+        results.extend(chained.records.into_iter().map(|r| Applied::Audit(Box::new(r))));
+    }
+    Ok(results)
+}
+
+/// [`HEAD_SQL`]'s row: the newest audit record's `seq` and `hash`, `None` for an empty chain.
+/// A `seq` that is not an integer or a `hash` that is not text reads as an error.
+///
+/// # Safety
+///
+/// `db` must be an open connection that no other thread uses during the call.
+unsafe fn read_head(db: NonNull<ffi::sqlite3>) -> Result<Option<(i64, String)>, String> {
+    // SAFETY: the caller's promise; the statement is dropped before this function returns.
+    let Some(statement) = (unsafe { Statement::prepare(db, HEAD_SQL) }) else {
+        // SAFETY: as above.
+        return Err(unsafe { connection_error(db) });
+    };
+    let stmt = statement.as_ptr();
+    // SAFETY: a statement of the locked connection, with no parameters.
+    match unsafe { ffi::sqlite3_step(stmt) } {
+        ffi::SQLITE_DONE => Ok(None),
+        ffi::SQLITE_ROW => {
+            // SAFETY: a row of the statement, whose two columns exist; the text is copied
+            // before the next call on the statement.
+            unsafe {
+                if ffi::sqlite3_column_type(stmt, 0) != ffi::SQLITE_INTEGER
+                    || ffi::sqlite3_column_type(stmt, 1) != ffi::SQLITE_TEXT
+                {
+                    return Err("the newest audit record's seq is not an integer or its hash not text".into());
+                }
+                let seq = ffi::sqlite3_column_int64(stmt, 0);
+                let text = ffi::sqlite3_column_text(stmt, 1);
+                let len = usize::try_from(ffi::sqlite3_column_bytes(stmt, 1)).unwrap_or(0);
+                let bytes = if text.is_null() { &[][..] } else { std::slice::from_raw_parts(text, len) };
+                Ok(Some((seq, String::from_utf8_lossy(bytes).into_owned())))
+            }
+        }
+        // SAFETY: as above.
+        _ => Err(unsafe { connection_error(db) }),
+    }
+}
