@@ -295,11 +295,9 @@ fn indent(text: &str) -> String {
 /// The decision another front end submitted on approval `id` to `decisions`, once there is
 /// one; never returns while there is none (or when `id` is not pending there).
 async fn decided_elsewhere(decisions: &DecisionQueue, id: &str) -> Decided<ApprovalAnswer> {
-    let Some(mut decided) = decisions.approval_decision(id) else { return std::future::pending().await };
-    let decision = decided.wait_for(Option::is_some).await.map(|d| d.clone());
-    match decision {
-        Ok(Some(decided)) => decided,
-        _ => std::future::pending().await,
+    match decisions.approval_decided(id).await {
+        Some(decided) => decided,
+        None => std::future::pending().await,
     }
 }
 

@@ -283,6 +283,24 @@ impl<A> Drop for Waiting<'_, A> {
     }
 }
 
+/// The decision `decided` receives, once there is one; `None` when its sender is dropped
+/// without one. Every poll looks at the value itself, not only at the change notice: a
+/// submission sets the value before it wakes the receivers, so a waiter polled in between —
+/// the run's front end, which [`Waiting::first`] polls once more right after it took the
+/// decision — would otherwise miss a decision that is already there.
+async fn settled<A: Clone>(decided: watch::Receiver<Option<Decided<A>>>) -> Option<Decided<A>> {
+    let peek = decided.clone();
+    let mut woken = std::pin::pin!(async move {
+        let mut decided = decided;
+        decided.wait_for(Option::is_some).await.ok().and_then(|d| d.clone())
+    });
+    std::future::poll_fn(|cx| match peek.borrow().clone() {
+        Some(decision) => std::task::Poll::Ready(Some(decision)),
+        None => woken.as_mut().poll(cx),
+    })
+    .await
+}
+
 /// Who decided, for the owner check; `None` for "nobody can answer here", which is no one's
 /// decision and needs no owner.
 trait Decider {
@@ -402,11 +420,13 @@ impl DecisionQueue {
         })
     }
 
-    /// The decision on approval `id` as it arrives (`None` inside until then); `None` when it
-    /// is not pending here. For a front end that shows the request and must stop asking once
-    /// someone else decided (the terminal prompt).
-    pub fn approval_decision(&self, id: &str) -> Option<watch::Receiver<Option<Decided<ApprovalAnswer>>>> {
-        lock(&self.approvals).get(id).map(|entry| entry.decided.subscribe())
+    /// The decision on approval `id` once there is one, for a front end that shows the request
+    /// and must stop asking once someone else decided (the terminal prompt); `None` when `id`
+    /// is not pending here or leaves the queue undecided. Ready as soon as the decision is
+    /// submitted, even when polled before the submission's wake-up arrives (see [`settled`]).
+    pub async fn approval_decided(&self, id: &str) -> Option<Decided<ApprovalAnswer>> {
+        let decided = lock(&self.approvals).get(id).map(|entry| entry.decided.subscribe())?;
+        settled(decided).await
     }
 
     /// The approval requests of run `run_id` waiting for a decision, oldest first.

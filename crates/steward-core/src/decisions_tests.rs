@@ -91,7 +91,7 @@ async fn an_expired_request_refuses_late_decisions_by_the_runtimes_clock() {
     let (queue, clock) = queue();
     let _waiting = queue.open_approval(&request("apr_1"), "tok");
     clock.advance(chrono::Duration::seconds(59));
-    assert_eq!(queue.approval_decision("apr_1").map(|rx| rx.borrow().is_none()), Some(true));
+    assert!(queue.pending_approval("apr_1").is_some());
     clock.advance(chrono::Duration::seconds(1));
     assert_eq!(
         queue.decide("apr_1", "web:a", Verdict::Approve(ApprovalScope::Once, None), Via::Here),
@@ -99,7 +99,7 @@ async fn an_expired_request_refuses_late_decisions_by_the_runtimes_clock() {
     );
     let own = approved_by("web:a", "tok", ApprovalScope::Once);
     assert_eq!(queue.submit_approval("apr_1", own, Via::Here), Err(SubmitError::Expired("apr_1".into())));
-    assert_eq!(queue.approval_decision("apr_1").map(|rx| rx.borrow().is_none()), Some(true), "nothing was decided");
+    assert!(queue.pending_approval("apr_1").is_some(), "nothing was decided");
 }
 
 /// Time is paused: a waiter that slept between looks would move it on. It does not move: the
@@ -264,4 +264,35 @@ fn a_recorded_denial_without_a_reason_says_who_denied() {
         call_hash: String::new(),
     };
     assert_eq!(Verdict::of_record(&record), Verdict::Deny("denied by the owner".into()));
+}
+
+/// A front end polled right after the run took a decision (as [`Waiting::first`] polls the
+/// run's own approver) sees that decision, also when the submission has set it but not yet
+/// woken anyone: the terminal prompt then says who decided instead of vanishing silently.
+#[test]
+fn a_front_end_polled_as_soon_as_a_decision_is_visible_sees_it() {
+    use std::task::{Context, Waker};
+    for round in 0..2000 {
+        let (queue, _) = queue();
+        let queue = Arc::new(queue);
+        let waiting = queue.open_approval(&request("apr_1"), "tok");
+        let seen_by_the_run = waiting.decided.clone();
+        let mut front = Box::pin(queue.approval_decided("apr_1"));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(front.as_mut().poll(&mut cx).is_pending());
+        let submitter = {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                queue.decide("apr_1", "web:a", Verdict::Approve(ApprovalScope::Once, None), Via::Store)
+            })
+        };
+        while seen_by_the_run.borrow().is_none() {
+            std::hint::spin_loop();
+        }
+        let polled = front.as_mut().poll(&mut cx);
+        assert!(matches!(&polled, std::task::Poll::Ready(Some(d)) if d.via == Via::Store), "round {round}: {polled:?}");
+        submitter.join().unwrap().unwrap();
+        drop(front);
+        drop(waiting);
+    }
 }
