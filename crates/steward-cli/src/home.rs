@@ -153,18 +153,9 @@ impl Home {
             });
         }
         let path = self.dir.join("approval.key");
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                anyhow::bail!("{} is readable by others (mode {mode:o}); run chmod 600 on it", path.display());
-            }
-            let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
-            return ApprovalKey::new(bytes)
-                .with_context(|| format!("{} holds a key shorter than 16 bytes", path.display()));
-        }
-        let key = ApprovalKey::generate();
-        write_private(&path, key.to_hex().as_bytes())?;
-        Ok(key)
+        let text = key_file(&path, || ApprovalKey::generate().to_hex())?;
+        let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
+        ApprovalKey::new(bytes).with_context(|| format!("{} holds a key shorter than 16 bytes", path.display()))
     }
 
     /// The key of the audit chain's HMAC: `$STEWARD_AUDIT_KEY` (hex, at least 16 bytes; the
@@ -180,34 +171,17 @@ impl Home {
             });
         }
         let path = self.dir.join("audit.key");
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                anyhow::bail!("{} is readable by others (mode {mode:o}); run chmod 600 on it", path.display());
-            }
-            let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
-            return AuditKey::new(bytes)
-                .with_context(|| format!("{} holds a key shorter than 16 bytes", path.display()));
-        }
-        let key = AuditKey::generate();
-        match write_private(&path, key.to_hex().as_bytes()) {
-            Ok(()) => Ok(key),
-            // Another process created it first: use that one.
-            Err(_) if path.exists() => self.audit_key(),
-            Err(e) => Err(e),
-        }
+        let text = key_file(&path, || AuditKey::generate().to_hex())?;
+        let bytes = hex_decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
+        AuditKey::new(bytes).with_context(|| format!("{} holds a key shorter than 16 bytes", path.display()))
     }
 
     /// The web session key (64 random bytes): `session.key` in the state directory, generated
     /// with mode 0600 at first use. It signs owner cookies and derives CSRF tokens.
     pub fn session_key(&self) -> Result<Vec<u8>> {
         let path = self.dir.join("session.key");
-        if path.exists() {
-            return read_session_key(&path);
-        }
-        let key = rand::random::<[u8; 64]>().to_vec();
-        write_private(&path, hex::encode(&key).as_bytes())?;
-        Ok(key)
+        key_file(&path, || hex::encode(rand::random::<[u8; 64]>()))?;
+        read_session_key(&path)
     }
 }
 
@@ -357,15 +331,62 @@ fn hex_decode(text: &str) -> Option<Vec<u8>> {
     hex::decode(text).ok()
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+/// The text of the key file `path`, readable by its owner only; when there is none, `new()`
+/// is written there first (mode 0600). Processes starting together in one state directory get
+/// one key: the file appears whole (written and synced under a temporary name, then linked into
+/// place), so a process reading meanwhile finds no file or the whole key, never a part of it;
+/// when another process links its key first, that key is returned. Errors: the file cannot be
+/// read or created, or others may read it.
+fn key_file(path: &Path, new: impl FnOnce() -> String) -> Result<String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let text = new();
+            match create_whole(path, text.as_bytes()) {
+                Ok(()) => return Ok(text),
+                // Another process created it first: use that one.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?
+                }
+                Err(e) => return Err(e).with_context(|| format!("cannot create {}", path.display())),
+            }
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        anyhow::bail!("{} is readable by others (mode {mode:o}); run chmod 600 on it", path.display());
+    }
+    Ok(text)
+}
+
+/// Creates `path` (mode 0600) holding `bytes`, all at once: written and synced under a
+/// temporary name in the same folder, then hard-linked to `path`, which fails with
+/// `AlreadyExists` when `path` exists (another process won); the folder is synced so the new
+/// name survives a crash. On a file system without hard links the file is created in place.
+fn create_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    file.write_all(bytes)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.{:016x}.tmp", std::process::id(), rand::random::<u64>()));
+    let write = |at: &Path| -> std::io::Result<()> {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(at)?;
+        file.write_all(bytes)?;
+        file.sync_all()
+    };
+    write(&tmp)?;
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(e),
+        // No hard links here (some FUSE or FAT file systems): create the file in place.
+        Err(_) => write(path)?,
+    }
+    // The key is whole either way; a file system that cannot sync a folder keeps it too.
+    if let Ok(folder) = std::fs::File::open(dir) {
+        let _ = folder.sync_all();
+    }
     Ok(())
 }
 
@@ -386,4 +407,47 @@ pub fn local_owner() -> String {
         format!("uid{}", unsafe { libc::getuid() })
     });
     format!("local:{user}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Processes starting together in a new state directory each read or create the key at the
+    /// same moment: every one gets the same whole key, and no temporary file is left.
+    #[test]
+    fn a_key_created_by_many_at_once_is_one_whole_key() {
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("audit.key");
+            let barrier = std::sync::Barrier::new(8);
+            let keys: Vec<String> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..8)
+                    .map(|i| {
+                        let (path, barrier) = (&path, &barrier);
+                        scope.spawn(move || {
+                            barrier.wait();
+                            key_file(path, || format!("{i:0>64}")).unwrap()
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert!(keys.iter().all(|k| k.len() == 64 && *k == keys[0]), "round {round}: {keys:?}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), keys[0]);
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(names, ["audit.key"], "round {round}");
+        }
+    }
+
+    #[test]
+    fn a_key_file_others_may_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("approval.key");
+        std::fs::write(&path, "00".repeat(16)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = key_file(&path, || unreachable!("the key exists")).unwrap_err();
+        assert!(err.to_string().contains("readable by others"), "{err}");
+    }
 }
