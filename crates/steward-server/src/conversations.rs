@@ -95,7 +95,7 @@ pub async fn create(state: &AppState, owner_id: &str, new: NewConversation) -> R
         model: clean(&new.model),
         mode,
         turns: Vec::new(),
-        created_at: chrono::Utc::now(),
+        created_at: state.now(),
         ended_at: None,
     };
     state.runtime.store.upsert_conversation(&record).await.map_err(ApiError::storage)?;
@@ -229,7 +229,7 @@ pub async fn send(state: &AppState, owner_id: &str, id: &str, text: &str) -> Res
         message: state.runtime.redactor.redact(text),
         run_id: run_id.clone(),
         reply: reply.clone(),
-        at: chrono::Utc::now(),
+        at: state.now(),
     });
     state.runtime.store.upsert_conversation(&record).await.map_err(ApiError::storage)?;
     let _ = state.conversations_changed.send(record.id.clone());
@@ -251,7 +251,7 @@ async fn end_now(state: &AppState, id: &str) -> Result<(), ApiError> {
     if record.ended_at.is_some() {
         return Ok(());
     }
-    record.ended_at = Some(chrono::Utc::now());
+    record.ended_at = Some(state.now());
     state.runtime.store.upsert_conversation(&record).await.map_err(ApiError::storage)?;
     if let Some(run) = record.turns.last().and_then(|t| state.live.get(&t.run_id)) {
         run.cancel.cancel();

@@ -249,7 +249,7 @@ impl RunService for ServerRuns {
                 .map(|r| r.id)
                 .collect(),
         };
-        let now = chrono::Utc::now();
+        let now = self.state.now();
         let mut pending = Vec::new();
         for run_id in &run_ids {
             let approvals = store.approvals(run_id).await.map_err(storage)?;

@@ -115,7 +115,7 @@ pub async fn start_with_history(
         .map_err(|e| ApiError::invalid(state.runtime.redactor.redact(&e.to_string())))?;
     let id = new_id("run_");
     let run = state.live.register(&id, owner_id, state.shutdown.child_token());
-    run.set_submitted(&state.runtime.redactor.redact(&task), chrono::Utc::now());
+    run.set_submitted(&state.runtime.redactor.redact(&task), state.now());
     let ready = prepared.into_run(Task {
         task,
         owner_id: owner_id.to_string(),
@@ -290,7 +290,7 @@ pub async fn decide(
     if approval.owner_id != owner_id {
         return Err(ApiError::not_owner("this approval"));
     }
-    let now = chrono::Utc::now();
+    let now = state.now();
     match approval.status {
         ApprovalStatus::Pending if approval.expires_at <= now => {
             Err(ApiError::conflict(ErrorClass::Expired, "the approval has expired; it can no longer be approved"))
@@ -414,7 +414,7 @@ pub async fn revoke_grant(state: &AppState, owner_id: &str, id: &str) -> Result<
         return Err(ApiError::not_found(format!("you have no grant `{id}`")));
     };
     if grant.revoked_at.is_none() {
-        grant.revoked_at = Some(chrono::Utc::now());
+        grant.revoked_at = Some(state.now());
         state.runtime.store.upsert_grant(&grant).await.map_err(ApiError::storage)?;
     }
     Ok(())
@@ -427,8 +427,7 @@ pub async fn revoke_grant(state: &AppState, owner_id: &str, id: &str) -> Result<
 pub async fn cleanup(state: &AppState) -> Result<usize, ApiError> {
     let store = &state.runtime.store;
     let runs = store.list_runs(1_000_000).await.map_err(ApiError::storage)?;
-    let cutoff =
-        chrono::Utc::now() - chrono::Duration::from_std(state.options.keep_for).unwrap_or(chrono::Duration::MAX);
+    let cutoff = state.now() - chrono::Duration::from_std(state.options.keep_for).unwrap_or(chrono::Duration::MAX);
     let mut finished = 0usize;
     let mut deleted = 0usize;
     for run in runs {

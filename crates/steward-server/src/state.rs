@@ -122,6 +122,13 @@ impl std::ops::Deref for AppState {
     }
 }
 
+impl Inner {
+    /// The current time by the runtime's clock.
+    pub fn now(&self) -> steward_protocol::Timestamp {
+        self.runtime.clock.now()
+    }
+}
+
 /// The fields of [`AppState`].
 pub struct Inner {
     /// Store, redactor, approval key, directories.

@@ -145,6 +145,11 @@ impl Hub {
         Hub { settings, client, poller, journal, launcher, crash }
     }
 
+    /// The current time by the runtime's clock.
+    fn now(&self) -> steward_protocol::Timestamp {
+        self.launcher.runtime.clock.now()
+    }
+
     /// The executor named in evidence: `<hub id> steward/<version>`.
     pub fn executor(&self) -> String {
         format!("{} steward/{}", self.settings.hub_id, env!("CARGO_PKG_VERSION"))
@@ -161,7 +166,7 @@ impl Hub {
                 recovery.acknowledged.push(row.attempt_id.clone());
             }
         }
-        recovery.held = self.journal.journal_hold(&self.settings.hub_id, &JournalState::IN_FLIGHT, Utc::now()).await?;
+        recovery.held = self.journal.journal_hold(&self.settings.hub_id, &JournalState::IN_FLIGHT, self.now()).await?;
         Ok(recovery)
     }
 
@@ -218,7 +223,7 @@ impl Hub {
                 self.settings.poll_interval
             } else {
                 let delay = backoff.next_delay(pass.retry_after);
-                let next = chrono::Duration::from_std(delay).ok().map(|d| Utc::now() + d);
+                let next = chrono::Duration::from_std(delay).ok().map(|d| self.now() + d);
                 let failure = self.poll_failure(&pass, backoff.failures(), next);
                 self.note_poll(Some(&failure));
                 on_poll_failure(&failure);
@@ -238,7 +243,7 @@ impl Hub {
         PollFailure {
             class: pass.failure.unwrap_or("incomplete").to_string(),
             failures,
-            at: Utc::now(),
+            at: self.now(),
             next_attempt_at: next,
         }
     }
@@ -281,10 +286,10 @@ impl Hub {
                 if !forge::is_sha(&approval.head_sha) || approval.pr_number == 0 {
                     return Ok(Handled::Ignored("invalid_pins"));
                 }
-                if approval.expires_at <= Utc::now() {
+                if approval.expires_at <= self.now() {
                     return Ok(Handled::Ignored("expired"));
                 }
-                let now = Utc::now();
+                let now = self.now();
                 let row = JournalRecord {
                     attempt_id: new_id("att_"),
                     hub_id: self.settings.hub_id.clone(),
@@ -361,7 +366,7 @@ impl Hub {
             Err(e) if e.not_processed() => {
                 let mut next = row.clone();
                 next.note = Some("claim_deferred".into());
-                next.updated_at = Utc::now();
+                next.updated_at = self.now();
                 if !self.journal.journal_update(&next, JournalState::Intent).await? {
                     return Ok(Handled::Held("journal_conflict".into()));
                 }
@@ -378,7 +383,7 @@ impl Hub {
         next.authority = Some(authority_word(outcome).to_string());
         next.authority_id = authority_id;
         next.note = reason.clone();
-        next.updated_at = Utc::now();
+        next.updated_at = self.now();
         match outcome {
             AuthorityOutcome::Issued => next.state = JournalState::Claimed,
             AuthorityOutcome::Spent | AuthorityOutcome::Denied => next.state = JournalState::Denied,
@@ -443,7 +448,7 @@ impl Hub {
                 next.note = Some("head_moved".into());
                 next.outcome = Some(outcome_word(AttemptOutcome::HeadMoved).into());
                 next.evidence = serde_json::to_string(&evidence).ok();
-                next.updated_at = Utc::now();
+                next.updated_at = self.now();
                 if !self.journal.journal_update(&next, JournalState::Claimed).await? {
                     return Ok(Handled::Held("journal_conflict".into()));
                 }
@@ -483,7 +488,7 @@ impl Hub {
 
         // Nothing starts under an approval that expired meanwhile (the authority does not
         // outlive it): held for the owner, nothing ran.
-        if row.expires_at <= Utc::now() {
+        if row.expires_at <= self.now() {
             return self.hold(row, JournalState::Claimed, "expired_before_launch").await;
         }
 
@@ -499,7 +504,7 @@ impl Hub {
         let mut launching = row.clone();
         launching.state = JournalState::Launching;
         launching.run_id = Some(run_id.clone());
-        launching.updated_at = Utc::now();
+        launching.updated_at = self.now();
         if !self.journal.journal_update(&launching, JournalState::Claimed).await? {
             return Ok(Handled::Held("journal_conflict".into()));
         }
@@ -521,7 +526,7 @@ impl Hub {
         if started_rx.await.is_ok() {
             let mut started = current.clone();
             started.state = JournalState::Started;
-            started.updated_at = Utc::now();
+            started.updated_at = self.now();
             if !self.journal.journal_update(&started, JournalState::Launching).await? {
                 return Ok(Handled::Held("journal_conflict".into()));
             }
@@ -572,7 +577,7 @@ impl Hub {
         next.state = JournalState::Finished;
         next.outcome = Some(outcome_word(outcome).into());
         next.evidence = serde_json::to_string(&evidence).ok();
-        next.updated_at = Utc::now();
+        next.updated_at = self.now();
         if !self.journal.journal_update(&next, from).await? {
             return Ok(Handled::Held("journal_conflict".into()));
         }
@@ -596,7 +601,7 @@ impl Hub {
                 crash_at(self.crash, CrashPoint::AfterResult);
                 let mut next = row.clone();
                 next.state = JournalState::Acknowledged;
-                next.updated_at = Utc::now();
+                next.updated_at = self.now();
                 if !ack.first && ack.outcome != outcome {
                     next.note = Some("ledger_kept_other_outcome".into());
                 }
@@ -623,7 +628,7 @@ impl Hub {
         if !forge::is_sha(&row.head_sha) || row.pr_number == 0 {
             return Some("invalid_pins");
         }
-        if row.expires_at <= Utc::now() {
+        if row.expires_at <= self.now() {
             return Some("expired");
         }
         None
@@ -666,7 +671,7 @@ impl Hub {
         let mut next = row.clone();
         next.state = JournalState::Denied;
         next.note = Some(reason.clone());
-        next.updated_at = Utc::now();
+        next.updated_at = self.now();
         if !self.journal.journal_update(&next, JournalState::Claimed).await? {
             return Ok(Some(Handled::Held("journal_conflict".into())));
         }
@@ -678,7 +683,7 @@ impl Hub {
         next.state = JournalState::Held;
         next.held_from = Some(from);
         next.note = Some(reason.to_string());
-        next.updated_at = Utc::now();
+        next.updated_at = self.now();
         self.journal.journal_update(&next, from).await?;
         Ok(Handled::Held(reason.to_string()))
     }

@@ -388,7 +388,7 @@ pub async fn list_grants(
     Extension(session): Extension<Session>,
 ) -> Result<Json<GrantList>, ApiError> {
     let grants = state.runtime.store.grants(&session.owner_id).await.map_err(ApiError::storage)?;
-    let now = chrono::Utc::now();
+    let now = state.now();
     let grants = grants
         .into_iter()
         .map(|g| GrantView {

@@ -25,7 +25,6 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json, Router};
-use chrono::Utc;
 use minijinja::context;
 use serde::Deserialize;
 use steward_ledger::requests::LedgerError;
@@ -420,7 +419,7 @@ pub async fn candidates(
         None => None,
     };
     let found = ledger(&state)?
-        .ledger_candidates(&caller.owner_id, cursor.as_ref(), limit, Utc::now())
+        .ledger_candidates(&caller.owner_id, cursor.as_ref(), limit, state.now())
         .await
         .map_err(ApiError::storage)?;
     let next_cursor = match found.last() {
@@ -480,7 +479,7 @@ pub async fn claim(
         hub_id: body.hub_id.clone(),
         token_id: token_id.to_string(),
         attempt_id: body.attempt_id.clone(),
-        at: Utc::now(),
+        at: state.now(),
     };
     let answer = match ledger(&state)?.claim_approval(&input).await.map_err(ApiError::storage)? {
         ClaimOutcome::Issued(a) => ClaimResponse {
@@ -554,7 +553,7 @@ pub async fn report_result(
         token_id: token_id.to_string(),
         outcome: outcome_name(body.outcome).into(),
         evidence,
-        at: Utc::now(),
+        at: state.now(),
     };
     match ledger(&state)?.record_result(&input).await.map_err(ApiError::storage)? {
         ResultOutcome::Recorded { first, result } => {

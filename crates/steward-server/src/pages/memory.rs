@@ -96,7 +96,7 @@ pub async fn grants_page(State(state): State<AppState>, Extension(session): Exte
         Ok(g) => g,
         Err(e) => return error_page(&session, &ApiError::storage(e)),
     };
-    let now = chrono::Utc::now();
+    let now = state.now();
     let rows: Vec<_> = grants
         .iter()
         .map(|g| {

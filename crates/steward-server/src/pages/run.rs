@@ -16,7 +16,7 @@ pub(super) async fn timeline_of(
             decisions.insert(a.id.clone(), d);
         }
     }
-    let now = chrono::Utc::now();
+    let now = state.now();
     let mut t = timeline::build(&timeline::Sources {
         view: &view,
         events: &events,
@@ -129,7 +129,7 @@ fn input_type(kind: &FieldKind) -> &'static str {
 /// the form starts with (its default, or what was typed before a refused answer).
 fn elicitation_views(state: &AppState, run_id: &str, retry: Option<&Retry>) -> Vec<minijinja::Value> {
     let Some(live) = state.live.get(run_id) else { return Vec::new() };
-    let now = chrono::Utc::now();
+    let now = state.now();
     live.pending_elicitations()
         .into_iter()
         .map(|e| {
