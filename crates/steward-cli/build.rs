@@ -1,5 +1,5 @@
 //! Build script of the `steward` binary: packs its relative relocations where the C library
-//! can read them packed, and lays out its code in a recorded order when asked.
+//! can read them packed, and in release builds places the code a run executes together.
 //!
 //! **Packed relocations.** Most of the binary's dynamic relocations (about 73,000) are
 //! relative ones, which the dynamic loader applies at every start. As `Elf64_Rela` entries
@@ -12,43 +12,100 @@
 //! 2.36 or later, and not when cross-compiling; `STEWARD_PACK_RELOCS=0` turns it off (for a
 //! binary meant for machines with an older glibc).
 //!
-//! **Code order.** When `STEWARD_LINK_ORDER` names a file of symbol names, one per line (written by
-//! `scripts/link-order.py` from the functions a scripted run executed), the binary is linked with
-//! LLD's `--symbol-ordering-file`: those functions are placed first and next to each other in
-//! `.text`, so a run maps a few MiB of code instead of pages spread over the whole binary. Names
-//! the file holds that the binary lacks are ignored (`--no-warn-symbol-ordering`). Without the
-//! variable nothing changes. LLD is the linker Rust uses for `x86_64-unknown-linux-gnu` by default;
-//! another linker rejects the option and the link fails with its message.
+//! **Hot code together.** A run executes a few thousand of the binary's 85,000 functions,
+//! spread over its 40 MB of code; the kernel maps code in blocks around each page a run
+//! touches, so a run ends up with over 20 MiB of code resident. `hot-functions.txt` (beside
+//! this script, written by `scripts/link-order.py` from the functions scripted runs executed)
+//! names them, one per line, as symbol names with the hash that ends a Rust symbol cut off
+//! (`_ZN…17h`) and, in the v0 names of the standard library's own functions, `*` for each
+//! crate's disambiguator (`Cs*_`), so the list outlives the rebuilds that change those hashes. In a release build
+//! for Linux the binary is linked with a linker script ([`hot_code_script`]) that gathers the
+//! sections of those functions (`.text.NAME`, one per function) into an output section of
+//! their own, `.text.hot`, placed before `.text`: a run then maps a few MiB of code. Only the
+//! placement changes, not the code. It works with LLD (Rust's linker for
+//! `x86_64-unknown-linux-gnu`) and GNU ld; it is left out when the flags name another linker
+//! (mold, gold), and `STEWARD_LINK_ORDER=0` turns it off. A test of the binary
+//! (`tests/hot_functions.rs`) fails when the list has gone stale: when many of the functions it
+//! names no longer exist.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// The list of the functions a run executes, beside this script.
+const HOT_FUNCTIONS: &str = "hot-functions.txt";
 
 fn main() {
     println!("cargo:rerun-if-env-changed=STEWARD_LINK_ORDER");
     println!("cargo:rerun-if-env-changed=STEWARD_PACK_RELOCS");
+    println!("cargo:rerun-if-changed={HOT_FUNCTIONS}");
+    println!("cargo:rerun-if-changed=build.rs");
     if pack_relocations() {
         println!("cargo:rustc-link-arg-bin=steward=-Wl,-z,pack-relative-relocs");
     }
-    let Some(path) = std::env::var_os("STEWARD_LINK_ORDER").filter(|p| !p.is_empty()) else {
-        return;
-    };
-    let given = PathBuf::from(path);
-    // The linker runs in another folder than this script: hand it the absolute path.
-    let path = match std::fs::canonicalize(&given) {
-        Ok(path) if path.is_file() => path,
-        _ => {
-            eprintln!("STEWARD_LINK_ORDER names {}, which is not a file", given.display());
+    match hot_code_script() {
+        Ok(Some(script)) => println!("cargo:rustc-link-arg-bin=steward=-Wl,-T,{}", script.display()),
+        Ok(None) => {}
+        Err(message) => {
+            eprintln!("{message}");
             std::process::exit(1);
         }
-    };
-    let shown = path.display().to_string();
-    // `-Wl,` splits its argument at commas.
-    if shown.contains(',') {
-        eprintln!("STEWARD_LINK_ORDER names {shown}: a path with a comma cannot be passed to the linker");
-        std::process::exit(1);
     }
-    println!("cargo:rerun-if-changed={shown}");
-    println!("cargo:rustc-link-arg-bin=steward=-Wl,--symbol-ordering-file={shown}");
-    println!("cargo:rustc-link-arg-bin=steward=-Wl,--no-warn-symbol-ordering");
+}
+
+/// Writes the linker script that gathers the functions of [`HOT_FUNCTIONS`] into `.text.hot`
+/// (see the module's documentation) into `OUT_DIR`: its path, or `None` when it does not apply
+/// (not a release build for Linux, turned off, another linker, no list or an empty one).
+///
+/// Errors: the list or the script cannot be read or written, or `OUT_DIR` holds a comma
+/// (`-Wl,` splits its argument at commas).
+fn hot_code_script() -> Result<Option<PathBuf>, String> {
+    let var = |name: &str| std::env::var(name).unwrap_or_default();
+    if var("PROFILE") != "release" || var("CARGO_CFG_TARGET_OS") != "linux" || var("STEWARD_LINK_ORDER") == "0" {
+        return Ok(None);
+    }
+    // Flags that choose another linker than LLD or GNU ld: mold and gold do not take this script.
+    let flags = var("CARGO_ENCODED_RUSTFLAGS");
+    if ["mold", "gold"].iter().any(|linker| flags.contains(linker)) {
+        return Ok(None);
+    }
+    let list = Path::new(&var("CARGO_MANIFEST_DIR")).join(HOT_FUNCTIONS);
+    let text = match std::fs::read_to_string(&list) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("cargo:warning={} is missing: the binary is linked without its hot code together", list.display());
+            return Ok(None);
+        }
+        Err(e) => return Err(format!("{}: {e}", list.display())),
+    };
+    let Some(script) = linker_script(&text) else { return Ok(None) };
+    let path = Path::new(&var("OUT_DIR")).join("hot-code.ld");
+    if path.display().to_string().contains(',') {
+        return Err(format!("{}: a path with a comma cannot be passed to the linker", path.display()));
+    }
+    std::fs::write(&path, script).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Some(path))
+}
+
+/// The linker script for the list `text`: one section pattern per name (`.text.NAME*` for a
+/// Rust name cut after `17h`, whose hash follows; `.text.NAME` for any other, where a `*`
+/// stands for a v0 Rust name's crate disambiguator), all in one output section inserted before
+/// `.text`. Lines that are empty, start with `#`, or hold a character no line of the list has
+/// (anything but ASCII letters, digits, `_`, `.`, `$` and `*`) are skipped, so no line can add
+/// other commands to the script. `None` when no name is left.
+fn linker_script(text: &str) -> Option<String> {
+    let valid = |name: &str| name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$' | b'*'));
+    let names: Vec<&str> =
+        text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#') && valid(l)).collect();
+    if names.is_empty() {
+        return None;
+    }
+    let mut script = String::with_capacity(names.iter().map(|n| n.len() + 12).sum::<usize>() + 128);
+    script.push_str("SECTIONS\n{\n  .text.hot :\n  {\n    *(\n");
+    for name in names {
+        let wildcard = if name.starts_with("_ZN") && name.ends_with("17h") { "*" } else { "" };
+        script.push_str(&format!("      .text.{name}{wildcard}\n"));
+    }
+    script.push_str("    )\n  }\n}\nINSERT BEFORE .text;\n");
+    Some(script)
 }
 
 /// Whether to link with `-z pack-relative-relocs` (see the module's documentation).
