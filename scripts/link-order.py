@@ -57,6 +57,7 @@ RUST_SYMBOL = re.compile(r"^(_ZN[A-Za-z0-9_.$]*17h)[0-9a-f]{16}E(\.[A-Za-z0-9_.$
 # reference, an offset into the name that moves when a disambiguator's length does.
 V0_CRATE = re.compile(r"Cs[0-9A-Za-z]+_")
 V0_BACKREF = re.compile(r"B[0-9A-Za-z]*_")
+LLVM_SUFFIX = re.compile(r"\.llvm\.[0-9]+$")
 # What build.rs accepts on a line of the list.
 LISTED = re.compile(r"^[A-Za-z0-9_.$*]+$")
 
@@ -151,6 +152,9 @@ def listed_names(functions: list[str]) -> list[str]:
     seen: set[str] = set()
     for function in functions:
         m = RUST_SYMBOL.match(function)
+        # A suffix LLVM adds to a local function it makes visible (`.llvm.123`) differs from
+        # build to build; build.rs matches any suffix.
+        function = LLVM_SUFFIX.sub("", function)
         if m:
             name = m.group(1)
         elif function.startswith("_R"):

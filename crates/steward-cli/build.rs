@@ -85,10 +85,9 @@ fn hot_code_script() -> Result<Option<PathBuf>, String> {
     Ok(Some(path))
 }
 
-/// The linker script for the list `text`: one section pattern per name (`.text.NAME*` for a
-/// Rust name cut after `17h`, whose hash follows; `.text.NAME` for any other, where a `*`
-/// stands for a v0 Rust name's crate disambiguator), all in one output section inserted before
-/// `.text`. Lines that are empty, start with `#`, or hold a character no line of the list has
+/// The linker script for the list `text`: two section patterns per name, `.text.NAME*` and
+/// `.text.unlikely.NAME*` (a `*` in the name stands for a v0 Rust name's crate disambiguator or
+/// back reference, or a legacy one's hash), all in one output section inserted before `.text`. Lines that are empty, start with `#`, or hold a character no line of the list has
 /// (anything but ASCII letters, digits, `_`, `.`, `$` and `*`) are skipped, so no line can add
 /// other commands to the script. `None` when no name is left.
 fn linker_script(text: &str) -> Option<String> {
@@ -101,8 +100,9 @@ fn linker_script(text: &str) -> Option<String> {
     let mut script = String::with_capacity(names.iter().map(|n| n.len() + 12).sum::<usize>() + 128);
     script.push_str("SECTIONS\n{\n  .text.hot :\n  {\n    *(\n");
     for name in names {
-        let wildcard = if name.starts_with("_ZN") && name.ends_with("17h") { "*" } else { "" };
-        script.push_str(&format!("      .text.{name}{wildcard}\n"));
+        // LLVM names the section of a function it judges cold `.text.unlikely.NAME`, and adds
+        // `.llvm.N` to a local function it makes visible to other units.
+        script.push_str(&format!("      .text.{name}*\n      .text.unlikely.{name}*\n"));
     }
     script.push_str("    )\n  }\n}\nINSERT BEFORE .text;\n");
     Some(script)

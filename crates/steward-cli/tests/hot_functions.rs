@@ -21,6 +21,11 @@ fn listed() -> Vec<String> {
 /// `_`) as `B*_`; a legacy Rust name cut after the `17h` that starts its hash (`_ZN…17h` + 16
 /// hex digits + `E`, then maybe a suffix such as `.llvm.123`); any other name as it is.
 fn listed_form(symbol: &str) -> String {
+    // A suffix LLVM adds to a local function it makes visible (`.llvm.123`) is left out.
+    let symbol = match symbol.rfind(".llvm.") {
+        Some(at) if symbol[at + 6..].bytes().all(|b| b.is_ascii_digit()) => &symbol[..at],
+        _ => symbol,
+    };
     if symbol.starts_with("_ZN")
         && let Some(at) = symbol.rfind("17h")
     {
