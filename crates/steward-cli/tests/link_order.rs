@@ -43,3 +43,43 @@ fn executed_functions_are_the_binarys_own_in_first_seen_order() {
     let names: Vec<String> = String::from_utf8_lossy(&output.stdout).lines().map(str::to_string).collect();
     assert_eq!(names, ["_ZN4main17h01E", "_ZN6second17h03E", "_ZN5later17h02E", "_ZN5child17h04E"]);
 }
+
+/// The list's lines: v0 Rust names with each crate disambiguator and back reference left open
+/// and LLVM's `.llvm.N` suffix cut, legacy ones cut after `17h`, C names as they are; each
+/// once, and nothing a linker script could read as a command.
+#[test]
+fn listed_names_leave_out_what_differs_between_builds() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/link-order.py");
+    let functions = [
+        "_RNvMsb_NtCs56tBIkDYNse_7globset4globNtB5_6Tokens13to_regex_with",
+        "_RNvMs4_NtCslNYArtu3iFV_5alloc7raw_vecNtB5_11RawVecInner11finish_growCs1JiBQD6XY7e_12steward_core.llvm.3051203521392802838",
+        "_RNvMs4_NtCsAAAAAAAAAAA_5alloc7raw_vecNtB6_11RawVecInner11finish_growCsBBBBBBBBBB_12steward_core.llvm.17",
+        "_ZN4core3fmt5write17h0123456789abcdefE",
+        "sqlite3VdbeExec",
+        "0x0000000000d46160 }",
+    ];
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.util, sys\n\
+             spec = importlib.util.spec_from_file_location('link_order', sys.argv[1])\n\
+             module = importlib.util.module_from_spec(spec)\n\
+             spec.loader.exec_module(module)\n\
+             print('\\n'.join(module.listed_names(sys.argv[2:])))",
+        ])
+        .arg(&script)
+        .args(functions)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let listed = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        listed.lines().collect::<Vec<_>>(),
+        [
+            "_RNvMsb_NtCs*_7globset4globNtB*_6Tokens13to_regex_with",
+            "_RNvMs4_NtCs*_5alloc7raw_vecNtB*_11RawVecInner11finish_growCs*_12steward_core",
+            "_ZN4core3fmt5write17h",
+            "sqlite3VdbeExec",
+        ]
+    );
+}

@@ -19,6 +19,7 @@ mod data_flow;
 mod docs_examples;
 mod egress;
 mod generated_tools;
+mod hot_functions;
 mod hub;
 mod index;
 mod instructions;

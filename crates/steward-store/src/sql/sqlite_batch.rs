@@ -17,47 +17,48 @@ use steward_protocol::{AuditEntry, Event};
 use super::apply::{
     AUDIT_WIDTH, EVENT_INSERT, EVENT_WIDTH, HEAD_SQL, audit_insert, chain_audits, chain_head, event_rows,
 };
-use super::sqlite::SqliteDialect;
 use super::sqlite_insert::{row_insert, step_rows};
 use super::sqlite_statement::{Statement, connection_error, execute, on_this_thread};
 use super::work::{Applied, BatchError, Shared, Work};
 use crate::StoreError;
 
-/// Applies `works` in one transaction when every one is an event or an audit record (`None`
-/// otherwise, and for an empty batch): the `synchronous` setting a `durable` commit needs,
-/// `BEGIN IMMEDIATE` (waiting for another connection's lock as sqlx's would, up to the
-/// connection's busy timeout), the inserts in order (the chain head read on the first audit
-/// record), `COMMIT`. Answers the outcome and whether the commit was forced to disk.
+/// Whether `works` is a batch [`apply_appends`] takes: not empty, and every write an event or
+/// an audit record.
+pub fn appends_only(works: &[&Work]) -> bool {
+    !works.is_empty() && works.iter().all(|w| matches!(w, Work::Event(_) | Work::Audit(_)))
+}
+
+/// Applies `works` ([`appends_only`]) in one transaction: `synchronous` first when given (the
+/// `PRAGMA` a commit's durability needs), `BEGIN IMMEDIATE` (waiting for another connection's
+/// lock as sqlx's would, up to the connection's busy timeout), the inserts in order (the chain
+/// head read on the first audit record), `COMMIT`. Answers the outcome and whether the
+/// `synchronous` statement ran.
 ///
 /// Errors: [`BatchError::Transaction`] when the connection cannot be taken from its worker,
-/// or setting `synchronous`, `BEGIN` or `COMMIT` fails; [`BatchError::Write`] when a write
-/// fails (the transaction is rolled back).
-pub async fn apply_appends(
+/// or `synchronous`, `BEGIN` or `COMMIT` fails; [`BatchError::Write`] when a write fails (the
+/// transaction is rolled back).
+pub async fn apply_appends<D>(
     conn: &mut SqliteConnection,
-    shared: &Shared<SqliteDialect>,
+    shared: &Shared<D>,
     works: &[&Work],
-    durable: bool,
-) -> Option<(Result<Vec<Applied>, BatchError>, bool)> {
-    if works.is_empty() || !works.iter().all(|w| matches!(w, Work::Event(_) | Work::Audit(_))) {
-        return None;
-    }
+    synchronous: Option<&str>,
+) -> (Result<Vec<Applied>, BatchError>, bool) {
     let path = shared.path.as_str();
-    let forced = shared.dialect.forced(durable);
     let mut handle = match conn.lock_handle().await {
         Ok(handle) => handle,
         Err(source) => {
             let error = StoreError::Database { path: path.to_string(), source };
-            return Some((Err(BatchError::Transaction(error)), forced));
+            return (Err(BatchError::Transaction(error)), false);
         }
     };
     let db = handle.as_raw_handle();
-    let dialect = &shared.dialect;
     let transaction = |message: String| BatchError::Transaction(StoreError::Write { path: path.to_string(), message });
+    let mut set = false;
     let outcome = on_this_thread(|| {
-        if let Some(change) = dialect.synchronous_change(durable) {
+        if let Some(sql) = synchronous {
             // SAFETY: the connection is locked to us until `handle` is dropped, after this call.
-            unsafe { execute(db, change.sql) }.map_err(transaction)?;
-            dialect.synchronous_set(change);
+            unsafe { execute(db, sql) }.map_err(transaction)?;
+            set = true;
         }
         // SAFETY: as above.
         unsafe { execute(db, "BEGIN IMMEDIATE") }.map_err(transaction)?;
@@ -75,7 +76,7 @@ pub async fn apply_appends(
         }
         applied
     });
-    Some((outcome, forced))
+    (outcome, set)
 }
 
 /// Inserts `works`' rows in order, consecutive events in one statement's steps and consecutive
@@ -84,9 +85,9 @@ pub async fn apply_appends(
 /// # Safety
 ///
 /// `db` must be an open connection that no other thread uses during the call.
-unsafe fn insert_all(
+unsafe fn insert_all<D>(
     db: NonNull<ffi::sqlite3>,
-    shared: &Shared<SqliteDialect>,
+    shared: &Shared<D>,
     works: &[&Work],
 ) -> Result<Vec<Applied>, BatchError> {
     let path = shared.path.as_str();
