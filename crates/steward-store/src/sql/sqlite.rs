@@ -197,26 +197,23 @@ impl Dialect for SqliteDialect {
         Ok(self.forced(durable))
     }
 
-    fn apply_appends<'c>(
+    async fn apply_appends<'c>(
         &'c self,
         conn: &'c mut SqliteConnection,
         shared: &'c super::work::Shared<Self>,
         works: &'c [&'c super::work::Work],
         durable: bool,
-    ) -> impl Future<Output = Option<(Result<Vec<super::work::Applied>, super::work::BatchError>, bool)>> + Send + 'c
-    {
-        async move {
-            if !super::sqlite_batch::appends_only(works) {
-                return None;
-            }
-            let change = self.synchronous_change(durable);
-            let pragma = change.as_ref().map(|c| c.sql);
-            let (outcome, set) = super::sqlite_batch::apply_appends(conn, shared, works, pragma).await;
-            if let (true, Some(change)) = (set, change) {
-                self.synchronous_set(change);
-            }
-            Some((outcome, self.forced(durable)))
+    ) -> Option<(Result<Vec<super::work::Applied>, super::work::BatchError>, bool)> {
+        if !super::sqlite_batch::appends_only(works) {
+            return None;
         }
+        let change = self.synchronous_change(durable);
+        let pragma = change.as_ref().map(|c| c.sql);
+        let (outcome, set) = super::sqlite_batch::apply_appends(conn, shared, works, pragma).await;
+        if let (true, Some(change)) = (set, change) {
+            self.synchronous_set(change);
+        }
+        Some((outcome, self.forced(durable)))
     }
 
     fn sync_relaxed(&self) -> std::io::Result<()> {
