@@ -31,15 +31,15 @@ use async_trait::async_trait;
 use clap::Args;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use steward_config::Config;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
-use steward_core::config::Config;
 use steward_core::events::EventObserver;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime};
 use steward_policy::{Redactor, RuleConfig};
 use steward_protocol::{ApprovalRequest, DecisionKind, Event, EventKind, ToolChoice};
 use steward_provider::fake::{FakeProvider, FakeToolCall, Round, Scenario};
 use steward_store::{Durability, SqliteStore, Store, StoreOptions};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 /// The MCP server serving an AgentDojo suite (written to a temporary file when the bench runs).

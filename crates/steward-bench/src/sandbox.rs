@@ -32,12 +32,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::json;
-use steward_core::tools::command::{ArgItem, CommandTool, CommandToolConfig};
-use steward_core::tools::network::Network;
-use steward_core::tools::sandbox_paths::sandbox_paths;
-use steward_core::tools::shell::ShellTool;
-use steward_core::tools::{Tool, ToolContext};
 use steward_sandbox::ExecRequest;
+use steward_tools::command::{ArgItem, CommandTool, CommandToolConfig};
+use steward_tools::network::Network;
+use steward_tools::sandbox_paths::sandbox_paths;
+use steward_tools::shell::ShellTool;
+use steward_tools::{Tool, ToolContext};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
@@ -189,7 +189,7 @@ async fn measure(steps: u32, with_tools: bool) -> Result<()> {
         cancel: CancellationToken::new(),
         env_allow: Vec::new(),
         timeout_ms: 30_000,
-        snapshots: steward_core::rollback::Snapshots::new(&dir.path().join("snapshots"), "run_bench"),
+        snapshots: steward_tools::rollback::Snapshots::new(&dir.path().join("snapshots"), "run_bench"),
         accept_weaker: Vec::new(),
         credentials: Default::default(),
         sandbox: Default::default(),

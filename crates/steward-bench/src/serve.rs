@@ -26,9 +26,8 @@ use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use clap::Args;
 use serde_json::{Value, json};
+use steward_config::Config;
 use steward_core::approval::ApprovalKey;
-use steward_core::config::Config;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, Runtime};
 use steward_policy::Redactor;
 use steward_protocol::{ChatRequest, ChatResponse, ToolChoice, ToolSpec};
@@ -38,6 +37,7 @@ use steward_server::{
     AppState, Launcher, LauncherError, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions, StartRun,
 };
 use steward_store::{SqliteStore, Store, StoreOptions};
+use steward_tools::ToolRegistry;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;

@@ -17,15 +17,15 @@ use anyhow::Result;
 use async_trait::async_trait;
 use clap::Args;
 use serde_json::{Value, json};
+use steward_config::Config;
 use steward_core::approval::{ApprovalKey, NoApprover};
-use steward_core::config::Config;
 use steward_core::events::EventObserver;
-use steward_core::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use steward_core::{PlannerChoice, RunRequest, Runtime};
 use steward_policy::Redactor;
 use steward_protocol::{Event, EventKind, RiskLevel, ToolChoice, ToolSpec};
 use steward_provider::fake::{FakeProvider, FakeToolCall, Round, Scenario};
 use steward_store::{Durability, SqliteStore, Store, StoreOptions};
+use steward_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
 /// Options of the step measurement (`steward-bench` without a mode).

@@ -67,7 +67,7 @@ impl Home {
                 .with_context(|| format!("cannot make {} private (mode {mode:o})", dir.display()))?;
         }
         // No sandboxed program sees the state, wherever it lies.
-        steward_core::state_paths::register(&dir);
+        steward_config::state_paths::register(&dir);
         Ok(Home { dir })
     }
 

@@ -13,7 +13,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalKey, Approver, TEN_YEARS_S};
 use crate::chains::{ChainPlan, ChainState, Chains};
-use crate::config::Config;
 use crate::context::{self, RoundRecord};
 use crate::events::{EventEmitter, EventObserver};
 use crate::interrupt::{Interrupt, Interruptible};
@@ -24,7 +23,8 @@ use crate::provenance::{self, ContextPart};
 use crate::roles::{RoleName, RolePlan};
 pub use crate::stage::PlannerChoice;
 use crate::stage::{Ending, StageError, on_first_wait, stream_stage};
-use crate::tools::{ToolContext, ToolRegistry};
+use steward_config::Config;
+use steward_tools::{ToolContext, ToolRegistry};
 
 /// What every run of this process shares.
 #[derive(Clone)]
@@ -167,9 +167,9 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
     } else {
         crate::workspace_search::Embeddings::Off
     };
-    if req.tools.get(crate::tools::search_index::NAME).is_some() {
+    if req.tools.get(steward_tools::search_index::NAME).is_some() {
         req.tools.insert(Arc::new(
-            crate::tools::search_index::SearchIndexTool::new(
+            steward_tools::search_index::SearchIndexTool::new(
                 Some(rt.index_dir.clone()),
                 req.config.search.index_options(),
             )
@@ -261,7 +261,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
         cancel: cancel.child_token(),
         env_allow: req.config.sandbox.env_allow.clone(),
         timeout_ms: limits.tool_timeout_ms,
-        snapshots: crate::rollback::Snapshots::new(&rt.snapshots_dir, &run.id),
+        snapshots: steward_tools::rollback::Snapshots::new(&rt.snapshots_dir, &run.id),
         accept_weaker: req
             .config
             .sandbox
@@ -492,7 +492,7 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             Some(specs) => specs,
             None => {
                 all_specs = req.tools.specs();
-                crate::tools::offer_order(&mut all_specs);
+                steward_tools::offer_order(&mut all_specs);
                 &all_specs
             }
         };

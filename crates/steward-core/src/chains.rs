@@ -5,8 +5,8 @@
 
 use steward_protocol::{ToolCall, ToolChoice, ToolSpec};
 
-pub use crate::config::ChainConfig;
-use crate::tools::ToolRegistry;
+pub use steward_config::ChainConfig;
+use steward_tools::ToolRegistry;
 
 /// Where a run stands with its toolchains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,7 +85,7 @@ impl Chains {
         Ok(Chains { chains: chains.to_vec() })
     }
 
-    /// The tools to offer in `state` (in [`crate::tools::offer_order`]), and a tool choice to
+    /// The tools to offer in `state` (in [`steward_tools::offer_order`]), and a tool choice to
     /// force (the chain's next tool).
     pub fn offered(&self, state: ChainState, registry: &ToolRegistry) -> (Vec<ToolSpec>, Option<ToolChoice>) {
         match state {
@@ -113,7 +113,7 @@ impl Chains {
                         specs.push(spec);
                     }
                 }
-                crate::tools::offer_order(&mut specs);
+                steward_tools::offer_order(&mut specs);
                 (specs, None)
             }
         }

@@ -16,10 +16,10 @@ use steward_policy::{Access, Policy, Workspace};
 use steward_protocol::{DecisionKind, ToolCall};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Compensate, Config, literal_prefix};
-use crate::rollback::{Snapshots, sha256_hex};
-use crate::tools::command::CommandTool;
-use crate::tools::{Tool, ToolContext, ToolError, ToolRegistry};
+use steward_config::{Compensate, Config, literal_prefix};
+use steward_tools::command::CommandTool;
+use steward_tools::rollback::{Snapshots, sha256_hex};
+use steward_tools::{Tool, ToolContext, ToolError, ToolRegistry};
 
 /// Why a compensation did not run, or did not undo the change.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +43,7 @@ pub enum CompensateError {
     Changed(String),
     /// The definition is invalid.
     #[error(transparent)]
-    Definition(#[from] crate::config::DefinitionError),
+    Definition(#[from] steward_config::DefinitionError),
     /// The compensating command was refused or failed (its output is in the message).
     #[error("{0}")]
     Failed(String),
@@ -285,7 +285,7 @@ mod tests {
     use super::*;
 
     fn runner(dir: &Path, tool: &str) -> CompensationRunner {
-        let raw: crate::config::RawConfig = toml::from_str(tool).unwrap();
+        let raw: steward_config::RawConfig = toml::from_str(tool).unwrap();
         let config = Config::resolve(raw).unwrap();
         CompensationRunner::new(config, dir, Snapshots::new(&dir.join(".snaps"), "run")).unwrap()
     }

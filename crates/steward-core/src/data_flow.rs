@@ -5,7 +5,7 @@
 use serde_json::Value;
 use steward_policy::{Access, Policy, SHELL_TOOL, Workspace};
 
-use crate::tools::Tool;
+use steward_tools::Tool;
 
 /// True when `tool` can send data out of the machine: an MCP tool (its arguments reach a server
 /// Steward does not control, whatever the tool claims to do or the user declared about its side
@@ -172,8 +172,8 @@ fn collect_strings(value: &Value, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{network::Network, shell::ShellTool};
     use steward_policy::PolicyConfig;
+    use steward_tools::{network::Network, shell::ShellTool};
 
     #[test]
     fn shell_words_naming_untrusted_paths_taint_as_the_shell_splits_them() {

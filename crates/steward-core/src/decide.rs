@@ -7,7 +7,7 @@
 use steward_policy::{Fingerprints, GateContext, Policy, Workspace};
 use steward_protocol::{ApprovalTtl, Decision, DecisionKind, ToolCall};
 
-use crate::tools::ToolRegistry;
+use steward_tools::ToolRegistry;
 
 /// Decides `call` against `policy` in `workspace`; `tainted` says whether untrusted output
 /// already reached the run, `seen` holds the fingerprints of the run's earlier outputs (what a

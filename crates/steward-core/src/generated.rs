@@ -16,9 +16,9 @@ use steward_protocol::{RiskLevel, ToolSpec};
 use steward_provider::Provider;
 use steward_store::{GeneratedToolRecord, Store, StoreError};
 
-use crate::config::Config;
 use crate::stage::PlannerChoice;
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use steward_config::Config;
+use steward_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 /// Environment variable naming a `steward-tool-worker` program to use instead of
 /// `steward __tool-worker` (for embedding programs and tests).
@@ -131,7 +131,7 @@ impl Generator {
             "names with `__` are MCP tools' (`SERVER__TOOL`)"
         } else if ToolRegistry::builtin().get(name).is_some()
             || name == steward_policy::SHELL_TOOL
-            || name == crate::tools::search_index::NAME
+            || name == steward_tools::search_index::NAME
         {
             "it is a built-in tool's name (offered only when its configuration turns it on)"
         } else if name.starts_with("lsp_") {
@@ -187,7 +187,7 @@ impl GeneratedTool {
 /// The folder name of `owner_id`'s generated tools: the first 16 hex digits of its SHA-256 (an
 /// owner id holds `:` and other characters a folder name should not).
 fn owner_folder(owner_id: &str) -> String {
-    crate::rollback::sha256_hex(owner_id.as_bytes())[..16].to_string()
+    steward_tools::rollback::sha256_hex(owner_id.as_bytes())[..16].to_string()
 }
 
 /// The host side of a step: `http_get` as `http` says (public addresses only when live, plus
@@ -202,7 +202,7 @@ pub(crate) fn host_env(
 ) -> Result<HostEnv, String> {
     // A stubbed `http_get` reaches nothing: the test hook does not concern it.
     let test_hosts = match http {
-        HttpMode::Live => crate::tools::network::test_hosts().map_err(|e| e.to_string())?,
+        HttpMode::Live => steward_tools::network::test_hosts().map_err(|e| e.to_string())?,
         HttpMode::Stub => steward_egress::TestHosts::default(),
     };
     Ok(HostEnv {

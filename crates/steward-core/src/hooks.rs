@@ -3,7 +3,7 @@
 //! redacted) is given to the model in the next round. `list` and `read` fire none. A failing
 //! hook is reported, never fatal.
 
-pub use crate::config::HookConfig;
+pub use steward_config::HookConfig;
 
 /// What one hook did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub async fn run_hooks(
     hooks: &[HookConfig],
     events: &[&str],
     path: &str,
-    ctx: &crate::tools::ToolContext,
+    ctx: &steward_tools::ToolContext,
 ) -> Vec<HookReport> {
     let mut reports = Vec::new();
     for hook in hooks.iter().filter(|h| h.events.iter().any(|e| events.contains(&e.as_str()))) {
@@ -44,7 +44,7 @@ pub async fn run_hooks(
     reports
 }
 
-async fn run_one(hook: &HookConfig, path: &str, ctx: &crate::tools::ToolContext) -> HookReport {
+async fn run_one(hook: &HookConfig, path: &str, ctx: &steward_tools::ToolContext) -> HookReport {
     let mut output = String::new();
     let mut sandbox = String::new();
     let root = ctx.workspace.root().to_path_buf();
@@ -56,7 +56,7 @@ async fn run_one(hook: &HookConfig, path: &str, ctx: &crate::tools::ToolContext)
         writable.push(file.abs);
     }
     for dir in &hook.writes {
-        match crate::tools::writable_folder(dir).map(|()| ctx.workspace.resolve(dir, steward_policy::Access::Write)) {
+        match steward_tools::writable_folder(dir).map(|()| ctx.workspace.resolve(dir, steward_policy::Access::Write)) {
             Ok(Ok(resolved)) => writable.push(resolved.abs),
             Ok(Err(e)) => output.push_str(&format!("writes `{dir}` left out: {e}\n")),
             Err(why) => output.push_str(&format!("writes `{dir}` left out: {why}\n")),
@@ -78,7 +78,7 @@ async fn run_one(hook: &HookConfig, path: &str, ctx: &crate::tools::ToolContext)
             accept_weaker: ctx.accept_weaker.clone(),
             ..steward_sandbox::ExecRequest::new(argv.clone(), root.clone())
         };
-        let request = match crate::tools::sandbox_paths::confine(request, ctx) {
+        let request = match steward_tools::sandbox_paths::confine(request, ctx) {
             Ok(request) => request,
             Err(e) => {
                 output.push_str(&format!("`{}` could not run: {e}\n", argv.join(" ")));

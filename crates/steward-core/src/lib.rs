@@ -1,10 +1,12 @@
-//! The agent loop and its composition (SPEC A, C, O): planners, the role pipeline, tools,
-//! configuration, and the orchestrator that runs policy → approval → sandboxed execution →
-//! audit for every tool call.
+//! The agent loop and its composition (SPEC A, C, O): planners, the role pipeline, and the
+//! orchestrator that runs policy → approval → sandboxed execution → audit for every tool call.
+//! The built-in tools are `steward-tools`'s and the configuration is `steward-config`'s; the
+//! run loop (`agent`), the roles and the context fitting are reached through the items
+//! re-exported here.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod agent;
+mod agent;
 pub mod approval;
 mod call_trace;
 pub mod chains;
@@ -12,10 +14,8 @@ pub mod clock;
 pub mod compare;
 pub mod compensate;
 pub mod compose;
-pub mod config;
 pub mod context;
 pub mod conversation;
-mod credentials;
 pub mod data_flow;
 pub mod decide;
 pub mod decisions;
@@ -24,7 +24,7 @@ pub mod events;
 pub mod fit;
 pub mod generated;
 pub mod hooks;
-pub mod interrupt;
+mod interrupt;
 pub mod mcp_tokens;
 pub mod memory;
 mod orchestrator;
@@ -34,12 +34,9 @@ pub(crate) mod provenance;
 pub mod recovery;
 mod repeats;
 pub mod replay;
-pub mod roles;
-pub mod rollback;
+mod roles;
 mod stage;
-pub mod state_paths;
 mod telemetry;
-pub mod tools;
 pub mod trace;
 pub mod undo;
 pub mod workspace_search;

@@ -11,7 +11,7 @@
 //!   result happened since (no call of a tool that is not a pure read ran, and the files it
 //!   names are unchanged); otherwise it runs again. Failures of tools that reach outside the
 //!   workspace (`untrusted_output`: network commands, MCP tools) may pass, so their repeats run.
-//! - A repeat of a **successful pure read** ([`crate::tools::Tool::pure_read`]) under the same
+//! - A repeat of a **successful pure read** ([`steward_tools::Tool::pure_read`]) under the same
 //!   conditions is answered from the run's record, with a note, and not run again.
 //!
 //! Refused repeats are counted; at `limits.max_repeated_calls` the run stops with the stop
@@ -29,7 +29,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 use steward_protocol::{AuditEntry, AuditOutcome, EventKind, ToolCall};
 
-use crate::tools::ToolRegistry;
+use steward_tools::ToolRegistry;
 
 pub(crate) use crate::call_trace::{CallOutcome, CallTrace};
 

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use steward_policy::{Fingerprints, Policy, Workspace};
 use steward_protocol::{Decision, DecisionKind, Event, EventKind, ToolCall};
 
-use crate::tools::ToolRegistry;
+use steward_tools::ToolRegistry;
 
 /// What the run decided about one call, from its events.
 #[derive(Debug, Clone, PartialEq)]

@@ -17,7 +17,7 @@
 //! cancellation and on `max_total_runtime_ms`, and pass their text through the run's redactor.
 //!
 //! Which provider and model plays each role comes from `[roles.NAME]` (see
-//! [`crate::config::RawRoles`]) and is resolved by [`crate::planner::resolve_roles`].
+//! [`steward_config::RawRoles`]) and is resolved by [`crate::planner::resolve_roles`].
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,10 +28,10 @@ use steward_protocol::{ChatRequest, ErrorClass, EventKind, Message, StopReason, 
 use steward_provider::{Provider, ProviderConfig, ProviderKind};
 use steward_store::StoreError;
 
-pub use crate::config::{RoleName, RunMode};
 use crate::events::EventEmitter;
 use crate::interrupt::{Interrupt, Interruptible};
 use crate::stage::{Ending, PlannerChoice, StageError, stream_stage};
+pub use steward_config::{RoleName, RunMode};
 
 /// Where a provider runs, judged from the provider (never from the role it plays).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

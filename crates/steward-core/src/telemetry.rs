@@ -14,7 +14,7 @@ use steward_store::RunRecord;
 use steward_telemetry::{Exporter, Settings};
 
 use crate::Runtime;
-use crate::config::Config;
+use steward_config::Config;
 
 /// How long reading a finished run back for its spans may take before they are given up.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);

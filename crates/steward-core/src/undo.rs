@@ -10,7 +10,7 @@ use steward_protocol::{AuditEntry, AuditOutcome};
 use steward_store::{RollbackRecord, RollbackStatus, RunRecord, Store, StoreError};
 
 use crate::compensate::{CompensateError, CompensationRunner};
-use crate::rollback::{Compensation, undo};
+use steward_tools::rollback::{Compensation, undo};
 
 /// How many of the newest runs [`last_changing_run`] looks through for one that changed files.
 pub const LAST_CHANGING_RUN_SCAN: u32 = 1000;
@@ -86,7 +86,7 @@ pub enum RollbackError {
 /// Undoes `records` (the rollback records of `run`) newest first, or only step `step`; steps
 /// already undone are skipped. Every attempt is recorded — the rollback record's status and
 /// detail, and an audit entry by `agent` — and reported to `on_step` as it happens. An undo
-/// never overwrites a later change (see [`crate::rollback::undo`]); it fails instead. A
+/// never overwrites a later change (see [`steward_tools::rollback::undo`]); it fails instead. A
 /// `[[tool]]`'s compensation runs through `commands` (the runner for the run's workspace, or
 /// why there is none). The first failed step stops the rollback: older steps are left as they
 /// are and listed in [`RollbackSummary::not_tried`].

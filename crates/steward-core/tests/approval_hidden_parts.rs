@@ -3,15 +3,15 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use steward_config::Config;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, Approver};
-use steward_core::config::Config;
 use steward_core::events::NoObserver;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Default)]

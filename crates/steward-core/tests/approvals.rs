@@ -5,15 +5,15 @@ use std::sync::Arc;
 
 use crate::common::Recorder;
 use async_trait::async_trait;
+use steward_config::Config;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::clock::ManualClock;
-use steward_core::config::Config;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, AuditOutcome, Event, EventKind, StopReason, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{RunStatus, SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 /// What the scripted owner does when asked.
@@ -372,10 +372,10 @@ async fn rollback_records_undo_the_runs_changes() {
     let audit = h.runtime.store.audit_records(Some(&run.id)).await.unwrap();
     let completed = audit.iter().find(|r| r.entry.outcome == AuditOutcome::Completed).unwrap();
     assert_eq!(completed.entry.rollback_token, records[0].token);
-    let compensation: steward_core::rollback::Compensation =
+    let compensation: steward_tools::rollback::Compensation =
         serde_json::from_value(records[0].compensation.clone()).unwrap();
     let ws = steward_policy::Workspace::open(&h.ws, &[]).unwrap();
-    steward_core::rollback::undo(&compensation, &ws).unwrap();
+    steward_tools::rollback::undo(&compensation, &ws).unwrap();
     assert_eq!(std::fs::read_to_string(h.ws.join("note.txt")).unwrap(), "old\n");
 }
 

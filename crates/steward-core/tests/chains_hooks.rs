@@ -5,16 +5,16 @@ use std::sync::Arc;
 use crate::common::{Recorder, Yes};
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use steward_config::Config;
 use steward_core::approval::ApprovalKey;
 use steward_core::chains::ChainConfig;
-use steward_core::config::Config;
 use steward_core::hooks::HookConfig;
-use steward_core::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{Event, RiskLevel, ToolChoice, ToolSpec};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{SqliteStore, Store};
+use steward_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
 /// A tool offered only inside its chain.

@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 use steward_core::planner::classic::ClassicPlanner;
-use steward_core::tools::ToolRegistry;
 use steward_protocol::{ChatRequest, ChatResponse, FinishReason, Message, StreamDelta, ToolCall, ToolChoice, Usage};
 use steward_provider::Provider;
+use steward_tools::ToolRegistry;
 
 fn request(messages: Vec<Message>) -> ChatRequest {
     ChatRequest {

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use crate::common::Recorder;
 use async_trait::async_trait;
 use serde_json::json;
+use steward_config::Config;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
-use steward_core::config::Config;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::{Redactor, Workspace};
 use steward_protocol::{ApprovalRequest, AuditOutcome, Event, EventKind, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 /// The scripted owner: approves every request, or rejects every request.
@@ -339,8 +339,8 @@ enum = ["debug", "release"]
     )
     .unwrap();
     let config = Config::load(Some(dir.path()), dir.path()).unwrap();
-    let tool = steward_core::tools::command::CommandTool::new(config.tools[0].clone()).unwrap();
-    use steward_core::tools::Tool;
+    let tool = steward_tools::command::CommandTool::new(config.tools[0].clone()).unwrap();
+    use steward_tools::Tool;
     let rendered = steward_provider::tool_definitions(&[tool.spec().clone()]);
     assert_eq!(
         rendered,
@@ -578,7 +578,7 @@ replacement = "XXX"
     let out = run(&h, c, &scenario("build", &[json!({})]), true).await;
     assert_eq!(out.completed(), ["[exit status 0]\nFinished in 3s\n"]);
     let raw = "[exit status 0]\n   Compiling a v1\n   Compiling b v2\nFinished in 3s\n";
-    let digest = steward_core::rollback::sha256_hex(raw.as_bytes());
+    let digest = steward_tools::rollback::sha256_hex(raw.as_bytes());
     let records = h.runtime.store.audit_records(Some(&out.run_id)).await.unwrap();
     let done = records.iter().find(|r| r.entry.outcome == AuditOutcome::Completed).unwrap();
     assert!(done.entry.detail.contains(&digest), "{}", done.entry.detail);

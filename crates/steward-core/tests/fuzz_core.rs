@@ -16,11 +16,11 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use steward_core::config::Config;
-use steward_core::rollback;
-use steward_core::tools::{ToolContext, ToolError, ToolOutput, ToolRegistry};
+use steward_config::Config;
 use steward_fuzz::proptest;
 use steward_policy::{Policy, Workspace};
+use steward_tools::rollback;
+use steward_tools::{ToolContext, ToolError, ToolOutput, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
 struct Ground {

@@ -15,16 +15,16 @@ use std::time::Duration;
 use chrono::Utc;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection};
+use steward_config::Config;
 use steward_core::approval::ApprovalKey;
-use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::recovery::{ExecutingRuns, recover_expired_leases};
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, Event, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{PgStore, RunRecord, RunStatus, Store, StoreOptions, new_id};
+use steward_tools::ToolRegistry;
 
 /// A schema of its own, dropped when this is dropped.
 struct Schema {

@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use crate::common::{Recorder, Yes};
 use serde_json::{Value, json};
+use steward_config::{Config, LspServerConfig};
 use steward_core::approval::ApprovalKey;
-use steward_core::config::{Config, LspServerConfig};
-use steward_core::tools::{ToolContext, ToolError, ToolRegistry};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_peers::required_env;
 use steward_policy::{Redactor, Workspace};
 use steward_protocol::ToolChoice;
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{SqliteStore, Store};
+use steward_tools::{ToolContext, ToolError, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
 fn server(name: &str, command: Vec<String>, extensions: &[&str], language_id: &str) -> LspServerConfig {
@@ -69,7 +69,7 @@ fn context(root: &Path, config: &Config) -> ToolContext {
         cancel: CancellationToken::new(),
         env_allow: Vec::new(),
         timeout_ms: 60_000,
-        snapshots: steward_core::rollback::Snapshots::new(&std::env::temp_dir().join("steward-lsp-tests"), "run_lsp"),
+        snapshots: steward_tools::rollback::Snapshots::new(&std::env::temp_dir().join("steward-lsp-tests"), "run_lsp"),
         accept_weaker: Vec::new(),
         credentials: Default::default(),
         sandbox: config.sandbox.settings(),
@@ -255,7 +255,7 @@ async fn peer_lsp_a_server_that_crashes_mid_request_is_restarted_with_backoff() 
     assert!(started.elapsed() >= std::time::Duration::from_millis(250), "after the backoff");
 
     let mut last = String::new();
-    for _ in 0..steward_core::tools::lsp::client::MAX_RESTARTS {
+    for _ in 0..steward_tools::lsp::client::MAX_RESTARTS {
         last = call(&registry, &ctx, "lsp_hover", boom.clone()).await.unwrap_err().message;
     }
     assert!(last.contains("not started again in this run"), "{last}");

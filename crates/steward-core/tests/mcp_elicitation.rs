@@ -10,16 +10,16 @@ use std::sync::{Arc, Mutex};
 use crate::common::Recorder;
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use steward_config::Config;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
-use steward_core::config::Config;
 use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_mcp::{McpManager, McpServerConfig};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, AuditOutcome, Event, EventKind, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{RunStatus, SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 const OWNER: &str = "local:alice";

@@ -7,15 +7,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::common::Recorder;
+use steward_config::Config;
 use steward_core::approval::ApprovalKey;
-use steward_core::config::Config;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_mcp::{McpManager, McpServerConfig, ValueSource};
 use steward_policy::Redactor;
 use steward_protocol::{AuditOutcome, EventKind, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]

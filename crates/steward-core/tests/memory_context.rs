@@ -2,15 +2,15 @@
 
 use std::sync::Arc;
 
+use steward_config::Config;
 use steward_core::approval::{ApprovalKey, NoApprover};
-use steward_core::config::Config;
 use steward_core::events::NoObserver;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, memory, run_task};
 use steward_policy::Redactor;
 use steward_protocol::ToolChoice;
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]

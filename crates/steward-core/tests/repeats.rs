@@ -5,15 +5,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
+use steward_config::Config;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, Approver};
-use steward_core::config::Config;
 use steward_core::events::NoObserver;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, ErrorClass, Role, StopReason, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{RunRecord, RunStatus, SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 /// An owner who rejects every request, or never answers; counts how often it was asked.

@@ -4,15 +4,15 @@
 
 use std::sync::Arc;
 
+use steward_config::Config;
 use steward_core::approval::ApprovalKey;
-use steward_core::config::Config;
 use steward_core::events::NoObserver;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{AuditOutcome, AuditRecord, ErrorClass, Role, StopReason, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{RunRecord, RunStatus, SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 /// Runs `scenario` in a workspace holding `note.txt` = `old\n`; returns the run, the provider

@@ -5,17 +5,17 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use steward_config::Config;
 use steward_core::approval::{ApprovalKey, NoApprover};
-use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::planner::{PlannerOverrides, resolve_roles};
-use steward_core::tools::ToolRegistry;
 use steward_core::{Locality, PlannerChoice, RoleAssignment, RoleName, RolePlan, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{ChatRequest, ErrorClass, Event, EventKind, StopReason, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_provider::{Provider, ProviderConfig, ProviderKind};
 use steward_store::{RunRecord, RunStatus, SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 /// Records every event; optionally cancels the run when a stage starts.

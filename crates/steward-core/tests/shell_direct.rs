@@ -7,9 +7,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use steward_core::tools::network::Network;
-use steward_core::tools::shell::{ShellTool, Visible, direct_argv};
-use steward_core::tools::{Tool, ToolContext};
+use steward_tools::network::Network;
+use steward_tools::shell::{ShellTool, Visible, direct_argv};
+use steward_tools::{Tool, ToolContext};
 
 fn context(root: &Path) -> ToolContext {
     common::tool_context(root, "steward-shell-direct-snapshots")

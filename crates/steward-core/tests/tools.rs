@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
-use steward_core::tools::{ToolContext, ToolError, ToolOutput, ToolRegistry};
+use steward_tools::{ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 fn context(root: &Path) -> ToolContext {
     common::tool_context(root, "steward-tool-test-snapshots")

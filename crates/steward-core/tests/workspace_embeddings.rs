@@ -7,11 +7,9 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use steward_config::{Config, SearchConfig};
 use steward_core::approval::{ApprovalKey, NoApprover};
-use steward_core::config::{Config, SearchConfig};
 use steward_core::events::EventObserver;
-use steward_core::tools::ToolRegistry;
-use steward_core::workspace_search::{EMBEDDING_BATCH, Embeddings, Lookup, lookup};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_index::IndexOptions;
 use steward_peers::{EMBEDDING_MODEL_ID, Peer, embedding_server};
@@ -20,6 +18,8 @@ use steward_protocol::{Event, EventKind, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_provider::{ProviderConfig, ProviderKind};
 use steward_store::{RunStatus, SqliteStore, Store};
+use steward_tools::ToolRegistry;
+use steward_tools::workspace_index::{EMBEDDING_BATCH, Embeddings, Lookup, lookup};
 use tokio_util::sync::CancellationToken;
 
 /// The question: it shares no word with `src/retry.rs`, the file that answers it.

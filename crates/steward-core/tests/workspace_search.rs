@@ -4,15 +4,15 @@
 
 use std::sync::{Arc, Mutex};
 
+use steward_config::Config;
 use steward_core::approval::{ApprovalKey, NoApprover};
-use steward_core::config::Config;
 use steward_core::events::EventObserver;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::{Redactor, Workspace};
 use steward_protocol::{Event, EventKind, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
 use steward_store::{RunStatus, SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Default)]
@@ -101,10 +101,8 @@ async fn the_matching_chunks_reach_the_planner_with_paths_and_lines() {
     assert_eq!(retrieved.0[0].path, "src/retry.rs");
     assert_eq!((retrieved.0[0].start_line, retrieved.0[0].end_line), (1, 4));
     // Off: no lookup, no tool.
-    let off: Config = Config {
-        search: steward_core::config::SearchConfig { enabled: false, ..Default::default() },
-        ..Config::default()
-    };
+    let off: Config =
+        Config { search: steward_config::SearchConfig { enabled: false, ..Default::default() }, ..Config::default() };
     let (provider, events, _) = run(&setup, "[[round]]\ntext = \"ok\"\n", off).await;
     assert!(!provider.requests()[0].messages[0].content.contains("backoff_delay"));
     assert!(!events.iter().any(|e| e.kind.name().starts_with("context_")));

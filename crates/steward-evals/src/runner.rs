@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
+use steward_config::Config;
 use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver, NoApprover};
-use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::planner::PlannerOverrides;
 use steward_core::{PlannerChoice, RoleName, RunMode, RunOptions, Runtime, Task};
@@ -177,7 +177,7 @@ enum HarnessError {
     ConfigWrite(std::io::Error),
     /// The case's configuration is invalid.
     #[error("case config: {0}")]
-    Config(#[from] steward_core::config::ConfigError),
+    Config(#[from] steward_config::ConfigError),
     /// The workspace folder could not be resolved.
     #[error("workspace: {0}")]
     Workspace(std::io::Error),

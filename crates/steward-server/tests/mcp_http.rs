@@ -13,9 +13,8 @@ use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value, json};
+use steward_config::Config;
 use steward_core::approval::ApprovalKey;
-use steward_core::config::Config;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, Runtime};
 use steward_policy::Redactor;
 use steward_protocol::{ToolChoice, ToolSpec};
@@ -24,6 +23,7 @@ use steward_server::{
     AppState, Launcher, LauncherError, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions,
 };
 use steward_store::{SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 const EDIT: &str = r#"

@@ -14,9 +14,8 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
 use serde_json::{Value, json};
+use steward_config::Config;
 use steward_core::approval::ApprovalKey;
-use steward_core::config::Config;
-use steward_core::tools::ToolRegistry;
 use steward_core::{PlannerChoice, Runtime};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, Event, EventKind, StopReason, ToolChoice, ToolSpec, Usage};
@@ -25,6 +24,7 @@ use steward_server::{
     ErrorClass, Launcher, LauncherError, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions,
 };
 use steward_store::{FactRecord, RunRecord, RunStatus, SqliteStore, Store};
+use steward_tools::ToolRegistry;
 use tower::ServiceExt;
 
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];

@@ -140,7 +140,7 @@ fn compensation_runner(
     let workspace = Path::new(&run.workspace);
     // Loaded as every command loads it, so the values it declares as credentials are redacted.
     let config = load_config(workspace).map_err(|e| CompensateError::Config(e.to_string()))?;
-    let snapshots = steward_core::rollback::Snapshots::new(&home.dir.join("snapshots"), &run.id);
+    let snapshots = steward_tools::rollback::Snapshots::new(&home.dir.join("snapshots"), &run.id);
     CompensationRunner::new(config, workspace, snapshots)
 }
 
@@ -291,18 +291,18 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
     let config = load_config(workspace)?;
     #[derive(serde::Serialize)]
     struct View<'a> {
-        run: &'a steward_core::config::RawRun,
-        roles: &'a steward_core::config::RawRoles,
-        limits: &'a steward_core::config::Limits,
-        sandbox: &'a steward_core::config::RawSandbox,
-        shell: &'a steward_core::config::RawShell,
+        run: &'a steward_config::RawRun,
+        roles: &'a steward_config::RawRoles,
+        limits: &'a steward_config::Limits,
+        sandbox: &'a steward_config::RawSandbox,
+        shell: &'a steward_config::RawShell,
         policy: &'a steward_policy::PolicyConfig,
         providers: &'a std::collections::BTreeMap<String, steward_provider::ProviderConfig>,
-        tool: &'a [steward_core::tools::command::CommandToolConfig],
-        output_filter: &'a [steward_core::tools::filter::OutputFilterConfig],
+        tool: &'a [steward_tools::command::CommandToolConfig],
+        output_filter: &'a [steward_tools::filter::OutputFilterConfig],
         hook: &'a [steward_core::hooks::HookConfig],
         tool_call_chain: &'a [steward_core::chains::ChainConfig],
-        lsp: &'a [steward_core::config::LspServerConfig],
+        lsp: &'a [steward_config::LspServerConfig],
         /// Literal `env` and `headers` values print as `<redacted>`.
         mcp_servers: &'a std::collections::BTreeMap<String, steward_mcp::McpServerConfig>,
     }

@@ -13,13 +13,13 @@ use steward_protocol::{Event, EventKind};
 use crate::commands::{load_config, usage_error};
 use crate::ui;
 
-fn manager(workspace: &Path) -> Result<(steward_core::config::Config, McpManager)> {
+fn manager(workspace: &Path) -> Result<(steward_config::Config, McpManager)> {
     let config = load_config(workspace)?;
     let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path)
         .map_err(|e| usage_error(&e.to_string()))?;
     let mut manager = McpManager::new(&config.mcp_servers)
         .map_err(|e| usage_error(&e.to_string()))?
-        .with_hidden_paths(steward_core::tools::sandbox_paths::mcp_hidden_paths(ws));
+        .with_hidden_paths(steward_tools::sandbox_paths::mcp_hidden_paths(ws));
     if let Some(place) = crate::commands::local_logins() {
         manager = manager.with_logins(place);
     }
@@ -54,7 +54,7 @@ const NONE_CONFIGURED: &str = "no MCP servers are configured ([mcp_servers.NAME]
 
 /// The file server `name` came from: relative to `workspace` when it is inside it
 /// (`.mcp.json`, `.steward/config.toml`), else its full path (the user's configuration).
-fn source(config: &steward_core::config::Config, workspace: &Path, name: &str) -> String {
+fn source(config: &steward_config::Config, workspace: &Path, name: &str) -> String {
     match config.entry_sources.get(&format!("mcp_servers.{name}")) {
         Some(file) => {
             let canonical = (std::fs::canonicalize(workspace), std::fs::canonicalize(file));
@@ -195,12 +195,7 @@ pub async fn call(workspace: &Path, server: &str, tool: Option<&str>, args: &str
 /// `tool_deny` / `tool_allow` (named, with the file that sets it), a server that is not
 /// configured, or a tool the server does not list. `tool` is `None` when `server` is the
 /// qualified name `SERVER__TOOL`.
-fn not_offered(
-    config: &steward_core::config::Config,
-    workspace: &Path,
-    server: &str,
-    tool: Option<&str>,
-) -> anyhow::Error {
+fn not_offered(config: &steward_config::Config, workspace: &Path, server: &str, tool: Option<&str>) -> anyhow::Error {
     let (server, tool) = match tool {
         Some(tool) => (server, tool),
         // The longest configured server name the qualified name starts with.

@@ -13,12 +13,12 @@
 //! Anything else (another key, an `sse` server, `${VAR:-default}`) is an error naming the file
 //! and the entry; nothing is printed then. Every result is checked as Steward's configuration
 //! loader checks it. The conversion is the configuration loader's own
-//! ([`steward_core::config::mcp_json`]), which also reads a trusted workspace's `.mcp.json`.
+//! ([`steward_config::mcp_json`]), which also reads a trusted workspace's `.mcp.json`.
 
 use std::path::Path;
 
 use anyhow::{Result, anyhow};
-use steward_core::config::mcp_json::{convert_servers, hide_literal_secrets};
+use steward_config::mcp_json::{convert_servers, hide_literal_secrets};
 use toml::Table;
 
 /// Prints the servers of `file` as `[mcp_servers.NAME]` TOML on stdout (a header comment names

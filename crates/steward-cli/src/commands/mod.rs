@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
-use steward_core::config::Config;
+use steward_config::Config;
 use steward_core::planner::PlannerOverrides;
-use steward_core::tools::ToolRegistry;
 use steward_core::{Prepared, RunOptions, Task};
 use steward_policy::Redactor;
 use steward_protocol::{EventKind, StopReason};
 use steward_store::{AuditVerification, RunStatus, StoreOptions};
+use steward_tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 use crate::home::{Home, local_owner};

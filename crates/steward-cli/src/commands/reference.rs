@@ -52,7 +52,7 @@ pub fn print<C: CommandFactory>(page: Page, out: Option<&Path>) -> anyhow::Resul
         Page::Cli => cli::<C>(),
         Page::Events => steward_protocol::reference::events_markdown(),
         Page::Openapi => steward_server::openapi::document_json(),
-        Page::Config => steward_core::config::reference::configuration_markdown(),
+        Page::Config => steward_config::reference::configuration_markdown(),
         Page::Man => man::<C>()?,
     };
     print!("{text}");

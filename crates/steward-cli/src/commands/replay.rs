@@ -67,9 +67,9 @@ pub async fn policy_replay(since: Option<&str>, run: Option<&str>, json: bool) -
 
 /// What judges the calls of runs in one workspace: its current configuration.
 struct Judge {
-    config: steward_core::config::Config,
+    config: steward_config::Config,
     policy: steward_policy::Policy,
-    tools: steward_core::tools::ToolRegistry,
+    tools: steward_tools::ToolRegistry,
     workspace: steward_policy::Workspace,
 }
 

@@ -202,7 +202,7 @@ async fn run_observed(
     };
     let wait_for_decisions = match args.approvals.as_deref() {
         Some(mode) => mode == "wait",
-        None => config.run.approvals == steward_core::config::ApprovalsMode::Wait,
+        None => config.run.approvals == steward_config::ApprovalsMode::Wait,
     };
     let mut history = Vec::new();
     let prepared = prepare_run(config, &workspace, &options).await?;

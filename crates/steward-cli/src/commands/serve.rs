@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use clap::Args;
+use steward_config::{Config, ConfigError};
 use steward_core::compose::{Launcher, LauncherError, PrepareError, Prepared, ProviderStatus, RunOptions};
-use steward_core::config::{Config, ConfigError};
 use steward_protocol::ToolSpec;
 use steward_server::{ServerOptions, Sessions};
 use tokio_util::sync::CancellationToken;
@@ -87,7 +87,7 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
     let owner = local_owner();
     let session_key = match &args.session_key_file {
         Some(path) => {
-            steward_core::state_paths::register(path);
+            steward_config::state_paths::register(path);
             crate::home::read_session_key(path)?
         }
         None => home.session_key()?,

@@ -55,7 +55,7 @@ pub async fn test_compensation(workspace: &Path, name: &str, args: &str) -> Resu
     let config = load_config(&workspace)?;
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
-    let snapshots = steward_core::rollback::Snapshots::new(&home.dir.join("snapshots"), "test-compensation");
+    let snapshots = steward_tools::rollback::Snapshots::new(&home.dir.join("snapshots"), "test-compensation");
     let runner = CompensationRunner::new(config, &workspace, snapshots).map_err(|e| usage_error(&e.to_string()))?;
     let result = runner.test(name, &arguments).await;
     let redactor = redactor();

@@ -8,7 +8,7 @@ use serde::Serialize;
 use steward_protocol::ToolSpec;
 
 use super::{PrepareError, Prepared, RunOptions};
-use crate::config::ConfigError;
+use steward_config::ConfigError;
 
 /// A provider as a start page shows it.
 #[derive(Debug, Clone, Serialize)]

@@ -29,14 +29,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalKey, Approver};
 use crate::clock::{Clock, SystemClock};
-use crate::config::Config;
 use crate::context::Turn;
 use crate::decisions::DecisionQueue;
 use crate::events::EventObserver;
 use crate::planner::PlannerOverrides;
 use crate::recovery::ExecutingRuns;
-use crate::tools::ToolRegistry;
 use crate::{PlannerChoice, RolePlan, RunError, RunMode, RunRequest, Runtime};
+use steward_config::Config;
+use steward_tools::ToolRegistry;
 
 pub use launcher::{Launcher, LauncherError, ProviderStatus};
 
@@ -48,7 +48,7 @@ impl Runtime {
     /// are the registry of the runs it executes (empty at first), the clock approvals and
     /// grants are judged by (the system clock; [`Runtime::with_clock`] sets another) and the
     /// queue of the decisions its runs wait on (empty at first). `home` is registered with
-    /// [`crate::state_paths::register`]: no sandboxed program of the process sees it.
+    /// [`steward_config::state_paths::register`]: no sandboxed program of the process sees it.
     pub fn new(
         home: &Path,
         store: Arc<dyn Store>,
@@ -57,7 +57,7 @@ impl Runtime {
     ) -> Runtime {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         // No sandboxed program of this process sees the state folder.
-        crate::state_paths::register(home);
+        steward_config::state_paths::register(home);
         Runtime {
             store,
             redactor: redactor.into(),
@@ -262,7 +262,7 @@ pub enum PrepareError {
     Workspace(#[from] steward_policy::PathError),
     /// A `[shell]`, `[[tool]]` or `[[output_filter]]` entry cannot be set up.
     #[error(transparent)]
-    Tools(#[from] crate::tools::RegistryError),
+    Tools(#[from] steward_tools::RegistryError),
     /// The `[mcp_servers]` settings are invalid.
     #[error(transparent)]
     Mcp(#[from] steward_mcp::McpError),
@@ -297,7 +297,7 @@ pub async fn registry(
         return Ok((tools, Vec::new()));
     }
     let mut manager = steward_mcp::McpManager::new(&config.mcp_servers)?
-        .with_hidden_paths(crate::tools::sandbox_paths::mcp_hidden_paths(ws.clone()));
+        .with_hidden_paths(steward_tools::sandbox_paths::mcp_hidden_paths(ws.clone()));
     if let Some(place) = logins {
         manager = manager.with_logins(place.clone());
     }

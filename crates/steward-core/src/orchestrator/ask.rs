@@ -15,7 +15,7 @@ use super::record::{AuditRecord, Rule, STEWARD};
 use super::{CallAbort, CallContext, HIDDEN_PARTS_WARNING};
 use crate::approval::{ApprovalAnswer, ApprovalScope, NO_APPROVER, wait_for_answer};
 use crate::decisions::Waiting;
-use crate::tools::Tool;
+use steward_tools::Tool;
 
 /// Why an answer did not approve.
 #[derive(Debug, Clone, PartialEq, Eq)]

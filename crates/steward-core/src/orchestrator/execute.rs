@@ -14,8 +14,8 @@ use super::output::{cap_output, tool_output_taints};
 use super::record::{AuditRecord, Rule, register_rollback};
 use super::{CallAbort, CallContext, CallResult, egress};
 use crate::interrupt::Interrupt;
-use crate::tools::network::EgressLog;
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use steward_tools::network::EgressLog;
+use steward_tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// The sandbox one call runs in: the run's tool context — workspace and path rules,
 /// `[sandbox]` settings (hidden home, memory limit), protections the configuration accepts
@@ -152,7 +152,7 @@ async fn completed(cx: &CallContext<'_>, ran: &Ran<'_>, output: ToolOutput) -> R
     let filtered = cx.tools.registry.filter_output(&call.name, &redacted);
     let was_filtered = filtered != redacted;
     let full = filtered.into_owned();
-    let digest = crate::rollback::sha256_hex(output.content.as_bytes());
+    let digest = steward_tools::rollback::sha256_hex(output.content.as_bytes());
     let filter_note = if was_filtered { ", output filters applied" } else { "" };
     let detail = format!("output sha256 {digest}, {} chars{filter_note}", output.content.chars().count());
     let rollback_token = match &output.compensation {

@@ -11,7 +11,7 @@ use super::grants::remembered_grant;
 use super::record::{AuditRecord, Rule, refused};
 use super::{CallAbort, CallContext, CallResult};
 use crate::approval::ApprovalKey;
-use crate::tools::Tool;
+use steward_tools::Tool;
 
 /// What lets a call run: its tool, and on whose authority.
 pub(super) struct Permit<'t> {

@@ -28,11 +28,11 @@ use steward_store::{Store, StoreError};
 
 use crate::approval::{ApprovalKey, Approver};
 use crate::clock::Clock;
-use crate::config::HookConfig;
 use crate::decisions::DecisionQueue;
 use crate::events::EventEmitter;
 use crate::interrupt::{Interrupt, Interruptible};
-use crate::tools::{Tool, ToolContext, ToolRegistry};
+use steward_config::HookConfig;
+use steward_tools::{Tool, ToolContext, ToolRegistry};
 
 mod ask;
 mod egress;
@@ -129,7 +129,7 @@ pub(crate) struct RunState {
     tainted: AtomicBool,
     /// Fingerprints of every tool output of the run so far (SPEC C2, [`crate::data_flow`]);
     /// `None` when the configuration turned the check off
-    /// ([`crate::config::Config::run_level_taint_only`]).
+    /// ([`steward_config::Config::run_level_taint_only`]).
     seen: Option<Mutex<Fingerprints>>,
     /// Writing calls that registered a compensation so far (their rollback step numbers).
     write_steps: AtomicU32,
@@ -277,7 +277,7 @@ async fn preview(
     call: &ToolCall,
     tool: Option<&Arc<dyn Tool>>,
     decision: &Decision,
-) -> Result<Option<(String, String)>, crate::tools::ToolError> {
+) -> Result<Option<(String, String)>, steward_tools::ToolError> {
     match (tool, decision.decision) {
         (Some(tool), DecisionKind::Allow | DecisionKind::Ask) => tool.preview(&call.arguments, cx.tools.context).await,
         _ => Ok(None),

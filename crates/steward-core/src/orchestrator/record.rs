@@ -5,7 +5,7 @@ use steward_protocol::{AuditEntry, AuditOutcome, Decision, EventKind, ToolCall};
 use steward_store::{RollbackRecord, RollbackStatus, StoreError, new_id};
 
 use super::{CallAbort, CallContext, CallResult};
-use crate::tools::ToolError;
+use steward_tools::ToolError;
 
 /// The agent name of records Steward writes on its own account.
 pub(super) const STEWARD: &str = "steward";
@@ -218,7 +218,7 @@ pub(super) async fn cannot_apply(
 pub(super) async fn register_rollback(
     cx: &CallContext<'_>,
     call: &ToolCall,
-    compensation: &crate::rollback::Compensation,
+    compensation: &steward_tools::rollback::Compensation,
 ) -> Result<String, StoreError> {
     let token = new_id("rb_");
     let record = RollbackRecord {

@@ -11,9 +11,9 @@ use async_trait::async_trait;
 use steward_protocol::{ChatRequest, ChatResponse, ToolChoice};
 use steward_provider::{DeltaSink, Provider, ProviderConfig, ProviderError};
 
-use crate::config::{Config, RoleConfig};
 use crate::roles::{Locality, RoleAssignment, RoleName, RolePlan};
 use crate::stage::PlannerChoice;
+use steward_config::{Config, RoleConfig};
 
 /// Planner choices from the command line or a UI; each overrides the configuration.
 #[derive(Debug, Clone, Default)]

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use steward_core::approval::{ApprovalAnswer, ApprovalScope, Approver};
 use steward_core::events::EventObserver;
-use steward_core::rollback::Snapshots;
-use steward_core::tools::ToolContext;
 use steward_policy::Workspace;
 use steward_protocol::{ApprovalRequest, Event};
+use steward_tools::ToolContext;
+use steward_tools::rollback::Snapshots;
 use tokio_util::sync::CancellationToken;
 
 /// The owner `local:alice`, approving every request once.

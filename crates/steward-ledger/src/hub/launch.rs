@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use steward_config::Config;
 use steward_core::approval::NoApprover;
 use steward_core::compose::Launcher;
-use steward_core::config::Config;
 use steward_core::events::EventObserver;
 use steward_core::planner::PlannerOverrides;
-use steward_core::tools::ToolRegistry;
 use steward_core::{LauncherError, Prepared, RunMode, RunOptions, Runtime, Task};
 use steward_protocol::{Event, ToolSpec};
 use steward_store::RunStatus;
+use steward_tools::ToolRegistry;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -99,7 +99,7 @@ pub enum PlannerCheckError {
     TempDir(std::io::Error),
     /// The user's configuration is invalid.
     #[error("the configuration cannot be loaded: {0}")]
-    Config(steward_core::config::ConfigError),
+    Config(steward_config::ConfigError),
     /// The planner settings do not resolve.
     #[error(transparent)]
     Planner(#[from] steward_core::planner::PlannerError),

@@ -12,9 +12,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
+use steward_config::Config;
 use steward_core::approval::ApprovalKey;
-use steward_core::config::Config;
-use steward_core::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use steward_core::{PlannerChoice, Runtime};
 use steward_mcp::{ElicitationAnswer, ElicitationRequest};
 use steward_policy::Redactor;
@@ -24,6 +23,7 @@ use steward_server::{
     AppState, Launcher, LauncherError, Prepared, ProviderStatus, RunOptions, ServerOptions, Sessions,
 };
 use steward_store::{SqliteStore, Store};
+use steward_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use tower::ServiceExt;
 
 pub const EDIT: &str = r#"

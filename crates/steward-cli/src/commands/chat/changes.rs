@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use steward_core::rollback::Compensation;
 use steward_store::{RollbackStatus, Store, StoreError};
+use steward_tools::rollback::Compensation;
 
 /// Most bytes of a file `/diff` reads.
 const MAX_DIFF_BYTES: u64 = 4 * 1024 * 1024;

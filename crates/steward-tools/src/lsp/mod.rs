@@ -1,6 +1,6 @@
 //! The language-server tools (SPEC T11): `lsp_definition`, `lsp_references`, `lsp_hover`,
 //! `lsp_symbols` and `lsp_diagnostics`, offered when an `[[lsp]]` server serves files of the
-//! workspace ([`crate::tools::lsp::client`]).
+//! workspace ([`crate::lsp::client`]).
 //!
 //! They only read, like `read`: every path the model names passes the same workspace checks
 //! (secret, ignored and denied paths are refused), the documents the server is given are read
@@ -25,8 +25,8 @@ use steward_protocol::{RiskLevel, ToolSpec};
 
 use super::shared::{MAX_FILE_BYTES, invalid, opt_bool, opt_str, opt_u64, read_regular_file, spec, str_arg};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::tools::lsp::client::text::{find_word, from_lsp, to_lsp};
-use crate::tools::lsp::client::{Connection, LspError, LspManager};
+use crate::lsp::client::text::{find_word, from_lsp, to_lsp};
+use crate::lsp::client::{Connection, LspError, LspManager};
 
 pub mod client;
 mod render;

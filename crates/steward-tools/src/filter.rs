@@ -15,8 +15,8 @@
 
 use std::borrow::Cow;
 
-use crate::config::CompiledFilter as Filter;
-pub use crate::config::OutputFilterConfig;
+use steward_config::CompiledFilter as Filter;
+pub use steward_config::OutputFilterConfig;
 
 /// An `[[output_filter]]` that does not compile ([`OutputFilters::new`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

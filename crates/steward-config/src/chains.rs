@@ -1,4 +1,4 @@
-//! `[[tool_call_chain]]` entries (SPEC T6; how chains run is in [`crate::chains`]).
+//! `[[tool_call_chain]]` entries (SPEC T6; how chains run is in `steward_core::chains`).
 
 use serde::{Deserialize, Serialize};
 

@@ -25,7 +25,7 @@ use super::{ToolContext, ToolError};
 /// The test-only variable pinning `.test` names (debug builds only; see the module docs).
 pub const TEST_HOSTS_VAR: &str = "STEWARD_EGRESS_TEST_HOSTS";
 
-pub use crate::config::Network;
+pub use steward_config::Network;
 
 /// Where a call's egress records go: set per call by the orchestrator, which writes each
 /// into the audit log after the call.
@@ -48,7 +48,7 @@ impl EgressLog {
 /// of the list through an egress proxy started for this call (its records go to
 /// `ctx.egress`, also when the command fails). Errors as [`super::exec::run_sandboxed`], and
 /// `tool_failed` when the proxy cannot start.
-pub(crate) async fn run_with_network(
+pub async fn run_with_network(
     mut request: ExecRequest,
     network: &Network,
     ctx: &ToolContext,
@@ -103,7 +103,7 @@ fn deliver(log: Option<&EgressLog>, records: Vec<EgressRecord>) {
 
 /// Why [`TEST_HOSTS_VAR`] is not honoured.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum TestHostsError {
+pub enum TestHostsError {
     /// Set in a release build, which refuses the test-only setting.
     #[error("the command was not run: {TEST_HOSTS_VAR} is set, a test-only setting that release builds refuse")]
     Release,
@@ -117,7 +117,7 @@ pub(crate) enum TestHostsError {
 
 /// The `.test` names pinned by [`TEST_HOSTS_VAR`] (debug builds), or the refusal to honour
 /// it (release builds).
-pub(crate) fn test_hosts() -> Result<TestHosts, TestHostsError> {
+pub fn test_hosts() -> Result<TestHosts, TestHostsError> {
     let Some(value) = std::env::var_os(TEST_HOSTS_VAR) else { return Ok(TestHosts::default()) };
     if !cfg!(debug_assertions) {
         return Err(TestHostsError::Release);

@@ -98,8 +98,8 @@ use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::rollback::Compensation;
 use input::{Template, input_schema, named_paths};
 
-use crate::config::literal_prefix;
-pub use crate::config::{
+use steward_config::literal_prefix;
+pub use steward_config::{
     ArgItem, Callable, CommandToolConfig, Compensate, DefinitionError, EnvValue, InputConfig, InputType, ItemsConfig,
 };
 
@@ -138,7 +138,7 @@ impl CommandTool {
     }
 
     /// Marks the tool's compensation as tested for this definition
-    /// ([`crate::config::Config::compensation_tested`]): calls are then rolled back like the
+    /// ([`steward_config::Config::compensation_tested`]): calls are then rolled back like the
     /// built-in writers' and need no approval for that reason alone. Ignored without a
     /// `compensate` command.
     pub fn with_compensation_tested(mut self, tested: bool) -> Self {
@@ -321,7 +321,7 @@ impl CommandTool {
 /// a name taken by a built-in tool (`taken`), or an `env = true` entry whose name is neither
 /// on the sandbox allow-list, in `env_allow`, nor in the tool's credential scope
 /// (`credentials(tool)`). `tested(definition)` says whether its compensation passed
-/// `steward tools test-compensation` ([`crate::config::Config::compensation_tested`]).
+/// `steward tools test-compensation` ([`steward_config::Config::compensation_tested`]).
 pub fn build_tools(
     configs: &[CommandToolConfig],
     taken: &dyn Fn(&str) -> bool,

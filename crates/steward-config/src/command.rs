@@ -1,4 +1,4 @@
-//! `[[tool]]` entries as written (SPEC T5; the format is in [`crate::tools::command`]) and
+//! `[[tool]]` entries as written (SPEC T5; the format is in `steward_tools::command`) and
 //! their checks.
 
 use std::collections::BTreeMap;
@@ -33,7 +33,7 @@ pub struct CommandToolConfig {
     #[serde(default)]
     pub risk: Option<RiskLevel>,
     /// `false` (default): no network; `true`: all of it; a host list: those hosts only,
-    /// through the egress proxy (see [`crate::tools::network`]).
+    /// through the egress proxy (see `steward_tools::network`).
     #[serde(default)]
     pub network: Network,
     /// Let the command create Unix sockets (default false: the sandbox's seccomp filter
@@ -191,7 +191,7 @@ fn check_template(field: &'static str, argv: &[ArgItem], inputs: &[InputConfig])
 }
 
 /// The part of a glob before its first component holding a glob character, `/`-joined.
-pub(crate) fn literal_prefix(glob: &str) -> String {
+pub fn literal_prefix(glob: &str) -> String {
     glob.split('/')
         .take_while(|part| !part.contains(['*', '?', '[', '{', '\\']))
         .filter(|part| !part.is_empty())

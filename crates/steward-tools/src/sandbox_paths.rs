@@ -10,7 +10,7 @@
 //!   `deny_path` glob matches is covered (a file by an empty read-only file, a folder by an
 //!   empty folder), except `.git` itself: git needs it, and its hooks and config are frozen
 //!   instead;
-//! - Steward's own files ([`crate::state_paths::steward_paths`]: the state folder with its
+//! - Steward's own files ([`steward_config::state_paths::steward_paths`]: the state folder with its
 //!   keys, database and index, the configuration folder) are covered wherever they lie, in
 //!   the workspace, in `$HOME` or elsewhere; when the program works inside one of them, every
 //!   entry of it except the way to the working directory and writable folders is covered;
@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use steward_policy::{Workspace, is_secret_path};
 
 use super::{ToolContext, ToolError};
-pub use crate::config::{DEFAULT_HOME_KEEP, SandboxSettings, home_paths};
+pub use steward_config::{DEFAULT_HOME_KEEP, SandboxSettings, home_paths};
 
 /// Most entries looked at in one workspace. A larger workspace is refused rather than
 /// partly masked.
@@ -138,13 +138,13 @@ pub fn sandbox_paths(workspace: &Workspace) -> Result<SandboxPaths, TooManyEntri
 /// Everything a sandboxed program must not see, `keep` being the paths that must stay visible
 /// to it (the workspace, its working directory and writable folders): the workspace's masks
 /// and read-only paths of [`sandbox_paths`], and Steward's own files
-/// ([`crate::state_paths::steward_paths`], covered around the kept paths with
-/// [`crate::state_paths::cover_around`]). Errors: [`TooManyEntries`].
+/// ([`steward_config::state_paths::steward_paths`], covered around the kept paths with
+/// [`steward_config::state_paths::cover_around`]). Errors: [`TooManyEntries`].
 pub fn hidden_paths(workspace: &Workspace, keep: &[PathBuf]) -> Result<SandboxPaths, TooManyEntries> {
     let mut paths = sandbox_paths(workspace)?;
     let keep: Vec<PathBuf> = keep.iter().map(|k| k.canonicalize().unwrap_or_else(|_| k.clone())).collect();
-    for place in crate::state_paths::steward_paths() {
-        for covered in crate::state_paths::cover_around(&place, &keep) {
+    for place in steward_config::state_paths::steward_paths() {
+        for covered in steward_config::state_paths::cover_around(&place, &keep) {
             if !paths.mask.contains(&covered) {
                 paths.mask.push(covered);
             }
@@ -167,7 +167,7 @@ pub fn mcp_hidden_paths(workspace: Workspace) -> steward_mcp::HiddenPaths {
 /// [`hidden_paths`] keeping the workspace, its working directory and writable paths visible,
 /// and the home settings of
 /// `[sandbox]`. Errors (`tool_failed`): the workspace cannot be walked.
-pub(crate) fn confine(
+pub fn confine(
     request: steward_sandbox::ExecRequest,
     ctx: &ToolContext,
 ) -> Result<steward_sandbox::ExecRequest, ToolError> {
@@ -246,7 +246,7 @@ mod tests {
         let state = dir.path().canonicalize().unwrap().join("state");
         std::fs::create_dir_all(state.join("index")).unwrap();
         std::fs::write(state.join("approval.key"), "k").unwrap();
-        crate::state_paths::register(&state);
+        steward_config::state_paths::register(&state);
         let paths = hidden_paths(&ws, std::slice::from_ref(&root)).unwrap();
         assert!(paths.mask.contains(&state), "{:?}", paths.mask);
         let inner = state.join("ws");

@@ -3,6 +3,13 @@
 //! A tool never decides whether it may run: the orchestrator asks the gate first. A tool
 //! validates its own arguments again (defence in depth) and resolves every path through
 //! [`steward_policy::Workspace`], so a refusal can happen in either place but never be skipped.
+//!
+//! The built-in tools (files, search, git, patches, the shell, `[[tool]]` commands, MCP
+//! servers' tools, the `lsp_*` tools) live here; [`rollback`] keeps the snapshots that undo
+//! their changes, and [`workspace_index`] reads the workspace's search index for them and for
+//! the run's context.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,14 +53,16 @@ pub mod lsp;
 pub mod mcp;
 pub mod network;
 pub mod patch;
+pub mod rollback;
 pub mod sandbox_paths;
 pub mod search;
 pub mod search_index;
 mod shared;
 pub mod shell;
+pub mod workspace_index;
 
-pub use crate::config::writable_folder;
 pub use added::{AddToolError, MAX_ADDED_TOOLS};
+pub use steward_config::writable_folder;
 
 /// What a tool may use while it runs.
 #[derive(Clone)]
@@ -189,7 +198,7 @@ pub trait Tool: Send + Sync {
     }
 
     /// A refusal known from the call's arguments alone (an MCP tool's argument naming a secret
-    /// file): decided with the policy in [`crate::decide::decide`], so the run and `steward
+    /// file): decided with the policy in `steward_core::decide::decide`, so the run and `steward
     /// policy check` refuse it alike (`deny`, named by the error's rule) before anything runs.
     fn refusal(&self, _args: &Value, _workspace: &steward_policy::Workspace) -> Option<ToolError> {
         None
@@ -242,7 +251,7 @@ pub struct ToolRegistry {
     added: Option<Arc<added::AddedTools>>,
     /// The language servers behind the `lsp_*` tools (SPEC T11); `None` when no `[[lsp]]`
     /// server serves a file of the workspace.
-    lsp: Option<Arc<crate::tools::lsp::client::LspManager>>,
+    lsp: Option<Arc<crate::lsp::client::LspManager>>,
     /// Its tools run programs in the sandbox (`shell_command`, `[[tool]]`s): see
     /// [`ToolRegistry::warm_up_sandbox`].
     sandboxed: bool,
@@ -260,7 +269,7 @@ pub enum RegistryError {
         /// The folder as written.
         dir: String,
         /// Why not.
-        source: crate::config::WritableFolderError,
+        source: steward_config::WritableFolderError,
     },
     /// A `[shell] writable` folder is not a writable place inside the workspace.
     #[error("[shell] writable `{dir}`: {source}")]
@@ -272,7 +281,7 @@ pub enum RegistryError {
     },
     /// A `[[tool]]` definition is invalid.
     #[error(transparent)]
-    Command(#[from] crate::config::DefinitionError),
+    Command(#[from] steward_config::DefinitionError),
     /// An `[[output_filter]]` does not compile.
     #[error(transparent)]
     Filter(#[from] filter::FilterError),
@@ -317,7 +326,7 @@ impl ToolRegistry {
     /// The tools a configuration offers: the built-in ones, plus `shell_command` when
     /// `[shell] enabled = true` (its writable folders must be inside the workspace).
     pub fn for_config(
-        config: &crate::config::Config,
+        config: &steward_config::Config,
         workspace: &steward_policy::Workspace,
     ) -> Result<Self, RegistryError> {
         let policy = steward_policy::Policy::new(&config.policy)?;
@@ -326,7 +335,7 @@ impl ToolRegistry {
 
     /// [`ToolRegistry::for_config`] with `policy` already compiled from `config.policy`.
     pub fn for_config_with_policy(
-        config: &crate::config::Config,
+        config: &steward_config::Config,
         workspace: &steward_policy::Workspace,
         policy: &steward_policy::Policy,
     ) -> Result<Self, RegistryError> {
@@ -350,9 +359,9 @@ impl ToolRegistry {
             )));
         }
         // Language-server tools (SPEC T11), when a server serves files of the workspace.
-        let serving = crate::tools::lsp::client::LspManager::serving(workspace, &config.lsp);
+        let serving = crate::lsp::client::LspManager::serving(workspace, &config.lsp);
         if !serving.is_empty() {
-            let manager = Arc::new(crate::tools::lsp::client::LspManager::new(serving));
+            let manager = Arc::new(crate::lsp::client::LspManager::new(serving));
             for tool in lsp::tools(manager.clone()) {
                 registry.insert(tool);
             }
@@ -432,7 +441,7 @@ impl ToolRegistry {
     }
 
     /// The language servers of the `lsp_*` tools, when the registry offers them.
-    pub fn lsp(&self) -> Option<&Arc<crate::tools::lsp::client::LspManager>> {
+    pub fn lsp(&self) -> Option<&Arc<crate::lsp::client::LspManager>> {
         self.lsp.as_ref()
     }
 

@@ -10,8 +10,8 @@ use lsp_types::{
 };
 
 use super::{MAX_LSP_ITEMS, MAX_SNIPPET_CHARS, read_text};
-use crate::tools::ToolContext;
-use crate::tools::lsp::client::text::{from_lsp, line_snippet};
+use crate::ToolContext;
+use crate::lsp::client::text::{from_lsp, line_snippet};
 
 /// Longest hover text shown, in characters.
 const MAX_HOVER_CHARS: usize = 4_000;

@@ -1,4 +1,4 @@
-//! `[[output_filter]]` entries (SPEC T8; how they apply is in [`crate::tools::filter`]).
+//! `[[output_filter]]` entries (SPEC T8; how they apply is in `steward_tools::filter`).
 
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,7 @@ impl OutputFilterConfig {
     }
 
     /// The compiled glob and regex. Errors as for [`OutputFilterConfig::validate`].
-    pub(crate) fn compile(&self) -> Result<CompiledFilter, (&'static str, String)> {
+    pub fn compile(&self) -> Result<CompiledFilter, (&'static str, String)> {
         let tool = match &self.tool {
             None => None,
             Some(glob) => Some(
@@ -42,7 +42,7 @@ impl OutputFilterConfig {
 }
 
 /// One filter, compiled.
-pub(crate) struct CompiledFilter {
+pub struct CompiledFilter {
     /// Tool names it applies to (`None`: every tool).
     pub tool: Option<GlobMatcher>,
     /// The regular expression.

@@ -1,11 +1,11 @@
 //! The expansion of a call's arguments into argv items, and the JSON Schema of a
-//! `[[tool]]`'s arguments (its typed parts are [`crate::config::InputConfig`] and kin).
+//! `[[tool]]`'s arguments (its typed parts are [`steward_config::InputConfig`] and kin).
 
 use serde_json::{Map, Value, json};
 use steward_policy::{Access, Workspace};
 
-use crate::config::{ArgItem, InputConfig, InputType};
-use crate::tools::ToolError;
+use crate::ToolError;
+use steward_config::{ArgItem, InputConfig, InputType};
 
 /// The JSON Schema of a tool's arguments: an object of the inputs, `additionalProperties:
 /// false`, `required` listing the required inputs; optional inputs are nullable so the

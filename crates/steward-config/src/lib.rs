@@ -11,6 +11,11 @@
 //! Every file shares one schema ([`RawConfig`], unknown keys refused) and is checked on its
 //! own first, so an error names the file and line. The merged tables are then resolved once
 //! into a [`Config`]; the rest of the program never reads TOML.
+//!
+//! [`state_paths`] names Steward's own state folders, which no tool or sandboxed process may
+//! see or change.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +27,7 @@ use steward_provider::ProviderConfig;
 mod chains;
 mod command;
 mod command_input;
+mod credentials;
 mod files;
 mod filter;
 mod generated;
@@ -37,14 +43,15 @@ pub mod reference;
 mod roles;
 mod sandbox;
 mod search;
+pub mod state_paths;
 
 pub use chains::ChainConfig;
-pub(crate) use command::literal_prefix;
+pub use command::literal_prefix;
 pub use command::{CommandToolConfig, DefinitionError};
 pub use command_input::{
     ArgItem, Callable, Compensate, EnvValue, InputConfig, InputError, InputType, ItemsConfig, ShapeError,
 };
-pub(crate) use filter::CompiledFilter;
+pub use filter::CompiledFilter;
 pub use filter::OutputFilterConfig;
 pub use generated::GeneratedToolsConfig;
 pub use hooks::HookConfig;
@@ -184,7 +191,7 @@ pub struct Config {
     pub entry_sources: BTreeMap<String, PathBuf>,
     /// True when the workspace is listed in the user's `[trust]` table.
     pub trusted: bool,
-    /// Leaves out the argument-level data-flow check (`data_flow`, [`crate::data_flow`]),
+    /// Leaves out the argument-level data-flow check (`data_flow`, `steward_core::data_flow`),
     /// keeping run-level taint alone. Always false for a configuration loaded from files: no
     /// file can set it. Only a program embedding Steward may, to measure what the check
     /// changes (`steward bench injection` does).

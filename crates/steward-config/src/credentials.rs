@@ -4,8 +4,8 @@
 //! value written into a `[[tool]]`'s `env` table is configuration the model never sees, so
 //! neither may come back through tool output, events, errors, the store or `config show`.
 
-use crate::config::Config;
-use crate::tools::command::EnvValue;
+use crate::Config;
+use crate::EnvValue;
 
 impl Config {
     /// The values this configuration declares as credentials: the values (looked up with
@@ -61,7 +61,7 @@ mod tests {
 
     #[test]
     fn scoped_variables_and_literal_tool_env_values_are_declared_credentials() {
-        let raw: crate::config::RawConfig = toml::from_str(
+        let raw: crate::RawConfig = toml::from_str(
             r#"
 [policy.credential_scope]
 deploy = ["DEPLOY_THING", "PATH"]

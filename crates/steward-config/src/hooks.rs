@@ -1,4 +1,4 @@
-//! `[[hook]]` entries (SPEC T9; what they do is in [`crate::hooks`]).
+//! `[[hook]]` entries (SPEC T9; what they do is in `steward_core::hooks`).
 
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +30,7 @@ pub struct HookConfig {
     #[serde(default)]
     pub timeout_ms: Option<u64>,
     /// Workspace folders the commands may write besides the changed file itself (never the
-    /// workspace root, `.git` or `.steward`: see [`crate::tools::writable_folder`]).
+    /// workspace root, `.git` or `.steward`: see [`crate::writable_folder`]).
     #[serde(default)]
     pub writes: Vec<String>,
 }

@@ -13,8 +13,8 @@ use steward_protocol::{RiskLevel, ToolSpec};
 
 use super::shared::{opt_u64, spec, str_arg};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-pub use crate::workspace_search::render_hits;
-use crate::workspace_search::{Embeddings, lookup};
+pub use crate::workspace_index::render_hits;
+use crate::workspace_index::{Embeddings, lookup};
 
 /// The tool's name.
 pub const NAME: &str = "search_index";

@@ -21,8 +21,8 @@ use steward_protocol::ErrorClass;
 
 pub(crate) use connection::Connection;
 
-use crate::config::LspServerConfig;
-use crate::tools::{ToolContext, ToolError};
+use crate::{ToolContext, ToolError};
+use steward_config::LspServerConfig;
 
 /// Deaths in a row after which a server is not started again in the run.
 pub const MAX_RESTARTS: u32 = 5;
@@ -285,7 +285,7 @@ impl LspManager {
                 let Ok(resolved) = ctx.workspace.resolve(path, steward_policy::Access::Read) else { continue };
                 let Ok(uri) = Url::from_file_path(&resolved.abs) else { continue };
                 if open.contains(&uri)
-                    && let Ok(text) = crate::tools::lsp::read_text(ctx, path)
+                    && let Ok(text) = crate::lsp::read_text(ctx, path)
                 {
                     let _ = connection.sync(&uri, &text.1).await;
                 }

@@ -32,8 +32,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::LspError;
 use super::capped::CappedReader;
-use crate::config::LspServerConfig;
-use crate::tools::ToolContext;
+use crate::ToolContext;
+use steward_config::LspServerConfig;
 
 /// Data limit of a language server (8 GiB, as for MCP servers): Node-based servers reserve
 /// far more than a tool's command.
@@ -377,7 +377,7 @@ impl Connection {
     ) -> Result<(tokio::process::Child, String), LspError> {
         let not_started = |e: String| LspError::NotStarted(format!("`{}` was not started: {e}", config.name));
         // `confine` keeps `request.writable` (the temporary folder) visible.
-        let mut request = crate::tools::sandbox_paths::confine(request, ctx).map_err(|e| not_started(e.message))?;
+        let mut request = crate::sandbox_paths::confine(request, ctx).map_err(|e| not_started(e.message))?;
         request.home_keep.extend(home_folders(&config.command));
         let mut confined = steward_sandbox::command(request).map_err(|e| not_started(e.to_string()))?;
         confined.command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());

@@ -195,7 +195,8 @@ pub enum InputType {
 }
 
 impl InputType {
-    pub(crate) fn as_str(self) -> &'static str {
+    /// The JSON Schema type name: `string`, `number`, `integer`, `boolean` or `array`.
+    pub fn as_str(self) -> &'static str {
         match self {
             InputType::String => "string",
             InputType::Number => "number",
@@ -206,7 +207,7 @@ impl InputType {
     }
 
     /// True when `value` is of this (scalar) type.
-    pub(crate) fn accepts(self, value: &Value) -> bool {
+    pub fn accepts(self, value: &Value) -> bool {
         match self {
             InputType::String => value.is_string(),
             InputType::Number => value.is_number(),
@@ -384,23 +385,25 @@ pub struct InputConfig {
 
 impl InputConfig {
     /// The type of the values that become argv items: the element type for arrays.
-    pub(crate) fn value_kind(&self) -> InputType {
+    pub fn value_kind(&self) -> InputType {
         match (&self.kind, &self.items) {
             (InputType::Array, Some(items)) => items.kind,
             (kind, _) => *kind,
         }
     }
 
-    pub(crate) fn value_pattern(&self) -> Option<&str> {
+    /// The regular expression each argv value must match: the items' for arrays, else the input's.
+    pub fn value_pattern(&self) -> Option<&str> {
         self.items.as_ref().and_then(|i| i.pattern.as_deref()).or(self.pattern.as_deref())
     }
 
-    pub(crate) fn value_enum(&self) -> Option<&[Value]> {
+    /// The values each argv value must be one of: the items' for arrays, else the input's.
+    pub fn value_enum(&self) -> Option<&[Value]> {
         self.items.as_ref().and_then(|i| i.allowed.as_deref()).or(self.allowed.as_deref())
     }
 
     /// Checks this input on its own; the message says what is wrong.
-    pub(crate) fn validate(&self) -> Result<(), InputError> {
+    pub fn validate(&self) -> Result<(), InputError> {
         let name_ok = (1..=64).contains(&self.name.len())
             && self.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if !name_ok {
@@ -447,7 +450,7 @@ impl InputConfig {
     }
 
     /// This input's JSON Schema property: optional inputs are nullable.
-    pub(crate) fn schema(&self) -> Value {
+    pub fn schema(&self) -> Value {
         let mut p = Map::new();
         let kind = self.kind.as_str();
         p.insert("type".into(), if self.required { json!(kind) } else { json!([kind, "null"]) });

@@ -1,5 +1,5 @@
 //! `[[lsp]]` entries: the language servers behind the `lsp_*` tools (SPEC T11; what they do
-//! is in [`crate::tools::lsp::client`] and [`crate::tools::lsp`]).
+//! is in `steward_tools::lsp::client` and `steward_tools::lsp`).
 
 use serde::{Deserialize, Serialize};
 

@@ -68,7 +68,7 @@ pub enum Compensation {
         /// The `[[tool]]`'s name.
         tool: String,
         /// SHA-256 of the tool's definition when the call ran
-        /// ([`crate::config::CommandToolConfig::definition_sha256`]); a changed definition is
+        /// ([`steward_config::CommandToolConfig::definition_sha256`]); a changed definition is
         /// not run.
         definition_sha256: String,
         /// The call's arguments, the values of the template's placeholders.
