@@ -76,6 +76,56 @@ impl Human {
         let _ = writeln!(out, "{text}");
         let _ = out.flush();
     }
+
+    /// Prints streamed text of `stage`, with a heading when a role stage other than the
+    /// planner starts streaming.
+    fn stream(&self, stage: &str, text: &str) {
+        let switched = self.last_stage.lock().map(|mut last| std::mem::replace(&mut *last, stage.to_string()) != stage);
+        if switched.unwrap_or(false) && stage != "planner" {
+            self.line(&format!("{DIM}── {stage} ──{DIM:#}"));
+        }
+        let mut out = anstream::stdout().lock();
+        let _ = write!(out, "{}", printable_text(text));
+        let _ = out.flush();
+        self.mid_line.store(!text.ends_with('\n'), Ordering::SeqCst);
+        if let Ok(mut s) = self.streamed.lock() {
+            s.push_str(text);
+        }
+    }
+
+    /// Prints a completed run's answer (unless it was streamed already) and its summary line.
+    fn run_completed(&self, event: &Event) {
+        let EventKind::RunCompleted { final_text, stop_reason, rounds, tool_calls, usage, duration_ms, limit } =
+            &event.kind
+        else {
+            return;
+        };
+        let shown = self.streamed.lock().map(|s| s.trim() == final_text.trim()).unwrap_or(false);
+        if !shown {
+            self.line(&printable_text(final_text));
+        } else if self.mid_line.swap(false, Ordering::SeqCst) {
+            println!();
+        }
+        let stopped = if limit.is_empty() {
+            stop_reason.as_str().to_string()
+        } else {
+            format!("{} ({limit})", stop_reason.as_str())
+        };
+        eprintln!(
+            "— {} · {} · {rounds} round{} · {tool_calls} tool call{} · {} tokens ({} in, {} out) · {:.2} s",
+            event.run_id,
+            stopped,
+            plural(*rounds),
+            plural(*tool_calls),
+            usage.total(),
+            usage.input_tokens,
+            usage.output_tokens,
+            *duration_ms as f64 / 1000.0
+        );
+        if self.no_approver.load(Ordering::SeqCst) {
+            eprintln!("steward: a step needed approval and was refused: {NO_APPROVER_HINT}");
+        }
+    }
 }
 
 impl EventObserver for Human {
@@ -91,20 +141,7 @@ impl EventObserver for Human {
                     s.clear();
                 }
             }
-            EventKind::StageChunk { stage, text } => {
-                let switched =
-                    self.last_stage.lock().map(|mut last| std::mem::replace(&mut *last, stage.clone()) != *stage);
-                if switched.unwrap_or(false) && stage != "planner" {
-                    self.line(&format!("{DIM}── {stage} ──{DIM:#}"));
-                }
-                let mut out = anstream::stdout().lock();
-                let _ = write!(out, "{}", printable_text(text));
-                let _ = out.flush();
-                self.mid_line.store(!text.ends_with('\n'), Ordering::SeqCst);
-                if let Ok(mut s) = self.streamed.lock() {
-                    s.push_str(text);
-                }
-            }
+            EventKind::StageChunk { stage, text } => self.stream(stage, text),
             EventKind::StageFailed { stage, error, class, .. } => {
                 self.line(&format!("{} {stage} failed [{class}]: {}", bad("✗"), printable_text(error)))
             }
@@ -188,33 +225,7 @@ impl EventObserver for Human {
                 let mark = if action == "accept" { good("✓") } else { bad("✗") };
                 self.line(&format!("  {mark} the MCP server's request for input was answered `{action}`{why}"))
             }
-            EventKind::RunCompleted { final_text, stop_reason, rounds, tool_calls, usage, duration_ms, limit } => {
-                let shown = self.streamed.lock().map(|s| s.trim() == final_text.trim()).unwrap_or(false);
-                if !shown {
-                    self.line(&printable_text(final_text));
-                } else if self.mid_line.swap(false, Ordering::SeqCst) {
-                    println!();
-                }
-                let stopped = if limit.is_empty() {
-                    stop_reason.as_str().to_string()
-                } else {
-                    format!("{} ({limit})", stop_reason.as_str())
-                };
-                eprintln!(
-                    "— {} · {} · {rounds} round{} · {tool_calls} tool call{} · {} tokens ({} in, {} out) · {:.2} s",
-                    event.run_id,
-                    stopped,
-                    plural(*rounds),
-                    plural(*tool_calls),
-                    usage.total(),
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    *duration_ms as f64 / 1000.0
-                );
-                if self.no_approver.load(Ordering::SeqCst) {
-                    eprintln!("steward: a step needed approval and was refused: {NO_APPROVER_HINT}");
-                }
-            }
+            EventKind::RunCompleted { .. } => self.run_completed(event),
             EventKind::RunFailed { error, class, rounds, duration_ms } => {
                 self.line("");
                 eprintln!("{} run failed [{class}]: {}", bad("✗"), printable_text(error));

@@ -35,12 +35,14 @@ pub mod recovery;
 mod repeats;
 pub mod replay;
 mod roles;
+mod runtime;
 mod stage;
 mod telemetry;
 pub mod trace;
 pub mod undo;
 pub mod workspace_search;
 
-pub use agent::{PlannerChoice, RunError, RunRequest, Runtime, run_task};
+pub use agent::{PlannerChoice, RunError, RunRequest, run_task};
 pub use compose::{Launcher, LauncherError, Prepared, ReadyRun, RunOptions, Task, prepare};
 pub use roles::{Locality, RoleAssignment, RoleName, RolePlan, RunMode};
+pub use runtime::Runtime;

@@ -116,29 +116,7 @@ fn measure(args: &BenchRedactionArgs) -> Result<u8> {
     );
 
     // Steward.
-    let redactor = Redactor::from_env_vars(bench_environment());
-    let mut times = Vec::new();
-    let mut part_times: HashMap<&'static str, Vec<Duration>> = HashMap::new();
-    let mut redacted = Vec::new();
-    for pass in 0..args.passes {
-        let mut parts: HashMap<&'static str, Duration> = HashMap::new();
-        let mut out = Vec::with_capacity(corpus.files.len());
-        let started = Instant::now();
-        for file in &corpus.files {
-            let one = Instant::now();
-            let text = redactor.redact(&file.text);
-            *parts.entry(file.part.name()).or_default() += one.elapsed();
-            out.push(text);
-        }
-        times.push(started.elapsed());
-        for (part, time) in parts {
-            part_times.entry(part).or_default().push(time);
-        }
-        if pass == 0 {
-            redacted = out;
-        }
-    }
-    let steward_time = median(times);
+    let (steward_time, part_times, redacted) = redact_passes(&corpus, args.passes);
     let steward_mbs = mb(bytes) / steward_time.as_secs_f64();
     let found_by_steward: Vec<bool> = corpus
         .planted
@@ -251,6 +229,35 @@ fn measure(args: &BenchRedactionArgs) -> Result<u8> {
          detects, not real keys"
     );
     Ok(0)
+}
+
+/// Redacts every file of `corpus` as one tool output, `passes` times, on this thread: the
+/// median time of a pass, each part's times per pass (by part name), and the first pass's
+/// redacted texts (in the corpus' file order).
+fn redact_passes(corpus: &Corpus, passes: u32) -> (Duration, HashMap<&'static str, Vec<Duration>>, Vec<String>) {
+    let redactor = Redactor::from_env_vars(bench_environment());
+    let mut times = Vec::new();
+    let mut part_times: HashMap<&'static str, Vec<Duration>> = HashMap::new();
+    let mut redacted = Vec::new();
+    for pass in 0..passes {
+        let mut parts: HashMap<&'static str, Duration> = HashMap::new();
+        let mut out = Vec::with_capacity(corpus.files.len());
+        let started = Instant::now();
+        for file in &corpus.files {
+            let one = Instant::now();
+            let text = redactor.redact(&file.text);
+            *parts.entry(file.part.name()).or_default() += one.elapsed();
+            out.push(text);
+        }
+        times.push(started.elapsed());
+        for (part, time) in parts {
+            part_times.entry(part).or_default().push(time);
+        }
+        if pass == 0 {
+            redacted = out;
+        }
+    }
+    (median(times), part_times, redacted)
 }
 
 /// The planted secrets a scanner missed, counted by kind.

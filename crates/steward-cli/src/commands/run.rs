@@ -158,21 +158,7 @@ async fn run_observed(
         (_, early) => (early, joined_early),
     };
     // The arguments are checked before anything is opened.
-    if args.max_rounds == Some(0) {
-        return Err(usage("--max-rounds must be at least 1"));
-    }
-    if args.max_tokens == Some(0) {
-        return Err(usage("--max-tokens must be at least 1"));
-    }
-    if args.task.trim().is_empty() {
-        return Err(usage("the task is empty: say what to do, e.g. steward run \"show the git status\""));
-    }
-    let mode = match args.mode.as_deref() {
-        Some(name) => {
-            Some(RunMode::parse(name).ok_or_else(|| usage(format!("unknown mode `{name}`: use loop or roles")))?)
-        }
-        None => None,
-    };
+    let mode = checked_mode(&args)?;
     // The store (opened already to find the conversation) opens, and recovers the runs a crash
     // interrupted, while the configuration is read and the run is prepared.
     let home = Home::locate()?;
@@ -185,21 +171,7 @@ async fn run_observed(
     };
     let config = load_config(&workspace)?;
     let redactor = redactor_for(&config);
-    let options = RunOptions {
-        planner: PlannerOverrides {
-            planner: args.planner.clone(),
-            provider: args.model.provider.provider.clone(),
-            model: args.model.provider.model.clone(),
-            base_url: args.model.provider.base_url.clone(),
-            tool_choice: args.tool_choice.clone(),
-            scenario: args.model.scenario.clone(),
-            max_tokens: args.max_tokens,
-        },
-        mode,
-        max_rounds: args.max_rounds,
-        mcp_logins: crate::commands::local_logins(),
-        ..RunOptions::default()
-    };
+    let options = run_options(&args, mode);
     let wait_for_decisions = match args.approvals.as_deref() {
         Some(mode) => mode == "wait",
         None => config.run.approvals == steward_config::ApprovalsMode::Wait,
@@ -239,16 +211,7 @@ async fn run_observed(
     // Renewed until the process ends, also while a cancelled run records its end.
     crate::home::spawn_lease_keeper(&runtime, CancellationToken::new())?;
     crate::home::spawn_decision_follower(&runtime);
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nsteward: cancelling (Ctrl-C again to quit at once)");
-            on_interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
+    cancel_on_ctrl_c(&cancel);
     let observer: Arc<dyn steward_core::events::EventObserver> = match observer {
         Some(observer) => observer,
         None if args.json => Arc::new(ui::JsonLines),
@@ -284,6 +247,59 @@ async fn run_observed(
         eprintln!("steward: the state database was not tidied at exit: {error}");
     }
     Ok(code)
+}
+
+/// The run mode `--mode` names, after checking the arguments that need no file or store
+/// (`--max-rounds` and `--max-tokens` at least 1, a task that is not empty).
+fn checked_mode(args: &RunArgs) -> Result<Option<RunMode>> {
+    if args.max_rounds == Some(0) {
+        return Err(usage("--max-rounds must be at least 1"));
+    }
+    if args.max_tokens == Some(0) {
+        return Err(usage("--max-tokens must be at least 1"));
+    }
+    if args.task.trim().is_empty() {
+        return Err(usage("the task is empty: say what to do, e.g. steward run \"show the git status\""));
+    }
+    Ok(match args.mode.as_deref() {
+        Some(name) => {
+            Some(RunMode::parse(name).ok_or_else(|| usage(format!("unknown mode `{name}`: use loop or roles")))?)
+        }
+        None => None,
+    })
+}
+
+/// What the arguments choose about the run beyond its configuration, in `mode`.
+fn run_options(args: &RunArgs, mode: Option<RunMode>) -> RunOptions {
+    RunOptions {
+        planner: PlannerOverrides {
+            planner: args.planner.clone(),
+            provider: args.model.provider.provider.clone(),
+            model: args.model.provider.model.clone(),
+            base_url: args.model.provider.base_url.clone(),
+            tool_choice: args.tool_choice.clone(),
+            scenario: args.model.scenario.clone(),
+            max_tokens: args.max_tokens,
+        },
+        mode,
+        max_rounds: args.max_rounds,
+        mcp_logins: crate::commands::local_logins(),
+        ..RunOptions::default()
+    }
+}
+
+/// Cancels `cancel` at the first Ctrl-C; a second one ends the process at once (exit 130).
+fn cancel_on_ctrl_c(cancel: &CancellationToken) {
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nsteward: cancelling (Ctrl-C again to quit at once)");
+            on_interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
 }
 
 /// How many tool calls of a run were refused (denied by the gate, rejected, or left to

@@ -23,74 +23,19 @@ mod launcher;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use steward_policy::{Policy, Redactor};
-use steward_store::{RunRecord, Store};
+use steward_policy::Policy;
+use steward_store::RunRecord;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{ApprovalKey, Approver};
-use crate::clock::{Clock, SystemClock};
+use crate::approval::Approver;
 use crate::context::Turn;
-use crate::decisions::DecisionQueue;
 use crate::events::EventObserver;
 use crate::planner::PlannerOverrides;
-use crate::recovery::ExecutingRuns;
 use crate::{PlannerChoice, RolePlan, RunError, RunMode, RunRequest, Runtime};
 use steward_config::Config;
 use steward_tools::ToolRegistry;
 
 pub use launcher::{Launcher, LauncherError, ProviderStatus};
-
-impl Runtime {
-    /// The runtime of the state directory `home`: full outputs of capped tool results go to
-    /// `home/outputs`, rollback snapshots to `home/snapshots`, search indexes to `home/index`
-    /// (all created when first needed);
-    /// `store`, `redactor` and `approval_key` are shared by every run of the process, and so
-    /// are the registry of the runs it executes (empty at first), the clock approvals and
-    /// grants are judged by (the system clock; [`Runtime::with_clock`] sets another) and the
-    /// queue of the decisions its runs wait on (empty at first). `home` is registered with
-    /// [`steward_config::state_paths::register`]: no sandboxed program of the process sees it.
-    pub fn new(
-        home: &Path,
-        store: Arc<dyn Store>,
-        redactor: impl Into<Arc<Redactor>>,
-        approval_key: ApprovalKey,
-    ) -> Runtime {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        // No sandboxed program of this process sees the state folder.
-        steward_config::state_paths::register(home);
-        Runtime {
-            store,
-            redactor: redactor.into(),
-            approval_key,
-            home_dir: home.to_path_buf(),
-            outputs_dir: home.join("outputs"),
-            snapshots_dir: home.join("snapshots"),
-            index_dir: home.join("index"),
-            executing: Arc::new(ExecutingRuns::new()),
-            clock: clock.clone(),
-            decisions: Arc::new(DecisionQueue::new(clock)),
-        }
-    }
-
-    /// Where the MCP logins of `owner` are kept (`$STEWARD_HOME/mcp-logins/…`, see
-    /// [`steward_mcp::oauth::TokenPlace`]).
-    pub fn mcp_logins(&self, owner: &str) -> steward_mcp::oauth::TokenPlace {
-        steward_mcp::oauth::TokenPlace::new(&self.home_dir, owner)
-    }
-
-    /// The same runtime reading the time from `clock` (a [`crate::clock::ManualClock`] in a
-    /// test that moves time on to expire approvals and grants), with a fresh decision queue
-    /// judging expiry by it: set the clock before any run starts.
-    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Runtime {
-        Runtime { decisions: Arc::new(DecisionQueue::new(clock.clone())), clock, ..self }
-    }
-
-    /// The same runtime with `redactor` in place of its own (a redactor that also knows more
-    /// secret values: the hub's bearer credential, a workspace's secret files).
-    pub fn with_redactor(&self, redactor: Redactor) -> Runtime {
-        Runtime { redactor: Arc::new(redactor), ..self.clone() }
-    }
-}
 
 /// The environment as the process sees it.
 fn process_env(name: &str) -> Option<String> {

@@ -175,6 +175,9 @@ pub(super) fn build(src: &Sources<'_>) -> Timeline {
     let mut end: Option<(u64, Ending)> = None;
     let mut refused = 0usize;
     for event in src.events {
+        if call_event(&mut b, event, &mut refused, &mut files_changed) {
+            continue;
+        }
         match &event.kind {
             EventKind::StageStarted { stage, round } => {
                 progress.round = progress.round.max(*round);
@@ -214,83 +217,6 @@ pub(super) fn build(src: &Sources<'_>) -> Timeline {
                      and what it saw cannot leave without an ask"
                 );
                 b.note(event.seq, text, "wait")
-            }
-            EventKind::ToolRequested { call_id, tool, arguments } => b.open_call(event.seq, call_id, tool, arguments),
-            EventKind::ToolDenied { call_id, rule, reason, .. } => {
-                refused += 1;
-                b.update(call_id, |c| {
-                    set(c, "denied", "bad", rule);
-                    c.reason_html = markdown::to_html(reason);
-                })
-            }
-            EventKind::ToolApprovalRequired { call_id, approval_id, rule, .. } => {
-                let approval = b.approval(approval_id);
-                b.update(call_id, |c| {
-                    set(c, "approval required", "wait", rule);
-                    if approval.as_ref().is_some_and(|a| a.state == "pending") {
-                        c.decision = "waiting for you".into();
-                    }
-                    c.approval = approval;
-                })
-            }
-            EventKind::ToolApproved { call_id, .. } => b.update(call_id, |c| set(c, "approved", "ok", "")),
-            EventKind::ToolRejected { call_id, reason, .. } => {
-                refused += 1;
-                b.update(call_id, |c| {
-                    set(c, "denied by you", "bad", "");
-                    c.reason_html = markdown::to_html(reason);
-                })
-            }
-            EventKind::ToolApprovalExpired { call_id, approval_id } => {
-                refused += 1;
-                let state = b.approval(approval_id).map(|a| a.state).unwrap_or_default();
-                let text = if state == "closed" { "not run: the run ended" } else { "expired unanswered" };
-                b.update(call_id, |c| set(c, text, "bad", ""))
-            }
-            // An approval is shown in the step already; a grant or a rule is named.
-            EventKind::ToolStarted { call_id, allowed_by, .. } => {
-                let rule = if allowed_by.starts_with("approval ") { "" } else { allowed_by.as_str() };
-                b.update(call_id, |c| set(c, "running", "info", rule))
-            }
-            EventKind::McpElicitationRequested { call_id, .. } => {
-                b.update(call_id, |c| set(c, "waiting for your input", "wait", ""))
-            }
-            EventKind::McpElicitationAnswered { call_id, .. } => b.update(call_id, |c| set(c, "running", "info", "")),
-            EventKind::ToolCompleted { call_id, output, hook_output, duration_ms, .. } => {
-                let shown = if hook_output.is_empty() { output.clone() } else { format!("{output}\n\n{hook_output}") };
-                b.update(call_id, |c| {
-                    set(c, "completed", "ok", "");
-                    c.output = cut(&shown, MAX_OUTPUT_CHARS);
-                    c.duration_ms = Some(*duration_ms);
-                })
-            }
-            EventKind::ToolFailed { call_id, error, duration_ms, .. } => b.update(call_id, |c| {
-                set(c, "failed", "bad", "");
-                c.reason_html = markdown::to_html(error);
-                c.duration_ms = Some(*duration_ms);
-            }),
-            EventKind::ToolCallRepeated { call_id, rule, answered_from_record, message, .. } => {
-                if !answered_from_record {
-                    refused += 1;
-                }
-                let (text, tone) = if *answered_from_record {
-                    ("answered from the record", "info")
-                } else {
-                    ("repeat, not run", "bad")
-                };
-                b.update(call_id, |c| {
-                    set(c, text, tone, rule);
-                    c.reason_html = markdown::to_html(message);
-                })
-            }
-            EventKind::PatchProposed { call_id, diff, .. } => b.update(call_id, |c| {
-                // The approval's preview (redacted) is the one shown when there is one.
-                if c.diff.is_none() {
-                    c.diff = Some(DiffItem::of(diff));
-                }
-            }),
-            EventKind::PatchApplied { path, .. } if !files_changed.contains(&shown(path)) => {
-                files_changed.push(shown(path))
             }
             EventKind::RunCompleted { final_text, stop_reason, duration_ms, .. } => {
                 progress.streaming = false;
@@ -342,6 +268,91 @@ pub(super) fn build(src: &Sources<'_>) -> Timeline {
         ended,
         last_seq,
     }
+}
+
+/// Applies `event` when it is about a tool call (its request, decision, progress, outcome,
+/// patch) to `b`, counting the calls refused in `refused` and the files changed in
+/// `files_changed`; false for any other event.
+fn call_event(b: &mut Builder<'_, '_>, event: &Event, refused: &mut usize, files_changed: &mut Vec<String>) -> bool {
+    match &event.kind {
+        EventKind::ToolRequested { call_id, tool, arguments } => b.open_call(event.seq, call_id, tool, arguments),
+        EventKind::ToolDenied { call_id, rule, reason, .. } => {
+            *refused += 1;
+            b.update(call_id, |c| {
+                set(c, "denied", "bad", rule);
+                c.reason_html = markdown::to_html(reason);
+            })
+        }
+        EventKind::ToolApprovalRequired { call_id, approval_id, rule, .. } => {
+            let approval = b.approval(approval_id);
+            b.update(call_id, |c| {
+                set(c, "approval required", "wait", rule);
+                if approval.as_ref().is_some_and(|a| a.state == "pending") {
+                    c.decision = "waiting for you".into();
+                }
+                c.approval = approval;
+            })
+        }
+        EventKind::ToolApproved { call_id, .. } => b.update(call_id, |c| set(c, "approved", "ok", "")),
+        EventKind::ToolRejected { call_id, reason, .. } => {
+            *refused += 1;
+            b.update(call_id, |c| {
+                set(c, "denied by you", "bad", "");
+                c.reason_html = markdown::to_html(reason);
+            })
+        }
+        EventKind::ToolApprovalExpired { call_id, approval_id } => {
+            *refused += 1;
+            let state = b.approval(approval_id).map(|a| a.state).unwrap_or_default();
+            let text = if state == "closed" { "not run: the run ended" } else { "expired unanswered" };
+            b.update(call_id, |c| set(c, text, "bad", ""))
+        }
+        // An approval is shown in the step already; a grant or a rule is named.
+        EventKind::ToolStarted { call_id, allowed_by, .. } => {
+            let rule = if allowed_by.starts_with("approval ") { "" } else { allowed_by.as_str() };
+            b.update(call_id, |c| set(c, "running", "info", rule))
+        }
+        EventKind::McpElicitationRequested { call_id, .. } => {
+            b.update(call_id, |c| set(c, "waiting for your input", "wait", ""))
+        }
+        EventKind::McpElicitationAnswered { call_id, .. } => b.update(call_id, |c| set(c, "running", "info", "")),
+        EventKind::ToolCompleted { call_id, output, hook_output, duration_ms, .. } => {
+            let shown = if hook_output.is_empty() { output.clone() } else { format!("{output}\n\n{hook_output}") };
+            b.update(call_id, |c| {
+                set(c, "completed", "ok", "");
+                c.output = cut(&shown, MAX_OUTPUT_CHARS);
+                c.duration_ms = Some(*duration_ms);
+            })
+        }
+        EventKind::ToolFailed { call_id, error, duration_ms, .. } => b.update(call_id, |c| {
+            set(c, "failed", "bad", "");
+            c.reason_html = markdown::to_html(error);
+            c.duration_ms = Some(*duration_ms);
+        }),
+        EventKind::ToolCallRepeated { call_id, rule, answered_from_record, message, .. } => {
+            if !answered_from_record {
+                *refused += 1;
+            }
+            let (text, tone) =
+                if *answered_from_record { ("answered from the record", "info") } else { ("repeat, not run", "bad") };
+            b.update(call_id, |c| {
+                set(c, text, tone, rule);
+                c.reason_html = markdown::to_html(message);
+            })
+        }
+        EventKind::PatchProposed { call_id, diff, .. } => b.update(call_id, |c| {
+            // The approval's preview (redacted) is the one shown when there is one.
+            if c.diff.is_none() {
+                c.diff = Some(DiffItem::of(diff));
+            }
+        }),
+        EventKind::PatchApplied { path, .. } if !files_changed.contains(&shown(path)) => {
+            files_changed.push(shown(path))
+        }
+        EventKind::PatchApplied { .. } => {}
+        _ => return false,
+    }
+    true
 }
 
 /// How a run ended, from its last event.
