@@ -7,6 +7,7 @@
 //! injections, the secret redactor and the workspace search index. Every figure is printed on
 //! stdout, one line each. Exit code 0 when every measurement ran, 1 when one failed, 2 on a
 //! usage error.
+#![deny(unsafe_code)]
 
 mod generated;
 mod injection;
@@ -15,6 +16,7 @@ mod local;
 mod local_tasks;
 mod nodes;
 mod redaction;
+mod rusage;
 mod sandbox;
 mod search;
 mod serve;

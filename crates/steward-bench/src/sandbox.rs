@@ -329,17 +329,7 @@ async fn plain_cat(file: &str) -> Result<()> {
 /// CPU time (user + system) of this process and of its children that ended and were waited
 /// for (with their own waited-for children: a sandboxed program, its init and keeper).
 pub(crate) fn cpu_time_with_children() -> Duration {
-    usage(libc::RUSAGE_SELF) + usage(libc::RUSAGE_CHILDREN)
-}
-
-fn usage(who: libc::c_int) -> Duration {
-    // SAFETY: getrusage only writes into the struct we pass.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
-        return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    crate::rusage::cpu_time(libc::RUSAGE_SELF) + crate::rusage::cpu_time(libc::RUSAGE_CHILDREN)
 }
 
 fn ms(d: Duration) -> f64 {

@@ -222,6 +222,7 @@ fn io_syscalls() -> (u64, u64) {
 
 /// Hands the allocator's free memory back to the system; the RSS afterwards, in KiB.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code, reason = "malloc_trim(3): glibc's, no safe wrapper")]
 fn trimmed() -> Option<u64> {
     // SAFETY: malloc_trim only releases free heap pages.
     unsafe { libc::malloc_trim(0) };
@@ -363,15 +364,18 @@ async fn bench_parked(n: usize) -> Result<()> {
 // ----- event latency ------------------------------------------------------------------------
 
 /// Raises the soft open-file limit to the hard limit; returns (before, after).
+#[allow(unsafe_code, reason = "getrlimit(2) and setrlimit(2): std has no resource limits")]
 fn raise_nofile() -> Result<(u64, u64)> {
-    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    // SAFETY: an all-zero `rlimit` is a valid value of the plain C struct.
     let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit only writes into the struct passed, which lives for the call.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         bail!("getrlimit: {}", std::io::Error::last_os_error());
     }
     let before = limit.rlim_cur;
     if limit.rlim_cur < limit.rlim_max {
         limit.rlim_cur = limit.rlim_max;
+        // SAFETY: setrlimit only reads the struct passed, which lives for the call.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
             bail!("setrlimit: {}", std::io::Error::last_os_error());
         }

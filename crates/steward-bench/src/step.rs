@@ -402,13 +402,7 @@ fn planner(steps: u32, shell_line: Option<&str>) -> PlannerChoice {
 
 /// CPU time (user + system) used by this process so far, all threads included.
 pub(crate) fn cpu_time() -> Duration {
-    // SAFETY: getrusage only writes into the struct we pass.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    crate::rusage::cpu_time(libc::RUSAGE_SELF)
 }
 
 fn print_line(label: &str, concurrency: u32, steps: &[Duration], elapsed: Duration, cpu: Duration) {

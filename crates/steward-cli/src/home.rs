@@ -391,6 +391,7 @@ fn create_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// True when a process with this id exists (signal 0 succeeds or is merely not permitted).
+#[allow(unsafe_code, reason = "kill(2) with signal 0: std signals only its own children")]
 pub fn process_alive(pid: u32) -> bool {
     if pid == 0 || pid > i32::MAX as u32 {
         return false;
@@ -401,6 +402,7 @@ pub fn process_alive(pid: u32) -> bool {
 }
 
 /// The CLI's owner id: `local:<user name>`.
+#[allow(unsafe_code, reason = "getuid(2): std has no user id")]
 pub fn local_owner() -> String {
     let user = std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| {
         // SAFETY: getuid has no preconditions.

@@ -1,5 +1,6 @@
 //! `steward`: a local-first agent harness whose execution control layer decides what a
 //! model's proposed tool calls may do.
+#![deny(unsafe_code)]
 
 mod commands;
 mod home;

@@ -335,6 +335,7 @@ const LINE_POLL_MS: libc::c_int = 100;
 /// through a second, non-blocking open of the same terminal (`/dev/stdin`), so a read that
 /// finds nothing (the input was flushed by Ctrl-C) returns instead of blocking, and stdin's own
 /// flags (shared with the parent shell) stay as they are.
+#[allow(unsafe_code, reason = "poll(2) with a timeout: std's reads of a terminal block")]
 fn read_line_polled(abandoned: &AtomicBool) -> Option<String> {
     use std::io::Read as _;
     use std::os::fd::AsRawFd as _;
@@ -385,6 +386,7 @@ impl Drop for SetOnDrop {
 }
 
 /// Discards what was typed before a prompt appeared, so nothing is answered unseen.
+#[allow(unsafe_code, reason = "tcflush(3): std has no terminal control")]
 fn discard_typed_ahead() {
     // SAFETY: tcflush on fd 0 only discards pending terminal input.
     unsafe {

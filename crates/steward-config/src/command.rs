@@ -33,7 +33,7 @@ pub struct CommandToolConfig {
     #[serde(default)]
     pub risk: Option<RiskLevel>,
     /// `false` (default): no network; `true`: all of it; a host list: those hosts only,
-    /// through the egress proxy (see `steward_tools::network`).
+    /// through the egress proxy.
     #[serde(default)]
     pub network: Network,
     /// Let the command create Unix sockets (default false: the sandbox's seccomp filter

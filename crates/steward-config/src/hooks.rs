@@ -30,7 +30,7 @@ pub struct HookConfig {
     #[serde(default)]
     pub timeout_ms: Option<u64>,
     /// Workspace folders the commands may write besides the changed file itself (never the
-    /// workspace root, `.git` or `.steward`: see [`crate::writable_folder`]).
+    /// workspace root, `.git` or `.steward`).
     #[serde(default)]
     pub writes: Vec<String>,
 }

@@ -103,6 +103,7 @@ struct GroupKill {
 }
 
 impl GroupKill {
+    #[allow(unsafe_code, reason = "killpg(2): the standard library signals a child, not its process group")]
     fn kill(&self) {
         let reaped = self.exit.as_ref().is_some_and(|exit| exit.borrow().is_some());
         if let Some(pgid) = self.pgid

@@ -21,6 +21,7 @@
 //! has `untrusted_output: true` (its output taints the run, SPEC C2) and writes unless the
 //! user's `read_only_tools` says otherwise.
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
 mod config;
 mod connection;

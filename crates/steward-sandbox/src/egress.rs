@@ -153,7 +153,7 @@ impl ChildListen {
 /// Sets `IFF_UP` on `lo` (needs `CAP_NET_ADMIN` in the namespace, which the child has right
 /// after `unshare`).
 unsafe fn lo_up() -> io::Result<()> {
-    // SAFETY (whole body): ioctl on a fresh datagram socket with a zeroed `ifreq` naming `lo`.
+    // SAFETY: ioctl on a fresh datagram socket with a zeroed `ifreq` naming `lo`.
     unsafe {
         let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
         if sock < 0 {
@@ -179,7 +179,7 @@ unsafe fn lo_up() -> io::Result<()> {
 
 /// Sends `fd` over `sock` with `SCM_RIGHTS`. Async-signal-safe.
 unsafe fn send_fd(sock: RawFd, fd: RawFd) -> io::Result<()> {
-    // SAFETY (whole body): the message points at stack buffers that outlive `sendmsg`.
+    // SAFETY: the message points at stack buffers that outlive `sendmsg`.
     unsafe {
         let mut byte = [0u8; 1];
         let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };

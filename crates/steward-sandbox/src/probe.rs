@@ -100,8 +100,9 @@ mod tests {
     #[test]
     fn the_child_exit_code_is_returned() {
         let mut stack = ChildStack::new().unwrap();
-        // SAFETY (here and below): the bodies make system calls only.
+        // SAFETY: the body makes no call at all.
         assert_eq!(unsafe { run(&mut stack, &mut || 7) }, Ok(7));
+        // SAFETY: as above.
         assert_eq!(unsafe { run(&mut stack, &mut || 0) }, Ok(0));
     }
 
@@ -111,6 +112,7 @@ mod tests {
         let mut stack = ChildStack::new().unwrap();
         let parent = std::process::id() as i32;
         let prepared = 42;
+        // SAFETY: the child's body makes one system call (getpid) and reads the parent's memory.
         let code = unsafe {
             run(&mut stack, &mut || {
                 // SAFETY: getpid has no preconditions.
@@ -126,6 +128,7 @@ mod tests {
     fn a_child_can_run_a_grandchild() {
         let mut outer = ChildStack::new().unwrap();
         let mut inner = ChildStack::new().unwrap();
+        // SAFETY: each body runs a child on its own stack and makes no other call.
         let code = unsafe {
             run(&mut outer, &mut || match run(&mut inner, &mut || 5) {
                 Ok(code) => code + 1,
@@ -138,6 +141,7 @@ mod tests {
     #[test]
     fn a_child_killed_by_a_signal_is_reported() {
         let mut stack = ChildStack::new().unwrap();
+        // SAFETY: the child's body makes system calls only (getpid, kill).
         let code = unsafe {
             run(&mut stack, &mut || {
                 // Raises SIGKILL in this (child) process only.

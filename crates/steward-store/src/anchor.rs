@@ -34,7 +34,6 @@
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 use steward_protocol::AuditRecord;
@@ -178,18 +177,15 @@ pub fn check(path: &Path, records: &[AuditRecord], verdict: AuditVerification) -
     Ok(verdict)
 }
 
-/// An exclusive `flock` on a file of its own (created with mode 0600), held until dropped.
-/// Blocks until the lock is free.
+/// An exclusive lock (`flock` on Unix, through [`File::lock`]) on a file of its own (created
+/// with mode 0600), held until dropped.
 pub struct FileLock(File);
 
 impl FileLock {
     /// Opens (creating) `path` and locks it exclusively, waiting for another holder.
     pub fn acquire(path: &Path) -> std::io::Result<FileLock> {
         let file = Self::open(path)?;
-        // SAFETY: flock on an open descriptor we own; released when the file is closed.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        file.lock()?;
         Ok(FileLock(file))
     }
 
@@ -197,14 +193,10 @@ impl FileLock {
     /// another holder has it (then [`FileLock::acquire`] waits for it).
     pub fn try_acquire(path: &Path) -> std::io::Result<Option<FileLock>> {
         let file = Self::open(path)?;
-        // SAFETY: flock on an open descriptor we own; released when the file is closed.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(Some(FileLock(file)));
-        }
-        let error = std::io::Error::last_os_error();
-        match error.kind() {
-            std::io::ErrorKind::WouldBlock => Ok(None),
-            _ => Err(error),
+        match file.try_lock() {
+            Ok(()) => Ok(Some(FileLock(file))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(error)) => Err(error),
         }
     }
 
@@ -215,32 +207,24 @@ impl FileLock {
 
 impl Drop for FileLock {
     fn drop(&mut self) {
-        // SAFETY: unlocking the descriptor locked in `acquire`.
-        unsafe {
-            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
-        }
+        // Closing the file releases the lock too; unlocking first says so.
+        let _ = self.0.unlock();
     }
 }
 
-/// An exclusive `flock` held until dropped.
+/// An exclusive lock on an open file ([`File::lock`]), held until dropped.
 struct Lock<'a>(&'a File);
 
 impl<'a> Lock<'a> {
     fn exclusive(file: &'a File) -> std::io::Result<Self> {
-        // SAFETY: flock on an open descriptor we own; released in Drop.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        file.lock()?;
         Ok(Lock(file))
     }
 }
 
 impl Drop for Lock<'_> {
     fn drop(&mut self) {
-        // SAFETY: unlocking the descriptor locked in `exclusive`.
-        unsafe {
-            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
-        }
+        let _ = self.0.unlock();
     }
 }
 

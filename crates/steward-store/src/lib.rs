@@ -20,6 +20,7 @@
 //! Both keep timestamps as RFC 3339 `TEXT` ([`timestamp_text`]) and JSON as `TEXT`, so the audit
 //! hash input and the sort orders are identical.
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
 mod anchor;
 mod chain;

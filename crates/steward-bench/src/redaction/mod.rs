@@ -80,15 +80,6 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
-/// CPU time (user + system) of the children this process waited for.
-fn children_cpu() -> Duration {
-    // SAFETY: getrusage only writes the struct passed.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
 /// Runs the benchmark and prints what it measured.
 pub async fn run(args: BenchRedactionArgs) -> Result<u8> {
     tokio::task::spawn_blocking(move || measure(&args)).await?
@@ -161,7 +152,7 @@ fn measure(args: &BenchRedactionArgs) -> Result<u8> {
     let report = dir.join("gitleaks.json");
     let version = Command::new(gitleaks).arg("version").output().context("running gitleaks")?;
     let mut times = Vec::new();
-    let cpu_before = children_cpu();
+    let cpu_before = crate::rusage::cpu_time(libc::RUSAGE_CHILDREN);
     for _ in 0..args.passes {
         let started = Instant::now();
         let status = Command::new(gitleaks)
@@ -176,7 +167,8 @@ fn measure(args: &BenchRedactionArgs) -> Result<u8> {
             bail!("gitleaks failed: {status}");
         }
     }
-    let gitleaks_cpu = (children_cpu().saturating_sub(cpu_before)).as_secs_f64() / f64::from(args.passes);
+    let gitleaks_cpu = (crate::rusage::cpu_time(libc::RUSAGE_CHILDREN).saturating_sub(cpu_before)).as_secs_f64()
+        / f64::from(args.passes);
     let gitleaks_time = median(times);
     let gitleaks_mbs = mb(bytes) / gitleaks_time.as_secs_f64();
     let findings: Vec<Finding> = serde_json::from_slice(&std::fs::read(&report)?).context("gitleaks' report")?;

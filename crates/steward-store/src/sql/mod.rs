@@ -22,10 +22,11 @@ mod notify;
 pub(crate) mod postgres;
 mod rows;
 pub(crate) mod sqlite;
-mod sqlite_audit;
-mod sqlite_batch;
-mod sqlite_insert;
-mod sqlite_statement;
+#[allow(
+    unsafe_code,
+    reason = "SQLite's C API, for the reads and writes sqlx's row copies and hand-overs would slow down; the crate's only raw SQLite"
+)]
+mod sqlite_raw;
 mod store;
 mod verify;
 pub(crate) mod work;

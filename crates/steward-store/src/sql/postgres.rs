@@ -66,6 +66,7 @@ pub fn redact_database_url(url: &str) -> String {
 /// The node name of this machine: its host name (`gethostname(2)`), or `localhost` when it has
 /// none. Runs are stamped with the node that executes them, so that crash recovery only judges
 /// the process ids of runs started on the same machine.
+#[allow(unsafe_code, reason = "gethostname(2) has no safe wrapper in std or the crate's dependencies")]
 pub fn host_node() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer we own.

@@ -168,14 +168,14 @@ impl Dialect for SqliteDialect {
         width: usize,
         values: Vec<Arg<'c>>,
     ) -> Result<(), StoreError> {
-        super::sqlite_insert::insert_rows(conn, path, insert, width, &values).await
+        super::sqlite_raw::insert_rows(conn, path, insert, width, &values).await
     }
 
     fn check_audit_rows<'c>(
         conn: &'c mut SqliteConnection,
         chain: &'c mut ChainState,
     ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send + 'c {
-        super::sqlite_audit::check_audit_rows(conn, chain)
+        super::sqlite_raw::check_audit_rows(conn, chain)
     }
 
     fn node(&self) -> Option<&str> {
@@ -204,12 +204,12 @@ impl Dialect for SqliteDialect {
         works: &'c [&'c super::work::Work],
         durable: bool,
     ) -> Option<(Result<Vec<super::work::Applied>, super::work::BatchError>, bool)> {
-        if !super::sqlite_batch::appends_only(works) {
+        if !super::sqlite_raw::appends_only(works) {
             return None;
         }
         let change = self.synchronous_change(durable);
         let pragma = change.as_ref().map(|c| c.sql);
-        let (outcome, set) = super::sqlite_batch::apply_appends(conn, shared, works, pragma).await;
+        let (outcome, set) = super::sqlite_raw::apply_appends(conn, shared, works, pragma).await;
         if let (true, Some(change)) = (set, change) {
             self.synchronous_set(change);
         }

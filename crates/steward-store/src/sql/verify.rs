@@ -8,7 +8,7 @@
 //!
 //! How the rows are read is the database's ([`Dialect::check_audit_rows`]): PostgreSQL streams
 //! them through sqlx ([`check_rows`]); SQLite steps its own statement through SQLite's C API
-//! and hashes each row from the column values in place ([`super::sqlite_audit`]), as sqlx
+//! and hashes each row from the column values in place ([`super::sqlite_raw`]), as sqlx
 //! would copy every value of every row and hand each row over from its worker thread.
 //!
 //! This pass only ever concludes that the chain is intact: at the first row that does not

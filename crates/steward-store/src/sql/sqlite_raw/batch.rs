@@ -14,13 +14,13 @@ use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 use steward_protocol::{AuditEntry, Event};
 
-use super::apply::{
+use super::insert::{row_insert, step_rows};
+use super::statement::{Statement, connection_error, execute, on_this_thread};
+use crate::StoreError;
+use crate::sql::apply::{
     AUDIT_WIDTH, EVENT_INSERT, EVENT_WIDTH, HEAD_SQL, audit_insert, chain_audits, chain_head, event_rows,
 };
-use super::sqlite_insert::{row_insert, step_rows};
-use super::sqlite_statement::{Statement, connection_error, execute, on_this_thread};
-use super::work::{Applied, BatchError, Shared, Work};
-use crate::StoreError;
+use crate::sql::work::{Applied, BatchError, Shared, Work};
 
 /// Whether `works` is a batch [`apply_appends`] takes: not empty, and every write an event or
 /// an audit record.

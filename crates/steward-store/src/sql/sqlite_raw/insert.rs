@@ -13,9 +13,9 @@ use std::ptr::NonNull;
 use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 
-use super::dialect::{Arg, row_placeholders, whole_rows};
-use super::sqlite_statement::{Statement, connection_error};
+use super::statement::{Statement, connection_error};
 use crate::StoreError;
+use crate::sql::dialect::{Arg, row_placeholders, whole_rows};
 
 /// Runs `insert` (`INSERT INTO table (columns)`, naming `width` columns) with `VALUES` of one
 /// row once per `width` values of `values`, in order, inside whatever transaction `conn` has

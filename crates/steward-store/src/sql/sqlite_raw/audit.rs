@@ -16,10 +16,10 @@ use std::sync::mpsc;
 use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 
-use super::chain_state::{ChainState, RowFields};
-use super::sqlite_statement::{Statement, on_this_thread};
-use super::verify::chain_sql;
+use super::statement::{Statement, on_this_thread};
 use crate::chain::StoredFields;
+use crate::sql::chain_state::{ChainState, RowFields};
+use crate::sql::verify::chain_sql;
 
 /// Checks every row of [`chain_sql`] with `chain`: whether all of them check out. A row with
 /// a column of another type than the store writes (`INTEGER` for `seq` and `latency_ms`,
@@ -116,9 +116,9 @@ fn read_chunks(statement: &Statement, full: mpsc::SyncSender<Chunk>, spent: &mps
 ///
 /// `stmt` must have a current row (its last step returned `SQLITE_ROW`).
 unsafe fn copy_row(stmt: *mut ffi::sqlite3_stmt, chunk: &mut Chunk) -> bool {
-    // SAFETY (every call below): column indexes are within the 18 columns of `chain_sql`, on
-    // the current row of `stmt`; a text's bytes are read before the next call on the
-    // statement.
+    // Every column index below is within the 18 columns of `chain_sql`, on the current row of
+    // `stmt`; a text's bytes are read before the next call on the statement.
+    // SAFETY: a column's type, read on the current row (the caller's promise).
     let typed = |i: c_int, ty: c_int| unsafe { ffi::sqlite3_column_type(stmt, i) == ty };
     if !(typed(0, ffi::SQLITE_INTEGER) && typed(9, ffi::SQLITE_FLOAT) && typed(11, ffi::SQLITE_INTEGER)) {
         return false;
@@ -129,6 +129,7 @@ unsafe fn copy_row(stmt: *mut ffi::sqlite3_stmt, chunk: &mut Chunk) -> bool {
             return false;
         }
         // The pointer first, then the length in bytes of that UTF-8 text (SQLite's order).
+        // SAFETY: a text column of the current row, read before the statement moves on.
         let (data, len) = unsafe { (ffi::sqlite3_column_text(stmt, i), ffi::sqlite3_column_bytes(stmt, i)) };
         let Ok(len) = usize::try_from(len) else { return false };
         if !data.is_null() {

@@ -1,7 +1,7 @@
 //! A statement prepared through SQLite's C API on a connection locked out of sqlx's worker
 //! thread ([`sqlx::SqliteConnection::lock_handle`]), finalized when dropped: what the audit
-//! chain's read ([`super::sqlite_audit`]), the rows inserted through the C API
-//! ([`super::sqlite_insert`]) and the batches of appends ([`super::sqlite_batch`]) step; and
+//! chain's read ([`super::audit`]), the rows inserted through the C API
+//! ([`super::insert`]) and the batches of appends ([`super::batch`]) step; and
 //! how such work runs on the calling thread ([`on_this_thread`]).
 
 use std::ffi::c_int;

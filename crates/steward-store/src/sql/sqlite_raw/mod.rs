@@ -1,0 +1,16 @@
+//! Raw SQLite: the crate's only calls of SQLite's C API (`libsqlite3-sys`, the library sqlx
+//! links), on a connection sqlx hands over. Through sqlx each row is copied out and each step is
+//! a hand-over to its worker thread; the audit check reads columns in place, many rows are
+//! inserted with one prepared statement, and a batch of appends runs in one call.
+//!
+//! Every `unsafe` block here says why it is sound (`SAFETY:`); nothing outside this module
+//! may use `unsafe` (the crate denies it).
+
+mod audit;
+mod batch;
+mod insert;
+mod statement;
+
+pub use audit::check_audit_rows;
+pub use batch::{appends_only, apply_appends};
+pub use insert::insert_rows;
