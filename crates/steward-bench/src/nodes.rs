@@ -15,6 +15,7 @@
 
 use std::str::FromStr;
 use std::time::{Duration, Instant};
+use steward_store::RunStore;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;

@@ -12,6 +12,7 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use steward_store::AuditStore;
 
 use anyhow::Result;
 use async_trait::async_trait;

@@ -10,6 +10,7 @@
 //! The tool writes, so it asks; a workspace grant given earlier by the owner answers the ask.
 
 use crate::common;
+use steward_store::ApprovalStore;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -3,6 +3,7 @@
 //! `script` where an owner answers.
 
 use crate::common;
+use steward_store::ApprovalStore;
 
 use std::process::Command;
 
@@ -108,7 +109,6 @@ fn a_remembered_grant_never_answers_for_a_shell_command_the_gate_cannot_parse() 
     // The same grant for `shell_command`, as the store would hold it had one ever been given.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        use steward_store::Store;
         let store = steward_store::SqliteStore::open(&db(&env), steward_store::StoreOptions::default()).await.unwrap();
         let grants = store.grants("local:tester").await.unwrap();
         let edit = grants.iter().find(|g| g.tool == "edit").expect("the edit grant is stored");

@@ -3,6 +3,7 @@
 //! `readOnlyHint: true` and whose inbox carries injected instructions).
 
 use crate::common;
+use steward_store::ApprovalStore;
 
 use common::*;
 use serde_json::Value;

@@ -38,7 +38,7 @@ pub async fn history(store: &dyn Store, record: &ConversationRecord) -> Result<V
 #[cfg(test)]
 mod tests {
     use steward_protocol::StopReason;
-    use steward_store::{ConversationTurn, RunRecord, RunStatus, SqliteStore, StoreOptions};
+    use steward_store::{ConversationTurn, RunRecord, RunStatus, RunStore, SqliteStore, StoreOptions};
 
     use super::*;
 

@@ -2,9 +2,10 @@
 //! clock, waking without polling, and decisions recorded in the store by another process.
 
 use std::sync::Arc;
+use steward_store::ApprovalStore;
 
 use steward_protocol::ApprovalStatus;
-use steward_store::{SqliteStore, Store};
+use steward_store::SqliteStore;
 
 use super::*;
 use crate::clock::ManualClock;

@@ -11,6 +11,9 @@
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
+use steward_store::ApprovalStore;
+use steward_store::AuditStore;
+use steward_store::RunStore;
 
 use chrono::Utc;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -23,7 +26,7 @@ use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, Event, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};
-use steward_store::{PgStore, RunRecord, RunStatus, Store, StoreOptions, new_id};
+use steward_store::{PgStore, RunRecord, RunStatus, StoreOptions, new_id};
 use steward_tools::ToolRegistry;
 
 /// A schema of its own, dropped when this is dropped.

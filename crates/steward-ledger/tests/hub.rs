@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use steward_store::AuditStore;
+use steward_store::RunStore;
 
 use common::fake_ledger::{self, Shared, TOKEN};
 use steward_core::Runtime;
@@ -16,7 +18,7 @@ use steward_core::planner::PlannerOverrides;
 use steward_ledger::hub::engine::Handled;
 use steward_ledger::hub::{Hub, HubSettings, HubToken, LedgerClient, RunLauncher};
 use steward_ledger::wire::{AttemptOutcome, CheckOutcome, Evidence};
-use steward_store::{JournalState, JournalStore, SqliteStore, Store, StoreOptions};
+use steward_store::{JournalState, JournalStore, SqliteStore, StoreOptions};
 use tokio_util::sync::CancellationToken;
 
 const SUMMARY: &str = "[[round]]\ntext = \"Summary: adds feature.txt.\"\n";

@@ -64,12 +64,11 @@ pub fn new_id(prefix: &str) -> String {
     format!("{prefix}{bits:016x}")
 }
 
-/// Persistence of runs, events, approvals, remembered facts and the audit chain.
+/// Runs, their events and their rollbacks: the record of what each run did.
 ///
-/// Writes are ordered: every write is applied after every write queued before it on the same
-/// store. All methods return [`StoreError`] (class `storage`) on failure.
+/// Part of [`Store`]; all methods return [`StoreError`] (class `storage`) on failure.
 #[async_trait]
-pub trait Store: Send + Sync {
+pub trait RunStore: Send + Sync {
     /// Stores a new run; fails if the id exists. Returns once committed; the commit may reach
     /// the disk only with the next durable write (the run's first audit record that lets an
     /// action run, or its end), so a crash of the machine before then loses a run that has done
@@ -116,12 +115,23 @@ pub trait Store: Send + Sync {
     /// this store before the call.
     async fn events(&self, run_id: &str, after_seq: u64) -> Result<Vec<Event>, StoreError>;
 
-    /// Inserts an approval request or replaces the one with the same id. Returns once committed.
-    async fn upsert_approval(&self, approval: &ApprovalRequest) -> Result<(), StoreError>;
+    /// Inserts a rollback record or replaces the one with the same token. Returns once committed.
+    async fn upsert_rollback(&self, record: &RollbackRecord) -> Result<(), StoreError>;
 
-    /// Approval requests of a run, oldest first.
-    async fn approvals(&self, run_id: &str) -> Result<Vec<ApprovalRequest>, StoreError>;
+    /// Rollback records of a run in step order.
+    async fn rollbacks(&self, run_id: &str) -> Result<Vec<RollbackRecord>, StoreError>;
 
+    /// Deletes run `id` with its events, approval requests, approval decisions and rollback
+    /// records, unless it is `running`; true when it was deleted. The audit chain keeps its
+    /// records (they are never deleted). Returns once committed.
+    async fn delete_run(&self, id: &str) -> Result<bool, StoreError>;
+}
+
+/// The hash-chained audit log (SPEC C6): appends, reads, verification and its anchor.
+///
+/// Part of [`Store`]; all methods return [`StoreError`] (class `storage`) on failure.
+#[async_trait]
+pub trait AuditStore: Send + Sync {
     /// Appends to the hash chain; returns only when the record is durable (committed with the
     /// configured durability). `seq`, `prev_hash` and `hash` are computed inside the write
     /// transaction from the last stored record, so several processes sharing one database
@@ -136,18 +146,6 @@ pub trait Store: Send + Sync {
     /// (another node took the run over to recover it, or the run ended or does not exist):
     /// nothing was appended and the call must not execute.
     async fn append_audit_if_running(&self, entry: AuditEntry) -> Result<Option<AuditRecord>, StoreError>;
-
-    /// Inserts a rollback record or replaces the one with the same token. Returns once committed.
-    async fn upsert_rollback(&self, record: &RollbackRecord) -> Result<(), StoreError>;
-
-    /// Rollback records of a run in step order.
-    async fn rollbacks(&self, run_id: &str) -> Result<Vec<RollbackRecord>, StoreError>;
-
-    /// Inserts a grant or replaces the one with the same id. Returns once committed.
-    async fn upsert_grant(&self, grant: &GrantRecord) -> Result<(), StoreError>;
-
-    /// Grants of an owner (revoked and expired ones included), oldest first.
-    async fn grants(&self, owner_id: &str) -> Result<Vec<GrantRecord>, StoreError>;
 
     /// Queues an audit record and returns once it is ordered after every earlier write (not
     /// necessarily on disk): it is committed with the next batch, at the latest by the next
@@ -183,7 +181,38 @@ pub trait Store: Send + Sync {
         }
         Ok(record)
     }
+}
 
+/// Approval requests, the decisions recorded for them, and the grants they leave.
+///
+/// Part of [`Store`]; all methods return [`StoreError`] (class `storage`) on failure.
+#[async_trait]
+pub trait ApprovalStore: Send + Sync {
+    /// Inserts an approval request or replaces the one with the same id. Returns once committed.
+    async fn upsert_approval(&self, approval: &ApprovalRequest) -> Result<(), StoreError>;
+
+    /// Approval requests of a run, oldest first.
+    async fn approvals(&self, run_id: &str) -> Result<Vec<ApprovalRequest>, StoreError>;
+
+    /// Inserts a grant or replaces the one with the same id. Returns once committed.
+    async fn upsert_grant(&self, grant: &GrantRecord) -> Result<(), StoreError>;
+
+    /// Grants of an owner (revoked and expired ones included), oldest first.
+    async fn grants(&self, owner_id: &str) -> Result<Vec<GrantRecord>, StoreError>;
+
+    /// Records `decision` unless the approval already has one; true when it was recorded.
+    /// Returns once committed.
+    async fn insert_approval_decision(&self, decision: &ApprovalDecisionRecord) -> Result<bool, StoreError>;
+
+    /// The recorded decision on approval `approval_id`, if any.
+    async fn approval_decision(&self, approval_id: &str) -> Result<Option<ApprovalDecisionRecord>, StoreError>;
+}
+
+/// Conversations (a run per turn) and an owner's remembered facts.
+///
+/// Part of [`Store`]; all methods return [`StoreError`] (class `storage`) on failure.
+#[async_trait]
+pub trait ConversationStore: Send + Sync {
     /// Stores a remembered fact, in one write transaction, only if its owner has fewer than
     /// `max_per_owner` facts: `true` once it is committed, `false` (nothing stored) when the
     /// owner already has `max_per_owner` or more. Fails if the id exists.
@@ -206,19 +235,13 @@ pub trait Store: Send + Sync {
 
     /// The conversation with exactly this id.
     async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError>;
+}
 
-    /// Deletes run `id` with its events, approval requests, approval decisions and rollback
-    /// records, unless it is `running`; true when it was deleted. The audit chain keeps its
-    /// records (they are never deleted). Returns once committed.
-    async fn delete_run(&self, id: &str) -> Result<bool, StoreError>;
-
-    /// Records `decision` unless the approval already has one; true when it was recorded.
-    /// Returns once committed.
-    async fn insert_approval_decision(&self, decision: &ApprovalDecisionRecord) -> Result<bool, StoreError>;
-
-    /// The recorded decision on approval `approval_id`, if any.
-    async fn approval_decision(&self, approval_id: &str) -> Result<Option<ApprovalDecisionRecord>, StoreError>;
-
+/// The bearer tokens of Steward's own MCP server, stored as hashes.
+///
+/// Part of [`Store`]; all methods return [`StoreError`] (class `storage`) on failure.
+#[async_trait]
+pub trait TokenStore: Send + Sync {
     /// Stores a new MCP bearer token. Returns once committed. Fails if the id or the
     /// `token_hash` exists, and with [`StoreError::Invalid`] (nothing stored) when a scope is
     /// empty or contains a comma (scopes are stored as one comma list and read back split).
@@ -240,22 +263,13 @@ pub trait Store: Send + Sync {
     /// Sets `last_used_at` to `at` on token `id` (revoked or not): `true` once committed,
     /// `false` when there is no such token.
     async fn touch_mcp_token(&self, id: &str, at: Timestamp) -> Result<bool, StoreError>;
+}
 
-    /// Waits until everything queued so far is committed and on disk (as durable as the store
-    /// is configured: queued events and audit records may be committed before without a disk
-    /// sync of their own), the audit anchor included; reports a queued write that failed since
-    /// the last flush ([`StoreError::Deferred`]).
-    async fn flush(&self) -> Result<(), StoreError>;
-
-    /// [`Store::flush`], then leaves the database as a process that is about to end should:
-    /// on SQLite the write-ahead log is moved into the database file and emptied (without
-    /// waiting for other processes' readers), so the next process to open it does not read the
-    /// log back first. The store stays usable. Errors as [`Store::flush`], or
-    /// [`StoreError::Database`] when the checkpoint fails. The default only flushes.
-    async fn close(&self) -> Result<(), StoreError> {
-        self.flush().await
-    }
-
+/// The leases of runs on a store shared by several nodes, and their takeover after a crash.
+///
+/// Part of [`Store`]; all methods return [`StoreError`] (class `storage`) on failure.
+#[async_trait]
+pub trait LeaseStore: Send + Sync {
     /// Renews, to now + `ttl`, the leases of the `running` runs that process `pid` of this node
     /// executes, so that other nodes sharing the database know they are alive (call it every
     /// few seconds, well within `ttl`); a lease another node has taken over stays with it.
@@ -280,6 +294,30 @@ pub trait Store: Send + Sync {
     async fn take_over_expired_runs(&self, ttl: std::time::Duration, limit: u32) -> Result<Vec<RunRecord>, StoreError> {
         let _ = (ttl, limit);
         Ok(Vec::new())
+    }
+}
+
+/// Persistence of runs, events, approvals, remembered facts and the audit chain: one store
+/// with a trait per role ([`RunStore`], [`AuditStore`], [`ApprovalStore`],
+/// [`ConversationStore`], [`TokenStore`], [`LeaseStore`]), as the SQL store implements them.
+///
+/// Writes are ordered: every write is applied after every write queued before it on the same
+/// store. All methods return [`StoreError`] (class `storage`) on failure.
+#[async_trait]
+pub trait Store: RunStore + AuditStore + ApprovalStore + ConversationStore + TokenStore + LeaseStore {
+    /// Waits until everything queued so far is committed and on disk (as durable as the store
+    /// is configured: queued events and audit records may be committed before without a disk
+    /// sync of their own), the audit anchor included; reports a queued write that failed since
+    /// the last flush ([`StoreError::Deferred`]).
+    async fn flush(&self) -> Result<(), StoreError>;
+
+    /// [`Store::flush`], then leaves the database as a process that is about to end should:
+    /// on SQLite the write-ahead log is moved into the database file and emptied (without
+    /// waiting for other processes' readers), so the next process to open it does not read the
+    /// log back first. The store stays usable. Errors as [`Store::flush`], or
+    /// [`StoreError::Database`] when the checkpoint fails. The default only flushes.
+    async fn close(&self) -> Result<(), StoreError> {
+        self.flush().await
     }
 
     /// Notices of changes to runs (events stored, approval requests and decisions, run

@@ -2,6 +2,8 @@
 //! chain's one-pass verification agrees with the full one.
 
 use std::path::Path;
+use steward_store::AuditStore;
+use steward_store::RunStore;
 
 use serde_json::json;
 use steward_protocol::{AuditEntry, AuditOutcome};

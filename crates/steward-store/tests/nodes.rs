@@ -4,6 +4,10 @@
 //! leases and sends no notices.
 
 use crate::common;
+use steward_store::ApprovalStore;
+use steward_store::AuditStore;
+use steward_store::LeaseStore;
+use steward_store::RunStore;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -3,6 +3,7 @@
 //! SQLite and on PostgreSQL (see `common`); tests of one backend's specifics say so.
 
 use crate::common;
+use steward_store::RunStore;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -7,6 +7,7 @@
 //! so concurrent decisions on the same rows from any node wait for each other and then read what
 //! the first one committed. The audit record is appended after the commit.
 
+use crate::AuditStore;
 use async_trait::async_trait;
 use sqlx::Connection;
 use steward_protocol::Timestamp;
@@ -22,7 +23,7 @@ use crate::ledger::{
     LedgerStore, ResultInput, ResultOutcome, ResultRecord, RevokeOutcome, WorkApprovalRecord, WorkRequestRecord,
     WorkStatus,
 };
-use crate::{Store, StoreError, timestamp_text};
+use crate::{StoreError, timestamp_text};
 
 /// The open transaction's connection.
 struct Tx<'c, D: Dialect> {

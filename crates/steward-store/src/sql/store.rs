@@ -15,12 +15,13 @@ use super::rows::{
 use super::work::{DocumentTable, Reply, Work};
 use crate::chain::timestamp_text;
 use crate::{
-    ApprovalDecisionRecord, AuditVerification, Change, ConversationRecord, FactRecord, GrantRecord, McpTokenRecord,
-    RollbackRecord, RunRecord, RunStatus, Store, StoreError, verify_chain_keyed,
+    ApprovalDecisionRecord, ApprovalStore, AuditStore, AuditVerification, Change, ConversationRecord,
+    ConversationStore, FactRecord, GrantRecord, LeaseStore, McpTokenRecord, RollbackRecord, RunRecord, RunStatus,
+    RunStore, Store, StoreError, TokenStore, verify_chain_keyed,
 };
 
 #[async_trait]
-impl<D: Dialect> Store for SqlStore<D> {
+impl<D: Dialect> RunStore for SqlStore<D> {
     async fn insert_run(&self, run: &RunRecord) -> Result<(), StoreError> {
         self.write(Work::InsertRun(Box::new(run.clone()))).await
     }
@@ -71,16 +72,6 @@ impl<D: Dialect> Store for SqlStore<D> {
         rows.iter().map(|row| event_from_row(self.path(), row)).collect()
     }
 
-    async fn upsert_approval(&self, approval: &ApprovalRequest) -> Result<(), StoreError> {
-        self.write(Work::Approval(Box::new(approval.clone()))).await
-    }
-
-    async fn approvals(&self, run_id: &str) -> Result<Vec<ApprovalRequest>, StoreError> {
-        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? ORDER BY created_at, id");
-        let rows = self.fetch_all(&sql, args![run_id]).await?;
-        rows.iter().map(|row| approval_from_row(self.path(), row)).collect()
-    }
-
     async fn upsert_rollback(&self, record: &RollbackRecord) -> Result<(), StoreError> {
         self.put_document(DocumentTable::Rollbacks, &record.token, &record.run_id, &record.created_at, record).await
     }
@@ -91,104 +82,13 @@ impl<D: Dialect> Store for SqlStore<D> {
         Ok(records)
     }
 
-    async fn upsert_grant(&self, grant: &GrantRecord) -> Result<(), StoreError> {
-        self.put_document(DocumentTable::Grants, &grant.id, &grant.owner_id, &grant.created_at, grant).await
-    }
-
-    async fn grants(&self, owner_id: &str) -> Result<Vec<GrantRecord>, StoreError> {
-        self.documents(DocumentTable::Grants, owner_id).await
-    }
-
-    async fn insert_fact(&self, fact: &FactRecord, max_per_owner: u32) -> Result<bool, StoreError> {
-        self.write_flag(Work::InsertFact { fact: Box::new(fact.clone()), max_per_owner }).await
-    }
-
-    async fn facts(&self, owner_id: &str) -> Result<Vec<FactRecord>, StoreError> {
-        // No barrier: facts are only written by writes that are waited for (never queued like
-        // events and audit records), so every fact write of this store that returned is
-        // committed already, and a run's first request does not wait for its queued events.
-        let sql = format!("SELECT {FACT_COLUMNS} FROM facts WHERE owner_id = ? ORDER BY created_at, id");
-        let rows = self.fetch_all(&sql, args![owner_id]).await?;
-        rows.iter().map(|row| fact_from_row(self.path(), row)).collect()
-    }
-
-    async fn delete_fact(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {
-        self.write_flag(Work::DeleteFact { owner_id: owner_id.to_string(), id: id.to_string() }).await
-    }
-
-    async fn upsert_conversation(&self, c: &ConversationRecord) -> Result<(), StoreError> {
-        self.put_document(DocumentTable::Conversations, &c.id, &c.owner_id, &c.created_at, c).await
-    }
-
-    async fn conversations(&self, owner_id: &str) -> Result<Vec<ConversationRecord>, StoreError> {
-        self.documents(DocumentTable::Conversations, owner_id).await
-    }
-
-    async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
-        // Reads see every write queued before them.
-        self.visible().await?;
-        let row = self.fetch_optional("SELECT body FROM conversations WHERE id = ?", args![id]).await?;
-        row.map(|row| body_from_row(self.path(), "conversations", &row)).transpose()
-    }
-
     async fn delete_run(&self, id: &str) -> Result<bool, StoreError> {
         self.write_flag(Work::DeleteRun(id.to_string())).await
     }
+}
 
-    async fn insert_approval_decision(&self, decision: &ApprovalDecisionRecord) -> Result<bool, StoreError> {
-        let body = serde_json::to_string(decision)
-            .map_err(|e| StoreError::Invalid { path: self.path().to_string(), what: e.to_string() })?;
-        self.write_flag(Work::InsertDecision {
-            approval_id: decision.approval_id.clone(),
-            run_id: decision.run_id.clone(),
-            created_at: timestamp_text(&decision.created_at),
-            body,
-        })
-        .await
-    }
-
-    async fn approval_decision(&self, approval_id: &str) -> Result<Option<ApprovalDecisionRecord>, StoreError> {
-        let sql = "SELECT body FROM approval_decisions WHERE approval_id = ?";
-        let row = self.fetch_optional(sql, args![approval_id]).await?;
-        row.map(|row| body_from_row(self.path(), "approval_decisions", &row)).transpose()
-    }
-
-    async fn insert_mcp_token(&self, token: &McpTokenRecord) -> Result<(), StoreError> {
-        if let Some(bad) = token.scopes.iter().find(|s| s.is_empty() || s.contains(',')) {
-            return Err(StoreError::Invalid {
-                path: self.path().to_string(),
-                what: format!("MCP token scope {bad:?} is empty or contains a comma"),
-            });
-        }
-        self.write(Work::InsertMcpToken(Box::new(token.clone()))).await
-    }
-
-    async fn mcp_tokens(&self, owner_id: &str) -> Result<Vec<McpTokenRecord>, StoreError> {
-        // Token writes are committed before they return: no barrier needed.
-        let sql = format!("SELECT {MCP_TOKEN_COLUMNS} FROM mcp_tokens WHERE owner_id = ? ORDER BY created_at, id");
-        let rows = self.fetch_all(&sql, args![owner_id]).await?;
-        rows.iter().map(|row| mcp_token_from_row(self.path(), row)).collect()
-    }
-
-    async fn mcp_token_by_hash(&self, token_hash: &str) -> Result<Option<McpTokenRecord>, StoreError> {
-        let sql = format!("SELECT {MCP_TOKEN_COLUMNS} FROM mcp_tokens WHERE token_hash = ?");
-        let row = self.fetch_optional(&sql, args![token_hash]).await?;
-        row.map(|row| mcp_token_from_row(self.path(), &row)).transpose()
-    }
-
-    async fn revoke_mcp_token(&self, owner_id: &str, id: &str, at: Timestamp) -> Result<bool, StoreError> {
-        self.write_flag(Work::RevokeMcpToken {
-            owner_id: owner_id.to_string(),
-            id: id.to_string(),
-            at: timestamp_text(&at),
-        })
-        .await
-    }
-
-    async fn touch_mcp_token(&self, id: &str, at: Timestamp) -> Result<bool, StoreError> {
-        self.write_flag(Work::TouchMcpToken { id: id.to_string(), at: timestamp_text(&at) }).await
-    }
-
+#[async_trait]
+impl<D: Dialect> AuditStore for SqlStore<D> {
     async fn queue_audit(&self, entry: AuditEntry) -> Result<(), StoreError> {
         self.enqueue(Work::Audit(Box::new(entry)), Reply::Nobody).await
     }
@@ -261,7 +161,138 @@ impl<D: Dialect> Store for SqlStore<D> {
     fn audit_anchor(&self) -> Option<&std::path::Path> {
         self.shared.anchor.as_deref()
     }
+}
 
+#[async_trait]
+impl<D: Dialect> ApprovalStore for SqlStore<D> {
+    async fn upsert_approval(&self, approval: &ApprovalRequest) -> Result<(), StoreError> {
+        self.write(Work::Approval(Box::new(approval.clone()))).await
+    }
+
+    async fn approvals(&self, run_id: &str) -> Result<Vec<ApprovalRequest>, StoreError> {
+        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? ORDER BY created_at, id");
+        let rows = self.fetch_all(&sql, args![run_id]).await?;
+        rows.iter().map(|row| approval_from_row(self.path(), row)).collect()
+    }
+
+    async fn upsert_grant(&self, grant: &GrantRecord) -> Result<(), StoreError> {
+        self.put_document(DocumentTable::Grants, &grant.id, &grant.owner_id, &grant.created_at, grant).await
+    }
+
+    async fn grants(&self, owner_id: &str) -> Result<Vec<GrantRecord>, StoreError> {
+        self.documents(DocumentTable::Grants, owner_id).await
+    }
+
+    async fn insert_approval_decision(&self, decision: &ApprovalDecisionRecord) -> Result<bool, StoreError> {
+        let body = serde_json::to_string(decision)
+            .map_err(|e| StoreError::Invalid { path: self.path().to_string(), what: e.to_string() })?;
+        self.write_flag(Work::InsertDecision {
+            approval_id: decision.approval_id.clone(),
+            run_id: decision.run_id.clone(),
+            created_at: timestamp_text(&decision.created_at),
+            body,
+        })
+        .await
+    }
+
+    async fn approval_decision(&self, approval_id: &str) -> Result<Option<ApprovalDecisionRecord>, StoreError> {
+        let sql = "SELECT body FROM approval_decisions WHERE approval_id = ?";
+        let row = self.fetch_optional(sql, args![approval_id]).await?;
+        row.map(|row| body_from_row(self.path(), "approval_decisions", &row)).transpose()
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> ConversationStore for SqlStore<D> {
+    async fn insert_fact(&self, fact: &FactRecord, max_per_owner: u32) -> Result<bool, StoreError> {
+        self.write_flag(Work::InsertFact { fact: Box::new(fact.clone()), max_per_owner }).await
+    }
+
+    async fn facts(&self, owner_id: &str) -> Result<Vec<FactRecord>, StoreError> {
+        // No barrier: facts are only written by writes that are waited for (never queued like
+        // events and audit records), so every fact write of this store that returned is
+        // committed already, and a run's first request does not wait for its queued events.
+        let sql = format!("SELECT {FACT_COLUMNS} FROM facts WHERE owner_id = ? ORDER BY created_at, id");
+        let rows = self.fetch_all(&sql, args![owner_id]).await?;
+        rows.iter().map(|row| fact_from_row(self.path(), row)).collect()
+    }
+
+    async fn delete_fact(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {
+        self.write_flag(Work::DeleteFact { owner_id: owner_id.to_string(), id: id.to_string() }).await
+    }
+
+    async fn upsert_conversation(&self, c: &ConversationRecord) -> Result<(), StoreError> {
+        self.put_document(DocumentTable::Conversations, &c.id, &c.owner_id, &c.created_at, c).await
+    }
+
+    async fn conversations(&self, owner_id: &str) -> Result<Vec<ConversationRecord>, StoreError> {
+        self.documents(DocumentTable::Conversations, owner_id).await
+    }
+
+    async fn conversation(&self, id: &str) -> Result<Option<ConversationRecord>, StoreError> {
+        // Reads see every write queued before them.
+        self.visible().await?;
+        let row = self.fetch_optional("SELECT body FROM conversations WHERE id = ?", args![id]).await?;
+        row.map(|row| body_from_row(self.path(), "conversations", &row)).transpose()
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> TokenStore for SqlStore<D> {
+    async fn insert_mcp_token(&self, token: &McpTokenRecord) -> Result<(), StoreError> {
+        if let Some(bad) = token.scopes.iter().find(|s| s.is_empty() || s.contains(',')) {
+            return Err(StoreError::Invalid {
+                path: self.path().to_string(),
+                what: format!("MCP token scope {bad:?} is empty or contains a comma"),
+            });
+        }
+        self.write(Work::InsertMcpToken(Box::new(token.clone()))).await
+    }
+
+    async fn mcp_tokens(&self, owner_id: &str) -> Result<Vec<McpTokenRecord>, StoreError> {
+        // Token writes are committed before they return: no barrier needed.
+        let sql = format!("SELECT {MCP_TOKEN_COLUMNS} FROM mcp_tokens WHERE owner_id = ? ORDER BY created_at, id");
+        let rows = self.fetch_all(&sql, args![owner_id]).await?;
+        rows.iter().map(|row| mcp_token_from_row(self.path(), row)).collect()
+    }
+
+    async fn mcp_token_by_hash(&self, token_hash: &str) -> Result<Option<McpTokenRecord>, StoreError> {
+        let sql = format!("SELECT {MCP_TOKEN_COLUMNS} FROM mcp_tokens WHERE token_hash = ?");
+        let row = self.fetch_optional(&sql, args![token_hash]).await?;
+        row.map(|row| mcp_token_from_row(self.path(), &row)).transpose()
+    }
+
+    async fn revoke_mcp_token(&self, owner_id: &str, id: &str, at: Timestamp) -> Result<bool, StoreError> {
+        self.write_flag(Work::RevokeMcpToken {
+            owner_id: owner_id.to_string(),
+            id: id.to_string(),
+            at: timestamp_text(&at),
+        })
+        .await
+    }
+
+    async fn touch_mcp_token(&self, id: &str, at: Timestamp) -> Result<bool, StoreError> {
+        self.write_flag(Work::TouchMcpToken { id: id.to_string(), at: timestamp_text(&at) }).await
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> LeaseStore for SqlStore<D> {
+    async fn renew_leases(&self, pid: u32, ttl: Duration) -> Result<u64, StoreError> {
+        self.shared.dialect.renew_leases(&self.read, self.path(), pid, ttl).await
+    }
+
+    async fn lost_runs(&self, run_ids: &[String]) -> Result<Vec<String>, StoreError> {
+        self.shared.dialect.lost_runs(&self.read, self.path(), run_ids).await
+    }
+
+    async fn take_over_expired_runs(&self, ttl: Duration, limit: u32) -> Result<Vec<RunRecord>, StoreError> {
+        self.shared.dialect.take_over(&self.read, self.path(), ttl, limit).await
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> Store for SqlStore<D> {
     fn ledger(&self) -> Option<&dyn crate::ledger::LedgerStore> {
         Some(self)
     }
@@ -293,18 +324,6 @@ impl<D: Dialect> Store for SqlStore<D> {
             }
         }
         Ok(())
-    }
-
-    async fn renew_leases(&self, pid: u32, ttl: Duration) -> Result<u64, StoreError> {
-        self.shared.dialect.renew_leases(&self.read, self.path(), pid, ttl).await
-    }
-
-    async fn lost_runs(&self, run_ids: &[String]) -> Result<Vec<String>, StoreError> {
-        self.shared.dialect.lost_runs(&self.read, self.path(), run_ids).await
-    }
-
-    async fn take_over_expired_runs(&self, ttl: Duration, limit: u32) -> Result<Vec<RunRecord>, StoreError> {
-        self.shared.dialect.take_over(&self.read, self.path(), ttl, limit).await
     }
 
     fn subscribe_changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
