@@ -63,9 +63,8 @@ pub struct BenchGeneratedArgs {
 pub async fn run(args: BenchGeneratedArgs) -> Result<u8> {
     let program = std::env::current_exe().context("where this program is")?;
     let worker = WorkerCommand { program, args: vec![WORKER_ARG.to_string()] };
-    steward_core::generated::set_worker(worker.clone());
     bench_calls(&worker, args.calls).await?;
-    bench_generation(args.runs).await?;
+    bench_generation(args.runs, &worker).await?;
     Ok(0)
 }
 
@@ -226,7 +225,7 @@ async fn one_run(
 }
 
 /// The naming-to-first-call and reuse lines.
-async fn bench_generation(runs: u32) -> Result<()> {
+async fn bench_generation(runs: u32, worker: &WorkerCommand) -> Result<()> {
     let draft = json!({
         "description": "Converts degrees Celsius to Kelvin.",
         "input_schema": { "type": "object", "required": ["c"], "properties": { "c": { "type": "number" } } },
@@ -256,7 +255,8 @@ async fn bench_generation(runs: u32) -> Result<()> {
         );
         std::fs::write(config_dir.join("config.toml"), config)?;
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open_state_dir(&home, Default::default()).await?);
-        let runtime = Runtime::new(&home, store, Redactor::new(Vec::new()), ApprovalKey::generate());
+        let runtime = Runtime::new(&home, store, Redactor::new(Vec::new()), ApprovalKey::generate())
+            .with_tool_worker(worker.clone());
         let rounds = vec![call("named"), call("first"), text("293.15 K".into())];
         let clock = one_run(&runtime, &config_dir, &ws, rounds).await?;
         let (whole, asked) = clock.span("first")?;

@@ -137,9 +137,14 @@ impl Home {
         self.runtime_on(store, redactor)
     }
 
-    /// [`Home::runtime`] on a store already opened.
+    /// [`Home::runtime`] on a store already opened; generated tools' steps run in this binary
+    /// ([`own_tool_worker`]).
     pub fn runtime_on(&self, store: Arc<dyn Store>, redactor: Redactor) -> Result<Runtime> {
-        Ok(Runtime::new(&self.dir, store, redactor, self.approval_key()?))
+        let runtime = Runtime::new(&self.dir, store, redactor, self.approval_key()?);
+        Ok(match own_tool_worker() {
+            Some(worker) => runtime.with_tool_worker(worker),
+            None => runtime,
+        })
     }
 
     /// The approval key: `$STEWARD_APPROVAL_KEY` (hex, at least 16 bytes), else
@@ -388,6 +393,16 @@ fn create_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = folder.sync_all();
     }
     Ok(())
+}
+
+/// The hidden argument that makes `steward` serve one step of a generated tool.
+pub const TOOL_WORKER_ARG: &str = "__tool-worker";
+
+/// This binary as the worker of generated tools (`steward __tool-worker`); `None` when the
+/// system cannot say where the binary is.
+pub fn own_tool_worker() -> Option<steward_generated::WorkerCommand> {
+    let program = std::env::current_exe().ok()?;
+    Some(steward_generated::WorkerCommand { program, args: vec![TOOL_WORKER_ARG.to_string()] })
 }
 
 /// True when a process with this id exists (signal 0 succeeds or is merely not permitted).

@@ -182,11 +182,6 @@ enum Command {
     },
 }
 
-/// The hidden argument that makes `steward` serve one step of a generated tool.
-fn steward_cli_worker_arg() -> &'static str {
-    "__tool-worker"
-}
-
 #[derive(Subcommand)]
 enum ToolsCommand {
     /// Tools the agent wrote for itself: every version with its source hash and who approved it.
@@ -438,14 +433,8 @@ fn log_filter() -> tracing_subscriber::filter::Targets {
 
 fn main() -> ExitCode {
     // The worker of generated tools: one step on stdin/stdout, before anything else starts.
-    if std::env::args_os().nth(1).is_some_and(|a| a == steward_cli_worker_arg()) {
+    if std::env::args_os().nth(1).is_some_and(|a| a == home::TOOL_WORKER_ARG) {
         return ExitCode::from(u8::try_from(steward_generated::worker::serve_stdio()).unwrap_or(1));
-    }
-    if let Ok(program) = std::env::current_exe() {
-        steward_core::generated::set_worker(steward_generated::WorkerCommand {
-            program,
-            args: vec![steward_cli_worker_arg().to_string()],
-        });
     }
     // `steward audit list | head`: stop quietly when stdout is closed, like other command-line
     // tools. (SIGPIPE itself stays ignored: a child process that dies — an MCP server — must

@@ -480,9 +480,10 @@ impl Approver for TerminalApprover {
             request.tool
         );
         let expires_at = request.expires_at;
+        let clock = self.decisions.clone();
         let ticker = tokio::spawn(async move {
             loop {
-                let left = (expires_at - chrono::Utc::now()).num_seconds().max(0);
+                let left = (expires_at - clock.now()).num_seconds().max(0);
                 eprint!("\r└ approve? [y/r/w/N] ({:02}:{:02} left) ", left / 60, left % 60);
                 let _ = std::io::stderr().flush();
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;

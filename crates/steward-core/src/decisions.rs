@@ -354,6 +354,11 @@ fn submit<Q, A: Decider>(
 }
 
 impl DecisionQueue {
+    /// The time by the clock this queue judges expiry by (the runtime's).
+    pub fn now(&self) -> steward_protocol::Timestamp {
+        self.clock.now()
+    }
+
     /// An empty queue judging expiry by `clock` (the runtime's).
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         DecisionQueue {

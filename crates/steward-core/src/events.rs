@@ -28,20 +28,30 @@ pub struct EventEmitter {
     store: Arc<dyn Store>,
     observer: Arc<dyn EventObserver>,
     redactor: Arc<Redactor>,
+    /// The time each event is stamped with.
+    clock: Arc<dyn crate::clock::Clock>,
     /// What the events so far say about each tool call that has not been taken yet
     /// ([`EventEmitter::take_call_trace`]).
     calls: std::sync::Mutex<std::collections::HashMap<String, crate::call_trace::CallTrace>>,
 }
 
 impl EventEmitter {
-    /// An emitter for `run_id` starting at sequence number 1.
-    pub fn new(run_id: &str, store: Arc<dyn Store>, observer: Arc<dyn EventObserver>, redactor: Arc<Redactor>) -> Self {
+    /// An emitter for `run_id` starting at sequence number 1, stamping each event with the time
+    /// `clock` shows.
+    pub fn new(
+        run_id: &str,
+        store: Arc<dyn Store>,
+        observer: Arc<dyn EventObserver>,
+        redactor: Arc<Redactor>,
+        clock: Arc<dyn crate::clock::Clock>,
+    ) -> Self {
         EventEmitter {
             run_id: run_id.to_string(),
             seq: AtomicU64::new(0),
             store,
             observer,
             redactor,
+            clock,
             calls: Default::default(),
         }
     }
@@ -59,7 +69,7 @@ impl EventEmitter {
         let event = Event {
             run_id: self.run_id.clone(),
             seq: self.seq.fetch_add(1, Ordering::SeqCst) + 1,
-            at: chrono::Utc::now(),
+            at: self.clock.now(),
             kind,
         };
         self.store.append_event(&event).await?;

@@ -6,7 +6,7 @@
 //! `orchestrator::generate`; the interpreter and its confinement are in `steward-generated`.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
@@ -24,21 +24,11 @@ use steward_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 /// `steward __tool-worker` (for embedding programs and tests).
 pub const WORKER_ENV: &str = "STEWARD_TOOL_WORKER";
 
-static WORKER: OnceLock<WorkerCommand> = OnceLock::new();
-
-/// Registers how this process starts the worker: the `steward` binary calls it at start with
-/// itself and `__tool-worker`. Later calls are ignored.
-pub fn set_worker(command: WorkerCommand) {
-    let _ = WORKER.set(command);
-}
-
-/// How to start the worker: [`WORKER_ENV`] when set, else what [`set_worker`] registered;
-/// `None` when neither (generated tools then fail closed with that reason).
-pub fn worker() -> Option<WorkerCommand> {
-    if let Some(path) = std::env::var_os(WORKER_ENV).filter(|p| !p.is_empty()) {
-        return Some(WorkerCommand { program: PathBuf::from(path), args: Vec::new() });
-    }
-    WORKER.get().cloned()
+/// The worker [`WORKER_ENV`] names, when it is set (it wins over the one a front end gives
+/// its runtime, [`crate::Runtime::with_tool_worker`]).
+pub fn worker_from_env() -> Option<WorkerCommand> {
+    let path = std::env::var_os(WORKER_ENV).filter(|p| !p.is_empty())?;
+    Some(WorkerCommand { program: PathBuf::from(path), args: Vec::new() })
 }
 
 /// Why generated tools cannot run in this process.
@@ -62,6 +52,9 @@ pub struct Generator {
     /// Names a generated tool may not take besides the built-in ones: the configuration's
     /// `[[tool]]` names (sorted).
     pub configured: Vec<String>,
+    /// How generated tools' steps are started (the runtime's); `None`: they fail closed with
+    /// [`NO_WORKER`].
+    pub worker: Option<WorkerCommand>,
 }
 
 /// Why the generator could not be set up; the run does not start.
@@ -86,6 +79,7 @@ pub fn generator_for(
     config: &Config,
     planner: &PlannerChoice,
     state_dir: &std::path::Path,
+    worker: Option<WorkerCommand>,
 ) -> Result<Option<Generator>, GeneratorError> {
     let settings = &config.generated_tools;
     if !settings.enabled {
@@ -119,6 +113,7 @@ pub fn generator_for(
         files_dir,
         write_quota,
         configured,
+        worker,
     }))
 }
 
@@ -153,6 +148,7 @@ pub struct GeneratedTool {
     record: GeneratedToolRecord,
     files_dir: PathBuf,
     write_quota: WriteQuota,
+    worker: Option<WorkerCommand>,
 }
 
 impl GeneratedTool {
@@ -175,7 +171,7 @@ impl GeneratedTool {
         // Each owner's tools write in a folder of that owner's: two owners' tools of one name
         // never share files.
         let files_dir = generator.files_dir.join(owner_folder(&record.owner_id)).join(&record.name);
-        GeneratedTool { spec, record, files_dir, write_quota: generator.write_quota }
+        GeneratedTool { spec, record, files_dir, write_quota: generator.write_quota, worker: generator.worker.clone() }
     }
 
     /// The registered version it runs.
@@ -230,7 +226,7 @@ impl Tool for GeneratedTool {
     }
 
     async fn run(&self, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let worker = worker().ok_or_else(|| ToolError::failed(NO_WORKER))?;
+        let worker = self.worker.clone().ok_or_else(|| ToolError::failed(NO_WORKER))?;
         let host =
             host_env(self.files_dir.clone(), self.write_quota, HttpMode::Live, ctx).map_err(ToolError::failed)?;
         let started = Instant::now();
@@ -297,16 +293,17 @@ pub async fn load_registered(
 /// Removes the owner's generated tool `name` (every version, or only `version`) on behalf of
 /// `by` and writes the audit record of it (action `generated_tool_remove`). Returns the
 /// versions removed now; empty when there was nothing left to remove (nothing is recorded
-/// then). A removed version number is never given again.
+/// then). A removed version number is never given again. `clock` dates the removal.
 pub async fn remove_registered(
     store: &Arc<dyn Store>,
+    clock: &dyn crate::clock::Clock,
     owner_id: &str,
     name: &str,
     version: Option<u32>,
     by: &str,
 ) -> Result<Vec<u32>, StoreError> {
     let Some(registry) = store.generated_registry() else { return Ok(Vec::new()) };
-    let removed = registry.remove_generated_tool(owner_id, name, version, by, chrono::Utc::now()).await?;
+    let removed = registry.remove_generated_tool(owner_id, name, version, by, clock.now()).await?;
     if removed.is_empty() {
         return Ok(removed);
     }

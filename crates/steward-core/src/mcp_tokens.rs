@@ -9,6 +9,7 @@
 //! every later request with it is refused. Secrets never reach logs: [`Secret`]'s `Debug`
 //! prints `[redacted]`, and messages name tokens by id only.
 
+use crate::clock::Clock;
 use sha2::{Digest, Sha256};
 use steward_mcp::mcp_server::{Caller, Scope};
 use steward_store::{McpTokenRecord, Store, StoreError, new_id};
@@ -107,8 +108,14 @@ pub fn check_name(name: &str) -> Result<String, TokenError> {
 
 /// Makes a token for `owner_id` with `scopes` (at least one), stores its hash and appends an
 /// audit record (owner, token id, scopes; never the secret or its hash). Refused when the name
-/// is bad or the owner already has [`MAX_ACTIVE_TOKENS`] active tokens.
-pub async fn create(store: &dyn Store, owner_id: &str, name: &str, scopes: &[Scope]) -> Result<NewToken, TokenError> {
+/// is bad or the owner already has [`MAX_ACTIVE_TOKENS`] active tokens. `clock` dates it.
+pub async fn create(
+    store: &dyn Store,
+    clock: &dyn Clock,
+    owner_id: &str,
+    name: &str,
+    scopes: &[Scope],
+) -> Result<NewToken, TokenError> {
     let name = check_name(name)?;
     if scopes.is_empty() {
         return Err(TokenError::Invalid("choose at least one scope (read, submit, hub)".into()));
@@ -129,7 +136,7 @@ pub async fn create(store: &dyn Store, owner_id: &str, name: &str, scopes: &[Sco
         name,
         scopes: scopes.iter().map(|s| s.as_str().to_string()).collect(),
         token_hash: hash_token(secret.expose()),
-        created_at: chrono::Utc::now(),
+        created_at: clock.now(),
         last_used_at: None,
         revoked_at: None,
     };
@@ -155,9 +162,9 @@ async fn audit(store: &dyn Store, action: &str, token: &McpTokenRecord) -> Resul
 
 /// Revokes the owner's token `id`: `Ok(true)` when it was revoked now (an audit record says
 /// so), `Ok(false)` when it already was; [`TokenError::NotFound`] when the owner has no such
-/// token.
-pub async fn revoke(store: &dyn Store, owner_id: &str, id: &str) -> Result<bool, TokenError> {
-    let revoked = store.revoke_mcp_token(owner_id, id, chrono::Utc::now()).await?;
+/// token. `clock` dates the revocation.
+pub async fn revoke(store: &dyn Store, clock: &dyn Clock, owner_id: &str, id: &str) -> Result<bool, TokenError> {
+    let revoked = store.revoke_mcp_token(owner_id, id, clock.now()).await?;
     match store.mcp_tokens(owner_id).await?.into_iter().find(|t| t.id == id) {
         Some(token) if revoked => {
             audit(store, "mcp_token_revoke", &token).await?;
@@ -169,14 +176,18 @@ pub async fn revoke(store: &dyn Store, owner_id: &str, id: &str) -> Result<bool,
 }
 
 /// The caller a presented token stands for: its owner and its known scopes (unknown scope
-/// names are ignored). Records the token's use (at most once a minute).
-pub async fn authenticate(store: &dyn Store, presented: &str) -> Result<Caller, AuthError> {
-    authenticate_with_id(store, presented).await.map(|(_, caller)| caller)
+/// names are ignored). Records the token's use (at most once a minute, by `clock`).
+pub async fn authenticate(store: &dyn Store, clock: &dyn Clock, presented: &str) -> Result<Caller, AuthError> {
+    authenticate_with_id(store, clock, presented).await.map(|(_, caller)| caller)
 }
 
 /// Like [`authenticate`], also answering the token's id (`mcp_…`; never its secret), which the
 /// work ledger records with what the token claims.
-pub async fn authenticate_with_id(store: &dyn Store, presented: &str) -> Result<(String, Caller), AuthError> {
+pub async fn authenticate_with_id(
+    store: &dyn Store,
+    clock: &dyn Clock,
+    presented: &str,
+) -> Result<(String, Caller), AuthError> {
     if !looks_like_token(presented) {
         return Err(AuthError::Invalid);
     }
@@ -191,7 +202,7 @@ pub async fn authenticate_with_id(store: &dyn Store, presented: &str) -> Result<
     if token.revoked_at.is_some() {
         return Err(AuthError::Revoked);
     }
-    let now = chrono::Utc::now();
+    let now = clock.now();
     if token.last_used_at.is_none_or(|at| (now - at).num_seconds() >= TOUCH_EVERY_SECONDS)
         && let Err(e) = store.touch_mcp_token(&token.id, now).await
     {

@@ -6,7 +6,6 @@
 //! A fact is kept on one line (runs of whitespace, newlines included, become one space) and is
 //! redacted before it is stored: a secret in it never reaches the database or a model.
 
-use chrono::Utc;
 use steward_policy::Redactor;
 use steward_store::{FactRecord, Store, StoreError, new_id};
 
@@ -118,6 +117,7 @@ fn one_line(text: &str) -> String {
 /// write, so concurrent sessions cannot exceed it).
 pub async fn remember(
     store: &dyn Store,
+    clock: &dyn crate::clock::Clock,
     redactor: &Redactor,
     owner_id: &str,
     text: &str,
@@ -143,7 +143,7 @@ pub async fn remember(
     if existing.len() >= MAX_FACTS {
         return Err(MemoryError::Full);
     }
-    let fact = FactRecord { id: new_id("fct_"), owner_id: owner_id.to_string(), text: stored, created_at: Utc::now() };
+    let fact = FactRecord { id: new_id("fct_"), owner_id: owner_id.to_string(), text: stored, created_at: clock.now() };
     let limit = u32::try_from(MAX_FACTS).unwrap_or(u32::MAX);
     if store.insert_fact(&fact, limit).await? { Ok(fact) } else { Err(MemoryError::Full) }
 }
@@ -240,9 +240,11 @@ mod tests {
         let store = open(dir.path()).await;
         let redactor = Redactor::default();
         for i in 1..=MAX_FACTS {
-            remember(&store, &redactor, "local:alice", &format!("fact number {i}")).await.unwrap();
+            remember(&store, &crate::clock::SystemClock, &redactor, "local:alice", &format!("fact number {i}"))
+                .await
+                .unwrap();
         }
-        let err = remember(&store, &redactor, "local:alice", "one more").await.unwrap_err();
+        let err = remember(&store, &crate::clock::SystemClock, &redactor, "local:alice", "one more").await.unwrap_err();
         assert!(matches!(err, MemoryError::Full), "{err}");
         assert_eq!(err.class(), "full");
         assert!(err.to_string().contains("50"), "{err}");
@@ -253,7 +255,7 @@ mod tests {
 
         let removed = forget(&store, "local:alice", 2).await.unwrap();
         assert_eq!(removed.text, "fact number 2");
-        remember(&store, &redactor, "local:alice", "one more").await.unwrap();
+        remember(&store, &crate::clock::SystemClock, &redactor, "local:alice", "one more").await.unwrap();
         let facts = list(&store, "local:alice").await.unwrap();
         assert_eq!((facts.len(), facts[1].text.as_str()), (MAX_FACTS, "fact number 3"));
         assert_eq!(facts[49].text, "one more");
@@ -265,10 +267,12 @@ mod tests {
         let store = open(dir.path()).await;
         let redactor = Redactor::default();
         let exact = "é".repeat(MAX_FACT_CHARS); // 600 bytes, 300 characters
-        let fact = remember(&store, &redactor, "local:alice", &format!("  {exact}\n")).await.unwrap();
+        let fact = remember(&store, &crate::clock::SystemClock, &redactor, "local:alice", &format!("  {exact}\n"))
+            .await
+            .unwrap();
         assert_eq!(fact.text, exact);
         let over = "漢".repeat(MAX_FACT_CHARS + 1);
-        let err = remember(&store, &redactor, "local:alice", &over).await.unwrap_err();
+        let err = remember(&store, &crate::clock::SystemClock, &redactor, "local:alice", &over).await.unwrap_err();
         assert!(matches!(err, MemoryError::TooLong { chars: 301 }), "{err}");
         assert_eq!(err.class(), "invalid");
         let message = err.to_string();
@@ -281,14 +285,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path()).await;
         let redactor = Redactor::default();
-        let err = remember(&store, &redactor, "local:alice", " \n\t ").await.unwrap_err();
+        let err = remember(&store, &crate::clock::SystemClock, &redactor, "local:alice", " \n\t ").await.unwrap_err();
         assert!(matches!(err, MemoryError::Empty), "{err}");
         assert_eq!(err.class(), "invalid");
-        remember(&store, &redactor, "local:alice", "the main branch is trunk").await.unwrap();
-        let err = remember(&store, &redactor, "local:alice", " the main  branch is\ntrunk ").await.unwrap_err();
+        remember(&store, &crate::clock::SystemClock, &redactor, "local:alice", "the main branch is trunk")
+            .await
+            .unwrap();
+        let err =
+            remember(&store, &crate::clock::SystemClock, &redactor, "local:alice", " the main  branch is\ntrunk ")
+                .await
+                .unwrap_err();
         assert!(matches!(err, MemoryError::Duplicate), "{err}");
         assert_eq!(err.class(), "invalid");
-        remember(&store, &redactor, "local:bob", "the main branch is trunk").await.unwrap();
+        remember(&store, &crate::clock::SystemClock, &redactor, "local:bob", "the main branch is trunk").await.unwrap();
         assert_eq!(list(&store, "local:alice").await.unwrap().len(), 1);
     }
 
@@ -297,7 +306,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path()).await;
         let redactor = Redactor::default();
-        let alices = remember(&store, &redactor, "local:alice", "alice reviews the store crate").await.unwrap();
+        let alices =
+            remember(&store, &crate::clock::SystemClock, &redactor, "local:alice", "alice reviews the store crate")
+                .await
+                .unwrap();
         assert!(list(&store, "local:bob").await.unwrap().is_empty());
 
         let err = forget_id(&store, "local:bob", &alices.id).await.unwrap_err();
@@ -323,7 +335,7 @@ mod tests {
         {
             let store = open(dir.path()).await;
             let text = format!("my key is {openai} and aws {aws}, password correct-horse-battery");
-            let fact = remember(&store, &redactor, "local:alice", &text).await.unwrap();
+            let fact = remember(&store, &crate::clock::SystemClock, &redactor, "local:alice", &text).await.unwrap();
             assert_eq!(fact.text, "my key is [REDACTED] and aws [REDACTED], password [REDACTED]");
             assert_eq!(list(&store, "local:alice").await.unwrap(), vec![fact]);
             store.flush().await.unwrap();
@@ -345,7 +357,7 @@ mod tests {
             id: new_id("fct_"),
             owner_id: "local:alice".into(),
             text: text.into(),
-            created_at: Utc::now(),
+            created_at: chrono::Utc::now(),
         };
         let block = context_block(&[fact("tests use nextest"), fact("deploys on\nFridays")]).unwrap();
         assert_eq!(block, "Remembered facts:\n1. tests use nextest\n2. deploys on Fridays");

@@ -40,6 +40,9 @@ pub struct Runtime {
     /// The decisions the runs of this process wait on (approvals, MCP servers' requests for
     /// input), submitted by every front end and judged by [`Runtime::clock`].
     pub decisions: Arc<crate::decisions::DecisionQueue>,
+    /// How the steps of generated tools are started (`steward __tool-worker` for the `steward`
+    /// binary, [`Runtime::with_tool_worker`]); `None`: generated tools fail closed, saying why.
+    pub tool_worker: Option<steward_generated::WorkerCommand>,
 }
 
 impl Runtime {
@@ -71,6 +74,7 @@ impl Runtime {
             executing: Arc::new(ExecutingRuns::new()),
             clock: clock.clone(),
             decisions: Arc::new(DecisionQueue::new(clock)),
+            tool_worker: crate::generated::worker_from_env(),
         }
     }
 
@@ -85,6 +89,12 @@ impl Runtime {
     /// judging expiry by it: set the clock before any run starts.
     pub fn with_clock(self, clock: Arc<dyn Clock>) -> Runtime {
         Runtime { decisions: Arc::new(DecisionQueue::new(clock.clone())), clock, ..self }
+    }
+
+    /// The same runtime starting generated tools' steps with `worker`, unless
+    /// `STEWARD_TOOL_WORKER` names another ([`crate::generated::WORKER_ENV`], which wins).
+    pub fn with_tool_worker(self, worker: steward_generated::WorkerCommand) -> Runtime {
+        Runtime { tool_worker: crate::generated::worker_from_env().or(Some(worker)), ..self }
     }
 
     /// The same runtime with `redactor` in place of its own (a redactor that also knows more

@@ -93,6 +93,7 @@ pub enum RollbackError {
 #[allow(clippy::too_many_arguments)]
 pub async fn roll_back(
     store: &dyn Store,
+    clock: &dyn crate::clock::Clock,
     run: &RunRecord,
     records: Vec<RollbackRecord>,
     step: Option<u32>,
@@ -161,7 +162,7 @@ pub async fn roll_back(
         });
         record.status = status;
         record.detail = detail.clone();
-        record.undone_at = Some(chrono::Utc::now());
+        record.undone_at = Some(clock.now());
         store.upsert_rollback(&record).await?;
         store
             .append_audit(AuditEntry {

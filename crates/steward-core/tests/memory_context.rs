@@ -18,8 +18,18 @@ async fn the_owners_facts_are_in_the_system_message_and_nobody_elses() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().await.unwrap());
     let redactor = Redactor::new(Vec::new());
-    memory::remember(store.as_ref(), &redactor, "local:alice", "the tests run with cargo nextest").await.unwrap();
-    memory::remember(store.as_ref(), &redactor, "web:bob", "bob likes tabs").await.unwrap();
+    memory::remember(
+        store.as_ref(),
+        &steward_core::clock::SystemClock,
+        &redactor,
+        "local:alice",
+        "the tests run with cargo nextest",
+    )
+    .await
+    .unwrap();
+    memory::remember(store.as_ref(), &steward_core::clock::SystemClock, &redactor, "web:bob", "bob likes tabs")
+        .await
+        .unwrap();
     let runtime = Runtime::new(dir.path(), store, redactor, ApprovalKey::generate());
     let provider = Arc::new(FakeProvider::new(Scenario::from_toml("[[round]]\ntext = \"ok\"\n").unwrap()));
     let request = RunRequest {

@@ -42,6 +42,10 @@ pub struct EvalOptions {
     /// deliberately broken build (a policy allowing everything) makes cases fail. For testing
     /// the evals themselves; `steward eval` never sets it.
     pub config_overlay: Option<toml::Table>,
+    /// How the cases' generated tools start their steps (the `steward` binary gives itself);
+    /// `None` unless `STEWARD_TOOL_WORKER` names one: cases that need generated tools are
+    /// skipped, saying why.
+    pub tool_worker: Option<steward_generated::WorkerCommand>,
 }
 
 /// Capabilities Steward has, as named in cases' `requires`.
@@ -72,7 +76,9 @@ pub fn skip_reason(case: &Case, options: &EvalOptions) -> Option<String> {
     }
     let missing = |c: &String| match c.as_str() {
         // Generated tools run in the tool worker, which only the `steward` binary provides.
-        "generated_tools" if steward_core::generated::worker().is_some() => None,
+        "generated_tools" if options.tool_worker.is_some() || steward_core::generated::worker_from_env().is_some() => {
+            None
+        }
         "generated_tools" => Some(format!(
             "requires generated_tools: tool generation needs the tool worker, which this process does not \
              have ({})",
@@ -273,6 +279,10 @@ async fn run_in(
     .await?;
     let store: Arc<dyn Store> = Arc::new(store);
     let runtime = Runtime::new(&home, store.clone(), redactor.clone(), ApprovalKey::generate());
+    let runtime = match &options.tool_worker {
+        Some(worker) => runtime.with_tool_worker(worker.clone()),
+        None => runtime,
+    };
     // A scenario whose search index cannot be used: its folder is a regular file.
     if case.scenario.as_deref().is_some_and(scenarios::breaks_index) {
         std::fs::write(&runtime.index_dir, "not a folder\n")
@@ -280,7 +290,7 @@ async fn run_in(
     }
     // Remembered facts the case seeds, stored as "remember that …" stores them.
     for fact in &case.memory {
-        steward_core::memory::remember(store.as_ref(), redactor.as_ref(), OWNER, fact)
+        steward_core::memory::remember(store.as_ref(), runtime.clock.as_ref(), redactor.as_ref(), OWNER, fact)
             .await
             .map_err(|source| HarnessError::Remember { fact: fact.clone(), source })?;
     }

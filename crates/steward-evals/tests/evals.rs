@@ -15,18 +15,18 @@ fn mreric_file() -> PathBuf {
         .join("peers/mreric/phase9_golden_cases.json")
 }
 
-/// Gives this test process the tool worker of generated tools (this package's
-/// `steward-eval-tool-worker`), as the `steward` binary gives itself.
-fn use_tool_worker() {
-    steward_core::generated::set_worker(steward_generated::WorkerCommand {
+/// The tool worker of generated tools for these tests (this package's
+/// `steward-eval-tool-worker`), as the `steward` binary gives itself its own.
+fn tool_worker() -> steward_generated::WorkerCommand {
+    steward_generated::WorkerCommand {
         program: PathBuf::from(env!("CARGO_BIN_EXE_steward-eval-tool-worker")),
         args: Vec::new(),
-    });
+    }
 }
 
 async fn run(cases: &[steward_evals::Case], options: &EvalOptions) -> EvalReport {
-    use_tool_worker();
-    run_cases(cases, options, &mut |_| {}).await
+    let options = EvalOptions { tool_worker: Some(tool_worker()), ..options.clone() };
+    run_cases(cases, &options, &mut |_| {}).await
 }
 
 fn names(report: &EvalReport, verdict: Verdict) -> Vec<&str> {

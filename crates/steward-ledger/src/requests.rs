@@ -4,7 +4,7 @@
 //! refusals as [`LedgerError`]s. The web server maps those to HTTP answers; the terminal to
 //! usage errors.
 
-use chrono::Utc;
+use steward_protocol::Timestamp;
 use steward_store::ledger::{
     ApproveInput, ApproveOutcome, RevokeOutcome, WorkApprovalRecord, WorkRequestRecord, WorkStatus,
 };
@@ -152,16 +152,17 @@ pub fn kind_name(kind: WorkKind) -> &'static str {
     }
 }
 
-/// A new, `open` request of `requester` from `new`, after its checks; stored and audited.
+/// A new, `open` request of `requester` from `new`, after its checks, made at `now`; stored
+/// and audited.
 pub async fn file_request(
     ledger: &dyn LedgerStore,
+    now: Timestamp,
     requester: &str,
     new: &NewWorkRequest,
 ) -> Result<WorkRequestRecord, LedgerError> {
     let repository = check_repository(&new.repository)?;
     let pr_number = check_pr_number(new.pr_number)?;
     let text = check_text(&new.text)?;
-    let now = Utc::now();
     let record = WorkRequestRecord {
         id: new_id("wrq_"),
         revision: 1,
@@ -179,16 +180,17 @@ pub async fn file_request(
     Ok(record)
 }
 
-/// Approves `owner_id`'s request `id` as `body` says (checks first); stored and audited.
+/// Approves `owner_id`'s request `id` as `body` says (checks first) at `now`, from when its
+/// expiry counts; stored and audited.
 pub async fn approve_request(
     ledger: &dyn LedgerStore,
+    now: Timestamp,
     owner_id: &str,
     id: &str,
     body: &ApproveWorkRequest,
 ) -> Result<WorkApprovalRecord, LedgerError> {
     let head_sha = check_head_sha(&body.head_sha)?;
     let seconds = check_expires_in(body.expires_in_s)?;
-    let now = Utc::now();
     let input = ApproveInput {
         request_id: id.to_string(),
         owner_id: owner_id.to_string(),
@@ -216,13 +218,14 @@ pub async fn approve_request(
     }
 }
 
-/// Revokes `owner_id`'s request `id`; stored and audited.
+/// Revokes `owner_id`'s request `id` at `now`; stored and audited.
 pub async fn revoke_request(
     ledger: &dyn LedgerStore,
+    now: Timestamp,
     owner_id: &str,
     id: &str,
 ) -> Result<WorkRequestRecord, LedgerError> {
-    match ledger.revoke_work_request(id, owner_id, Utc::now()).await? {
+    match ledger.revoke_work_request(id, owner_id, now).await? {
         RevokeOutcome::Revoked(r) => Ok(r),
         RevokeOutcome::NotFound => Err(LedgerError::NotFound(format!("no work request `{id}`"))),
         RevokeOutcome::NotOwner => Err(LedgerError::NotOwner("the work request")),

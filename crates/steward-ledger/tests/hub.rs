@@ -365,6 +365,7 @@ async fn held_attempts_are_resolved_by_a_human_and_audited() {
         &row.attempt_id,
         steward_ledger::hub::resolve::Resolution::Retry,
         "local:owner",
+        chrono::Utc::now(),
     )
     .await
     .unwrap();
@@ -387,7 +388,8 @@ async fn held_attempts_are_resolved_by_a_human_and_audited() {
             env.store.as_ref(),
             &row.attempt_id,
             steward_ledger::hub::resolve::Resolution::Completed,
-            "local:owner"
+            "local:owner",
+            chrono::Utc::now(),
         )
         .await
         .is_err()

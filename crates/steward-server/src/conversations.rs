@@ -195,10 +195,13 @@ pub async fn send(state: &AppState, owner_id: &str, id: &str, text: &str) -> Res
     let store = state.runtime.store.as_ref();
     let (run_id, reply) = match memory::parse_command(text) {
         Some(MemoryCommand::Remember(fact)) => {
-            let reply = match memory::remember(store, &state.runtime.redactor, owner_id, &fact).await {
-                Ok(f) => format!("Remembered: {}", f.text),
-                Err(e) => format!("Not remembered: {e}"),
-            };
+            let reply =
+                match memory::remember(store, state.runtime.clock.as_ref(), &state.runtime.redactor, owner_id, &fact)
+                    .await
+                {
+                    Ok(f) => format!("Remembered: {}", f.text),
+                    Err(e) => format!("Not remembered: {e}"),
+                };
             let _ = state.facts_changed.send(owner_id.to_string());
             (String::new(), reply)
         }

@@ -89,7 +89,7 @@ pub async fn bearer_layer(State(state): State<AppState>, mut request: Request, n
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim().to_string());
     let result = match presented {
-        Some(token) => tokens::authenticate(state.runtime.store.as_ref(), &token).await,
+        Some(token) => tokens::authenticate(state.runtime.store.as_ref(), state.runtime.clock.as_ref(), &token).await,
         None => Err(AuthError::Missing),
     };
     match result {
@@ -166,7 +166,7 @@ impl RunService for ServerRuns {
             text: args.text,
         };
         let ledger = self.state.runtime.store.ledger().ok_or("this server keeps no work ledger")?;
-        let record = crate::ledger::file_request(ledger, &caller.owner_id, &new)
+        let record = crate::ledger::file_request(ledger, self.state.now(), &caller.owner_id, &new)
             .await
             .map_err(|e| self.redact(&e.to_string()))?;
         Ok(json!({

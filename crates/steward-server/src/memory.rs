@@ -23,9 +23,15 @@ pub async fn list(state: &AppState, owner_id: &str) -> Result<Vec<FactRecord>, A
 
 /// Remembers `text` for the owner (redacted, at most 300 characters, at most 50 facts).
 pub async fn remember(state: &AppState, owner_id: &str, text: &str) -> Result<FactRecord, ApiError> {
-    let fact = memory::remember(state.runtime.store.as_ref(), &state.runtime.redactor, owner_id, text)
-        .await
-        .map_err(api_error)?;
+    let fact = memory::remember(
+        state.runtime.store.as_ref(),
+        state.runtime.clock.as_ref(),
+        &state.runtime.redactor,
+        owner_id,
+        text,
+    )
+    .await
+    .map_err(api_error)?;
     let _ = state.facts_changed.send(owner_id.to_string());
     Ok(fact)
 }

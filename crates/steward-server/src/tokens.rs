@@ -123,7 +123,9 @@ pub async fn create_token(
         scopes.push(Scope::Hub);
     }
     let act = async {
-        let new = create(state.runtime.store.as_ref(), &session.owner_id, &form.name, &scopes).await?;
+        let new =
+            create(state.runtime.store.as_ref(), state.runtime.clock.as_ref(), &session.owner_id, &form.name, &scopes)
+                .await?;
         lock(&state.tokens_just_made).insert(session.owner_id.clone(), (new, std::time::Instant::now()));
         Ok("/tokens".to_string())
     };
@@ -144,7 +146,7 @@ pub async fn revoke_token(
     Form(form): Form<RevokeForm>,
 ) -> Response {
     let act = async {
-        revoke(state.runtime.store.as_ref(), &session.owner_id, &id)
+        revoke(state.runtime.store.as_ref(), state.runtime.clock.as_ref(), &session.owner_id, &id)
             .await
             .map(|_| "/tokens".into())
             .map_err(ApiError::from)

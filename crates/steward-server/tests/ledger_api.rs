@@ -91,7 +91,15 @@ impl Server {
 
     async fn token(&self, owner: &Client, scopes: &[Scope]) -> Client {
         let Client::Browser { owner, .. } = owner else { panic!("tokens belong to a browser's owner") };
-        let new = steward_server::tokens::create(self.state.runtime.store.as_ref(), owner, "t", scopes).await.unwrap();
+        let new = steward_server::tokens::create(
+            self.state.runtime.store.as_ref(),
+            self.state.runtime.clock.as_ref(),
+            owner,
+            "t",
+            scopes,
+        )
+        .await
+        .unwrap();
         Client::Token(new.secret.expose().to_string())
     }
 

@@ -1,6 +1,7 @@
 //! Changing or checking the control layer: rollback, grants, trust, doctor, policy and configuration.
 
 use std::path::Path;
+use steward_core::clock::{Clock, SystemClock};
 
 use anyhow::Result;
 use steward_core::undo::RollbackError;
@@ -93,6 +94,7 @@ pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8>
     let runner = compensation_runner(&home, &run);
     let done = steward_core::undo::roll_back(
         store.as_ref(),
+        &steward_core::clock::SystemClock,
         &run,
         records,
         step,
@@ -148,7 +150,7 @@ fn compensation_runner(
 pub async fn grants_list(all: bool, json: bool) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
-    let now = chrono::Utc::now();
+    let now = SystemClock.now();
     let mut shown = 0;
     for grant in store.grants(&local_owner()).await? {
         // A grant for one run counts only while that run goes on.
@@ -206,7 +208,7 @@ pub async fn grants_revoke(id: &str) -> Result<u8> {
         println!("{id} was already revoked");
         return Ok(0);
     }
-    grant.revoked_at = Some(chrono::Utc::now());
+    grant.revoked_at = Some(SystemClock.now());
     store.upsert_grant(&grant).await?;
     store
         .append_audit(steward_protocol::AuditEntry {

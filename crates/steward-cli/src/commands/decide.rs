@@ -3,6 +3,7 @@
 //! prompt).
 
 use anyhow::Result;
+use steward_core::clock::{Clock, SystemClock};
 use steward_core::decisions::{self, DecisionError, OwnerDecision};
 
 use super::*;
@@ -12,7 +13,7 @@ pub async fn pending(json: bool) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
     let owner = local_owner();
-    let now = chrono::Utc::now();
+    let now = SystemClock.now();
     let found = decisions::pending(store.as_ref(), &owner, now).await?;
     let redactor = redactor();
     if json {
@@ -63,7 +64,7 @@ pub async fn decide(approval_id: &str, decision: OwnerDecision) -> Result<u8> {
         OwnerDecision::Approve(scope) => format!("approved ({scope})"),
         OwnerDecision::Deny(_) => "denied".to_string(),
     };
-    match decisions::record(store.as_ref(), &owner, approval_id, decision, chrono::Utc::now()).await {
+    match decisions::record(store.as_ref(), &owner, approval_id, decision, SystemClock.now()).await {
         Ok(request) => {
             // What was decided: the run refuses an approval for any other call.
             let args = redactor().redact(&request.arguments.to_string());

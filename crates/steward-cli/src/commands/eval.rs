@@ -42,6 +42,7 @@ pub async fn eval(args: EvalArgs) -> Result<u8> {
         model: args.model.model,
         base_url: args.model.base_url,
         config_overlay: None,
+        tool_worker: crate::home::own_tool_worker(),
     };
     let report = steward_evals::run_cases(&cases, &options, &mut |case| {
         let verdict = match case.verdict {

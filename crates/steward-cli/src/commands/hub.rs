@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use steward_core::clock::{Clock, SystemClock};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -276,12 +277,13 @@ pub async fn resolve_held(attempt_id: &str, resolution: &str) -> Result<u8> {
         Resolution::parse(resolution).ok_or_else(|| usage_error("--as must be completed, failed or retry"))?;
     let home = Home::locate()?;
     let (store, journal) = open_stores(&home).await?;
-    let row = resolve::resolve(journal.as_ref(), store.as_ref(), attempt_id, resolution, &local_owner())
-        .await
-        .map_err(|e| match e {
-            resolve::ResolveError::Store(e) => anyhow::Error::new(e),
-            other => usage_error(&other.to_string()),
-        })?;
+    let row =
+        resolve::resolve(journal.as_ref(), store.as_ref(), attempt_id, resolution, &local_owner(), SystemClock.now())
+            .await
+            .map_err(|e| match e {
+                resolve::ResolveError::Store(e) => anyhow::Error::new(e),
+                other => usage_error(&other.to_string()),
+            })?;
     println!("{} resolved as {}", row.attempt_id, resolution.as_str());
     if resolution == Resolution::Retry {
         println!(

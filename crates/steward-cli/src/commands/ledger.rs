@@ -8,6 +8,7 @@
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
+use steward_core::clock::{Clock, SystemClock};
 use steward_ledger::requests::{self as api, LedgerError};
 use steward_ledger::wire::{ApproveWorkRequest, NewWorkRequest, WorkKind};
 use steward_store::ledger::{WorkApprovalRecord, WorkRequestRecord};
@@ -173,7 +174,8 @@ async fn request(repo: &str, pr: u64, text: &str, json: bool) -> Result<u8> {
     let owner = local_owner();
     let new =
         NewWorkRequest { kind: WorkKind::PrSummary, repository: repo.to_string(), pr_number: pr, text: text.into() };
-    let record = api::file_request(ledger_of(store.as_ref())?, &owner, &new).await.map_err(refused)?;
+    let record =
+        api::file_request(ledger_of(store.as_ref())?, SystemClock.now(), &owner, &new).await.map_err(refused)?;
     store.flush().await?;
     if json {
         println!("{}", serde_json::to_string(&api::request_view(&record).map_err(refused)?)?);
@@ -271,7 +273,7 @@ async fn approve(id: &str, head: &str, expires_in: &str, revision: Option<u32>) 
         },
     };
     let body = ApproveWorkRequest { revision, head_sha: head.to_string(), expires_in_s };
-    let approval = api::approve_request(ledger, &owner, id, &body).await.map_err(refused)?;
+    let approval = api::approve_request(ledger, SystemClock.now(), &owner, id, &body).await.map_err(refused)?;
     store.flush().await?;
     println!("{}", approval_line(&approval));
     Ok(0)
@@ -280,7 +282,9 @@ async fn approve(id: &str, head: &str, expires_in: &str, revision: Option<u32>) 
 /// `steward ledger revoke ID`.
 async fn revoke(id: &str) -> Result<u8> {
     let store = open().await?;
-    let record = api::revoke_request(ledger_of(store.as_ref())?, &local_owner(), id).await.map_err(refused)?;
+    let record = api::revoke_request(ledger_of(store.as_ref())?, SystemClock.now(), &local_owner(), id)
+        .await
+        .map_err(refused)?;
     store.flush().await?;
     println!("revoked {} (epoch is now {}): no hub can claim it", record.id, record.epoch);
     Ok(0)

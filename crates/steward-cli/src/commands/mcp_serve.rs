@@ -172,7 +172,7 @@ impl RunService for LocalRuns {
             text: args.text,
         };
         let ledger = self.store().ledger().ok_or("this store keeps no work ledger")?;
-        let record = steward_ledger::requests::file_request(ledger, &caller.owner_id, &new)
+        let record = steward_ledger::requests::file_request(ledger, self.runtime.clock.now(), &caller.owner_id, &new)
             .await
             .map_err(|e| self.redactor.redact(&e.to_string()))?;
         Ok(json!({

@@ -25,7 +25,9 @@ pub async fn create(name: Option<&str>, scope: &str) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
     let owner = local_owner();
-    let new = tokens::create(store.as_ref(), &owner, name.unwrap_or(""), &scopes).await.map_err(token_error)?;
+    let new = tokens::create(store.as_ref(), &steward_core::clock::SystemClock, &owner, name.unwrap_or(""), &scopes)
+        .await
+        .map_err(token_error)?;
     store.flush().await?;
     eprintln!(
         "steward: created MCP token {} for {owner}, scopes {}{}",
@@ -92,12 +94,13 @@ pub async fn revoke(id: &str) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
     let owner = local_owner();
-    let revoked = tokens::revoke(store.as_ref(), &owner, id).await.map_err(|e| match e {
-        TokenError::NotFound(_) => {
-            usage_error(&format!("no MCP token `{id}` of {owner}; `steward mcp token list` shows them"))
-        }
-        other => token_error(other),
-    })?;
+    let revoked =
+        tokens::revoke(store.as_ref(), &steward_core::clock::SystemClock, &owner, id).await.map_err(|e| match e {
+            TokenError::NotFound(_) => {
+                usage_error(&format!("no MCP token `{id}` of {owner}; `steward mcp token list` shows them"))
+            }
+            other => token_error(other),
+        })?;
     store.flush().await?;
     if revoked {
         println!("revoked {id}: requests with it are refused from now on");

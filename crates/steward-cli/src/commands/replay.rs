@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use steward_core::clock::{Clock, SystemClock};
 
 use anyhow::Result;
 use steward_core::replay::{RunReplay, replay_run};
@@ -172,7 +173,7 @@ fn parse_since(text: &str) -> Result<chrono::DateTime<chrono::Utc>> {
         _ => return Err(bad()),
     };
     let span = n.checked_mul(seconds).and_then(chrono::Duration::try_seconds).ok_or_else(bad)?;
-    chrono::Utc::now().checked_sub_signed(span).ok_or_else(bad)
+    SystemClock.now().checked_sub_signed(span).ok_or_else(bad)
 }
 
 #[cfg(test)]

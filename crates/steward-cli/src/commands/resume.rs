@@ -5,6 +5,7 @@
 //! [`steward_core::conversation::history`], exactly as a message sent in the web UI does.
 
 use anyhow::Result;
+use steward_core::clock::{Clock, SystemClock};
 use steward_core::context::Turn;
 use steward_store::{ConversationRecord, ConversationTurn, Store, new_id};
 
@@ -47,7 +48,7 @@ fn new_conversation(owner_id: &str, workspace: &str) -> ConversationRecord {
         model: String::new(),
         mode: String::new(),
         turns: Vec::new(),
-        created_at: chrono::Utc::now(),
+        created_at: SystemClock.now(),
         ended_at: None,
     }
 }
@@ -135,7 +136,7 @@ pub async fn add_turn(store: &dyn Store, joined: &mut Joined, task: &str, run_id
         message: redactor().redact(task),
         run_id: run_id.to_string(),
         reply: String::new(),
-        at: chrono::Utc::now(),
+        at: SystemClock.now(),
     });
     joined.record.ended_at = None;
     store.upsert_conversation(&joined.record).await?;

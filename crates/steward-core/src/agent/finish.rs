@@ -55,7 +55,7 @@ impl End<'_> {
         run.tool_calls = progress.tool_calls;
         run.input_tokens = progress.usage.input_tokens;
         run.output_tokens = progress.usage.output_tokens;
-        run.finished_at = Some(chrono::Utc::now());
+        run.finished_at = Some(self.rt.clock.now());
         let Some(terminal) = self.terminal(ending, &progress, &mut run, duration_ms) else {
             drop(executing);
             return superseded(self.rt, run).await;

@@ -78,7 +78,7 @@ impl Setup {
         // Generated tools (SPEC G): the generator, and the owner's registered tools offered
         // from the first round.
         let state_dir = rt.outputs_dir.parent().unwrap_or(&rt.outputs_dir);
-        let generator = crate::generated::generator_for(&req.config, &req.planner, state_dir)
+        let generator = crate::generated::generator_for(&req.config, &req.planner, state_dir, rt.tool_worker.clone())
             .map_err(|e| RunError::Config(e.to_string()))?;
         if let Some(generator) = &generator {
             crate::generated::load_registered(&rt.store, &req.owner_id, &req.tools, generator).await?;
@@ -138,7 +138,7 @@ pub(super) async fn start(rt: &Runtime, req: &RunRequest, setup: &Setup) -> Resu
         final_text: None,
         error_class: None,
         error: None,
-        created_at: chrono::Utc::now(),
+        created_at: rt.clock.now(),
         finished_at: None,
         rounds: 0,
         tool_calls: 0,
@@ -148,7 +148,8 @@ pub(super) async fn start(rt: &Runtime, req: &RunRequest, setup: &Setup) -> Resu
     };
     rt.store.insert_run(&run).await?;
     let executing = rt.executing.register(&run.id, setup.interrupt.cancel.clone());
-    let events = EventEmitter::new(&run.id, rt.store.clone(), req.observer.clone(), rt.redactor.clone());
+    let events =
+        EventEmitter::new(&run.id, rt.store.clone(), req.observer.clone(), rt.redactor.clone(), rt.clock.clone());
     events
         .emit(EventKind::RunStarted {
             task: req.task.clone(),

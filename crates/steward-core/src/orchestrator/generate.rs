@@ -24,7 +24,7 @@ use steward_store::GeneratedToolRecord;
 use super::ask::{Unapproved, ask_owner};
 use super::record::AuditRecord;
 use super::{CallAbort, CallContext, CallResult};
-use crate::generated::{GeneratedTool, Generator, NO_WORKER, host_env, worker};
+use crate::generated::{GeneratedTool, Generator, NO_WORKER, host_env};
 
 /// Attempts the generator gets (SPEC G).
 pub(crate) const MAX_ATTEMPTS: u32 = 3;
@@ -161,7 +161,7 @@ pub(crate) async fn generate(
     if let Some(reason) = generator.reserved(name) {
         return give_up(cx, call, reason).await;
     }
-    let Some(worker) = worker() else { return give_up(cx, call, NO_WORKER.to_string()).await };
+    let Some(worker) = generator.worker.clone() else { return give_up(cx, call, NO_WORKER.to_string()).await };
     let Some(registry) = cx.records.store.generated_registry() else {
         return give_up(cx, call, "this store keeps no generated tools".into()).await;
     };
@@ -227,7 +227,7 @@ pub(crate) async fn generate(
             approved_by: None,
             approval_id: None,
             run_id: cx.run.run_id.to_string(),
-            created_at: chrono::Utc::now(),
+            created_at: cx.approvals.clock.now(),
             removed_at: None,
             removed_by: None,
         };

@@ -230,7 +230,7 @@ pub(super) async fn register_rollback(
         compensation: serde_json::to_value(compensation).unwrap_or(serde_json::Value::Null),
         status: RollbackStatus::Pending,
         detail: String::new(),
-        created_at: chrono::Utc::now(),
+        created_at: cx.approvals.clock.now(),
         undone_at: None,
     };
     cx.records.store.upsert_rollback(&record).await?;

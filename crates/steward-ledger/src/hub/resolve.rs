@@ -54,13 +54,15 @@ pub async fn held(journal: &dyn JournalStore) -> Result<Vec<JournalRecord>, Stor
 }
 
 /// Records `resolution` of held attempt `attempt_id` by `owner_id`: an audit record
-/// (action `hub_resolve`, committed first), then the row moves `held` → `resolved`.
+/// (action `hub_resolve`, committed first), then the row moves `held` → `resolved`, updated
+/// at `now`.
 pub async fn resolve(
     journal: &dyn JournalStore,
     store: &dyn Store,
     attempt_id: &str,
     resolution: Resolution,
     owner_id: &str,
+    now: steward_protocol::Timestamp,
 ) -> Result<JournalRecord, ResolveError> {
     let row = journal.journal_get(attempt_id).await?.ok_or_else(|| ResolveError::NotFound(attempt_id.to_string()))?;
     if row.state != JournalState::Held {
@@ -97,7 +99,7 @@ pub async fn resolve(
     let mut next = row.clone();
     next.state = JournalState::Resolved;
     next.resolution = Some(resolution.as_str().to_string());
-    next.updated_at = chrono::Utc::now();
+    next.updated_at = now;
     if !journal.journal_update(&next, JournalState::Held).await? {
         let now = journal.journal_get(attempt_id).await?.map_or(JournalState::Held, |r| r.state);
         return Err(ResolveError::NotHeld(attempt_id.to_string(), now));

@@ -249,7 +249,7 @@ pub async fn create_request(
     if let Principal::Token { .. } = principal {
         principal.token_with(Scope::Submit, "filing a work request")?;
     }
-    let record = file_request(ledger(&state)?, principal.owner_id(), &body).await?;
+    let record = file_request(ledger(&state)?, state.now(), principal.owner_id(), &body).await?;
     Ok((StatusCode::CREATED, Json(request_view(&record)?)).into_response())
 }
 
@@ -352,7 +352,7 @@ pub async fn approve(
     ApiJson(body): ApiJson<ApproveWorkRequest>,
 ) -> Result<Json<WorkApproval>, ApiError> {
     let session = principal.owner_session("approving")?;
-    let approval = approve_request(ledger(&state)?, &session.owner_id, &id, &body).await?;
+    let approval = approve_request(ledger(&state)?, state.now(), &session.owner_id, &id, &body).await?;
     Ok(Json(approval_view(&approval)?))
 }
 
@@ -380,7 +380,7 @@ pub async fn revoke(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<WorkRequest>, ApiError> {
     let session = principal.owner_session("revoking")?;
-    let record = revoke_request(ledger(&state)?, &session.owner_id, &id).await?;
+    let record = revoke_request(ledger(&state)?, state.now(), &session.owner_id, &id).await?;
     Ok(Json(request_view(&record)?))
 }
 
@@ -656,7 +656,13 @@ pub async fn bearer_layer(State(routes): State<TokenRoutes>, request: Request, n
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim().to_string());
     let Some(presented) = presented else { return unauthorized(AuthError::Missing) };
-    match tokens::authenticate_with_id(routes.state.runtime.store.as_ref(), &presented).await {
+    match tokens::authenticate_with_id(
+        routes.state.runtime.store.as_ref(),
+        routes.state.runtime.clock.as_ref(),
+        &presented,
+    )
+    .await
+    {
         Ok((token_id, caller)) => {
             // This layer runs after the outer router matched the route: hand the token routes a
             // fresh request (method, URI, headers, body) without the outer match's path

@@ -94,7 +94,7 @@ pub async fn file_request_form(
             pr_number,
             text: form.text.clone(),
         };
-        file_request(ledger(&state)?, &session.owner_id, &new).await?;
+        file_request(ledger(&state)?, state.now(), &session.owner_id, &new).await?;
         Ok("/ledger".to_string())
     };
     form_post(&state, &session, &form.csrf, act).await
@@ -127,7 +127,7 @@ pub async fn approve_form(
             .map_err(|_| ApiError::invalid("the lifetime must be a whole number of minutes"))?;
         let body =
             ApproveWorkRequest { revision, head_sha: form.head_sha.clone(), expires_in_s: minutes.saturating_mul(60) };
-        approve_request(ledger(&state)?, &session.owner_id, &id, &body).await?;
+        approve_request(ledger(&state)?, state.now(), &session.owner_id, &id, &body).await?;
         Ok("/ledger".to_string())
     };
     form_post(&state, &session, &form.csrf, act).await
@@ -147,7 +147,7 @@ pub async fn revoke_form(
     Form(form): Form<CsrfForm>,
 ) -> Response {
     let act = async {
-        revoke_request(ledger(&state)?, &session.owner_id, &id).await?;
+        revoke_request(ledger(&state)?, state.now(), &session.owner_id, &id).await?;
         Ok("/ledger".to_string())
     };
     form_post(&state, &session, &form.csrf, act).await

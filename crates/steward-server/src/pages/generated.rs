@@ -192,10 +192,16 @@ pub async fn remove_generated_tool(
 ) -> Response {
     let act = async {
         let owner = &session.owner_id;
-        let removed =
-            steward_core::generated::remove_registered(&state.runtime.store, owner, &name, form.version, owner)
-                .await
-                .map_err(ApiError::storage)?;
+        let removed = steward_core::generated::remove_registered(
+            &state.runtime.store,
+            state.runtime.clock.as_ref(),
+            owner,
+            &name,
+            form.version,
+            owner,
+        )
+        .await
+        .map_err(ApiError::storage)?;
         if removed.is_empty() {
             let what = form.version.map_or_else(|| name.clone(), |v| format!("{name}@v{v}"));
             return Err(ApiError::not_found(format!("you have no generated tool `{what}` left to remove")));

@@ -82,6 +82,7 @@ pub async fn rollback(
         ));
         let done = steward_core::undo::roll_back(
             store,
+            state.runtime.clock.as_ref(),
             &record,
             records,
             None,

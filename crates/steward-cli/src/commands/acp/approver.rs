@@ -3,6 +3,7 @@
 //! by the orchestrator like any other (owner, decision token, expiry).
 
 use std::path::{Path, PathBuf};
+use steward_core::clock::{Clock, SystemClock};
 
 use agent_client_protocol as acp;
 use async_trait::async_trait;
@@ -128,7 +129,7 @@ impl Approver for EditorApprover {
                 tokio::time::sleep(CANCEL_GRACE).await;
                 ApprovalAnswer::NoApprover
             }
-            Ok(Ok(response)) => answer_of(&response.outcome, request, token, &self.owner_id, chrono::Utc::now()),
+            Ok(Ok(response)) => answer_of(&response.outcome, request, token, &self.owner_id, SystemClock.now()),
             // The editor answered with an error, or the connection closed.
             _ => ApprovalAnswer::NoApprover,
         }
