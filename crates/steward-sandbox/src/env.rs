@@ -1,4 +1,5 @@
 //! The environment allow-list (SPEC C3; case B12).
+#![forbid(unsafe_code)]
 
 use std::ffi::OsString;
 

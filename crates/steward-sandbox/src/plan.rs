@@ -1,5 +1,6 @@
 //! Deciding, before anything runs, which protections a call gets; refusing when a required
 //! one cannot be enforced and the request did not accept losing it.
+#![forbid(unsafe_code)]
 
 use crate::fs_rules::{self, BuildError, Confinement, Tcp, kernel_abi};
 use crate::limits::{NetMode, net_mode};

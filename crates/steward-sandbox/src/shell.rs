@@ -18,6 +18,7 @@
 //! `--ignore-environment`, `--unset=NAME`, `--chdir=DIR` (e.g. `-S` can hide a shell), and an
 //! `env` assignment of `BASH_ENV` or `ENV`. Limitation: a shell started from inside the
 //! command (`sh -c 'bash -l'`) is not seen here; it still gets the scrubbed environment.
+#![forbid(unsafe_code)]
 
 use std::path::Path;
 

@@ -1,6 +1,7 @@
 //! Why a kernel facility the sandbox relies on is unavailable on this machine. The probes
 //! that find out run once per process and keep their answer, so these errors are `Clone`;
 //! the plan turns them into the `reason` of [`crate::SandboxError::CannotEnforce`].
+#![forbid(unsafe_code)]
 
 use std::io;
 

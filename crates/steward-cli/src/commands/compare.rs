@@ -62,16 +62,7 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
     let cancel = CancellationToken::new();
     crate::home::spawn_lease_keeper(&runtime, CancellationToken::new())?;
     crate::home::spawn_decision_follower(&runtime);
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nsteward: cancelling (Ctrl-C again to quit at once)");
-            on_interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
+    super::run::cancel_on_ctrl_c(&cancel);
     let mut summaries = Vec::new();
     for prepared in [classic, model] {
         let observer: Arc<dyn steward_core::events::EventObserver> =

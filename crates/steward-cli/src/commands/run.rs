@@ -289,7 +289,7 @@ fn run_options(args: &RunArgs, mode: Option<RunMode>) -> RunOptions {
 }
 
 /// Cancels `cancel` at the first Ctrl-C; a second one ends the process at once (exit 130).
-fn cancel_on_ctrl_c(cancel: &CancellationToken) {
+pub(super) fn cancel_on_ctrl_c(cancel: &CancellationToken) {
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
