@@ -428,7 +428,7 @@ impl DecisionQueue {
     /// The decision on approval `id` once there is one, for a front end that shows the request
     /// and must stop asking once someone else decided (the terminal prompt); `None` when `id`
     /// is not pending here or leaves the queue undecided. Ready as soon as the decision is
-    /// submitted, even when polled before the submission's wake-up arrives (see [`settled`]).
+    /// submitted, even when polled before the submission's wake-up arrives (see `settled`).
     pub async fn approval_decided(&self, id: &str) -> Option<Decided<ApprovalAnswer>> {
         let decided = lock(&self.approvals).get(id).map(|entry| entry.decided.subscribe())?;
         settled(decided).await

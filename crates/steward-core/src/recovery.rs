@@ -67,7 +67,7 @@ impl ExecutingRuns {
     }
 
     /// Cancels the registered runs that `store` says this process must no longer execute
-    /// ([`Store::lost_runs`]: recovered by, or leased to, another node); returns their ids.
+    /// ([`steward_store::LeaseStore::lost_runs`]: recovered by, or leased to, another node); returns their ids.
     pub async fn cancel_lost(&self, store: &dyn Store) -> Result<Vec<String>, StoreError> {
         let ids = self.ids();
         if ids.is_empty() {
@@ -108,7 +108,7 @@ pub struct Recovered {
 
 /// Marks every `running` run of this machine whose process is gone as interrupted.
 /// `is_alive(pid)` tells whether a process still runs (the CLI checks the process table). Only
-/// runs of this machine ([`Store::local_running_runs`]) are judged: on a database shared by
+/// runs of this machine ([`steward_store::RunStore::local_running_runs`]) are judged: on a database shared by
 /// several nodes, another node's process ids mean nothing here.
 pub async fn recover_interrupted(
     store: &dyn Store,
@@ -129,7 +129,7 @@ pub async fn recover_interrupted(
 }
 
 /// Recovers the runs of other nodes whose lease expired (SPEC H3, several nodes on one
-/// database): takes them over ([`Store::take_over_expired_runs`], so no two nodes recover the
+/// database): takes them over ([`steward_store::LeaseStore::take_over_expired_runs`], so no two nodes recover the
 /// same run, for `ttl`) and recovers each exactly as [`recover_interrupted`] does: marked
 /// `interrupted`, pending approvals `expired`, approved calls without an outcome recorded as
 /// `unknown`. Nothing is re-executed here or anywhere. A store without leases recovers none.
@@ -155,7 +155,7 @@ pub async fn recover_expired_leases(store: &dyn Store, ttl: Duration) -> Result<
     Ok(recovered)
 }
 
-/// Runs taken over per call of [`Store::take_over_expired_runs`].
+/// Runs taken over per call of [`steward_store::LeaseStore::take_over_expired_runs`].
 const TAKE_OVER_BATCH: u32 = 32;
 
 /// How a process keeps the leases of the runs it executes (SPEC H3): renewed every

@@ -10,7 +10,7 @@
 //! nodes: of N concurrent claims of one approval exactly one is `issued`, the others see the
 //! authority it created and are `spent` (the `ledger_authorities.approval_id` column is also
 //! `UNIQUE`). After the commit, each change is appended to the audit chain
-//! ([`crate::Store::append_audit`]): action `ledger_request`, `ledger_approve`, `ledger_revoke`,
+//! ([`crate::AuditStore::append_audit`]): action `ledger_request`, `ledger_approve`, `ledger_revoke`,
 //! `ledger_claim` or `ledger_result`, `run_id` the request's id, `call_id` the attempt id,
 //! `approval_id` the approval's id. Claim and result records name the id of the bearer token
 //! that made them (`token_id`; never its secret).

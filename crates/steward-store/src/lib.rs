@@ -10,10 +10,10 @@
 //!   appends take a row lock (`audit_chain_lock`, `SELECT … FOR UPDATE`) before reading the chain
 //!   head, so every node extends ONE chain. Runs are stamped with the node that inserted them
 //!   ([`host_node`], or a name given to [`PgStore::open_with`]) so that crash recovery only
-//!   judges process ids of its own machine ([`Store::local_running_runs`]). Running runs hold
-//!   leases that their node renews ([`Store::renew_leases`]); the runs of a node that stopped
+//!   judges process ids of its own machine ([`RunStore::local_running_runs`]). Running runs hold
+//!   leases that their node renews ([`LeaseStore::renew_leases`]); the runs of a node that stopped
 //!   renewing are taken over by exactly one other node for recovery
-//!   ([`Store::take_over_expired_runs`], `FOR UPDATE SKIP LOCKED`). Every commit that stores
+//!   ([`LeaseStore::take_over_expired_runs`], `FOR UPDATE SKIP LOCKED`). Every commit that stores
 //!   events, approvals, decisions or run records sends a `NOTIFY` ([`Change`]) that the other
 //!   nodes receive through [`Store::subscribe_changes`].
 //!
@@ -80,7 +80,7 @@ pub trait RunStore: Send + Sync {
     async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError>;
 
     /// Writes the final record of a run this store's process executed (every field, as
-    /// [`Store::update_run`]) only if the stored run is still `running` and, on a store shared
+    /// [`RunStore::update_run`]) only if the stored run is still `running` and, on a store shared
     /// by several nodes, its lease is held by this store's node (a run without a lease row
     /// counts as held): `true` once committed; `false` when it was superseded (another node
     /// took the run over and recovered it, or it already ended), nothing written. Checked in the
@@ -139,7 +139,7 @@ pub trait AuditStore: Send + Sync {
     /// `i64::MAX` ([`StoreError::Invalid`]).
     async fn append_audit(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError>;
 
-    /// [`Store::append_audit`] for a record that lets a call of run `entry.run_id` execute:
+    /// [`AuditStore::append_audit`] for a record that lets a call of run `entry.run_id` execute:
     /// appended only if that run is still `running` and, on a store shared by several nodes,
     /// its lease is held by this store's node (a run without a lease row counts as held),
     /// checked in the write transaction with the lease row locked. `Ok(None)` when it is not
@@ -149,9 +149,9 @@ pub trait AuditStore: Send + Sync {
 
     /// Queues an audit record and returns once it is ordered after every earlier write (not
     /// necessarily on disk): it is committed with the next batch, at the latest by the next
-    /// [`Store::append_audit`] or [`Store::flush`], which also reports a failure to write it.
+    /// [`AuditStore::append_audit`] or [`Store::flush`], which also reports a failure to write it.
     /// For records that nothing waits on (outcomes, refusals); a decision that lets an action
-    /// run must use [`Store::append_audit`].
+    /// run must use [`AuditStore::append_audit`].
     async fn queue_audit(&self, entry: AuditEntry) -> Result<(), StoreError>;
 
     /// Audit records in chain order, all of them or those of one run.
@@ -227,7 +227,7 @@ pub trait ConversationStore: Send + Sync {
     async fn delete_fact(&self, owner_id: &str, id: &str) -> Result<bool, StoreError>;
 
     /// Inserts a conversation or replaces the one with the same id. Returns once committed,
-    /// which, as for [`Store::insert_run`], may reach the disk only with the next durable write.
+    /// which, as for [`RunStore::insert_run`], may reach the disk only with the next durable write.
     async fn upsert_conversation(&self, conversation: &ConversationRecord) -> Result<(), StoreError>;
 
     /// Conversations of an owner, oldest first.

@@ -46,16 +46,16 @@ pub fn offer_order(specs: &mut [ToolSpec]) {
 
 pub mod command;
 mod exec;
-pub mod files;
+mod files;
 pub mod filter;
-pub mod git;
+mod git;
 pub mod lsp;
-pub mod mcp;
+mod mcp;
 pub mod network;
-pub mod patch;
+mod patch;
 pub mod rollback;
 pub mod sandbox_paths;
-pub mod search;
+mod search;
 pub mod search_index;
 mod shared;
 pub mod shell;

@@ -326,7 +326,7 @@ impl SqlStore<PgDialect> {
     }
 
     /// The node this store writes as: runs it inserts are stamped with it, and
-    /// [`Store::local_running_runs`] returns only those.
+    /// [`crate::RunStore::local_running_runs`] returns only those.
     pub fn node(&self) -> &str {
         &self.shared.dialect.node
     }
