@@ -1,6 +1,6 @@
 //! What every run of a process shares ([`Runtime`]) and how it is made: the store, the
-//! redactor, the approval key, the state folders, the registry of executing runs, the clock
-//! and the decision queue.
+//! redactor, the approval key, the state folders, the registry of executing runs, the clock,
+//! the decision queue and the generated tools' worker.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,8 +34,8 @@ pub struct Runtime {
     /// The runs this process executes, shared with the lease keeper
     /// ([`crate::recovery::keep_leases`]) and the front ends that cancel or list them.
     pub executing: Arc<crate::recovery::ExecutingRuns>,
-    /// The time approvals, elicitations and grants are judged by: when a request was made,
-    /// whether it expired, whether a grant still holds.
+    /// The time the runs of this process stamp and judge by: when a run, an event, a request
+    /// was made; whether an approval or an elicitation expired, whether a grant still holds.
     pub clock: Arc<dyn crate::clock::Clock>,
     /// The decisions the runs of this process wait on (approvals, MCP servers' requests for
     /// input), submitted by every front end and judged by [`Runtime::clock`].
