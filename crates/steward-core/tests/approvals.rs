@@ -419,6 +419,20 @@ async fn a_workspace_grant_covers_later_runs_until_it_is_revoked() {
 }
 
 #[tokio::test]
+async fn a_run_its_events_and_its_rollback_records_are_stamped_by_the_runtime_clock() {
+    let mut h = harness().await;
+    let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().to_utc();
+    h.runtime = h.runtime.clone().with_clock(Arc::new(ManualClock::new(start)));
+    let (planner, _) = fake(EDIT_THEN_ANSWER);
+    let (run, recorder) = run(&h, planner, Owner::Approves, Config::default()).await;
+    assert_eq!((run.created_at, run.finished_at), (start, Some(start)));
+    let events = recorder.0.lock().unwrap().clone();
+    assert!(events.len() > 3 && events.iter().all(|e| e.at == start), "{events:?}");
+    let rollbacks = h.runtime.store.rollbacks(&run.id).await.unwrap();
+    assert_eq!(rollbacks.iter().map(|r| r.created_at).collect::<Vec<_>>(), [start]);
+}
+
+#[tokio::test]
 async fn an_expired_grant_no_longer_counts() {
     // The runtime's clock decides when a grant expires: moved on by hand, no waiting.
     let mut h = harness().await;
