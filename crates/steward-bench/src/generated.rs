@@ -25,8 +25,8 @@ use async_trait::async_trait;
 use clap::Args;
 use serde_json::json;
 use steward_config::Config;
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
-use steward_core::events::EventObserver;
+use steward_core::EventObserver;
+use steward_core::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::{PlannerChoice, RunMode, RunOptions, Runtime, Task};
 use steward_generated::protocol::{HostReply, StepOutcome, StepRequest};
 use steward_generated::{HostEnv, StepLimits, StepMode, WorkerCommand};
@@ -123,7 +123,7 @@ impl Approver for Owner {
             token: token.to_string(),
             decided_by: request.owner_id.clone(),
             scope: ApprovalScope::Once,
-            call_hash: steward_core::approval::call_hash(request),
+            call_hash: steward_core::call_hash(request),
         }
     }
 }

@@ -32,8 +32,8 @@ use clap::Args;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use steward_config::Config;
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
-use steward_core::events::EventObserver;
+use steward_core::EventObserver;
+use steward_core::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::{PlannerChoice, RunRequest, Runtime};
 use steward_policy::{Redactor, RuleConfig};
 use steward_protocol::{ApprovalRequest, DecisionKind, Event, EventKind, ToolChoice};
@@ -142,7 +142,7 @@ impl Approver for ScriptedOwner {
                 token: token.to_string(),
                 decided_by: request.owner_id.clone(),
                 scope: ApprovalScope::Once,
-                call_hash: steward_core::approval::call_hash(request),
+                call_hash: steward_core::call_hash(request),
             };
         }
         ApprovalAnswer::Reject { reason: "denied by the bench".into(), decided_by: request.owner_id.clone() }

@@ -139,7 +139,7 @@ fn top_files(hits: &[steward_index::Hit], k: usize) -> Vec<String> {
 /// embeddings, the update after one changed file, one query.
 async fn hybrid(args: &BenchSearchArgs, url: &str) -> Result<()> {
     use std::sync::Arc;
-    use steward_tools::workspace_index::{Embeddings, lookup};
+    use steward_tools::{workspace_index::Embeddings, workspace_index::lookup};
     let (file, corpus) = load(args)?;
     let mut provider = steward_provider::ProviderConfig::new(steward_provider::ProviderKind::Openai);
     provider.base_url = Some(url.to_string());

@@ -27,7 +27,7 @@ use async_trait::async_trait;
 use clap::Args;
 use serde_json::{Value, json};
 use steward_config::Config;
-use steward_core::approval::ApprovalKey;
+use steward_core::ApprovalKey;
 use steward_core::{PlannerChoice, Runtime};
 use steward_policy::Redactor;
 use steward_protocol::{ChatRequest, ChatResponse, ToolChoice, ToolSpec};

@@ -9,9 +9,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use steward_core::ApprovalKey;
+use steward_core::LeaseTiming;
 use steward_core::Runtime;
-use steward_core::approval::ApprovalKey;
-use steward_core::recovery::LeaseTiming;
 use steward_policy::Redactor;
 use steward_store::{AuditKey, JournalStore, PgStore, SqliteStore, Store, StoreOptions};
 use tokio_util::sync::CancellationToken;
@@ -118,7 +118,7 @@ impl Home {
                 (store.clone(), store)
             }
         };
-        let recovered = steward_core::recovery::recover_interrupted(store.as_ref(), &process_alive).await?;
+        let recovered = steward_core::recover_interrupted(store.as_ref(), &process_alive).await?;
         for run in &recovered.runs {
             eprintln!("steward: run {run} was interrupted by a crash; marked `interrupted` (not resumed)");
         }
@@ -262,11 +262,11 @@ pub fn notice_poll() -> Result<Duration> {
 }
 
 /// Starts keeping the leases of the runs `runtime` executes and recovering the runs of stopped
-/// nodes (see `steward_core::recovery::keep_leases`) until `stop` is cancelled. Every process
+/// nodes (see `steward_core::keep_leases`) until `stop` is cancelled. Every process
 /// that executes runs on a shared database calls it; on SQLite it does nothing useful.
 pub fn spawn_lease_keeper(runtime: &Runtime, stop: CancellationToken) -> Result<()> {
     let timing = lease_timing()?;
-    let report = |recovered: &steward_core::recovery::Recovered| {
+    let report = |recovered: &steward_core::Recovered| {
         for run in &recovered.runs {
             eprintln!(
                 "steward: run {run} of a node that stopped renewing its lease was marked `interrupted` (not resumed)"
@@ -276,7 +276,7 @@ pub fn spawn_lease_keeper(runtime: &Runtime, stop: CancellationToken) -> Result<
             eprintln!("steward: tool call {call} of run {run} has an unknown outcome (recorded in the audit log)");
         }
     };
-    tokio::spawn(steward_core::recovery::keep_leases(
+    tokio::spawn(steward_core::keep_leases(
         runtime.store.clone(),
         runtime.executing.clone(),
         std::process::id(),
@@ -295,7 +295,7 @@ pub const STORE_DECISION_POLL: Duration = Duration::from_millis(250);
 /// the store (the web UI deciding a run of this process), until the process ends: woken by the
 /// store's change notices (PostgreSQL), else looking every [`STORE_DECISION_POLL`], and only
 /// while a run of this process waits for a decision (see
-/// `steward_core::decisions::DecisionQueue::follow_store`).
+/// `steward_core::DecisionQueue::follow_store`).
 pub fn spawn_decision_follower(runtime: &Runtime) {
     let decisions = runtime.decisions.clone();
     let store = runtime.store.clone();

@@ -475,16 +475,12 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let result = match cli.command.unwrap_or_else(|| Command::Chat(commands::ChatArgs::default())) {
+        match cli.command.unwrap_or_else(|| Command::Chat(commands::ChatArgs::default())) {
             Command::Chat(args) => commands::chat(args).await,
             Command::Run(args) => commands::run(args).await,
             Command::Resume(args) => commands::resume(args).await,
-            Command::Approve { id, scope } => {
-                commands::decide(&id, steward_core::decisions::OwnerDecision::Approve(scope)).await
-            }
-            Command::Deny { id, reason } => {
-                commands::decide(&id, steward_core::decisions::OwnerDecision::Deny(reason)).await
-            }
+            Command::Approve { id, scope } => commands::decide(&id, steward_core::OwnerDecision::Approve(scope)).await,
+            Command::Deny { id, reason } => commands::decide(&id, steward_core::OwnerDecision::Deny(reason)).await,
             Command::Approvals { command: ApprovalsCommand::Pending { json } } => {
                 commands::approvals_pending(json).await
             }
@@ -565,10 +561,7 @@ fn main() -> ExitCode {
                 Ok(0)
             }
             Command::Reference { page, out } => commands::reference::print::<Cli>(page, out.as_deref()),
-        };
-        // The spans of the runs this process made (telemetry on), sent before it exits.
-        steward_telemetry::shutdown(steward_telemetry::SHUTDOWN_TIMEOUT).await;
-        result
+        }
     });
     // Do not wait for a blocked stdin reader (an approval prompt) after the run ended.
     runtime.shutdown_background();

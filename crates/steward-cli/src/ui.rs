@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex};
 use anstream::{eprint, eprintln, println};
 use anstyle::{AnsiColor, Style};
 use async_trait::async_trait;
-use steward_core::approval::{ApprovalAnswer, ApprovalScope, Approver};
-use steward_core::decisions::{Decided, DecisionQueue, Via};
-use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
-use steward_core::events::EventObserver;
+use steward_core::EventObserver;
+use steward_core::{ApprovalAnswer, ApprovalScope, Approver};
+use steward_core::{Decided, DecisionQueue, Via};
+use steward_core::{ElicitationPrompt, ElicitationReply};
 use steward_mcp::elicitation::FieldKind;
 use steward_protocol::{ApprovalRequest, Event, EventKind};
 
@@ -499,7 +499,7 @@ impl Approver for TerminalApprover {
         };
         eprintln!();
         // The hash of the call shown above, which the run compares with the call it would run.
-        let call_hash = steward_core::approval::call_hash(request);
+        let call_hash = steward_core::call_hash(request);
         let approve = |scope| ApprovalAnswer::Approve {
             token: token.to_string(),
             decided_by: self.owner_id.clone(),

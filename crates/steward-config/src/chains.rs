@@ -1,4 +1,4 @@
-//! `[[tool_call_chain]]` entries (SPEC T6; how chains run is in `steward_core::chains`).
+//! `[[tool_call_chain]]` entries (SPEC T6; how chains run is in `steward-core`'s `chains` module).
 
 use serde::{Deserialize, Serialize};
 

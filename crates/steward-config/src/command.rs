@@ -1,4 +1,4 @@
-//! `[[tool]]` entries as written (SPEC T5; the format is in `steward_tools::command`) and
+//! `[[tool]]` entries as written (SPEC T5; the format is in `steward-tools`'s `command` module) and
 //! their checks.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! `[[output_filter]]` entries (SPEC T8; how they apply is in `steward_tools::filter`).
+//! `[[output_filter]]` entries (SPEC T8; how they apply is in `steward-tools`'s `filter` module).
 
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};

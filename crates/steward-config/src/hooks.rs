@@ -1,4 +1,4 @@
-//! `[[hook]]` entries (SPEC T9; what they do is in `steward_core::hooks`).
+//! `[[hook]]` entries (SPEC T9; what they do is in `steward-core`'s `hooks` module).
 
 use serde::{Deserialize, Serialize};
 

@@ -191,7 +191,7 @@ pub struct Config {
     pub entry_sources: BTreeMap<String, PathBuf>,
     /// True when the workspace is listed in the user's `[trust]` table.
     pub trusted: bool,
-    /// Leaves out the argument-level data-flow check (`data_flow`, `steward_core::data_flow`),
+    /// Leaves out the argument-level data-flow check (`steward-core`'s `data_flow` module),
     /// keeping run-level taint alone. Always false for a configuration loaded from files: no
     /// file can set it. Only a program embedding Steward may, to measure what the check
     /// changes (`steward bench injection` does).

@@ -1,5 +1,5 @@
 //! `[[lsp]]` entries: the language servers behind the `lsp_*` tools (SPEC T11; what they do
-//! is in `steward_tools::lsp::client` and `steward_tools::lsp`).
+//! is in `steward-tools`'s `lsp` module).
 
 use serde::{Deserialize, Serialize};
 

@@ -287,10 +287,10 @@ pub struct RawConfig {
     /// `[[tool_call_chain]]`
     #[serde(default, rename = "tool_call_chain")]
     pub chains: Vec<ChainConfig>,
-    /// `[[tool]]`: user-defined command tools (format in `steward_tools::command`).
+    /// `[[tool]]`: user-defined command tools (format in `steward-tools`'s `command` module).
     #[serde(default, rename = "tool")]
     pub tools: Vec<CommandToolConfig>,
-    /// `[[output_filter]]` (format in `steward_tools::filter`).
+    /// `[[output_filter]]` (format in `steward-tools`'s `filter` module).
     #[serde(default, rename = "output_filter")]
     pub output_filters: Vec<OutputFilterConfig>,
     /// `[generated_tools]`

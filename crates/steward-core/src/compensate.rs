@@ -17,9 +17,9 @@ use steward_protocol::{DecisionKind, ToolCall};
 use tokio_util::sync::CancellationToken;
 
 use steward_config::{Compensate, Config, literal_prefix};
-use steward_tools::command::CommandTool;
-use steward_tools::rollback::{Snapshots, sha256_hex};
+use steward_tools::CommandTool;
 use steward_tools::{Tool, ToolContext, ToolError, ToolRegistry};
+use steward_tools::{rollback::Snapshots, rollback::sha256_hex};
 
 /// Why a compensation did not run, or did not undo the change.
 #[derive(Debug, thiserror::Error)]

@@ -173,7 +173,7 @@ fn collect_strings(value: &Value, out: &mut Vec<String>) {
 mod tests {
     use super::*;
     use steward_policy::PolicyConfig;
-    use steward_tools::{network::Network, shell::ShellTool};
+    use steward_tools::{Network, ShellTool};
 
     #[test]
     fn shell_words_naming_untrusted_paths_taint_as_the_shell_splits_them() {

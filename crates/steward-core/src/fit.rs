@@ -51,7 +51,8 @@ pub const TEMPLATE_TOKENS: u32 = 150;
 pub const SHORT_DESCRIPTION_CHARS: usize = 100;
 /// Tokens kept free for the reply when the request sets no output limit: a quarter of the
 /// window, at most this many (a local server is sent the same share as `max_tokens`).
-pub const DEFAULT_REPLY_RESERVE: u32 = steward_provider::DEFAULT_REPLY_SHARE;
+#[cfg(test)]
+const DEFAULT_REPLY_RESERVE: u32 = steward_provider::DEFAULT_REPLY_SHARE;
 
 /// Added to the server's count over the estimate before it scales the next estimate, so that a
 /// prompt a little denser than the last one still fits.
@@ -171,7 +172,7 @@ pub fn estimate_tokens(request: &ChatRequest) -> u32 {
 }
 
 /// Tokens kept free for the reply in a window of `window` tokens: the request's output limit,
-/// else a quarter of the window, at most [`DEFAULT_REPLY_RESERVE`].
+/// else a quarter of the window, at most `steward_provider::DEFAULT_REPLY_SHARE`.
 pub fn reply_reserve(request: &ChatRequest, window: u32) -> u32 {
     request.max_tokens.unwrap_or(steward_provider::reply_share(Some(window)))
 }
@@ -180,12 +181,17 @@ pub fn reply_reserve(request: &ChatRequest, window: u32) -> u32 {
 /// module's documentation); `task` is the run's task, which ranks the tools.
 ///
 /// Errors: [`FitError`] when it does not fit after every step; `request` is then left shrunk.
-pub fn fit(request: &mut ChatRequest, window: u32, task: &str) -> Result<Fitted, FitError> {
+#[cfg(test)]
+fn fit(request: &mut ChatRequest, window: u32, task: &str) -> Result<Fitted, FitError> {
     fit_calibrated(request, window, task, None)
 }
 
-/// [`fit`] with the estimate scaled by `scale` (from [`calibration`]; `None`: unscaled). The
-/// [`Fitted`] and [`FitError`] figures are the scaled estimates.
+/// Shrinks `request` until its estimate, scaled by `scale` (from [`calibration`]; `None`:
+/// unscaled), fits `window` less the reply's reserve (see the module's documentation); `task`
+/// is the run's task, which ranks the tools. The [`Fitted`] and [`FitError`] figures are the
+/// scaled estimates.
+///
+/// Errors: [`FitError`] when it does not fit after every step; `request` is then left shrunk.
 pub fn fit_calibrated(
     request: &mut ChatRequest,
     window: u32,

@@ -126,7 +126,7 @@ impl Generator {
             "names with `__` are MCP tools' (`SERVER__TOOL`)"
         } else if ToolRegistry::builtin().get(name).is_some()
             || name == steward_policy::SHELL_TOOL
-            || name == steward_tools::search_index::NAME
+            || name == steward_tools::SEARCH_INDEX_TOOL
         {
             "it is a built-in tool's name (offered only when its configuration turns it on)"
         } else if name.starts_with("lsp_") {
@@ -173,11 +173,6 @@ impl GeneratedTool {
         let files_dir = generator.files_dir.join(owner_folder(&record.owner_id)).join(&record.name);
         GeneratedTool { spec, record, files_dir, write_quota: generator.write_quota, worker: generator.worker.clone() }
     }
-
-    /// The registered version it runs.
-    pub fn record(&self) -> &GeneratedToolRecord {
-        &self.record
-    }
 }
 
 /// The folder name of `owner_id`'s generated tools: the first 16 hex digits of its SHA-256 (an
@@ -198,7 +193,7 @@ pub(crate) fn host_env(
 ) -> Result<HostEnv, String> {
     // A stubbed `http_get` reaches nothing: the test hook does not concern it.
     let test_hosts = match http {
-        HttpMode::Live => steward_tools::network::test_hosts().map_err(|e| e.to_string())?,
+        HttpMode::Live => steward_tools::test_hosts().map_err(|e| e.to_string())?,
         HttpMode::Stub => steward_egress::TestHosts::default(),
     };
     Ok(HostEnv {

@@ -1,6 +1,6 @@
 //! What every run of a process shares ([`Runtime`]) and how it is made: the store, the
 //! redactor, the approval key, the state folders, the registry of executing runs, the clock,
-//! the decision queue and the generated tools' worker.
+//! the decision queue, the generated tools' worker and the telemetry exporters.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -43,6 +43,9 @@ pub struct Runtime {
     /// How the steps of generated tools are started (`steward __tool-worker` for the `steward`
     /// binary, [`Runtime::with_tool_worker`]); `None`: generated tools fail closed, saying why.
     pub tool_worker: Option<steward_generated::WorkerCommand>,
+    /// The OpenTelemetry exporters its runs started (SPEC R3; one per distinct settings, none
+    /// while export is off), flushed by [`Runtime::shutdown`].
+    pub telemetry: Arc<steward_telemetry::Exporters>,
 }
 
 impl Runtime {
@@ -51,9 +54,10 @@ impl Runtime {
     /// (all created when first needed);
     /// `store`, `redactor` and `approval_key` are shared by every run of the process, and so
     /// are the registry of the runs it executes (empty at first), the clock approvals and
-    /// grants are judged by (the system clock; [`Runtime::with_clock`] sets another) and the
-    /// queue of the decisions its runs wait on (empty at first). `home` is registered with
-    /// [`steward_config::state_paths::register`]: no sandboxed program of the process sees it.
+    /// grants are judged by (the system clock; [`Runtime::with_clock`] sets another), the
+    /// queue of the decisions its runs wait on (empty at first) and the telemetry exporters
+    /// (none started). `home` is registered with [`steward_config::state_paths::register`]: no
+    /// sandboxed program of the process sees it.
     pub fn new(
         home: &Path,
         store: Arc<dyn Store>,
@@ -75,7 +79,16 @@ impl Runtime {
             clock: clock.clone(),
             decisions: Arc::new(DecisionQueue::new(clock)),
             tool_worker: crate::generated::worker_from_env(),
+            telemetry: Arc::new(steward_telemetry::Exporters::new()),
         }
+    }
+
+    /// Sends the spans its runs queued for export and stops the exporters, waiting at most
+    /// [`steward_telemetry::SHUTDOWN_TIMEOUT`] (an unreachable receiver costs at most that);
+    /// nothing to do while export is off. Call it when the front end is done with the runtime
+    /// (a command's end, a server's stop); a run after it starts its exporter afresh.
+    pub async fn shutdown(&self) {
+        self.telemetry.shutdown(steward_telemetry::SHUTDOWN_TIMEOUT).await;
     }
 
     /// Where the MCP logins of `owner` are kept (`$STEWARD_HOME/mcp-logins/…`, see

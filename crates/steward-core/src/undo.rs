@@ -10,7 +10,7 @@ use steward_protocol::{AuditEntry, AuditOutcome};
 use steward_store::{RollbackRecord, RollbackStatus, RunRecord, Store, StoreError};
 
 use crate::compensate::{CompensateError, CompensationRunner};
-use steward_tools::rollback::{Compensation, undo};
+use steward_tools::{rollback::Compensation, rollback::undo};
 
 /// How many of the newest runs [`last_changing_run`] looks through for one that changed files.
 pub const LAST_CHANGING_RUN_SCAN: u32 = 1000;

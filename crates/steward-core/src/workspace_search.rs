@@ -14,7 +14,7 @@ use steward_policy::{Redactor, Workspace};
 use steward_protocol::{ContextChunk, EventKind};
 use steward_store::StoreError;
 pub use steward_tools::workspace_index::Embeddings;
-use steward_tools::workspace_index::{Lookup, lookup, render_hits};
+use steward_tools::{workspace_index::Lookup, workspace_index::lookup, workspace_index::render_hits};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::EventEmitter;

@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use steward_config::Config;
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, Approver};
-use steward_core::events::NoObserver;
+use steward_core::NoObserver;
+use steward_core::{ApprovalAnswer, ApprovalKey, Approver};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, ToolChoice};

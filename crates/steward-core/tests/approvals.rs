@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::common::Recorder;
 use async_trait::async_trait;
 use steward_config::Config;
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
-use steward_core::clock::ManualClock;
+use steward_core::ManualClock;
+use steward_core::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, AuditOutcome, Event, EventKind, StopReason, ToolChoice};
@@ -32,7 +32,7 @@ enum Owner {
 impl Approver for Owner {
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
         let me = "local:alice".to_string();
-        let call_hash = steward_core::approval::call_hash(request);
+        let call_hash = steward_core::call_hash(request);
         let approve =
             |token: String, decided_by: String, scope| ApprovalAnswer::Approve { token, decided_by, scope, call_hash };
         match self {
@@ -473,7 +473,7 @@ impl Approver for ApprovesTooLate {
             token: token.into(),
             decided_by: "local:alice".into(),
             scope: ApprovalScope::Once,
-            call_hash: steward_core::approval::call_hash(request),
+            call_hash: steward_core::call_hash(request),
         }
     }
 }

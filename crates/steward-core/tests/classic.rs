@@ -1,7 +1,7 @@
 //! The classic planner (SPEC A4): task → tool call table, follow-up answers, help text.
 
 use serde_json::{Value, json};
-use steward_core::planner::classic::ClassicPlanner;
+use steward_core::ClassicPlanner;
 use steward_protocol::{ChatRequest, ChatResponse, FinishReason, Message, StreamDelta, ToolCall, ToolChoice, Usage};
 use steward_provider::Provider;
 use steward_tools::ToolRegistry;

@@ -8,7 +8,7 @@ use crate::common::Recorder;
 use async_trait::async_trait;
 use serde_json::json;
 use steward_config::Config;
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
+use steward_core::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::{Redactor, Workspace};
 use steward_protocol::{ApprovalRequest, AuditOutcome, Event, EventKind, ToolChoice};
@@ -25,7 +25,7 @@ impl Approver for Owner {
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
         let me = "local:alice".to_string();
         if self.0 {
-            let call_hash = steward_core::approval::call_hash(request);
+            let call_hash = steward_core::call_hash(request);
             ApprovalAnswer::Approve { token: token.into(), decided_by: me, scope: ApprovalScope::Once, call_hash }
         } else {
             ApprovalAnswer::Reject { reason: "no".into(), decided_by: me }
@@ -339,7 +339,7 @@ enum = ["debug", "release"]
     )
     .unwrap();
     let config = Config::load(Some(dir.path()), dir.path()).unwrap();
-    let tool = steward_tools::command::CommandTool::new(config.tools[0].clone()).unwrap();
+    let tool = steward_tools::CommandTool::new(config.tools[0].clone()).unwrap();
     use steward_tools::Tool;
     let rendered = steward_provider::tool_definitions(&[tool.spec().clone()]);
     assert_eq!(

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::common::{Recorder, Yes};
 use serde_json::{Value, json};
 use steward_config::{Config, LspServerConfig};
-use steward_core::approval::ApprovalKey;
+use steward_core::ApprovalKey;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_peers::required_env;
 use steward_policy::{Redactor, Workspace};
@@ -255,7 +255,7 @@ async fn peer_lsp_a_server_that_crashes_mid_request_is_restarted_with_backoff() 
     assert!(started.elapsed() >= std::time::Duration::from_millis(250), "after the backoff");
 
     let mut last = String::new();
-    for _ in 0..steward_tools::lsp::client::MAX_RESTARTS {
+    for _ in 0..steward_tools::LSP_MAX_RESTARTS {
         last = call(&registry, &ctx, "lsp_hover", boom.clone()).await.unwrap_err().message;
     }
     assert!(last.contains("not started again in this run"), "{last}");

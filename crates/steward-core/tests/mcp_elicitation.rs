@@ -11,8 +11,8 @@ use crate::common::Recorder;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use steward_config::Config;
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
-use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
+use steward_core::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver};
+use steward_core::{ElicitationPrompt, ElicitationReply};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_mcp::{McpManager, McpServerConfig};
 use steward_policy::Redactor;
@@ -40,7 +40,7 @@ struct Owner {
 #[async_trait]
 impl Approver for Owner {
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-        let call_hash = steward_core::approval::call_hash(request);
+        let call_hash = steward_core::call_hash(request);
         ApprovalAnswer::Approve { token: token.into(), decided_by: OWNER.into(), scope: ApprovalScope::Once, call_hash }
     }
 
@@ -277,7 +277,7 @@ async fn nobody_to_ask_declines() {
     #[async_trait]
     impl Approver for ApprovesOnly {
         async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-            let call_hash = steward_core::approval::call_hash(request);
+            let call_hash = steward_core::call_hash(request);
             ApprovalAnswer::Approve {
                 token: token.into(),
                 decided_by: OWNER.into(),

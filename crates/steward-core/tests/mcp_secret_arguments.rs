@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::common::Recorder;
 use steward_config::Config;
-use steward_core::approval::ApprovalKey;
+use steward_core::ApprovalKey;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_mcp::{McpManager, McpServerConfig, ValueSource};
 use steward_policy::Redactor;

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use steward_config::Config;
-use steward_core::approval::{ApprovalKey, NoApprover};
-use steward_core::events::NoObserver;
+use steward_core::NoObserver;
+use steward_core::{ApprovalKey, NoApprover};
 use steward_core::{PlannerChoice, RunRequest, Runtime, memory, run_task};
 use steward_policy::Redactor;
 use steward_protocol::ToolChoice;
@@ -20,16 +20,14 @@ async fn the_owners_facts_are_in_the_system_message_and_nobody_elses() {
     let redactor = Redactor::new(Vec::new());
     memory::remember(
         store.as_ref(),
-        &steward_core::clock::SystemClock,
+        &steward_core::SystemClock,
         &redactor,
         "local:alice",
         "the tests run with cargo nextest",
     )
     .await
     .unwrap();
-    memory::remember(store.as_ref(), &steward_core::clock::SystemClock, &redactor, "web:bob", "bob likes tabs")
-        .await
-        .unwrap();
+    memory::remember(store.as_ref(), &steward_core::SystemClock, &redactor, "web:bob", "bob likes tabs").await.unwrap();
     let runtime = Runtime::new(dir.path(), store, redactor, ApprovalKey::generate());
     let provider = Arc::new(FakeProvider::new(Scenario::from_toml("[[round]]\ntext = \"ok\"\n").unwrap()));
     let request = RunRequest {

@@ -7,8 +7,8 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use steward_tools::rollback::{self, Compensation, sha256_hex};
 use steward_tools::{ToolContext, ToolError, ToolOutput, ToolRegistry};
+use steward_tools::{rollback, rollback::Compensation, rollback::sha256_hex};
 
 fn context(root: &Path) -> ToolContext {
     common::tool_context(root, "steward-patch-test-snapshots")

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
 use steward_config::Config;
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, Approver};
-use steward_core::events::NoObserver;
+use steward_core::NoObserver;
+use steward_core::{ApprovalAnswer, ApprovalKey, Approver};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, ErrorClass, Role, StopReason, ToolChoice};

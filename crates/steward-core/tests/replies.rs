@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use steward_config::Config;
-use steward_core::approval::ApprovalKey;
-use steward_core::events::NoObserver;
+use steward_core::ApprovalKey;
+use steward_core::NoObserver;
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::Redactor;
 use steward_protocol::{AuditOutcome, AuditRecord, ErrorClass, Role, StopReason, ToolChoice};

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use steward_config::Config;
-use steward_core::approval::{ApprovalKey, NoApprover};
-use steward_core::events::EventObserver;
-use steward_core::planner::{PlannerOverrides, resolve_roles};
+use steward_core::EventObserver;
+use steward_core::{ApprovalKey, NoApprover};
 use steward_core::{Locality, PlannerChoice, RoleAssignment, RoleName, RolePlan, RunRequest, Runtime, run_task};
+use steward_core::{PlannerOverrides, resolve_roles};
 use steward_policy::Redactor;
 use steward_protocol::{ChatRequest, ErrorClass, Event, EventKind, StopReason, ToolChoice};
 use steward_provider::fake::{FakeProvider, Scenario};

@@ -7,8 +7,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use steward_tools::network::Network;
-use steward_tools::shell::{ShellTool, Visible, direct_argv};
+use steward_tools::Network;
+use steward_tools::{ShellTool, Visible, direct_argv};
 use steward_tools::{Tool, ToolContext};
 
 fn context(root: &Path) -> ToolContext {

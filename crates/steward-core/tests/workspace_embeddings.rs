@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use steward_config::{Config, SearchConfig};
-use steward_core::approval::{ApprovalKey, NoApprover};
-use steward_core::events::EventObserver;
+use steward_core::EventObserver;
+use steward_core::{ApprovalKey, NoApprover};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_index::IndexOptions;
 use steward_peers::{EMBEDDING_MODEL_ID, Peer, embedding_server};
@@ -19,7 +19,9 @@ use steward_provider::fake::{FakeProvider, Scenario};
 use steward_provider::{ProviderConfig, ProviderKind};
 use steward_store::{RunStatus, SqliteStore, Store};
 use steward_tools::ToolRegistry;
-use steward_tools::workspace_index::{EMBEDDING_BATCH, Embeddings, Lookup, lookup};
+use steward_tools::{
+    workspace_index::EMBEDDING_BATCH, workspace_index::Embeddings, workspace_index::Lookup, workspace_index::lookup,
+};
 use tokio_util::sync::CancellationToken;
 
 /// The question: it shares no word with `src/retry.rs`, the file that answers it.

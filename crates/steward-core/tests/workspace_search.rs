@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 
 use steward_config::Config;
-use steward_core::approval::{ApprovalKey, NoApprover};
-use steward_core::events::EventObserver;
+use steward_core::EventObserver;
+use steward_core::{ApprovalKey, NoApprover};
 use steward_core::{PlannerChoice, RunRequest, Runtime, run_task};
 use steward_policy::{Redactor, Workspace};
 use steward_protocol::{Event, EventKind, ToolChoice};
@@ -86,7 +86,7 @@ async fn the_matching_chunks_reach_the_planner_with_paths_and_lines() {
     let (provider, events, status) = run(&setup, "[[round]]\ntext = \"100 ms doubled\"\n", Config::default()).await;
     assert_eq!(status, RunStatus::Completed);
     let system = &provider.requests()[0].messages[0].content;
-    assert!(system.contains(steward_core::workspace_search::CONTEXT_HEADING), "{system}");
+    assert!(system.contains(steward_core::SEARCH_CONTEXT_HEADING), "{system}");
     assert!(system.contains("src/retry.rs:1-4"), "{system}");
     assert!(system.contains("pub fn backoff_delay"), "{system}");
     assert!(!system.contains("backoff-secret-value"), "a secret file is never indexed");

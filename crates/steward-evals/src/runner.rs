@@ -10,9 +10,9 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use steward_config::Config;
-use steward_core::approval::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver, NoApprover};
-use steward_core::events::EventObserver;
-use steward_core::planner::PlannerOverrides;
+use steward_core::EventObserver;
+use steward_core::PlannerOverrides;
+use steward_core::{ApprovalAnswer, ApprovalKey, ApprovalScope, Approver, NoApprover};
 use steward_core::{PlannerChoice, RoleName, RunMode, RunOptions, Runtime, Task};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, Event, ToolChoice};
@@ -76,13 +76,11 @@ pub fn skip_reason(case: &Case, options: &EvalOptions) -> Option<String> {
     }
     let missing = |c: &String| match c.as_str() {
         // Generated tools run in the tool worker, which only the `steward` binary provides.
-        "generated_tools" if options.tool_worker.is_some() || steward_core::generated::worker_from_env().is_some() => {
-            None
-        }
+        "generated_tools" if options.tool_worker.is_some() || steward_core::tool_worker_from_env().is_some() => None,
         "generated_tools" => Some(format!(
             "requires generated_tools: tool generation needs the tool worker, which this process does not \
              have ({})",
-            steward_core::generated::NO_WORKER
+            steward_core::NO_TOOL_WORKER
         )),
         // A case that continues an earlier case's run has that run as its conversation.
         "conversations" if case.after.is_some() => None,
@@ -118,7 +116,7 @@ impl Approver for CaseApprover {
                 token: token.to_string(),
                 decided_by: OWNER.to_string(),
                 scope: ApprovalScope::Once,
-                call_hash: steward_core::approval::call_hash(request),
+                call_hash: steward_core::call_hash(request),
             },
             ApprovalAction::Reject => {
                 ApprovalAnswer::Reject { reason: "rejected by the eval case".into(), decided_by: OWNER.to_string() }
@@ -189,13 +187,13 @@ enum HarnessError {
     Workspace(std::io::Error),
     /// The run could not be composed (tools, MCP servers, policy).
     #[error(transparent)]
-    Prepare(#[from] steward_core::compose::PrepareError),
+    Prepare(#[from] steward_core::PrepareError),
     /// The case names a built-in scenario that does not exist.
     #[error("unknown built-in scenario `{0}` (built-in: {list})", list = scenarios::BUILTIN.join(", "))]
     UnknownScenario(String),
     /// The planner could not be resolved from the options or the case.
     #[error(transparent)]
-    Planner(#[from] steward_core::planner::PlannerError),
+    Planner(#[from] steward_core::PlannerError),
     /// The store could not be opened or read.
     #[error("store: {0}")]
     Store(#[from] steward_store::StoreError),
@@ -302,7 +300,7 @@ async fn run_in(
         let first = one_run(&places, earlier, options, &runtime, Vec::new()).await?;
         let tainted = first.events.iter().any(|e| matches!(e.kind, steward_protocol::EventKind::RunTainted { .. }));
         let record = first.result.map_err(|source| HarnessError::EarlierRun { name: earlier.name.clone(), source })?;
-        history.push(steward_core::context::Turn {
+        history.push(steward_core::Turn {
             task: earlier.task.clone(),
             answer: record.final_text.unwrap_or_default(),
             run_id: record.id,
@@ -310,6 +308,8 @@ async fn run_in(
         });
     }
     let OneRun { result, events, duration_ms, fake } = one_run(&places, case, options, &runtime, history).await?;
+    // The case's spans (telemetry on) are sent before its state is read back.
+    runtime.shutdown().await;
     let mut outcome = RunOutcome { events, duration_ms, ..RunOutcome::default() };
     let record = match result {
         Ok(record) => record,
@@ -378,7 +378,7 @@ async fn one_run(
     case: &Case,
     options: &EvalOptions,
     runtime: &Runtime,
-    history: Vec<steward_core::context::Turn>,
+    history: Vec<steward_core::Turn>,
 ) -> Result<OneRun, HarnessError> {
     // The scenario's own configuration (an MCP server it needs) under the case's.
     let mut table = case.scenario.as_deref().map(scenarios::config).unwrap_or_default();
@@ -490,7 +490,7 @@ fn planner_for(
         return Ok((choice, Some(fake)));
     }
     let env = |name: &str| std::env::var(name).ok();
-    let choice = steward_core::planner::resolve(config, &real_overrides(case, options), &env)?;
+    let choice = steward_core::resolve_planner(config, &real_overrides(case, options), &env)?;
     Ok((choice, None))
 }
 

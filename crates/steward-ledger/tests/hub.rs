@@ -12,9 +12,9 @@ use steward_store::AuditStore;
 use steward_store::RunStore;
 
 use common::fake_ledger::{self, Shared, TOKEN};
+use steward_core::ApprovalKey;
+use steward_core::PlannerOverrides;
 use steward_core::Runtime;
-use steward_core::approval::ApprovalKey;
-use steward_core::planner::PlannerOverrides;
 use steward_ledger::hub::engine::Handled;
 use steward_ledger::hub::{Hub, HubSettings, HubToken, LedgerClient, RunLauncher};
 use steward_ledger::wire::{AttemptOutcome, CheckOutcome, Evidence};

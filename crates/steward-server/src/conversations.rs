@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
-use steward_core::memory::{self, MemoryCommand};
+use steward_core::{memory, memory::MemoryCommand};
 use steward_store::{ConversationRecord, ConversationTurn, new_id};
 
 use crate::error::{ApiError, ErrorClass};
@@ -214,7 +214,7 @@ pub async fn send(state: &AppState, owner_id: &str, id: &str, text: &str) -> Res
             (String::new(), reply)
         }
         None => {
-            let history = steward_core::conversation::history(store, &record).await.map_err(ApiError::storage)?;
+            let history = steward_core::conversation_history(store, &record).await.map_err(ApiError::storage)?;
             let non_empty = |v: &str| (!v.is_empty()).then(|| v.to_string());
             let start = StartRun {
                 task: text.to_string(),

@@ -41,7 +41,7 @@ use tokio_util::task::TaskTracker;
 pub use error::{ApiError, ErrorClass};
 pub use session::Sessions;
 pub use state::{AppState, DEFAULT_NOTICE_POLL, Inner, ServerOptions, StartRun, UnknownMode};
-pub use steward_core::compose::{Launcher, LauncherError, Prepared, ProviderStatus, RunOptions};
+pub use steward_core::{Launcher, LauncherError, Prepared, ProviderStatus, RunOptions};
 
 /// How often old finished runs are cleaned up (also once at start).
 const CLEANUP_EVERY: Duration = Duration::from_secs(600);

@@ -10,10 +10,10 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use steward_core::EventObserver;
 use steward_core::Runtime;
-use steward_core::decisions::{DecisionQueue, SubmitError, Verdict, Via};
-use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
-use steward_core::events::EventObserver;
+use steward_core::{DecisionQueue, SubmitError, Verdict, Via};
+use steward_core::{ElicitationPrompt, ElicitationReply};
 use steward_mcp::elicitation::AnswerError;
 use steward_protocol::{ApprovalRequest, Event};
 use tokio::sync::broadcast;
@@ -136,7 +136,7 @@ pub enum ElicitError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Approve once or remember for the run or workspace.
-    Approve(steward_core::approval::ApprovalScope),
+    Approve(steward_core::ApprovalScope),
     /// Deny with a reason for the model.
     Deny(String),
 }
@@ -359,8 +359,8 @@ mod tests {
         assert_eq!(frame, format!("id: 7\nevent: stage_chunk\ndata: {json}\n\n"));
         assert_eq!(frame.matches('\n').count(), 4, "the JSON holds no line break: {frame}");
     }
-    use steward_core::approval::{ApprovalAnswer, ApprovalScope};
-    use steward_core::clock::SystemClock;
+    use steward_core::SystemClock;
+    use steward_core::{ApprovalAnswer, ApprovalScope};
     use steward_protocol::ApprovalStatus;
 
     fn request(id: &str, owner: &str, expires_in_s: i64) -> ApprovalRequest {
@@ -404,7 +404,7 @@ mod tests {
                 token: "tok".into(),
                 decided_by: "web:a".into(),
                 scope: ApprovalScope::Once,
-                call_hash: steward_core::approval::call_hash(&request("apr_1", "web:a", 60)),
+                call_hash: steward_core::call_hash(&request("apr_1", "web:a", 60)),
             }
         );
         assert!(matches!(

@@ -2,7 +2,7 @@
 //! `steward_core::memory`; this adds ownership errors and tells every open tab of the owner
 //! about each change.
 
-use steward_core::memory::{self, MemoryError};
+use steward_core::{memory, memory::MemoryError};
 use steward_store::FactRecord;
 
 use crate::error::ApiError;

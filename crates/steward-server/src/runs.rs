@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use steward_core::Task;
-use steward_core::approval::{ApprovalScope, QueueApprover};
+use steward_core::{ApprovalScope, QueueApprover};
 use steward_protocol::{ApprovalRequest, ApprovalStatus, Event};
 use steward_store::{ApprovalDecisionRecord, RunRecord, new_id};
 
@@ -95,7 +95,7 @@ pub async fn start_with_history(
     state: &AppState,
     owner_id: &str,
     start: StartRun,
-    history: Vec<steward_core::context::Turn>,
+    history: Vec<steward_core::Turn>,
 ) -> Result<Started, ApiError> {
     let task = start.task.trim().to_string();
     if task.is_empty() {
@@ -249,7 +249,7 @@ pub async fn cancel(state: &AppState, owner_id: &str, id: &str) -> Result<RunVie
 /// sharing the database (woken by its change notice).
 ///
 /// `call_hash` is the hash of the call the approver was shown
-/// ([`steward_core::approval::call_hash`]); without it, the request as read here (from the
+/// ([`steward_core::call_hash`]); without it, the request as read here (from the
 /// decision queue, or from the store) counts as shown. The run refuses an approval whose hash is
 /// not that of the call it would run.
 pub async fn decide(
@@ -263,7 +263,7 @@ pub async fn decide(
     // anything is decided: the request keeps waiting for a decision on what it really holds.
     if let (Some(shown), Some(request)) = (&call_hash, state.live.pending_approval(approval_id))
         && request.owner_id == owner_id
-        && *shown != steward_core::approval::call_hash(&request)
+        && *shown != steward_core::call_hash(&request)
     {
         return Err(ApiError::conflict(
             ErrorClass::Conflict,
@@ -310,7 +310,7 @@ pub async fn decide(
                 scope: scope.to_string(),
                 reason,
                 created_at: now,
-                call_hash: call_hash.unwrap_or_else(|| steward_core::approval::call_hash(&approval)),
+                call_hash: call_hash.unwrap_or_else(|| steward_core::call_hash(&approval)),
             };
             if state.runtime.store.insert_approval_decision(&record).await.map_err(ApiError::storage)? {
                 Ok(())

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
-use steward_core::compose::Launcher;
+use steward_core::Launcher;
+use steward_core::PlannerOverrides;
 use steward_core::mcp_tokens::NewToken;
-use steward_core::planner::PlannerOverrides;
 use steward_core::{RunMode, RunOptions, Runtime};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;

@@ -15,7 +15,7 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
 use serde_json::{Value, json};
 use steward_config::Config;
-use steward_core::approval::ApprovalKey;
+use steward_core::ApprovalKey;
 use steward_core::{PlannerChoice, Runtime};
 use steward_policy::Redactor;
 use steward_protocol::{ApprovalRequest, ApprovalStatus, Event, EventKind, StopReason, ToolChoice, ToolSpec, Usage};

@@ -288,7 +288,7 @@ pub trait LeaseStore: Send + Sync {
 
     /// Takes over at most `limit` `running` runs of OTHER nodes whose lease has expired (the
     /// node stopped renewing: it crashed or lost the database), for this node to recover them
-    /// (see `steward_core::recovery`): each is handed to exactly one caller, even when several
+    /// (see `steward-core`'s `recovery` module): each is handed to exactly one caller, even when several
     /// nodes call this at once, and stays with it for `ttl`. Nothing is changed in the runs
     /// themselves. The default (a store on one machine) takes over nothing.
     async fn take_over_expired_runs(&self, ttl: std::time::Duration, limit: u32) -> Result<Vec<RunRecord>, StoreError> {

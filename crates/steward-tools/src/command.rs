@@ -99,9 +99,7 @@ use crate::rollback::Compensation;
 use input::{Template, input_schema, named_paths};
 
 use steward_config::literal_prefix;
-pub use steward_config::{
-    ArgItem, Callable, CommandToolConfig, Compensate, DefinitionError, EnvValue, InputConfig, InputType, ItemsConfig,
-};
+use steward_config::{ArgItem, Callable, CommandToolConfig, Compensate, DefinitionError, EnvValue};
 
 mod input;
 
@@ -229,7 +227,7 @@ impl Tool for CommandTool {
     }
 
     fn reaches_any_host(&self) -> bool {
-        self.config.network == super::network::Network::All
+        self.config.network == steward_config::Network::All
     }
 
     fn approval_ttl_seconds(&self) -> Option<u64> {

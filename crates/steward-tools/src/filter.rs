@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 
 use steward_config::CompiledFilter as Filter;
-pub use steward_config::OutputFilterConfig;
+use steward_config::OutputFilterConfig;
 
 /// An `[[output_filter]]` that does not compile ([`OutputFilters::new`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,11 +48,6 @@ impl OutputFilters {
             .map(|c| c.compile().map_err(|(setting, message)| FilterError { setting, message }))
             .collect::<Result<_, _>>()?;
         Ok(OutputFilters { filters })
-    }
-
-    /// True when there is no filter.
-    pub fn is_empty(&self) -> bool {
-        self.filters.is_empty()
     }
 
     /// `text` after every filter that applies to `tool`; borrowed when nothing changed.

@@ -8,6 +8,8 @@
 //! servers' tools, the `lsp_*` tools) live here; [`rollback`] keeps the snapshots that undo
 //! their changes, and [`workspace_index`] reads the workspace's search index for them and for
 //! the run's context.
+//!
+//! Every other module is private: what the other crates use is re-exported by name below.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -44,25 +46,31 @@ pub fn offer_order(specs: &mut [ToolSpec]) {
     });
 }
 
-pub mod command;
+mod command;
 mod exec;
 mod files;
-pub mod filter;
+mod filter;
 mod git;
-pub mod lsp;
+mod lsp;
 mod mcp;
-pub mod network;
+mod network;
 mod patch;
 pub mod rollback;
 pub mod sandbox_paths;
 mod search;
-pub mod search_index;
+mod search_index;
 mod shared;
-pub mod shell;
+mod shell;
 pub mod workspace_index;
 
 pub use added::{AddToolError, MAX_ADDED_TOOLS};
-pub use steward_config::writable_folder;
+pub use command::CommandTool;
+pub use lsp::client::MAX_RESTARTS as LSP_MAX_RESTARTS;
+pub use network::{EgressLog, test_hosts};
+pub use search_index::{NAME as SEARCH_INDEX_TOOL, SearchIndexTool};
+pub use shell::{ShellTool, Visible, direct_argv};
+// The configuration's types of the tools above, for callers that build them.
+pub use steward_config::{ArgItem, CommandToolConfig, Network, OutputFilterConfig, writable_folder};
 
 /// What a tool may use while it runs.
 #[derive(Clone)]
@@ -198,7 +206,7 @@ pub trait Tool: Send + Sync {
     }
 
     /// A refusal known from the call's arguments alone (an MCP tool's argument naming a secret
-    /// file): decided with the policy in `steward_core::decide::decide`, so the run and `steward
+    /// file): decided with the policy in `steward_core::decide`, so the run and `steward
     /// policy check` refuse it alike (`deny`, named by the error's rule) before anything runs.
     fn refusal(&self, _args: &Value, _workspace: &steward_policy::Workspace) -> Option<ToolError> {
         None

@@ -25,7 +25,7 @@ use super::{ToolContext, ToolError};
 /// The test-only variable pinning `.test` names (debug builds only; see the module docs).
 pub const TEST_HOSTS_VAR: &str = "STEWARD_EGRESS_TEST_HOSTS";
 
-pub use steward_config::Network;
+use steward_config::Network;
 
 /// Where a call's egress records go: set per call by the orchestrator, which writes each
 /// into the audit log after the call.

@@ -62,7 +62,7 @@ pub enum Compensation {
         files: Vec<PatchedFile>,
     },
     /// Undo a `[[tool]]` call: run the tool's `compensate` command with the call's arguments,
-    /// sandboxed like the tool (see `steward_core::compensate`). Not applied by [`undo`], which
+    /// sandboxed like the tool (see `steward-core`'s `compensate` module). Not applied by [`undo`], which
     /// touches files only: `steward rollback` runs it.
     RunCompensate {
         /// The `[[tool]]`'s name.
@@ -251,7 +251,7 @@ pub enum UndoError {
     #[error("`{0}` has no parent folder")]
     NoParent(String),
     /// The compensation is a command, which [`undo`] does not run (see
-    /// `steward_core::compensate::CompensationRunner`).
+    /// `steward_core::CompensationRunner`).
     #[error("the compensation of `{0}` is a command; `steward rollback` runs it")]
     Command(String),
     /// The restored content cannot be written over the file.

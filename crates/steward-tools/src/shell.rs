@@ -30,9 +30,9 @@ use serde_json::{Value, json};
 use steward_protocol::{RiskLevel, ToolSpec};
 use steward_sandbox::ExecRequest;
 
-use super::network::Network;
 use super::shared::{opt_u64, spec, str_arg};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
+use steward_config::Network;
 
 /// Most bytes of output kept per stream (the orchestrator caps what the model sees further).
 const MAX_SHELL_OUTPUT_BYTES: usize = 4 * 1024 * 1024;

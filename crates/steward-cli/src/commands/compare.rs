@@ -65,7 +65,7 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
     super::run::cancel_on_ctrl_c(&cancel);
     let mut summaries = Vec::new();
     for prepared in [classic, model] {
-        let observer: Arc<dyn steward_core::events::EventObserver> =
+        let observer: Arc<dyn steward_core::EventObserver> =
             if args.json { Arc::new(Quiet) } else { Arc::new(ui::Human::default()) };
         let ready = prepared.into_run(Task {
             task: args.task.clone(),
@@ -96,6 +96,7 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
     } else {
         print_table(&summaries);
     }
+    runtime.shutdown().await;
     let answered = summaries.iter().all(|s| s.status == "completed" && s.stop.as_deref() == Some("answered"));
     Ok(if answered { 0 } else { 1 })
 }
@@ -103,7 +104,7 @@ pub async fn compare(args: CompareArgs) -> Result<u8> {
 /// Sees a run's events and prints nothing (`--json` prints the summaries alone).
 struct Quiet;
 
-impl steward_core::events::EventObserver for Quiet {
+impl steward_core::EventObserver for Quiet {
     fn on_event(&self, _event: &steward_protocol::Event) {}
 }
 

@@ -1,10 +1,10 @@
 //! Changing or checking the control layer: rollback, grants, trust, doctor, policy and configuration.
 
 use std::path::Path;
-use steward_core::clock::{Clock, SystemClock};
+use steward_core::{Clock, SystemClock};
 
 use anyhow::Result;
-use steward_core::undo::RollbackError;
+use steward_core::RollbackError;
 
 use super::inspect::find_run;
 use super::*;
@@ -48,8 +48,7 @@ pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8>
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
     let (run, records) = if run_id == "last" {
-        let Some((run, records)) =
-            steward_core::undo::last_changing_run(store.as_ref(), &crate::home::local_owner()).await?
+        let Some((run, records)) = steward_core::last_changing_run(store.as_ref(), &crate::home::local_owner()).await?
         else {
             println!("no recent run changed files; nothing to roll back");
             return Ok(0);
@@ -85,16 +84,16 @@ pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8>
         }
         return Ok(0);
     }
-    let mut print = |undo: &steward_core::undo::StepUndo| {
+    let mut print = |undo: &steward_core::StepUndo| {
         let mark = if undo.undone { "undone" } else { "NOT UNDONE" };
         println!("step {} ({}): {mark}: {}", undo.step, undo.tool, undo.detail)
     };
     // A `[[tool]]`'s compensation runs as the run's workspace configures the tool now (and only
     // if the definition is unchanged since the call).
     let runner = compensation_runner(&home, &run);
-    let done = steward_core::undo::roll_back(
+    let done = steward_core::roll_back(
         store.as_ref(),
-        &steward_core::clock::SystemClock,
+        &steward_core::SystemClock,
         &run,
         records,
         step,
@@ -137,8 +136,8 @@ pub async fn rollback(run_id: &str, step: Option<u32>, list: bool) -> Result<u8>
 fn compensation_runner(
     home: &Home,
     run: &steward_store::RunRecord,
-) -> Result<steward_core::compensate::CompensationRunner, steward_core::compensate::CompensateError> {
-    use steward_core::compensate::{CompensateError, CompensationRunner};
+) -> Result<steward_core::CompensationRunner, steward_core::CompensateError> {
+    use steward_core::{CompensateError, CompensationRunner};
     let workspace = Path::new(&run.workspace);
     // Loaded as every command loads it, so the values it declares as credentials are redacted.
     let config = load_config(workspace).map_err(|e| CompensateError::Config(e.to_string()))?;
@@ -256,14 +255,8 @@ pub async fn policy_check(tool: &str, args: &str, workspace: &Path, json: bool, 
     let policy = steward_policy::Policy::new(&config.policy).map_err(|e| usage(e.to_string()))?;
     let registry = registry(&config, workspace).await?;
     let call = steward_protocol::ToolCall { id: "check".into(), name: tool.to_string(), arguments };
-    let decision = steward_core::decide::decide(
-        &policy,
-        &registry,
-        &call,
-        &ws,
-        tainted,
-        Some(&steward_policy::Fingerprints::new()),
-    );
+    let decision =
+        steward_core::decide(&policy, &registry, &call, &ws, tainted, Some(&steward_policy::Fingerprints::new()));
     if json {
         println!("{}", serde_json::to_string(&decision)?);
     } else {
@@ -300,10 +293,10 @@ pub fn config_show(workspace: &Path, json: bool) -> Result<u8> {
         shell: &'a steward_config::RawShell,
         policy: &'a steward_policy::PolicyConfig,
         providers: &'a std::collections::BTreeMap<String, steward_provider::ProviderConfig>,
-        tool: &'a [steward_tools::command::CommandToolConfig],
-        output_filter: &'a [steward_tools::filter::OutputFilterConfig],
-        hook: &'a [steward_core::hooks::HookConfig],
-        tool_call_chain: &'a [steward_core::chains::ChainConfig],
+        tool: &'a [steward_tools::CommandToolConfig],
+        output_filter: &'a [steward_tools::OutputFilterConfig],
+        hook: &'a [steward_core::HookConfig],
+        tool_call_chain: &'a [steward_core::ChainConfig],
         lsp: &'a [steward_config::LspServerConfig],
         /// Literal `env` and `headers` values print as `<redacted>`.
         mcp_servers: &'a std::collections::BTreeMap<String, steward_mcp::McpServerConfig>,

@@ -3,8 +3,8 @@
 //! prompt).
 
 use anyhow::Result;
-use steward_core::clock::{Clock, SystemClock};
-use steward_core::decisions::{self, DecisionError, OwnerDecision};
+use steward_core::{Clock, SystemClock};
+use steward_core::{DecisionError, OwnerDecision, pending_decisions, record_decision};
 
 use super::*;
 
@@ -14,7 +14,7 @@ pub async fn pending(json: bool) -> Result<u8> {
     let store = home.open_store(StoreOptions::default()).await?;
     let owner = local_owner();
     let now = SystemClock.now();
-    let found = decisions::pending(store.as_ref(), &owner, now).await?;
+    let found = pending_decisions(store.as_ref(), &owner, now).await?;
     let redactor = redactor();
     if json {
         for (run, request) in &found {
@@ -27,7 +27,7 @@ pub async fn pending(json: bool) -> Result<u8> {
                 "rule": request.rule,
                 "risk": request.risk,
                 "expires_at": request.expires_at.to_rfc3339(),
-                "call_hash": steward_core::approval::call_hash(request),
+                "call_hash": steward_core::call_hash(request),
             });
             println!("{line}");
         }
@@ -64,7 +64,7 @@ pub async fn decide(approval_id: &str, decision: OwnerDecision) -> Result<u8> {
         OwnerDecision::Approve(scope) => format!("approved ({scope})"),
         OwnerDecision::Deny(_) => "denied".to_string(),
     };
-    match decisions::record(store.as_ref(), &owner, approval_id, decision, SystemClock.now()).await {
+    match record_decision(store.as_ref(), &owner, approval_id, decision, SystemClock.now()).await {
         Ok(request) => {
             // What was decided: the run refuses an approval for any other call.
             let args = redactor().redact(&request.arguments.to_string());

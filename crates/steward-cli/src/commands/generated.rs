@@ -126,15 +126,8 @@ pub async fn remove(tool: &str) -> Result<u8> {
     let (name, version) = parse(tool)?;
     let (store, _) = records().await?;
     let owner = local_owner();
-    let removed = steward_core::generated::remove_registered(
-        &store,
-        &steward_core::clock::SystemClock,
-        &owner,
-        &name,
-        version,
-        &owner,
-    )
-    .await?;
+    let removed =
+        steward_core::remove_generated_tool(&store, &steward_core::SystemClock, &owner, &name, version, &owner).await?;
     if removed.is_empty() {
         return Err(usage_error(&format!("no generated tool `{tool}` to remove (see `steward tools generated`)")));
     }

@@ -8,11 +8,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use steward_core::clock::{Clock, SystemClock};
+use steward_core::{Clock, SystemClock};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use steward_core::planner::PlannerOverrides;
+use steward_core::PlannerOverrides;
 use steward_ledger::hub::crash::CrashPoint;
 use steward_ledger::hub::poller::PollFailure;
 use steward_ledger::hub::resolve::{self, Resolution};
@@ -108,8 +108,9 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
     let hub_id = args.hub_id.clone().unwrap_or_else(|| format!("hub:{}", steward_store::host_node()));
     let home = Home::locate()?;
     let (store, journal) = open_stores(&home).await?;
+    let runtime = home.runtime_on(store, crate::commands::redactor())?;
     let launcher = RunLauncher {
-        runtime: home.runtime_on(store, crate::commands::redactor())?,
+        runtime: runtime.clone(),
         user_config_dir: user_config_dir(),
         overrides: PlannerOverrides {
             planner: args.planner.clone(),
@@ -173,6 +174,7 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
             hub.note_poll(Some(&failure));
             eprintln!("steward: the listing of candidates is incomplete ({})", failure.class);
         }
+        runtime.shutdown().await;
         return Ok(if pass.complete { 0 } else { 1 });
     }
     hub.run(
@@ -181,6 +183,8 @@ pub async fn hub(args: HubArgs) -> Result<u8> {
         &|failure| eprintln!("steward: hub: {}", poll_failure_line(failure)),
     )
     .await?;
+    // The attempts' spans (telemetry on) are sent before the process ends.
+    runtime.shutdown().await;
     Ok(0)
 }
 

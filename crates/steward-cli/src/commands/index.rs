@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use steward_index::WorkspaceIndex;
 use steward_policy::{Redactor, Workspace};
-use steward_tools::workspace_index::{Embeddings, lookup};
+use steward_tools::{workspace_index::Embeddings, workspace_index::lookup};
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::{load_config, redactor_for, usage_error};
@@ -182,7 +182,7 @@ async fn search(state_dir: &Path, workspace: &Path, query: &str, limit: usize, j
     } else if hits.is_empty() {
         println!("no indexed passage matches `{query}`");
     } else {
-        print!("{}", steward_tools::search_index::render_hits(&hits));
+        print!("{}", steward_tools::workspace_index::render_hits(&hits));
     }
     Ok(0)
 }

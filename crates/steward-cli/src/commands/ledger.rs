@@ -8,7 +8,7 @@
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use steward_core::clock::{Clock, SystemClock};
+use steward_core::{Clock, SystemClock};
 use steward_ledger::requests::{self as api, LedgerError};
 use steward_ledger::wire::{ApproveWorkRequest, NewWorkRequest, WorkKind};
 use steward_store::ledger::{WorkApprovalRecord, WorkRequestRecord};

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use steward_core::events::EventObserver;
+use steward_core::EventObserver;
 use steward_mcp::{McpManager, ServerState};
 use steward_protocol::{Event, EventKind};
 

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use steward_core::approval::NoApprover;
-use steward_core::events::EventObserver;
+use steward_core::EventObserver;
+use steward_core::NoApprover;
 use steward_core::{ReadyRun, RunOptions, Runtime, Task};
 use steward_mcp::mcp_server::{
     Caller, GetRun, LIST_RUNS_DEFAULT, ListPendingApprovals, ListRuns, RunService, ServiceError, SubmitTask,
@@ -62,6 +62,7 @@ pub async fn serve() -> Result<u8> {
     let caller = Caller::all_scopes(service.owner_id.clone());
     let served = serve_stdio(service.clone(), caller).await;
     service.shutdown().await;
+    service.runtime.shutdown().await;
     served?;
     Ok(0)
 }

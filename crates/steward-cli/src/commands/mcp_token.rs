@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use serde_json::json;
-use steward_core::mcp_tokens::{self as tokens, TokenError};
+use steward_core::{mcp_tokens as tokens, mcp_tokens::TokenError};
 use steward_mcp::mcp_server::Scope;
 use steward_store::{McpTokenRecord, StoreOptions};
 
@@ -25,7 +25,7 @@ pub async fn create(name: Option<&str>, scope: &str) -> Result<u8> {
     let home = Home::locate()?;
     let store = home.open_store(StoreOptions::default()).await?;
     let owner = local_owner();
-    let new = tokens::create(store.as_ref(), &steward_core::clock::SystemClock, &owner, name.unwrap_or(""), &scopes)
+    let new = tokens::create(store.as_ref(), &steward_core::SystemClock, &owner, name.unwrap_or(""), &scopes)
         .await
         .map_err(token_error)?;
     store.flush().await?;
@@ -95,7 +95,7 @@ pub async fn revoke(id: &str) -> Result<u8> {
     let store = home.open_store(StoreOptions::default()).await?;
     let owner = local_owner();
     let revoked =
-        tokens::revoke(store.as_ref(), &steward_core::clock::SystemClock, &owner, id).await.map_err(|e| match e {
+        tokens::revoke(store.as_ref(), &steward_core::SystemClock, &owner, id).await.map_err(|e| match e {
             TokenError::NotFound(_) => {
                 usage_error(&format!("no MCP token `{id}` of {owner}; `steward mcp token list` shows them"))
             }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::Args;
 use steward_config::Config;
-use steward_core::planner::PlannerOverrides;
+use steward_core::PlannerOverrides;
 use steward_core::{Prepared, RunOptions, Task};
 use steward_policy::Redactor;
 use steward_protocol::{EventKind, StopReason};
@@ -83,7 +83,7 @@ pub(crate) async fn registry(config: &Config, workspace: &Path) -> Result<ToolRe
     let redactor = redactor_for(config);
     let policy = steward_policy::Policy::new(&config.policy).map_err(|e| redacted_usage(&redactor, e))?;
     let logins = local_logins();
-    let (tools, warnings) = steward_core::compose::registry(config, workspace, &policy, true, logins.as_ref())
+    let (tools, warnings) = steward_core::tool_registry(config, workspace, &policy, true, logins.as_ref())
         .await
         .map_err(|e| redacted_usage(&redactor, e))?;
     for warning in warnings {

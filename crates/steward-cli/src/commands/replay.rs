@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use steward_core::clock::{Clock, SystemClock};
+use steward_core::{Clock, SystemClock};
 
 use anyhow::Result;
-use steward_core::replay::{RunReplay, replay_run};
+use steward_core::{RunReplay, replay_run};
 use steward_store::RunRecord;
 
 use super::inspect::find_run;
@@ -88,7 +88,7 @@ enum JudgeError {
     Policy(#[from] steward_policy::PolicyError),
     /// Its tools cannot be registered.
     #[error(transparent)]
-    Tools(#[from] steward_core::compose::PrepareError),
+    Tools(#[from] steward_core::PrepareError),
     /// The workspace cannot be opened for path checks.
     #[error(transparent)]
     Workspace(#[from] steward_policy::PathError),
@@ -104,7 +104,7 @@ impl Judge {
         let config = load_config(workspace).map_err(JudgeError::Config)?;
         let policy = steward_policy::Policy::new(&config.policy)?;
         // MCP servers are not started: nothing runs.
-        let (tools, _) = steward_core::compose::registry(&config, workspace, &policy, false, None).await?;
+        let (tools, _) = steward_core::tool_registry(&config, workspace, &policy, false, None).await?;
         let ws = steward_policy::Workspace::open(workspace, &config.policy.deny_path)?;
         Ok(Judge { config, policy, tools, workspace: ws })
     }

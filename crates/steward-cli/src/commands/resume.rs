@@ -2,11 +2,11 @@
 //! conversation (SPEC A6, as in the web UI); `steward run --continue` adds a turn to the
 //! newest conversation of this user in this workspace, `steward resume ID` to the one of a
 //! conversation id or run id. The new run gets the earlier turns as context through
-//! [`steward_core::conversation::history`], exactly as a message sent in the web UI does.
+//! [`steward_core::conversation_history`], exactly as a message sent in the web UI does.
 
 use anyhow::Result;
-use steward_core::clock::{Clock, SystemClock};
-use steward_core::context::Turn;
+use steward_core::Turn;
+use steward_core::{Clock, SystemClock};
 use steward_store::{ConversationRecord, ConversationTurn, Store, new_id};
 
 use super::*;
@@ -125,7 +125,7 @@ pub async fn join(store: &dyn Store, owner_id: &str, workspace: &str, thread: &T
             record.id, run.id
         )));
     }
-    let history = steward_core::conversation::history(store, &record).await?;
+    let history = steward_core::conversation_history(store, &record).await?;
     Ok(Some(Joined { record, history }))
 }
 

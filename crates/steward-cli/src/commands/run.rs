@@ -73,7 +73,7 @@ pub async fn run_scripted(
     workspace: &Path,
     scenario: &str,
     task: &str,
-    observer: Option<Arc<dyn steward_core::events::EventObserver>>,
+    observer: Option<Arc<dyn steward_core::EventObserver>>,
 ) -> Result<u8> {
     let mut file = tempfile::Builder::new().suffix(".toml").tempfile()?;
     std::io::Write::write_all(&mut file, scenario.as_bytes())?;
@@ -114,7 +114,7 @@ pub async fn resume(args: ResumeArgs) -> Result<u8> {
 /// [`run`], its events going to `observer` instead of the terminal printers when given.
 async fn run_observed(
     args: RunArgs,
-    observer: Option<Arc<dyn steward_core::events::EventObserver>>,
+    observer: Option<Arc<dyn steward_core::EventObserver>>,
     thread: Thread,
 ) -> Result<u8> {
     let owner_id = local_owner();
@@ -212,7 +212,7 @@ async fn run_observed(
     crate::home::spawn_lease_keeper(&runtime, CancellationToken::new())?;
     crate::home::spawn_decision_follower(&runtime);
     cancel_on_ctrl_c(&cancel);
-    let observer: Arc<dyn steward_core::events::EventObserver> = match observer {
+    let observer: Arc<dyn steward_core::EventObserver> = match observer {
         Some(observer) => observer,
         None if args.json => Arc::new(ui::JsonLines),
         None => Arc::new(ui::Human::default()),
@@ -242,7 +242,9 @@ async fn run_observed(
             code = EXIT_STRICT;
         }
     }
-    // The run is recorded; what is left is tidying the database for the next process.
+    // The run's spans (telemetry on) are sent; what is left is tidying the database for the
+    // next process.
+    runtime.shutdown().await;
     if let Err(error) = runtime.store.close().await {
         eprintln!("steward: the state database was not tidied at exit: {error}");
     }

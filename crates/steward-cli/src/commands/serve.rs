@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use async_trait::async_trait;
 use clap::Args;
 use steward_config::{Config, ConfigError};
-use steward_core::compose::{Launcher, LauncherError, PrepareError, Prepared, ProviderStatus, RunOptions};
+use steward_core::{Launcher, LauncherError, PrepareError, Prepared, ProviderStatus, RunOptions};
 use steward_protocol::ToolSpec;
 use steward_server::{ServerOptions, Sessions};
 use tokio_util::sync::CancellationToken;
@@ -146,7 +146,10 @@ pub async fn serve(args: ServeArgs) -> Result<u8> {
         eprintln!("\nsteward: stopping: cancelling live runs");
         on_signal.cancel();
     });
+    let runtime = state.runtime.clone();
     steward_server::serve(state, listener, stop).await?;
+    // The runs' spans (telemetry on) are sent before the process ends.
+    runtime.shutdown().await;
     Ok(0)
 }
 
@@ -174,7 +177,7 @@ impl Launcher for CliLauncher {
     async fn tools(&self, workspace: &Path) -> Result<Vec<ToolSpec>, LauncherError> {
         let config = served_config(workspace)?;
         let policy = steward_policy::Policy::new(&config.policy).map_err(PrepareError::from)?;
-        let (tools, warnings) = steward_core::compose::registry(&config, workspace, &policy, true, None).await?;
+        let (tools, warnings) = steward_core::tool_registry(&config, workspace, &policy, true, None).await?;
         warn(&warnings);
         Ok(tools.specs())
     }

@@ -18,8 +18,8 @@ use crate::home::{Home, local_owner};
 pub async fn tools(workspace: &Path, json: bool) -> Result<u8> {
     let config = load_config(workspace)?;
     let registry = registry(&config, workspace).await?;
-    let chains = steward_core::chains::Chains::new(&config.chains, &registry)?;
-    let (mut specs, _) = chains.offered(steward_core::chains::ChainState::Idle, &registry);
+    let chains = steward_core::Chains::new(&config.chains, &registry)?;
+    let (mut specs, _) = chains.offered(steward_core::ChainState::Idle, &registry);
     specs.sort_by(|a, b| a.name.cmp(&b.name));
     let specs: Vec<ToolSpec> = specs;
     if json {
@@ -44,7 +44,7 @@ const TESTED_FILE: &str = "tested-compensations.toml";
 /// tested, 1 not (what the command changed may be left in the workspace, and is named), 2
 /// usage or configuration error.
 pub async fn test_compensation(workspace: &Path, name: &str, args: &str) -> Result<u8> {
-    use steward_core::compensate::{CompensateError, CompensationRunner};
+    use steward_core::{CompensateError, CompensationRunner};
     let workspace =
         std::fs::canonicalize(workspace).map_err(|e| usage_error(&format!("{}: {e}", workspace.display())))?;
     let arguments: serde_json::Value =

@@ -61,14 +61,11 @@ impl Setup {
         } else {
             Embeddings::Off
         };
-        if req.tools.get(steward_tools::search_index::NAME).is_some() {
+        if req.tools.get(steward_tools::SEARCH_INDEX_TOOL).is_some() {
             req.tools.insert(Arc::new(
-                steward_tools::search_index::SearchIndexTool::new(
-                    Some(rt.index_dir.clone()),
-                    req.config.search.index_options(),
-                )
-                .with_redactor(rt.redactor.clone())
-                .with_embeddings(embeddings.clone()),
+                steward_tools::SearchIndexTool::new(Some(rt.index_dir.clone()), req.config.search.index_options())
+                    .with_redactor(rt.redactor.clone())
+                    .with_embeddings(embeddings.clone()),
             ));
         }
         let chains = Chains::new(&req.config.chains, &req.tools).map_err(|e| RunError::Config(e.to_string()))?;

@@ -98,8 +98,9 @@ pub struct Prepared {
     /// What was left out and why (an MCP server that did not start, telemetry that cannot be
     /// exported), for the front end to show.
     pub warnings: Vec<String>,
-    /// Where the finished run's spans go (SPEC R3); `None` when export is off (the default).
-    pub telemetry: Option<steward_telemetry::Exporter>,
+    /// Where the finished run's spans go (SPEC R3), exported by the runtime's exporter for
+    /// these settings ([`Runtime::telemetry`]); `None` when export is off (the default).
+    pub telemetry: Option<steward_telemetry::Settings>,
 }
 
 impl Prepared {
@@ -173,7 +174,7 @@ pub struct Task {
 pub struct ReadyRun {
     request: RunRequest,
     policy: Arc<Policy>,
-    telemetry: Option<steward_telemetry::Exporter>,
+    telemetry: Option<steward_telemetry::Settings>,
 }
 
 impl ReadyRun {
@@ -185,12 +186,12 @@ impl ReadyRun {
     /// Runs it to its end on `runtime` (see [`crate::run_task`]); with telemetry on, the
     /// finished run's spans are then queued for export (never failing the run).
     pub async fn run(self, runtime: &Runtime) -> Result<RunRecord, RunError> {
-        let Some(exporter) = self.telemetry else {
+        let Some(settings) = self.telemetry else {
             return crate::agent::run_with_policy(runtime, self.request, &self.policy).await;
         };
         let redactor = crate::agent::run_redactor(runtime, &self.request);
         let run = crate::agent::run_with_policy(runtime, self.request, &self.policy).await?;
-        crate::telemetry::record(&exporter, runtime, &run, &redactor).await;
+        crate::telemetry::record(&settings, runtime, &run, &redactor).await;
         Ok(run)
     }
 }
@@ -285,7 +286,7 @@ pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions)
             }
         },
     };
-    let telemetry = crate::telemetry::exporter_for(&config, options.env, &mut warnings);
+    let telemetry = crate::telemetry::settings_for(&config, options.env, &mut warnings);
     ask_context_window_early(&planner);
     Ok(Prepared { workspace: workspace.to_path_buf(), config, policy, tools, planner, roles, warnings, telemetry })
 }

@@ -14,7 +14,7 @@ use super::output::{cap_output, tool_output_taints};
 use super::record::{AuditRecord, Rule, register_rollback};
 use super::{CallAbort, CallContext, CallResult, egress};
 use crate::interrupt::Interrupt;
-use steward_tools::network::EgressLog;
+use steward_tools::EgressLog;
 use steward_tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// The sandbox one call runs in: the run's tool context — workspace and path rules,

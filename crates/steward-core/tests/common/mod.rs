@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use steward_core::approval::{ApprovalAnswer, ApprovalScope, Approver};
-use steward_core::events::EventObserver;
+use steward_core::EventObserver;
+use steward_core::{ApprovalAnswer, ApprovalScope, Approver};
 use steward_policy::Workspace;
 use steward_protocol::{ApprovalRequest, Event};
 use steward_tools::ToolContext;
@@ -19,7 +19,7 @@ pub struct Yes;
 #[async_trait]
 impl Approver for Yes {
     async fn ask(&self, request: &ApprovalRequest, token: &str) -> ApprovalAnswer {
-        let call_hash = steward_core::approval::call_hash(request);
+        let call_hash = steward_core::call_hash(request);
         ApprovalAnswer::Approve {
             token: token.into(),
             decided_by: "local:alice".into(),

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use steward_config::Config;
-use steward_core::approval::NoApprover;
-use steward_core::compose::Launcher;
-use steward_core::events::EventObserver;
-use steward_core::planner::PlannerOverrides;
+use steward_core::EventObserver;
+use steward_core::Launcher;
+use steward_core::NoApprover;
+use steward_core::PlannerOverrides;
 use steward_core::{LauncherError, Prepared, RunMode, RunOptions, Runtime, Task};
 use steward_protocol::{Event, ToolSpec};
 use steward_store::RunStatus;
@@ -102,7 +102,7 @@ pub enum PlannerCheckError {
     Config(steward_config::ConfigError),
     /// The planner settings do not resolve.
     #[error(transparent)]
-    Planner(#[from] steward_core::planner::PlannerError),
+    Planner(#[from] steward_core::PlannerError),
     /// They resolve to the classic planner ([`NEEDS_MODEL`]).
     #[error("{NEEDS_MODEL}")]
     NeedsModel,
@@ -159,8 +159,8 @@ impl RunLauncher {
             tempfile::Builder::new().prefix("steward-hub-check-").tempdir().map_err(PlannerCheckError::TempDir)?;
         let config = Config::load(self.user_config_dir.as_deref(), empty.path()).map_err(PlannerCheckError::Config)?;
         let env = |name: &str| std::env::var(name).ok();
-        let planner = steward_core::planner::resolve(&config, &self.overrides, &env)?;
-        if planner.kind == steward_core::planner::classic::CLASSIC {
+        let planner = steward_core::resolve_planner(&config, &self.overrides, &env)?;
+        if planner.kind == steward_core::CLASSIC_PLANNER {
             return Err(PlannerCheckError::NeedsModel);
         }
         Ok(())
@@ -215,7 +215,7 @@ impl RunLauncher {
                 LauncherError::Prepare(_) => NOT_SET_UP,
             })
         })?;
-        if prepared.planner.kind == steward_core::planner::classic::CLASSIC {
+        if prepared.planner.kind == steward_core::CLASSIC_PLANNER {
             // The classic planner cannot read and summarise a pull request: its answer would
             // be reported as a completed summary that is not one.
             return Err(LaunchError::NeedsModel);

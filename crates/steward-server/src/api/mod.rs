@@ -27,7 +27,7 @@ use crate::schema::string_enum;
 use crate::session::Session;
 use crate::sse;
 use crate::state::{AppState, StartRun};
-use steward_core::compose::ProviderStatus;
+use steward_core::ProviderStatus;
 
 /// Runs listed by `GET /api/runs`.
 const LIST_LIMIT: usize = 200;

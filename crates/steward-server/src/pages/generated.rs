@@ -192,7 +192,7 @@ pub async fn remove_generated_tool(
 ) -> Response {
     let act = async {
         let owner = &session.owner_id;
-        let removed = steward_core::generated::remove_registered(
+        let removed = steward_core::remove_generated_tool(
             &state.runtime.store,
             state.runtime.clock.as_ref(),
             owner,

@@ -312,7 +312,7 @@ pub struct DecideForm {
     decision: String,
     #[serde(default)]
     scope: Option<String>,
-    /// The hash of the call the page showed (see `steward_core::approval::call_hash`).
+    /// The hash of the call the page showed (see `steward_core::call_hash`).
     #[serde(default)]
     call_hash: Option<String>,
 }

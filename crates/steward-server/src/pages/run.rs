@@ -76,11 +76,11 @@ pub async fn rollback(
         };
         let store = state.runtime.store.as_ref();
         let records = store.rollbacks(&record.id).await.map_err(ApiError::storage)?;
-        let refusal = steward_core::compensate::CompensateError::Config(format!(
+        let refusal = steward_core::CompensateError::Config(format!(
             "a [[tool]] compensation is undone with `steward rollback {}` in a terminal",
             record.id
         ));
-        let done = steward_core::undo::roll_back(
+        let done = steward_core::roll_back(
             store,
             state.runtime.clock.as_ref(),
             &record,
@@ -89,7 +89,7 @@ pub async fn rollback(
             &session.owner_id,
             &state.runtime.redactor,
             Err(&refusal),
-            &mut |_: &steward_core::undo::StepUndo| {},
+            &mut |_: &steward_core::StepUndo| {},
         )
         .await
         .map_err(|e| ApiError::invalid(e.to_string()))?;

@@ -573,7 +573,7 @@ impl Builder<'_, '_> {
             reason_html: markdown::to_html(&request.reason),
             expires_at: request.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             time_left: super::run::minutes_seconds((request.expires_at - now).num_seconds()),
-            call_hash: steward_core::approval::call_hash(request),
+            call_hash: steward_core::call_hash(request),
             decided,
             decided_at,
         })

@@ -13,7 +13,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
 use steward_config::Config;
-use steward_core::approval::ApprovalKey;
+use steward_core::ApprovalKey;
 use steward_core::{PlannerChoice, Runtime};
 use steward_mcp::{ElicitationAnswer, ElicitationRequest};
 use steward_policy::Redactor;
@@ -51,7 +51,7 @@ impl Launcher for TestLauncher {
         let planner = if options.planner.planner.as_deref() == Some("classic") {
             PlannerChoice {
                 kind: "classic".into(),
-                provider: Arc::new(steward_core::planner::classic::ClassicPlanner),
+                provider: Arc::new(steward_core::ClassicPlanner),
                 model: "classic".into(),
                 tool_choice: ToolChoice::Auto,
                 max_tokens: None,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol as acp;
-use steward_core::events::EventObserver;
+use steward_core::EventObserver;
 use steward_core::{RunOptions, Runtime, Task};
 use steward_mcp::{McpServerConfig, ValueSource};
 use steward_protocol::Event;
@@ -54,7 +54,7 @@ struct NextTurn {
     secrets: Vec<String>,
     cancel: CancellationToken,
     /// The editor's text resources quoted in the task, accounted for like files the run read.
-    attachments: Vec<steward_core::context::Attachment>,
+    attachments: Vec<steward_core::Attachment>,
 }
 
 /// Steward as an ACP agent, for the local user.
@@ -111,7 +111,7 @@ impl StewardAgent {
     /// the model only through the `read` tool, where the path rules, taint and data flow judge
     /// it (the editor names the file with a resource link instead). Each text resource taken is
     /// also returned as an attachment, so that the run fingerprints it like a file it read.
-    fn task_text(prompt: &[acp::ContentBlock]) -> acp::Result<(String, Vec<steward_core::context::Attachment>)> {
+    fn task_text(prompt: &[acp::ContentBlock]) -> acp::Result<(String, Vec<steward_core::Attachment>)> {
         let mut task = String::new();
         let mut attachments = Vec::new();
         for block in prompt {
@@ -132,10 +132,7 @@ impl StewardAgent {
                             "\n\nContext from the editor, {}:\n```\n{}\n```\n",
                             text.uri, text.text
                         ));
-                        attachments.push(steward_core::context::Attachment {
-                            path: text.uri.clone(),
-                            text: text.text.clone(),
-                        });
+                        attachments.push(steward_core::Attachment { path: text.uri.clone(), text: text.text.clone() });
                     }
                     _ => return Err(invalid("binary resources are not supported in a prompt")),
                 },
@@ -153,7 +150,7 @@ impl StewardAgent {
         &self,
         id: &str,
         task: String,
-        attachments: Vec<steward_core::context::Attachment>,
+        attachments: Vec<steward_core::Attachment>,
     ) -> acp::Result<acp::StopReason> {
         let turn = {
             let mut sessions = self.sessions.borrow_mut();

@@ -3,12 +3,12 @@
 //! by the orchestrator like any other (owner, decision token, expiry).
 
 use std::path::{Path, PathBuf};
-use steward_core::clock::{Clock, SystemClock};
+use steward_core::{Clock, SystemClock};
 
 use agent_client_protocol as acp;
 use async_trait::async_trait;
-use steward_core::approval::{ApprovalAnswer, ApprovalScope, Approver};
-use steward_core::elicitation::{ElicitationPrompt, ElicitationReply};
+use steward_core::{ApprovalAnswer, ApprovalScope, Approver};
+use steward_core::{ElicitationPrompt, ElicitationReply};
 use steward_protocol::ApprovalRequest;
 use tokio::sync::oneshot;
 
@@ -89,7 +89,7 @@ pub fn answer_of(
     }
     let acp::RequestPermissionOutcome::Selected(selected) = outcome else { return ApprovalAnswer::NoApprover };
     // The call the editor was shown, so a call changed after the question cannot run on this answer.
-    let call_hash = steward_core::approval::call_hash(request);
+    let call_hash = steward_core::call_hash(request);
     let approve = |scope| ApprovalAnswer::Approve {
         token: token.to_string(),
         decided_by: owner_id.to_string(),
@@ -178,7 +178,7 @@ mod tests {
             token: "tok".into(),
             decided_by: "local:t".into(),
             scope,
-            call_hash: steward_core::approval::call_hash(&r),
+            call_hash: steward_core::call_hash(&r),
         };
         assert_eq!(answer_of(&chosen(ALLOW_ONCE), &r, "tok", "local:t", now), approved(ApprovalScope::Once));
         assert_eq!(answer_of(&chosen(ALLOW_RUN), &r, "tok", "local:t", now), approved(ApprovalScope::Run));

@@ -51,6 +51,7 @@ pub async fn acp(args: AcpArgs) -> Result<u8> {
     crate::home::spawn_lease_keeper(&runtime, keeper_stop.clone())?;
     crate::home::spawn_decision_follower(&runtime);
     let _stop_keeper = keeper_stop.drop_guard();
+    let exporting = runtime.clone();
     let local = tokio::task::LocalSet::new();
     let served = local
         .run_until(async move {
@@ -70,6 +71,8 @@ pub async fn acp(args: AcpArgs) -> Result<u8> {
             served
         })
         .await;
+    // The session's spans (telemetry on) are sent before the process ends.
+    exporting.shutdown().await;
     served.map_err(|e| anyhow::anyhow!("the ACP connection failed: {e}"))?;
     Ok(0)
 }

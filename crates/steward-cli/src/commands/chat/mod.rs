@@ -77,7 +77,7 @@ pub async fn chat(args: ChatArgs) -> Result<u8> {
     let mut session = Session {
         owner_id: local_owner(),
         workspace,
-        overrides: steward_core::planner::PlannerOverrides {
+        overrides: steward_core::PlannerOverrides {
             planner: args.planner,
             provider: args.model.provider.provider,
             model: args.model.provider.model,
@@ -130,6 +130,8 @@ pub async fn chat(args: ChatArgs) -> Result<u8> {
     if let Some(c) = &session.conversation {
         eprintln!("conversation {} kept: `steward chat --resume {}` continues it", c.record.id, c.record.id);
     }
+    // The session's spans (telemetry on) are sent before the database is tidied.
+    session.runtime.shutdown().await;
     if let Err(error) = session.runtime.store.close().await {
         eprintln!("steward: the state database was not tidied at exit: {error}");
     }
@@ -142,7 +144,7 @@ struct Session {
     /// The workspace (canonical); `/resume` moves to the conversation's.
     workspace: PathBuf,
     /// Planner, provider and model for the next turn (`/model` changes the model).
-    overrides: steward_core::planner::PlannerOverrides,
+    overrides: steward_core::PlannerOverrides,
     max_rounds: Option<u32>,
     /// The conversation so far; `None` until the first turn (or after `/new`).
     conversation: Option<Joined>,
@@ -419,7 +421,7 @@ fn attach(
     prepared: &steward_core::Prepared,
     text: &str,
     attachments: &[String],
-) -> Result<(String, Vec<steward_core::context::Attachment>)> {
+) -> Result<(String, Vec<steward_core::Attachment>)> {
     if attachments.is_empty() {
         return Ok((text.to_string(), Vec::new()));
     }
@@ -433,7 +435,7 @@ fn attach(
     for path in attachments {
         let arguments = serde_json::json!({ "path": path });
         let call = steward_protocol::ToolCall { id: "attach".into(), name: read_tool.spec().name.clone(), arguments };
-        let decision = steward_core::decide::decide(&prepared.policy, &prepared.tools, &call, &workspace, false, None);
+        let decision = steward_core::decide(&prepared.policy, &prepared.tools, &call, &workspace, false, None);
         if decision.decision != steward_protocol::DecisionKind::Allow {
             return Err(usage(format!(
                 "@{path} not attached ({} by `{}`: {}); nothing was sent",
@@ -442,7 +444,7 @@ fn attach(
                 decision.reasons.join("; ")
             )));
         }
-        if steward_core::data_flow::reads_untrusted(&prepared.policy, &workspace, read_tool.as_ref(), &call.arguments) {
+        if steward_core::reads_untrusted(&prepared.policy, &workspace, read_tool.as_ref(), &call.arguments) {
             return Err(usage(format!(
                 "@{path} not attached: it is under `untrusted_paths`; ask the agent to read it instead, so the run \
                  is judged as having read untrusted content; nothing was sent"
@@ -460,7 +462,7 @@ fn attach(
             String::new()
         };
         task.push_str(&format!("\n\nAttached file {path}{cut}:\n```\n{content}\n```"));
-        attached.push(steward_core::context::Attachment { path: path.clone(), text: content });
+        attached.push(steward_core::Attachment { path: path.clone(), text: content });
     }
     Ok((task, attached))
 }
