@@ -70,7 +70,14 @@ impl<D: Dialect> SqlStore<D> {
     /// Starts the writer on `write` and returns the store reading through `read`.
     fn start(path: String, write: Pool<D::DB>, read: Pool<D::DB>, options: &crate::StoreOptions, dialect: D) -> Self {
         let (anchor, audit_key) = (options.audit_anchor.clone(), options.audit_key.clone());
-        let shared = Arc::new(Shared { path, deferred: Mutex::new(None), anchor, audit_key, dialect });
+        let shared = Arc::new(Shared {
+            path,
+            deferred: Mutex::new(None),
+            anchor,
+            audit_key,
+            dialect,
+            urgent: tokio::sync::Notify::new(),
+        });
         let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
         tokio::spawn(writer::run(write, Arc::clone(&shared), receiver));
         SqlStore { shared, read, queue }
@@ -110,7 +117,12 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     async fn enqueue(&self, work: Work, reply: Reply) -> Result<(), StoreError> {
-        self.queue.send(Pending { work, reply }).await.map_err(|_| self.closed())
+        let waited = !matches!(reply, Reply::Nobody);
+        self.queue.send(Pending { work, reply }).await.map_err(|_| self.closed())?;
+        if waited {
+            self.shared.urgent.notify_one();
+        }
+        Ok(())
     }
 
     /// Waits until everything queued so far is committed (not necessarily on disk) and reports

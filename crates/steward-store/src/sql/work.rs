@@ -24,6 +24,10 @@ pub struct Shared<D> {
     pub audit_key: Option<crate::AuditKey>,
     /// The database's dialect and the state it keeps (node, leases, change notices).
     pub dialect: D,
+    /// Notified when a write somebody waits for is queued: the writer, holding a batch of
+    /// writes nobody waits for open for more to join, commits it then instead of at the end
+    /// of its wait. Writes nobody waits for do not wake it one by one.
+    pub urgent: tokio::sync::Notify,
 }
 
 /// Why a batch of writes did not commit.

@@ -4,7 +4,9 @@
 //! already queued (up to [`MAX_BATCH`]) and, while nobody waits for any write of the batch
 //! (queued events and audit records), lets the writes that follow join it for up to
 //! [`LINGER`]: a burst of queued writes then commits in one transaction, not one each, and a
-//! write with a waiter ends the wait at once. It applies them all in ONE transaction on its own
+//! write with a waiter ends the wait at once ([`Shared::urgent`]). While it waits, the writes
+//! nobody waits for do not wake it one by one: each wake-up is a hand-over between threads,
+//! which on a busy machine waits for a core. It applies them all in ONE transaction on its own
 //! connection ([`Dialect::BEGIN`]: `BEGIN IMMEDIATE` on SQLite, which takes the file's write
 //! lock; `READ COMMITTED` on PostgreSQL, which then takes the locks the batch needs, see
 //! [`Dialect::lock_batch`]), commits once and then answers every waiter, so concurrent runs share
@@ -77,12 +79,16 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
         // the transaction, so a burst of queued writes commits once instead of once each.
         let deadline = tokio::time::Instant::now() + LINGER;
         while batch.len() < MAX_BATCH && batch.iter().all(|p| matches!(p.reply, Reply::Nobody)) {
-            match tokio::time::timeout_at(deadline, queue.recv()).await {
-                Ok(Some(next)) => {
-                    batch.push(next);
-                    drain(&mut queue, &mut batch);
-                }
-                Ok(None) | Err(_) => break,
+            // Woken by a write with a waiter (or by one already taken, which left its notice:
+            // the wait then goes on), else at the deadline; either way what is queued joins.
+            let urgent = tokio::select! {
+                biased;
+                () = shared.urgent.notified() => true,
+                () = tokio::time::sleep_until(deadline) => false,
+            };
+            drain(&mut queue, &mut batch);
+            if !urgent {
+                break;
             }
         }
         process(&pool, &shared, &mut state, batch).await;

@@ -22,10 +22,12 @@ use crate::sql::apply::{
 };
 use crate::sql::work::{Applied, BatchError, Shared, Work};
 
-/// Whether `works` is a batch [`apply_appends`] takes: not empty, and every write an event or
-/// an audit record.
+/// Whether `works` is a batch [`apply_appends`] takes: an event or an audit record at least,
+/// and every write an event, an audit record or a barrier (a flush, which only waits for the
+/// commit: the batch of queued appends that a flush ends is one of these).
 pub fn appends_only(works: &[&Work]) -> bool {
-    !works.is_empty() && works.iter().all(|w| matches!(w, Work::Event(_) | Work::Audit(_)))
+    works.iter().any(|w| matches!(w, Work::Event(_) | Work::Audit(_)))
+        && works.iter().all(|w| matches!(w, Work::Event(_) | Work::Audit(_) | Work::Barrier { .. }))
 }
 
 /// Applies `works` ([`appends_only`]) in one transaction: `synchronous` first when given (the
@@ -100,6 +102,11 @@ unsafe fn insert_all<D>(
         let run = rest.iter().take_while(|w| std::mem::discriminant(**w) == kind).count();
         let (group, after) = rest.split_at(run);
         rest = after;
+        if let Work::Barrier { .. } = first {
+            // Nothing to write: answered once the batch has committed.
+            results.extend(group.iter().map(|_| Applied::Nothing));
+            continue;
+        }
         if let Work::Event(_) = first {
             let events: Vec<&Event> =
                 group.iter().filter_map(|w| if let Work::Event(e) = w { Some(&**e) } else { None }).collect();
@@ -160,5 +167,42 @@ unsafe fn read_head(db: NonNull<ffi::sqlite3>) -> Result<Option<(i64, String)>, 
         }
         // SAFETY: as above.
         _ => Err(unsafe { connection_error(db) }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use steward_protocol::AuditOutcome;
+
+    fn audit() -> Work {
+        Work::Audit(Box::new(AuditEntry {
+            agent: "steward".into(),
+            run_id: "run_a".into(),
+            call_id: "c1".into(),
+            action: "read".into(),
+            input: serde_json::json!({}),
+            policy: "default:low".into(),
+            risk: 0.1,
+            outcome: AuditOutcome::Completed,
+            latency_ms: 1,
+            sandbox: String::new(),
+            approval_id: String::new(),
+            rollback_token: String::new(),
+            detail: String::new(),
+        }))
+    }
+
+    /// The flush that ends a burst of queued appends joins their batch, which stays on the
+    /// one-call path; a batch of barriers alone, or with another kind of write, does not.
+    #[test]
+    fn appends_ended_by_a_flush_are_still_appends_only() {
+        let (first, second, flush) = (audit(), audit(), Work::Barrier { durable: true });
+        assert!(appends_only(&[&first, &second, &flush]));
+        assert!(appends_only(&[&first]));
+        assert!(!appends_only(&[&flush]), "nothing to append");
+        assert!(!appends_only(&[]));
+        let delete = Work::DeleteRun("run_a".into());
+        assert!(!appends_only(&[&first, &delete, &flush]));
     }
 }
