@@ -352,7 +352,10 @@ def steward_preset(binary: str, home: str, url: str, workspace: str, api: str) -
     config = os.path.join(home, "config", "steward")
     os.makedirs(config, exist_ok=True)
     with open(os.path.join(config, "bench.toml"), "w") as f:
+        # Steward's round limit (5 by default) would end a run of more steps before its last;
+        # the other harnesses have no limit that low.
         f.write(
+            "[limits]\nmax_rounds = 100\n\n"
             "[shell]\nenabled = true\n\n"
             "[[policy.rule]]\nname = \"cat\"\ntool = \"shell_command\"\nargv = [\"cat\", \"**\"]\ndecision = \"allow\"\n"
         )
