@@ -60,6 +60,16 @@ impl std::fmt::Debug for Policy {
     }
 }
 
+/// Builds what a process's first redaction and its first check of a tool call's arguments
+/// build, each once per process: the secret rules' keyword automaton and the patterns that run
+/// on every text ([`steward_secrets::warm_up`]), and the validator of JSON Schema's 2020-12
+/// meta-schema, which every tool's input schema is checked against when it is first compiled.
+/// Blocking for a few milliseconds; a front end calls it on a spare thread while a run starts.
+pub fn warm_up() {
+    steward_secrets::warm_up();
+    let _ = jsonschema::validator_for(&serde_json::json!({"type": "object"}));
+}
+
 impl Policy {
     /// Compiles a configuration and checks every rule's `match` / `not_match` examples.
     /// Errors: [`PolicyError::BadGlob`] naming the rule (or list) with the bad glob,

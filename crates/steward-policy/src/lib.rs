@@ -50,7 +50,7 @@ pub use config::{
 pub use context::{DEFAULT_TAINT_ESCALATION_RISK, GateContext};
 pub use data_flow::{Carried, Fingerprints, MAX_FINGERPRINTS, Origin, SPAN_CHARS};
 pub use error::PolicyError;
-pub use gate::{Policy, SHELL_TOOL};
+pub use gate::{Policy, SHELL_TOOL, warm_up};
 pub use git_programs::{ConfigSyntaxError, GitConfigError, repository_config_programs};
 pub use named_paths::path_parts;
 pub use paths::{Access, Exclusion, PathError, Workspace, WorkspacePath, is_protected_path, set_steward_owned};
