@@ -44,8 +44,10 @@ pub(crate) async fn record(settings: &Settings, rt: &Runtime, run: &RunRecord, r
     });
     let exporter = match started {
         Ok(exporter) => exporter,
+        // Shown like a failed export (an error, which the CLI prints): the endpoint was checked
+        // when the run was prepared, so this is the TLS set-up or the exporter itself failing.
         Err(e) => {
-            tracing::warn!(run = %run.id, "telemetry is off: {e}");
+            tracing::error!(run = %run.id, "telemetry is off: {e}");
             return;
         }
     };

@@ -141,7 +141,12 @@ fn check_protocol(protocol: &str, from: &'static str) -> Result<(), TelemetryErr
 
 fn check_endpoint(endpoint: &str) -> Result<(), TelemetryError> {
     match reqwest::Url::parse(endpoint) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => Ok(()),
+        // The OTLP exporter parses the text as it is (`http::Uri`), which refuses what a URL
+        // parser would percent-encode (a space, say): refused here, so that the user is told.
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => endpoint
+            .parse::<http::Uri>()
+            .map(|_| ())
+            .map_err(|e| TelemetryError::NotAUrl { endpoint: shown(endpoint), reason: e.to_string() }),
         Ok(_) => Err(TelemetryError::NotHttp { endpoint: shown(endpoint) }),
         Err(e) => Err(TelemetryError::NotAUrl { endpoint: shown(endpoint), reason: e.to_string() }),
     }
@@ -238,6 +243,11 @@ mod tests {
         let message = bad.unwrap_err();
         assert!(message.contains("not an http:// or https:// URL") && !message.contains("s3cret"), "{message}");
         assert!(resolve(&TelemetryConfig::default(), &[("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")]).is_err());
+        // A URL parser takes this (it encodes the space); the OTLP exporter would not.
+        let spaced =
+            TelemetryConfig { endpoint: Some("http://127.0.0.1:4318/my collector".into()), ..Default::default() };
+        let message = resolve(&spaced, &[]).unwrap_err();
+        assert!(message.contains("is not a URL"), "{message}");
     }
 
     #[test]
