@@ -1,6 +1,6 @@
 //! `steward-bench local`: real agent runs with a real local model on small fixture
 //! repositories. It starts llama.cpp's `llama-server` (or llama-cpp-python's server) on
-//! loopback with the model, runs `steward run --json` for each task of [`local_tasks`] in a
+//! loopback with the model, runs `steward run --json` for each task of `local_tasks` in a
 //! fresh copy of its repository, every built-in tool offered and the file-changing ones
 //! allowed, and reads what happened from the run's events and the server's own counters:
 //! - a task is completed when its rule-based check holds (the answer names what was asked;

@@ -1,7 +1,7 @@
 //! The configuration reference (`docs/reference/configuration.md`), rendered from the JSON
 //! Schema that `schemars` derives from [`RawConfig`] and the types its tables use (doc comments
 //! become descriptions, `serde` attributes decide names and defaults), plus the lists the loader
-//! itself applies to decide which layer may set a key ([`super::merge`]).
+//! itself applies to decide which layer may set a key (`super::merge`).
 
 use std::collections::BTreeMap;
 

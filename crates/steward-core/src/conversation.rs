@@ -8,7 +8,7 @@ use steward_store::{ConversationRecord, Store, StoreError};
 use crate::context::{MAX_HISTORY_TURNS, Turn};
 
 /// The earlier turns of `record` as context for its next run: the last
-/// [`MAX_HISTORY_TURNS`], oldest first, each message with its answer: the stored reply of a
+/// `MAX_HISTORY_TURNS`, oldest first, each message with its answer: the stored reply of a
 /// turn answered without a run, a run's final text, `(the run ended: STATUS)` for a run that
 /// ended without one, or `(no record)` for a run that was removed; each with whether its run
 /// had seen untrusted content.

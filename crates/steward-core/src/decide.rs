@@ -11,7 +11,7 @@ use steward_tools::ToolRegistry;
 
 /// Decides `call` against `policy` in `workspace`; `tainted` says whether untrusted output
 /// already reached the run, `seen` holds the fingerprints of the run's earlier outputs (what a
-/// sink's arguments are checked against, [`crate::data_flow`]; `None` when that check is off,
+/// sink's arguments are checked against, `crate::data_flow`; `None` when that check is off,
 /// leaving run-level taint alone). Never fails: an unknown tool or
 /// bad arguments give a `deny`.
 pub fn decide(

@@ -371,7 +371,7 @@ impl DecisionQueue {
 
     /// Opens `request` for decisions; `token` is the decision token an approval from a front
     /// end that holds none (the web UI, the store) presents. The request stays in the queue
-    /// until the returned [`Waiting`] is dropped.
+    /// until the returned `Waiting` is dropped.
     pub fn open_approval(&self, request: &ApprovalRequest, token: &str) -> Waiting<'_, ApprovalAnswer> {
         let (decided, rx) = watch::channel(None);
         let entry = Entry {
@@ -465,7 +465,7 @@ impl DecisionQueue {
     }
 
     /// Opens an MCP server's request for input for answers; it stays in the queue until the
-    /// returned [`Waiting`] is dropped.
+    /// returned `Waiting` is dropped.
     pub fn open_elicitation(&self, prompt: &ElicitationPrompt) -> Waiting<'_, ElicitationReply> {
         let (decided, rx) = watch::channel(None);
         let entry = Entry {
@@ -522,7 +522,7 @@ impl DecisionQueue {
     /// Feeds the queue with decisions recorded in `store` by other processes, until dropped:
     /// while approvals wait here, each is looked up once, then again when the store notices a
     /// decision on one of them ([`Change::Decision`]) or may have lost notices
-    /// ([`Change::Resync`], a lagging receiver), and every [`NOTICED_POLL`] in case a notice
+    /// ([`Change::Resync`], a lagging receiver), and every `NOTICED_POLL` in case a notice
     /// was lost; a store without notices (SQLite) is looked at every `poll`. While nothing
     /// waits here, the store is not read at all.
     pub async fn follow_store(&self, store: &dyn Store, poll: Duration) {

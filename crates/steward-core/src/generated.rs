@@ -24,7 +24,7 @@ use steward_tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 /// `steward __tool-worker` (for embedding programs and tests).
 pub const WORKER_ENV: &str = "STEWARD_TOOL_WORKER";
 
-/// The worker [`WORKER_ENV`] names, when it is set (it wins over the one a front end gives
+/// The worker `WORKER_ENV` names, when it is set (it wins over the one a front end gives
 /// its runtime, [`crate::Runtime::with_tool_worker`]).
 pub fn worker_from_env() -> Option<WorkerCommand> {
     let path = std::env::var_os(WORKER_ENV).filter(|p| !p.is_empty())?;

@@ -25,6 +25,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use steward_policy::Redactor;
 use steward_protocol::{ChatRequest, ErrorClass, EventKind, Message, StopReason, ToolChoice, Usage};
+use steward_provider::config::is_loopback_url;
 use steward_provider::{Provider, ProviderConfig, ProviderKind};
 use steward_store::StoreError;
 
@@ -66,9 +67,6 @@ impl Locality {
         }
     }
 }
-
-/// True when the host of the `http(s)` URL `url` is this machine (see [`Locality::of`]).
-pub use steward_provider::config::is_loopback_url;
 
 /// One role and who plays it.
 #[derive(Clone)]

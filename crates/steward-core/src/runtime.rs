@@ -105,7 +105,7 @@ impl Runtime {
     }
 
     /// The same runtime starting generated tools' steps with `worker`, unless
-    /// `STEWARD_TOOL_WORKER` names another ([`crate::generated::WORKER_ENV`], which wins).
+    /// `STEWARD_TOOL_WORKER` names another (`WORKER_ENV`, which wins).
     pub fn with_tool_worker(self, worker: steward_generated::WorkerCommand) -> Runtime {
         Runtime { tool_worker: crate::generated::worker_from_env().or(Some(worker)), ..self }
     }

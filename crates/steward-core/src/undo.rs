@@ -16,7 +16,7 @@ use steward_tools::{rollback::Compensation, rollback::undo};
 pub const LAST_CHANGING_RUN_SCAN: u32 = 1000;
 
 /// The newest run of `owner_id` that changed files (the newest run often only read), with its
-/// rollback records; `None` when none of the newest [`LAST_CHANGING_RUN_SCAN`] runs did.
+/// rollback records; `None` when none of the newest `LAST_CHANGING_RUN_SCAN` runs did.
 pub async fn last_changing_run(
     store: &dyn Store,
     owner_id: &str,

@@ -40,7 +40,7 @@ impl Peer {
     /// show; a connection that reaches another program on that port never counts. These
     /// programs cannot be told to pick a port themselves and say which, so another process can
     /// take the port between the choice and the child's bind: when the child exits before it
-    /// listens, it is started again on another port, [`START_ATTEMPTS`] times at most. Panics
+    /// listens, it is started again on another port, `START_ATTEMPTS` times at most. Panics
     /// (naming `what`) when it cannot be started or never listens.
     pub fn start(
         command: impl Fn(u16) -> Command,

@@ -125,7 +125,7 @@ impl Fingerprints {
     }
 
     /// Records the fingerprints of `text`, the output of call `call_id` of `tool`. Text shorter
-    /// than [`K`] normalised characters leaves nothing. Once the store is full, recording stops
+    /// than `K` normalised characters leaves nothing. Once the store is full, recording stops
     /// and [`Fingerprints::overflowed`] turns true.
     pub fn record(&mut self, tool: &str, call_id: &str, text: &str) {
         if self.overflowed {

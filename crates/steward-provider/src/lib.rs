@@ -20,7 +20,7 @@
 //!   a complete call never taken as one);
 //! - [`repetition`]: replies that repeat themselves, stopped after the first copy;
 //! - [`retry`]: which failures are retried and how long to wait (SPEC P7);
-//! - [`redact`]: keeping keys out of error messages (case B13);
+//! - `redact`: keeping keys out of error messages (case B13);
 //! - `window`: the model's context window, configured or asked of the server;
 //! - `tokens`: the server's own count of a prompt's tokens (llama.cpp).
 //!

@@ -8,7 +8,7 @@
 //! markup, an undeclared name, arguments that are not an object, markup cut off) stays plain
 //! text and is never executed; the agent loop then refuses to take such text as an answer
 //! ([`crate::markup`]). Values of a recovered call are coerced to the types its schema
-//! declares where unambiguous ([`crate::coerce`]); formats whose values are text (Qwen3-Coder,
+//! declares where unambiguous (`crate::coerce`); formats whose values are text (Qwen3-Coder,
 //! GLM, MiniMax, DSML, Seed, Step, per-tool XML) get their types this way. Every recovered
 //! call is reported in [`Recovered::repairs`] with the format's name, for the audit log.
 //!

@@ -19,8 +19,8 @@ const MIN_DISTINCT_CHARS: usize = 3;
 /// short lines of code) are not taken for a runaway reply.
 const MIN_SPAN: usize = 160;
 
-/// When `text` ends with one piece of [`MIN_PERIOD`]–[`MAX_PERIOD`] bytes holding something
-/// other than white space and at least three different characters, repeated at least [`MIN_COPIES`] times over at least [`MIN_SPAN`]
+/// When `text` ends with one piece of `MIN_PERIOD`–`MAX_PERIOD` bytes holding something
+/// other than white space and at least three different characters, repeated at least `MIN_COPIES` times over at least `MIN_SPAN`
 /// bytes, the byte offset to cut `text` at so that it keeps everything before the repetition
 /// and one copy of the piece (ending at a line break when the piece holds one). `None`
 /// otherwise.

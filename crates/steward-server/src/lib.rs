@@ -79,7 +79,7 @@ pub fn app_state(
 
 /// Every route: pages, form posts, `/api/…` (all of it from [`openapi::routes`], which documents
 /// each route it registers), `/static/…`, and `/mcp` (bearer tokens, outside the cookie and
-/// CSRF layer). Whatever [`routes`] registers is behind [`openapi::documented_api_only`], so
+/// CSRF layer). Whatever `routes` registers is behind [`openapi::documented_api_only`], so
 /// an `/api/…` route missing from the OpenAPI document answers 404 wherever it was added.
 pub fn router(state: AppState) -> Router {
     openapi::documented_api_only(routes(state.clone()))

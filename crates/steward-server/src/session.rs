@@ -22,7 +22,7 @@ pub const CSRF_HEADER: &str = "x-csrf-token";
 /// Lifetime of the owner cookie: 30 days.
 const COOKIE_MAX_AGE_DAYS: i64 = 30;
 
-/// The owner of the request, put into the request's extensions by [`owner_layer`].
+/// The owner of the request, put into the request's extensions by `owner_layer`.
 #[derive(Debug, Clone)]
 pub struct Session {
     /// `local:<user>` or `web:<16 hex>`.

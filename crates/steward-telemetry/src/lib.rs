@@ -7,7 +7,7 @@
 //! go to the SDK's batch span processor — a bounded queue drained by a thread of its own, so
 //! recording a run never waits on the network, and a full queue drops spans rather than
 //! holding anything up — and from there over OTLP/HTTP with protobuf bodies
-//! (`opentelemetry-otlp`) through the workspace's `reqwest` ([`client`]). A failed export is
+//! (`opentelemetry-otlp`) through the workspace's `reqwest` (`client`). A failed export is
 //! reported once and otherwise ignored.
 //!
 //! The exporters belong to their owner, not to the process: an [`Exporters`] keeps one

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use steward_config::CompiledFilter as Filter;
 use steward_config::OutputFilterConfig;
 
-/// An `[[output_filter]]` that does not compile ([`OutputFilters::new`]).
+/// An `[[output_filter]]` that does not compile (`OutputFilters::new`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct FilterError {

@@ -12,6 +12,8 @@
 //! Every other module is private: what the other crates use is re-exported by name below.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+// Every type a public item hands out can be named from here: the chosen list is complete.
+#![deny(unnameable_types)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -65,10 +67,11 @@ pub mod workspace_index;
 
 pub use added::{AddToolError, MAX_ADDED_TOOLS};
 pub use command::CommandTool;
-pub use lsp::client::MAX_RESTARTS as LSP_MAX_RESTARTS;
-pub use network::{EgressLog, test_hosts};
+pub use filter::FilterError;
+pub use lsp::client::{LspError, LspManager, MAX_RESTARTS as LSP_MAX_RESTARTS};
+pub use network::{EgressLog, TestHostsError, test_hosts};
 pub use search_index::{NAME as SEARCH_INDEX_TOOL, SearchIndexTool};
-pub use shell::{ShellTool, Visible, direct_argv};
+pub use shell::{DirectCommand, ShellTool, Visible, direct_argv};
 // The configuration's types of the tools above, for callers that build them.
 pub use steward_config::{ArgItem, CommandToolConfig, Network, OutputFilterConfig, writable_folder};
 

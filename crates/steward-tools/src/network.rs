@@ -101,7 +101,7 @@ fn deliver(log: Option<&EgressLog>, records: Vec<EgressRecord>) {
     }
 }
 
-/// Why [`TEST_HOSTS_VAR`] is not honoured.
+/// Why `TEST_HOSTS_VAR` is not honoured.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TestHostsError {
     /// Set in a release build, which refuses the test-only setting.
@@ -115,7 +115,7 @@ pub enum TestHostsError {
     Invalid(String),
 }
 
-/// The `.test` names pinned by [`TEST_HOSTS_VAR`] (debug builds), or the refusal to honour
+/// The `.test` names pinned by `TEST_HOSTS_VAR` (debug builds), or the refusal to honour
 /// it (release builds).
 pub fn test_hosts() -> Result<TestHosts, TestHostsError> {
     let Some(value) = std::env::var_os(TEST_HOSTS_VAR) else { return Ok(TestHosts::default()) };

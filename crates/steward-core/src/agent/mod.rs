@@ -52,7 +52,7 @@ pub struct RunRequest {
     /// Cancelling it cancels the run (SPEC A7).
     pub cancel: CancellationToken,
     /// Earlier turns of the conversation this task belongs to, oldest first (the last
-    /// [`context::MAX_HISTORY_TURNS`] are given to the model); empty for a single task.
+    /// `context::MAX_HISTORY_TURNS` are given to the model); empty for a single task.
     pub history: Vec<context::Turn>,
     /// Files attached to the task (quoted in it), fingerprinted like files the run read.
     pub attachments: Vec<context::Attachment>,

@@ -582,7 +582,7 @@ pub struct TokenRoutes {
 }
 
 impl TokenRoutes {
-    /// The routes of `/api/ledger/…` for calls with a bearer token: `router` is [`routes`]
+    /// The routes of `/api/ledger/…` for calls with a bearer token: `router` is `routes`
     /// as the server guards it (only documented routes serve).
     pub fn new(state: AppState, router: Router<AppState>) -> Self {
         let router =
