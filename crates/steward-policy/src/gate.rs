@@ -60,14 +60,18 @@ impl std::fmt::Debug for Policy {
     }
 }
 
-/// Builds what a process's first redaction and its first check of a tool call's arguments
-/// build, each once per process: the secret rules' keyword automaton and the patterns that run
-/// on every text ([`steward_secrets::warm_up`]), and the validator of JSON Schema's 2020-12
-/// meta-schema, which every tool's input schema is checked against when it is first compiled.
-/// Blocking for a few milliseconds; a front end calls it on a spare thread while a run starts.
+/// Starts building, once per process and on a thread of its own, the validator of JSON
+/// Schema's 2020-12 meta-schema, which every tool's input schema is checked against when it is
+/// first compiled for an argument check (most of a process's first check). Called while a run
+/// waits for a model's reply, it leaves the first step. Calling it again does nothing; if the
+/// thread cannot be started, the first check builds it as before.
 pub fn warm_up() {
-    steward_secrets::warm_up();
-    let _ = jsonschema::validator_for(&serde_json::json!({"type": "object"}));
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let _ = std::thread::Builder::new().name("schema-warm-up".into()).spawn(|| {
+            let _ = jsonschema::validator_for(&serde_json::json!({"type": "object"}));
+        });
+    });
 }
 
 impl Policy {

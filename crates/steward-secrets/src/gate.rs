@@ -51,17 +51,6 @@ static KEYWORDS: LazyLock<Keywords> = LazyLock::new(|| {
     Keywords { automaton, rules }
 });
 
-/// Builds what the first redaction of a process builds: the keyword automaton and the
-/// patterns of the rules without keywords, which run on every text. A front end calls it on a
-/// spare thread while a run starts, so that the run's first redaction does not wait for it;
-/// the rules with keywords are still compiled when a text first holds one of their keywords.
-pub fn warm_up() {
-    LazyLock::force(&KEYWORDS);
-    for rule in RULES.iter().filter(|rule| rule.keywords.is_empty()) {
-        rule.regex();
-    }
-}
-
 /// Per rule, where in one text it has to run.
 pub(crate) struct Candidates {
     /// Per rule (by index in [`RULES`]): the byte ranges of runs of whole lines holding one of
@@ -141,23 +130,6 @@ mod tests {
     use steward_fuzz::proptest::test_runner::TestCaseError;
 
     use super::*;
-
-    /// Warming up compiles what every redaction runs and leaves the rules with keywords for
-    /// later. In a process of its own (nextest runs each test in one) nothing was compiled
-    /// before, and that is checked too; with other tests in the process (`cargo test`), only
-    /// what warming up must have done.
-    #[test]
-    fn warming_up_compiles_the_rules_every_text_runs_and_only_those() {
-        let every_text: Vec<&crate::patterns::Rule> = RULES.iter().filter(|r| r.keywords.is_empty()).collect();
-        assert!(!every_text.is_empty(), "some rules run on every text");
-        let fresh = LazyLock::get(&KEYWORDS).is_none() && RULES.iter().all(|r| !r.is_compiled());
-        warm_up();
-        assert!(every_text.iter().all(|r| r.is_compiled()));
-        assert!(LazyLock::get(&KEYWORDS).is_some(), "the keyword automaton is built");
-        if fresh {
-            assert!(RULES.iter().filter(|r| !r.keywords.is_empty()).all(|r| !r.is_compiled()));
-        }
-    }
 
     /// Pieces that make the rules match, refuse and nearly match: keywords in several cases,
     /// names that look secret and names that do not, separators, quotes, line breaks (also

@@ -19,7 +19,6 @@ mod redact;
 mod scan;
 mod secrets;
 
-pub use gate::warm_up;
 pub use names::name_looks_secret;
 pub use patterns::REDACTED;
 pub use redact::Redactor;

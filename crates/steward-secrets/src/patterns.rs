@@ -36,12 +36,6 @@ impl Rule {
         self.re.get_or_init(|| Regex::new(self.pattern).expect("built-in secret pattern compiles"))
     }
 
-    /// Whether [`Rule::regex`] has compiled the pattern already.
-    #[cfg(test)]
-    pub(crate) fn is_compiled(&self) -> bool {
-        self.re.get().is_some()
-    }
-
     /// The byte range of the secret in a match, if the match is accepted.
     pub(crate) fn secret_range(&self, caps: &Captures<'_>) -> Option<std::ops::Range<usize>> {
         if let Some(accept) = self.accept

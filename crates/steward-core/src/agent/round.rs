@@ -269,10 +269,15 @@ impl Loop<'_> {
         events.emit(EventKind::StageStarted { stage: "planner".into(), round }).await?;
         let stage_started = Instant::now();
         let stage = stream_stage(req.planner.provider.as_ref(), "planner", &request, events, self.rt.redactor.clone());
-        // The sandbox's probes start once the request is on its way (a planner that does not
-        // wait for a model reaches its first call with them started, not done).
-        let reply = self.calls.run.interrupt.run(on_first_wait(stage, || req.tools.warm_up_sandbox())).await;
-        req.tools.warm_up_sandbox();
+        // The sandbox's probes and the argument checks' one-time set-up start once the request
+        // is on its way (a planner that does not wait for a model reaches its first call with
+        // them started, not done).
+        let warm_up = || {
+            req.tools.warm_up_sandbox();
+            steward_policy::warm_up();
+        };
+        let reply = self.calls.run.interrupt.run(on_first_wait(stage, warm_up)).await;
+        warm_up();
         // A tool left out of this request (by `[run] tools` or to fit the context window) may
         // not be called; other names go on to the gate as before (chain rules, unknown tools).
         let offered_names: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();

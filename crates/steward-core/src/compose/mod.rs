@@ -263,7 +263,6 @@ pub async fn registry(
 /// names no tool, an unknown provider …); nothing was started then, except MCP servers, which
 /// are stopped when their tools are dropped.
 pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions) -> Result<Prepared, PrepareError> {
-    warm_up();
     if let Some(rounds) = options.max_rounds {
         config.limits.max_rounds = rounds;
     }
@@ -290,18 +289,6 @@ pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions)
     let telemetry = crate::telemetry::settings_for(&config, options.env, &mut warnings);
     ask_context_window_early(&planner);
     Ok(Prepared { workspace: workspace.to_path_buf(), config, policy, tools, planner, roles, warnings, telemetry })
-}
-
-/// Starts building, on a thread of its own and once per process, what the first run's first
-/// redaction and first argument check would otherwise build on its way
-/// ([`steward_policy::warm_up`]): on a machine with a spare core this leaves the first step
-/// (and, for what is ready before the run's first redaction, the start). If the thread cannot
-/// be started, the run builds them itself when it first needs them.
-fn warm_up() {
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    STARTED.call_once(|| {
-        let _ = std::thread::Builder::new().name("steward-warm-up".into()).spawn(steward_policy::warm_up);
-    });
 }
 
 /// Starts asking the planner's server for its model's context window (a local server, see
