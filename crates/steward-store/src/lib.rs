@@ -145,7 +145,23 @@ pub trait AuditStore: Send + Sync {
     /// checked in the write transaction with the lease row locked. `Ok(None)` when it is not
     /// (another node took the run over to recover it, or the run ended or does not exist):
     /// nothing was appended and the call must not execute.
-    async fn append_audit_if_running(&self, entry: AuditEntry) -> Result<Option<AuditRecord>, StoreError>;
+    ///
+    /// `on_disk` says when the record must reach the disk: before this returns
+    /// ([`OnDisk::BeforeReturn`]), or right after, while the caller goes on ([`OnDisk::Soon`],
+    /// then [`AuditStore::audit_on_disk`] waits for it).
+    async fn append_audit_if_running(
+        &self,
+        entry: AuditEntry,
+        on_disk: OnDisk,
+    ) -> Result<Option<AuditRecord>, StoreError>;
+
+    /// Waits until audit record `seq`, appended through this store, is on disk (as durable as
+    /// the store is configured); returns at once when it already is. What an append with
+    /// [`OnDisk::Soon`] leaves to wait for.
+    ///
+    /// Errors: [`StoreError::Write`] when the disk sync that was to make it durable failed;
+    /// [`StoreError::Closed`] when the store's writer stopped first.
+    async fn audit_on_disk(&self, seq: u64) -> Result<(), StoreError>;
 
     /// Queues an audit record and returns once it is ordered after every earlier write (not
     /// necessarily on disk): it is committed with the next batch, at the latest by the next
@@ -181,6 +197,21 @@ pub trait AuditStore: Send + Sync {
         }
         Ok(record)
     }
+}
+
+/// When an audit record that lets a call run must be on disk
+/// ([`AuditStore::append_audit_if_running`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnDisk {
+    /// Before the append returns: for a call that changes something, so that a crash of the
+    /// machine never leaves its effect without the record that allowed it.
+    BeforeReturn,
+    /// Committed (visible, and after every earlier write) when the append returns, and forced
+    /// to disk by the store's writer right after, while the caller goes on; a crash of the
+    /// process loses nothing, one of the machine may lose it until then. For a call that
+    /// changes nothing (a read), whose result the caller holds back until
+    /// [`AuditStore::audit_on_disk`] says the record is on disk.
+    Soon,
 }
 
 /// Approval requests, the decisions recorded for them, and the grants they leave.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::Utc;
 use common::Db;
 use steward_protocol::{AuditEntry, AuditOutcome, Event, EventKind};
-use steward_store::{Change, PgStore, RunRecord, RunStatus, Store, StoreOptions, new_id};
+use steward_store::{Change, OnDisk, PgStore, RunRecord, RunStatus, Store, StoreOptions, new_id};
 
 fn running(id: &str, pid: u32) -> RunRecord {
     RunRecord {
@@ -164,7 +164,7 @@ async fn a_node_that_lost_its_lease_can_neither_approve_a_call_nor_finish_the_ru
         rollback_token: String::new(),
         detail: String::new(),
     };
-    assert!(b.append_audit_if_running(approved.clone()).await.unwrap().is_some(), "lease held");
+    assert!(b.append_audit_if_running(approved.clone(), OnDisk::BeforeReturn).await.unwrap().is_some(), "lease held");
     assert!(b.lost_runs(std::slice::from_ref(&id)).await.unwrap().is_empty());
 
     // Node b stops renewing (paused past the TTL); node a takes the run over.
@@ -172,7 +172,10 @@ async fn a_node_that_lost_its_lease_can_neither_approve_a_call_nor_finish_the_ru
     assert_eq!(a.take_over_expired_runs(Duration::from_secs(30), 10).await.unwrap().len(), 1);
     // Still `running` (a has not recorded the recovery yet), but no longer b's.
     assert_eq!(b.lost_runs(std::slice::from_ref(&id)).await.unwrap(), vec![id.clone()]);
-    assert!(b.append_audit_if_running(approved.clone()).await.unwrap().is_none(), "lease lost: refused");
+    assert!(
+        b.append_audit_if_running(approved.clone(), OnDisk::BeforeReturn).await.unwrap().is_none(),
+        "lease lost: refused"
+    );
     let mut completed = run.clone();
     completed.status = RunStatus::Completed;
     completed.final_text = Some("done".into());

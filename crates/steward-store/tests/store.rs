@@ -16,7 +16,7 @@ use steward_protocol::{
     ApprovalRequest, ApprovalStatus, AuditEntry, AuditOutcome, ErrorClass, Event, StopReason, Timestamp,
 };
 use steward_store::{
-    AuditVerification, ConversationRecord, ConversationTurn, Durability, FactRecord, McpTokenRecord, PgStore,
+    AuditVerification, ConversationRecord, ConversationTurn, Durability, FactRecord, McpTokenRecord, OnDisk, PgStore,
     RunRecord, RunStatus, SqliteStore, Store, StoreError, StoreOptions, new_id,
 };
 
@@ -73,8 +73,15 @@ both! {
         let mut r = run(&id, Utc::now());
         store.insert_run(&r).await.unwrap();
         let approved = AuditEntry { outcome: AuditOutcome::Approved, ..entry(&id, 1) };
-        assert!(store.append_audit_if_running(approved.clone()).await.unwrap().is_some());
+        assert!(store.append_audit_if_running(approved.clone(), OnDisk::BeforeReturn).await.unwrap().is_some());
         assert!(store.lost_runs(std::slice::from_ref(&id)).await.unwrap().is_empty());
+        // A read's record is committed when the append returns and forced to disk right after,
+        // which `audit_on_disk` waits for (without it nobody would force it: nothing follows).
+        let read = AuditEntry { call_id: "call_read".into(), ..approved.clone() };
+        let soon = store.append_audit_if_running(read.clone(), OnDisk::Soon).await.unwrap().expect("running");
+        assert_eq!(soon.seq, 2);
+        let on_disk = store.audit_on_disk(soon.seq);
+        tokio::time::timeout(std::time::Duration::from_secs(30), on_disk).await.expect("forced to disk").unwrap();
 
         // Another process marked the run interrupted (crash recovery).
         let mut interrupted = r.clone();
@@ -82,13 +89,14 @@ both! {
         interrupted.error = Some("recovered".into());
         store.update_run(&interrupted).await.unwrap();
         assert_eq!(store.lost_runs(std::slice::from_ref(&id)).await.unwrap(), vec![id.clone()]);
-        assert!(store.append_audit_if_running(approved.clone()).await.unwrap().is_none(), "refused");
-        assert_eq!(store.audit_records(Some(&id)).await.unwrap().len(), 1, "nothing appended");
+        assert!(store.append_audit_if_running(approved.clone(), OnDisk::BeforeReturn).await.unwrap().is_none(), "refused");
+        assert!(store.append_audit_if_running(read, OnDisk::Soon).await.unwrap().is_none(), "refused");
+        assert_eq!(store.audit_records(Some(&id)).await.unwrap().len(), 2, "nothing appended");
         r.status = RunStatus::Completed;
         r.final_text = Some("done".into());
         assert!(!store.finish_run(&r).await.unwrap(), "superseded");
         assert_eq!(store.get_run(&id).await.unwrap(), Some(interrupted));
-        assert!(matches!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 1 }));
+        assert!(matches!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 2 }));
 
         // A running run finishes once.
         let other = new_id("run_");
@@ -101,7 +109,8 @@ both! {
         let missing = store.finish_run(&run("run_missing", Utc::now())).await.unwrap_err();
         assert!(matches!(missing, StoreError::NotFound { .. }));
         let stray = AuditEntry { outcome: AuditOutcome::Approved, ..entry("run_missing", 2) };
-        assert!(store.append_audit_if_running(stray).await.unwrap().is_none(), "no such run");
+        assert!(store.append_audit_if_running(stray.clone(), OnDisk::BeforeReturn).await.unwrap().is_none(), "no such run");
+        assert!(store.append_audit_if_running(stray, OnDisk::Soon).await.unwrap().is_none(), "no such run");
     }
 }
 

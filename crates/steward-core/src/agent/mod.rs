@@ -164,6 +164,8 @@ pub(crate) async fn run_with_policy(rt: &Runtime, mut req: RunRequest, policy: &
             ControlFlow::Break(ending) => break ending,
         }
     };
+    // How the loop ended may quote what the last reads returned.
+    calls.reads_on_disk().await?;
     drop(calls);
     let end = finish::End {
         rt,

@@ -249,6 +249,9 @@ impl Loop<'_> {
             temperature: None,
             constrain: p.constrain_next,
         };
+        // The results of reads let run before their records reached the disk are held back
+        // until those records are there (the calibration below may send the prompt too).
+        self.calls.reads_on_disk().await?;
         // The estimate of the prompt as sent, which the server's count calibrates next round.
         let mut estimated = None;
         if let Some(window) = self.window {

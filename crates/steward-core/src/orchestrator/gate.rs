@@ -128,7 +128,10 @@ pub(super) async fn permit<'t>(
     let authority = match (decision.decision, tool) {
         (DecisionKind::Deny, _) | (DecisionKind::Ask, None) => return Ok(Err(Refusal::Denied(decision.clone()))),
         (DecisionKind::Allow, _) => {
-            AuditRecord::of(cx, call, decision, AuditOutcome::Approved).write(cx).await?;
+            AuditRecord::of(cx, call, decision, AuditOutcome::Approved)
+                .only_reads(tool.is_some_and(|t| t.pure_read()))
+                .write(cx)
+                .await?;
             Authority::Rule(decision.rule.clone())
         }
         (DecisionKind::Ask, Some(tool)) => match remembered_grant(cx, call, decision).await? {
@@ -137,6 +140,7 @@ pub(super) async fn permit<'t>(
                     .by(&grant.owner_id)
                     .approval(&grant.approval_id)
                     .detail(format!("allowed by remembered grant {} ({:?} scope)", grant.id, grant.scope))
+                    .only_reads(tool.pure_read())
                     .write(cx)
                     .await?;
                 Authority::Grant(grant)

@@ -16,10 +16,13 @@
 //!
 //! Every decision is an audit record, and the record that lets a call run is durable before
 //! the call starts: a crash between the two leaves an `approved` record without an outcome,
-//! which the next start marks `unknown` and never re-runs.
+//! which the next start marks `unknown` and never re-runs. A call that only reads (changes
+//! nothing) may start once its record is committed, and the record reaches the disk while it
+//! runs: the run's next model request, which carries its result, waits for that
+//! ([`CallContext::reads_on_disk`]).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use steward_policy::{Fingerprints, Policy, Redactor, Workspace};
@@ -63,6 +66,20 @@ pub(crate) struct CallContext<'a> {
     pub tools: Tools<'a>,
     /// What the run's calls so far left behind.
     pub state: RunState,
+}
+
+impl CallContext<'_> {
+    /// Waits until the audit records that let the run's reads run before they reached the disk
+    /// are there ([`RunState::on_disk_owed`]): before what those reads returned is sent to a
+    /// model or ends the run.
+    ///
+    /// Errors: the store could not force them to disk.
+    pub(crate) async fn reads_on_disk(&self) -> Result<(), StoreError> {
+        match self.state.on_disk_owed() {
+            0 => Ok(()),
+            seq => self.records.store.audit_on_disk(seq).await,
+        }
+    }
 }
 
 /// Whose run it is, where, and under which policy.
@@ -133,6 +150,9 @@ pub(crate) struct RunState {
     seen: Option<Mutex<Fingerprints>>,
     /// Writing calls that registered a compensation so far (their rollback step numbers).
     write_steps: AtomicU32,
+    /// The newest `approved` record of a read that was let run before it reached the disk
+    /// (`seq`; 0: none).
+    on_disk_owed: AtomicU64,
 }
 
 impl RunState {
@@ -143,6 +163,7 @@ impl RunState {
             tainted: AtomicBool::new(false),
             seen: data_flow.then(|| Mutex::new(Fingerprints::new())),
             write_steps: AtomicU32::new(0),
+            on_disk_owed: AtomicU64::new(0),
         }
     }
 
@@ -179,6 +200,18 @@ impl RunState {
         if let Some(seen) = &self.seen {
             seen.lock().unwrap_or_else(PoisonError::into_inner).record(&call.name, &call.id, shown);
         }
+    }
+
+    /// The newest audit record (`seq`) that let a read run before it reached the disk: what
+    /// must be on disk before the model is shown what the run's reads returned
+    /// ([`steward_store::AuditStore::audit_on_disk`]); 0 when there is none.
+    fn on_disk_owed(&self) -> u64 {
+        self.on_disk_owed.load(Ordering::SeqCst)
+    }
+
+    /// Notes that audit record `seq` let a read run before it reached the disk.
+    fn owe_on_disk(&self, seq: u64) {
+        self.on_disk_owed.fetch_max(seq, Ordering::SeqCst);
     }
 
     /// The next rollback step number (1, 2, …).

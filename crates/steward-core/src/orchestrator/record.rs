@@ -2,7 +2,7 @@
 //! applies itself ([`Rule`]), and the rollback registration of a completed change.
 
 use steward_protocol::{AuditEntry, AuditOutcome, Decision, EventKind, ToolCall};
-use steward_store::{RollbackRecord, RollbackStatus, StoreError, new_id};
+use steward_store::{OnDisk, RollbackRecord, RollbackStatus, StoreError, new_id};
 
 use super::{CallAbort, CallContext, CallResult};
 use steward_tools::ToolError;
@@ -65,12 +65,14 @@ fn call_entry(cx: &CallContext<'_>, call: &ToolCall, policy: &str, risk: f64, ou
 /// says who, with the call's redacted input and the deciding rule and risk.
 pub(super) struct AuditRecord {
     entry: AuditEntry,
+    /// When an `approved` record must be on disk.
+    on_disk: OnDisk,
 }
 
 impl AuditRecord {
     /// A record of `call` under `policy` (a rule name) and `risk` with `outcome`.
     pub(super) fn new(cx: &CallContext<'_>, call: &ToolCall, policy: &str, risk: f64, outcome: AuditOutcome) -> Self {
-        AuditRecord { entry: call_entry(cx, call, policy, risk, outcome) }
+        AuditRecord { entry: call_entry(cx, call, policy, risk, outcome), on_disk: OnDisk::BeforeReturn }
     }
 
     /// A record under the gate's deciding rule and risk.
@@ -81,6 +83,17 @@ impl AuditRecord {
     /// Who decided (an owner id, or `steward`).
     pub(super) fn by(mut self, agent: &str) -> Self {
         self.entry.agent = agent.to_string();
+        self
+    }
+
+    /// For an `approved` record: whether the call only reads (`Tool::pure_read`: it changes
+    /// nothing, and its result depends on the workspace alone). Its record may then reach the
+    /// disk while it runs ([`OnDisk::Soon`]); the model is not shown its result before the
+    /// record is on disk (the run waits for that before its next model request).
+    pub(super) fn only_reads(mut self, pure_read: bool) -> Self {
+        if pure_read {
+            self.on_disk = OnDisk::Soon;
+        }
         self
     }
 
@@ -135,7 +148,9 @@ impl AuditRecord {
     }
 
     /// Writes the record with its detail redacted. A record that lets the call run
-    /// (`approved`) is durable when this returns, and written only while the run is still
+    /// (`approved`) is durable when this returns (for a call that only reads, see
+    /// [`AuditRecord::only_reads`], committed, and owed to the disk by the run), and written
+    /// only while the run is still
     /// `running` and this node holds its lease ([`steward_store::Store::append_audit_if_running`]);
     /// otherwise a `blocked` record saying the call was not executed is queued and
     /// [`CallAbort::Superseded`] returned. Every other record is queued and committed with the
@@ -148,7 +163,10 @@ impl AuditRecord {
         // The record that lets the call run is only written while the run is still this
         // node's (fail closed): a node that was paused or cut off past its lease finds here
         // that another node has recovered the run, and the call does not execute.
-        if cx.records.store.append_audit_if_running(entry.clone()).await?.is_some() {
+        if let Some(record) = cx.records.store.append_audit_if_running(entry.clone(), self.on_disk).await? {
+            if self.on_disk == OnDisk::Soon {
+                cx.state.owe_on_disk(record.seq);
+            }
             return Ok(());
         }
         tracing::warn!(run = %cx.run.run_id, call = %entry.call_id, "the run was taken over by another node; the call is not executed");

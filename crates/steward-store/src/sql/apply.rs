@@ -52,7 +52,7 @@ pub async fn apply<D: Dialect>(
             let done = D::execute(conn, &sql, args).await.map_err(db)?;
             return Ok(Applied::Flag(done > 0));
         }
-        Work::GuardedAudit(entry) => {
+        Work::GuardedAudit(entry, _) => {
             if guard_run(conn, shared, &entry.run_id).await? != Some(true) {
                 return Ok(Applied::Flag(false));
             }
@@ -191,6 +191,9 @@ async fn one_audit<D: Dialect>(
     })
 }
 
+/// The status of the run whose id is bound.
+pub const RUN_STATUS_SQL: &str = "SELECT status FROM runs WHERE id = ?";
+
 /// Whether run `run_id` may still be written as executed by this store: it is `running` and,
 /// on a database shared by several nodes, its lease row, locked here until the commit (`FOR
 /// UPDATE`, so a node taking it over, which skips locked leases, waits or finds it held), names
@@ -211,7 +214,7 @@ pub async fn guard_run<D: Dialect>(
             return Ok(Some(false));
         }
     }
-    let status = D::fetch_optional(conn, "SELECT status FROM runs WHERE id = ?", args![run_id]).await.map_err(db)?;
+    let status = D::fetch_optional(conn, RUN_STATUS_SQL, args![run_id]).await.map_err(db)?;
     status.map(|row| row.text("status").map(|s| s == RunStatus::Running.as_str()).map_err(db)).transpose()
 }
 

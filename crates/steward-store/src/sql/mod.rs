@@ -77,6 +77,7 @@ impl<D: Dialect> SqlStore<D> {
             audit_key,
             dialect,
             urgent: tokio::sync::Notify::new(),
+            on_disk: tokio::sync::watch::Sender::new(work::Synced::default()),
         });
         let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
         tokio::spawn(writer::run(write, Arc::clone(&shared), receiver));
@@ -179,5 +180,17 @@ impl<D: Dialect> SqlStore<D> {
         let sql = format!("SELECT body FROM {name} WHERE {column} = ? ORDER BY created_at, id");
         let rows = self.fetch_all(&sql, dialect::args![key]).await?;
         rows.iter().map(|row| body_from_row(self.path(), name, row)).collect()
+    }
+}
+
+/// Runs `work` (blocking: SQLite's calls on a locked connection, a disk sync) on the calling
+/// thread: on a multi-threaded runtime inside [`tokio::task::block_in_place`], so the runtime
+/// moves its other tasks (the one this thread just woke among them) elsewhere meanwhile.
+pub fn on_this_thread<T>(work: impl FnOnce() -> T) -> T {
+    let flavor = tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor());
+    if matches!(flavor, Ok(tokio::runtime::RuntimeFlavor::MultiThread)) {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
     }
 }

@@ -227,7 +227,7 @@ impl Dialect for PgDialect {
 /// other in a cycle over them: the audit chain lock, then the fact owners' locks (sorted).
 async fn lock_batch(conn: &mut PgConnection, path: &str, works: &[&Work]) -> Result<(), StoreError> {
     let db = |source| StoreError::Database { path: path.to_string(), source };
-    if works.iter().any(|w| matches!(w, Work::Audit(_) | Work::GuardedAudit(_))) {
+    if works.iter().any(|w| matches!(w, Work::Audit(_) | Work::GuardedAudit(..))) {
         let locked: Option<(i32,)> = sqlx::query_as("SELECT id FROM audit_chain_lock WHERE id = 1 FOR UPDATE")
             .fetch_optional(&mut *conn)
             .await

@@ -16,8 +16,8 @@ use super::work::{DocumentTable, Reply, Work};
 use crate::chain::timestamp_text;
 use crate::{
     ApprovalDecisionRecord, ApprovalStore, AuditStore, AuditVerification, Change, ConversationRecord,
-    ConversationStore, FactRecord, GrantRecord, LeaseStore, McpTokenRecord, RollbackRecord, RunRecord, RunStatus,
-    RunStore, Store, StoreError, TokenStore, verify_chain_keyed,
+    ConversationStore, FactRecord, GrantRecord, LeaseStore, McpTokenRecord, OnDisk, RollbackRecord, RunRecord,
+    RunStatus, RunStore, Store, StoreError, TokenStore, verify_chain_keyed,
 };
 
 #[async_trait]
@@ -99,10 +99,28 @@ impl<D: Dialect> AuditStore for SqlStore<D> {
         rx.await.map_err(|_| self.closed())?
     }
 
-    async fn append_audit_if_running(&self, entry: AuditEntry) -> Result<Option<AuditRecord>, StoreError> {
+    async fn append_audit_if_running(
+        &self,
+        entry: AuditEntry,
+        on_disk: OnDisk,
+    ) -> Result<Option<AuditRecord>, StoreError> {
         let (tx, rx) = oneshot::channel();
-        self.enqueue(Work::GuardedAudit(Box::new(entry)), Reply::GuardedAudit(tx)).await?;
+        self.enqueue(Work::GuardedAudit(Box::new(entry), on_disk), Reply::GuardedAudit(tx)).await?;
         rx.await.map_err(|_| self.closed())?
+    }
+
+    async fn audit_on_disk(&self, seq: u64) -> Result<(), StoreError> {
+        let mut synced = self.shared.on_disk.subscribe();
+        let state = synced
+            .wait_for(|s| s.audit_seq >= seq || s.failed.as_ref().is_some_and(|(at, _)| *at >= seq))
+            .await
+            .map_err(|_| self.closed())?;
+        match &state.failed {
+            Some((at, message)) if state.audit_seq < seq && *at >= seq => {
+                Err(StoreError::Write { path: self.shared.path.clone(), message: message.clone() })
+            }
+            _ => Ok(()),
+        }
     }
 
     async fn audit_records(&self, run_id: Option<&str>) -> Result<Vec<AuditRecord>, StoreError> {

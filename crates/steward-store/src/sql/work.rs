@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use steward_protocol::{ApprovalRequest, AuditEntry, AuditRecord, Event};
 use tokio::sync::oneshot;
 
-use crate::{FactRecord, McpTokenRecord, RunRecord, StoreError};
+use crate::{FactRecord, McpTokenRecord, OnDisk, RunRecord, StoreError};
 
 /// State shared by the store handles and the writer.
 #[derive(Debug)]
@@ -28,6 +28,18 @@ pub struct Shared<D> {
     /// writes nobody waits for open for more to join, commits it then instead of at the end
     /// of its wait. Writes nobody waits for do not wake it one by one.
     pub urgent: tokio::sync::Notify,
+    /// What the writer knows is on disk, published after every forced commit or disk sync
+    /// (see [`crate::AuditStore::audit_on_disk`]).
+    pub on_disk: tokio::sync::watch::Sender<Synced>,
+}
+
+/// What a store's writer knows has reached the disk.
+#[derive(Clone, Debug, Default)]
+pub struct Synced {
+    /// The newest audit record on disk (0: none known yet).
+    pub audit_seq: u64,
+    /// The newest audit record that a failed disk sync left in doubt, and the failure.
+    pub failed: Option<(u64, String)>,
 }
 
 /// Why a batch of writes did not commit.
@@ -63,8 +75,9 @@ pub enum Work {
     Audit(Box<AuditEntry>),
     /// Append to the audit chain only if the entry's run is `running` and its lease is this
     /// node's (see [`super::apply::guard_run`]); answers the record, or `Flag(false)` when
-    /// refused.
-    GuardedAudit(Box<AuditEntry>),
+    /// refused. With [`OnDisk::Soon`] the commit need not reach the disk before the answer:
+    /// the writer forces it right after answering.
+    GuardedAudit(Box<AuditEntry>, OnDisk),
     /// Insert or replace a JSON document row (`rollbacks`, `grants`).
     Document(Box<Document>),
     /// `INSERT` a fact unless its owner already has `max_per_owner` facts; answers whether it

@@ -37,8 +37,9 @@ use tokio::sync::mpsc;
 
 use super::apply::{append_audits, apply, insert_events};
 use super::dialect::Dialect;
+use super::on_this_thread;
 use super::work::{Applied, BatchError, DocumentTable, Pending, Reply, Shared, Work};
-use crate::StoreError;
+use crate::{OnDisk, StoreError};
 
 /// Most writes committed in one transaction.
 pub const MAX_BATCH: usize = 256;
@@ -99,7 +100,7 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
     {
         tracing::warn!(path = %shared.path, %error, "the last queued writes could not be forced to disk");
     } else {
-        state.unsynced = false;
+        on_disk(&shared, &mut state);
         advance_anchor(&shared, &mut state, true);
     }
     pool.close().await;
@@ -129,11 +130,38 @@ fn needs_disk(pending: &Pending) -> bool {
         Work::Barrier { durable } => *durable,
         Work::InsertRun(_) => false,
         Work::Document(doc) if matches!(doc.table, DocumentTable::Conversations) => false,
+        Work::GuardedAudit(_, OnDisk::Soon) => false,
         _ => !matches!(pending.reply, Reply::Nobody),
     }
 }
 
 async fn process<D: Dialect>(pool: &Pool<D::DB>, shared: &Shared<D>, state: &mut Durability, batch: Vec<Pending>) {
+    let soon = batch.iter().any(|p| matches!(p.work, Work::GuardedAudit(_, OnDisk::Soon)));
+    apply_and_answer(pool, shared, state, batch).await;
+    // What was committed for a waiter who was answered before it reached the disk goes there
+    // now, while that waiter goes on (off this worker thread's queue: see `on_this_thread`).
+    if soon && state.unsynced {
+        match on_this_thread(|| shared.dialect.sync_relaxed()) {
+            Ok(()) => {
+                on_disk(shared, state);
+                advance_anchor(shared, state, false);
+            }
+            Err(error) => {
+                tracing::warn!(path = %shared.path, %error, "committed writes could not be forced to disk");
+                let newest = state.newest.as_ref().map_or(0, |(seq, _)| *seq);
+                shared.on_disk.send_modify(|synced| synced.failed = Some((newest, error.to_string())));
+            }
+        }
+    }
+}
+
+/// Applies `batch` and answers its waiters.
+async fn apply_and_answer<D: Dialect>(
+    pool: &Pool<D::DB>,
+    shared: &Shared<D>,
+    state: &mut Durability,
+    batch: Vec<Pending>,
+) {
     let durable = batch.iter().any(needs_disk);
     if batch.iter().all(|p| matches!(p.work, Work::Barrier { .. })) {
         let mut result = Ok(());
@@ -141,7 +169,7 @@ async fn process<D: Dialect>(pool: &Pool<D::DB>, shared: &Shared<D>, state: &mut
             result =
                 shared.dialect.sync_relaxed().map_err(|source| StoreError::Io { path: shared.path.clone(), source });
             if result.is_ok() {
-                state.unsynced = false;
+                on_disk(shared, state);
             }
         }
         if result.is_ok() {
@@ -213,11 +241,23 @@ fn committed<D>(shared: &Shared<D>, state: &mut Durability, results: &[Applied],
         }
     }
     if forced {
-        state.unsynced = false;
+        on_disk(shared, state);
         advance_anchor(shared, state, flush);
     } else {
         state.unsynced = true;
     }
+}
+
+/// Notes that everything committed so far is on disk, and publishes the newest audit record's
+/// `seq` to [`Shared::on_disk`].
+fn on_disk<D>(shared: &Shared<D>, state: &mut Durability) {
+    state.unsynced = false;
+    let newest = state.newest.as_ref().map_or(0, |(seq, _)| *seq);
+    shared.on_disk.send_if_modified(|synced| {
+        let newer = newest > synced.audit_seq;
+        synced.audit_seq = synced.audit_seq.max(newest);
+        newer
+    });
 }
 
 /// Moves the anchor to the newest audit record, which the caller knows is durable, without a

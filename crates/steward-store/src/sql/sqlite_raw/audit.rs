@@ -16,9 +16,10 @@ use std::sync::mpsc;
 use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 
-use super::statement::{Statement, on_this_thread};
+use super::statement::Statement;
 use crate::chain::StoredFields;
 use crate::sql::chain_state::{ChainState, RowFields};
+use crate::sql::on_this_thread;
 use crate::sql::verify::chain_sql;
 
 /// Checks every row of [`chain_sql`] with `chain`: whether all of them check out. A row with

@@ -1,5 +1,6 @@
-//! A batch of appends (a run's events and audit records) applied on SQLite in one call on the
-//! connection locked out of sqlx's worker thread ([`apply_appends`]).
+//! A batch of appends (a run's events and audit records, the record that lets a call run
+//! among them) applied on SQLite in one call on the connection locked out of sqlx's worker
+//! thread ([`apply_appends`]).
 //!
 //! Through sqlx the same batch is five hand-overs between this thread and the worker's: the
 //! `synchronous` setting when it changes, `BEGIN IMMEDIATE`, the chain head's read, the rows
@@ -15,19 +16,22 @@ use sqlx::SqliteConnection;
 use steward_protocol::{AuditEntry, Event};
 
 use super::insert::{row_insert, step_rows};
-use super::statement::{Statement, connection_error, execute, on_this_thread};
-use crate::StoreError;
+use super::statement::{Statement, connection_error, execute};
 use crate::sql::apply::{
-    AUDIT_WIDTH, EVENT_INSERT, EVENT_WIDTH, HEAD_SQL, audit_insert, chain_audits, chain_head, event_rows,
+    AUDIT_WIDTH, EVENT_INSERT, EVENT_WIDTH, HEAD_SQL, RUN_STATUS_SQL, audit_insert, chain_audits, chain_head,
+    event_rows,
 };
+use crate::sql::on_this_thread;
 use crate::sql::work::{Applied, BatchError, Shared, Work};
+use crate::{RunStatus, StoreError};
 
 /// Whether `works` is a batch [`apply_appends`] takes: an event or an audit record at least,
-/// and every write an event, an audit record or a barrier (a flush, which only waits for the
-/// commit: the batch of queued appends that a flush ends is one of these).
+/// and every write an event, an audit record (guarded or not) or a barrier (a flush, which
+/// only waits for the commit: the batch of queued appends that a flush ends is one of these).
+/// A guarded record's check is the run's status alone: SQLite has no node, so no lease.
 pub fn appends_only(works: &[&Work]) -> bool {
-    works.iter().any(|w| matches!(w, Work::Event(_) | Work::Audit(_)))
-        && works.iter().all(|w| matches!(w, Work::Event(_) | Work::Audit(_) | Work::Barrier { .. }))
+    let append = |w: &&Work| matches!(w, Work::Event(_) | Work::Audit(_) | Work::GuardedAudit(..));
+    works.iter().any(append) && works.iter().all(|w| append(w) || matches!(w, Work::Barrier { .. }))
 }
 
 /// Applies `works` ([`appends_only`]) in one transaction: `synchronous` first when given (the
@@ -116,21 +120,103 @@ unsafe fn insert_all<D>(
             results.extend(events.iter().map(|_| Applied::Nothing));
             continue;
         }
+        if let Work::GuardedAudit(..) = first {
+            for work in group {
+                let Work::GuardedAudit(entry, _) = work else { continue };
+                // Refused unless the run exists and is running.
+                // SAFETY: the caller's promise.
+                let status = unsafe { read_text(db, RUN_STATUS_SQL, &entry.run_id) }.map_err(write)?;
+                if status.as_deref() == Some(RunStatus::Running.as_str()) {
+                    // SAFETY: the caller's promise.
+                    results.extend(unsafe { append(db, shared, &[&**entry], &mut head) }?);
+                } else {
+                    results.push(Applied::Flag(false));
+                }
+            }
+            continue;
+        }
         let entries: Vec<&AuditEntry> =
             group.iter().filter_map(|w| if let Work::Audit(e) = w { Some(&**e) } else { None }).collect();
-        let known = match head.take() {
-            Some(known) => known,
-            // SAFETY: the caller's promise.
-            None => chain_head(path, unsafe { read_head(db) }.map_err(write)?).map_err(BatchError::Write)?,
-        };
-        let chained = chain_audits(shared, &entries, known.clone()).map_err(BatchError::Write)?;
-        let sql = row_insert(&audit_insert(), AUDIT_WIDTH);
         // SAFETY: the caller's promise.
-        unsafe { step_rows(db, &sql, AUDIT_WIDTH, &chained.rows()) }.map_err(write)?;
-        head = Some(chained.head().unwrap_or(known));
-        results.extend(chained.records.into_iter().map(|r| Applied::Audit(Box::new(r))));
+        results.extend(unsafe { append(db, shared, &entries, &mut head) }?);
     }
     Ok(results)
+}
+
+/// Appends `entries` to the chain whose head is `head` (read first when `None`) and moves
+/// `head` to the last of them.
+///
+/// # Safety
+///
+/// `db` must be an open connection, inside a transaction holding the write lock, that no other
+/// thread uses during the call.
+unsafe fn append<D>(
+    db: NonNull<ffi::sqlite3>,
+    shared: &Shared<D>,
+    entries: &[&AuditEntry],
+    head: &mut Option<(u64, String)>,
+) -> Result<Vec<Applied>, BatchError> {
+    let path = shared.path.as_str();
+    let write = |message: String| BatchError::Write(StoreError::Write { path: path.to_string(), message });
+    let known = match head.take() {
+        Some(known) => known,
+        // SAFETY: the caller's promise.
+        None => chain_head(path, unsafe { read_head(db) }.map_err(write)?).map_err(BatchError::Write)?,
+    };
+    let chained = chain_audits(shared, entries, known.clone()).map_err(BatchError::Write)?;
+    let sql = row_insert(&audit_insert(), AUDIT_WIDTH);
+    // SAFETY: the caller's promise.
+    unsafe { step_rows(db, &sql, AUDIT_WIDTH, &chained.rows()) }.map_err(write)?;
+    *head = Some(chained.head().unwrap_or(known));
+    Ok(chained.records.into_iter().map(|r| Applied::Audit(Box::new(r))).collect())
+}
+
+/// The first column of the first row `sql` returns with `param` bound as its one parameter,
+/// as text (`None`: no row); a value that is not text reads as an error.
+///
+/// # Safety
+///
+/// `db` must be an open connection that no other thread uses during the call.
+unsafe fn read_text(db: NonNull<ffi::sqlite3>, sql: &str, param: &str) -> Result<Option<String>, String> {
+    // SAFETY: the caller's promise; the statement is dropped before this function returns.
+    let Some(statement) = (unsafe { Statement::prepare(db, sql) }) else {
+        // SAFETY: as above.
+        return Err(unsafe { connection_error(db) });
+    };
+    let stmt = statement.as_ptr();
+    // SAFETY: a statement of the locked connection with one parameter; the text is bound
+    // without a copy and outlives the statement, which is finalized before `param` is released.
+    let bound = unsafe {
+        ffi::sqlite3_bind_text64(
+            stmt,
+            1,
+            param.as_ptr().cast(),
+            param.len() as u64,
+            ffi::SQLITE_STATIC(),
+            ffi::SQLITE_UTF8 as u8,
+        )
+    };
+    if bound != ffi::SQLITE_OK {
+        // SAFETY: as above.
+        return Err(unsafe { connection_error(db) });
+    }
+    // SAFETY: as above, every parameter bound.
+    match unsafe { ffi::sqlite3_step(stmt) } {
+        ffi::SQLITE_DONE => Ok(None),
+        // SAFETY: a row of the statement, whose first column exists; the text is copied before
+        // the next call on the statement.
+        ffi::SQLITE_ROW => unsafe {
+            if ffi::sqlite3_column_type(stmt, 0) != ffi::SQLITE_TEXT {
+                return Err(format!("`{sql}` gave a value that is not text"));
+            }
+            let text = ffi::sqlite3_column_text(stmt, 0);
+            let len = usize::try_from(ffi::sqlite3_column_bytes(stmt, 0)).unwrap_or(0);
+            let bytes = if text.is_null() { &[][..] } else { std::slice::from_raw_parts(text, len) };
+            Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
+        },
+        // SAFETY: as above.
+        _ => Err(unsafe { connection_error(db) }),
+    }
 }
 
 /// [`HEAD_SQL`]'s row: the newest audit record's `seq` and `hash`, `None` for an empty chain.
@@ -204,5 +290,9 @@ mod tests {
         assert!(!appends_only(&[]));
         let delete = Work::DeleteRun("run_a".into());
         assert!(!appends_only(&[&first, &delete, &flush]));
+        let Work::Audit(entry) = audit() else { unreachable!() };
+        let guarded = Work::GuardedAudit(entry, crate::OnDisk::Soon);
+        assert!(appends_only(&[&guarded]), "the record that lets a call run");
+        assert!(appends_only(&[&first, &guarded, &second]));
     }
 }

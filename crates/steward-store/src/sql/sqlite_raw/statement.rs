@@ -1,8 +1,7 @@
 //! A statement prepared through SQLite's C API on a connection locked out of sqlx's worker
 //! thread ([`sqlx::SqliteConnection::lock_handle`]), finalized when dropped: what the audit
 //! chain's read ([`super::audit`]), the rows inserted through the C API
-//! ([`super::insert`]) and the batches of appends ([`super::batch`]) step; and
-//! how such work runs on the calling thread ([`on_this_thread`]).
+//! ([`super::insert`]) and the batches of appends ([`super::batch`]) step.
 
 use std::ffi::c_int;
 use std::ptr::{NonNull, null_mut};
@@ -65,18 +64,6 @@ pub unsafe fn execute(db: NonNull<ffi::sqlite3>, sql: &str) -> Result<(), String
             // SAFETY: as above.
             _ => return Err(unsafe { connection_error(db) }),
         }
-    }
-}
-
-/// Runs `work` (blocking: SQLite's calls on a locked connection) on the calling thread: on a
-/// multi-threaded runtime inside [`tokio::task::block_in_place`], so the runtime moves its
-/// other tasks elsewhere meanwhile.
-pub fn on_this_thread<T>(work: impl FnOnce() -> T) -> T {
-    let flavor = tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor());
-    if matches!(flavor, Ok(tokio::runtime::RuntimeFlavor::MultiThread)) {
-        tokio::task::block_in_place(work)
-    } else {
-        work()
     }
 }
 
