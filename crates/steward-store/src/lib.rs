@@ -159,8 +159,8 @@ pub trait AuditStore: Send + Sync {
     /// the store is configured); returns at once when it already is. What an append with
     /// [`OnDisk::Soon`] leaves to wait for.
     ///
-    /// Errors: [`StoreError::Write`] when the disk sync that was to make it durable failed;
-    /// [`StoreError::Closed`] when the store's writer stopped first.
+    /// Errors: [`StoreError::Write`] when a disk sync failed before it was known on disk (from
+    /// then on nothing newer is reported on disk), or the store's writer stopped first.
     async fn audit_on_disk(&self, seq: u64) -> Result<(), StoreError>;
 
     /// Queues an audit record and returns once it is ordered after every earlier write (not

@@ -236,6 +236,14 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// True when a call sends data to another service while it runs although it only reads
+    /// (the `search_index` tool with `[search] embeddings`: changed chunks and the query go to
+    /// the embeddings provider). Such a call is not let run before the record that allows it is
+    /// on disk, unlike other pure reads ([`Tool::pure_read`]). False by default.
+    fn sends_data(&self) -> bool {
+        false
+    }
+
     /// Workspace-relative paths the call reads (files, or directories it walks) beyond its
     /// path inputs, such as the workspace root a search with no `path` walks (`""`); checked
     /// against `[policy] untrusted_paths`.

@@ -74,6 +74,11 @@ impl Tool for SearchIndexTool {
         true
     }
 
+    /// With an embeddings client, changed chunks and the query go to its provider.
+    fn sends_data(&self) -> bool {
+        matches!(self.embeddings, Embeddings::Client(_))
+    }
+
     /// The whole workspace is read.
     fn default_read_paths(&self, _args: &Value) -> Vec<String> {
         vec![".".into()]
@@ -101,5 +106,25 @@ impl Tool for SearchIndexTool {
             content.push_str(&format!("(ranked by keywords only: {why})\n"));
         }
         Ok(ToolOutput { content, ..ToolOutput::default() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keyword search sends nothing anywhere; with an embeddings client the chunks and the
+    /// query go to its provider, so a call is no longer let run before its record is on disk.
+    #[test]
+    fn only_a_search_with_embeddings_sends_data() {
+        let tool = || SearchIndexTool::new(None, IndexOptions::default());
+        assert!(tool().pure_read());
+        assert!(!tool().sends_data());
+        assert!(!tool().with_embeddings(Embeddings::Unavailable("no key".into())).sends_data());
+        let mut config = steward_config::Config::default();
+        config.search.embeddings = Some("ollama".into());
+        let client = Embeddings::from_config(&config, &|_| None);
+        assert!(matches!(client, Embeddings::Client(_)), "the local preset needs no key");
+        assert!(tool().with_embeddings(client).sends_data());
     }
 }

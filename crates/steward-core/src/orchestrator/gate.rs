@@ -109,6 +109,12 @@ impl Refusal {
     }
 }
 
+/// Whether a call of `tool` only reads and sends nothing anywhere while it runs: its
+/// `approved` record may then reach the disk while it runs ([`AuditRecord::only_reads`]).
+fn only_reads(tool: &dyn Tool) -> bool {
+    tool.pure_read() && !tool.sends_data()
+}
+
 /// True while an approval holds at `now`: the decision token matches the request and the
 /// request has not expired.
 fn approval_holds(key: &ApprovalKey, request: &ApprovalRequest, token: &str, now: Timestamp) -> bool {
@@ -129,7 +135,7 @@ pub(super) async fn permit<'t>(
         (DecisionKind::Deny, _) | (DecisionKind::Ask, None) => return Ok(Err(Refusal::Denied(decision.clone()))),
         (DecisionKind::Allow, _) => {
             AuditRecord::of(cx, call, decision, AuditOutcome::Approved)
-                .only_reads(tool.is_some_and(|t| t.pure_read()))
+                .only_reads(tool.is_some_and(|t| only_reads(t.as_ref())))
                 .write(cx)
                 .await?;
             Authority::Rule(decision.rule.clone())
@@ -140,7 +146,7 @@ pub(super) async fn permit<'t>(
                     .by(&grant.owner_id)
                     .approval(&grant.approval_id)
                     .detail(format!("allowed by remembered grant {} ({:?} scope)", grant.id, grant.scope))
-                    .only_reads(tool.pure_read())
+                    .only_reads(only_reads(tool.as_ref()))
                     .write(cx)
                     .await?;
                 Authority::Grant(grant)

@@ -87,7 +87,8 @@ impl AuditRecord {
     }
 
     /// For an `approved` record: whether the call only reads (`Tool::pure_read`: it changes
-    /// nothing, and its result depends on the workspace alone). Its record may then reach the
+    /// nothing, and its result depends on the workspace alone) and sends nothing anywhere while
+    /// it runs (not `Tool::sends_data`). Its record may then reach the
     /// disk while it runs ([`OnDisk::Soon`]); the model is not shown its result before the
     /// record is on disk (the run waits for that before its next model request).
     pub(super) fn only_reads(mut self, pure_read: bool) -> Self {

@@ -111,14 +111,9 @@ impl<D: Dialect> AuditStore for SqlStore<D> {
 
     async fn audit_on_disk(&self, seq: u64) -> Result<(), StoreError> {
         let mut synced = self.shared.on_disk.subscribe();
-        let state = synced
-            .wait_for(|s| s.audit_seq >= seq || s.failed.as_ref().is_some_and(|(at, _)| *at >= seq))
-            .await
-            .map_err(|_| self.closed())?;
-        match &state.failed {
-            Some((at, message)) if state.audit_seq < seq && *at >= seq => {
-                Err(StoreError::Write { path: self.shared.path.clone(), message: message.clone() })
-            }
+        let state = synced.wait_for(|s| s.answer(seq).is_some()).await.map_err(|_| self.closed())?;
+        match state.answer(seq) {
+            Some(Err(why)) => Err(StoreError::Write { path: self.shared.path.clone(), message: why.to_string() }),
             _ => Ok(()),
         }
     }

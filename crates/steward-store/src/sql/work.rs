@@ -38,8 +38,54 @@ pub struct Shared<D> {
 pub struct Synced {
     /// The newest audit record on disk (0: none known yet).
     pub audit_seq: u64,
-    /// The newest audit record that a failed disk sync left in doubt, and the failure.
+    /// Set by the first disk sync that failed, or when the writer stopped: the newest audit
+    /// record known on disk before then, and why nothing after it is reported on disk again
+    /// (after a failed sync the kernel may have dropped the pages it could not write, so a
+    /// later sync that succeeds says nothing about them).
     pub failed: Option<(u64, String)>,
+}
+
+impl Synced {
+    /// Notes `why` nothing after what is on disk now will be reported on disk; the first
+    /// reason stays.
+    pub fn fail(&mut self, why: String) {
+        if self.failed.is_none() {
+            self.failed = Some((self.audit_seq, why));
+        }
+    }
+
+    /// Whether audit record `seq` is on disk: `Some(Ok)` when it is, `Some(Err(why))` when it
+    /// will never be reported so, `None` while that is not known yet.
+    pub fn answer(&self, seq: u64) -> Option<Result<(), &str>> {
+        match &self.failed {
+            Some((on_disk, why)) if seq > *on_disk => Some(Err(why)),
+            _ if self.audit_seq >= seq => Some(Ok(())),
+            Some(_) => Some(Ok(())),
+            None => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// After a failed sync (or the writer's end) nothing newer than what was on disk then is
+    /// reported on disk, even when a later sync succeeds; what was on disk before stays so.
+    #[test]
+    fn a_failed_sync_is_final_for_every_newer_record() {
+        let mut synced = Synced::default();
+        assert_eq!(synced.answer(1), None, "not known yet");
+        synced.audit_seq = 3;
+        assert_eq!(synced.answer(3), Some(Ok(())));
+        assert_eq!(synced.answer(4), None);
+        synced.fail("EIO".into());
+        synced.fail("the store's writer stopped".into());
+        assert_eq!(synced.answer(4), Some(Err("EIO")), "the first reason stays");
+        synced.audit_seq = 9;
+        assert_eq!(synced.answer(5), Some(Err("EIO")), "a later success says nothing of it");
+        assert_eq!(synced.answer(2), Some(Ok(())));
+    }
 }
 
 /// Why a batch of writes did not commit.

@@ -73,6 +73,9 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
     // The interval of anchor syncs starts now: a store that is opened, appends and is flushed
     // within it forces the anchor once, at the flush.
     let mut state = Durability { anchor_synced: Some(Instant::now()), ..Durability::default() };
+    // Whoever waits for the disk from now on hears that nothing more will reach it, also when
+    // this task ends by a panic.
+    let _stopped = Stopped(&shared.on_disk);
     while let Some(first) = queue.recv().await {
         let mut batch = vec![first];
         drain(&mut queue, &mut batch);
@@ -95,15 +98,20 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
         process(&pool, &shared, &mut state, batch).await;
     }
     // Queued writes that nobody waited for are forced to disk before the writer stops.
-    if state.unsynced
-        && let Err(error) = shared.dialect.sync_relaxed()
-    {
-        tracing::warn!(path = %shared.path, %error, "the last queued writes could not be forced to disk");
-    } else {
-        on_disk(&shared, &mut state);
+    if !state.unsynced || sync_now(&shared, &mut state).is_ok() {
         advance_anchor(&shared, &mut state, true);
     }
     pool.close().await;
+}
+
+/// Says, when dropped, that the writer stopped: waits for the disk ([`Shared::on_disk`]) then
+/// end with an error instead of waiting for ever.
+struct Stopped<'a>(&'a tokio::sync::watch::Sender<super::work::Synced>);
+
+impl Drop for Stopped<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|synced| synced.fail("the store's writer stopped".into()));
+    }
 }
 
 /// Moves the writes already queued into `batch`, up to [`MAX_BATCH`].
@@ -140,19 +148,23 @@ async fn process<D: Dialect>(pool: &Pool<D::DB>, shared: &Shared<D>, state: &mut
     apply_and_answer(pool, shared, state, batch).await;
     // What was committed for a waiter who was answered before it reached the disk goes there
     // now, while that waiter goes on (off this worker thread's queue: see `on_this_thread`).
-    if soon && state.unsynced {
-        match on_this_thread(|| shared.dialect.sync_relaxed()) {
-            Ok(()) => {
-                on_disk(shared, state);
-                advance_anchor(shared, state, false);
-            }
-            Err(error) => {
-                tracing::warn!(path = %shared.path, %error, "committed writes could not be forced to disk");
-                let newest = state.newest.as_ref().map_or(0, |(seq, _)| *seq);
-                shared.on_disk.send_modify(|synced| synced.failed = Some((newest, error.to_string())));
-            }
+    if soon && state.unsynced && on_this_thread(|| sync_now(shared, state)).is_ok() {
+        advance_anchor(shared, state, false);
+    }
+}
+
+/// Forces every relaxed commit so far to disk ([`Dialect::sync_relaxed`]) and publishes what
+/// is on disk; a failure is logged and published too ([`super::work::Synced::fail`]).
+fn sync_now<D: Dialect>(shared: &Shared<D>, state: &mut Durability) -> std::io::Result<()> {
+    let synced = shared.dialect.sync_relaxed();
+    match &synced {
+        Ok(()) => on_disk(shared, state),
+        Err(error) => {
+            tracing::warn!(path = %shared.path, %error, "committed writes could not be forced to disk");
+            shared.on_disk.send_modify(|on_disk| on_disk.fail(error.to_string()));
         }
     }
+    synced
 }
 
 /// Applies `batch` and answers its waiters.
@@ -166,11 +178,7 @@ async fn apply_and_answer<D: Dialect>(
     if batch.iter().all(|p| matches!(p.work, Work::Barrier { .. })) {
         let mut result = Ok(());
         if durable && state.unsynced {
-            result =
-                shared.dialect.sync_relaxed().map_err(|source| StoreError::Io { path: shared.path.clone(), source });
-            if result.is_ok() {
-                on_disk(shared, state);
-            }
+            result = sync_now(shared, state).map_err(|source| StoreError::Io { path: shared.path.clone(), source });
         }
         if result.is_ok() {
             advance_anchor(shared, state, durable);
@@ -213,7 +221,7 @@ async fn apply_and_answer<D: Dialect>(
     };
     match outcome {
         Ok(results) => {
-            committed(shared, state, &results, forced, flush);
+            committed(shared, state, &works, &results, forced, flush);
             for (pending, result) in batch.into_iter().zip(results) {
                 answer(shared, pending.reply, Ok(result));
             }
@@ -228,10 +236,21 @@ async fn apply_and_answer<D: Dialect>(
     }
 }
 
-/// Notes a committed batch: its newest audit record, whether the disk has everything, and
-/// moves the anchor when the newest record is durable. `forced`: the commit reached the disk;
-/// `flush`: the batch held a durable barrier, so the anchor is forced to disk too.
-fn committed<D>(shared: &Shared<D>, state: &mut Durability, results: &[Applied], forced: bool, flush: bool) {
+/// Notes a committed batch (`works`, which gave `results`): its newest audit record, whether
+/// the disk has everything, and moves the anchor when the newest record is durable. `forced`:
+/// the commit was made to reach the disk; `flush`: the batch held a durable barrier, so the
+/// anchor is forced to disk too.
+///
+/// A forced commit that changed nothing writes nothing (SQLite appends no frame to its log,
+/// so it syncs nothing): relaxed commits before it are then forced to disk here.
+fn committed<D: Dialect>(
+    shared: &Shared<D>,
+    state: &mut Durability,
+    works: &[&Work],
+    results: &[Applied],
+    forced: bool,
+    flush: bool,
+) {
     for result in results {
         if let Applied::Audit(record) = result {
             if state.newest.as_ref().is_none_or(|(seq, _)| record.seq > *seq) {
@@ -240,11 +259,18 @@ fn committed<D>(shared: &Shared<D>, state: &mut Durability, results: &[Applied],
             state.starts_chain |= record.seq == 1;
         }
     }
-    if forced {
+    let wrote = works.iter().zip(results).any(|(work, result)| match result {
+        Applied::Audit(_) => true,
+        Applied::Flag(changed) => *changed,
+        Applied::Nothing => !matches!(work, Work::Barrier { .. }),
+    });
+    if !forced {
+        state.unsynced = true;
+    } else if wrote || !state.unsynced {
         on_disk(shared, state);
         advance_anchor(shared, state, flush);
-    } else {
-        state.unsynced = true;
+    } else if sync_now(shared, state).is_ok() {
+        advance_anchor(shared, state, flush);
     }
 }
 
@@ -302,7 +328,7 @@ async fn retry_one_by_one<D: Dialect>(
     for pending in batch {
         let result = match apply_batch(conn, shared, &[&pending.work]).await {
             Ok(results) => {
-                committed(shared, state, &results, forced, flush);
+                committed(shared, state, &[&pending.work], &results, forced, flush);
                 let mut results = results;
                 Ok(results.pop().unwrap_or(Applied::Nothing))
             }
