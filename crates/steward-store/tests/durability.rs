@@ -7,7 +7,7 @@ use steward_store::RunStore;
 
 use serde_json::json;
 use steward_protocol::{AuditEntry, AuditOutcome};
-use steward_store::{AuditVerification, SqliteStore, Store, StoreOptions};
+use steward_store::{AuditVerification, OnDisk, RunRecord, RunStatus, SqliteStore, Store, StoreOptions};
 
 fn entry(n: u64) -> AuditEntry {
     AuditEntry {
@@ -27,6 +27,30 @@ fn entry(n: u64) -> AuditEntry {
     }
 }
 
+fn running(id: &str) -> RunRecord {
+    RunRecord {
+        id: id.into(),
+        owner_id: "local:me".into(),
+        task: "t".into(),
+        planner: "classic".into(),
+        provider: String::new(),
+        model: String::new(),
+        workspace: "/ws".into(),
+        status: RunStatus::Running,
+        stop_reason: None,
+        final_text: None,
+        error_class: None,
+        error: None,
+        created_at: chrono::Utc::now(),
+        finished_at: None,
+        rounds: 0,
+        tool_calls: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        pid: 1,
+    }
+}
+
 fn anchored_seq(path: &Path) -> u64 {
     let text = std::fs::read_to_string(path).unwrap();
     text.split_whitespace().next().unwrap().parse().unwrap()
@@ -36,6 +60,28 @@ async fn tamper(db: &Path, sql: &str) {
     use sqlx::{ConnectOptions, Executor};
     let mut conn = sqlx::sqlite::SqliteConnectOptions::new().filename(db).connect().await.unwrap();
     conn.execute(sqlx::AssertSqlSafe(sql)).await.unwrap();
+}
+
+/// The chain's first record makes the anchor before its append returns even when the record
+/// need not be on disk by then (a queued one, a read's `approved` one): no later append makes
+/// an anchor, so a process killed before its next forced commit would leave the chain without
+/// one, which verifies as tampered with.
+#[tokio::test]
+async fn the_chains_first_record_makes_the_anchor_before_its_append_returns() {
+    for first in ["queued", "read"] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+        let anchor = dir.path().join(steward_store::STATE_ANCHOR_FILE);
+        if first == "queued" {
+            store.queue_audit(entry(1)).await.unwrap();
+            store.events("run_a", 0).await.unwrap();
+        } else {
+            store.insert_run(&running("run_a")).await.unwrap();
+            let approved = AuditEntry { outcome: AuditOutcome::Approved, ..entry(1) };
+            store.append_audit_if_running(approved, OnDisk::Soon).await.unwrap().expect("running");
+        }
+        assert_eq!(anchored_seq(&anchor), 1, "{first}: the anchor is made with the first record");
+    }
 }
 
 /// A queued record is committed without a disk sync of its own: the anchor does not name it

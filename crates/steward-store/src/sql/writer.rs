@@ -266,6 +266,12 @@ fn committed<D: Dialect>(
     });
     if !forced {
         state.unsynced = true;
+        // Only the chain's first record creates the anchor, and its waiter may be answered
+        // before the commit is forced: it is forced now, so that a process killed before the
+        // next forced commit does not leave a chain whose anchor was never made.
+        if state.starts_chain && sync_now(shared, state).is_ok() {
+            advance_anchor(shared, state, flush);
+        }
     } else if wrote || !state.unsynced {
         on_disk(shared, state);
         advance_anchor(shared, state, flush);
