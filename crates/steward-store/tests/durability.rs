@@ -7,7 +7,9 @@ use steward_store::RunStore;
 
 use serde_json::json;
 use steward_protocol::{AuditEntry, AuditOutcome};
-use steward_store::{AuditVerification, OnDisk, RunRecord, RunStatus, SqliteStore, Store, StoreOptions};
+use steward_store::{AuditVerification, OnDisk, SqliteStore, Store, StoreOptions};
+
+use crate::common::records::run;
 
 fn entry(n: u64) -> AuditEntry {
     AuditEntry {
@@ -24,30 +26,6 @@ fn entry(n: u64) -> AuditEntry {
         approval_id: String::new(),
         rollback_token: String::new(),
         detail: "line\nbreak \u{1}".into(),
-    }
-}
-
-fn running(id: &str) -> RunRecord {
-    RunRecord {
-        id: id.into(),
-        owner_id: "local:me".into(),
-        task: "t".into(),
-        planner: "classic".into(),
-        provider: String::new(),
-        model: String::new(),
-        workspace: "/ws".into(),
-        status: RunStatus::Running,
-        stop_reason: None,
-        final_text: None,
-        error_class: None,
-        error: None,
-        created_at: chrono::Utc::now(),
-        finished_at: None,
-        rounds: 0,
-        tool_calls: 0,
-        input_tokens: 0,
-        output_tokens: 0,
-        pid: 1,
     }
 }
 
@@ -76,7 +54,7 @@ async fn the_chains_first_record_makes_the_anchor_before_its_append_returns() {
             store.queue_audit(entry(1)).await.unwrap();
             store.events("run_a", 0).await.unwrap();
         } else {
-            store.insert_run(&running("run_a")).await.unwrap();
+            store.insert_run(&run("run_a", chrono::Utc::now())).await.unwrap();
             let approved = AuditEntry { outcome: AuditOutcome::Approved, ..entry(1) };
             store.append_audit_if_running(approved, OnDisk::Soon).await.unwrap().expect("running");
         }
