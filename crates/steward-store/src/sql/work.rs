@@ -59,9 +59,8 @@ impl Synced {
     pub fn answer(&self, seq: u64) -> Option<Result<(), &str>> {
         match &self.failed {
             Some((on_disk, why)) if seq > *on_disk => Some(Err(why)),
-            _ if self.audit_seq >= seq => Some(Ok(())),
             Some(_) => Some(Ok(())),
-            None => None,
+            None => (self.audit_seq >= seq).then_some(Ok(())),
         }
     }
 }
