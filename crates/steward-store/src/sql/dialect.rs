@@ -167,6 +167,12 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
     /// waiting for other connections. None by default.
     const CLOSE: &'static [&'static str] = &[];
 
+    /// Whether the store's writer runs on a thread of its own (with a single-threaded runtime)
+    /// instead of as a task of the caller's runtime: where its statements and disk syncs block
+    /// the thread that makes them (SQLite's C calls), so that blocking hands nothing over to
+    /// another thread. False by default (a network database's writer awaits its server).
+    const WRITER_THREAD: bool = false;
+
     /// Runs `sql` with `args` bound; the number of rows it changed.
     fn execute<'c>(
         conn: &'c mut Conn<Self>,

@@ -67,8 +67,17 @@ impl<D: Dialect> std::fmt::Debug for SqlStore<D> {
 }
 
 impl<D: Dialect> SqlStore<D> {
-    /// Starts the writer on `write` and returns the store reading through `read`.
-    fn start(path: String, write: Pool<D::DB>, read: Pool<D::DB>, options: &crate::StoreOptions, dialect: D) -> Self {
+    /// Starts the writer on `write` (on a thread of its own where [`Dialect::WRITER_THREAD`],
+    /// else as a task of the current runtime) and returns the store reading through `read`.
+    ///
+    /// Errors: [`StoreError::Io`] when the writer's thread or its runtime cannot be made.
+    fn start(
+        path: String,
+        write: Pool<D::DB>,
+        read: Pool<D::DB>,
+        options: &crate::StoreOptions,
+        dialect: D,
+    ) -> Result<Self, StoreError> {
         let (anchor, audit_key) = (options.audit_anchor.clone(), options.audit_key.clone());
         let shared = Arc::new(Shared {
             path,
@@ -80,8 +89,20 @@ impl<D: Dialect> SqlStore<D> {
             on_disk: tokio::sync::watch::Sender::new(work::Synced::default()),
         });
         let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
-        tokio::spawn(writer::run(write, Arc::clone(&shared), receiver));
-        SqlStore { shared, read, queue }
+        let writer = writer::run(write, Arc::clone(&shared), receiver);
+        if D::WRITER_THREAD {
+            let io = |source| StoreError::Io { path: shared.path.clone(), source };
+            // Timers for the batch's linger and the pool's acquire; no I/O driver: the
+            // database's calls block this thread, which does nothing else.
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().map_err(io)?;
+            std::thread::Builder::new()
+                .name("steward-store-writer".into())
+                .spawn(move || runtime.block_on(writer))
+                .map_err(io)?;
+        } else {
+            tokio::spawn(writer);
+        }
+        Ok(SqlStore { shared, read, queue })
     }
 
     /// The database as shown in messages: its path (`:memory:` for an in-memory SQLite store),

@@ -322,7 +322,7 @@ impl SqlStore<PgDialect> {
             .acquire_timeout(CONNECT_TIMEOUT)
             .connect_lazy_with(connect);
         let dialect = PgDialect { node: node.to_string(), lease_ttl_ms: AtomicU64::new(DEFAULT_TTL_MS), hub };
-        Ok(Self::start(display, write, read, &options, dialect))
+        Self::start(display, write, read, &options, dialect)
     }
 
     /// The node this store writes as: runs it inserts are stamped with it, and

@@ -117,6 +117,8 @@ impl Dialect for SqliteDialect {
 
     const LOCK_ROWS: &'static str = "";
 
+    const WRITER_THREAD: bool = true;
+
     /// Without a busy wait (a reader in another process must not hold up this process's end),
     /// the log is checkpointed into the database, which is synced, and truncated; when another
     /// connection still reads an older snapshot, as much as it allows is checkpointed and the
@@ -254,10 +256,11 @@ impl SqlStore<SqliteDialect> {
     /// A missing parent directory is created with mode 0700 and a new file with mode 0600; an
     /// existing file readable by others is restricted to 0600 (the database holds run content).
     /// Sets WAL mode, `synchronous` from `options.durability` and a 10 s busy timeout. Must be
-    /// called inside a Tokio runtime (it spawns the writer task).
+    /// called inside a Tokio runtime (sqlx's pools use it); the writer runs on a thread of its
+    /// own.
     ///
-    /// Errors: [`StoreError::Io`] (directory, file or permissions), [`StoreError::Open`],
-    /// [`StoreError::Migrate`].
+    /// Errors: [`StoreError::Io`] (directory, file or permissions, or the writer's thread),
+    /// [`StoreError::Open`], [`StoreError::Migrate`].
     pub async fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
         let display = path.display().to_string();
         let in_wal_mode = prepare_file(path).map_err(|source| StoreError::Io { path: display.clone(), source })?;
@@ -314,7 +317,7 @@ impl SqlStore<SqliteDialect> {
             std::path::PathBuf::from(name)
         });
         let dialect = SqliteDialect { wal, ..Default::default() };
-        Ok(Self::start(display, write, read, &options, dialect))
+        Self::start(display, write, read, &options, dialect)
     }
 
     /// Opens the store of state directory `dir` as every `steward` command does:
@@ -344,7 +347,7 @@ impl SqlStore<SqliteDialect> {
             .await
             .map_err(|source| StoreError::Open { path: display.clone(), source })?;
         migrate_with_retry(&pool, &display).await?;
-        Ok(Self::start(display, pool.clone(), pool, &StoreOptions::default(), SqliteDialect::default()))
+        Self::start(display, pool.clone(), pool, &StoreOptions::default(), SqliteDialect::default())
     }
 }
 

@@ -1,5 +1,10 @@
 //! The single writer task of a store: group commit of queued writes.
 //!
+//! On SQLite the task runs on a thread of its own ([`super::dialect::Dialect::WRITER_THREAD`]):
+//! its statements and disk syncs block that thread, which then hands nothing over to another
+//! (a task of a multi-threaded runtime that blocks first gives its worker's queue to a new
+//! thread, and on a busy machine every such hand-over waits for a core).
+//!
 //! Writes arrive over a bounded channel. The task takes the first one, drains whatever else is
 //! already queued (up to [`MAX_BATCH`]) and, while nobody waits for any write of the batch
 //! (queued events and audit records), lets the writes that follow join it for up to
