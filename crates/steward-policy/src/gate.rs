@@ -60,17 +60,15 @@ impl std::fmt::Debug for Policy {
     }
 }
 
-/// Starts building, once per process and on a thread of its own, the validator of JSON
-/// Schema's 2020-12 meta-schema, which every tool's input schema is checked against when it is
-/// first compiled for an argument check (most of a process's first check). Called while a run
-/// waits for a model's reply, it leaves the first step. Calling it again does nothing; if the
-/// thread cannot be started, the first check builds it as before.
+/// Starts building, once per process and on a thread of its own, the validator of the
+/// meta-schema that built-in tools' input schemas are checked against when first compiled for
+/// an argument check (most of a process's first check, see [`crate::schema`]). Called while a
+/// run waits for a model's reply, it leaves the first step. Calling it again does nothing; if
+/// the thread cannot be started, the first check builds it as before.
 pub fn warm_up() {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
-        let _ = std::thread::Builder::new().name("schema-warm-up".into()).spawn(|| {
-            let _ = jsonschema::validator_for(&serde_json::json!({"type": "object"}));
-        });
+        let _ = std::thread::Builder::new().name("schema-warm-up".into()).spawn(crate::schema::warm_up);
     });
 }
 
@@ -377,7 +375,7 @@ impl Policy {
             return Ok(Arc::clone(validator));
         }
         let validator =
-            Arc::new(jsonschema::validator_for(&spec.input_schema).map_err(|e| InvalidArguments::Schema(Box::new(e)))?);
+            Arc::new(crate::schema::compile(&spec.input_schema).map_err(|e| InvalidArguments::Schema(Box::new(e)))?);
         cache.insert(spec.name.clone(), (spec.input_schema.clone(), Arc::clone(&validator)));
         Ok(validator)
     }

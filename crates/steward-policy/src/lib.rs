@@ -18,6 +18,7 @@
 //!   contents from history or the index is never allowed by a rule while a repository is
 //!   reachable (rule `git_history`, case B09).
 //! - [`shell`]: the command-line splitter behind it.
+//! - [`schema`]: a tool's input schema compiled into the validator of its calls' arguments.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -40,6 +41,7 @@ mod option_set;
 mod paths;
 mod programs;
 mod risk;
+pub mod schema;
 pub mod shell;
 mod untrusted;
 

@@ -474,6 +474,25 @@ impl ToolRegistry {
 mod tests {
     use super::*;
 
+    /// Every tool a configuration can enable without a server has an input schema that reads
+    /// alike as JSON Schema draft 7 and 2020-12, so a run checks its calls' arguments without
+    /// building the 2020-12 meta-schema's validator (see `steward_policy::schema`).
+    #[test]
+    fn built_in_tools_schemas_compile_as_draft_7() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = steward_policy::Workspace::open(dir.path(), &[]).unwrap();
+        let mut config = steward_config::Config::default();
+        config.shell.enabled = true;
+        config.search.enabled = true;
+        let registry = ToolRegistry::for_config(&config, &workspace).unwrap();
+        let specs = registry.specs();
+        assert!(specs.iter().any(|s| s.name == "shell_command") && specs.iter().any(|s| s.name == "read"));
+        for spec in specs {
+            assert!(steward_policy::schema::same_in_draft7(&spec.input_schema), "{}: {}", spec.name, spec.input_schema);
+            steward_policy::schema::compile(&spec.input_schema).unwrap();
+        }
+    }
+
     #[test]
     fn simple_tools_are_offered_first_and_patches_last() {
         let mut specs: Vec<ToolSpec> = [
