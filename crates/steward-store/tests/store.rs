@@ -601,6 +601,45 @@ both! {
 
 both! {
     #[tokio::test]
+    async fn a_run_and_its_conversation_queued_together_commit_and_a_duplicate_run_fails_alone(db: Db) {
+        let store = db.open().await;
+        let now = Utc::now();
+        let taken = run(&new_id("run_"), now);
+        store.insert_run(&taken).await.unwrap();
+        let fresh = run(&new_id("run_"), now);
+        let mut conversation = ConversationRecord {
+            id: new_id("cnv_"),
+            owner_id: "local:alice".into(),
+            workspace: "/work/ws".into(),
+            planner: String::new(),
+            provider: String::new(),
+            model: String::new(),
+            mode: String::new(),
+            turns: vec![ConversationTurn { message: "list files".into(), run_id: fresh.id.clone(), reply: String::new(), at: now }],
+            created_at: now,
+            ended_at: None,
+        };
+        // Queued together, they share a batch: the duplicate fails, the others are kept.
+        let (kept, dup, inserted) =
+            tokio::join!(store.upsert_conversation(&conversation), store.insert_run(&taken), store.insert_run(&fresh));
+        kept.unwrap();
+        inserted.unwrap();
+        assert!(dup.is_err(), "a duplicate id is refused");
+        assert_eq!(store.get_run(&fresh.id).await.unwrap().as_ref(), Some(&fresh));
+        assert_eq!(store.conversation(&conversation.id).await.unwrap().as_ref(), Some(&conversation));
+        // An upsert replaces the document of its id.
+        conversation.ended_at = Some(now);
+        let third = run(&new_id("run_"), now);
+        let (again, other) = tokio::join!(store.upsert_conversation(&conversation), store.insert_run(&third));
+        again.unwrap();
+        other.unwrap();
+        assert_eq!(store.conversations("local:alice").await.unwrap(), vec![conversation]);
+        assert_eq!(store.list_runs(10).await.unwrap().len(), 3);
+    }
+}
+
+both! {
+    #[tokio::test]
     async fn mcp_tokens_round_trip_revoke_and_touch(db: Db) {
         let store = db.open().await;
         let now = Utc::now();

@@ -6,7 +6,7 @@ use steward_protocol::{AuditEntry, AuditRecord, Event};
 
 use super::dialect::{Arg, Conn, Dialect, ReadRow, args, row_placeholders};
 use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, MCP_TOKEN_COLUMNS, RUN_COLUMNS, finite, to_i64};
-use super::work::{Applied, Shared, Work};
+use super::work::{Applied, Document, Shared, Work};
 use crate::chain::{GENESIS_HASH, StoredFields, canonical_json, timestamp_text};
 use crate::{RunRecord, RunStatus, StoreError};
 
@@ -29,14 +29,7 @@ pub async fn apply<D: Dialect>(
     let db = |source| StoreError::Database { path: path.to_string(), source };
     match work {
         Work::InsertRun(run) => {
-            let mut args = run_args(path, run)?;
-            let sql = match shared.dialect.node() {
-                Some(node) => {
-                    args.push(Arg::from(node));
-                    format!("INSERT INTO runs ({RUN_COLUMNS}, node) VALUES {}", row_placeholders(20))
-                }
-                None => format!("INSERT INTO runs ({RUN_COLUMNS}) VALUES {}", row_placeholders(19)),
-            };
+            let (sql, args) = run_insert(path, run, shared.dialect.node())?;
             D::execute(conn, &sql, args).await.map_err(db)?;
             shared.dialect.run_inserted(conn, path, &run.id).await?;
         }
@@ -97,12 +90,7 @@ pub async fn apply<D: Dialect>(
         }
         Work::Audit(entry) => return one_audit::<D>(conn, shared, entry, head).await,
         Work::Document(doc) => {
-            let (table, key) = doc.table.names();
-            let sql = format!(
-                "INSERT INTO {table} (id, {key}, created_at, body) VALUES (?, ?, ?, ?) \
-                 ON CONFLICT (id) DO UPDATE SET {key} = excluded.{key}, created_at = excluded.created_at, body = excluded.body"
-            );
-            let args = args![doc.id.as_str(), doc.key.as_str(), doc.created_at.as_str(), doc.body.as_str()];
+            let (sql, args) = document_upsert(doc);
             D::execute(conn, &sql, args).await.map_err(db)?;
         }
         Work::InsertFact { fact, max_per_owner } => {
@@ -399,6 +387,34 @@ pub async fn append_audits<D: Dialect>(
     D::insert_rows(conn, path, &audit_insert(), AUDIT_WIDTH, chained.rows()).await?;
     *head = Some(chained.head().unwrap_or(known));
     Ok(chained.records)
+}
+
+/// The statement that inserts `run` and its values, with the `node` column when the database
+/// keeps one. Errors: [`StoreError::Invalid`] when a count does not fit the column.
+pub fn run_insert<'a>(
+    path: &str,
+    run: &'a RunRecord,
+    node: Option<&'a str>,
+) -> Result<(String, Vec<Arg<'a>>), StoreError> {
+    let mut args = run_args(path, run)?;
+    let sql = match node {
+        Some(node) => {
+            args.push(Arg::from(node));
+            format!("INSERT INTO runs ({RUN_COLUMNS}, node) VALUES {}", row_placeholders(20))
+        }
+        None => format!("INSERT INTO runs ({RUN_COLUMNS}) VALUES {}", row_placeholders(19)),
+    };
+    Ok((sql, args))
+}
+
+/// The statement that inserts `doc`, or replaces the document of its id, and its values.
+pub fn document_upsert(doc: &Document) -> (String, Vec<Arg<'_>>) {
+    let (table, key) = doc.table.names();
+    let sql = format!(
+        "INSERT INTO {table} (id, {key}, created_at, body) VALUES (?, ?, ?, ?) \
+         ON CONFLICT (id) DO UPDATE SET {key} = excluded.{key}, created_at = excluded.created_at, body = excluded.body"
+    );
+    (sql, args![doc.id.as_str(), doc.key.as_str(), doc.created_at.as_str(), doc.body.as_str()])
 }
 
 /// The id of audit record `seq`: `aud_` and 16 lowercase hex digits, like [`crate::new_id`],

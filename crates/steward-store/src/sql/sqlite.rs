@@ -199,19 +199,19 @@ impl Dialect for SqliteDialect {
         Ok(self.forced(durable))
     }
 
-    async fn apply_appends<'c>(
+    async fn apply_inserts<'c>(
         &'c self,
         conn: &'c mut SqliteConnection,
         shared: &'c super::work::Shared<Self>,
         works: &'c [&'c super::work::Work],
         durable: bool,
     ) -> Option<(Result<Vec<super::work::Applied>, super::work::BatchError>, bool)> {
-        if !super::sqlite_raw::appends_only(works) {
+        if !super::sqlite_raw::inserts_only(works) {
             return None;
         }
         let change = self.synchronous_change(durable);
         let pragma = change.as_ref().map(|c| c.sql);
-        let (outcome, set) = super::sqlite_raw::apply_appends(conn, shared, works, pragma).await;
+        let (outcome, set) = super::sqlite_raw::apply_inserts(conn, shared, works, pragma).await;
         if let (true, Some(change)) = (set, change) {
             self.synchronous_set(change);
         }

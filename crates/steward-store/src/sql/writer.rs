@@ -211,7 +211,7 @@ async fn apply_and_answer<D: Dialect>(
     let flush = batch.iter().any(|p| matches!(p.work, Work::Barrier { durable: true }));
     let works: Vec<&Work> = batch.iter().map(|p| &p.work).collect();
     // Appends only (a run's events and audit records): in one call where the database can.
-    let (outcome, forced) = match shared.dialect.apply_appends(&mut conn, shared, &works, durable).await {
+    let (outcome, forced) = match shared.dialect.apply_inserts(&mut conn, shared, &works, durable).await {
         Some(done) => done,
         None => {
             let forced = match shared.dialect.prepare_commit(&mut conn, &shared.path, durable).await {

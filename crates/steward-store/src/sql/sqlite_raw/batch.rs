@@ -1,9 +1,9 @@
-//! A batch of appends (a run's events and audit records, the record that lets a call run
-//! among them) applied on SQLite in one call on the connection locked out of sqlx's worker
-//! thread ([`apply_appends`]).
+//! A batch of inserts (a run's record, documents such as its conversation, a run's events and
+//! audit records, the record that lets a call run among them) applied on SQLite in one call on
+//! the connection locked out of sqlx's worker thread ([`apply_inserts`]).
 //!
-//! Through sqlx the same batch is five hand-overs between this thread and the worker's: the
-//! `synchronous` setting when it changes, `BEGIN IMMEDIATE`, the chain head's read, the rows
+//! Through sqlx the same batch is up to five hand-overs between this thread and the worker's:
+//! the `synchronous` setting when it changes, `BEGIN IMMEDIATE`, the chain head's read, the rows
 //! (already stepped here), `COMMIT`. Each waits for the other thread to be scheduled, which on
 //! a loaded machine costs more than the batch's own work. Here the connection is taken from the
 //! worker once and everything runs on this thread ([`on_this_thread`]), the commit's disk sync
@@ -19,22 +19,25 @@ use super::insert::{row_insert, step_rows};
 use super::statement::{Statement, connection_error, execute};
 use crate::sql::apply::{
     AUDIT_WIDTH, EVENT_INSERT, EVENT_WIDTH, HEAD_SQL, RUN_STATUS_SQL, audit_insert, chain_audits, chain_head,
-    event_rows,
+    document_upsert, event_rows, run_insert,
 };
 use crate::sql::on_this_thread;
 use crate::sql::work::{Applied, BatchError, Shared, Work};
 use crate::{RunStatus, StoreError};
 
-/// Whether `works` is a batch [`apply_appends`] takes: an event or an audit record at least,
-/// and every write an event, an audit record (guarded or not) or a barrier (a flush, which
-/// only waits for the commit: the batch of queued appends that a flush ends is one of these).
-/// A guarded record's check is the run's status alone: SQLite has no node, so no lease.
-pub fn appends_only(works: &[&Work]) -> bool {
-    let append = |w: &&Work| matches!(w, Work::Event(_) | Work::Audit(_) | Work::GuardedAudit(..));
-    works.iter().any(append) && works.iter().all(|w| append(w) || matches!(w, Work::Barrier { .. }))
+/// Whether `works` is a batch [`apply_inserts`] takes: one insert at least, and every write an
+/// insert (a new run's record, a document, an event, an audit record, guarded or not) or a
+/// barrier (a flush, which only waits for the commit: the batch of queued appends that a flush
+/// ends is one of these). A guarded record's check is the run's status alone: SQLite has no
+/// node, so no lease.
+pub fn inserts_only(works: &[&Work]) -> bool {
+    let insert = |w: &&Work| {
+        matches!(w, Work::InsertRun(_) | Work::Document(_) | Work::Event(_) | Work::Audit(_) | Work::GuardedAudit(..))
+    };
+    works.iter().any(insert) && works.iter().all(|w| insert(w) || matches!(w, Work::Barrier { .. }))
 }
 
-/// Applies `works` ([`appends_only`]) in one transaction: `synchronous` first when given (the
+/// Applies `works` ([`inserts_only`]) in one transaction: `synchronous` first when given (the
 /// `PRAGMA` a commit's durability needs), `BEGIN IMMEDIATE` (waiting for another connection's
 /// lock as sqlx's would, up to the connection's busy timeout), the inserts in order (the chain
 /// head read on the first audit record), `COMMIT`. Answers the outcome and whether the
@@ -43,7 +46,7 @@ pub fn appends_only(works: &[&Work]) -> bool {
 /// Errors: [`BatchError::Transaction`] when the connection cannot be taken from its worker,
 /// or `synchronous`, `BEGIN` or `COMMIT` fails; [`BatchError::Write`] when a write fails (the
 /// transaction is rolled back).
-pub async fn apply_appends<D>(
+pub async fn apply_inserts<D>(
     conn: &mut SqliteConnection,
     shared: &Shared<D>,
     works: &[&Work],
@@ -109,6 +112,20 @@ unsafe fn insert_all<D>(
         if let Work::Barrier { .. } = first {
             // Nothing to write: answered once the batch has committed.
             results.extend(group.iter().map(|_| Applied::Nothing));
+            continue;
+        }
+        if let Work::InsertRun(_) | Work::Document(_) = first {
+            for work in group {
+                let (sql, args) = match work {
+                    // SQLite keeps no node: the row as `apply` inserts it there.
+                    Work::InsertRun(run) => run_insert(path, run, None).map_err(BatchError::Write)?,
+                    Work::Document(doc) => document_upsert(doc),
+                    _ => continue,
+                };
+                // SAFETY: the caller's promise.
+                unsafe { step_rows(db, &sql, args.len(), &args) }.map_err(write)?;
+                results.push(Applied::Nothing);
+            }
             continue;
         }
         if let Work::Event(_) = first {
@@ -280,19 +297,28 @@ mod tests {
     }
 
     /// The flush that ends a burst of queued appends joins their batch, which stays on the
-    /// one-call path; a batch of barriers alone, or with another kind of write, does not.
+    /// one-call path, as do documents (a run's conversation); a batch of barriers alone, or
+    /// with a write that is not an insert, does not.
     #[test]
-    fn appends_ended_by_a_flush_are_still_appends_only() {
+    fn appends_ended_by_a_flush_are_still_inserts_only() {
         let (first, second, flush) = (audit(), audit(), Work::Barrier { durable: true });
-        assert!(appends_only(&[&first, &second, &flush]));
-        assert!(appends_only(&[&first]));
-        assert!(!appends_only(&[&flush]), "nothing to append");
-        assert!(!appends_only(&[]));
+        assert!(inserts_only(&[&first, &second, &flush]));
+        assert!(inserts_only(&[&first]));
+        assert!(!inserts_only(&[&flush]), "nothing to insert");
+        let document = Work::Document(Box::new(crate::sql::work::Document {
+            table: crate::sql::work::DocumentTable::Conversations,
+            id: "cnv_a".into(),
+            key: "local:alice".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            body: "{}".into(),
+        }));
+        assert!(inserts_only(&[&document, &first, &flush]));
+        assert!(!inserts_only(&[]));
         let delete = Work::DeleteRun("run_a".into());
-        assert!(!appends_only(&[&first, &delete, &flush]));
+        assert!(!inserts_only(&[&first, &delete, &flush]));
         let Work::Audit(entry) = audit() else { unreachable!() };
         let guarded = Work::GuardedAudit(entry, crate::OnDisk::Soon);
-        assert!(appends_only(&[&guarded]), "the record that lets a call run");
-        assert!(appends_only(&[&first, &guarded, &second]));
+        assert!(inserts_only(&[&guarded]), "the record that lets a call run");
+        assert!(inserts_only(&[&first, &guarded, &second]));
     }
 }

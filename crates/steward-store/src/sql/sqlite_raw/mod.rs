@@ -12,5 +12,5 @@ mod insert;
 mod statement;
 
 pub use audit::check_audit_rows;
-pub use batch::{appends_only, apply_appends};
+pub use batch::{apply_inserts, inserts_only};
 pub use insert::insert_rows;
