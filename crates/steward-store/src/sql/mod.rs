@@ -70,7 +70,7 @@ impl<D: Dialect> SqlStore<D> {
     /// Starts the writer on `write` (on a thread of its own where [`Dialect::WRITER_THREAD`],
     /// else as a task of the current runtime) and returns the store reading through `read`.
     ///
-    /// Errors: [`StoreError::Io`] when the writer's thread or its runtime cannot be made.
+    /// Errors: [`StoreError::Io`] when the writer's thread cannot be started.
     fn start(
         path: String,
         write: Pool<D::DB>,
@@ -91,14 +91,20 @@ impl<D: Dialect> SqlStore<D> {
         let (queue, receiver) = mpsc::channel(writer::QUEUE_CAPACITY);
         let writer = writer::run(write, Arc::clone(&shared), receiver);
         if D::WRITER_THREAD {
-            let io = |source| StoreError::Io { path: shared.path.clone(), source };
-            // Timers for the batch's linger and the pool's acquire; no I/O driver: the
-            // database's calls block this thread, which does nothing else.
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().map_err(io)?;
+            let shown = shared.path.clone();
+            // The runtime is made on the thread: one dropped here, in the caller's runtime, if
+            // the thread could not be started would panic. Timers for the batch's linger and the
+            // pool's acquire; no I/O driver: the database's calls block this thread, which does
+            // nothing else. Should it fail, the writer is dropped and every write fails with
+            // `StoreError::Closed`.
+            let run = move || match tokio::runtime::Builder::new_current_thread().enable_time().build() {
+                Ok(runtime) => runtime.block_on(writer),
+                Err(error) => tracing::error!(path = %shown, %error, "the store's writer could not start"),
+            };
             std::thread::Builder::new()
                 .name("steward-store-writer".into())
-                .spawn(move || runtime.block_on(writer))
-                .map_err(io)?;
+                .spawn(run)
+                .map_err(|source| StoreError::Io { path: shared.path.clone(), source })?;
         } else {
             tokio::spawn(writer);
         }
