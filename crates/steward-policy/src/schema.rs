@@ -44,16 +44,28 @@ const PLAIN_KEYWORDS: &[&str] = &[
 ];
 
 /// Compiles `schema` into a validator: as draft 7 when [`same_in_draft7`], else in the
-/// dialect it declares (2020-12 when it declares none).
+/// dialect it declares (2020-12 when it declares none). A schema that draft 7's meta-schema
+/// refuses is compiled as 2020-12 all the same: its `pattern` keyword must be a regular
+/// expression of ECMA 262's syntax under draft 7 (`format: "regex"`, which that draft asserts),
+/// while 2020-12 only needs the pattern to compile (`(?i)`, `\A`, `\z` and the like, which
+/// MCP servers written in Python emit).
 ///
 /// Errors: the schema is not valid against its dialect's meta-schema, or cannot be compiled
 /// (`jsonschema`'s [`ValidationError`]).
 pub fn compile(schema: &Value) -> Result<Validator, ValidationError<'static>> {
-    if same_in_draft7(schema) {
-        jsonschema::options().with_draft(Draft::Draft7).build(schema)
-    } else {
-        jsonschema::validator_for(schema)
+    match as_draft7(schema) {
+        Some(validator) => Ok(validator),
+        None => jsonschema::validator_for(schema),
     }
+}
+
+/// The validator of `schema` compiled as draft 7, when it [reads alike](same_in_draft7) in
+/// both dialects and draft 7's meta-schema takes it; `None` otherwise.
+pub fn as_draft7(schema: &Value) -> Option<Validator> {
+    if !same_in_draft7(schema) {
+        return None;
+    }
+    jsonschema::options().with_draft(Draft::Draft7).build(schema).ok()
 }
 
 /// Builds, where not yet built, the meta-schema validator that [`compile`] needs for the
@@ -151,6 +163,20 @@ mod tests {
             json!("a"),
         ] {
             assert_eq!(draft7.is_valid(&instance), latest.is_valid(&instance), "{instance}");
+        }
+    }
+
+    /// A pattern that only 2020-12 takes (draft 7's meta-schema wants ECMA 262's syntax)
+    /// compiles, as it did before, and decides as 2020-12 does.
+    #[test]
+    fn a_pattern_only_2020_12_takes_still_compiles() {
+        for pattern in ["(?i)^[a-z]+$", "\\A[a-z]+\\z", "^(?P<word>[a-z]+)$"] {
+            let schema = json!({"type": "object", "properties": {"q": {"type": "string", "pattern": pattern}}});
+            assert!(same_in_draft7(&schema));
+            assert!(as_draft7(&schema).is_none(), "{pattern}");
+            let validator = compile(&schema).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+            assert!(validator.is_valid(&json!({"q": "abc"})), "{pattern}");
+            assert!(!validator.is_valid(&json!({"q": "ab1"})), "{pattern}");
         }
     }
 

@@ -488,8 +488,12 @@ mod tests {
         let specs = registry.specs();
         assert!(specs.iter().any(|s| s.name == "shell_command") && specs.iter().any(|s| s.name == "read"));
         for spec in specs {
-            assert!(steward_policy::schema::same_in_draft7(&spec.input_schema), "{}: {}", spec.name, spec.input_schema);
-            steward_policy::schema::compile(&spec.input_schema).unwrap();
+            assert!(
+                steward_policy::schema::as_draft7(&spec.input_schema).is_some(),
+                "{}: {}",
+                spec.name,
+                spec.input_schema
+            );
         }
     }
 
