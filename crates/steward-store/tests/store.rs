@@ -572,23 +572,28 @@ both! {
     }
 }
 
+/// A new conversation of `local:alice` in `/work/ws` with `turns`.
+fn conversation(turns: Vec<ConversationTurn>, now: chrono::DateTime<Utc>) -> ConversationRecord {
+    ConversationRecord {
+        id: new_id("cnv_"),
+        owner_id: "local:alice".into(),
+        workspace: "/work/ws".into(),
+        planner: String::new(),
+        provider: String::new(),
+        model: String::new(),
+        mode: String::new(),
+        turns,
+        created_at: now,
+        ended_at: None,
+    }
+}
+
 both! {
     #[tokio::test]
     async fn conversations_round_trip(db: Db) {
         let store = db.open().await;
         let now = Utc::now();
-        let mut c = ConversationRecord {
-            id: new_id("cnv_"),
-            owner_id: "local:alice".into(),
-            workspace: "/work/ws".into(),
-            planner: String::new(),
-            provider: String::new(),
-            model: String::new(),
-            mode: String::new(),
-            turns: Vec::new(),
-            created_at: now,
-            ended_at: None,
-        };
+        let mut c = conversation(Vec::new(), now);
         store.upsert_conversation(&c).await.unwrap();
         c.turns.push(ConversationTurn { message: "list files".into(), run_id: "run_a".into(), reply: String::new(), at: now });
         store.upsert_conversation(&c).await.unwrap();
@@ -607,18 +612,8 @@ both! {
         let taken = run(&new_id("run_"), now);
         store.insert_run(&taken).await.unwrap();
         let fresh = run(&new_id("run_"), now);
-        let mut conversation = ConversationRecord {
-            id: new_id("cnv_"),
-            owner_id: "local:alice".into(),
-            workspace: "/work/ws".into(),
-            planner: String::new(),
-            provider: String::new(),
-            model: String::new(),
-            mode: String::new(),
-            turns: vec![ConversationTurn { message: "list files".into(), run_id: fresh.id.clone(), reply: String::new(), at: now }],
-            created_at: now,
-            ended_at: None,
-        };
+        let turn = ConversationTurn { message: "list files".into(), run_id: fresh.id.clone(), reply: String::new(), at: now };
+        let mut conversation = conversation(vec![turn], now);
         // Queued together, they share a batch: the duplicate fails, the others are kept.
         let (kept, dup, inserted) =
             tokio::join!(store.upsert_conversation(&conversation), store.insert_run(&taken), store.insert_run(&fresh));
