@@ -283,10 +283,10 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
     }
 
     /// Applies a batch made of inserts only (a run's record, documents, events and audit
-    /// records: the writes of a run's start and of its steps) in one transaction and with fewer hand-overs between threads than a statement at
-    /// a time, where this database has a way to: `None` when it has not (the default) or when
-    /// `works` holds another kind of write, and the writer then applies it statement by
-    /// statement after [`Dialect::prepare_commit`]. Otherwise the outcome and whether the
+    /// records: the writes of a run's start and of its steps) in one transaction and with fewer
+    /// hand-overs between threads than a statement at a time, where this database has a way
+    /// to: `None` when it has not (the default) or when `works` holds another kind of write,
+    /// and the writer then applies it statement by statement after [`Dialect::prepare_commit`]. Otherwise the outcome and whether the
     /// commit was forced to disk (`durable` as for [`Dialect::prepare_commit`]).
     fn apply_inserts<'c>(
         &'c self,

@@ -210,7 +210,8 @@ async fn apply_and_answer<D: Dialect>(
     // A durable barrier (a flush) forces the anchor to disk too.
     let flush = batch.iter().any(|p| matches!(p.work, Work::Barrier { durable: true }));
     let works: Vec<&Work> = batch.iter().map(|p| &p.work).collect();
-    // Appends only (a run's events and audit records): in one call where the database can.
+    // Inserts only (a run's record, documents, events, audit records): in one call where the
+    // database can.
     let (outcome, forced) = match shared.dialect.apply_inserts(&mut conn, shared, &works, durable).await {
         Some(done) => done,
         None => {
