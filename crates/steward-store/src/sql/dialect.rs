@@ -265,6 +265,14 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         async { Ok(true) }
     }
 
+    /// Called on the writer's thread before it takes its first write (nothing to do by
+    /// default; SQLite opens a connection of the writer's own there).
+    fn writer_starts(&self) {}
+
+    /// Called on the writer's thread after its last write, before its pool closes (nothing to
+    /// do by default; SQLite closes the writer's own connection).
+    fn writer_stops(&self) {}
+
     /// Forces every relaxed commit so far to disk without a new transaction (after
     /// [`Dialect::prepare_commit`] returned `false`); nothing to do by default.
     fn sync_relaxed(&self) -> std::io::Result<()> {

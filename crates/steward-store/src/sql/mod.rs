@@ -187,13 +187,26 @@ impl<D: Dialect> SqlStore<D> {
         created_at: &steward_protocol::Timestamp,
         record: &T,
     ) -> Result<(), StoreError> {
+        self.write(self.document(table, id, key, created_at, record)?).await
+    }
+
+    /// The write that inserts or replaces `record` as document `id` of `table`. Errors:
+    /// [`StoreError::Invalid`] when `record` cannot be serialised.
+    fn document<T: serde::Serialize>(
+        &self,
+        table: DocumentTable,
+        id: &str,
+        key: &str,
+        created_at: &steward_protocol::Timestamp,
+        record: &T,
+    ) -> Result<Work, StoreError> {
         let body = serde_json::to_string(record).map_err(|e| StoreError::Invalid {
             path: self.path().to_string(),
             what: format!("{} record is not serialisable ({e})", table.names().0),
         })?;
         let doc =
             Document { table, id: id.to_string(), key: key.to_string(), created_at: timestamp_text(created_at), body };
-        self.write(Work::Document(Box::new(doc))).await
+        Ok(Work::Document(Box::new(doc)))
     }
 
     async fn documents<T: serde::de::DeserializeOwned>(

@@ -18,6 +18,7 @@ use super::SqlStore;
 use super::chain_state::ChainState;
 use super::dialect::{Arg, Dialect, ReadRow, args};
 use super::migrate;
+use super::sqlite_raw::OwnConnection;
 use crate::{Durability, RunStatus, StoreError, StoreOptions};
 
 /// How long a connection waits for another one's lock before failing (10 s).
@@ -55,14 +56,34 @@ pub struct SqliteDialect {
     wal: Option<std::path::PathBuf>,
     /// The writer connection's `synchronous` setting as last set: 0 unknown, 1 NORMAL, 2 FULL.
     synchronous: std::sync::atomic::AtomicU8,
+    /// The database file the writer opens a connection of its own to, for its batches of
+    /// inserts (none in memory: that database is private to its one connection), and whether
+    /// that connection starts with `synchronous = FULL`.
+    file: Option<(std::path::PathBuf, bool)>,
+    /// The writer's own connection, while it runs and once it could be opened
+    /// ([`Dialect::writer_starts`]); only the writer's thread locks it.
+    own: std::sync::Mutex<Option<OwnConnection>>,
 }
 
-/// A change of the writer connection's `synchronous` setting ([`SqliteDialect::synchronous_change`]).
+/// A change of a writer connection's `synchronous` setting ([`SqliteDialect::synchronous_change`]).
 pub struct SynchronousChange {
     /// The `PRAGMA` that makes it.
     pub sql: &'static str,
     /// The setting it makes: 1 NORMAL, 2 FULL.
     wanted: u8,
+}
+
+impl SynchronousChange {
+    /// The change a commit that must (`durable`) or need not reach the disk needs on a
+    /// connection whose setting is `set` (as [`SqliteDialect::synchronous`]'s), if any.
+    fn from(set: u8, durable: bool) -> Option<SynchronousChange> {
+        let wanted = if durable { 2 } else { 1 };
+        if set == wanted {
+            return None;
+        }
+        let sql = if durable { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
+        Some(SynchronousChange { sql, wanted })
+    }
 }
 
 impl SqliteDialect {
@@ -73,13 +94,9 @@ impl SqliteDialect {
     pub fn synchronous_change(&self, durable: bool) -> Option<SynchronousChange> {
         use std::sync::atomic::Ordering;
         self.wal.as_ref()?;
-        let wanted = if durable { 2 } else { 1 };
-        if self.synchronous.load(Ordering::Relaxed) == wanted {
-            return None;
-        }
+        let change = SynchronousChange::from(self.synchronous.load(Ordering::Relaxed), durable)?;
         self.synchronous.store(0, Ordering::Relaxed);
-        let sql = if durable { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
-        Some(SynchronousChange { sql, wanted })
+        Some(change)
     }
 
     /// Records that `change`'s `PRAGMA` ran.
@@ -91,6 +108,27 @@ impl SqliteDialect {
     /// to disk: always without a WAL file (nothing is relaxed), else when `durable`.
     pub fn forced(&self, durable: bool) -> bool {
         self.wal.is_none() || durable
+    }
+
+    /// Applies `works` (inserts only) on the writer's own connection, as
+    /// [`Dialect::apply_inserts`] answers: `None` when the writer has none.
+    fn apply_own(
+        &self,
+        shared: &super::work::Shared<Self>,
+        works: &[&super::work::Work],
+        durable: bool,
+    ) -> Option<(Result<Vec<super::work::Applied>, super::work::BatchError>, bool)> {
+        let mut own = self.own.lock().ok()?;
+        let own = own.as_mut()?;
+        let change = self.wal.as_ref().and_then(|_| SynchronousChange::from(own.synchronous(), durable));
+        let (outcome, set) = super::sqlite_raw::apply_own(own, shared, works, change.as_ref().map(|c| c.sql));
+        match change {
+            Some(change) if set => own.set_synchronous(change.wanted),
+            // The `PRAGMA` failed: the setting is in doubt.
+            Some(_) => own.set_synchronous(0),
+            None => {}
+        }
+        Some((outcome, self.forced(durable)))
     }
 }
 
@@ -209,6 +247,9 @@ impl Dialect for SqliteDialect {
         if !super::sqlite_raw::inserts_only(works) {
             return None;
         }
+        if let Some(done) = self.apply_own(shared, works, durable) {
+            return Some(done);
+        }
         let change = self.synchronous_change(durable);
         let pragma = change.as_ref().map(|c| c.sql);
         let (outcome, set) = super::sqlite_raw::apply_inserts(conn, shared, works, pragma).await;
@@ -216,6 +257,29 @@ impl Dialect for SqliteDialect {
             self.synchronous_set(change);
         }
         Some((outcome, self.forced(durable)))
+    }
+
+    /// Opens the writer's own connection to a database file (see
+    /// [`super::sqlite_raw::OwnConnection`]); when it cannot be opened the writer takes sqlx's
+    /// connection for every batch instead, as it does in memory.
+    fn writer_starts(&self) {
+        let Some((path, full)) = &self.file else { return };
+        match OwnConnection::open(path, *full, BUSY_TIMEOUT) {
+            Ok(own) => {
+                if let Ok(mut slot) = self.own.lock() {
+                    *slot = Some(own);
+                }
+            }
+            Err(message) => {
+                tracing::warn!(path = %path.display(), %message, "the writer's own connection could not be opened")
+            }
+        }
+    }
+
+    fn writer_stops(&self) {
+        if let Ok(mut slot) = self.own.lock() {
+            slot.take();
+        }
     }
 
     fn sync_relaxed(&self) -> std::io::Result<()> {
@@ -316,7 +380,8 @@ impl SqlStore<SqliteDialect> {
             name.push("-wal");
             std::path::PathBuf::from(name)
         });
-        let dialect = SqliteDialect { wal, ..Default::default() };
+        let file = Some((path.to_path_buf(), options.durability == Durability::Full));
+        let dialect = SqliteDialect { wal, file, ..Default::default() };
         Self::start(display, write, read, &options, dialect)
     }
 
@@ -427,6 +492,29 @@ mod tests {
         let store = SqlStore::<SqliteDialect>::open(&rollback, StoreOptions::default()).await.unwrap();
         drop(store);
         assert!(prepare_file(&rollback).unwrap(), "switched to WAL by open");
+    }
+
+    /// A file store's writer inserts on a connection of its own, closed when the writer stops;
+    /// one in memory has none (its database is private to the pool's connection).
+    #[tokio::test]
+    async fn the_writer_of_a_file_store_has_a_connection_of_its_own() {
+        use crate::Store;
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqlStore::<SqliteDialect>::open(&dir.path().join("s.db"), StoreOptions::default()).await.unwrap();
+        store.flush().await.unwrap();
+        assert!(store.shared.dialect.own.lock().unwrap().is_some());
+        let shared = std::sync::Arc::clone(&store.shared);
+        drop(store);
+        for _ in 0..500 {
+            if shared.dialect.own.lock().unwrap().is_none() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(shared.dialect.own.lock().unwrap().is_none(), "closed when the writer stopped");
+        let memory = SqlStore::<SqliteDialect>::open_in_memory().await.unwrap();
+        memory.flush().await.unwrap();
+        assert!(memory.shared.dialect.own.lock().unwrap().is_none());
     }
 
     /// `close` gives its connection back with the busy timeout every connection opens with.

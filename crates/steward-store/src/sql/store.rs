@@ -235,7 +235,13 @@ impl<D: Dialect> ConversationStore for SqlStore<D> {
     }
 
     async fn upsert_conversation(&self, c: &ConversationRecord) -> Result<(), StoreError> {
-        self.put_document(DocumentTable::Conversations, &c.id, &c.owner_id, &c.created_at, c).await
+        let doc = self.document(DocumentTable::Conversations, &c.id, &c.owner_id, &c.created_at, c)?;
+        self.write(doc).await
+    }
+
+    async fn queue_conversation(&self, c: &ConversationRecord) -> Result<(), StoreError> {
+        let doc = self.document(DocumentTable::Conversations, &c.id, &c.owner_id, &c.created_at, c)?;
+        self.enqueue(doc, Reply::Nobody).await
     }
 
     async fn conversations(&self, owner_id: &str) -> Result<Vec<ConversationRecord>, StoreError> {

@@ -81,6 +81,7 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
     // Whoever waits for the disk from now on hears that nothing more will reach it, also when
     // this task ends by a panic.
     let _stopped = Stopped(&shared.on_disk);
+    shared.dialect.writer_starts();
     while let Some(first) = queue.recv().await {
         let mut batch = vec![first];
         drain(&mut queue, &mut batch);
@@ -106,6 +107,7 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
     if !state.unsynced || sync_now(&shared, &mut state).is_ok() {
         advance_anchor(&shared, &mut state, true);
     }
+    shared.dialect.writer_stops();
     pool.close().await;
 }
 

@@ -1,13 +1,14 @@
 //! A batch of inserts (a run's record, documents such as its conversation, a run's events and
 //! audit records, the record that lets a call run among them) applied on SQLite in one call on
-//! the connection locked out of sqlx's worker thread ([`apply_inserts`]).
+//! the connection locked out of sqlx's worker thread ([`apply_inserts`]) or on the writer's own
+//! ([`apply_own`]).
 //!
 //! Through sqlx the same batch is up to five hand-overs between this thread and the worker's:
 //! the `synchronous` setting when it changes, `BEGIN IMMEDIATE`, the chain head's read, the rows
 //! (already stepped here), `COMMIT`. Each waits for the other thread to be scheduled, which on
 //! a loaded machine costs more than the batch's own work. Here the connection is taken from the
-//! worker once and everything runs on this thread ([`on_this_thread`]), the commit's disk sync
-//! included.
+//! worker once (or is the writer's own, and is not taken from anyone) and everything runs on this
+//! thread ([`on_this_thread`]), the commit's disk sync included.
 
 use std::ptr::NonNull;
 
@@ -16,6 +17,7 @@ use sqlx::SqliteConnection;
 use steward_protocol::{AuditEntry, Event};
 
 use super::insert::{row_insert, step_rows};
+use super::own::OwnConnection;
 use super::statement::{Statement, connection_error, execute};
 use crate::sql::apply::{
     AUDIT_WIDTH, EVENT_INSERT, EVENT_WIDTH, HEAD_SQL, RUN_STATUS_SQL, audit_insert, chain_audits, chain_head,
@@ -52,20 +54,48 @@ pub async fn apply_inserts<D>(
     works: &[&Work],
     synchronous: Option<&str>,
 ) -> (Result<Vec<Applied>, BatchError>, bool) {
-    let path = shared.path.as_str();
     let mut handle = match conn.lock_handle().await {
         Ok(handle) => handle,
         Err(source) => {
-            let error = StoreError::Database { path: path.to_string(), source };
+            let error = StoreError::Database { path: shared.path.clone(), source };
             return (Err(BatchError::Transaction(error)), false);
         }
     };
     let db = handle.as_raw_handle();
+    // SAFETY: the connection is locked to us until `handle` is dropped, after this call.
+    on_this_thread(|| unsafe { apply_on(db, shared, works, synchronous) })
+}
+
+/// [`apply_inserts`] on the writer's own connection: no hand-over to another thread.
+pub fn apply_own<D>(
+    own: &mut OwnConnection,
+    shared: &Shared<D>,
+    works: &[&Work],
+    synchronous: Option<&str>,
+) -> (Result<Vec<Applied>, BatchError>, bool) {
+    let db = own.db();
+    // SAFETY: the connection is the calling thread's alone while it holds `own`.
+    on_this_thread(|| unsafe { apply_on(db, shared, works, synchronous) })
+}
+
+/// [`apply_inserts`] on connection `db`, which the calling thread has to itself (locked out of
+/// sqlx's worker, or the writer's own).
+///
+/// # Safety
+///
+/// `db` must be an open connection that no other thread uses during the call.
+unsafe fn apply_on<D>(
+    db: NonNull<ffi::sqlite3>,
+    shared: &Shared<D>,
+    works: &[&Work],
+    synchronous: Option<&str>,
+) -> (Result<Vec<Applied>, BatchError>, bool) {
+    let path = shared.path.as_str();
     let transaction = |message: String| BatchError::Transaction(StoreError::Write { path: path.to_string(), message });
     let mut set = false;
-    let outcome = on_this_thread(|| {
+    let mut run = || {
         if let Some(sql) = synchronous {
-            // SAFETY: the connection is locked to us until `handle` is dropped, after this call.
+            // SAFETY: the caller's promise.
             unsafe { execute(db, sql) }.map_err(transaction)?;
             set = true;
         }
@@ -84,7 +114,8 @@ pub async fn apply_inserts<D>(
             }
         }
         applied
-    });
+    };
+    let outcome = run();
     (outcome, set)
 }
 
