@@ -184,3 +184,26 @@ async fn close_does_not_wait_for_another_connections_reader() {
     snapshot.rollback().await.unwrap();
     assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 2 });
 }
+
+/// The writer keeps the statements of its batches (the chain head's read, the run's status,
+/// the inserts) from one batch to the next, but no snapshot with them: once the writes are
+/// answered, another connection checkpoints the whole log and empties it.
+#[tokio::test]
+async fn the_writers_kept_statements_hold_no_snapshot_between_batches() {
+    use sqlx::{ConnectOptions, Row};
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+    store.insert_run(&run("run_a", chrono::Utc::now())).await.unwrap();
+    for n in 1..=3 {
+        store.append_audit_if_running(entry(n), OnDisk::BeforeReturn).await.unwrap().expect("running");
+        store.append_audit(entry(10 + n)).await.unwrap();
+    }
+    let db = dir.path().join(steward_store::STATE_DB_FILE);
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new().filename(&db).connect().await.unwrap();
+    let row = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(&mut conn).await.unwrap();
+    let (busy, log, moved): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+    assert_eq!((busy, log, moved), (0, 0, 0), "the whole log checkpointed and truncated");
+    // The writer goes on with its kept statements after the checkpoint.
+    store.append_audit_if_running(entry(4), OnDisk::BeforeReturn).await.unwrap().expect("running");
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 7 });
+}

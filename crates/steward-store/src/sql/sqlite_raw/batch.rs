@@ -10,7 +10,7 @@
 //! worker once (or is the writer's own, and is not taken from anyone) and everything runs on this
 //! thread ([`on_this_thread`]), the commit's disk sync included.
 
-use std::ptr::NonNull;
+use std::ffi::c_int;
 
 use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
@@ -18,7 +18,7 @@ use steward_protocol::{AuditEntry, Event};
 
 use super::insert::{row_insert, step_rows};
 use super::own::OwnConnection;
-use super::statement::{Statement, connection_error, execute};
+use super::statement::{Statements, connection_error, execute};
 use crate::sql::apply::{
     AUDIT_WIDTH, EVENT_INSERT, EVENT_WIDTH, HEAD_SQL, RUN_STATUS_SQL, audit_insert, chain_audits, chain_head,
     document_upsert, event_rows, run_insert,
@@ -61,48 +61,43 @@ pub async fn apply_inserts<D>(
             return (Err(BatchError::Transaction(error)), false);
         }
     };
-    let db = handle.as_raw_handle();
-    // SAFETY: the connection is locked to us until `handle` is dropped, after this call.
-    on_this_thread(|| unsafe { apply_on(db, shared, works, synchronous) })
+    // SAFETY: the connection is locked to us until `handle` is dropped, after `statements`.
+    let mut statements = unsafe { Statements::new(handle.as_raw_handle()) };
+    on_this_thread(|| apply_on(&mut statements, shared, works, synchronous))
 }
 
-/// [`apply_inserts`] on the writer's own connection: no hand-over to another thread.
+/// [`apply_inserts`] on the writer's own connection: no hand-over to another thread, and the
+/// statements prepared for one batch are kept for the next.
 pub fn apply_own<D>(
     own: &mut OwnConnection,
     shared: &Shared<D>,
     works: &[&Work],
     synchronous: Option<&str>,
 ) -> (Result<Vec<Applied>, BatchError>, bool) {
-    let db = own.db();
-    // SAFETY: the connection is the calling thread's alone while it holds `own`.
-    on_this_thread(|| unsafe { apply_on(db, shared, works, synchronous) })
+    let statements = own.statements();
+    on_this_thread(|| apply_on(statements, shared, works, synchronous))
 }
 
-/// [`apply_inserts`] on connection `db`, which the calling thread has to itself (locked out of
-/// sqlx's worker, or the writer's own).
-///
-/// # Safety
-///
-/// `db` must be an open connection that no other thread uses during the call.
-unsafe fn apply_on<D>(
-    db: NonNull<ffi::sqlite3>,
+/// [`apply_inserts`] on the connection of `statements`.
+fn apply_on<D>(
+    statements: &mut Statements,
     shared: &Shared<D>,
     works: &[&Work],
     synchronous: Option<&str>,
 ) -> (Result<Vec<Applied>, BatchError>, bool) {
     let path = shared.path.as_str();
+    let db = statements.db();
     let transaction = |message: String| BatchError::Transaction(StoreError::Write { path: path.to_string(), message });
     let mut set = false;
     let mut run = || {
         if let Some(sql) = synchronous {
-            // SAFETY: the caller's promise.
+            // SAFETY: `statements`' connection, on its thread (the promise of `Statements::new`).
             unsafe { execute(db, sql) }.map_err(transaction)?;
             set = true;
         }
         // SAFETY: as above.
         unsafe { execute(db, "BEGIN IMMEDIATE") }.map_err(transaction)?;
-        // SAFETY: as above, inside the transaction just begun.
-        let applied = unsafe { insert_all(db, shared, works) }
+        let applied = insert_all(statements, shared, works)
             // SAFETY: as above.
             .and_then(|results| unsafe { execute(db, "COMMIT") }.map(|()| results).map_err(transaction));
         // SAFETY: as above.
@@ -120,16 +115,8 @@ unsafe fn apply_on<D>(
 }
 
 /// Inserts `works`' rows in order, consecutive events in one statement's steps and consecutive
-/// audit records in another's, inside the open transaction of `db`.
-///
-/// # Safety
-///
-/// `db` must be an open connection that no other thread uses during the call.
-unsafe fn insert_all<D>(
-    db: NonNull<ffi::sqlite3>,
-    shared: &Shared<D>,
-    works: &[&Work],
-) -> Result<Vec<Applied>, BatchError> {
+/// audit records in another's, inside the open transaction of `statements`' connection.
+fn insert_all<D>(statements: &mut Statements, shared: &Shared<D>, works: &[&Work]) -> Result<Vec<Applied>, BatchError> {
     let path = shared.path.as_str();
     let write = |message: String| BatchError::Write(StoreError::Write { path: path.to_string(), message });
     let mut head: Option<(u64, String)> = None;
@@ -153,8 +140,7 @@ unsafe fn insert_all<D>(
                     Work::Document(doc) => document_upsert(doc),
                     _ => continue,
                 };
-                // SAFETY: the caller's promise.
-                unsafe { step_rows(db, &sql, args.len(), &args) }.map_err(write)?;
+                step_rows(statements, &sql, args.len(), &args).map_err(write)?;
                 results.push(Applied::Nothing);
             }
             continue;
@@ -163,8 +149,7 @@ unsafe fn insert_all<D>(
             let events: Vec<&Event> =
                 group.iter().filter_map(|w| if let Work::Event(e) = w { Some(&**e) } else { None }).collect();
             let rows = event_rows(path, &events).map_err(BatchError::Write)?;
-            // SAFETY: the caller's promise.
-            unsafe { step_rows(db, &row_insert(EVENT_INSERT, EVENT_WIDTH), EVENT_WIDTH, &rows) }.map_err(write)?;
+            step_rows(statements, &row_insert(EVENT_INSERT, EVENT_WIDTH), EVENT_WIDTH, &rows).map_err(write)?;
             results.extend(events.iter().map(|_| Applied::Nothing));
             continue;
         }
@@ -172,11 +157,9 @@ unsafe fn insert_all<D>(
             for work in group {
                 let Work::GuardedAudit(entry, _) = work else { continue };
                 // Refused unless the run exists and is running.
-                // SAFETY: the caller's promise.
-                let status = unsafe { read_text(db, RUN_STATUS_SQL, &entry.run_id) }.map_err(write)?;
+                let status = read_text(statements, RUN_STATUS_SQL, &entry.run_id).map_err(write)?;
                 if status.as_deref() == Some(RunStatus::Running.as_str()) {
-                    // SAFETY: the caller's promise.
-                    results.extend(unsafe { append(db, shared, &[&**entry], &mut head) }?);
+                    results.extend(append(statements, shared, &[&**entry], &mut head)?);
                 } else {
                     results.push(Applied::Flag(false));
                 }
@@ -185,21 +168,16 @@ unsafe fn insert_all<D>(
         }
         let entries: Vec<&AuditEntry> =
             group.iter().filter_map(|w| if let Work::Audit(e) = w { Some(&**e) } else { None }).collect();
-        // SAFETY: the caller's promise.
-        results.extend(unsafe { append(db, shared, &entries, &mut head) }?);
+        results.extend(append(statements, shared, &entries, &mut head)?);
     }
     Ok(results)
 }
 
 /// Appends `entries` to the chain whose head is `head` (read first when `None`) and moves
-/// `head` to the last of them.
-///
-/// # Safety
-///
-/// `db` must be an open connection, inside a transaction holding the write lock, that no other
-/// thread uses during the call.
-unsafe fn append<D>(
-    db: NonNull<ffi::sqlite3>,
+/// `head` to the last of them, inside the open transaction of `statements`' connection, which
+/// holds the write lock.
+fn append<D>(
+    statements: &mut Statements,
     shared: &Shared<D>,
     entries: &[&AuditEntry],
     head: &mut Option<(u64, String)>,
@@ -208,32 +186,30 @@ unsafe fn append<D>(
     let write = |message: String| BatchError::Write(StoreError::Write { path: path.to_string(), message });
     let known = match head.take() {
         Some(known) => known,
-        // SAFETY: the caller's promise.
-        None => chain_head(path, unsafe { read_head(db) }.map_err(write)?).map_err(BatchError::Write)?,
+        None => chain_head(path, read_head(statements).map_err(write)?).map_err(BatchError::Write)?,
     };
     let chained = chain_audits(shared, entries, known.clone()).map_err(BatchError::Write)?;
-    let sql = row_insert(&audit_insert(), AUDIT_WIDTH);
-    // SAFETY: the caller's promise.
-    unsafe { step_rows(db, &sql, AUDIT_WIDTH, &chained.rows()) }.map_err(write)?;
+    step_rows(statements, audit_row_insert(), AUDIT_WIDTH, &chained.rows()).map_err(write)?;
     *head = Some(chained.head().unwrap_or(known));
     Ok(chained.records.into_iter().map(|r| Applied::Audit(Box::new(r))).collect())
 }
 
+/// The single-row insert of an audit record, made once.
+fn audit_row_insert() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| row_insert(&audit_insert(), AUDIT_WIDTH))
+}
+
 /// The first column of the first row `sql` returns with `param` bound as its one parameter,
-/// as text (`None`: no row); a value that is not text reads as an error.
-///
-/// # Safety
-///
-/// `db` must be an open connection that no other thread uses during the call.
-unsafe fn read_text(db: NonNull<ffi::sqlite3>, sql: &str, param: &str) -> Result<Option<String>, String> {
-    // SAFETY: the caller's promise; the statement is dropped before this function returns.
-    let Some(statement) = (unsafe { Statement::prepare(db, sql) }) else {
-        // SAFETY: as above.
-        return Err(unsafe { connection_error(db) });
-    };
-    let stmt = statement.as_ptr();
-    // SAFETY: a statement of the locked connection with one parameter; the text is bound
-    // without a copy and outlives the statement, which is finalized before `param` is released.
+/// as text (`None`: no row); a value that is not text reads as an error. The statement is
+/// reset before returning: a kept statement left on a row would hold its snapshot open.
+fn read_text(statements: &mut Statements, sql: &str, param: &str) -> Result<Option<String>, String> {
+    let db = statements.db();
+    let stmt = statements.get(sql)?;
+    // SAFETY: a statement of `statements`' connection, on its thread (the promise of
+    // `Statements::new`), with one parameter; the text is bound without a copy and outlives its
+    // use: the statement is stepped and reset here, and its bindings are cleared before its
+    // next use (`Statements::get`).
     let bound = unsafe {
         ffi::sqlite3_bind_text64(
             stmt,
@@ -249,58 +225,67 @@ unsafe fn read_text(db: NonNull<ffi::sqlite3>, sql: &str, param: &str) -> Result
         return Err(unsafe { connection_error(db) });
     }
     // SAFETY: as above, every parameter bound.
-    match unsafe { ffi::sqlite3_step(stmt) } {
+    let read = match unsafe { ffi::sqlite3_step(stmt) } {
         ffi::SQLITE_DONE => Ok(None),
         // SAFETY: a row of the statement, whose first column exists; the text is copied before
         // the next call on the statement.
         ffi::SQLITE_ROW => unsafe {
-            if ffi::sqlite3_column_type(stmt, 0) != ffi::SQLITE_TEXT {
-                return Err(format!("`{sql}` gave a value that is not text"));
+            if ffi::sqlite3_column_type(stmt, 0) == ffi::SQLITE_TEXT {
+                Ok(Some(column_text(stmt, 0)))
+            } else {
+                Err(format!("`{sql}` gave a value that is not text"))
             }
-            let text = ffi::sqlite3_column_text(stmt, 0);
-            let len = usize::try_from(ffi::sqlite3_column_bytes(stmt, 0)).unwrap_or(0);
-            let bytes = if text.is_null() { &[][..] } else { std::slice::from_raw_parts(text, len) };
-            Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
         },
         // SAFETY: as above.
         _ => Err(unsafe { connection_error(db) }),
-    }
+    };
+    // SAFETY: as above.
+    unsafe { ffi::sqlite3_reset(stmt) };
+    read
 }
 
 /// [`HEAD_SQL`]'s row: the newest audit record's `seq` and `hash`, `None` for an empty chain.
-/// A `seq` that is not an integer or a `hash` that is not text reads as an error.
+/// A `seq` that is not an integer or a `hash` that is not text reads as an error. The
+/// statement is reset before returning, as in [`read_text`].
+fn read_head(statements: &mut Statements) -> Result<Option<(i64, String)>, String> {
+    let db = statements.db();
+    let stmt = statements.get(HEAD_SQL)?;
+    // SAFETY: a statement of `statements`' connection, on its thread (the promise of
+    // `Statements::new`), with no parameters.
+    let read = match unsafe { ffi::sqlite3_step(stmt) } {
+        ffi::SQLITE_DONE => Ok(None),
+        // SAFETY: a row of the statement, whose two columns exist; the text is copied before
+        // the next call on the statement.
+        ffi::SQLITE_ROW => unsafe {
+            if ffi::sqlite3_column_type(stmt, 0) == ffi::SQLITE_INTEGER
+                && ffi::sqlite3_column_type(stmt, 1) == ffi::SQLITE_TEXT
+            {
+                Ok(Some((ffi::sqlite3_column_int64(stmt, 0), column_text(stmt, 1))))
+            } else {
+                Err("the newest audit record's seq is not an integer or its hash not text".into())
+            }
+        },
+        // SAFETY: as above.
+        _ => Err(unsafe { connection_error(db) }),
+    };
+    // SAFETY: as above.
+    unsafe { ffi::sqlite3_reset(stmt) };
+    read
+}
+
+/// Column `i` of the row `stmt` is on, as text (copied; invalid UTF-8 replaced).
 ///
 /// # Safety
 ///
-/// `db` must be an open connection that no other thread uses during the call.
-unsafe fn read_head(db: NonNull<ffi::sqlite3>) -> Result<Option<(i64, String)>, String> {
-    // SAFETY: the caller's promise; the statement is dropped before this function returns.
-    let Some(statement) = (unsafe { Statement::prepare(db, HEAD_SQL) }) else {
-        // SAFETY: as above.
-        return Err(unsafe { connection_error(db) });
-    };
-    let stmt = statement.as_ptr();
-    // SAFETY: a statement of the locked connection, with no parameters.
-    match unsafe { ffi::sqlite3_step(stmt) } {
-        ffi::SQLITE_DONE => Ok(None),
-        ffi::SQLITE_ROW => {
-            // SAFETY: a row of the statement, whose two columns exist; the text is copied
-            // before the next call on the statement.
-            unsafe {
-                if ffi::sqlite3_column_type(stmt, 0) != ffi::SQLITE_INTEGER
-                    || ffi::sqlite3_column_type(stmt, 1) != ffi::SQLITE_TEXT
-                {
-                    return Err("the newest audit record's seq is not an integer or its hash not text".into());
-                }
-                let seq = ffi::sqlite3_column_int64(stmt, 0);
-                let text = ffi::sqlite3_column_text(stmt, 1);
-                let len = usize::try_from(ffi::sqlite3_column_bytes(stmt, 1)).unwrap_or(0);
-                let bytes = if text.is_null() { &[][..] } else { std::slice::from_raw_parts(text, len) };
-                Ok(Some((seq, String::from_utf8_lossy(bytes).into_owned())))
-            }
-        }
-        // SAFETY: as above.
-        _ => Err(unsafe { connection_error(db) }),
+/// `stmt` must be a statement on a row with a column `i`, used by this thread only.
+unsafe fn column_text(stmt: *mut ffi::sqlite3_stmt, i: c_int) -> String {
+    // SAFETY: the caller's promise; SQLite's text stays valid until the next call on the
+    // statement, and is copied before it.
+    unsafe {
+        let text = ffi::sqlite3_column_text(stmt, i);
+        let len = usize::try_from(ffi::sqlite3_column_bytes(stmt, i)).unwrap_or(0);
+        let bytes = if text.is_null() { &[][..] } else { std::slice::from_raw_parts(text, len) };
+        String::from_utf8_lossy(bytes).into_owned()
     }
 }
 

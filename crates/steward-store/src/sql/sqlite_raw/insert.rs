@@ -8,12 +8,11 @@
 //! and stepped on the calling thread.
 
 use std::ffi::c_int;
-use std::ptr::NonNull;
 
 use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 
-use super::statement::{Statement, connection_error};
+use super::statement::{Statements, connection_error};
 use crate::StoreError;
 use crate::sql::dialect::{Arg, row_placeholders, whole_rows};
 
@@ -36,10 +35,10 @@ pub async fn insert_rows(
     whole_rows(path, width, values.len())?;
     let mut handle =
         conn.lock_handle().await.map_err(|source| StoreError::Database { path: path.to_string(), source })?;
-    let db = handle.as_raw_handle();
+    // SAFETY: the connection is locked to us until `handle` is dropped, after `statements`.
+    let mut statements = unsafe { Statements::new(handle.as_raw_handle()) };
     let sql = row_insert(insert, width);
-    // SAFETY: the connection is locked to us until `handle` is dropped, after `step_rows`.
-    unsafe { step_rows(db, &sql, width, values) }
+    step_rows(&mut statements, &sql, width, values)
         .map_err(|message| StoreError::Write { path: path.to_string(), message })
 }
 
@@ -48,26 +47,20 @@ pub fn row_insert(insert: &str, width: usize) -> String {
     format!("{insert} VALUES {}", row_placeholders(width))
 }
 
-/// Prepares `sql` (a [`row_insert`]) on `db` and steps it once per `width` values of `values`:
-/// SQLite's error message when preparing, binding or a step fails.
-///
-/// # Safety
-///
-/// `db` must be an open connection that no other thread uses during the call.
-pub unsafe fn step_rows(db: NonNull<ffi::sqlite3>, sql: &str, width: usize, values: &[Arg<'_>]) -> Result<(), String> {
-    // SAFETY: the caller's promise; the statement is dropped before this function returns.
-    let Some(statement) = (unsafe { Statement::prepare(db, sql) }) else {
-        // SAFETY: as above.
-        return Err(unsafe { connection_error(db) });
-    };
-    let stmt = statement.as_ptr();
+/// Steps the statement of `sql` (a [`row_insert`], prepared once per connection, see
+/// [`Statements`]) once per `width` values of `values`: SQLite's error message when preparing,
+/// binding or a step fails.
+pub fn step_rows(statements: &mut Statements, sql: &str, width: usize, values: &[Arg<'_>]) -> Result<(), String> {
+    let db = statements.db();
+    let stmt = statements.get(sql)?;
     for row in values.chunks(width) {
         for (i, value) in row.iter().enumerate() {
             let index = c_int::try_from(i + 1).map_err(|_| "too many columns".to_string())?;
-            // SAFETY: a statement of the locked connection, `index` within its parameters
-            // (SQLite reports one that is not); a text is bound without a copy
-            // (`SQLITE_STATIC`) and outlives the statement's use of it: the statement is
-            // stepped, then reset and rebound or finalized, while `values` is borrowed.
+            // SAFETY: a statement of `statements`' connection, on its thread (the promise of
+            // `Statements::new`), `index` within its parameters (SQLite reports one that is
+            // not); a text is bound without a copy (`SQLITE_STATIC`) and outlives the
+            // statement's use of it: the statement is stepped and reset while `values` is
+            // borrowed, and its bindings are cleared before its next use (`Statements::get`).
             let bound = unsafe {
                 match value {
                     Arg::Text(text) | Arg::OptText(Some(text)) => ffi::sqlite3_bind_text64(
@@ -88,7 +81,7 @@ pub unsafe fn step_rows(db: NonNull<ffi::sqlite3>, sql: &str, width: usize, valu
                 return Err(unsafe { connection_error(db) });
             }
         }
-        // SAFETY: a statement of the locked connection with every parameter bound.
+        // SAFETY: as above, with every parameter bound.
         let stepped = unsafe { ffi::sqlite3_step(stmt) };
         // SAFETY: as above; the error is read before the reset, which keeps it anyway.
         let error = (stepped != ffi::SQLITE_DONE).then(|| unsafe { connection_error(db) });

@@ -15,13 +15,15 @@ use std::time::Duration;
 
 use libsqlite3_sys as ffi;
 
-use super::statement::{Statement, connection_error, execute};
+use super::statement::{Statement, Statements, connection_error, execute};
 use crate::sql::apply::HEAD_SQL;
 
 /// A connection to a database file in WAL mode that only the thread holding it uses, closed
 /// when dropped.
 pub struct OwnConnection {
     db: NonNull<ffi::sqlite3>,
+    /// The statements of its batches, kept from one batch to the next.
+    statements: Statements,
     /// The `synchronous` setting as last set: 0 unknown, 1 NORMAL, 2 FULL.
     synchronous: u8,
 }
@@ -54,7 +56,9 @@ impl OwnConnection {
         // handle (also on failure, which `own` then closes).
         let opened = unsafe { ffi::sqlite3_open_v2(name.as_ptr(), &mut raw, flags, null()) };
         let Some(db) = NonNull::new(raw) else { return Err("SQLite could not allocate a connection".into()) };
-        let mut own = OwnConnection { db, synchronous: 0 };
+        // SAFETY: the connection is this value's, used by whoever holds it, and closed after
+        // its statements are finalized (see `Drop`).
+        let mut own = OwnConnection { db, statements: unsafe { Statements::new(db) }, synchronous: 0 };
         if opened != ffi::SQLITE_OK {
             // SAFETY: the handle is open (failed opens return one that holds the error) and ours.
             return Err(unsafe { connection_error(db) });
@@ -82,9 +86,9 @@ impl OwnConnection {
         Ok(own)
     }
 
-    /// The connection, for SQLite's calls on the thread that holds `self`.
-    pub fn db(&mut self) -> NonNull<ffi::sqlite3> {
-        self.db
+    /// The connection's statements, for SQLite's calls on the thread that holds `self`.
+    pub fn statements(&mut self) -> &mut Statements {
+        &mut self.statements
     }
 
     /// The `synchronous` setting as last set (1 NORMAL, 2 FULL), 0 when in doubt.
@@ -121,8 +125,10 @@ impl OwnConnection {
 
 impl Drop for OwnConnection {
     fn drop(&mut self) {
-        // SAFETY: the connection is ours and closed once; every statement prepared on it was
-        // finalized (`Statement` finalizes when dropped; none outlives a call).
+        // Finalized first: a connection with statements left does not close.
+        self.statements.clear();
+        // SAFETY: the connection is ours and closed once, with every statement prepared on it
+        // finalized (the kept ones just now; any other is dropped within the call that made it).
         unsafe {
             ffi::sqlite3_close(self.db.as_ptr());
         }

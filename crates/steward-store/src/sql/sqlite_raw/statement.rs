@@ -44,6 +44,59 @@ impl Drop for Statement {
     }
 }
 
+/// The statements of one connection, each prepared on its first use and kept for the next
+/// (a batch of inserts prepares the same few every time), finalized when dropped.
+pub struct Statements {
+    db: NonNull<ffi::sqlite3>,
+    kept: Vec<(String, Statement)>,
+}
+
+impl Statements {
+    /// Statements of `db`, none prepared yet.
+    ///
+    /// # Safety
+    ///
+    /// `db` must be an open connection that only the thread holding the value uses, and stays
+    /// open until the value is dropped.
+    pub unsafe fn new(db: NonNull<ffi::sqlite3>) -> Statements {
+        Statements { db, kept: Vec::new() }
+    }
+
+    /// The connection.
+    pub fn db(&self) -> NonNull<ffi::sqlite3> {
+        self.db
+    }
+
+    /// The statement of `sql` (its first statement), prepared now or kept from an earlier use,
+    /// reset and with no parameter bound: SQLite's error message when preparing fails. Valid
+    /// until `self` is dropped.
+    pub fn get(&mut self, sql: &str) -> Result<*mut ffi::sqlite3_stmt, String> {
+        if let Some((_, statement)) = self.kept.iter().find(|(kept, _)| kept == sql) {
+            let stmt = statement.as_ptr();
+            // SAFETY: a statement of the connection `new` was promised, on its thread; a reset
+            // ends a use that was left midway, and no text bound without a copy outlives it.
+            unsafe {
+                ffi::sqlite3_reset(stmt);
+                ffi::sqlite3_clear_bindings(stmt);
+            }
+            return Ok(stmt);
+        }
+        // SAFETY: as above; the statement is finalized when `self` drops it.
+        let Some(statement) = (unsafe { Statement::prepare(self.db, sql) }) else {
+            // SAFETY: as above.
+            return Err(unsafe { connection_error(self.db) });
+        };
+        let stmt = statement.as_ptr();
+        self.kept.push((sql.to_string(), statement));
+        Ok(stmt)
+    }
+
+    /// Finalizes every kept statement (before the connection closes).
+    pub fn clear(&mut self) {
+        self.kept.clear();
+    }
+}
+
 /// Prepares `sql` on `db` and steps it to its end, its rows (if any) unread: SQLite's error
 /// message when preparing or a step fails.
 ///
