@@ -207,3 +207,25 @@ async fn the_writers_kept_statements_hold_no_snapshot_between_batches() {
     store.append_audit_if_running(entry(4), OnDisk::BeforeReturn).await.unwrap().expect("running");
     assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 7 });
 }
+
+/// Queued writes, which the writer inserts on its own connection, followed by a write that is
+/// not an insert (a run's update, applied statement by statement on sqlx's connection), are
+/// all stored, in order: neither connection holds the write lock past its batch.
+#[tokio::test]
+async fn queued_writes_then_a_run_update_are_all_stored() {
+    use crate::common::records::event;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+    let mut r = run("run_a", chrono::Utc::now());
+    store.insert_run(&r).await.unwrap();
+    for round in 1..=3 {
+        for seq in 1..=40 {
+            store.append_event(&event("run_a", round * 100 + seq)).await.unwrap();
+        }
+        r.rounds = round as u32;
+        store.update_run(&r).await.unwrap();
+    }
+    assert_eq!(store.events("run_a", 0).await.unwrap().len(), 120);
+    assert_eq!(store.get_run("run_a").await.unwrap().map(|r| r.rounds), Some(3));
+    store.flush().await.unwrap();
+}
