@@ -261,16 +261,6 @@ pub trait ConversationStore: Send + Sync {
     /// which, as for [`RunStore::insert_run`], may reach the disk only with the next durable write.
     async fn upsert_conversation(&self, conversation: &ConversationRecord) -> Result<(), StoreError>;
 
-    /// Queues the insert or replacement of a conversation and returns once it is ordered after
-    /// every earlier write (not necessarily committed): it commits with the next batch, so a
-    /// run's new turn and the run's record that follows it commit together, at the latest by
-    /// the next write somebody waits for or [`Store::flush`], which also reports a failure to
-    /// write it. Reads through this store see it at once. By default the same as
-    /// [`ConversationStore::upsert_conversation`].
-    async fn queue_conversation(&self, conversation: &ConversationRecord) -> Result<(), StoreError> {
-        self.upsert_conversation(conversation).await
-    }
-
     /// Conversations of an owner, oldest first.
     async fn conversations(&self, owner_id: &str) -> Result<Vec<ConversationRecord>, StoreError>;
 

@@ -635,28 +635,6 @@ both! {
 
 both! {
     #[tokio::test]
-    async fn a_queued_conversation_is_read_at_once_and_kept_once_flushed(db: Db) {
-        let now = Utc::now();
-        let fresh = run(&new_id("run_"), now);
-        let turn = ConversationTurn { message: "list files".into(), run_id: fresh.id.clone(), reply: String::new(), at: now };
-        let conversation = conversation(vec![turn], now);
-        {
-            let store = db.open().await;
-            store.queue_conversation(&conversation).await.unwrap();
-            // A read through the store sees what was queued on it.
-            assert_eq!(store.conversation(&conversation.id).await.unwrap().as_ref(), Some(&conversation));
-            store.queue_conversation(&conversation).await.unwrap();
-            store.insert_run(&fresh).await.unwrap();
-            store.flush().await.unwrap();
-        }
-        let store = db.open().await;
-        assert_eq!(store.conversations("local:alice").await.unwrap(), vec![conversation]);
-        assert_eq!(store.get_run(&fresh.id).await.unwrap().as_ref(), Some(&fresh));
-    }
-}
-
-both! {
-    #[tokio::test]
     async fn mcp_tokens_round_trip_revoke_and_touch(db: Db) {
         let store = db.open().await;
         let now = Utc::now();

@@ -130,9 +130,7 @@ pub async fn join(store: &dyn Store, owner_id: &str, workspace: &str, thread: &T
 }
 
 /// Records `task` (redacted) as the turn of `joined` handled by `run_id`; a conversation the
-/// web UI had ended is open again. The write is queued: it commits with the run's record,
-/// which the run inserts next, and a failure to write it is reported when the store is next
-/// flushed (at the latest as the process ends).
+/// web UI had ended is open again.
 pub async fn add_turn(store: &dyn Store, joined: &mut Joined, task: &str, run_id: &str) -> Result<()> {
     joined.record.turns.push(ConversationTurn {
         message: redactor().redact(task),
@@ -141,6 +139,6 @@ pub async fn add_turn(store: &dyn Store, joined: &mut Joined, task: &str, run_id
         at: SystemClock.now(),
     });
     joined.record.ended_at = None;
-    store.queue_conversation(&joined.record).await?;
+    store.upsert_conversation(&joined.record).await?;
     Ok(())
 }

@@ -269,8 +269,8 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
     /// default; SQLite opens a connection of the writer's own there).
     fn writer_starts(&self) {}
 
-    /// Called on the writer's thread after its last write, before its pool closes (nothing to
-    /// do by default; SQLite closes the writer's own connection).
+    /// Called on the writer's thread when it stops, after its last write and its pool's close,
+    /// or when it panics (nothing to do by default; SQLite closes the writer's own connection).
     fn writer_stops(&self) {}
 
     /// Forces every relaxed commit so far to disk without a new transaction (after

@@ -179,17 +179,6 @@ impl<D: Dialect> SqlStore<D> {
         rx.await.map_err(|_| self.closed())?
     }
 
-    async fn put_document<T: serde::Serialize>(
-        &self,
-        table: DocumentTable,
-        id: &str,
-        key: &str,
-        created_at: &steward_protocol::Timestamp,
-        record: &T,
-    ) -> Result<(), StoreError> {
-        self.write(self.document(table, id, key, created_at, record)?).await
-    }
-
     /// The write that inserts or replaces `record` as document `id` of `table`. Errors:
     /// [`StoreError::Invalid`] when `record` cannot be serialised.
     fn document<T: serde::Serialize>(

@@ -118,8 +118,8 @@ impl SqliteDialect {
         works: &[&super::work::Work],
         durable: bool,
     ) -> Option<(Result<Vec<super::work::Applied>, super::work::BatchError>, bool)> {
-        let mut own = self.own.lock().ok()?;
-        let own = own.as_mut()?;
+        let mut slot = self.own.lock().ok()?;
+        let own = slot.as_mut()?;
         let change = self.wal.as_ref().and_then(|_| SynchronousChange::from(own.synchronous(), durable));
         let (outcome, set) = super::sqlite_raw::apply_own(own, shared, works, change.as_ref().map(|c| c.sql));
         match change {
@@ -127,6 +127,13 @@ impl SqliteDialect {
             // The `PRAGMA` failed: the setting is in doubt.
             Some(_) => own.set_synchronous(0),
             None => {}
+        }
+        if own.in_transaction() {
+            // A failed batch that could not be rolled back would keep the file's write lock
+            // for as long as the process runs: closing the connection rolls it back, and the
+            // writer goes on with sqlx's.
+            tracing::warn!(path = %shared.path, "the writer's own connection was left in a transaction: closed");
+            slot.take();
         }
         Some((outcome, self.forced(durable)))
     }
@@ -276,10 +283,10 @@ impl Dialect for SqliteDialect {
         }
     }
 
+    /// Also after a panic of the writer (the slot's lock then poisoned): closing the
+    /// connection rolls back a transaction it had open.
     fn writer_stops(&self) {
-        if let Ok(mut slot) = self.own.lock() {
-            slot.take();
-        }
+        self.own.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
     }
 
     fn sync_relaxed(&self) -> std::io::Result<()> {

@@ -73,7 +73,8 @@ impl<D: Dialect> RunStore for SqlStore<D> {
     }
 
     async fn upsert_rollback(&self, record: &RollbackRecord) -> Result<(), StoreError> {
-        self.put_document(DocumentTable::Rollbacks, &record.token, &record.run_id, &record.created_at, record).await
+        let doc = self.document(DocumentTable::Rollbacks, &record.token, &record.run_id, &record.created_at, record)?;
+        self.write(doc).await
     }
 
     async fn rollbacks(&self, run_id: &str) -> Result<Vec<RollbackRecord>, StoreError> {
@@ -189,7 +190,8 @@ impl<D: Dialect> ApprovalStore for SqlStore<D> {
     }
 
     async fn upsert_grant(&self, grant: &GrantRecord) -> Result<(), StoreError> {
-        self.put_document(DocumentTable::Grants, &grant.id, &grant.owner_id, &grant.created_at, grant).await
+        let doc = self.document(DocumentTable::Grants, &grant.id, &grant.owner_id, &grant.created_at, grant)?;
+        self.write(doc).await
     }
 
     async fn grants(&self, owner_id: &str) -> Result<Vec<GrantRecord>, StoreError> {
@@ -237,11 +239,6 @@ impl<D: Dialect> ConversationStore for SqlStore<D> {
     async fn upsert_conversation(&self, c: &ConversationRecord) -> Result<(), StoreError> {
         let doc = self.document(DocumentTable::Conversations, &c.id, &c.owner_id, &c.created_at, c)?;
         self.write(doc).await
-    }
-
-    async fn queue_conversation(&self, c: &ConversationRecord) -> Result<(), StoreError> {
-        let doc = self.document(DocumentTable::Conversations, &c.id, &c.owner_id, &c.created_at, c)?;
-        self.enqueue(doc, Reply::Nobody).await
     }
 
     async fn conversations(&self, owner_id: &str) -> Result<Vec<ConversationRecord>, StoreError> {

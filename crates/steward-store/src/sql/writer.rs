@@ -80,7 +80,7 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
     let mut state = Durability { anchor_synced: Some(Instant::now()), ..Durability::default() };
     // Whoever waits for the disk from now on hears that nothing more will reach it, also when
     // this task ends by a panic.
-    let _stopped = Stopped(&shared.on_disk);
+    let _stopped = Stopped(&shared);
     shared.dialect.writer_starts();
     while let Some(first) = queue.recv().await {
         let mut batch = vec![first];
@@ -107,17 +107,18 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
     if !state.unsynced || sync_now(&shared, &mut state).is_ok() {
         advance_anchor(&shared, &mut state, true);
     }
-    shared.dialect.writer_stops();
     pool.close().await;
 }
 
 /// Says, when dropped, that the writer stopped: waits for the disk ([`Shared::on_disk`]) then
-/// end with an error instead of waiting for ever.
-struct Stopped<'a>(&'a tokio::sync::watch::Sender<super::work::Synced>);
+/// end with an error instead of waiting for ever, and the dialect lets go of what the writer
+/// held ([`Dialect::writer_stops`]).
+struct Stopped<'a, D: Dialect>(&'a Shared<D>);
 
-impl Drop for Stopped<'_> {
+impl<D: Dialect> Drop for Stopped<'_, D> {
     fn drop(&mut self) {
-        self.0.send_modify(|synced| synced.fail("the store's writer stopped".into()));
+        self.0.dialect.writer_stops();
+        self.0.on_disk.send_modify(|synced| synced.fail("the store's writer stopped".into()));
     }
 }
 
@@ -240,7 +241,19 @@ async fn apply_and_answer<D: Dialect>(
                 answer(shared, pending.reply, Err(error));
             }
         }
-        Err(BatchError::Write(_)) => retry_one_by_one(&mut conn, shared, state, batch, forced, flush).await,
+        Err(BatchError::Write(_)) => {
+            // The retry commits on this connection, which may not be the one the batch failed
+            // on (SQLite's writer inserts on a connection of its own): as durable as this one
+            // is set for.
+            let forced = match shared.dialect.prepare_commit(&mut conn, &shared.path, durable).await {
+                Ok(forced) => forced,
+                Err(error) => {
+                    fail_all(shared, batch, &error.to_string());
+                    return;
+                }
+            };
+            retry_one_by_one(&mut conn, shared, state, batch, forced, flush).await
+        }
     }
 }
 

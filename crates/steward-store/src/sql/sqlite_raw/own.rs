@@ -35,8 +35,8 @@ impl std::fmt::Debug for OwnConnection {
 }
 
 // SAFETY: the connection is used by one thread at a time (whoever holds the value; the store
-// keeps it behind a mutex), and SQLite's default build (serialized threading) lets a
-// connection move between threads.
+// keeps it behind a mutex); opened with `SQLITE_OPEN_NOMUTEX` (multi-thread mode) it may move
+// between threads as long as no two use it at once.
 unsafe impl Send for OwnConnection {}
 
 impl OwnConnection {
@@ -89,6 +89,12 @@ impl OwnConnection {
     /// The connection's statements, for SQLite's calls on the thread that holds `self`.
     pub fn statements(&mut self) -> &mut Statements {
         &mut self.statements
+    }
+
+    /// Whether a transaction is open (one a failed batch could not roll back).
+    pub fn in_transaction(&self) -> bool {
+        // SAFETY: an open connection, used by the thread that holds `self`.
+        unsafe { ffi::sqlite3_get_autocommit(self.db.as_ptr()) == 0 }
     }
 
     /// The `synchronous` setting as last set (1 NORMAL, 2 FULL), 0 when in doubt.
