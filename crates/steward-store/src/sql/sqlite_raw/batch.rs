@@ -10,15 +10,13 @@
 //! worker once (or is the writer's own, and is not taken from anyone) and everything runs on this
 //! thread ([`on_this_thread`]), the commit's disk sync included.
 
-use std::ffi::c_int;
-
 use libsqlite3_sys as ffi;
 use sqlx::SqliteConnection;
 use steward_protocol::{AuditEntry, Event};
 
 use super::insert::{row_insert, step_rows};
 use super::own::OwnConnection;
-use super::statement::{Statements, connection_error, execute};
+use super::statement::{Statements, column_text, connection_error, execute};
 use crate::sql::apply::{
     AUDIT_WIDTH, EVENT_INSERT, EVENT_WIDTH, HEAD_SQL, RUN_STATUS_SQL, audit_insert, chain_audits, chain_head,
     document_upsert, event_rows, run_insert,
@@ -271,22 +269,6 @@ fn read_head(statements: &mut Statements) -> Result<Option<(i64, String)>, Strin
     // SAFETY: as above.
     unsafe { ffi::sqlite3_reset(stmt) };
     read
-}
-
-/// Column `i` of the row `stmt` is on, as text (copied; invalid UTF-8 replaced).
-///
-/// # Safety
-///
-/// `stmt` must be a statement on a row with a column `i`, used by this thread only.
-unsafe fn column_text(stmt: *mut ffi::sqlite3_stmt, i: c_int) -> String {
-    // SAFETY: the caller's promise; SQLite's text stays valid until the next call on the
-    // statement, and is copied before it.
-    unsafe {
-        let text = ffi::sqlite3_column_text(stmt, i);
-        let len = usize::try_from(ffi::sqlite3_column_bytes(stmt, i)).unwrap_or(0);
-        let bytes = if text.is_null() { &[][..] } else { std::slice::from_raw_parts(text, len) };
-        String::from_utf8_lossy(bytes).into_owned()
-    }
 }
 
 #[cfg(test)]

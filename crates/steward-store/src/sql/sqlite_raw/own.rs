@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use libsqlite3_sys as ffi;
 
-use super::statement::{Statement, Statements, connection_error, execute};
+use super::statement::{Statement, Statements, column_text, connection_error, execute};
 use crate::sql::apply::HEAD_SQL;
 
 /// A connection to a database file in WAL mode that only the thread holding it uses, closed
@@ -114,14 +114,7 @@ impl OwnConnection {
         unsafe {
             let Some(statement) = Statement::prepare(self.db, sql) else { return Err(connection_error(self.db)) };
             match ffi::sqlite3_step(statement.as_ptr()) {
-                ffi::SQLITE_ROW => {
-                    let text = ffi::sqlite3_column_text(statement.as_ptr(), 0);
-                    Ok(if text.is_null() {
-                        String::new()
-                    } else {
-                        std::ffi::CStr::from_ptr(text.cast()).to_string_lossy().into_owned()
-                    })
-                }
+                ffi::SQLITE_ROW => Ok(column_text(statement.as_ptr(), 0)),
                 ffi::SQLITE_DONE => Ok(String::new()),
                 _ => Err(connection_error(self.db)),
             }

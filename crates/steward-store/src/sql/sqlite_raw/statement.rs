@@ -139,3 +139,19 @@ pub unsafe fn connection_error(db: NonNull<ffi::sqlite3>) -> String {
         format!("{message} (SQLite code {code})")
     }
 }
+
+/// Column `i` of the row `stmt` is on, as text (copied; invalid UTF-8 replaced).
+///
+/// # Safety
+///
+/// `stmt` must be a statement on a row with a column `i`, used by this thread only.
+pub unsafe fn column_text(stmt: *mut ffi::sqlite3_stmt, i: c_int) -> String {
+    // SAFETY: the caller's promise; SQLite's text stays valid until the next call on the
+    // statement, and is copied before it.
+    unsafe {
+        let text = ffi::sqlite3_column_text(stmt, i);
+        let len = usize::try_from(ffi::sqlite3_column_bytes(stmt, i)).unwrap_or(0);
+        let bytes = if text.is_null() { &[][..] } else { std::slice::from_raw_parts(text, len) };
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+}
