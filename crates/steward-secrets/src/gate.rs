@@ -51,6 +51,15 @@ static KEYWORDS: LazyLock<Keywords> = LazyLock::new(|| {
     Keywords { automaton, rules }
 });
 
+/// Builds the secret rules' keyword automaton on the calling thread, unless a redaction has
+/// built it already: the one-time part of a process's first redaction (about half a
+/// millisecond). A caller with time to spare, such as a run waiting for its store to open,
+/// calls it so that its first redaction afterwards does not wait for the build. Calling it
+/// again does nothing.
+pub fn warm_up() {
+    LazyLock::force(&KEYWORDS);
+}
+
 /// Per rule, where in one text it has to run.
 pub(crate) struct Candidates {
     /// Per rule (by index in [`RULES`]): the byte ranges of runs of whole lines holding one of

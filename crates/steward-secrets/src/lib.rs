@@ -5,7 +5,7 @@
 //! - [`name_looks_secret`]: which variable, field and header names hold secrets.
 //! - [`scan_value`]: the scanner that says where secrets are in a JSON value (S2).
 //! - [`Redactor`]: the redactor applied at every boundary that leaves the process or reaches a
-//!   model (S3, case B13).
+//!   model (S3, case B13); [`warm_up`] builds its keyword automaton ahead of the first use.
 //!
 //! Everything here is synchronous and has no side effects; only [`secret_file_values`] reads
 //! the filesystem.
@@ -19,6 +19,7 @@ mod redact;
 mod scan;
 mod secrets;
 
+pub use gate::warm_up;
 pub use names::name_looks_secret;
 pub use patterns::REDACTED;
 pub use redact::Redactor;

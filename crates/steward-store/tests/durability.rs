@@ -229,3 +229,25 @@ async fn queued_writes_then_a_run_update_are_all_stored() {
     assert_eq!(store.get_run("run_a").await.unwrap().map(|r| r.rounds), Some(3));
     store.flush().await.unwrap();
 }
+
+/// A store opened on a database whose schema is current opens sqlx's write connection only
+/// when a write first needs it (a run's update; the writer inserts on a connection of its
+/// own): the writes before, through and after it are all stored.
+#[tokio::test]
+async fn a_reopened_store_opens_its_write_connection_when_a_write_needs_it() {
+    use crate::common::records::event;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+    let mut r = run("run_a", chrono::Utc::now());
+    store.insert_run(&r).await.unwrap();
+    store.close().await.unwrap();
+    drop(store);
+    let store = SqliteStore::open_state_dir(dir.path(), StoreOptions::default()).await.unwrap();
+    store.append_event(&event("run_a", 1)).await.unwrap();
+    r.rounds = 2;
+    store.update_run(&r).await.unwrap();
+    store.append_event(&event("run_a", 2)).await.unwrap();
+    assert_eq!(store.events("run_a", 0).await.unwrap().len(), 2);
+    assert_eq!(store.get_run("run_a").await.unwrap().map(|r| r.rounds), Some(2));
+    store.flush().await.unwrap();
+}

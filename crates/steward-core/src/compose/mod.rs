@@ -288,6 +288,9 @@ pub async fn prepare(mut config: Config, workspace: &Path, options: &RunOptions)
     };
     let telemetry = crate::telemetry::settings_for(&config, options.env, &mut warnings);
     ask_context_window_early(&planner);
+    // The first redaction's one-time work, done now: the caller may still be waiting for its
+    // store to open, and the run's first writes (its conversation, its record) redact.
+    steward_secrets::warm_up();
     Ok(Prepared { workspace: workspace.to_path_buf(), config, policy, tools, planner, roles, warnings, telemetry })
 }
 

@@ -290,6 +290,20 @@ pub trait Dialect: Send + Sync + std::fmt::Debug + Sized + 'static {
         async { Ok(()) }
     }
 
+    /// Applies a batch made of inserts only, as [`Dialect::apply_inserts`] answers, without a
+    /// connection of the write pool, where the writer has one of its own (SQLite's, opened by
+    /// [`Dialect::writer_starts`]): `None` when it has none (the default) or when `works` holds
+    /// another kind of write, and the writer then takes the pool's.
+    fn apply_unpooled(
+        &self,
+        shared: &Shared<Self>,
+        works: &[&Work],
+        durable: bool,
+    ) -> Option<(Result<Vec<Applied>, BatchError>, bool)> {
+        let _ = (shared, works, durable);
+        None
+    }
+
     /// Applies a batch made of inserts only (a run's record, documents, events and audit
     /// records: the writes of a run's start and of its steps) in one transaction and with fewer
     /// hand-overs between threads than a statement at a time, where this database has a way

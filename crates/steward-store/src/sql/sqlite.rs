@@ -109,34 +109,6 @@ impl SqliteDialect {
     pub fn forced(&self, durable: bool) -> bool {
         self.wal.is_none() || durable
     }
-
-    /// Applies `works` (inserts only) on the writer's own connection, as
-    /// [`Dialect::apply_inserts`] answers: `None` when the writer has none.
-    fn apply_own(
-        &self,
-        shared: &super::work::Shared<Self>,
-        works: &[&super::work::Work],
-        durable: bool,
-    ) -> Option<(Result<Vec<super::work::Applied>, super::work::BatchError>, bool)> {
-        let mut slot = self.own.lock().ok()?;
-        let own = slot.as_mut()?;
-        let change = self.wal.as_ref().and_then(|_| SynchronousChange::from(own.synchronous(), durable));
-        let (outcome, set) = super::sqlite_raw::apply_own(own, shared, works, change.as_ref().map(|c| c.sql));
-        match change {
-            Some(change) if set => own.set_synchronous(change.wanted),
-            // The `PRAGMA` failed: the setting is in doubt.
-            Some(_) => own.set_synchronous(0),
-            None => {}
-        }
-        if own.in_transaction() {
-            // A failed batch that could not be rolled back would keep the file's write lock
-            // for as long as the process runs: closing the connection rolls it back, and the
-            // writer goes on with sqlx's.
-            tracing::warn!(path = %shared.path, "the writer's own connection was left in a transaction: closed");
-            slot.take();
-        }
-        Some((outcome, self.forced(durable)))
-    }
 }
 
 /// `query` with `args` bound in order.
@@ -254,14 +226,40 @@ impl Dialect for SqliteDialect {
         if !super::sqlite_raw::inserts_only(works) {
             return None;
         }
-        if let Some(done) = self.apply_own(shared, works, durable) {
-            return Some(done);
-        }
         let change = self.synchronous_change(durable);
         let pragma = change.as_ref().map(|c| c.sql);
         let (outcome, set) = super::sqlite_raw::apply_inserts(conn, shared, works, pragma).await;
         if let (true, Some(change)) = (set, change) {
             self.synchronous_set(change);
+        }
+        Some((outcome, self.forced(durable)))
+    }
+
+    fn apply_unpooled(
+        &self,
+        shared: &super::work::Shared<Self>,
+        works: &[&super::work::Work],
+        durable: bool,
+    ) -> Option<(Result<Vec<super::work::Applied>, super::work::BatchError>, bool)> {
+        if !super::sqlite_raw::inserts_only(works) {
+            return None;
+        }
+        let mut slot = self.own.lock().ok()?;
+        let own = slot.as_mut()?;
+        let change = self.wal.as_ref().and_then(|_| SynchronousChange::from(own.synchronous(), durable));
+        let (outcome, set) = super::sqlite_raw::apply_own(own, shared, works, change.as_ref().map(|c| c.sql));
+        match change {
+            Some(change) if set => own.set_synchronous(change.wanted),
+            // The `PRAGMA` failed: the setting is in doubt.
+            Some(_) => own.set_synchronous(0),
+            None => {}
+        }
+        if own.in_transaction() {
+            // A failed batch that could not be rolled back would keep the file's write lock
+            // for as long as the process runs: closing the connection rolls it back, and the
+            // writer goes on with sqlx's.
+            tracing::warn!(path = %shared.path, "the writer's own connection was left in a transaction: closed");
+            slot.take();
         }
         Some((outcome, self.forced(durable)))
     }
@@ -361,26 +359,7 @@ impl SqlStore<SqliteDialect> {
                 .map_err(|e| io(std::io::Error::other(e.to_string())))?
                 .map_err(io)?,
         };
-        let read = SqlitePoolOptions::new().max_connections(READ_POOL_SIZE).connect_lazy_with(connect.clone());
-        let writing = SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .test_before_acquire(false)
-            .connect_with(connect);
-        // The first read (crash recovery's) needs a connection of its own, which parses the
-        // schema again: for a database in WAL mode already (no switch of journal mode to race
-        // with), it is opened beside the writer's, on a thread of its own, and waits in the
-        // pool. A failure is left for that first read to report.
-        let reading = async {
-            if in_wal_mode {
-                drop(read.acquire().await);
-            }
-        };
-        let (write, ()) = tokio::join!(writing, reading);
-        let write = write.map_err(|source| StoreError::Open { path: display.clone(), source })?;
-        migrate_with_retry(&write, &display).await?;
+        let (write, read) = pools(connect, in_wal_mode, &display).await?;
         drop(lock);
         let wal = (options.durability == Durability::Full).then(|| {
             let mut name = path.as_os_str().to_owned();
@@ -423,6 +402,60 @@ impl SqlStore<SqliteDialect> {
     }
 }
 
+/// The write and read pools of a database file opened with `connect`, its schema migrated.
+///
+/// A file in WAL mode already (`in_wal_mode`) is first asked on a read connection whether its
+/// schema is current ([`schema_is_current`]): then nothing needs sqlx's write connection at
+/// start, and it opens when a write first takes it (the writer inserts on a connection of its
+/// own, see [`SqliteDialect::writer_starts`]). A new file, or one whose schema is behind, opens
+/// the write connection at once: switching the file to WAL mode and the migrations run on it.
+///
+/// Errors: [`StoreError::Open`] when the write connection cannot be opened,
+/// [`StoreError::Migrate`].
+async fn pools(
+    connect: SqliteConnectOptions,
+    in_wal_mode: bool,
+    path: &str,
+) -> Result<(SqlitePool, SqlitePool), StoreError> {
+    let read = SqlitePoolOptions::new().max_connections(READ_POOL_SIZE).connect_lazy_with(connect.clone());
+    let write =
+        SqlitePoolOptions::new().max_connections(1).idle_timeout(None).max_lifetime(None).test_before_acquire(false);
+    // The read connection opened for the question waits in the pool for the first read (crash
+    // recovery's). A failure leaves the question unanswered, for the migrations to settle.
+    if in_wal_mode && schema_is_current(&read).await {
+        settle(&read).await;
+        return Ok((write.connect_lazy_with(connect), read));
+    }
+    let write = write
+        .min_connections(1)
+        .connect_with(connect)
+        .await
+        .map_err(|source| StoreError::Open { path: path.to_string(), source })?;
+    migrate_with_retry(&write, path).await?;
+    Ok((write, read))
+}
+
+/// Waits, for a few turns of the runtime at most, until the connection that answered the
+/// schema question is idle in `pool` again: sqlx gives a connection back from a task of its
+/// own, after a round trip to the connection's thread, and the first read (crash recovery's)
+/// that came before would open a second connection (a thread, the file, the schema parsed
+/// again) instead of taking it.
+async fn settle(pool: &SqlitePool) {
+    for _ in 0..64 {
+        if pool.num_idle() > 0 {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Whether the database records every migration already ([`migrate::is_current`], one
+/// statement on a connection of `pool`); false when it cannot be read.
+async fn schema_is_current(pool: &SqlitePool) -> bool {
+    let applied = sqlx::query_as::<_, (i64, Vec<u8>, bool)>(migrate::APPLIED).fetch_all(pool).await;
+    applied.is_ok_and(|applied| migrate::is_current(migrate::sqlite(), &applied))
+}
+
 /// Creates the parent directory (0700) and the file (0600) before SQLite does, so neither is
 /// ever readable by others; tightens an existing file that is. True when the file holds a
 /// database in WAL mode already (its header's read and write versions are 2, see SQLite's
@@ -459,8 +492,7 @@ fn prepare_file(path: &Path) -> std::io::Result<bool> {
 /// ([`migrate::is_current`], one statement). SQLite migrations take no lock, so two processes
 /// opening a new file at once can collide; the loser retries and then finds the schema in place.
 async fn migrate_with_retry(pool: &SqlitePool, path: &str) -> Result<(), StoreError> {
-    let applied = sqlx::query_as::<_, (i64, Vec<u8>, bool)>(migrate::APPLIED).fetch_all(pool).await;
-    if applied.is_ok_and(|applied| migrate::is_current(migrate::sqlite(), &applied)) {
+    if schema_is_current(pool).await {
         return Ok(());
     }
     let mut attempt = 0;
@@ -499,6 +531,32 @@ mod tests {
         let store = SqlStore::<SqliteDialect>::open(&rollback, StoreOptions::default()).await.unwrap();
         drop(store);
         assert!(prepare_file(&rollback).unwrap(), "switched to WAL by open");
+    }
+
+    /// A new file opens sqlx's write connection at once (the switch to WAL mode and the
+    /// migrations run on it); a database in WAL mode whose schema is current leaves it to the
+    /// first write that takes it, and keeps the read connection that answered.
+    #[tokio::test]
+    async fn the_write_connection_of_a_current_database_opens_when_first_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let connect =
+            || SqliteConnectOptions::new().filename(&path).create_if_missing(true).journal_mode(SqliteJournalMode::Wal);
+        let (write, read) = pools(connect(), prepare_file(&path).unwrap(), "s.db").await.unwrap();
+        assert_eq!(write.size(), 1, "a new file");
+        write.close().await;
+        read.close().await;
+        let (write, read) = pools(connect(), prepare_file(&path).unwrap(), "s.db").await.unwrap();
+        assert_eq!(write.size(), 0, "a current database in WAL mode");
+        assert_eq!(read.size(), 1);
+        drop(write.acquire().await.unwrap());
+        assert_eq!(write.size(), 1, "opened by the first taker");
+        sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 11").execute(&write).await.unwrap();
+        write.close().await;
+        read.close().await;
+        let (write, _read) = pools(connect(), prepare_file(&path).unwrap(), "s.db").await.unwrap();
+        assert_eq!(write.size(), 1, "a schema behind this build's: migrated at once");
+        assert!(schema_is_current(&write).await);
     }
 
     /// A file store's writer inserts on a connection of its own, closed when the writer stops;

@@ -202,30 +202,36 @@ async fn apply_and_answer<D: Dialect>(
         }
         return;
     }
-    let mut conn = match pool.acquire().await {
-        Ok(conn) => conn,
-        Err(source) => {
-            let message = StoreError::Database { path: shared.path.clone(), source }.to_string();
-            fail_all(shared, batch, &message);
-            return;
-        }
-    };
     // A durable barrier (a flush) forces the anchor to disk too.
     let flush = batch.iter().any(|p| matches!(p.work, Work::Barrier { durable: true }));
     let works: Vec<&Work> = batch.iter().map(|p| &p.work).collect();
-    // Inserts only (a run's record, documents, events, audit records): in one call where the
-    // database can.
-    let (outcome, forced) = match shared.dialect.apply_inserts(&mut conn, shared, &works, durable).await {
+    // Inserts only (a run's record, documents, events, audit records): on the writer's own
+    // connection, else in one call on the pool's where the database can. The pool's connection
+    // is taken only when needed: it may not be open yet (see `SqliteStore::open`).
+    let mut pooled = None;
+    let (outcome, forced) = match shared.dialect.apply_unpooled(shared, &works, durable) {
         Some(done) => done,
         None => {
-            let forced = match shared.dialect.prepare_commit(&mut conn, &shared.path, durable).await {
-                Ok(forced) => forced,
-                Err(error) => {
-                    fail_all(shared, batch, &error.to_string());
+            let conn = match take_connection(pool, shared, &mut pooled).await {
+                Ok(conn) => conn,
+                Err(message) => {
+                    fail_all(shared, batch, &message);
                     return;
                 }
             };
-            (apply_batch(&mut conn, shared, &works).await, forced)
+            match shared.dialect.apply_inserts(conn, shared, &works, durable).await {
+                Some(done) => done,
+                None => {
+                    let forced = match shared.dialect.prepare_commit(conn, &shared.path, durable).await {
+                        Ok(forced) => forced,
+                        Err(error) => {
+                            fail_all(shared, batch, &error.to_string());
+                            return;
+                        }
+                    };
+                    (apply_batch(conn, shared, &works).await, forced)
+                }
+            }
         }
     };
     match outcome {
@@ -242,19 +248,45 @@ async fn apply_and_answer<D: Dialect>(
             }
         }
         Err(BatchError::Write(_)) => {
-            // The retry commits on this connection, which may not be the one the batch failed
-            // on (SQLite's writer inserts on a connection of its own): as durable as this one
-            // is set for.
-            let forced = match shared.dialect.prepare_commit(&mut conn, &shared.path, durable).await {
+            let conn = match take_connection(pool, shared, &mut pooled).await {
+                Ok(conn) => conn,
+                Err(message) => {
+                    fail_all(shared, batch, &message);
+                    return;
+                }
+            };
+            // The retry commits on the pool's connection, which may not be the one the batch
+            // failed on (SQLite's writer inserts on a connection of its own): as durable as
+            // this one is set for.
+            let forced = match shared.dialect.prepare_commit(conn, &shared.path, durable).await {
                 Ok(forced) => forced,
                 Err(error) => {
                     fail_all(shared, batch, &error.to_string());
                     return;
                 }
             };
-            retry_one_by_one(&mut conn, shared, state, batch, forced, flush).await
+            retry_one_by_one(conn, shared, state, batch, forced, flush).await
         }
     }
+}
+
+/// The write pool's connection for the rest of a batch: the one in `pooled`, else one taken
+/// from `pool` now and kept there.
+///
+/// Errors: the message of the pool's failure to give one (it could not open it, or it closed).
+async fn take_connection<'a, D: Dialect>(
+    pool: &Pool<D::DB>,
+    shared: &Shared<D>,
+    pooled: &'a mut Option<PoolConnection<D::DB>>,
+) -> Result<&'a mut PoolConnection<D::DB>, String> {
+    if let Some(conn) = pooled.take() {
+        return Ok(pooled.insert(conn));
+    }
+    let conn = pool
+        .acquire()
+        .await
+        .map_err(|source| StoreError::Database { path: shared.path.clone(), source }.to_string())?;
+    Ok(pooled.insert(conn))
 }
 
 /// Notes a committed batch (`works`, which gave `results`): its newest audit record, whether
