@@ -84,7 +84,7 @@ pub fn advance(path: &Path, seq: u64, hash: &str, starts_chain: bool) -> std::io
         }
         None => {}
     }
-    write_line(&file, seq, hash)?;
+    write_line(&file, seq, hash, text.len())?;
     if created {
         file.sync_data()?;
         sync_parent(path)?;
@@ -102,12 +102,18 @@ pub fn sync(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Writes `SEQ HASH\n` at offset 0, then cuts the file to that length (never empty between).
-fn write_line(file: &File, seq: u64, hash: &str) -> std::io::Result<()> {
+/// Writes `SEQ HASH\n` at offset 0 of the file of `old_len` bytes, then cuts it to that line
+/// when it was longer (never empty between). A later record's line is never shorter, so the
+/// file is cut only after a reset or garbling: a cut to the same length would still change the
+/// file's inode, a journal write of its own on every move.
+fn write_line(file: &File, seq: u64, hash: &str, old_len: usize) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     let line = format!("{seq} {hash}\n");
     file.write_all_at(line.as_bytes(), 0)?;
-    file.set_len(line.len() as u64)
+    if line.len() < old_len {
+        file.set_len(line.len() as u64)?;
+    }
+    Ok(())
 }
 
 /// Forces the directory entry of a new file to disk.
@@ -123,7 +129,8 @@ fn sync_parent(path: &Path) -> std::io::Result<()> {
 pub fn reset(path: &Path, seq: u64, hash: &str) -> std::io::Result<()> {
     let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(path)?;
     let _lock = Lock::exclusive(&file)?;
-    write_line(&file, seq, hash)?;
+    let old_len = usize::try_from(file.metadata()?.len()).unwrap_or(usize::MAX);
+    write_line(&file, seq, hash, old_len)?;
     file.sync_data()?;
     sync_parent(path)
 }

@@ -273,6 +273,56 @@ async fn audit_rows_on_sqlite_are_stored_as_appended() {
     assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 3 });
 }
 
+/// The audit table of an earlier schema (`seq BIGINT PRIMARY KEY`, an index of `seq` beside
+/// the table) is keyed by its rowid when the store opens: the same records, a chain that
+/// verifies and goes on from its head, one index fewer.
+#[tokio::test]
+async fn an_audit_table_of_the_earlier_schema_is_keyed_by_seq_when_opened() {
+    let db = Db::sqlite();
+    let store = db.open().await;
+    store.append_audit(entry("run_a", 1)).await.unwrap();
+    store.append_audit(entry("run_b", 2)).await.unwrap();
+    store.append_audit(entry("run_a", 3)).await.unwrap();
+    let before = store.audit_records(None).await.unwrap();
+    store.close().await.unwrap();
+    drop(store);
+    let audit_indexes = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit'";
+    let earlier = "CREATE TABLE audit_earlier (seq BIGINT PRIMARY KEY NOT NULL, id TEXT NOT NULL UNIQUE, \
+        at TEXT NOT NULL, agent TEXT NOT NULL, run_id TEXT NOT NULL, call_id TEXT NOT NULL, action TEXT NOT NULL, \
+        input TEXT NOT NULL, policy TEXT NOT NULL, risk DOUBLE PRECISION NOT NULL, outcome TEXT NOT NULL, \
+        latency_ms BIGINT NOT NULL, sandbox TEXT NOT NULL, approval_id TEXT NOT NULL, \
+        rollback_token TEXT NOT NULL, detail TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+        INSERT INTO audit_earlier SELECT * FROM audit;
+        DROP TABLE audit;
+        ALTER TABLE audit_earlier RENAME TO audit;
+        CREATE INDEX audit_run ON audit (run_id, seq);
+        DELETE FROM _sqlx_migrations WHERE version = 12";
+    db.tamper(earlier).await;
+    let count = |sql: &'static str| {
+        let path = db.path();
+        async move {
+            let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+            let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+            let (n,): (i64,) = sqlx::query_as(sql).fetch_one(&mut conn).await.unwrap();
+            conn.close().await.unwrap();
+            n
+        }
+    };
+    assert_eq!(count(audit_indexes).await, 3, "seq, id and run_id indexed in the earlier schema");
+
+    let store = db.open().await;
+    assert_eq!(store.audit_records(None).await.unwrap(), before);
+    let run_a: Vec<u64> = store.audit_records(Some("run_a")).await.unwrap().iter().map(|r| r.seq).collect();
+    assert_eq!(run_a, vec![1, 3]);
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 3 });
+    let next = store.append_audit(entry("run_a", 4)).await.unwrap();
+    assert_eq!((next.seq, next.prev_hash.as_str()), (4, before[2].hash.as_str()));
+    assert_eq!(store.verify_audit().await.unwrap(), AuditVerification::Valid { records: 4 });
+    store.close().await.unwrap();
+    drop(store);
+    assert_eq!(count(audit_indexes).await, 2, "seq is the rowid: only id and run_id are indexed");
+}
+
 /// A column holding a value of another type than the store writes, which SQLite allows and
 /// sqlx refuses to decode, or a text that is not UTF-8, makes its record `changed`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,11 +2,11 @@
 //! per write for both databases.
 
 use chrono::Utc;
-use steward_protocol::{AuditEntry, AuditRecord, Event};
+use steward_protocol::{AuditEntry, Event};
 
 use super::dialect::{Arg, Conn, Dialect, ReadRow, args, row_placeholders};
 use super::rows::{APPROVAL_COLUMNS, AUDIT_COLUMNS, FACT_COLUMNS, MCP_TOKEN_COLUMNS, RUN_COLUMNS, finite, to_i64};
-use super::work::{Applied, Document, Shared, Work};
+use super::work::{Applied, Chained, Document, Shared, Work};
 use crate::chain::{GENESIS_HASH, StoredFields, canonical_json, timestamp_text};
 use crate::{RunRecord, RunStatus, StoreError};
 
@@ -173,7 +173,7 @@ async fn one_audit<D: Dialect>(
 ) -> Result<Applied, StoreError> {
     let path = shared.path.as_str();
     let mut records = append_audits::<D>(conn, shared, &[entry], head).await?;
-    records.pop().map(|r| Applied::Audit(Box::new(r))).ok_or_else(|| StoreError::Write {
+    records.pop().map(Applied::Audit).ok_or_else(|| StoreError::Write {
         path: path.to_string(),
         message: "the audit write produced no record".into(),
     })
@@ -266,19 +266,21 @@ pub fn chain_head(path: &str, row: Option<(i64, String)>) -> Result<(u64, String
 }
 
 /// Audit records chained after a head, with the text forms that are both hashed and stored.
-pub struct ChainedAudits {
-    /// The records, oldest first.
-    pub records: Vec<AuditRecord>,
+pub struct ChainedAudits<'a> {
+    /// What the chain gave each entry, oldest first.
+    pub records: Vec<Chained>,
+    /// The entries, in the same order.
+    entries: &'a [&'a AuditEntry],
     /// Per record: `seq`, `risk` and `latency_ms` as checked, the time and the input as stored.
     stored: Vec<(i64, f64, i64, String, String)>,
 }
 
-impl ChainedAudits {
+impl ChainedAudits<'_> {
     /// The records' values, [`AUDIT_WIDTH`] per record in [`audit_insert`]'s order.
     pub fn rows(&self) -> Vec<Arg<'_>> {
         let mut args: Vec<Arg<'_>> = Vec::with_capacity(self.records.len() * AUDIT_WIDTH);
-        for (record, (seq, risk, latency_ms, at_text, input)) in self.records.iter().zip(&self.stored) {
-            let entry = &record.entry;
+        let each = self.records.iter().zip(self.entries).zip(&self.stored);
+        for ((record, entry), (seq, risk, latency_ms, at_text, input)) in each {
             args.extend(args![
                 *seq,
                 record.id.as_str(),
@@ -313,11 +315,11 @@ impl ChainedAudits {
 /// Chains `entries` after `head` (`(seq, hash)` of the chain's newest record), stamped now and
 /// keyed with the store's audit key. Errors: [`StoreError::Invalid`] for a risk that is not
 /// finite or a number over `i64::MAX`.
-pub fn chain_audits<D>(
+pub fn chain_audits<'a, D>(
     shared: &Shared<D>,
-    entries: &[&AuditEntry],
+    entries: &'a [&'a AuditEntry],
     head: (u64, String),
-) -> Result<ChainedAudits, StoreError> {
+) -> Result<ChainedAudits<'a>, StoreError> {
     let path = shared.path.as_str();
     let key = shared.audit_key.as_ref();
     let (mut last_seq, mut prev_hash) = head;
@@ -351,14 +353,14 @@ pub fn chain_audits<D>(
             detail: &entry.detail,
         };
         let hex = fields.hash_with(key, &prev_hash, &mut buf);
-        let hash = String::from_utf8_lossy(&hex).into_owned();
-        let record = AuditRecord { seq, id, at, entry: (*entry).clone(), prev_hash: prev_hash.clone(), hash };
+        // Lowercase hex digits: always ASCII.
+        let hash = std::str::from_utf8(&hex).map(str::to_owned).unwrap_or_default();
+        let record = Chained { seq, id, at, prev_hash: std::mem::replace(&mut prev_hash, hash.clone()), hash };
         last_seq = seq;
-        prev_hash = record.hash.clone();
         stored.push((to_i64(path, "audit seq", seq)?, risk, latency_ms, at_text, input));
         records.push(record);
     }
-    Ok(ChainedAudits { records, stored })
+    Ok(ChainedAudits { records, entries, stored })
 }
 
 /// Appends audit records to the chain in one insert ([`Dialect::insert_rows`]: one multi-row
@@ -370,7 +372,7 @@ pub async fn append_audits<D: Dialect>(
     shared: &Shared<D>,
     entries: &[&AuditEntry],
     head: &mut Option<(u64, String)>,
-) -> Result<Vec<AuditRecord>, StoreError> {
+) -> Result<Vec<Chained>, StoreError> {
     let path = shared.path.as_str();
     let db = |source| StoreError::Database { path: path.to_string(), source };
     let known = match head.take() {

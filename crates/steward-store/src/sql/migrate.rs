@@ -31,6 +31,7 @@ const SQLITE: &[(&str, &str)] = embedded!("sqlite":
     "0009_leases.sql",
     "0010_ledger_authority_token.sql",
     "0011_generated_tools.sql",
+    "0012_audit_seq_rowid.sql",
 );
 
 /// The PostgreSQL migrations, in version order.
@@ -157,6 +158,6 @@ mod tests {
     fn embedded_migrations_match_the_directories() {
         same_as_directory("sqlite", sqlite());
         same_as_directory("postgres", postgres());
-        assert_eq!(sqlite().iter().map(|m| m.version).collect::<Vec<_>>(), (1..=11).collect::<Vec<_>>());
+        assert_eq!(sqlite().iter().map(|m| m.version).collect::<Vec<_>>(), (1..=12).collect::<Vec<_>>());
     }
 }

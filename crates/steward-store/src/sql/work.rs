@@ -236,8 +236,31 @@ pub enum Reply {
 pub enum Applied {
     /// Nothing to report.
     Nothing,
-    /// The audit record appended.
-    Audit(Box<AuditRecord>),
+    /// The audit record appended, less its entry, which the write still holds.
+    Audit(Chained),
     /// Whether a conditional write changed a row.
     Flag(bool),
+}
+
+/// What the chain gave an appended audit entry: the [`AuditRecord`] without the entry, which
+/// stays with its write ([`Work::Audit`]) until a waiter is answered, so the entry of a record
+/// nobody waits for is never copied.
+pub struct Chained {
+    /// The record's place in the chain, from 1.
+    pub seq: u64,
+    /// `aud_` and 16 hex digits.
+    pub id: String,
+    /// When it was chained.
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// The hash of the record before it (64 hex digits).
+    pub prev_hash: String,
+    /// Its own hash (64 hex digits).
+    pub hash: String,
+}
+
+impl Chained {
+    /// The whole record, with the entry it was chained for.
+    pub fn into_record(self, entry: AuditEntry) -> AuditRecord {
+        AuditRecord { seq: self.seq, id: self.id, at: self.at, entry, prev_hash: self.prev_hash, hash: self.hash }
+    }
 }

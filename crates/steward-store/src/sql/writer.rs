@@ -43,7 +43,7 @@ use tokio::sync::mpsc;
 use super::apply::{append_audits, apply, insert_events};
 use super::dialect::Dialect;
 use super::on_this_thread;
-use super::work::{Applied, BatchError, DocumentTable, Pending, Reply, Shared, Work};
+use super::work::{Applied, BatchError, Chained, DocumentTable, Pending, Reply, Shared, Work};
 use crate::{OnDisk, StoreError};
 
 /// Most writes committed in one transaction.
@@ -83,7 +83,10 @@ pub async fn run<D: Dialect>(pool: Pool<D::DB>, shared: Arc<Shared<D>>, mut queu
     let _stopped = Stopped(&shared);
     shared.dialect.writer_starts();
     while let Some(first) = queue.recv().await {
-        let mut batch = vec![first];
+        // Room for what is queued and then some: a burst of queued writes grows it a few times,
+        // not once per doubling from one.
+        let mut batch = Vec::with_capacity((queue.len() + 1).clamp(16, MAX_BATCH));
+        batch.push(first);
         drain(&mut queue, &mut batch);
         // Nobody waits for these writes yet: give the ones that follow them a moment to join
         // the transaction, so a burst of queued writes commits once instead of once each.
@@ -198,7 +201,7 @@ async fn apply_and_answer<D: Dialect>(
                 }
                 _ => Ok(Applied::Nothing),
             };
-            answer(shared, pending.reply, answer_with);
+            answer(shared, pending, answer_with);
         }
         return;
     }
@@ -238,13 +241,13 @@ async fn apply_and_answer<D: Dialect>(
         Ok(results) => {
             committed(shared, state, &works, &results, forced, flush);
             for (pending, result) in batch.into_iter().zip(results) {
-                answer(shared, pending.reply, Ok(result));
+                answer(shared, pending, Ok(result));
             }
         }
         Err(BatchError::Transaction(error)) => fail_all(shared, batch, &error.to_string()),
         Err(BatchError::Write(error)) if batch.len() == 1 => {
             if let Some(pending) = batch.into_iter().next() {
-                answer(shared, pending.reply, Err(error));
+                answer(shared, pending, Err(error));
             }
         }
         Err(BatchError::Write(_)) => {
@@ -393,18 +396,27 @@ async fn retry_one_by_one<D: Dialect>(
             }
             Err(BatchError::Transaction(error) | BatchError::Write(error)) => Err(error),
         };
-        answer(shared, pending.reply, result);
+        answer(shared, pending, result);
     }
 }
 
 fn fail_all<D>(shared: &Shared<D>, batch: Vec<Pending>, message: &str) {
     for pending in batch {
         let error = StoreError::Write { path: shared.path.clone(), message: message.to_string() };
-        answer(shared, pending.reply, Err(error));
+        answer(shared, pending, Err(error));
     }
 }
 
-fn answer<D>(shared: &Shared<D>, reply: Reply, result: Result<Applied, StoreError>) {
+fn answer<D>(shared: &Shared<D>, pending: Pending, result: Result<Applied, StoreError>) {
+    let Pending { work, reply } = pending;
+    // The record of an appended entry, the entry moved out of its write.
+    let record = |chained: Chained| match work {
+        Work::Audit(entry) | Work::GuardedAudit(entry, _) => Ok(chained.into_record(*entry)),
+        _ => Err(StoreError::Write {
+            path: shared.path.clone(),
+            message: "an audit record answered a write that is not an audit entry".into(),
+        }),
+    };
     // A waiter that went away (its future was dropped) no longer needs an answer.
     match reply {
         Reply::Nobody => {
@@ -420,7 +432,7 @@ fn answer<D>(shared: &Shared<D>, reply: Reply, result: Result<Applied, StoreErro
         }
         Reply::Audit(tx) => {
             let _ = tx.send(result.and_then(|applied| match applied {
-                Applied::Audit(record) => Ok(*record),
+                Applied::Audit(chained) => record(chained),
                 Applied::Nothing | Applied::Flag(_) => Err(StoreError::Write {
                     path: shared.path.clone(),
                     message: "the audit write produced no record".into(),
@@ -438,7 +450,7 @@ fn answer<D>(shared: &Shared<D>, reply: Reply, result: Result<Applied, StoreErro
         }
         Reply::GuardedAudit(tx) => {
             let _ = tx.send(result.and_then(|applied| match applied {
-                Applied::Audit(record) => Ok(Some(*record)),
+                Applied::Audit(chained) => record(chained).map(Some),
                 Applied::Flag(false) => Ok(None),
                 Applied::Nothing | Applied::Flag(true) => Err(StoreError::Write {
                     path: shared.path.clone(),
@@ -487,7 +499,7 @@ async fn apply_batch<D: Dialect>(
                     .collect();
                 let records =
                     append_audits::<D>(&mut *tx, shared, &entries, &mut head).await.map_err(BatchError::Write)?;
-                results.extend(records.into_iter().map(|r| Applied::Audit(Box::new(r))));
+                results.extend(records.into_iter().map(Applied::Audit));
             }
             _ => {
                 for work in &works[i..end] {

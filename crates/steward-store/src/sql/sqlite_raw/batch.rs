@@ -189,7 +189,7 @@ fn append<D>(
     let chained = chain_audits(shared, entries, known.clone()).map_err(BatchError::Write)?;
     step_rows(statements, audit_row_insert(), AUDIT_WIDTH, &chained.rows()).map_err(write)?;
     *head = Some(chained.head().unwrap_or(known));
-    Ok(chained.records.into_iter().map(|r| Applied::Audit(Box::new(r))).collect())
+    Ok(chained.records.into_iter().map(Applied::Audit).collect())
 }
 
 /// The single-row insert of an audit record, made once.
