@@ -353,8 +353,8 @@ pub fn chain_audits<'a, D>(
             detail: &entry.detail,
         };
         let hex = fields.hash_with(key, &prev_hash, &mut buf);
-        // Lowercase hex digits: always ASCII.
-        let hash = std::str::from_utf8(&hex).map(str::to_owned).unwrap_or_default();
+        // Lowercase hex digits: ASCII, each byte one character.
+        let hash: String = hex.iter().map(|&b| char::from(b)).collect();
         let record = Chained { seq, id, at, prev_hash: std::mem::replace(&mut prev_hash, hash.clone()), hash };
         last_seq = seq;
         stored.push((to_i64(path, "audit seq", seq)?, risk, latency_ms, at_text, input));
