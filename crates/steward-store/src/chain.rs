@@ -48,9 +48,7 @@ impl AuditKey {
 
     /// A new random key of 32 bytes.
     pub fn generate() -> AuditKey {
-        let bytes = rand::random::<[u8; 32]>();
-        let keyed = <Hmac<Sha256> as Mac>::new_from_slice(&bytes).expect("HMAC takes any key length");
-        AuditKey { bytes: bytes.to_vec(), keyed }
+        AuditKey::new(rand::random::<[u8; 32]>().to_vec()).expect("32 bytes are a long enough key")
     }
 
     /// The key as lowercase hex (how it is kept in a file).
