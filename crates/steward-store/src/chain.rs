@@ -241,8 +241,7 @@ pub(crate) fn canonical_json(value: &Value) -> String {
 /// without a quote, a backslash or a control character, the common case, is copied as is:
 /// serde_json escapes only those.
 fn push_string(buf: &mut Vec<u8>, text: &str) {
-    // Every byte is looked at (no early exit), which the compiler turns into wide compares.
-    if text.bytes().fold(false, |found, b| found | (b == b'"') | (b == b'\\') | (b < 0x20)) {
+    if needs_escape(text) {
         // Writing a string into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut *buf, text);
         return;
@@ -260,9 +259,17 @@ fn push_number(buf: &mut Vec<u8>, n: u64) {
 
 /// Appends to `out` the compact JSON of `value` with object keys sorted by their bytes at every
 /// depth, whatever map order serde_json uses: the canonical form that audit hashes and call
-/// hashes are computed over.
+/// hashes are computed over. Strings are escaped as serde_json escapes them and numbers written
+/// as its `Number` writes them, straight into `out`.
 pub fn write_canonical_json(value: &Value, out: &mut String) {
     match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
+        // Writing into a `String` cannot fail.
+        Value::Number(number) => {
+            let _ = std::fmt::Write::write_fmt(out, format_args!("{number}"));
+        }
+        Value::String(text) => push_str_json(out, text),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -274,21 +281,48 @@ pub fn write_canonical_json(value: &Value, out: &mut String) {
             out.push(']');
         }
         Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
             out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
+            // serde_json's default map keeps its keys in this order already (a `BTreeMap` of
+            // `String`s); one that keeps insertion order is sorted here.
+            let sorted = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a.as_bytes() <= b.as_bytes());
+            let mut write = |i: usize, key: &str, item: &Value| {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&Value::from(key.as_str()).to_string());
+                push_str_json(out, key);
                 out.push(':');
                 write_canonical_json(item, out);
+            };
+            if sorted {
+                map.iter().enumerate().for_each(|(i, (key, item))| write(i, key, item));
+            } else {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                entries.into_iter().enumerate().for_each(|(i, (key, item))| write(i, key, item));
             }
             out.push('}');
         }
-        scalar => out.push_str(&scalar.to_string()),
     }
+}
+
+/// Appends `text` to `out` as a JSON string, as [`push_string`] does to bytes: copied as is
+/// unless it holds a quote, a backslash or a control character, which serde_json escapes.
+fn push_str_json(out: &mut String, text: &str) {
+    if needs_escape(text) {
+        // Writing into a `String` cannot fail; the escaping is serde_json's own.
+        let _ = std::fmt::Write::write_fmt(out, format_args!("{}", Value::from(text)));
+        return;
+    }
+    out.reserve(text.len() + 2);
+    out.push('"');
+    out.push_str(text);
+    out.push('"');
+}
+
+/// Whether serde_json escapes anything in `text`: a quote, a backslash or a control character.
+fn needs_escape(text: &str) -> bool {
+    // Every byte is looked at (no early exit), which the compiler turns into wide compares.
+    text.bytes().fold(false, |found, b| found | (b == b'"') | (b == b'\\') | (b < 0x20))
 }
 
 /// Checks a chain of unkeyed records ([`verify_chain_keyed`] without a key).
@@ -400,6 +434,25 @@ mod tests {
             push_string(&mut fast, text);
             assert_eq!(String::from_utf8(fast).unwrap(), serde_json::to_string(text).unwrap(), "{text:?}");
         }
+    }
+
+    /// The canonical form is serde_json's compact form with object keys in byte order: every
+    /// kind of value, keys and strings that need escaping, numbers of each kind.
+    #[test]
+    fn canonical_json_is_serde_jsons_compact_form_with_keys_in_byte_order() {
+        let value = json!({
+            "z": [1, -2, 2.5, 1e-7, u64::MAX, i64::MIN, null, true, false, [], {}],
+            "a": {"y": "é漢", "b": "quote \" back\\ \u{1}\n", "B": 0.1},
+            "é": "x", "Z": null, "aa": [{"k": {"j": [0.0]}}], "quote\"key": 1, "\u{7}": -0.0,
+        });
+        let mut canonical = String::new();
+        write_canonical_json(&value, &mut canonical);
+        assert_eq!(canonical, serde_json::to_string(&value).unwrap());
+        let keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
+        let mut in_byte_order = keys.clone();
+        in_byte_order.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        assert_eq!(keys, in_byte_order, "serde_json's map iterates in byte order");
+        assert!(canonical.starts_with(r#"{"\u0007":-0.0,"Z":null,"a":{"B":0.1,"b":"#), "{canonical}");
     }
 
     #[test]

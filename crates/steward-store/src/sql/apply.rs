@@ -314,7 +314,8 @@ impl ChainedAudits<'_> {
 
 /// Chains `entries` after `head` (`(seq, hash)` of the chain's newest record), stamped now and
 /// keyed with the store's audit key. Errors: [`StoreError::Invalid`] for a risk that is not
-/// finite or a number over `i64::MAX`.
+/// finite or a number over `i64::MAX`; [`StoreError::Write`] if a hash were not text (its hex
+/// digits always are).
 pub fn chain_audits<'a, D>(
     shared: &Shared<D>,
     entries: &'a [&'a AuditEntry],
@@ -353,8 +354,11 @@ pub fn chain_audits<'a, D>(
             detail: &entry.detail,
         };
         let hex = fields.hash_with(key, &prev_hash, &mut buf);
-        // Lowercase hex digits: ASCII, each byte one character.
-        let hash: String = hex.iter().map(|&b| char::from(b)).collect();
+        // Lowercase hex digits are ASCII: checked as a whole, not pushed one char at a time.
+        let hash = String::from_utf8(hex.to_vec()).map_err(|_| StoreError::Write {
+            path: path.to_string(),
+            message: "an audit hash was not hex digits".into(),
+        })?;
         let record = Chained { seq, id, at, prev_hash: std::mem::replace(&mut prev_hash, hash.clone()), hash };
         last_seq = seq;
         stored.push((to_i64(path, "audit seq", seq)?, risk, latency_ms, at_text, input));
