@@ -77,7 +77,7 @@ pub fn audit_hmac(key: &AuditKey, prev_hash: &str, record_without_hash: &AuditRe
     let at = timestamp_text(&record_without_hash.at);
     let input = canonical_json(&record_without_hash.entry.input);
     let fields = StoredFields::of(record_without_hash, &at, &input);
-    let hex = fields.keyed_hash(key, prev_hash, &mut Vec::with_capacity(512));
+    let hex = fields.keyed_hash(key, prev_hash, &mut String::with_capacity(512));
     String::from_utf8_lossy(&hex).into_owned()
 }
 
@@ -99,7 +99,7 @@ pub fn audit_hash(prev_hash: &str, record_without_hash: &AuditRecord) -> String 
     let at = timestamp_text(&record_without_hash.at);
     let input = canonical_json(&record_without_hash.entry.input);
     let fields = StoredFields::of(record_without_hash, &at, &input);
-    let hex = fields.hash(prev_hash, &mut Vec::with_capacity(512));
+    let hex = fields.hash(prev_hash, &mut String::with_capacity(512));
     // Lowercase hex digits are ASCII.
     String::from_utf8_lossy(&hex).into_owned()
 }
@@ -168,7 +168,7 @@ impl<'a> StoredFields<'a> {
 
     /// The record's hash under `key` ([`StoredFields::keyed_hash`]) or, without a key, the
     /// unkeyed one ([`StoredFields::hash`]).
-    pub fn hash_with(&self, key: Option<&AuditKey>, prev_hash: &str, buf: &mut Vec<u8>) -> [u8; 64] {
+    pub fn hash_with(&self, key: Option<&AuditKey>, prev_hash: &str, buf: &mut String) -> [u8; 64] {
         match key {
             Some(key) => self.keyed_hash(key, prev_hash, buf),
             None => self.hash(prev_hash, buf),
@@ -176,11 +176,11 @@ impl<'a> StoredFields<'a> {
     }
 
     /// The record's keyed hash (see [`audit_hmac`]) as 64 lowercase hex digits.
-    pub fn keyed_hash(&self, key: &AuditKey, prev_hash: &str, buf: &mut Vec<u8>) -> [u8; 64] {
+    pub fn keyed_hash(&self, key: &AuditKey, prev_hash: &str, buf: &mut String) -> [u8; 64] {
         self.canonical(buf);
         let mut mac = key.keyed.clone();
         mac.update(prev_hash.as_bytes());
-        mac.update(&buf[..]);
+        mac.update(buf.as_bytes());
         let mut hex = [0u8; 64];
         let _ = hex::encode_to_slice(mac.finalize().into_bytes(), &mut hex);
         hex
@@ -188,11 +188,11 @@ impl<'a> StoredFields<'a> {
 
     /// The record's hash (see [`audit_hash`]) as 64 lowercase hex digits; `buf` is scratch
     /// space, reused between calls.
-    pub fn hash(&self, prev_hash: &str, buf: &mut Vec<u8>) -> [u8; 64] {
+    pub fn hash(&self, prev_hash: &str, buf: &mut String) -> [u8; 64] {
         self.canonical(buf);
         let mut hasher = Sha256::new();
         hasher.update(prev_hash.as_bytes());
-        hasher.update(&buf[..]);
+        hasher.update(buf.as_bytes());
         let mut hex = [0u8; 64];
         // 32 bytes always fit 64 hex digits.
         let _ = hex::encode_to_slice(hasher.finalize(), &mut hex);
@@ -200,32 +200,32 @@ impl<'a> StoredFields<'a> {
     }
 
     /// Writes the canonical array of the fields into `buf` (cleared first).
-    fn canonical(&self, buf: &mut Vec<u8>) {
+    fn canonical(&self, buf: &mut String) {
         // The canonical array is written field by field straight into the buffer that is
         // hashed; the bytes are exactly those of `write_canonical_json` over the array of the fields.
         buf.clear();
-        buf.push(b'[');
-        push_number(buf, self.seq);
+        buf.push('[');
+        write_canonical_json(&Value::from(self.seq), buf);
         for text in [self.id, self.at, self.agent, self.run_id, self.call_id, self.action] {
-            buf.push(b',');
+            buf.push(',');
             push_string(buf, text);
         }
-        buf.push(b',');
-        buf.extend_from_slice(self.input.as_bytes());
-        buf.push(b',');
+        buf.push(',');
+        buf.push_str(self.input);
+        buf.push(',');
         push_string(buf, self.policy);
-        buf.push(b',');
-        // serde_json writes a finite f64 as its `Number` does and any other as `null`.
-        let _ = serde_json::to_writer(&mut *buf, &self.risk);
-        buf.push(b',');
+        buf.push(',');
+        // serde_json makes a finite f64 its `Number` and any other `null`.
+        write_canonical_json(&Value::from(self.risk), buf);
+        buf.push(',');
         push_string(buf, self.outcome);
-        buf.push(b',');
-        push_number(buf, self.latency_ms);
+        buf.push(',');
+        write_canonical_json(&Value::from(self.latency_ms), buf);
         for text in [self.sandbox, self.approval_id, self.rollback_token, self.detail] {
-            buf.push(b',');
+            buf.push(',');
             push_string(buf, text);
         }
-        buf.push(b']');
+        buf.push(']');
     }
 }
 
@@ -235,26 +235,6 @@ pub(crate) fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
     write_canonical_json(value, &mut out);
     out
-}
-
-/// Appends `text` as a JSON string (serde_json's escaping, as `write_canonical_json` uses). Text
-/// without a quote, a backslash or a control character, the common case, is copied as is:
-/// serde_json escapes only those.
-fn push_string(buf: &mut Vec<u8>, text: &str) {
-    if needs_escape(text) {
-        // Writing a string into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *buf, text);
-        return;
-    }
-    buf.reserve(text.len() + 2);
-    buf.push(b'"');
-    buf.extend_from_slice(text.as_bytes());
-    buf.push(b'"');
-}
-
-fn push_number(buf: &mut Vec<u8>, n: u64) {
-    use std::io::Write;
-    let _ = write!(buf, "{n}");
 }
 
 /// Appends to `out` the compact JSON of `value` with object keys sorted by their bytes at every
@@ -269,7 +249,7 @@ pub fn write_canonical_json(value: &Value, out: &mut String) {
         Value::Number(number) => {
             let _ = std::fmt::Write::write_fmt(out, format_args!("{number}"));
         }
-        Value::String(text) => push_str_json(out, text),
+        Value::String(text) => push_string(out, text),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -289,7 +269,7 @@ pub fn write_canonical_json(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                push_str_json(out, key);
+                push_string(out, key);
                 out.push(':');
                 write_canonical_json(item, out);
             };
@@ -305,9 +285,10 @@ pub fn write_canonical_json(value: &Value, out: &mut String) {
     }
 }
 
-/// Appends `text` to `out` as a JSON string, as [`push_string`] does to bytes: copied as is
-/// unless it holds a quote, a backslash or a control character, which serde_json escapes.
-fn push_str_json(out: &mut String, text: &str) {
+/// Appends `text` to `out` as a JSON string, escaped as serde_json escapes it. Text without a
+/// quote, a backslash or a control character, the common case, is copied as is: serde_json
+/// escapes only those.
+fn push_string(out: &mut String, text: &str) {
     if needs_escape(text) {
         // Writing into a `String` cannot fail; the escaping is serde_json's own.
         let _ = std::fmt::Write::write_fmt(out, format_args!("{}", Value::from(text)));
@@ -430,9 +411,9 @@ mod tests {
     fn strings_are_escaped_exactly_as_serde_json_does() {
         for text in ["", "plain", "é漢 ok", "quote \" in", "back\\slash", "line\nbreak", "\u{1}\u{1f}\u{7f}", "tab\t"]
         {
-            let mut fast = Vec::new();
+            let mut fast = String::new();
             push_string(&mut fast, text);
-            assert_eq!(String::from_utf8(fast).unwrap(), serde_json::to_string(text).unwrap(), "{text:?}");
+            assert_eq!(fast, serde_json::to_string(text).unwrap(), "{text:?}");
         }
     }
 

@@ -326,7 +326,7 @@ pub fn chain_audits<'a, D>(
     let (mut last_seq, mut prev_hash) = head;
     let mut records = Vec::with_capacity(entries.len());
     let mut stored = Vec::with_capacity(entries.len());
-    let mut buf = Vec::with_capacity(512);
+    let mut buf = String::with_capacity(512);
     for entry in entries {
         let risk = finite(path, "audit risk", entry.risk)?;
         let latency_ms = to_i64(path, "audit latency_ms", entry.latency_ms)?;

@@ -29,7 +29,7 @@ pub struct ChainState {
     /// A keyed record was checked: no unkeyed record may follow.
     keyed: bool,
     /// Scratch space of the hash.
-    buf: Vec<u8>,
+    buf: String,
 }
 
 impl ChainState {
@@ -38,7 +38,7 @@ impl ChainState {
     pub(crate) fn new(anchor: Option<(u64, String)>, key: Option<AuditKey>) -> Self {
         let mut hash = [0u8; 64];
         hash.copy_from_slice(GENESIS_HASH.as_bytes());
-        ChainState { seq: 0, hash, anchor, key, keyed: false, buf: Vec::with_capacity(1024) }
+        ChainState { seq: 0, hash, anchor, key, keyed: false, buf: String::with_capacity(1024) }
     }
 
     /// Checks `row` as record `seq + 1` of the last checked: it must be that record, link to
